@@ -1,0 +1,282 @@
+// read_topo: takes .topo text, returns a validated Topology. Each line is one statement; every problem found is
+// reported at its line and column (up to kMaxErrors), then the whole input is rejected with one canopy::Error.
+#include "dsl/topo_reader.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "dsl/error.hpp"
+#include "dsl/topology_check.hpp"
+
+namespace canopy {
+
+namespace {
+
+constexpr int kMaxErrors = 20;
+constexpr int kMaxGpusStatement = 1024;
+constexpr double kMaxGbps = 1e6;
+constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
+
+struct Location {
+  int line = 1;
+  int column = 1;
+};
+
+struct Token {
+  std::string_view text;
+  Location at;
+};
+
+struct TooManyErrors {};
+
+class Reader {
+ public:
+  Reader(std::string_view text, std::string_view origin) : text_(text), origin_(origin) {}
+
+  Topology read() {
+    try {
+      read_lines();
+      if (!topology_) {
+        if (!has_errors()) error({1, 1}, "empty topology: the first statement must be 'topology NAME'");
+      } else if (!has_errors()) {
+        check_whole();
+      }
+    } catch (const TooManyErrors&) {
+      errors_ += fmt::format("{}: error: too many errors ({}); stopping here\n", origin_, kMaxErrors);
+    }
+    if (has_errors()) {
+      if (errors_.back() == '\n') errors_.pop_back();
+      throw Error(errors_);
+    }
+    return std::move(*topology_);
+  }
+
+ private:
+  bool has_errors() const { return error_count_ > 0; }
+
+  void error(Location at, const std::string& message) {
+    errors_ += fmt::format("{}:{}:{}: error: {}\n", origin_, at.line, at.column, message);
+    if (++error_count_ >= kMaxErrors) throw TooManyErrors{};
+  }
+
+  void read_lines() {
+    std::size_t start = 0;
+    int line = 1;
+    while (start <= text_.size()) {
+      std::size_t end = text_.find('\n', start);
+      if (end == std::string_view::npos) end = text_.size();
+      read_line(text_.substr(start, end - start), line);
+      start = end + 1;
+      ++line;
+    }
+  }
+
+  // Splits one line into tokens (comments stripped), rejecting control characters, then runs its statement.
+  void read_line(std::string_view line, int number) {
+    std::vector<Token> tokens;
+    std::size_t i = 0;
+    while (i < line.size()) {
+      const char c = line[i];
+      if (c == '#') break;
+      if (c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f') {
+        ++i;
+        continue;
+      }
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        error({number, static_cast<int>(i) + 1},
+              fmt::format("unexpected control character 0x{:02x}: .topo files are plain text", static_cast<int>(c)));
+        return;
+      }
+      std::size_t j = i;
+      while (j < line.size() && line[j] != '#' && static_cast<unsigned char>(line[j]) > 0x20 && line[j] != 0x7f) ++j;
+      tokens.push_back({line.substr(i, j - i), {number, static_cast<int>(i) + 1}});
+      i = j;
+    }
+    if (!tokens.empty()) statement(tokens);
+  }
+
+  void statement(const std::vector<Token>& t) {
+    const std::string_view word = t[0].text;
+    if (word == "topology") return topology_statement(t);
+    if (word != "gpus" && word != "gpu" && word != "switch" && word != "link" && word != "arc") {
+      return error(t[0].at, fmt::format("unknown statement '{}' (expected topology, gpus, gpu, switch, link or arc)",
+                                        word));
+    }
+    if (!topology_) {
+      if (!reported_missing_topology_) {
+        reported_missing_topology_ = true;
+        error(t[0].at, fmt::format("'{}' before the 'topology NAME' line: every file starts with 'topology NAME'",
+                                   word));
+      }
+      return;
+    }
+    if (word == "gpus") return gpus_statement(t);
+    if (word == "gpu" || word == "switch") return node_statement(t, word == "gpu" ? NodeKind::gpu : NodeKind::relay);
+    return link_statement(t, word == "link");
+  }
+
+  bool expect_words(const std::vector<Token>& t, std::size_t min, std::size_t max, std::string_view usage) {
+    if (t.size() > max) {
+      error(t[max].at, fmt::format("unexpected '{}': the statement is '{}'", t[max].text, usage));
+      return false;
+    }
+    if (t.size() < min) {
+      const Token& last = t.back();
+      error({last.at.line, last.at.column + static_cast<int>(last.text.size())},
+            fmt::format("missing {}: the statement is '{}'", usage_word(usage, t.size()), usage));
+      return false;
+    }
+    return true;
+  }
+
+  // The `index`-th word of a usage string such as "link NODE NODE GBPS [KIND]".
+  static std::string usage_word(std::string_view usage, std::size_t index) {
+    std::istringstream words{std::string(usage)};
+    std::string w;
+    for (std::size_t i = 0; i <= index && words >> w;) {
+      if (i == index) return w;
+      ++i;
+    }
+    return "a word";
+  }
+
+  bool check_name(const Token& tok, const char* what) {
+    if (auto why = invalid_name_reason(tok.text)) {
+      error(tok.at, fmt::format("invalid {} '{}': {}", what, tok.text, *why));
+      return false;
+    }
+    return true;
+  }
+
+  void topology_statement(const std::vector<Token>& t) {
+    if (topology_) return error(t[0].at, fmt::format("a second 'topology' line: the name is already '{}' (line {})",
+                                                     topology_->name(), topology_at_.line));
+    if (!expect_words(t, 2, 2, "topology NAME") || !check_name(t[1], "topology name")) {
+      topology_.emplace("invalid");  // keep reading to report later problems too
+      topology_at_ = t[0].at;
+      return;
+    }
+    topology_.emplace(std::string(t[1].text));
+    topology_at_ = t[0].at;
+  }
+
+  void gpus_statement(const std::vector<Token>& t) {
+    if (!expect_words(t, 2, 2, "gpus COUNT")) return;
+    int count = 0;
+    const auto [end, ec] = std::from_chars(t[1].text.data(), t[1].text.data() + t[1].text.size(), count);
+    if (ec != std::errc() || end != t[1].text.data() + t[1].text.size() || count < 1 || count > kMaxGpusStatement) {
+      return error(t[1].at,
+                   fmt::format("gpus expects a count between 1 and {}, got '{}'", kMaxGpusStatement, t[1].text));
+    }
+    for (int i = 0; i < count; ++i) declare(fmt::format("gpu{}", i), NodeKind::gpu, t[1].at);
+  }
+
+  void node_statement(const std::vector<Token>& t, NodeKind kind) {
+    const std::string usage = to_string(kind) + " NAME";
+    if (!expect_words(t, 2, 2, usage) || !check_name(t[1], "node name")) return;
+    declare(std::string(t[1].text), kind, t[1].at);
+  }
+
+  void declare(std::string name, NodeKind kind, Location at) {
+    if (auto it = declared_at_.find(name); it != declared_at_.end()) {
+      return error(at, fmt::format("duplicate name '{}' (first declared at {}:{})", name, it->second.line,
+                                   it->second.column));
+    }
+    if (static_cast<int>(topology_->nodes().size()) >= Topology::kMaxNodes)
+      return error(at, fmt::format("too many nodes: at most {} are supported", Topology::kMaxNodes));
+    declared_at_.emplace(name, at);
+    node_at_.push_back(at);
+    if (kind == NodeKind::gpu)
+      topology_->gpu(std::move(name));
+    else
+      topology_->relay(std::move(name));
+  }
+
+  std::optional<NodeId> node_named(const Token& tok) {
+    if (auto id = topology_->find(tok.text)) return id;
+    if (invalid_name_reason(tok.text)) {
+      check_name(tok, "node name");
+    } else {
+      error(tok.at, fmt::format("unknown node '{}': declare it before this line with 'gpu {}' or 'switch {}'",
+                                tok.text, tok.text, tok.text));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<double> bandwidth(const Token& tok) {
+    double gbps = 0;
+    const char* first = tok.text.data();
+    const char* last = first + tok.text.size();
+    const auto [end, ec] = std::from_chars(first, last, gbps);
+    if (ec != std::errc() || end != last || !std::isfinite(gbps)) {
+      error(tok.at, fmt::format("bandwidth must be a number of GB/s per direction (e.g. 25 or 12.5), got '{}'",
+                                tok.text));
+      return std::nullopt;
+    }
+    if (gbps <= 0 || gbps > kMaxGbps) {
+      error(tok.at, fmt::format("bandwidth must be > 0 and at most {} GB/s, got '{}'", kMaxGbps, tok.text));
+      return std::nullopt;
+    }
+    return gbps;
+  }
+
+  void link_statement(const std::vector<Token>& t, bool both_ways) {
+    const char* usage = both_ways ? "link NODE NODE GBPS [KIND]" : "arc FROM TO GBPS [KIND]";
+    if (!expect_words(t, 4, 5, usage)) return;
+    const auto a = node_named(t[1]);
+    const auto b = node_named(t[2]);
+    const auto gbps = bandwidth(t[3]);
+    bool kind_ok = t.size() < 5 || check_name(t[4], "link kind");
+    if (a && b && *a == *b) {
+      return error(t[2].at, fmt::format("self-link: '{}' cannot link to itself", t[1].text));
+    }
+    if (!a || !b || !gbps || !kind_ok) return;
+    Bandwidth bw{*gbps, t.size() == 5 ? std::string(t[4].text) : std::string()};
+    if (both_ways)
+      topology_->link(*a, *b, bw);
+    else
+      topology_->arc(*a, *b, bw);
+  }
+
+  void check_whole() {
+    for (const TopologyProblem& p : find_problems(*topology_))
+      error(p.node ? node_at_[p.node->index] : topology_at_, p.message);
+  }
+
+  std::string_view text_;
+  std::string_view origin_;
+  std::optional<Topology> topology_;
+  Location topology_at_;
+  bool reported_missing_topology_ = false;
+  std::map<std::string, Location, std::less<>> declared_at_;
+  std::vector<Location> node_at_;  // by node index
+  std::string errors_;
+  int error_count_ = 0;
+};
+
+}  // namespace
+
+Topology read_topo(std::string_view text, std::string_view origin) { return Reader(text, origin).read(); }
+
+Topology read_topo_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw Error(fmt::format("cannot read topology file '{}': {}", path.string(),
+                            std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"));
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw Error(fmt::format("cannot read topology file '{}': {}", path.string(), ec.message()));
+  if (size > kMaxFileBytes)
+    throw Error(fmt::format("topology file '{}' is {} bytes; at most {} are read", path.string(), size, kMaxFileBytes));
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) throw Error(fmt::format("cannot read topology file '{}'", path.string()));
+  return read_topo(text.str(), path.string());
+}
+
+}  // namespace canopy

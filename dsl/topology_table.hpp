@@ -1,0 +1,13 @@
+// The readable summary of a topology that `canopy topo show` prints: nodes with their per-direction bandwidth
+// totals (split by link kind), then every link.
+#pragma once
+
+#include <string>
+
+#include "dsl/topology.hpp"
+
+namespace canopy {
+
+std::string describe_topology(const Topology& topology);
+
+}  // namespace canopy

@@ -1,0 +1,87 @@
+// --gpus: parsing the list, and the sub-topology a tenant's allocation sees.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "dsl/topology_subset.hpp"
+
+namespace canopy {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::vector<std::string> names(const Topology& t) {
+  std::vector<std::string> out;
+  for (const Node& n : t.nodes()) out.push_back(n.name);
+  return out;
+}
+
+TEST(GpuList, AcceptsNamesAndIndicesInTheGivenOrder) {
+  const Topology t = load_topology("dgx1-v100");
+  const auto ids = parse_gpu_list(t, "gpu5, 0 ,gpu1");
+  ASSERT_EQ(ids.size(), 3u);
+  EXPECT_EQ(t.node(ids[0]).name, "gpu5");
+  EXPECT_EQ(t.node(ids[1]).name, "gpu0");
+  EXPECT_EQ(t.node(ids[2]).name, "gpu1");
+}
+
+TEST(GpuList, ExplainsEveryBadItem) {
+  const Topology t = load_topology("dgx1-v100");
+  auto message = [&](const char* list) -> std::string {
+    try {
+      parse_gpu_list(t, list);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  };
+  EXPECT_THAT(message("gpu9"), HasSubstr("'gpu9' is not a node of 'dgx1-v100': its GPUs are gpu0 .. gpu7"));
+  EXPECT_THAT(message("8"), HasSubstr("index 8 is out of range"));
+  EXPECT_THAT(message("plx0"), HasSubstr("'plx0' is a switch, not a GPU"));
+  EXPECT_THAT(message("0,gpu0"), HasSubstr("gpu0 is listed twice"));
+  EXPECT_THAT(message("0,,1"), HasSubstr("empty item"));
+  EXPECT_THAT(message(""), HasSubstr("empty item"));
+  EXPECT_THAT(message("-1"), HasSubstr("'-1' is not a node"));
+}
+
+TEST(SelectGpus, KeepsTheChosenGpusAndTheSwitchesThatStillJoinThem) {
+  const Topology t = load_topology("dgx1-v100");
+  const Topology sub = select_gpus(t, parse_gpu_list(t, "0,1,5"));
+  // plx1 and plx3 joined only dropped GPUs and a CPU: they relay nothing for this tenant.
+  EXPECT_EQ(names(sub), (std::vector<std::string>{"gpu0", "gpu1", "gpu5", "plx0", "plx2", "cpu0", "cpu1"}));
+  EXPECT_EQ(sub.name(), "dgx1-v100");
+  double nvlink = 0;
+  for (const Arc& a : sub.arcs())
+    if (a.kind == "nvlink2") nvlink += a.gbps;
+  EXPECT_DOUBLE_EQ(nvlink, 2 * (25 + 50));  // gpu0-gpu1 (1 lane) and gpu1-gpu5 (2 lanes), both ways
+  EXPECT_NO_THROW(sub.validate());
+}
+
+TEST(SelectGpus, OrderOfTheListDoesNotChangeTheTopology) {
+  const Topology t = load_topology("dgx2");
+  EXPECT_EQ(select_gpus(t, parse_gpu_list(t, "3,9,1")), select_gpus(t, parse_gpu_list(t, "1,3,9")));
+}
+
+TEST(SelectGpus, RefusesGpusThatCannotReachEachOtherWithoutTheOthers) {
+  Topology chain("chain");
+  auto g = chain.gpus(3);
+  chain.link(g[0], g[1], nvlink2).link(g[1], g[2], nvlink2);
+  try {
+    select_gpus(chain, {g[0], g[2]});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the GPUs gpu0,gpu2 of 'chain' are not connected on their own"));
+    EXPECT_THAT(e.what(), HasSubstr("GPU 'gpu2' cannot be reached from 'gpu0'"));
+  }
+}
+
+TEST(SelectGpus, AOneGpuAllocationIsValid) {
+  const Topology t = load_topology("h200x2");
+  const Topology one = select_gpus(t, parse_gpu_list(t, "1"));
+  EXPECT_EQ(names(one), std::vector<std::string>{"gpu1"});
+  EXPECT_TRUE(one.arcs().empty());
+}
+
+}  // namespace
+}  // namespace canopy

@@ -1,0 +1,41 @@
+// The views of a topology users look at: DOT pictures (golden files) and the `topo show` table.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "dsl/shipped_topologies.hpp"
+#include "dsl/topology_dot.hpp"
+#include "dsl/topology_subset.hpp"
+#include "dsl/topology_table.hpp"
+#include "tests/test_util.hpp"
+
+namespace canopy {
+namespace {
+
+const std::filesystem::path kGolden = testing::source_dir() / "tests/dsl/golden";
+
+TEST(TopologyDot, MatchesGoldenForDgx1V100) {
+  testing::expect_golden(kGolden / "dgx1-v100.dot", topology_dot(load_topology("dgx1-v100")));
+}
+
+TEST(TopologyDot, MatchesGoldenForATenantSubsetWithAnAsymmetricArc) {
+  Topology t = load_topology("dgx1-v100");
+  Topology sub = select_gpus(t, parse_gpu_list(t, "0,1,5"));
+  sub.arc(*sub.find("gpu0"), *sub.find("gpu5"), {12.5, "degraded"});
+  testing::expect_golden(kGolden / "dgx1-v100-gpus-0-1-5.dot", topology_dot(sub));
+}
+
+TEST(TopologyTable, ShowsTotalsPerGpuAndEveryLink) {
+  testing::expect_golden(kGolden / "dgx1-v100.show.txt", describe_topology(load_topology("dgx1-v100")));
+  EXPECT_EQ(describe_topology(load_topology("h200x2")),
+            "topology h200x2: 2 GPUs, 0 switches, 1 link (bandwidths in GB/s per direction)\n"
+            "\n"
+            "node  kind    links        out         in  out by kind\n"
+            "gpu0  gpu         1    478.125    478.125  nvlink4 478.125\n"
+            "gpu1  gpu         1    478.125    478.125  nvlink4 478.125\n"
+            "\n"
+            "link                GB/s  kind\n"
+            "gpu0 <-> gpu1    478.125  nvlink4\n");
+}
+
+}  // namespace
+}  // namespace canopy

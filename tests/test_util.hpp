@@ -1,0 +1,46 @@
+// Helpers shared by the test suites: source-tree paths, whole-file reads, golden-file comparison, seeded RNGs.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+namespace canopy::testing {
+
+inline std::filesystem::path source_dir() { return CANOPY_SOURCE_DIR; }
+
+inline std::string read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) ADD_FAILURE() << "cannot read " << path;
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Compares `actual` with the golden file byte for byte. CANOPY_UPDATE_GOLDEN=1 rewrites the file instead (then
+// review the diff in git before committing it).
+inline void expect_golden(const std::filesystem::path& golden, const std::string& actual) {
+  if (const char* u = std::getenv("CANOPY_UPDATE_GOLDEN"); u && std::string(u) == "1") {
+    std::filesystem::create_directories(golden.parent_path());
+    std::ofstream(golden, std::ios::binary) << actual;
+    return;
+  }
+  ASSERT_TRUE(std::filesystem::exists(golden)) << golden << " is missing; run with CANOPY_UPDATE_GOLDEN=1";
+  EXPECT_EQ(read_file(golden), actual) << "differs from golden " << golden
+                                       << " (CANOPY_UPDATE_GOLDEN=1 rewrites it if the change is intended)";
+}
+
+// A generator seeded from CANOPY_TEST_SEED or a fixed default; the seed is printed so failures can be replayed.
+inline std::mt19937_64 seeded_rng(const char* what) {
+  std::uint64_t seed = 20261122;
+  if (const char* s = std::getenv("CANOPY_TEST_SEED")) seed = std::strtoull(s, nullptr, 10);
+  std::cout << "[ seed ] " << what << ": CANOPY_TEST_SEED=" << seed << "\n";
+  return std::mt19937_64(seed);
+}
+
+}  // namespace canopy::testing

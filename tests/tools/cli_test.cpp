@@ -1,0 +1,110 @@
+// The `canopy` command as users run it: exit codes, messages on stderr, and the output of each topo subcommand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+
+#include "tests/test_util.hpp"
+
+namespace canopy {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct CliRun {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+CliRun canopy(const std::string& args) {
+  const std::string command = std::string(CANOPY_CLI) + " " + args + " 2>&1";
+  CliRun r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.output.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string src(const std::string& relative) { return (testing::source_dir() / relative).string(); }
+
+TEST(Cli, HelpTeachesWithExamples) {
+  const CliRun r = canopy("--help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("canopy topo show dgx1-v100"));
+  for (const char* sub : {"topo --help", "topo list --help", "topo show --help", "topo check --help", "topo dot --help"}) {
+    const CliRun s = canopy(sub);
+    EXPECT_EQ(s.status, 0) << sub;
+    EXPECT_THAT(s.output, HasSubstr("Example")) << sub;
+  }
+}
+
+TEST(Cli, NoSubcommandIsAUsageError) {
+  const CliRun r = canopy("");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("subcommand"));
+}
+
+TEST(Cli, TopoListNamesEveryShippedTopology) {
+  const CliRun r = canopy("topo list");
+  EXPECT_EQ(r.status, 0);
+  for (const char* name : {"dgx1-p100", "dgx1-v100", "dgx1-v100-x2", "dgx2", "h200x2", "hgx-h100", "hgx-h200",
+                           "pcie-4gpu"})
+    EXPECT_THAT(r.output, HasSubstr(name));
+  EXPECT_THAT(r.output, HasSubstr("DGX-1 with 8 Tesla V100"));
+}
+
+TEST(Cli, TopoShowPrintsTheTableAndSubsets) {
+  CliRun r = canopy("topo show dgx1-v100");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("topology dgx1-v100: 8 GPUs, 6 switches, 29 links"));
+  EXPECT_THAT(r.output, HasSubstr("gpu0 <-> gpu3"));
+  r = canopy("topo show dgx1-v100 --gpus gpu0,gpu1,gpu5");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("3 GPUs"));
+  r = canopy("topo show dgx1-v100 --gpus 0,1 --topo");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("topology dgx1-v100\ngpus 2\n"));
+}
+
+TEST(Cli, TopoCheckAcceptsGoodFilesAndExplainsBadOnes) {
+  CliRun r = canopy("topo check " + src("topologies/dgx1-p100.topo") + " hgx-h200");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ok: topology dgx1-p100 with 8 GPUs"));
+  r = canopy("topo check " + src("tests/errors/topo/unknown-node.topo"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("unknown-node.topo:3:11: error: unknown node 'gpu2'"));
+  EXPECT_THAT(r.output, HasSubstr("canopy: error: 1 of 1 topology failed the check"));
+}
+
+TEST(Cli, UnknownTopologyAndBadGpusAreErrorsNotCrashes) {
+  CliRun r = canopy("topo show dgx9");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("canopy: error: unknown topology 'dgx9'"));
+  r = canopy("topo show dgx1-v100 --gpus 0,9");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("index 9 is out of range"));
+  r = canopy("topo show " + src("tests/errors/topo"));
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("not a regular file"));
+}
+
+TEST(Cli, TopoDotWritesDotAndRendersSvg) {
+  CliRun r = canopy("topo dot pcie-4gpu");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("digraph \"pcie-4gpu\""));
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz `dot` is not installed";
+  const auto svg = std::filesystem::temp_directory_path() / "canopy-cli-test.svg";
+  std::filesystem::remove(svg);
+  r = canopy("topo dot dgx1-v100 --gpus 0,1,2,5 --svg " + svg.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(testing::read_file(svg), HasSubstr("<svg"));
+  r = canopy("topo dot dgx1-v100 --svg /no/such/dir/x.svg");
+  EXPECT_EQ(r.status, 1);
+}
+
+}  // namespace
+}  // namespace canopy

@@ -1,0 +1,31 @@
+// The `canopy` CLI's subcommands: each file in tools/ adds one (sub)command to the app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "dsl/topology.hpp"
+
+namespace canopy::cli {
+
+void add_topo_command(CLI::App& app);  // topo.cpp: the `topo` group
+void add_topo_list(CLI::App& topo);    // topo_list.cpp
+void add_topo_show(CLI::App& topo);    // topo_show.cpp
+void add_topo_check(CLI::App& topo);   // topo_check.cpp
+void add_topo_dot(CLI::App& topo);     // topo_dot.cpp
+
+// `NAME|FILE [--gpus a,b,..]` as every command takes a topology (topology_option.cpp).
+struct TopologyArgs {
+  std::string topology;
+  std::string gpus;  // empty: all GPUs
+};
+void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional);
+Topology resolve_topology(const TopologyArgs& args);
+
+// Writes `text` to `path` ("-" = stdout), as a canopy::Error naming the path when it cannot.
+void write_output(const std::string& path, const std::string& text);
+
+// Renders DOT text to an SVG file with Graphviz's `dot` (graphviz.cpp).
+void render_svg(const std::string& dot, const std::string& svg_path);
+
+}  // namespace canopy::cli

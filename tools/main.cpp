@@ -1,0 +1,38 @@
+// The `canopy` command: parses the command line, runs one subcommand, and turns a canopy::Error into a message
+// on stderr and exit status 1 (usage mistakes exit 2).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "dsl/error.hpp"
+#include "tools/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"canopy: fast GPU collectives on any interconnect topology, from spanning trees.\n"};
+  app.name("canopy");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("canopy ") + CANOPY_VERSION);
+  app.footer(
+      "Examples:\n"
+      "  canopy topo list                          shipped topologies\n"
+      "  canopy topo show dgx1-v100                nodes, links and bandwidth totals\n"
+      "  canopy topo show dgx1-v100 --gpus 0,1,5   a tenant's 3-GPU slice\n"
+      "  canopy topo check my-cluster.topo         validate your own description\n"
+      "  canopy topo dot dgx1-v100 --svg dgx1.svg  draw it (needs Graphviz)\n"
+      "\n"
+      "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.");
+  canopy::cli::add_topo_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const canopy::Error& e) {
+    std::cerr << "canopy: error: " << e.what() << "\n";
+    return 1;
+  } catch (const canopy::InternalError& e) {
+    std::cerr << "canopy: " << e.what() << "\n";
+    return 3;
+  }
+  return 0;
+}

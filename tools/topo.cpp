@@ -1,0 +1,24 @@
+// `canopy topo`: write and inspect topology descriptions (list, show, check, dot).
+#include "tools/commands.hpp"
+
+namespace canopy::cli {
+
+void add_topo_command(CLI::App& app) {
+  CLI::App* topo = app.add_subcommand("topo", "list, show, check and draw topologies (.topo files or shipped names)");
+  topo->require_subcommand(1);
+  topo->footer(
+      "Example: canopy topo show dgx1-v100\n"
+      "A topology names GPUs and switches and the links between them, in GB/s per direction:\n"
+      "  topology my-box\n"
+      "  gpus 4\n"
+      "  switch plx0\n"
+      "  link gpu0 gpu1 50 nvlink2\n"
+      "  link gpu2 plx0 31.5 pcie4\n"
+      "The full grammar is in docs/topology.md.");
+  add_topo_list(*topo);
+  add_topo_show(*topo);
+  add_topo_check(*topo);
+  add_topo_dot(*topo);
+}
+
+}  // namespace canopy::cli

@@ -1,0 +1,49 @@
+// The topology arguments every command shares (`NAME|FILE`, `--gpus`) and output-file writing.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "dsl/topology_subset.hpp"
+#include "tools/commands.hpp"
+
+namespace canopy::cli {
+
+void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional) {
+  const char* help = "a shipped topology name (see `canopy topo list`) or a .topo file";
+  if (positional)
+    command.add_option("topology", args.topology, help)->required();
+  else
+    command.add_option("--topology,-t", args.topology, help)->required();
+  command.add_option("--gpus,-g", args.gpus,
+                     "use only these GPUs (a tenant's allocation): names or indices, e.g. gpu0,gpu3 or 0,3");
+}
+
+Topology resolve_topology(const TopologyArgs& args) {
+  Topology t = load_topology(args.topology);
+  if (args.gpus.empty()) return t;
+  return select_gpus(t, parse_gpu_list(t, args.gpus));
+}
+
+void write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::cout << text << std::flush;
+    return;
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    if (!out) throw Error(fmt::format("cannot write '{}': check the directory exists and is writable", path));
+    out << text;
+    if (!out.flush()) throw Error(fmt::format("cannot write '{}': the disk may be full", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(fmt::format("cannot write '{}': renaming the temporary file failed", path));
+  }
+}
+
+}  // namespace canopy::cli
