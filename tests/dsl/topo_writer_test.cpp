@@ -43,6 +43,15 @@ TEST(TopoWriter, RoundTripsEveryShippedTopology) {
   }
 }
 
+// Golden good files: the canonical text of every shipped topology, so a change in reading or writing shows up.
+TEST(TopoWriter, CanonicalTextOfShippedTopologiesMatchesGolden) {
+  for (const auto& s : shipped_topologies()) {
+    SCOPED_TRACE(std::string(s.name));
+    testing::expect_golden(testing::source_dir() / "tests/dsl/golden/canonical" / (std::string(s.name) + ".topo"),
+                           write_topo(load_topology(s.name)));
+  }
+}
+
 TEST(TopoWriter, RoundTripsRandomTopologies) {
   auto rng = testing::seeded_rng("TopoWriter.RoundTripsRandomTopologies");
   const char* kinds[] = {"", "nvlink2", "pcie4", "ib"};
