@@ -1,0 +1,34 @@
+// Evaluating a Plan against its Topology: per-link loads, the predicted algbw of DESIGN.md
+// (algbw = 1 / sum over phases of max over links of load/capacity), and a full validity check. Used by the
+// planner, the CLI summary and the tests, and usable on plans read from JSON.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dsl/topology.hpp"
+#include "planner/plan.hpp"
+
+namespace canopy {
+
+struct LinkLoad {
+  NodeId from;
+  NodeId to;
+  double capacity_gbps = 0;          // all kinds between the pair together
+  std::vector<double> load;          // per phase: bytes crossing per byte of S
+  double time_share = 0;             // max over phases of load / capacity, relative to the busiest link
+};
+
+// Loads on every directed node pair with capacity, in topology arc order. Throws canopy::Error when a tree edge
+// or path uses a node the topology lacks or a hop without a link.
+std::vector<LinkLoad> link_loads(const Topology& topology, const Plan& plan);
+
+// 1 / sum_phase max_link(load / capacity), in GB/s.
+double predicted_algbw(const Topology& topology, const Plan& plan);
+
+// Every reason the plan is not a valid plan for this topology (empty when valid): trees are arborescences over
+// all ranks rooted as the collective demands, paths follow links and cross only relays, fractions add up as
+// DESIGN.md says, algbw matches the loads.
+std::vector<std::string> check_plan(const Topology& topology, const Plan& plan);
+
+}  // namespace canopy

@@ -1,0 +1,266 @@
+// Edge splitting and constructive arborescence packing on integer capacities (see rooted_packing.hpp).
+//
+// Both passes keep one invariant, checked with max-flows: every terminal stays reachable from the root at rate
+// `demand` (for packing: at rate demand minus the weight already taken). Cut values change linearly in the amount
+// split or the weight taken, so when a check fails, the violated cut it returns gives the exact largest admissible
+// amount (a Newton step); a few flows per decision suffice.
+#include "planner/rooted_packing.hpp"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <optional>
+
+#include "dsl/error.hpp"
+
+namespace canopy::planner {
+
+namespace {
+
+// A FlowNetwork mirroring a problem: problem arc i is network arc net_arc[i]; helper[x] is an extra arc
+// root -> x (capacity 0 unless a check makes x a second source).
+class Mirror {
+ public:
+  explicit Mirror(const RootedProblem& p) : p_(p), net_(p.node_count) {
+    for (const VirtualArc& a : p.arcs) net_arc_.push_back(net_.add_arc(a.from, a.to, a.capacity));
+    helper_.assign(p.node_count, -1);
+    for (int x = 0; x < p.node_count; ++x)
+      if (x != p.root) helper_[x] = net_.add_arc(p.root, x, 0);
+  }
+
+  // Call after appending an arc to the problem.
+  void arc_added() {
+    const VirtualArc& a = p_.arcs.back();
+    net_arc_.push_back(net_.add_arc(a.from, a.to, a.capacity));
+  }
+  void set(int arc, Capacity c) { net_.set_capacity(net_arc_[arc], c); }
+  Capacity get(int arc) const { return net_.capacity(net_arc_[arc]); }
+
+  struct Violation {
+    int terminal = -1;
+    Capacity flow = 0;
+    std::vector<char> source_side;
+  };
+
+  // Finds a terminal reachable from the root at less than `need`, trying the last offender first.
+  std::optional<Violation> first_violation(Capacity need) {
+    const int n = p_.node_count;
+    for (int k = 0; k < n; ++k) {
+      const int t = (hint_ + k) % n;
+      if (!p_.terminal[t]) continue;
+      const Capacity f = net_.max_flow(p_.root, t);
+      if (f < need) {
+        hint_ = t;
+        return Violation{t, f, net_.source_side()};
+      }
+    }
+    return std::nullopt;
+  }
+
+  // maxflow({root, extra_source} -> sink).
+  Capacity flow_with_second_source(int extra_source, int sink) {
+    if (extra_source == p_.root) return net_.max_flow(p_.root, sink);
+    net_.set_capacity(helper_[extra_source], kInfinite);
+    const Capacity f = net_.max_flow(p_.root, sink);
+    net_.set_capacity(helper_[extra_source], 0);
+    return f;
+  }
+
+ private:
+  const RootedProblem& p_;
+  FlowNetwork net_;
+  std::vector<int> net_arc_;
+  std::vector<int> helper_;
+  int hint_ = 0;
+};
+
+// Drops zero-capacity arcs and merges arcs with equal endpoints and path.
+void compact(RootedProblem& p) {
+  std::map<std::vector<int>, Capacity> merged;  // path (which fixes from and to) -> capacity
+  std::vector<std::vector<int>> order;
+  for (const VirtualArc& a : p.arcs) {
+    if (a.capacity <= 0) continue;
+    auto [it, fresh] = merged.emplace(a.path, 0);
+    if (fresh) order.push_back(a.path);
+    it->second += a.capacity;
+  }
+  std::vector<VirtualArc> arcs;
+  for (const auto& path : order) arcs.push_back({path.front(), path.back(), merged[path], path});
+  p.arcs = std::move(arcs);
+}
+
+// a's path followed by b's (which starts where a's ends), with any loop cut out: a route that visits a node twice
+// has a shorter twin through the same links, so the split arc takes the shorter one.
+std::vector<int> join_paths(const std::vector<int>& a, const std::vector<int>& b) {
+  std::vector<int> path;
+  for (const auto* part : {&a, &b}) {
+    for (std::size_t i = part == &a ? 0 : 1; i < part->size(); ++i) {
+      const int x = (*part)[i];
+      const auto seen = std::find(path.begin(), path.end(), x);
+      if (seen != path.end()) path.erase(seen + 1, path.end());
+      else path.push_back(x);
+    }
+  }
+  return path;
+}
+
+}  // namespace
+
+Capacity min_terminal_flow(const RootedProblem& p) {
+  FlowNetwork net(p.node_count);
+  for (const VirtualArc& a : p.arcs) net.add_arc(a.from, a.to, a.capacity);
+  Capacity best = kInfinite;
+  for (int t = 0; t < p.node_count; ++t)
+    if (p.terminal[t]) best = std::min(best, net.max_flow(p.root, t));
+  return best;
+}
+
+Capacity split_off(RootedProblem& p, int w) {
+  CANOPY_INTERNAL_ASSERT(w != p.root && !p.terminal[w], "split_off: only relays are split off");
+  Mirror mirror(p);
+  auto arcs_at = [&](bool incoming) {
+    std::vector<int> ids;
+    for (int i = 0; i < static_cast<int>(p.arcs.size()); ++i)
+      if ((incoming ? p.arcs[i].to : p.arcs[i].from) == w && p.arcs[i].capacity > 0) ids.push_back(i);
+    return ids;
+  };
+  std::map<std::vector<int>, int> arc_by_path;
+  for (int i = 0; i < static_cast<int>(p.arcs.size()); ++i) arc_by_path[p.arcs[i].path] = i;
+
+  auto set_capacity = [&](int arc, Capacity c) {
+    p.arcs[arc].capacity = c;
+    mirror.set(arc, c);
+  };
+
+  for (bool progress = true; progress;) {
+    progress = false;
+    const auto in = arcs_at(true);
+    const auto out = arcs_at(false);
+    if (in.empty() || out.empty()) break;
+    for (std::size_t ai = 0; ai < in.size(); ++ai) {
+      const int a = in[ai];
+      // Rotate the out-arcs per in-arc so that splits spread over targets (rings and meshes, not one hub).
+      for (std::size_t k = 0; k < out.size() && p.arcs[a].capacity > 0; ++k) {
+        const int b = out[(ai + 1 + k) % out.size()];
+        if (p.arcs[b].capacity == 0 || p.arcs[a].from == p.arcs[b].to) continue;
+        const std::vector<int> path = join_paths(p.arcs[a].path, p.arcs[b].path);
+
+        int c;
+        if (auto it = arc_by_path.find(path); it != arc_by_path.end()) {
+          c = it->second;
+        } else {
+          p.arcs.push_back({p.arcs[a].from, p.arcs[b].to, 0, path});
+          mirror.arc_added();
+          c = static_cast<int>(p.arcs.size()) - 1;
+          arc_by_path[path] = c;
+        }
+        const Capacity ca = p.arcs[a].capacity, cb = p.arcs[b].capacity, cc = p.arcs[c].capacity;
+        auto apply = [&](Capacity g) {
+          set_capacity(a, ca - g);
+          set_capacity(b, cb - g);
+          set_capacity(c, cc + g);
+        };
+        Capacity gamma = std::min(ca, cb);
+        while (gamma > 0) {
+          apply(gamma);
+          const auto v = mirror.first_violation(p.demand);
+          if (!v) break;
+          // The violated cut lost exactly gamma (no cut loses more), so it admits gamma - (demand - flow).
+          gamma = gamma - (p.demand - v->flow);
+        }
+        if (gamma <= 0) {
+          apply(0);
+          continue;
+        }
+        progress = true;
+      }
+    }
+  }
+
+  Capacity dropped = 0;
+  for (int i = 0; i < static_cast<int>(p.arcs.size()); ++i) {
+    if (p.arcs[i].to == w) dropped += p.arcs[i].capacity;
+    if (p.arcs[i].to == w || p.arcs[i].from == w) p.arcs[i].capacity = 0;
+  }
+  compact(p);
+  return dropped;
+}
+
+std::vector<WeightedArborescence> pack_arborescences(const RootedProblem& problem) {
+  RootedProblem p = problem;
+  for (const VirtualArc& a : p.arcs)
+    CANOPY_INTERNAL_ASSERT(a.capacity == 0 || ((a.from == p.root || p.terminal[a.from]) &&
+                                               (a.to == p.root || p.terminal[a.to])),
+                           "pack_arborescences: split relays off first");
+  Mirror mirror(p);
+  std::vector<WeightedArborescence> trees;
+  const int n = p.node_count;
+  const int terminals = static_cast<int>(std::count(p.terminal.begin(), p.terminal.end(), 1));
+
+  while (p.demand > 0) {
+    // Grow one arborescence, taking one unit of weight on each chosen arc. Invariant (Lovasz): after taking the
+    // unit, every terminal is still reachable at rate demand - 1. Adding arc u->v lowers only cuts that contain v
+    // but neither u nor the root, so it is safe iff maxflow({root, u} -> v) >= demand before taking it.
+    std::vector<char> in_tree(n, 0);
+    std::vector<int> depth(n, 0);
+    in_tree[p.root] = 1;
+    WeightedArborescence tree;
+    for (int added = 0; added < terminals; ++added) {
+      std::vector<int> candidates;
+      for (int i = 0; i < static_cast<int>(p.arcs.size()); ++i) {
+        const VirtualArc& a = p.arcs[i];
+        if (in_tree[a.from] && !in_tree[a.to] && a.capacity > 0) candidates.push_back(i);
+      }
+      // Widest arcs first (fewer, heavier trees), then shallow tails (lower latency), then a fixed order.
+      std::sort(candidates.begin(), candidates.end(), [&](int x, int y) {
+        const VirtualArc &ax = p.arcs[x], &ay = p.arcs[y];
+        if (ax.capacity != ay.capacity) return ax.capacity > ay.capacity;
+        if (depth[ax.from] != depth[ay.from]) return depth[ax.from] < depth[ay.from];
+        return x < y;
+      });
+      int chosen = -1;
+      for (int i : candidates) {
+        if (mirror.flow_with_second_source(p.arcs[i].from, p.arcs[i].to) >= p.demand) {
+          chosen = i;
+          break;
+        }
+      }
+      CANOPY_INTERNAL_ASSERT(chosen >= 0, "no safe arc while growing an arborescence (Edmonds' condition broken)");
+      tree.arcs.push_back(chosen);
+      in_tree[p.arcs[chosen].to] = 1;
+      depth[p.arcs[chosen].to] = depth[p.arcs[chosen].from] + 1;
+      mirror.set(chosen, p.arcs[chosen].capacity - 1);
+    }
+
+    // Largest weight W for this tree: every terminal reachable at demand - W after taking W on each tree arc.
+    // A violated cut X entered k times by the tree has value V0 - k*W against a need of demand - W, so
+    // W <= (V0 - demand) / (k - 1); start from the tree's bottleneck and take that step until no cut is violated.
+    Capacity weight = p.demand;
+    for (int i : tree.arcs) weight = std::min(weight, p.arcs[i].capacity);
+    std::vector<char> on_tree(p.arcs.size(), 0);
+    for (int i : tree.arcs) on_tree[i] = 1;
+    auto take = [&](Capacity w) {
+      for (int i : tree.arcs) mirror.set(i, p.arcs[i].capacity - w);
+    };
+    while (true) {
+      take(weight);
+      const auto v = mirror.first_violation(p.demand - weight);
+      if (!v) break;
+      Capacity entering = 0;  // tree arcs entering the sink side of the violated cut
+      for (int i : tree.arcs)
+        if (v->source_side[p.arcs[i].from] && !v->source_side[p.arcs[i].to]) ++entering;
+      CANOPY_INTERNAL_ASSERT(entering >= 2, "a cut entered once by the tree cannot be violated");
+      const Capacity before = v->flow + entering * weight;  // the cut's value without this tree
+      const Capacity next = (before - p.demand) / (entering - 1);
+      CANOPY_INTERNAL_ASSERT(next >= 1 && next < weight, "weight search did not progress");
+      weight = next;
+    }
+    for (int i : tree.arcs) p.arcs[i].capacity -= weight;
+    p.demand -= weight;
+    tree.weight = weight;
+    trees.push_back(std::move(tree));
+  }
+  return trees;
+}
+
+}  // namespace canopy::planner
