@@ -57,12 +57,13 @@ std::vector<LinkLoad> link_loads(const Topology& t, const Plan& plan) {
       }
     }
   }
-  double busiest = 0;
-  for (LinkLoad& l : loads) {
-    for (double x : l.load) l.time_share = std::max(l.time_share, x / l.capacity_gbps);
-    busiest = std::max(busiest, l.time_share);
-  }
-  for (LinkLoad& l : loads) l.time_share = busiest > 0 ? l.time_share / busiest : 0;
+  // A phase lasts as long as its busiest link needs; while it runs, a link is busy load/capacity of that time.
+  std::vector<double> phase_time(phases, 0.0);
+  for (const LinkLoad& l : loads)
+    for (int p = 0; p < phases; ++p) phase_time[p] = std::max(phase_time[p], l.load[p] / l.capacity_gbps);
+  for (LinkLoad& l : loads)
+    for (int p = 0; p < phases; ++p)
+      if (phase_time[p] > 0) l.utilization = std::max(l.utilization, l.load[p] / l.capacity_gbps / phase_time[p]);
   return loads;
 }
 

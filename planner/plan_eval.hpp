@@ -16,7 +16,7 @@ struct LinkLoad {
   NodeId to;
   double capacity_gbps = 0;          // all kinds between the pair together
   std::vector<double> load;          // per phase: bytes crossing per byte of S
-  double time_share = 0;             // max over phases of load / capacity, relative to the busiest link
+  double utilization = 0;  // share of the capacity in use at the predicted rate, in the link's busiest phase
 };
 
 // Loads on every directed node pair with capacity, in topology arc order. Throws canopy::Error when a tree edge

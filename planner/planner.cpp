@@ -277,6 +277,10 @@ Topology planning_topology(const Topology& t, const std::vector<std::string>& ra
 
 }  // namespace
 
+Topology planning_topology(const Topology& topology, const PlanOptions& options) {
+  return planning_topology(topology, resolve_ranks(topology, options), options.relay);
+}
+
 Plan plan(const Topology& topology, Collective collective, const PlanOptions& options, PlanReport* report) {
   const std::vector<std::string> ranks = resolve_ranks(topology, options);
   const Topology t = planning_topology(topology, ranks, options.relay);

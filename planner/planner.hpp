@@ -19,6 +19,10 @@ struct PlanOptions {
 
 Plan plan(const Topology& topology, Collective collective, const PlanOptions& options = {});
 
+// The topology a plan with these options runs on: the chosen GPUs alone (other GPUs dropped), or with `relay` the
+// whole topology. Throws canopy::Error for bad GPU lists.
+Topology planning_topology(const Topology& topology, const PlanOptions& options);
+
 // Statistics of the last steps of planning, for the summary and the benchmark.
 struct PlanReport {
   int trees_before_reduction = 0;

@@ -19,9 +19,11 @@ int main(int argc, char** argv) {
       "  canopy topo show dgx1-v100 --gpus 0,1,5   a tenant's 3-GPU slice\n"
       "  canopy topo check my-cluster.topo         validate your own description\n"
       "  canopy topo dot dgx1-v100 --svg dgx1.svg  draw it (needs Graphviz)\n"
+      "  canopy plan -t dgx1-v100 -c allreduce     optimal trees, bound, NCCL-style rings, link loads\n"
       "\n"
       "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.");
   canopy::cli::add_topo_command(app);
+  canopy::cli::add_plan_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "canopy.hpp"  // the one public include compiles on its own
 #include "dsl/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "dsl/topology.hpp"

@@ -108,3 +108,42 @@ TEST(Cli, TopoDotWritesDotAndRendersSvg) {
 
 }  // namespace
 }  // namespace canopy
+
+namespace canopy {
+namespace {
+
+TEST(CliPlan, PrintsSummaryJsonAndPictures) {
+  CliRun r = canopy("plan -t dgx1-v100 -c allreduce");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("the plan reaches 100.00 %"));
+  EXPECT_THAT(r.output, HasSubstr("NCCL-style rings: 6 rings of 25.00 GB/s"));
+  EXPECT_THAT(r.output, HasSubstr("gpu0 -> plx0"));
+  r = canopy("plan -t dgx1-v100 -c broadcast --gpus 0,1,5 --root gpu5 --json");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"root\": \"gpu5\""));
+  r = canopy("plan -t pcie-4gpu -c reducescatter --trees");
+  EXPECT_THAT(r.output, HasSubstr("tree 0"));
+  if (std::system("command -v dot >/dev/null 2>&1") != 0) GTEST_SKIP() << "Graphviz `dot` is not installed";
+  const auto svg = std::filesystem::temp_directory_path() / "canopy-plan-test.svg";
+  r = canopy("plan -t dgx2 -c broadcast --svg " + svg.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(testing::read_file(svg), HasSubstr("<svg"));
+}
+
+TEST(CliPlan, ExplainsMistakes) {
+  CliRun r = canopy("plan -t dgx1-v100 -c gather");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("--collective 'gather': expected broadcast, reduce"));
+  r = canopy("plan -t dgx1-v100 -c allgather --root gpu1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("--root applies to broadcast and reduce only"));
+  r = canopy("plan -t dgx1-v100 -c broadcast --gpus 0,1 --root gpu7");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("--root gpu7 is not one of the ranks"));
+  r = canopy("plan -c broadcast");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_THAT(r.output, HasSubstr("--topology is required"));
+}
+
+}  // namespace
+}  // namespace canopy

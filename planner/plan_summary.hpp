@@ -1,0 +1,20 @@
+// The readable summary `canopy plan` prints: rates against the bound and against NCCL-style rings, tree count,
+// and every link's load as a share of its capacity (which links are saturated, which idle). Optionally the trees.
+#pragma once
+
+#include <string>
+
+#include "dsl/topology.hpp"
+#include "planner/plan.hpp"
+#include "planner/planner.hpp"
+#include "planner/ring_baseline.hpp"
+
+namespace canopy {
+
+std::string describe_plan(const Topology& topology, const Plan& plan, const PlanReport& report,
+                          const RingBaseline& rings, bool list_trees);
+
+// One line per tree: "tree 3  out  phase 0  fraction 0.0625  gpu1->gpu3 gpu3->gpu2(plx1) ...".
+std::string describe_trees(const Plan& plan);
+
+}  // namespace canopy
