@@ -14,25 +14,51 @@
 
 using namespace canopy;
 
+// A cluster of `hosts` HGX H100 boxes: in each, 8 GPUs on 4 NVSwitches (18 NVLink4 links, 5-4-4-5) and one
+// 400 Gb/s NIC per GPU (PCIe gen5 x16 to the GPU); all NICs on one non-blocking network switch.
+Topology hgx_cluster(int hosts) {
+  Topology t(fmt::format("hgx-h100-x{}", hosts));
+  std::vector<NodeId> gpus;
+  for (int h = 0; h < hosts; ++h)
+    for (int g = 0; g < 8; ++g) gpus.push_back(t.gpu(fmt::format("h{}gpu{}", h, g)));
+  const NodeId net = t.relay("ib0");
+  for (int h = 0; h < hosts; ++h) {
+    NodeId nvs[4];
+    for (int k = 0; k < 4; ++k) nvs[k] = t.relay(fmt::format("h{}nvs{}", h, k));
+    for (int g = 0; g < 8; ++g) {
+      const NodeId gpu = gpus[h * 8 + g];
+      const int lanes[4] = {5, 4, 4, 5};
+      for (int k = 0; k < 4; ++k) t.link(gpu, nvs[k], nvlink4 * lanes[k]);
+      const NodeId nic = t.relay(fmt::format("h{}nic{}", h, g));
+      t.link(gpu, nic, pcie5);
+      t.link(nic, net, ib_ndr);
+    }
+  }
+  return t;
+}
+
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
-  std::vector<std::string> names = {"dgx1-v100", "dgx1-p100", "dgx2", "hgx-h200", "h200x2", "pcie-4gpu"};
+  std::vector<std::string> names = {"dgx1-v100", "dgx1-p100", "dgx2", "dgx1-v100-x2", "hgx-h200", "h200x2",
+                                    "pcie-4gpu", "cluster8", "cluster32"};
   if (argc > 1 && !quick) names.assign(argv + 1, argv + argc);
   const Collective all[] = {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter,
                             Collective::allreduce};
   fmt::print("{:<14} {:<14} {:>10} {:>10} {:>8} {:>6} {:>6} {:>10}\n", "topology", "collective", "algbw", "bound",
              "ratio", "trees", "lower", "plan ms");
   for (const auto& name : names) {
-    const Topology t = load_topology(name);
+    const Topology t = name.rfind("cluster", 0) == 0 ? hgx_cluster(std::stoi(name.substr(7))) : load_topology(name);
     for (Collective c : all) {
       double best_ms = 1e300;
       Plan p;
       PlanReport rep;
-      for (int run = 0; run < (quick ? 1 : 3); ++run) {
+      const int runs = quick || t.gpu_count() > 16 ? 1 : 3;
+      for (int run = 0; run < runs; ++run) {
         const auto start = std::chrono::steady_clock::now();
         p = plan(t, c, {}, &rep);
         best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }
+      std::fflush(stdout);
       fmt::print("{:<14} {:<14} {:>10.3f} {:>10.3f} {:>8.5f} {:>6} {:>6} {:>10.2f}\n", name, to_string(c), p.algbw_gbps,
                  p.bound_algbw_gbps, p.algbw_gbps / p.bound_algbw_gbps, p.trees.size(), rep.tree_lower_bound, best_ms);
     }

@@ -118,10 +118,15 @@ Capacity min_terminal_flow(const RootedProblem& p) {
 Capacity split_off(RootedProblem& p, int w) {
   CANOPY_INTERNAL_ASSERT(w != p.root && !p.terminal[w], "split_off: only relays are split off");
   Mirror mirror(p);
+  // Arcs at w with capacity left, ordered by the node at their other end, so that for a symmetric relay the
+  // i-th in-arc and the i-th out-arc meet the same neighbour.
   auto arcs_at = [&](bool incoming) {
     std::vector<int> ids;
     for (int i = 0; i < static_cast<int>(p.arcs.size()); ++i)
       if ((incoming ? p.arcs[i].to : p.arcs[i].from) == w && p.arcs[i].capacity > 0) ids.push_back(i);
+    std::stable_sort(ids.begin(), ids.end(), [&](int x, int y) {
+      return (incoming ? p.arcs[x].from : p.arcs[x].to) < (incoming ? p.arcs[y].from : p.arcs[y].to);
+    });
     return ids;
   };
   std::map<std::vector<int>, int> arc_by_path;
@@ -131,6 +136,46 @@ Capacity split_off(RootedProblem& p, int w) {
     p.arcs[arc].capacity = c;
     mirror.set(arc, c);
   };
+  // The direct arc that replaces a then b (created with capacity 0 the first time).
+  auto joined_arc = [&](int a, int b) {
+    const std::vector<int> path = join_paths(p.arcs[a].path, p.arcs[b].path);
+    if (auto it = arc_by_path.find(path); it != arc_by_path.end()) return it->second;
+    p.arcs.push_back({p.arcs[a].from, p.arcs[b].to, 0, path});
+    mirror.arc_added();
+    const int c = static_cast<int>(p.arcs.size()) - 1;
+    arc_by_path[path] = c;
+    return c;
+  };
+  auto shift = [&](int a, int b, int c, Capacity g) {
+    set_capacity(a, p.arcs[a].capacity - g);
+    set_capacity(b, p.arcs[b].capacity - g);
+    set_capacity(c, p.arcs[c].capacity + g);
+  };
+
+  // Fast path: pair in-arc i with out-arcs i+1, i+2, ... all at once (a ring through a symmetric switch, which keeps
+  // every cut) and verify with one check; only if that fails, split pair by pair below.
+  {
+    const auto in = arcs_at(true);
+    const auto out = arcs_at(false);
+    struct Split {
+      int a, b, c;
+      Capacity g;
+    };
+    std::vector<Split> done;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      for (std::size_t k = 0; k < out.size() && p.arcs[in[i]].capacity > 0; ++k) {
+        const int a = in[i], b = out[(i + 1 + k) % out.size()];
+        if (p.arcs[b].capacity == 0 || p.arcs[a].from == p.arcs[b].to) continue;
+        const Capacity g = std::min(p.arcs[a].capacity, p.arcs[b].capacity);
+        const int c = joined_arc(a, b);
+        shift(a, b, c, g);
+        done.push_back({a, b, c, g});
+      }
+    }
+    if (!done.empty() && mirror.first_violation(p.demand)) {
+      for (auto it = done.rbegin(); it != done.rend(); ++it) shift(it->a, it->b, it->c, -it->g);
+    }
+  }
 
   for (bool progress = true; progress;) {
     progress = false;
@@ -143,33 +188,19 @@ Capacity split_off(RootedProblem& p, int w) {
       for (std::size_t k = 0; k < out.size() && p.arcs[a].capacity > 0; ++k) {
         const int b = out[(ai + 1 + k) % out.size()];
         if (p.arcs[b].capacity == 0 || p.arcs[a].from == p.arcs[b].to) continue;
-        const std::vector<int> path = join_paths(p.arcs[a].path, p.arcs[b].path);
-
-        int c;
-        if (auto it = arc_by_path.find(path); it != arc_by_path.end()) {
-          c = it->second;
-        } else {
-          p.arcs.push_back({p.arcs[a].from, p.arcs[b].to, 0, path});
-          mirror.arc_added();
-          c = static_cast<int>(p.arcs.size()) - 1;
-          arc_by_path[path] = c;
-        }
-        const Capacity ca = p.arcs[a].capacity, cb = p.arcs[b].capacity, cc = p.arcs[c].capacity;
-        auto apply = [&](Capacity g) {
-          set_capacity(a, ca - g);
-          set_capacity(b, cb - g);
-          set_capacity(c, cc + g);
-        };
-        Capacity gamma = std::min(ca, cb);
+        const int c = joined_arc(a, b);
+        Capacity gamma = std::min(p.arcs[a].capacity, p.arcs[b].capacity);
+        Capacity applied = 0;
         while (gamma > 0) {
-          apply(gamma);
+          shift(a, b, c, gamma - applied);
+          applied = gamma;
           const auto v = mirror.first_violation(p.demand);
           if (!v) break;
           // The violated cut lost exactly gamma (no cut loses more), so it admits gamma - (demand - flow).
           gamma = gamma - (p.demand - v->flow);
         }
         if (gamma <= 0) {
-          apply(0);
+          shift(a, b, c, -applied);
           continue;
         }
         progress = true;
