@@ -1,8 +1,10 @@
-// FlowNetwork: Boost.Graph adjacency list with capacity, residual and reverse-edge maps; push-relabel max-flow.
+// FlowNetwork: Boost.Graph adjacency list with capacity, residual and reverse-edge maps; Boykov-Kolmogorov max-flow
+// with its vertex maps kept between calls.
 #include "planner/flow_network.hpp"
 
 #include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/push_relabel_max_flow.hpp>
+#include <boost/graph/boykov_kolmogorov_max_flow.hpp>
+#include <boost/property_map/property_map.hpp>
 
 #include "dsl/error.hpp"
 
@@ -22,9 +24,18 @@ struct FlowNetwork::Impl {
   Graph graph;
   std::vector<Edge> arcs;  // by arc id: the forward edge
   int last_source = -1;
+  // Vertex maps Boykov-Kolmogorov works in, allocated once: planning runs thousands of flows per network.
+  std::vector<Edge> predecessor;
+  std::vector<boost::default_color_type> colour;
+  std::vector<long> distance;
 };
 
-FlowNetwork::FlowNetwork(int nodes) : impl_(std::make_unique<Impl>()) { impl_->graph = Graph(nodes); }
+FlowNetwork::FlowNetwork(int nodes) : impl_(std::make_unique<Impl>()) {
+  impl_->graph = Graph(nodes);
+  impl_->predecessor.resize(nodes);
+  impl_->colour.resize(nodes);
+  impl_->distance.resize(nodes);
+}
 FlowNetwork::~FlowNetwork() = default;
 
 int FlowNetwork::add_arc(int from, int to, Capacity capacity) {
@@ -52,7 +63,13 @@ int FlowNetwork::node_count() const { return static_cast<int>(num_vertices(impl_
 
 Capacity FlowNetwork::max_flow(int source, int sink) {
   impl_->last_source = source;
-  return boost::push_relabel_max_flow(impl_->graph, source, sink);
+  Graph& g = impl_->graph;
+  const auto index = get(boost::vertex_index, g);
+  return boost::boykov_kolmogorov_max_flow(
+      g, get(boost::edge_capacity, g), get(boost::edge_residual_capacity, g), get(boost::edge_reverse, g),
+      boost::make_iterator_property_map(impl_->predecessor.begin(), index),
+      boost::make_iterator_property_map(impl_->colour.begin(), index),
+      boost::make_iterator_property_map(impl_->distance.begin(), index), index, source, sink);
 }
 
 std::vector<char> FlowNetwork::source_side() const {

@@ -1,4 +1,4 @@
-// Internal to planner/: an integer-capacity digraph with exact max-flow (Boost push-relabel on int64) and the
+// Internal to planner/: an integer-capacity digraph with exact max-flow (Boost Boykov-Kolmogorov on int64) and the
 // min cut it finds. Capacities are in planner units (see planner/units.hpp); arcs keep stable ids so callers can
 // lower and restore capacities between flows without rebuilding the graph.
 #pragma once
