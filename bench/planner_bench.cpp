@@ -58,9 +58,9 @@ int main(int argc, char** argv) {
         p = plan(t, c, {}, &rep);
         best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }
-      std::fflush(stdout);
       fmt::print("{:<14} {:<14} {:>10.3f} {:>10.3f} {:>8.5f} {:>6} {:>6} {:>10.2f}\n", name, to_string(c), p.algbw_gbps,
                  p.bound_algbw_gbps, p.algbw_gbps / p.bound_algbw_gbps, p.trees.size(), rep.tree_lower_bound, best_ms);
+      std::fflush(stdout);
     }
   }
 }

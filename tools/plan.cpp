@@ -16,8 +16,7 @@ namespace canopy::cli {
 
 void add_plan_command(CLI::App& app) {
   struct Args {
-    std::string topology;
-    std::string gpus;
+    TopologyArgs topology;
     std::string collective;
     std::string root;
     bool relay = false;
@@ -28,9 +27,7 @@ void add_plan_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("plan", "pack optimal spanning trees for a collective and show them");
-  cmd->add_option("--topology,-t", args->topology, "a shipped topology name (canopy topo list) or a .topo file")
-      ->required();
-  cmd->add_option("--gpus,-g", args->gpus, "the ranks: GPU names or indices, e.g. gpu0,gpu3 or 0,3 (default: all)");
+  add_topology_args(*cmd, args->topology, /*positional=*/false);
   cmd->add_option("--collective,-c", args->collective,
                   "broadcast | reduce | allreduce | allgather | reducescatter")
       ->required();
@@ -54,9 +51,9 @@ void add_plan_command(CLI::App& app) {
     if (!collective)
       throw Error(fmt::format("--collective '{}': expected broadcast, reduce, allreduce, allgather or reducescatter",
                               args->collective));
-    const Topology full = load_topology(args->topology);
+    const Topology full = load_topology(args->topology.topology);
     PlanOptions options;
-    if (!args->gpus.empty()) options.gpus = CLI::detail::split(args->gpus, ',');
+    if (!args->topology.gpus.empty()) options.gpus = CLI::detail::split(args->topology.gpus, ',');
     if (!args->root.empty()) options.root = args->root;
     options.relay = args->relay;
     const Topology t = planning_topology(full, options);
