@@ -249,6 +249,39 @@ PackedTrees pack_allgather(const Network& net) {
   return out;
 }
 
+// True when every directed pair has the same total capacity both ways: then reduce-like trees are broadcast-like
+// trees reversed (same loads, mirrored), and the planner packs once instead of twice.
+bool is_symmetric(const Topology& t) {
+  std::map<std::pair<int, int>, double> gbps;
+  for (const Arc& a : t.arcs()) gbps[{a.from.index, a.to.index}] += a.gbps;
+  for (const auto& [pair, g] : gbps) {
+    const auto it = gbps.find({pair.second, pair.first});
+    if (it == gbps.end() || it->second != g) return false;
+  }
+  return true;
+}
+
+// Out-trees turned into in-trees over the reverse arcs: edges and paths reversed, leaves first.
+PackedTrees reversed_trees(PackedTrees packed) {
+  for (Tree& tree : packed.trees) {
+    tree.direction = TreeDirection::in;
+    for (TreeEdge& e : tree.edges) {
+      std::swap(e.from, e.to);
+      std::reverse(e.path.begin(), e.path.end());
+    }
+    std::reverse(tree.edges.begin(), tree.edges.end());
+  }
+  return packed;
+}
+
+// Reduce (reduce-scatter) trees: on a symmetric topology the broadcast (allgather) trees reversed, else packed on
+// the reversed graph.
+PackedTrees pack_reversed(const Topology& t, const std::vector<std::string>& ranks,
+                          const std::function<PackedTrees(const Network&)>& pack) {
+  if (is_symmetric(t)) return reversed_trees(pack(make_network(t, ranks, false)));
+  return pack(make_network(t, ranks, true));
+}
+
 std::vector<std::string> resolve_ranks(const Topology& t, const PlanOptions& o) {
   std::vector<std::string> ranks;
   if (o.gpus.empty()) {
@@ -298,23 +331,25 @@ Plan plan(const Topology& topology, Collective collective, const PlanOptions& op
     if (std::find(ranks.begin(), ranks.end(), root) == ranks.end())
       throw Error(fmt::format("--root {} is not one of the ranks ({})", root, fmt::join(ranks, ",")));
     result.root = root;
-    const Network net = make_network(t, ranks, collective == Collective::reduce);
-    PackedTrees packed = pack_broadcast(net, t.find(root)->index);
+    const int root_id = t.find(root)->index;
+    auto pack = [root_id](const Network& net) { return pack_broadcast(net, root_id); };
+    PackedTrees packed =
+        collective == Collective::reduce ? pack_reversed(t, ranks, pack) : pack(make_network(t, ranks, false));
     result.trees = std::move(packed.trees);
     result.bound_algbw_gbps = packed.bound_gbps;
     rep.tree_lower_bound = packed.lower_bound;
   } else if (options.root) {
     throw Error(fmt::format("--root applies to broadcast and reduce only, not {}", to_string(collective)));
   } else if (collective == Collective::allgather || collective == Collective::reducescatter) {
-    const Network net = make_network(t, ranks, collective == Collective::reducescatter);
-    PackedTrees packed = pack_allgather(net);
+    PackedTrees packed = collective == Collective::reducescatter ? pack_reversed(t, ranks, pack_allgather)
+                                                                 : pack_allgather(make_network(t, ranks, false));
     result.trees = std::move(packed.trees);
     result.bound_algbw_gbps = packed.bound_gbps;
     rep.tree_lower_bound = packed.lower_bound;
   } else {
     // Allreduce: reduce-scatter trees (in) then allgather trees (out); also the same trees in one phase.
-    PackedTrees rs = pack_allgather(make_network(t, ranks, true));
     PackedTrees ag = pack_allgather(make_network(t, ranks, false));
+    PackedTrees rs = is_symmetric(t) ? reversed_trees(ag) : pack_allgather(make_network(t, ranks, true));
     const double n = static_cast<double>(ranks.size());
     result.bound_algbw_gbps = n / (n / rs.bound_gbps + n / ag.bound_gbps);
     rep.tree_lower_bound = rs.lower_bound + ag.lower_bound;
