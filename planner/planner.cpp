@@ -68,9 +68,21 @@ Network make_network(Topology topology, const std::vector<std::string>& rank_nam
 int node_count(const Network& net) { return static_cast<int>(net.topology.nodes().size()); }
 
 // Splits off every node that is not a rank, then returns the lowest terminal flow left.
+// Relays go in order of fewest arcs first (NICs and PCIe switches before NVSwitches before a network switch):
+// splitting a small relay first leaves the big ones with direct neighbours instead of many split arcs.
 Capacity split_relays(RootedProblem& p, const Network& net) {
-  for (int w = 0; w < node_count(net) && w < p.node_count; ++w)
-    if (!net.is_rank[w] && w != p.root) planner::split_off(p, w);
+  std::vector<char> pending(p.node_count, 0);
+  for (int w = 0; w < node_count(net) && w < p.node_count; ++w) pending[w] = !net.is_rank[w] && w != p.root;
+  while (true) {
+    std::vector<int> degree(p.node_count, 0);
+    for (const VirtualArc& a : p.arcs) ++degree[a.from], ++degree[a.to];
+    int next = -1;
+    for (int w = 0; w < p.node_count; ++w)
+      if (pending[w] && (next < 0 || degree[w] < degree[next])) next = w;
+    if (next < 0) break;
+    pending[next] = 0;
+    planner::split_off(p, next);
+  }
   return planner::min_terminal_flow(p);
 }
 
