@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,20 @@ Topology hgx_cluster(int hosts) {
   return t;
 }
 
+// The longest root-to-leaf chain of hops over all trees: pipeline depth, hence latency.
+int max_depth(const Plan& p) {
+  int deepest = 0;
+  for (const Tree& t : p.trees) {
+    std::map<std::string, int> depth{{t.root, 0}};
+    const bool in = t.direction == TreeDirection::in;
+    for (auto it = t.edges.rbegin(); in && it != t.edges.rend(); ++it) depth[it->from] = depth[it->to] + 1;
+    for (const TreeEdge& e : t.edges)
+      if (!in) depth[e.to] = depth[e.from] + 1;
+    for (const auto& [node, d] : depth) deepest = std::max(deepest, d);
+  }
+  return deepest;
+}
+
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   std::vector<std::string> names = {"dgx1-v100", "dgx1-p100", "dgx2", "dgx1-v100-x2", "hgx-h200", "h200x2",
@@ -44,8 +59,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && !quick) names.assign(argv + 1, argv + argc);
   const Collective all[] = {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter,
                             Collective::allreduce};
-  fmt::print("{:<14} {:<14} {:>10} {:>10} {:>8} {:>6} {:>6} {:>10}\n", "topology", "collective", "algbw", "bound",
-             "ratio", "trees", "lower", "plan ms");
+  fmt::print("{:<14} {:<14} {:>10} {:>10} {:>8} {:>6} {:>6} {:>6} {:>10}\n", "topology", "collective", "algbw",
+             "bound", "ratio", "trees", "lower", "depth", "plan ms");
   for (const auto& name : names) {
     const Topology t = name.rfind("cluster", 0) == 0 ? hgx_cluster(std::stoi(name.substr(7))) : load_topology(name);
     for (Collective c : all) {
@@ -58,8 +73,9 @@ int main(int argc, char** argv) {
         p = plan(t, c, {}, &rep);
         best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }
-      fmt::print("{:<14} {:<14} {:>10.3f} {:>10.3f} {:>8.5f} {:>6} {:>6} {:>10.2f}\n", name, to_string(c), p.algbw_gbps,
-                 p.bound_algbw_gbps, p.algbw_gbps / p.bound_algbw_gbps, p.trees.size(), rep.tree_lower_bound, best_ms);
+      fmt::print("{:<14} {:<14} {:>10.3f} {:>10.3f} {:>8.5f} {:>6} {:>6} {:>6} {:>10.2f}\n", name, to_string(c),
+                 p.algbw_gbps, p.bound_algbw_gbps, p.algbw_gbps / p.bound_algbw_gbps, p.trees.size(),
+                 rep.tree_lower_bound, max_depth(p), best_ms);
       std::fflush(stdout);
     }
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <set>
 
 #include "dsl/error.hpp"
 
@@ -151,6 +152,25 @@ Capacity split_off(RootedProblem& p, int w) {
     set_capacity(b, p.arcs[b].capacity - g);
     set_capacity(c, p.arcs[c].capacity + g);
   };
+
+  // A relay between just two nodes (a NIC between its GPU and the network, a PCIe switch with one GPU) only passes
+  // data through: u -> w -> v can carry min(in from u, out to v) and nothing else, so splitting it that way keeps
+  // every flow, and needs no check.
+  {
+    const auto in = arcs_at(true);
+    const auto out = arcs_at(false);
+    std::set<int> neighbours;
+    for (int a : in) neighbours.insert(p.arcs[a].from);
+    for (int b : out) neighbours.insert(p.arcs[b].to);
+    if (neighbours.size() <= 2) {
+      for (int a : in)
+        for (int b : out)
+          if (p.arcs[a].from != p.arcs[b].to) {
+            const Capacity g = std::min(p.arcs[a].capacity, p.arcs[b].capacity);
+            if (g > 0) shift(a, b, joined_arc(a, b), g);
+          }
+    }
+  }
 
   // Fast path: pair in-arc i with out-arcs i+1, i+2, ... all at once (a ring through a symmetric switch, which keeps
   // every cut) and verify with one check; only if that fails, split pair by pair below.
