@@ -20,9 +20,13 @@ namespace {
 
 // A FlowNetwork mirroring a problem: problem arc i is network arc net_arc[i]; helper[x] is an extra arc
 // root -> x (capacity 0 unless a check makes x a second source).
+//
+// It also remembers, per terminal, a lower bound on its flow from the root: the last flow computed, less every
+// capacity decrease since (no cut can lose more than that). Most terminals have slack above the demand, so most
+// checks are answered by the bound and only the tight terminals need a max-flow.
 class Mirror {
  public:
-  explicit Mirror(const RootedProblem& p) : p_(p), net_(p.node_count) {
+  explicit Mirror(const RootedProblem& p) : p_(p), net_(p.node_count), floor_(p.node_count, -1) {
     for (const VirtualArc& a : p.arcs) net_arc_.push_back(net_.add_arc(a.from, a.to, a.capacity));
     helper_.assign(p.node_count, -1);
     for (int x = 0; x < p.node_count; ++x)
@@ -34,8 +38,13 @@ class Mirror {
     const VirtualArc& a = p_.arcs.back();
     net_arc_.push_back(net_.add_arc(a.from, a.to, a.capacity));
   }
-  void set(int arc, Capacity c) { net_.set_capacity(net_arc_[arc], c); }
-  Capacity get(int arc) const { return net_.capacity(net_arc_[arc]); }
+  void set(int arc, Capacity c) {
+    const Capacity old = net_.capacity(net_arc_[arc]);
+    if (c < old)
+      for (Capacity& f : floor_)
+        if (f >= 0) f = std::max<Capacity>(-1, f - (old - c));
+    net_.set_capacity(net_arc_[arc], c);
+  }
 
   struct Violation {
     int terminal = -1;
@@ -48,8 +57,9 @@ class Mirror {
     const int n = p_.node_count;
     for (int k = 0; k < n; ++k) {
       const int t = (hint_ + k) % n;
-      if (!p_.terminal[t]) continue;
+      if (!p_.terminal[t] || floor_[t] >= need) continue;
       const Capacity f = net_.max_flow(p_.root, t);
+      floor_[t] = f;
       if (f < need) {
         hint_ = t;
         return Violation{t, f, net_.source_side()};
@@ -58,13 +68,14 @@ class Mirror {
     return std::nullopt;
   }
 
-  // maxflow({root, extra_source} -> sink).
-  Capacity flow_with_second_source(int extra_source, int sink) {
-    if (extra_source == p_.root) return net_.max_flow(p_.root, sink);
+  // Whether maxflow({root, extra_source} -> sink) >= need.
+  bool reaches_with_second_source(int extra_source, int sink, Capacity need) {
+    if (floor_[sink] >= need) return true;  // the root alone already gets there
+    if (extra_source == p_.root) return net_.max_flow(p_.root, sink) >= need;
     net_.set_capacity(helper_[extra_source], kInfinite);
     const Capacity f = net_.max_flow(p_.root, sink);
     net_.set_capacity(helper_[extra_source], 0);
-    return f;
+    return f >= need;
   }
 
  private:
@@ -72,6 +83,7 @@ class Mirror {
   FlowNetwork net_;
   std::vector<int> net_arc_;
   std::vector<int> helper_;
+  std::vector<Capacity> floor_;  // per node: a lower bound on maxflow(root, node), or -1 when unknown
   int hint_ = 0;
 };
 
@@ -271,7 +283,7 @@ std::vector<WeightedArborescence> pack_arborescences(const RootedProblem& proble
       });
       int chosen = -1;
       for (int i : candidates) {
-        if (mirror.flow_with_second_source(p.arcs[i].from, p.arcs[i].to) >= p.demand) {
+        if (mirror.reaches_with_second_source(p.arcs[i].from, p.arcs[i].to, p.demand)) {
           chosen = i;
           break;
         }
