@@ -27,23 +27,22 @@ namespace {
 class Mirror {
  public:
   explicit Mirror(const RootedProblem& p) : p_(p), net_(p.node_count), floor_(p.node_count, -1) {
-    for (const VirtualArc& a : p.arcs) net_arc_.push_back(net_.add_arc(a.from, a.to, a.capacity));
+    for (const VirtualArc& a : p.arcs) add(a);
     helper_.assign(p.node_count, -1);
     for (int x = 0; x < p.node_count; ++x)
       if (x != p.root) helper_[x] = net_.add_arc(p.root, x, 0);
   }
 
   // Call after appending an arc to the problem.
-  void arc_added() {
-    const VirtualArc& a = p_.arcs.back();
-    net_arc_.push_back(net_.add_arc(a.from, a.to, a.capacity));
-  }
+  void arc_added() { add(p_.arcs.back()); }
   void set(int arc, Capacity c) {
-    const Capacity old = net_.capacity(net_arc_[arc]);
+    const Capacity old = capacity_[arc];
     if (c < old)
       for (Capacity& f : floor_)
         if (f >= 0) f = std::max<Capacity>(-1, f - (old - c));
-    net_.set_capacity(net_arc_[arc], c);
+    capacity_[arc] = c;
+    const int edge = net_arc_[arc];
+    net_.set_capacity(edge, net_.capacity(edge) + (c - old));
   }
 
   struct Violation {
@@ -79,9 +78,21 @@ class Mirror {
   }
 
  private:
+  // Arcs with the same endpoints (paths through different switches) share one network edge: the flows only see
+  // their total, and the graph stays small.
+  void add(const VirtualArc& a) {
+    auto [it, fresh] = edge_of_pair_.emplace(std::pair{a.from, a.to}, -1);
+    if (fresh) it->second = net_.add_arc(a.from, a.to, 0);
+    net_arc_.push_back(it->second);
+    capacity_.push_back(0);
+    set(static_cast<int>(net_arc_.size()) - 1, a.capacity);
+  }
+
   const RootedProblem& p_;
   FlowNetwork net_;
-  std::vector<int> net_arc_;
+  std::map<std::pair<int, int>, int> edge_of_pair_;
+  std::vector<int> net_arc_;     // per problem arc: its network edge
+  std::vector<Capacity> capacity_;  // per problem arc: its share of that edge
   std::vector<int> helper_;
   std::vector<Capacity> floor_;  // per node: a lower bound on maxflow(root, node), or -1 when unknown
   int hint_ = 0;
