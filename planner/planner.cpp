@@ -380,6 +380,11 @@ Plan plan(const Topology& topology, Collective collective, const PlanOptions& op
   rep.trees_before_reduction = static_cast<int>(result.trees.size());
   result.trees = merge_identical_trees(std::move(result.trees));
   result.algbw_gbps = predicted_algbw(t, result);
+  Plan merged = result;
+  merged.trees = merge_trees(t, ranks, result.trees);
+  merged.algbw_gbps = predicted_algbw(t, merged);
+  CANOPY_INTERNAL_ASSERT(merged.algbw_gbps >= result.algbw_gbps * (1 - 1e-9), "merging trees lowered the rate");
+  if (merged.trees.size() < result.trees.size()) result = std::move(merged);
   return result;
 }
 
