@@ -86,7 +86,7 @@ Plan plan_from_json(std::string_view text, std::string_view origin) {
   ordered_json j;
   try {
     j = ordered_json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse errors, and numbers too large for a double
     throw Error(fmt::format("{}: not valid JSON: {}", origin, e.what()));
   }
   if (!j.is_object()) r.fail("", "a plan is a JSON object");

@@ -1,0 +1,22 @@
+// libFuzzer target for plan JSON: any bytes must give a Plan or a canopy::Error, never a crash, hang or sanitizer
+// report; an accepted plan must survive write -> read unchanged and be checkable against a topology.
+#include <cstdint>
+#include <string_view>
+
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "planner/plan_eval.hpp"
+#include "planner/plan_json.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const canopy::Topology topology = canopy::load_topology("dgx1-v100");
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  try {
+    const canopy::Plan plan = canopy::plan_from_json(text, "fuzz.json");
+    if (!(canopy::plan_from_json(canopy::plan_to_json(plan), "written.json") == plan)) __builtin_trap();
+    (void)canopy::check_plan(topology, plan);
+  } catch (const canopy::Error&) {
+    // rejected input: fine
+  }
+  return 0;
+}
