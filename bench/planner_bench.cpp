@@ -1,5 +1,6 @@
 // bench/planner: planning quality and speed. For each topology and collective: predicted algbw, the proven bound,
-// their ratio, tree count (and its lower bound), and planning time (best of several runs). Plain program, not a
+// their ratio, tree count (and its lower bound), deepest tree, planning time (best of several runs) and the
+// algbw of NCCL-style rings on the same links. Plain program, not a
 // timed test: `build/bin/canopy-bench-planner [--quick]`.
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
+#include "planner/ring_baseline.hpp"
 
 using namespace canopy;
 
@@ -59,10 +61,14 @@ int main(int argc, char** argv) {
   if (argc > 1 && !quick) names.assign(argv + 1, argv + argc);
   const Collective all[] = {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter,
                             Collective::allreduce};
-  fmt::print("{:<14} {:<14} {:>10} {:>10} {:>8} {:>6} {:>6} {:>6} {:>10}\n", "topology", "collective", "algbw",
-             "bound", "ratio", "trees", "lower", "depth", "plan ms");
+  fmt::print("{:<14} {:<14} {:>10} {:>10} {:>8} {:>6} {:>6} {:>6} {:>10} {:>10}\n", "topology", "collective", "algbw",
+             "bound", "ratio", "trees", "lower", "depth", "plan ms", "ring algbw");
   for (const auto& name : names) {
     const Topology t = name.rfind("cluster", 0) == 0 ? hgx_cluster(std::stoi(name.substr(7))) : load_topology(name);
+    std::vector<std::string> ranks;
+    for (NodeId g : t.gpu_ids()) ranks.push_back(t.node(g).name);
+    // NCCL-style rings for comparison (skipped on clusters, where the ring search is not the point).
+    const RingBaseline rings = t.gpu_count() <= 16 ? find_rings(t, ranks) : RingBaseline{};
     for (Collective c : all) {
       double best_ms = 1e300;
       Plan p;
@@ -73,9 +79,10 @@ int main(int argc, char** argv) {
         p = plan(t, c, {}, &rep);
         best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
       }
-      fmt::print("{:<14} {:<14} {:>10.3f} {:>10.3f} {:>8.5f} {:>6} {:>6} {:>6} {:>10.2f}\n", name, to_string(c),
+      const double ring = t.gpu_count() <= 16 ? rings.algbw_gbps(c, t.gpu_count()) : 0;
+      fmt::print("{:<14} {:<14} {:>10.3f} {:>10.3f} {:>8.5f} {:>6} {:>6} {:>6} {:>10.2f} {:>10}\n", name, to_string(c),
                  p.algbw_gbps, p.bound_algbw_gbps, p.algbw_gbps / p.bound_algbw_gbps, p.trees.size(),
-                 rep.tree_lower_bound, max_depth(p), best_ms);
+                 rep.tree_lower_bound, max_depth(p), best_ms, ring > 0 ? fmt::format("{:.3f}", ring) : "-");
       std::fflush(stdout);
     }
   }

@@ -18,8 +18,7 @@ namespace canopy::planner {
 
 namespace {
 
-// A FlowNetwork mirroring a problem: problem arc i is network arc net_arc[i]; helper[x] is an extra arc
-// root -> x (capacity 0 unless a check makes x a second source).
+// A FlowNetwork mirroring a problem: problem arc i is part of network edge net_arc[i].
 //
 // It also remembers, per terminal, a lower bound on its flow from the root: the last flow computed, less every
 // capacity decrease since (no cut can lose more than that). Most terminals have slack above the demand, so most
@@ -28,9 +27,6 @@ class Mirror {
  public:
   explicit Mirror(const RootedProblem& p) : p_(p), net_(p.node_count), floor_(p.node_count, -1) {
     for (const VirtualArc& a : p.arcs) add(a);
-    helper_.assign(p.node_count, -1);
-    for (int x = 0; x < p.node_count; ++x)
-      if (x != p.root) helper_[x] = net_.add_arc(p.root, x, 0);
   }
 
   // Call after appending an arc to the problem.
@@ -71,9 +67,14 @@ class Mirror {
   bool reaches_with_second_source(int extra_source, int sink, Capacity need) {
     if (floor_[sink] >= need) return true;  // the root alone already gets there
     if (extra_source == p_.root) return net_.max_flow(p_.root, sink) >= need;
-    net_.set_capacity(helper_[extra_source], kInfinite);
+    // Make extra_source a second source through an unbounded root -> extra_source edge: the arc's own edge when
+    // there is one (allgather's super-source feeds every rank), else an extra edge added on first use.
+    auto [it, fresh] = edge_of_pair_.emplace(std::pair{p_.root, extra_source}, -1);
+    if (fresh) it->second = net_.add_arc(p_.root, extra_source, 0);
+    const Capacity saved = net_.capacity(it->second);
+    net_.set_capacity(it->second, kInfinite);
     const Capacity f = net_.max_flow(p_.root, sink);
-    net_.set_capacity(helper_[extra_source], 0);
+    net_.set_capacity(it->second, saved);
     return f >= need;
   }
 
@@ -93,7 +94,6 @@ class Mirror {
   std::map<std::pair<int, int>, int> edge_of_pair_;
   std::vector<int> net_arc_;     // per problem arc: its network edge
   std::vector<Capacity> capacity_;  // per problem arc: its share of that edge
-  std::vector<int> helper_;
   std::vector<Capacity> floor_;  // per node: a lower bound on maxflow(root, node), or -1 when unknown
   int hint_ = 0;
 };
