@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "dsl/error.hpp"
 
@@ -77,6 +78,45 @@ double predicted_algbw(const Topology& t, const Plan& plan) {
     time += worst;
   }
   return time > 0 ? 1.0 / time : INFINITY;
+}
+
+int tree_count_lower_bound(const Topology& t, const Plan& plan) {
+  const auto loads = link_loads(t, plan);
+  const int phases = phase_count(plan);
+  std::vector<double> phase_time(phases, 0.0);  // seconds per GB of S
+  for (const LinkLoad& l : loads)
+    for (int p = 0; p < phases; ++p) phase_time[p] = std::max(phase_time[p], l.load[p] / l.capacity_gbps);
+
+  std::map<std::pair<int, int>, double> capacity;
+  for (const Arc& a : t.arcs()) capacity[{a.from.index, a.to.index}] += a.gbps;
+  // Widest-path bottleneck from `root` to every node, along arcs (out) or against them (in).
+  auto widest = [&](int root, bool against) {
+    std::vector<double> best(t.nodes().size(), 0.0);
+    best[root] = INFINITY;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const auto& [pair, c] : capacity) {
+        const int from = against ? pair.second : pair.first, to = against ? pair.first : pair.second;
+        const double via = std::min(best[from], c);
+        if (via > best[to]) best[to] = via, changed = true;
+      }
+    }
+    return best;
+  };
+  std::map<std::tuple<std::string, TreeDirection, int>, double> fraction;
+  for (const Tree& tree : plan.trees) fraction[{tree.root, tree.direction, tree.phase}] += tree.fraction;
+  int bound = 0;
+  for (const auto& [key, f] : fraction) {
+    const auto& [root, direction, phase] = key;
+    if (phase_time[phase] <= 0) continue;
+    const auto best = widest(t.find(root)->index, direction == TreeDirection::in);
+    double narrowest = INFINITY;
+    for (const auto& r : plan.ranks)
+      if (r != root) narrowest = std::min(narrowest, best[t.find(r)->index]);
+    const double rate = f / phase_time[phase];  // GB/s this group moves while its phase runs
+    bound += std::max(1, static_cast<int>(std::ceil(rate / narrowest * (1 - 1e-9))));
+  }
+  return bound;
 }
 
 std::vector<std::string> check_plan(const Topology& t, const Plan& plan) {

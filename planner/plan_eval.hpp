@@ -26,6 +26,11 @@ std::vector<LinkLoad> link_loads(const Topology& topology, const Plan& plan);
 // 1 / sum_phase max_link(load / capacity), in GB/s.
 double predicted_algbw(const Topology& topology, const Plan& plan);
 
+// No plan moving these trees' data at this rate can use fewer trees: a tree carries at most the narrowest of the
+// widest paths from its root to the other ranks, so each root's trees in one direction and phase (carrying
+// their fractions at the phase's rate) number at least ceil(rate / that).
+int tree_count_lower_bound(const Topology& topology, const Plan& plan);
+
 // Every reason the plan is not a valid plan for this topology (empty when valid): trees are arborescences over
 // all ranks rooted as the collective demands, paths follow links and cross only relays, fractions add up as
 // DESIGN.md says, algbw matches the loads.

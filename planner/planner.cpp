@@ -154,35 +154,10 @@ std::pair<Capacity, Capacity> allgather_rate(int n, const std::vector<VirtualArc
   }
 }
 
-// Widest-path bottleneck from `from` to each node (max over paths of the smallest capacity on it).
-std::vector<Capacity> widest_paths(int n, const std::vector<VirtualArc>& arcs, int from) {
-  std::vector<Capacity> best(n, 0);
-  best[from] = planner::kInfinite;
-  for (bool changed = true; changed;) {  // Bellman-Ford style; graphs are small
-    changed = false;
-    for (const VirtualArc& a : arcs) {
-      const Capacity via = std::min(best[a.from], a.capacity);
-      if (via > best[a.to]) best[a.to] = via, changed = true;
-    }
-  }
-  return best;
-}
-
-// No tree rooted at `root` can carry more than its narrowest widest-path to a rank: a lower bound on tree count.
-int tree_lower_bound(const Network& net, int root, Capacity rate, Capacity scale) {
-  const auto widest = widest_paths(node_count(net), net.arcs, root);
-  Capacity narrowest = planner::kInfinite;
-  for (int r : net.ranks)
-    if (r != root) narrowest = std::min(narrowest, widest[r] * scale);
-  if (narrowest <= 0) return 1;
-  return static_cast<int>((rate + narrowest - 1) / narrowest);
-}
-
 // Trees of one direction, as packed, before they become Plan trees.
 struct PackedTrees {
   std::vector<Tree> trees;
   double bound_gbps = 0;     // broadcast: the rate; allgather: N x*
-  int lower_bound = 0;
 };
 
 Tree make_tree(const Network& net, const RootedProblem& p, const planner::WeightedArborescence& w, bool super_source,
@@ -227,7 +202,6 @@ PackedTrees pack_broadcast(const Network& net, int root) {
   CANOPY_INTERNAL_ASSERT(p.demand > 0, "no positive broadcast rate survives splitting the relays");
   PackedTrees out;
   out.bound_gbps = static_cast<double>(rate) / net.units_per_gbps;
-  out.lower_bound = tree_lower_bound(net, root, rate, 1);
   for (const auto& w : planner::pack_arborescences(p))
     out.trees.push_back(make_tree(net, p, w, false, static_cast<double>(w.weight) / static_cast<double>(p.demand)));
   return out;
@@ -255,7 +229,6 @@ PackedTrees pack_allgather(const Network& net) {
   CANOPY_INTERNAL_ASSERT(p.demand > 0, "no positive allgather rate survives splitting the relays");
   PackedTrees out;
   out.bound_gbps = static_cast<double>(N * a) / static_cast<double>(b) / net.units_per_gbps;
-  for (int r : net.ranks) out.lower_bound += tree_lower_bound(net, r, a, b);
   for (const auto& w : planner::pack_arborescences(p))
     out.trees.push_back(make_tree(net, p, w, true, static_cast<double>(w.weight) / static_cast<double>(p.demand)));
   return out;
@@ -349,7 +322,6 @@ Plan plan(const Topology& topology, Collective collective, const PlanOptions& op
         collective == Collective::reduce ? pack_reversed(t, ranks, pack) : pack(make_network(t, ranks, false));
     result.trees = std::move(packed.trees);
     result.bound_algbw_gbps = packed.bound_gbps;
-    rep.tree_lower_bound = packed.lower_bound;
   } else if (options.root) {
     throw Error(fmt::format("--root applies to broadcast and reduce only, not {}", to_string(collective)));
   } else if (collective == Collective::allgather || collective == Collective::reducescatter) {
@@ -357,14 +329,12 @@ Plan plan(const Topology& topology, Collective collective, const PlanOptions& op
                                                                  : pack_allgather(make_network(t, ranks, false));
     result.trees = std::move(packed.trees);
     result.bound_algbw_gbps = packed.bound_gbps;
-    rep.tree_lower_bound = packed.lower_bound;
   } else {
     // Allreduce: reduce-scatter trees (in) then allgather trees (out); also the same trees in one phase.
     PackedTrees ag = pack_allgather(make_network(t, ranks, false));
     PackedTrees rs = is_symmetric(t) ? reversed_trees(ag) : pack_allgather(make_network(t, ranks, true));
     const double n = static_cast<double>(ranks.size());
     result.bound_algbw_gbps = n / (n / rs.bound_gbps + n / ag.bound_gbps);
-    rep.tree_lower_bound = rs.lower_bound + ag.lower_bound;
     result.trees = std::move(rs.trees);
     for (Tree& tr : ag.trees) {
       tr.phase = 1;
@@ -385,6 +355,7 @@ Plan plan(const Topology& topology, Collective collective, const PlanOptions& op
   merged.algbw_gbps = predicted_algbw(t, merged);
   CANOPY_INTERNAL_ASSERT(merged.algbw_gbps >= result.algbw_gbps * (1 - 1e-9), "merging trees lowered the rate");
   if (merged.trees.size() < result.trees.size()) result = std::move(merged);
+  rep.tree_lower_bound = tree_count_lower_bound(t, result);
   return result;
 }
 

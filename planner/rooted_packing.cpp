@@ -48,19 +48,40 @@ class Mirror {
   };
 
   // Finds a terminal reachable from the root at less than `need`, trying the last offender first.
+  //
+  // Terminals already known to get `need` join the source as they pass (an unbounded edge from the root): if
+  // lambda(root, a) >= need and lambda({root, a}, t) >= need, then lambda(root, t) >= need, since a cut around t
+  // either contains a -- and is a cut around a -- or separates {root, a} from t. The flows left grow cheaper as the
+  // source grows, and a violated cut found this way is a real cut around t.
   std::optional<Violation> first_violation(Capacity need) {
     const int n = p_.node_count;
-    for (int k = 0; k < n; ++k) {
+    std::vector<std::pair<int, Capacity>> raised;  // edges unbounded for this check, with their capacity
+    auto join_source = [&](int t) {
+      auto [it, fresh] = edge_of_pair_.emplace(std::pair{p_.root, t}, -1);
+      if (fresh) it->second = net_.add_arc(p_.root, t, 0);
+      raised.emplace_back(it->second, net_.capacity(it->second));
+      net_.set_capacity(it->second, kInfinite);
+    };
+    auto restore = [&] {
+      for (auto it = raised.rbegin(); it != raised.rend(); ++it) net_.set_capacity(it->first, it->second);
+    };
+    std::optional<Violation> found;
+    for (int k = 0; k < n && !found; ++k) {
       const int t = (hint_ + k) % n;
-      if (!p_.terminal[t] || floor_[t] >= need) continue;
-      const Capacity f = net_.max_flow(p_.root, t);
-      floor_[t] = f;
-      if (f < need) {
-        hint_ = t;
-        return Violation{t, f, net_.source_side()};
+      if (!p_.terminal[t]) continue;
+      if (floor_[t] < need) {
+        const Capacity f = net_.max_flow(p_.root, t);
+        if (f < need) {
+          hint_ = t;
+          found = Violation{t, f, net_.source_side()};
+          break;
+        }
+        floor_[t] = raised.empty() ? f : need;  // with a grown source, f only proves `need`
       }
+      join_source(t);
     }
-    return std::nullopt;
+    restore();
+    return found;
   }
 
   // Whether maxflow({root, extra_source} -> sink) >= need.

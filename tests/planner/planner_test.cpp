@@ -11,6 +11,7 @@
 
 #include "dsl/error.hpp"
 #include "dsl/shipped_topologies.hpp"
+#include "dsl/topo_writer.hpp"
 #include "dsl/topology_subset.hpp"
 #include "planner/capacity_graph.hpp"
 #include "planner/plan_eval.hpp"
@@ -92,7 +93,7 @@ void expect_optimal_plan(const Topology& full, Collective c, const std::vector<s
   const double bound = independent_bound(t, c, p.ranks, p.root.value_or(""));
   EXPECT_GE(p.algbw_gbps, 0.999 * bound) << where << ": algbw " << p.algbw_gbps << " bound " << bound;
   EXPECT_NEAR(p.bound_algbw_gbps, bound, 1e-6 * bound) << where;
-  EXPECT_LE(report.tree_lower_bound, static_cast<int>(p.trees.size())) << where;
+  EXPECT_LE(report.tree_lower_bound, static_cast<int>(p.trees.size())) << where << "\n" << write_topo(t);
 }
 
 // ---- the cases -----------------------------------------------------------------------------------------------
