@@ -1,6 +1,7 @@
 // canopy::plan: resolves ranks, turns the topology into integer capacities, computes the optimal rate, splits
 // relays off, packs arborescences (rooted_packing.hpp) and writes them out as a Plan. Reduce and reduce-scatter
-// run the same steps on the reversed graph; allreduce composes reduce-scatter and allgather trees.
+// are broadcast and allgather trees reversed on symmetric topologies, else the same steps on the reversed graph;
+// allreduce composes reduce-scatter and allgather trees.
 #include "planner/planner.hpp"
 
 #include <fmt/format.h>
@@ -111,11 +112,10 @@ RootedProblem split_at_best_rate(const RootedProblem& base, const Network& net, 
   return best;
 }
 
-Capacity gcd_reduce(Capacity& a, Capacity& b) {
+void gcd_reduce(Capacity& a, Capacity& b) {
   const Capacity g = std::gcd(a, b);
   a /= g;
   b /= g;
-  return g;
 }
 
 // The optimal per-root allgather rate x* = a / b (in units) over `arcs` on `n` nodes: the largest x with
@@ -131,26 +131,27 @@ std::pair<Capacity, Capacity> allgather_rate(int n, const std::vector<VirtualArc
     if (a < 0 || in < a) a = in;
   }
   gcd_reduce(a, b);
+  RootedProblem p;  // a super-source (node n) feeding every rank at x = a/b; capacities scaled by b
+  p.node_count = n + 1;
+  p.root = n;
+  p.terminal.assign(n + 1, 0);
+  for (int r : ranks) p.terminal[r] = 1;
   while (true) {
-    planner::FlowNetwork net(n + 1);
-    for (const VirtualArc& arc : arcs) net.add_arc(arc.from, arc.to, arc.capacity * b);
-    for (int r : ranks) net.add_arc(n, r, a);
-    bool improved = false;
-    for (int v : ranks) {
-      if (net.max_flow(n, v) >= N * a) continue;
-      const auto source_side = net.source_side();
-      Capacity cut = 0;
-      for (const VirtualArc& arc : arcs)
-        if (source_side[arc.from] && !source_side[arc.to]) cut += arc.capacity;
-      Capacity outside = 0;
-      for (int r : ranks) outside += source_side[r] ? 1 : 0;
-      CANOPY_INTERNAL_ASSERT(outside > 0 && cut * b < a * outside, "allgather rate: no progress");
-      a = cut, b = outside;
-      gcd_reduce(a, b);
-      improved = true;
-      break;
-    }
-    if (!improved) return {a, b};
+    p.arcs.clear();
+    for (const VirtualArc& arc : arcs) p.arcs.push_back({arc.from, arc.to, arc.capacity * b, arc.path});
+    for (int r : ranks) p.arcs.push_back({n, r, a, {n, r}});
+    const auto violation = planner::find_violation(p, N * a);
+    if (!violation) return {a, b};
+    // The violated cut X gives the next x: c(in-cut of X) / |ranks outside X|.
+    const auto& source_side = violation->source_side;
+    Capacity cut = 0;
+    for (const VirtualArc& arc : arcs)
+      if (source_side[arc.from] && !source_side[arc.to]) cut += arc.capacity;
+    Capacity outside = 0;
+    for (int r : ranks) outside += source_side[r] ? 1 : 0;
+    CANOPY_INTERNAL_ASSERT(outside > 0 && cut * b < a * outside, "allgather rate: no progress");
+    a = cut, b = outside;
+    gcd_reduce(a, b);
   }
 }
 

@@ -41,11 +41,7 @@ class Mirror {
     net_.set_capacity(edge, net_.capacity(edge) + (c - old));
   }
 
-  struct Violation {
-    int terminal = -1;
-    Capacity flow = 0;
-    std::vector<char> source_side;
-  };
+  using Violation = CutViolation;
 
   // Finds a terminal reachable from the root at less than `need`, trying the last offender first.
   //
@@ -150,6 +146,11 @@ std::vector<int> join_paths(const std::vector<int>& a, const std::vector<int>& b
 }
 
 }  // namespace
+
+std::optional<CutViolation> find_violation(const RootedProblem& problem, Capacity need) {
+  Mirror mirror(problem);
+  return mirror.first_violation(need);
+}
 
 Capacity min_terminal_flow(const RootedProblem& p) {
   FlowNetwork net(p.node_count);

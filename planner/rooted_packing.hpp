@@ -6,6 +6,7 @@
 // time, as in Lovasz's constructive proof, checking every step with a max-flow.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "planner/flow_network.hpp"
@@ -26,6 +27,16 @@ struct RootedProblem {
   std::vector<VirtualArc> arcs;
   Capacity demand = 0;
 };
+
+// A terminal the root reaches at less than some rate, with a minimum cut around it (1 = source side).
+struct CutViolation {
+  int terminal = -1;
+  Capacity flow = 0;
+  std::vector<char> source_side;
+};
+
+// The first terminal (in node order) reached from the root at less than `need`, or nullopt when all get there.
+std::optional<CutViolation> find_violation(const RootedProblem& problem, Capacity need);
 
 // min over terminals t of maxflow(root, t); kInfinite when there is no terminal.
 Capacity min_terminal_flow(const RootedProblem& problem);
