@@ -10,6 +10,7 @@ namespace canopy::cli {
 
 void add_topo_command(CLI::App& app);  // topo.cpp: the `topo` group
 void add_plan_command(CLI::App& app);  // plan.cpp
+void add_gen_command(CLI::App& app);   // gen.cpp
 void add_topo_list(CLI::App& topo);    // topo_list.cpp
 void add_topo_show(CLI::App& topo);    // topo_show.cpp
 void add_topo_check(CLI::App& topo);   // topo_check.cpp
@@ -20,7 +21,7 @@ struct TopologyArgs {
   std::string topology;
   std::string gpus;  // empty: all GPUs
 };
-void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional);
+void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional, bool required = true);
 Topology resolve_topology(const TopologyArgs& args);
 
 // Writes `text` to `path` ("-" = stdout), as a canopy::Error naming the path when it cannot.

@@ -12,12 +12,12 @@
 
 namespace canopy::cli {
 
-void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional) {
+void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional, bool required) {
   const char* help = "a shipped topology name (see `canopy topo list`) or a .topo file";
   if (positional)
     command.add_option("topology", args.topology, help)->required();
   else
-    command.add_option("--topology,-t", args.topology, help)->required();
+    command.add_option("--topology,-t", args.topology, help)->required(required);
   command.add_option("--gpus,-g", args.gpus,
                      "use only these GPUs (a tenant's allocation): names or indices, e.g. gpu0,gpu3 or 0,3");
 }

@@ -1,0 +1,108 @@
+// Parsing, printing and checking CodegenOptions.
+#include "codegen/codegen_options.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <charconv>
+
+#include "dsl/error.hpp"
+
+namespace canopy {
+
+namespace {
+struct TypeInfo {
+  DataType type;
+  const char* name;
+  const char* alias;
+  int size;
+  const char* cuda;
+};
+constexpr TypeInfo kTypes[] = {
+    {DataType::f32, "f32", "float", 4, "float"},
+    {DataType::f16, "f16", "half", 2, "canopy::half_t"},
+    {DataType::bf16, "bf16", "bfloat16", 2, "canopy::bfloat16_t"},
+    {DataType::f64, "f64", "double", 8, "double"},
+    {DataType::i32, "i32", "int32", 4, "int"},
+    {DataType::i64, "i64", "int64", 8, "long long"},
+    {DataType::u8, "u8", "uint8", 1, "unsigned char"},
+};
+const TypeInfo& info(DataType t) {
+  for (const TypeInfo& i : kTypes)
+    if (i.type == t) return i;
+  throw InternalError("unknown DataType");
+}
+constexpr const char* kOps[] = {"sum", "prod", "min", "max"};
+}  // namespace
+
+std::string to_string(DataType t) { return info(t).name; }
+std::string to_string(ReduceOp op) { return kOps[static_cast<int>(op)]; }
+int size_of(DataType t) { return info(t).size; }
+std::string cuda_type_name(DataType t) { return info(t).cuda; }
+
+std::optional<DataType> parse_data_type(std::string_view name) {
+  for (const TypeInfo& i : kTypes)
+    if (name == i.name || name == i.alias) return i.type;
+  return std::nullopt;
+}
+
+std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
+  for (int i = 0; i < 4; ++i)
+    if (name == kOps[i]) return static_cast<ReduceOp>(i);
+  return std::nullopt;
+}
+
+std::int64_t parse_byte_size(std::string_view text, std::string_view what) {
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [rest, ec] = std::from_chars(text.data(), end, value);
+  std::string unit(rest, end);
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::int64_t scale = 0;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kib" || unit == "kb") scale = 1024;
+  else if (unit == "m" || unit == "mib" || unit == "mb") scale = 1024 * 1024;
+  else if (unit == "g" || unit == "gib" || unit == "gb") scale = 1024LL * 1024 * 1024;
+  if (ec != std::errc() || rest == text.data() || scale == 0 || value < 0 || value > (INT64_MAX / scale))
+    throw Error(fmt::format("{} '{}': expected a size such as 65536, 64KiB or 1MiB", what, text));
+  return value * scale;
+}
+
+std::string format_byte_size(std::int64_t bytes) {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0) return fmt::format("{} MiB", bytes / (1024 * 1024));
+  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes / 1024);
+  return fmt::format("{} B", bytes);
+}
+
+void check_codegen_options(const CodegenOptions& o, int ranks) {
+  if (o.chunk_bytes < 1024 || o.chunk_bytes % 16 != 0 || o.chunk_bytes > (1LL << 30))
+    throw Error(fmt::format("chunk size {} B: use a multiple of 16 bytes between 1 KiB and 1 GiB (e.g. 256KiB)",
+                            o.chunk_bytes));
+  if (o.chunk_bytes % size_of(o.dtype) != 0)
+    throw Error(fmt::format("chunk size {} B is not a multiple of {}'s {} bytes", o.chunk_bytes, to_string(o.dtype),
+                            size_of(o.dtype)));
+  if (o.fifo_depth < 1 || o.fifo_depth > 64)
+    throw Error(fmt::format("FIFO depth {}: use 1 to 64 slots per reduce edge (default 4)", o.fifo_depth));
+  if (o.blocks_per_rank < 1 || o.blocks_per_rank > 1024)
+    throw Error(fmt::format("blocks per rank {}: use 1 to 1024 (default 24)", o.blocks_per_rank));
+  if (o.threads_per_block < 32 || o.threads_per_block > 1024 || o.threads_per_block % 32 != 0)
+    throw Error(fmt::format("threads per block {}: use a multiple of 32 from 32 to 1024 (default 512)",
+                            o.threads_per_block));
+  if (!o.device_of_rank.empty()) {
+    if (static_cast<int>(o.device_of_rank.size()) != ranks)
+      throw Error(fmt::format("rank placement lists {} devices for {} ranks: give one device per rank",
+                              o.device_of_rank.size(), ranks));
+    for (int d : o.device_of_rank)
+      if (d < 0) throw Error(fmt::format("rank placement: device {} is negative", d));
+  }
+}
+
+std::vector<int> block_placement(int ranks, int devices) {
+  if (devices < 1) throw Error(fmt::format("{} devices: need at least one GPU to place ranks on", devices));
+  const int per = (ranks + devices - 1) / devices;
+  std::vector<int> out(ranks);
+  for (int r = 0; r < ranks; ++r) out[r] = r / per;
+  return out;
+}
+
+}  // namespace canopy

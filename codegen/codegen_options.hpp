@@ -1,0 +1,44 @@
+// What a generated kernel is specialised for besides the plan: element type, reduction operator, chunk size,
+// FIFO depth, thread blocks, and which GPU (device) each rank runs on.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace canopy {
+
+enum class DataType { f32, f16, bf16, f64, i32, i64, u8 };
+enum class ReduceOp { sum, prod, min, max };
+
+std::string to_string(DataType t);
+std::string to_string(ReduceOp op);
+std::optional<DataType> parse_data_type(std::string_view name);  // f32 f16 bf16 f64 i32 i64 u8 (also float, half...)
+std::optional<ReduceOp> parse_reduce_op(std::string_view name);   // sum prod min max
+int size_of(DataType t);
+std::string cuda_type_name(DataType t);  // the type templates/ use: float, canopy::half_t, ...
+
+// Parses "256KiB", "1MiB", "65536", "64k": bytes. Throws canopy::Error naming `what` on bad input.
+std::int64_t parse_byte_size(std::string_view text, std::string_view what);
+std::string format_byte_size(std::int64_t bytes);  // "256 KiB", "1 MiB", "1000 B"
+
+struct CodegenOptions {
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  std::int64_t chunk_bytes = 256 * 1024;  // bytes a lane moves per step; a multiple of 16
+  int fifo_depth = 4;                     // slots per reduce edge: chunks a sender may run ahead
+  int blocks_per_rank = 24;               // thread blocks per rank, shared among trees by fraction (>= 1 each)
+  int threads_per_block = 512;
+  std::vector<int> device_of_rank;        // empty: rank i on device i; else one entry per rank (virtual ranks)
+};
+
+// Throws canopy::Error naming the option and the fix when an option is out of range for `ranks` ranks.
+void check_codegen_options(const CodegenOptions& options, int ranks);
+
+// Ranks placed on `devices` GPUs in blocks: ranks 0..k-1 on device 0, the next k on device 1, ... (k = ranks /
+// devices, rounded up). Throws when devices < 1.
+std::vector<int> block_placement(int ranks, int devices);
+
+}  // namespace canopy

@@ -1,0 +1,281 @@
+// The CUDA emitter: writes a Schedule as one translation unit over templates/canopy.cuh (see emit_cuda.hpp).
+#include "codegen/emit_cuda.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <functional>
+#include <map>
+#include <set>
+
+#include "codegen/sha256.hpp"
+#include "dsl/error.hpp"
+#include "planner/plan_json.hpp"
+
+namespace canopy {
+namespace {
+
+std::string op_type(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "canopy::OpSum";
+    case ReduceOp::prod: return "canopy::OpProd";
+    case ReduceOp::min: return "canopy::OpMin";
+    case ReduceOp::max: return "canopy::OpMax";
+  }
+  return "?";
+}
+
+bool reduces(Collective c) {
+  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reducescatter;
+}
+
+std::string chunk_tag(std::int64_t bytes) {
+  if (bytes % (1024 * 1024) == 0) return fmt::format("{}m", bytes / (1024 * 1024));
+  if (bytes % 1024 == 0) return fmt::format("{}k", bytes / 1024);
+  return fmt::format("{}b", bytes);
+}
+
+// "gpu0[gpu1[gpu5] gpu3]": a tree as nested children lists.
+std::string tree_text(const Schedule& s, int t) {
+  std::map<std::string, std::vector<std::string>> children;
+  for (const TreeEdge& e : s.plan.trees[t].edges) {
+    if (s.plan.trees[t].direction == TreeDirection::out) children[e.from].push_back(e.to);
+    else children[e.to].push_back(e.from);
+  }
+  std::function<std::string(const std::string&)> text = [&](const std::string& v) {
+    auto it = children.find(v);
+    if (it == children.end()) return v;
+    std::vector<std::string> parts;
+    for (const std::string& c : it->second) parts.push_back(text(c));
+    return fmt::format("{}[{}]", v, fmt::join(parts, " "));
+  };
+  return text(s.plan.trees[t].root);
+}
+
+std::string range_rec(const RangeSpec& spec) {
+  std::vector<RangeSplit> splits;
+  for (const RangeSplit& sp : spec.splits)
+    if (!(sp.lo == 0 && sp.hi == kSplitScale)) splits.push_back(sp);
+  CANOPY_INTERNAL_ASSERT(splits.size() <= 2, "a tree range with more than two splits");
+  std::int64_t lo[2] = {0, 0}, hi[2] = {kSplitScale, kSplitScale};
+  for (std::size_t k = 0; k < splits.size(); ++k) lo[k] = splits[k].lo, hi[k] = splits[k].hi;
+  return fmt::format("{{{}, {}, {{{}, {}}}, {{{}, {}}}}}", spec.block_of, splits.size(), lo[0], lo[1], hi[0], hi[1]);
+}
+
+const char* wait_until(WaitTarget t) {
+  switch (t) {
+    case WaitTarget::epoch: return "kUntilEpoch";
+    case WaitTarget::chunk: return "kUntilChunk";
+    case WaitTarget::slot_free: return "kUntilSlotFree";
+    case WaitTarget::all: return "kUntilAll";
+    case WaitTarget::covered: return "kUntilCovered";
+  }
+  return "?";
+}
+
+const char* step_kind(StepKind k) {
+  switch (k) {
+    case StepKind::wait: return "kWait";
+    case StepKind::sync: return "kSync";
+    case StepKind::reduce_copy: return "kReduceCopy";
+    case StepKind::signal: return "kSignal";
+  }
+  return "?";
+}
+
+std::string buffer_rec(const BufferRef& b) {
+  const char* kind = b.kind == BufferKind::send ? "kSend" : b.kind == BufferKind::recv ? "kRecv" : "kFifo";
+  const char* mode = b.block_local ? "kBlockLocal" : b.skip_if_source ? "kUnlessSource" : "kWhole";
+  return fmt::format("{{{}, {}, {}, {}}}", kind, mode, b.rank, b.fifo_offset);
+}
+
+// The tables of one device: lanes, steps, buffers, flags, blocks (templates/schedule.cuh).
+struct Tables {
+  std::string lanes, steps, buffers, flags, blocks;
+  int buffer_count = 0, flag_count = 0;
+  std::set<std::pair<int, int>> shapes;  // reduce_copy (sources, destinations) in use
+  int max_sources = 1, max_destinations = 1;
+};
+
+void add_steps(Tables& t, const Schedule& s, const std::map<int, int>& local, const std::vector<Step>& steps,
+               const char* section) {
+  for (const Step& step : steps) {
+    int first = 0, sources = 0, destinations = 0, flags = 0, dependency = -1;
+    FlagRef flag;
+    if (step.kind == StepKind::wait) {
+      flag = step.flag;
+      if (step.target == WaitTarget::covered) dependency = local.at(step.dependency);
+    } else if (step.kind == StepKind::reduce_copy) {
+      first = t.buffer_count;
+      sources = static_cast<int>(step.sources.size());
+      destinations = static_cast<int>(step.destinations.size());
+      for (const BufferRef& b : step.sources) t.buffers += fmt::format("    {},\n", buffer_rec(b));
+      for (const BufferRef& b : step.destinations) t.buffers += fmt::format("    {},\n", buffer_rec(b));
+      t.buffer_count += sources + destinations;
+      t.shapes.insert({sources, destinations});
+      t.max_sources = std::max(t.max_sources, sources);
+      t.max_destinations = std::max(t.max_destinations, destinations);
+    } else if (step.kind == StepKind::signal) {
+      first = t.flag_count;
+      flags = static_cast<int>(step.flags.size());
+      for (FlagRef f : step.flags) t.flags += fmt::format("    {{{}, {}}},\n", f.rank, f.index);
+      t.flag_count += flags;
+    }
+    CANOPY_INTERNAL_ASSERT(t.buffer_count < 65536 && t.flag_count < 65536, "step tables over 16-bit indices");
+    t.steps += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {{{}, {}}}, {}}},  // {}: {}\n", step_kind(step.kind),
+                           wait_until(step.target), sources, destinations, flags, first, step.epoch_only ? 1 : 0,
+                           flag.rank, flag.index, dependency, section, step_text(s, step));
+  }
+}
+
+Tables device_tables(const Schedule& s, const DeviceSchedule& d) {
+  Tables t;
+  std::map<int, int> local;  // schedule lane id -> row in this device's lane table
+  for (std::size_t k = 0; k < d.lanes.size(); ++k) local[d.lanes[k]] = static_cast<int>(k);
+  int step_count = 0, first_block = 0;
+  for (std::size_t k = 0; k < d.lanes.size(); ++k) {
+    const Lane& lane = s.lanes[d.lanes[k]];
+    const Tree& tree = s.plan.trees[lane.tree];
+    std::vector<std::string> children;
+    for (int c : lane.children) children.push_back(s.plan.ranks[c]);
+    const int steps = static_cast<int>(lane.prologue.size() + lane.per_chunk.size() + lane.epilogue.size());
+    t.lanes += fmt::format("    // lane {}: tree {} ({}, root {}) on {}: {}{}{}; blocks {}-{}\n", k, lane.tree,
+                           to_string(tree.direction), tree.root, s.plan.ranks[lane.rank], to_string(lane.role),
+                           lane.parent >= 0 ? ", parent " + s.plan.ranks[lane.parent] : "",
+                           children.empty() ? "" : fmt::format(", children {}", fmt::join(children, " ")),
+                           first_block, first_block + lane.blocks - 1);
+    t.lanes += fmt::format("    {{{}, {}, {}, {}, {}, {}}},\n", range_rec(lane.range), lane.blocks, step_count,
+                           lane.prologue.size(), lane.per_chunk.size(), lane.epilogue.size());
+    CANOPY_INTERNAL_ASSERT(step_count + steps < 65536 && lane.per_chunk.size() < 256, "step table too large");
+    t.steps += fmt::format("    // lane {}: tree {} on {}\n", k, lane.tree, s.plan.ranks[lane.rank]);
+    add_steps(t, s, local, lane.prologue, "prologue");
+    add_steps(t, s, local, lane.per_chunk, "chunk i");
+    add_steps(t, s, local, lane.epilogue, "epilogue");
+    step_count += steps;
+    for (int b = 0; b < lane.blocks; ++b) t.blocks += fmt::format("{{{}, {}}}, ", k, b);
+    first_block += lane.blocks;
+  }
+  if (t.buffer_count == 0) t.buffers = "    {kSend, kWhole, 0, 0},  // (unused)\n";
+  if (t.flag_count == 0) t.flags = "    {0, 0},  // (unused)\n";
+  return t;
+}
+
+std::string banner(const Schedule& s, const KernelSource& k, const KernelUnit& unit) {
+  const Plan& p = s.plan;
+  const CodegenOptions& o = s.options;
+  std::string out = fmt::format("// MACHINE GENERATED by canopy {} from templates/: do not edit; regenerate with `canopy gen`.\n",
+                                CANOPY_VERSION);
+  out += fmt::format("//\n// topology     {}\n", p.topology);
+  std::vector<std::string> placed;
+  for (int r = 0; r < s.ranks; ++r) placed.push_back(fmt::format("{}@dev{}", p.ranks[r], o.device_of_rank[r]));
+  out += fmt::format("// collective   {} over {} ranks{}: {}\n", to_string(p.collective), s.ranks,
+                     p.root ? ", root " + *p.root : "", fmt::join(placed, " "));
+  out += fmt::format("// elements     {}{}\n", to_string(o.dtype), reduces(p.collective) ? ", op " + to_string(o.op) : "");
+  out += fmt::format("// chunk        {} ({} elements) per lane step; FIFO depth {}; {} threads per block\n",
+                     format_byte_size(o.chunk_bytes), o.chunk_bytes / size_of(o.dtype), o.fifo_depth,
+                     o.threads_per_block);
+  out += fmt::format("// rate         predicted algbw {:.2f} GB/s, bound {:.2f} GB/s\n", p.algbw_gbps, p.bound_algbw_gbps);
+  out += fmt::format("// trees        {} (weights are parts of their group's total; see docs/codegen.md)\n", p.trees.size());
+  for (std::size_t t = 0; t < p.trees.size(); ++t)
+    out += fmt::format("//   tree {:<3} {:<3} weight {:<6} blocks {:<2} {}\n", t, to_string(p.trees[t].direction),
+                       s.tree_weights[t], s.tree_blocks[t], tree_text(s, static_cast<int>(t)));
+  std::vector<std::string> ranks;
+  for (int r : unit.ranks) ranks.push_back(p.ranks[r]);
+  out += fmt::format("// this file    device {} of {} (ranks {}): kernel {}, {} blocks x {} threads\n", unit.device,
+                     s.devices.size(), fmt::join(ranks, " "), unit.entry, unit.blocks, unit.threads);
+  out += fmt::format("// schedule key {}\n\n", k.schedule_key);
+  return out;
+}
+
+std::string schedule_key(const Schedule& s) {
+  const CodegenOptions& o = s.options;
+  Sha256 h;
+  h.update(plan_to_json(s.plan));
+  h.update(fmt::format("\ndtype={} op={} chunk={} depth={} blocks={} threads={} devices={}", to_string(o.dtype),
+                       to_string(o.op), o.chunk_bytes, o.fifo_depth, o.blocks_per_rank, o.threads_per_block,
+                       fmt::join(o.device_of_rank, ",")));
+  return h.hex_digest();
+}
+
+std::string sanitize(const std::string& name) {
+  std::string out;
+  for (char ch : name)
+    if (std::isalnum(static_cast<unsigned char>(ch))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return out.empty() ? "topology" : out;
+}
+
+}  // namespace
+
+std::string kernel_base_name(const Schedule& s) {
+  std::string name = fmt::format("canopy_{}_{}_t{}_c{}_{}", to_string(s.plan.collective), sanitize(s.plan.topology),
+                                 s.plan.trees.size(), chunk_tag(s.options.chunk_bytes), to_string(s.options.dtype));
+  if (reduces(s.plan.collective)) name += "_" + to_string(s.options.op);
+  return name;
+}
+
+KernelSource emit_cuda(const Schedule& s) {
+  const CodegenOptions& o = s.options;
+  KernelSource k;
+  k.name = kernel_base_name(s);
+  k.ranks = s.ranks;
+  k.resources = s.resources;
+  k.schedule_key = schedule_key(s);
+  for (const DeviceSchedule& d : s.devices) {
+    KernelUnit unit;
+    unit.entry = fmt::format("{}_dev{}", k.name, d.device);
+    unit.device = d.device;
+    unit.ranks = d.ranks;
+    unit.blocks = d.blocks;
+    unit.threads = o.threads_per_block;
+    const Tables t = device_tables(s, d);
+
+    std::string out = banner(s, k, unit);
+    out += "#include \"canopy/canopy.cuh\"\n\n";
+    out += "namespace {\n\n";
+    out += "using namespace canopy;\n\n";
+    out += "// What this kernel is specialised for (templates/schedule.cuh reads these).\n";
+    out += "struct Config {\n";
+    out += fmt::format("  typedef {} T;\n", cuda_type_name(o.dtype));
+    out += fmt::format("  typedef {} Op;\n", op_type(o.op));
+    out += fmt::format("  typedef DeviceArgs<{}> Args;\n", s.ranks);
+    out += fmt::format("  static constexpr unsigned long long kChunkBytes = {};  // {}\n", o.chunk_bytes,
+                       format_byte_size(o.chunk_bytes));
+    out += fmt::format("  static constexpr unsigned long long kChunk = {};  // elements per chunk\n",
+                       o.chunk_bytes / size_of(o.dtype));
+    out += fmt::format("  static constexpr int kDepth = {};  // FIFO slots per reduce edge and block\n", o.fifo_depth);
+    out += fmt::format("  static constexpr unsigned long long kFifoBytes = {};  // one block's FIFO on one edge\n",
+                       s.fifo_bytes());
+    out += fmt::format("  static constexpr unsigned long long kAlign = {};  // elements per 16-byte vector\n",
+                       16 / size_of(o.dtype));
+    out += fmt::format("  static constexpr int kMaxSources = {};\n", t.max_sources);
+    out += fmt::format("  static constexpr int kMaxDestinations = {};\n", t.max_destinations);
+    out += "  // The reduce_copy shapes (sources, destinations) this schedule uses.\n";
+    out += "  __device__ static void reduce_copy(int sources, int destinations, T* const* dst, const T* const* src,\n"
+           "                                    unsigned long long n) {\n";
+    out += "    switch (sources * 256 + destinations) {\n";
+    for (const auto& [src, dst] : t.shapes)
+      out += fmt::format("      case {0} * 256 + {1}: return reduce_copy_n<Op, T, {0}, {1}>(dst, src, n);\n", src, dst);
+    out += "      default: __trap();\n    }\n  }\n};\n\n";
+    out += "// One row per tree this GPU's ranks take part in: {range {block_of, splits, lo, hi}, blocks,\n"
+           "// first step, prologue steps, per-chunk steps, epilogue steps}.\n";
+    out += "__device__ const LaneRec kLanes[] = {\n" + t.lanes + "};\n\n";
+    out += "// {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.\n";
+    out += "__device__ const StepRec kSteps[] = {\n" + t.steps + "};\n\n";
+    out += "// reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.\n";
+    out += "__device__ const BufferRec kBuffers[] = {\n" + t.buffers + "};\n\n";
+    out += "// Counters signals raise {rank, index}, in step order.\n";
+    out += "__device__ const FlagRec kFlags[] = {\n" + t.flags + "};\n\n";
+    out += "// blockIdx.x -> {lane, block within the lane}.\n";
+    out += "__device__ const BlockRec kBlocks[] = {" + t.blocks + "};\n\n";
+    out += "__device__ const Program kProgram = {kLanes, kSteps, kBuffers, kFlags, kBlocks};\n\n";
+    out += "}  // namespace\n\n";
+    out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const Config::Args a) {{\n",
+                       o.threads_per_block, unit.entry);
+    out += "  canopy::run_block<Config>(a, kProgram);\n}\n";
+    unit.file = SourceFile{unit.entry + ".cu", out};
+    k.units.push_back(std::move(unit));
+  }
+  return k;
+}
+
+}  // namespace canopy

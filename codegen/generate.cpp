@@ -1,0 +1,51 @@
+// The codegen pipeline (lower, emit, format) and the manifest that describes its output.
+#include "codegen/generate.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/emit_cuda.hpp"
+#include "codegen/lower.hpp"
+#include "codegen/template_bundle.hpp"
+
+namespace canopy {
+
+KernelSource generate(const Plan& plan, const CodegenOptions& options, Schedule* schedule) {
+  Schedule lowered = lower(plan, options);
+  KernelSource source = emit_cuda(lowered);
+  if (schedule) *schedule = std::move(lowered);
+  return source;
+}
+
+std::string manifest_json(const KernelSource& k, const Schedule& s) {
+  using nlohmann::ordered_json;
+  ordered_json j;
+  j["name"] = k.name;
+  j["plan"] = "plan.json";
+  j["collective"] = to_string(s.plan.collective);
+  j["topology"] = s.plan.topology;
+  j["ranks"] = s.plan.ranks;
+  j["dtype"] = to_string(s.options.dtype);
+  j["op"] = to_string(s.options.op);
+  j["chunk_bytes"] = s.options.chunk_bytes;
+  j["fifo_depth"] = s.options.fifo_depth;
+  j["threads_per_block"] = s.options.threads_per_block;
+  j["device_of_rank"] = s.options.device_of_rank;
+  ordered_json entries = ordered_json::array();
+  for (const KernelUnit& u : k.units)
+    entries.push_back({{"entry", u.entry}, {"source", u.file.name}, {"device", u.device}, {"ranks", u.ranks},
+                       {"blocks", u.blocks}, {"threads", u.threads}});
+  j["kernels"] = entries;
+  ordered_json memory = ordered_json::array();
+  for (int r = 0; r < k.ranks; ++r)
+    memory.push_back({{"rank", s.plan.ranks[r]},
+                      {"scratch_bytes", k.resources[r].scratch_bytes},
+                      {"flags", k.resources[r].flag_count},
+                      {"flag_bytes", k.resources[r].flag_count * 128}});
+  j["memory_per_rank"] = memory;
+  j["schedule_key"] = k.schedule_key;
+  j["template_bundle_sha256"] = template_bundle_hash();
+  j["canopy_version"] = CANOPY_VERSION;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace canopy

@@ -1,0 +1,419 @@
+// Lowering a Plan to a Schedule: tree structure, integer weights, lanes, counters, FIFOs and steps (the
+// protocol is described atop codegen/schedule.hpp).
+#include "codegen/lower.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "dsl/error.hpp"
+
+namespace canopy {
+namespace {
+
+// One plan tree with ranks as indices: parent of every rank (-1 at the root), children ascending.
+struct TreeShape {
+  int root = 0;
+  std::vector<int> parent;
+  std::vector<std::vector<int>> children;
+};
+
+TreeShape shape_of(const Plan& plan, int t, const std::map<std::string, int>& rank_of) {
+  const Tree& tree = plan.trees[t];
+  const int n = static_cast<int>(plan.ranks.size());
+  auto index = [&](const std::string& name, const char* what) {
+    const auto it = rank_of.find(name);
+    if (it == rank_of.end())
+      throw Error(fmt::format("plan tree {} (root {}): {} '{}' is not one of the plan's ranks; code generation "
+                              "runs trees over ranks only (plan without --relay)",
+                              t, tree.root, what, name));
+    return it->second;
+  };
+  TreeShape s;
+  s.root = index(tree.root, "root");
+  s.parent.assign(n, -1);
+  s.children.assign(n, {});
+  std::vector<bool> has_parent(n, false);
+  for (const TreeEdge& e : tree.edges) {
+    const int from = index(e.from, "edge sender");
+    const int to = index(e.to, "edge receiver");
+    // "out": data flows parent -> child; "in": child -> parent.
+    const int parent = tree.direction == TreeDirection::out ? from : to;
+    const int child = tree.direction == TreeDirection::out ? to : from;
+    if (child == s.root || has_parent[child])
+      throw Error(fmt::format("plan tree {} (root {}): rank {} receives from two parents (edge {} -> {}); a tree "
+                              "gives every rank one parent",
+                              t, tree.root, plan.ranks[child], e.from, e.to));
+    has_parent[child] = true;
+    s.parent[child] = parent;
+    s.children[parent].push_back(child);
+  }
+  for (int r = 0; r < n; ++r) {
+    if (r != s.root && !has_parent[r])
+      throw Error(fmt::format("plan tree {} (root {}) does not reach rank {}: every tree must span all ranks",
+                              t, tree.root, plan.ranks[r]));
+    std::sort(s.children[r].begin(), s.children[r].end());
+  }
+  // Every rank reaches the root by parents (no cycle).
+  for (int r = 0; r < n; ++r) {
+    int v = r;
+    for (int hops = 0; v != s.root; ++hops) {
+      if (hops > n) throw Error(fmt::format("plan tree {} (root {}) has a cycle through rank {}", t, tree.root,
+                                            plan.ranks[r]));
+      v = s.parent[v];
+    }
+  }
+  return s;
+}
+
+void check_directions(const Plan& plan) {
+  for (std::size_t t = 0; t < plan.trees.size(); ++t) {
+    const Tree& tree = plan.trees[t];
+    const bool out = tree.direction == TreeDirection::out;
+    bool ok = true;
+    switch (plan.collective) {
+      case Collective::broadcast: ok = out && plan.root && tree.root == *plan.root; break;
+      case Collective::reduce: ok = !out && plan.root && tree.root == *plan.root; break;
+      case Collective::allgather: ok = out; break;
+      case Collective::reducescatter: ok = !out; break;
+      case Collective::allreduce: ok = true; break;
+    }
+    if (!ok)
+      throw Error(fmt::format("plan tree {} (root {}, direction {}) does not fit a {} plan{}", t, tree.root,
+                              to_string(tree.direction), to_string(plan.collective),
+                              plan.root ? fmt::format(" rooted at {}", *plan.root) : std::string()));
+    if (!(tree.fraction > 0) || !std::isfinite(tree.fraction))
+      throw Error(fmt::format("plan tree {} (root {}) has fraction {}: fractions must be positive", t, tree.root,
+                              tree.fraction));
+  }
+  if (plan.trees.empty()) throw Error("the plan has no trees: nothing to generate");
+}
+
+// Integer parts of kSplitScale proportional to `shares` (largest remainder), each at least 1, summing to
+// kSplitScale exactly, so every cut is a shift on the GPU.
+std::vector<std::int64_t> parts_of_scale(const std::vector<double>& shares) {
+  const double total = std::accumulate(shares.begin(), shares.end(), 0.0);
+  const std::int64_t n = static_cast<std::int64_t>(shares.size());
+  CANOPY_INTERNAL_ASSERT(n >= 1 && n <= kSplitScale && total > 0, "weights for an empty or oversized group");
+  std::vector<std::int64_t> parts(n);
+  std::vector<std::pair<double, std::int64_t>> remainders;
+  std::int64_t used = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const double exact = shares[k] / total * static_cast<double>(kSplitScale - n);  // reserve 1 each
+    parts[k] = 1 + static_cast<std::int64_t>(std::floor(exact));
+    used += parts[k];
+    remainders.push_back({exact - std::floor(exact), k});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [](auto& x, auto& y) { return x.first > y.first; });
+  for (std::int64_t k = 0; used < kSplitScale; ++k, ++used) ++parts[remainders[k % n].second];
+  return parts;
+}
+
+// Integer weights and range specs of every tree (docs/codegen.md "How a buffer is cut").
+void weigh_trees(const Plan& plan, const std::vector<TreeShape>& shapes, Schedule& s) {
+  const int n = s.ranks;
+  const int trees = static_cast<int>(plan.trees.size());
+  s.tree_weights.assign(trees, 0);
+  std::vector<RangeSpec> specs(trees);
+  auto split_group = [&](const std::vector<int>& group, RangeSpec base) {
+    std::vector<double> shares;
+    for (int t : group) shares.push_back(plan.trees[t].fraction);
+    const std::vector<std::int64_t> parts = parts_of_scale(shares);
+    std::int64_t prefix = 0;
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      const int t = group[k];
+      s.tree_weights[t] = parts[k];
+      RangeSpec spec = base;
+      spec.splits.push_back({prefix, prefix + parts[k]});
+      prefix += parts[k];
+      specs[t] = spec;
+    }
+  };
+  const bool per_root = plan.collective == Collective::allgather || plan.collective == Collective::reducescatter;
+  if (plan.collective == Collective::broadcast || plan.collective == Collective::reduce) {
+    std::vector<int> all(trees);
+    std::iota(all.begin(), all.end(), 0);
+    split_group(all, RangeSpec{});
+  } else if (per_root) {
+    for (int r = 0; r < n; ++r) {
+      std::vector<int> group;
+      for (int t = 0; t < trees; ++t)
+        if (shapes[t].root == r) group.push_back(t);
+      if (group.empty())
+        throw Error(fmt::format("{} plan has no tree rooted at {}: every rank's block needs one",
+                                to_string(plan.collective), plan.ranks[r]));
+      split_group(group, RangeSpec{r, {}});
+    }
+  } else {  // allreduce: the buffer is cut among roots by their in-trees' fractions; each root's part is cut
+            // among its in-trees and, separately, among its out-trees.
+    std::vector<int> roots;
+    std::vector<double> root_share;
+    for (int r = 0; r < n; ++r) {
+      double share = 0;
+      for (int t = 0; t < trees; ++t)
+        if (shapes[t].root == r && plan.trees[t].direction == TreeDirection::in) share += plan.trees[t].fraction;
+      if (share > 0) roots.push_back(r), root_share.push_back(share);
+    }
+    if (roots.empty()) throw Error("allreduce plan has no in-trees: nothing reduces the buffer");
+    const std::vector<std::int64_t> root_parts = parts_of_scale(root_share);
+    std::int64_t prefix = 0;
+    for (std::size_t k = 0; k < roots.size(); ++k) {
+      const int r = roots[k];
+      std::vector<int> in, out;
+      for (int t = 0; t < trees; ++t)
+        if (shapes[t].root == r) (plan.trees[t].direction == TreeDirection::in ? in : out).push_back(t);
+      if (out.empty())
+        throw Error(fmt::format("allreduce plan: rank {} reduces a part of the buffer (in-trees) but no out-tree "
+                                "rooted there broadcasts it",
+                                plan.ranks[r]));
+      RangeSpec base;
+      base.splits.push_back({prefix, prefix + root_parts[k]});
+      prefix += root_parts[k];
+      split_group(in, base);
+      split_group(out, base);
+    }
+    for (int t = 0; t < trees; ++t)
+      if (s.tree_weights[t] == 0)
+        throw Error(fmt::format("allreduce plan: out-tree {} is rooted at {}, which reduces nothing (no in-tree)", t,
+                                plan.trees[t].root));
+  }
+  // Thread blocks: blocks_per_rank shared by fraction, at least one per tree.
+  double sum = 0;
+  for (const Tree& tree : plan.trees) sum += tree.fraction;
+  s.tree_blocks.assign(trees, 1);
+  for (int t = 0; t < trees; ++t)
+    s.tree_blocks[t] =
+        std::max(1, static_cast<int>(std::lround(s.options.blocks_per_rank * plan.trees[t].fraction / sum)));
+  for (int t = 0; t < trees; ++t)
+    for (int r = 0; r < n; ++r) {
+      Lane lane;
+      lane.id = static_cast<int>(s.lanes.size());
+      lane.tree = t;
+      lane.blocks = s.tree_blocks[t];
+      lane.rank = r;
+      lane.parent = shapes[t].parent[r];
+      lane.children = shapes[t].children[r];
+      lane.role = r == shapes[t].root ? LaneRole::root : lane.children.empty() ? LaneRole::leaf : LaneRole::relay;
+      lane.range = specs[t];
+      s.lanes.push_back(std::move(lane));
+    }
+}
+
+// The counters and FIFOs of one tree across all ranks (base indices: one per block follows each).
+struct LaneResources {
+  std::vector<int> data;                  // out: data counter at each non-root rank
+  std::vector<std::map<int, int>> grant;  // out: at rank r, the grant counter of child c
+  std::vector<std::map<int, int>> child_data;   // in: at rank r, the data counter of child c
+  std::vector<std::map<int, std::int64_t>> fifo;  // in: at rank r, the FIFO offset for child c
+  std::vector<int> credit;                // in: credit counter at each non-root rank
+  int progress = -1;                      // in, allreduce: the root's progress counter
+};
+
+Step step_of(StepKind kind) {
+  Step step;
+  step.kind = kind;
+  return step;
+}
+
+std::string rank_name(const Schedule& s, int r) { return s.plan.ranks[r]; }
+
+}  // namespace
+
+Schedule lower(const Plan& plan, const CodegenOptions& options) {
+  const int n = static_cast<int>(plan.ranks.size());
+  if (n < 1) throw Error("the plan has no ranks");
+  check_codegen_options(options, n);
+  check_directions(plan);
+  std::map<std::string, int> rank_of;
+  for (int r = 0; r < n; ++r)
+    if (!rank_of.emplace(plan.ranks[r], r).second)
+      throw Error(fmt::format("plan lists rank '{}' twice", plan.ranks[r]));
+
+  Schedule s;
+  s.plan = plan;
+  s.options = options;
+  s.ranks = n;
+  if (s.options.device_of_rank.empty()) s.options.device_of_rank = block_placement(n, n);
+  std::vector<TreeShape> shapes;
+  for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) shapes.push_back(shape_of(plan, t, rank_of));
+  weigh_trees(plan, shapes, s);
+
+  // Counters and FIFOs, per tree and rank, in order; `blocks` of each.
+  s.resources.assign(n, {});
+  std::map<int, LaneResources> res;  // by tree
+  for (const Lane& lane : s.lanes) {
+    auto new_flag = [&](int r) {
+      const int base = s.resources[r].flag_count;
+      s.resources[r].flag_count += lane.blocks;
+      return base;
+    };
+    LaneResources& lr = res[lane.tree];
+    if (lr.data.empty()) {
+      lr.data.assign(n, -1), lr.credit.assign(n, -1);
+      lr.grant.assign(n, {}), lr.child_data.assign(n, {}), lr.fifo.assign(n, {});
+    }
+    const int r = lane.rank;
+    if (plan.trees[lane.tree].direction == TreeDirection::out) {
+      if (lane.role != LaneRole::root) lr.data[r] = new_flag(r);
+      for (int c : lane.children) lr.grant[r][c] = new_flag(r);
+    } else {
+      for (int c : lane.children) {
+        lr.child_data[r][c] = new_flag(r);
+        lr.fifo[r][c] = s.resources[r].scratch_bytes;
+        s.resources[r].scratch_bytes += s.fifo_bytes() * lane.blocks;
+      }
+      if (lane.role != LaneRole::root) lr.credit[r] = new_flag(r);
+      if (lane.role == LaneRole::root && plan.collective == Collective::allreduce) lr.progress = new_flag(r);
+    }
+  }
+
+  // Which lanes reduce each allreduce root's part (the out-lanes at that root wait on them).
+  std::map<int, std::vector<int>> reducing_lanes;  // root rank -> lane ids
+  for (const Lane& lane : s.lanes)
+    if (lane.role == LaneRole::root && plan.trees[lane.tree].direction == TreeDirection::in)
+      reducing_lanes[lane.rank].push_back(lane.id);
+
+  const bool per_root = plan.collective == Collective::allgather || plan.collective == Collective::reducescatter;
+  for (Lane& lane : s.lanes) {
+    const LaneResources& lr = res[lane.tree];
+    const int r = lane.rank;
+    if (plan.trees[lane.tree].direction == TreeDirection::out) {
+      if (lane.role != LaneRole::root) {
+        Step grant = step_of(StepKind::signal);
+        grant.flags = {{lane.parent, lr.grant[lane.parent].at(r)}};
+        grant.epoch_only = true;
+        grant.note = fmt::format("my receive buffer is free for this launch: {} may write", rank_name(s, lane.parent));
+        lane.prologue.push_back(grant);
+      }
+      for (int c : lane.children) {
+        Step w = step_of(StepKind::wait);
+        w.flag = {r, lr.grant[r].at(c)};
+        w.target = WaitTarget::epoch;
+        w.note = fmt::format("{} has entered this launch", rank_name(s, c));
+        lane.prologue.push_back(w);
+      }
+      if (lane.role == LaneRole::leaf) {
+        Step w = step_of(StepKind::wait);
+        w.flag = {r, lr.data[r]};
+        w.target = WaitTarget::all;
+        w.note = fmt::format("every chunk from {} has arrived", rank_name(s, lane.parent));
+        lane.epilogue.push_back(w);
+        continue;
+      }
+      if (lane.role == LaneRole::relay) {
+        Step w = step_of(StepKind::wait);
+        w.flag = {r, lr.data[r]};
+        w.target = WaitTarget::chunk;
+        w.note = fmt::format("chunk i from {} has arrived", rank_name(s, lane.parent));
+        lane.per_chunk.push_back(w);
+      }
+      BufferRef source{BufferKind::recv, r};
+      if (lane.role == LaneRole::root && plan.collective == Collective::allreduce) {
+        for (int dep : reducing_lanes[r]) {
+          const LaneResources& dr = res[s.lanes[dep].tree];
+          Step w = step_of(StepKind::wait);
+          w.flag = {r, dr.progress};
+          w.target = WaitTarget::covered;
+          w.dependency = dep;
+          w.note = fmt::format("tree {} has reduced chunk i's elements", s.lanes[dep].tree);
+          lane.per_chunk.push_back(w);
+        }
+      } else if (lane.role == LaneRole::root) {
+        source = BufferRef{BufferKind::send, r};
+        source.block_local = per_root;
+      }
+      lane.per_chunk.push_back(step_of(StepKind::sync));
+      Step copy = step_of(StepKind::reduce_copy);
+      copy.sources = {source};
+      for (int c : lane.children) copy.destinations.push_back(BufferRef{BufferKind::recv, c});
+      if (lane.role == LaneRole::root && plan.collective != Collective::allreduce) {
+        BufferRef own{BufferKind::recv, r};
+        own.skip_if_source = true;
+        copy.destinations.push_back(own);
+      }
+      copy.note = lane.children.empty() ? "my own copy" : "forward chunk i to every child";
+      lane.per_chunk.push_back(copy);
+      if (!lane.children.empty()) {
+        Step sig = step_of(StepKind::signal);
+        for (int c : lane.children) sig.flags.push_back({c, lr.data[c]});
+        sig.note = "chunk i is in my children's buffers";
+        lane.per_chunk.push_back(sig);
+      }
+    } else {
+      if (!lane.children.empty()) {
+        Step grant = step_of(StepKind::signal);
+        for (int c : lane.children) grant.flags.push_back({c, lr.credit[c]});
+        grant.epoch_only = true;
+        grant.note = "my FIFOs are free for this launch: children may fill them";
+        lane.prologue.push_back(grant);
+      }
+      for (int c : lane.children) {
+        Step w = step_of(StepKind::wait);
+        w.flag = {r, lr.child_data[r].at(c)};
+        w.target = WaitTarget::chunk;
+        w.note = fmt::format("{}'s partial result for chunk i is in my FIFO", rank_name(s, c));
+        lane.per_chunk.push_back(w);
+      }
+      if (lane.role != LaneRole::root) {
+        Step w = step_of(StepKind::wait);
+        w.flag = {r, lr.credit[r]};
+        w.target = WaitTarget::slot_free;
+        w.note = fmt::format("{} has a free FIFO slot for chunk i", rank_name(s, lane.parent));
+        lane.per_chunk.push_back(w);
+      }
+      lane.per_chunk.push_back(step_of(StepKind::sync));
+      Step reduce = step_of(StepKind::reduce_copy);
+      reduce.sources = {BufferRef{BufferKind::send, r}};
+      for (int c : lane.children) {
+        BufferRef f{BufferKind::fifo, r};
+        f.fifo_offset = lr.fifo[r].at(c);
+        reduce.sources.push_back(f);
+      }
+      if (lane.role == LaneRole::root) {
+        BufferRef out{BufferKind::recv, r};
+        out.block_local = per_root;
+        reduce.destinations = {out};
+        reduce.note = "reduce my input with my children's partials into my output";
+      } else {
+        BufferRef f{BufferKind::fifo, lane.parent};
+        f.fifo_offset = lr.fifo[lane.parent].at(r);
+        reduce.destinations = {f};
+        reduce.note = lane.children.empty() ? fmt::format("send my input to {}", rank_name(s, lane.parent))
+                                            : fmt::format("reduce my input with my children's partials into {}'s FIFO",
+                                                          rank_name(s, lane.parent));
+      }
+      lane.per_chunk.push_back(reduce);
+      Step sig = step_of(StepKind::signal);
+      if (lane.role != LaneRole::root) sig.flags.push_back({lane.parent, lr.child_data[lane.parent].at(r)});
+      for (int c : lane.children) sig.flags.push_back({c, lr.credit[c]});
+      if (lr.progress >= 0 && lane.role == LaneRole::root) sig.flags.push_back({r, lr.progress});
+      sig.note = lane.role == LaneRole::root ? "chunk i is reduced"
+                                             : fmt::format("chunk i is in {}'s FIFO", rank_name(s, lane.parent));
+      if (!lane.children.empty()) sig.note += "; my FIFO slots are free again";
+      if (!sig.flags.empty()) lane.per_chunk.push_back(sig);
+    }
+  }
+
+  // Devices: ranks grouped by device; lanes in (rank, tree) order.
+  const int devices = *std::max_element(s.options.device_of_rank.begin(), s.options.device_of_rank.end()) + 1;
+  s.devices.assign(devices, {});
+  for (int d = 0; d < devices; ++d) s.devices[d].device = d;
+  for (int r = 0; r < n; ++r) s.devices[s.options.device_of_rank[r]].ranks.push_back(r);
+  for (const DeviceSchedule& d : s.devices)
+    if (d.ranks.empty())
+      throw Error(fmt::format("rank placement leaves device {} without ranks: number devices 0..{} without gaps",
+                              d.device, devices - 1));
+  for (DeviceSchedule& d : s.devices)
+    for (int r : d.ranks)
+      for (const Lane& lane : s.lanes)
+        if (lane.rank == r) {
+          d.lanes.push_back(lane.id);
+          d.blocks += lane.blocks;
+        }
+  return s;
+}
+
+}  // namespace canopy

@@ -1,0 +1,15 @@
+// lower: Plan + CodegenOptions -> Schedule. Checks that the plan is one codegen can run (every tree spans the
+// ranks with the direction its collective needs), weighs trees with integer weights, gives each tree lanes
+// (thread blocks) by its fraction, and writes every lane's steps and the counters and FIFOs they use.
+#pragma once
+
+#include "codegen/codegen_options.hpp"
+#include "codegen/schedule.hpp"
+#include "planner/plan.hpp"
+
+namespace canopy {
+
+// Throws canopy::Error naming the tree and edge when the plan cannot be lowered.
+Schedule lower(const Plan& plan, const CodegenOptions& options);
+
+}  // namespace canopy

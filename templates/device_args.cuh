@@ -1,0 +1,31 @@
+// DeviceArgs: the one plain struct every generated kernel receives (MSCCL++'s device handle). It holds every rank's
+// buffer and flag addresses, so kernels never assume one process. Included by device code and by the host
+// runtime alike: no CUDA keywords here.
+#pragma once
+
+namespace canopy {
+
+// One rank's memory as the kernels see it. `send`/`recv` are the user's buffers of this collective call;
+// `scratch` (FIFO slots that other ranks fill) and `flags` (counters) are owned by the communicator.
+struct RankPointers {
+  const void* send;
+  void* recv;
+  void* scratch;
+  unsigned long long* flags;  // zeroed once at allocation, never reset: counters only grow
+};
+
+// kRanks is the plan's rank count. count: elements per rank in NCCL's convention (allgather: send count,
+// reduce-scatter: receive count, otherwise the buffer's count). epoch: the communicator's launch number,
+// counted from 1 and equal on every rank for one collective call; flags carry it in their top 32 bits, so
+// a value from an earlier launch is always smaller than any value of this one.
+template <int kRanks>
+struct DeviceArgs {
+  unsigned long long count;
+  unsigned long long epoch;
+  RankPointers rank[kRanks];
+};
+
+// Each counter sits alone on a 128-byte line (16 x 8 bytes) so remote writers and local spinners do not share.
+constexpr int kFlagStride = 16;
+
+}  // namespace canopy

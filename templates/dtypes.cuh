@@ -1,0 +1,69 @@
+// Element types and reduction operators. 16-bit floats are stored as raw bits and computed in fp32 (one rounding
+// per stored result), so the templates need no CUDA headers and stay NVRTC-clean.
+#pragma once
+
+namespace canopy {
+
+struct half_t {
+  unsigned short bits;
+};
+struct bfloat16_t {
+  unsigned short bits;
+};
+
+// Elem<T>::Math is the type arithmetic runs in; in() and out() convert.
+template <typename T>
+struct Elem {
+  typedef T Math;
+  __device__ __forceinline__ static Math in(T x) { return x; }
+  __device__ __forceinline__ static T out(Math x) { return x; }
+};
+
+template <>
+struct Elem<half_t> {
+  typedef float Math;
+  __device__ __forceinline__ static float in(half_t x) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x.bits));
+    return f;
+  }
+  __device__ __forceinline__ static half_t out(float f) {
+    half_t x;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(x.bits) : "f"(f));
+    return x;
+  }
+};
+
+template <>
+struct Elem<bfloat16_t> {
+  typedef float Math;
+  __device__ __forceinline__ static float in(bfloat16_t x) {
+    float f;
+    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(static_cast<unsigned int>(x.bits) << 16));
+    return f;
+  }
+  __device__ __forceinline__ static bfloat16_t out(float f) {
+    bfloat16_t x;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(x.bits) : "f"(f));
+    return x;
+  }
+};
+
+struct OpSum {
+  template <typename M>
+  __device__ __forceinline__ static M apply(M a, M b) { return a + b; }
+};
+struct OpProd {
+  template <typename M>
+  __device__ __forceinline__ static M apply(M a, M b) { return a * b; }
+};
+struct OpMin {
+  template <typename M>
+  __device__ __forceinline__ static M apply(M a, M b) { return b < a ? b : a; }
+};
+struct OpMax {
+  template <typename M>
+  __device__ __forceinline__ static M apply(M a, M b) { return a < b ? b : a; }
+};
+
+}  // namespace canopy

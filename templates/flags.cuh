@@ -1,0 +1,67 @@
+// Flags: monotonically increasing 64-bit counters in GPU memory that order the data moves between ranks.
+// A value is (epoch << 32) | step. A block's leader thread spins and posts; the others meet it at a barrier.
+#pragma once
+
+#include "canopy/device_args.cuh"
+
+namespace canopy {
+
+typedef unsigned long long u64;
+
+// The counter `index` of a rank's flag area.
+__device__ __forceinline__ u64* flag(const RankPointers& rank, int index) {
+  return rank.flags + static_cast<u64>(index) * kFlagStride;
+}
+
+__device__ __forceinline__ u64 load_acquire(const u64* p) {
+  u64 v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void store_release(u64* p, u64 v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ bool leader() { return threadIdx.x == 0; }
+
+// Every thread of the block arrives; after a group of waits this publishes what the leader observed.
+__device__ __forceinline__ void sync() { __syncthreads(); }
+
+// The leader spins until *counter >= target. Follow a group of waits with sync() before touching the data.
+__device__ __forceinline__ void wait(const u64* counter, u64 target) {
+  if (leader()) {
+    while (load_acquire(counter) < target) {
+    }
+  }
+}
+
+// The credit step a sender needs before filling the FIFO slot of chunk i: chunk i - depth drained (step 0, the
+// receiver having entered this launch, for the first `depth` chunks).
+__device__ __forceinline__ u64 slot_free_step(u64 i, int depth) { return i + 1 > u64(depth) ? i + 1 - depth : 0; }
+
+// Waits until the rank that owns `counter` has finished the chunks of `done` that overlap `needed`: `done` is the
+// range another block of this GPU reduces in chunks of `chunk` elements, posting step i + 1 after chunk i.
+template <typename Range>
+__device__ __forceinline__ void wait_covered(const u64* counter, u64 epoch_bits, Range done, Range needed,
+                                             u64 chunk) {
+  if (needed.end <= done.begin || needed.begin >= done.end) return;
+  const u64 last = (needed.end < done.end ? needed.end : done.end) - done.begin;
+  wait(counter, epoch_bits | ((last + chunk - 1) / chunk));
+}
+
+// All threads' earlier writes are made visible (barrier, then a release at system scope), then the leader
+// raises every counter to `value`.
+__device__ __forceinline__ void post_all(u64) {}
+template <typename... Counters>
+__device__ __forceinline__ void post_all(u64 value, u64* counter, Counters... rest) {
+  store_release(counter, value);
+  post_all(value, rest...);
+}
+template <typename... Counters>
+__device__ __forceinline__ void signal(u64 value, Counters... counters) {
+  __syncthreads();
+  if (leader()) post_all(value, counters...);
+}
+
+}  // namespace canopy

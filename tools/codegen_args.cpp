@@ -1,0 +1,81 @@
+// Shared options of `canopy gen` and `canopy compile`, and the plan -> source step both run.
+#include "tools/codegen_args.hpp"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "codegen/generate.hpp"
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "planner/plan_json.hpp"
+#include "planner/planner.hpp"
+
+namespace canopy::cli {
+
+void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
+  add_topology_args(cmd, args.topology, /*positional=*/false, /*required=*/false);
+  cmd.add_option("--collective,-c", args.collective, "broadcast | reduce | allreduce | allgather | reducescatter");
+  cmd.add_option("--root,-r", args.root, "root of broadcast or reduce (default: the first rank)");
+  cmd.add_option("--plan", args.plan_file, "generate from this plan JSON (`canopy plan --json`) instead of planning");
+  cmd.add_option("--dtype", args.dtype, "element type: f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
+  cmd.add_option("--op", args.op, "reduction: sum prod min max")->capture_default_str();
+  cmd.add_option("--chunk", args.chunk, "bytes a lane moves per pipeline step, e.g. 64KiB, 1MiB")
+      ->capture_default_str();
+  cmd.add_option("--fifo-depth", args.fifo_depth, "chunk slots per reduce edge")->capture_default_str();
+  cmd.add_option("--blocks", args.blocks, "thread blocks per rank, shared among trees by fraction")
+      ->capture_default_str();
+  cmd.add_option("--threads", args.threads, "threads per block")->capture_default_str();
+  cmd.add_option("--devices", args.devices,
+                 "run the ranks on this many GPUs (virtual ranks, in blocks of ranks); default one rank per GPU");
+}
+
+namespace {
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot read plan file '{}': check the path", path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+}  // namespace
+
+Generated generate_from_args(const CodegenArgs& args) {
+  Generated g;
+  if (!args.plan_file.empty()) {
+    if (!args.topology.topology.empty() || !args.collective.empty())
+      throw Error("--plan gives the whole plan: leave out --topology and --collective");
+    g.plan = plan_from_json(read_file(args.plan_file), args.plan_file);
+  } else {
+    if (args.topology.topology.empty() || args.collective.empty())
+      throw Error("say what to generate: --topology NAME --collective NAME (or --plan FILE)");
+    const auto collective = parse_collective(args.collective);
+    if (!collective)
+      throw Error(fmt::format("--collective '{}': expected broadcast, reduce, allreduce, allgather or reducescatter",
+                              args.collective));
+    PlanOptions options;
+    if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
+    if (!args.root.empty()) options.root = args.root;
+    g.plan = plan(load_topology(args.topology.topology), *collective, options);
+  }
+  CodegenOptions o;
+  const auto dtype = parse_data_type(args.dtype);
+  if (!dtype) throw Error(fmt::format("--dtype '{}': expected f32, f16, bf16, f64, i32, i64 or u8", args.dtype));
+  const auto op = parse_reduce_op(args.op);
+  if (!op) throw Error(fmt::format("--op '{}': expected sum, prod, min or max", args.op));
+  o.dtype = *dtype;
+  o.op = *op;
+  o.chunk_bytes = parse_byte_size(args.chunk, "--chunk");
+  o.fifo_depth = args.fifo_depth;
+  o.blocks_per_rank = args.blocks;
+  o.threads_per_block = args.threads;
+  const int ranks = static_cast<int>(g.plan.ranks.size());
+  if (args.devices < 0 || args.devices > ranks)
+    throw Error(fmt::format("--devices {}: use 1 to {} (the plan's rank count)", args.devices, ranks));
+  if (args.devices > 0) o.device_of_rank = block_placement(ranks, args.devices);
+  g.source = generate(g.plan, o, &g.schedule);
+  return g;
+}
+
+}  // namespace canopy::cli

@@ -1,0 +1,39 @@
+// The options `canopy gen` and `canopy compile` share: where the plan comes from (topology + collective, or a plan
+// JSON file) and what the kernels are specialised for (dtype, op, chunk, FIFO depth, blocks, threads, devices).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "codegen/kernel_source.hpp"
+#include "codegen/schedule.hpp"
+#include "planner/plan.hpp"
+#include "tools/commands.hpp"
+
+namespace canopy::cli {
+
+struct CodegenArgs {
+  TopologyArgs topology;
+  std::string collective;
+  std::string root;
+  std::string plan_file;
+  std::string dtype = "f32";
+  std::string op = "sum";
+  std::string chunk = "256KiB";
+  int fifo_depth = 4;
+  int blocks = 24;
+  int threads = 512;
+  int devices = 0;  // 0: one rank per device
+};
+
+void add_codegen_args(CLI::App& command, CodegenArgs& args);
+
+struct Generated {
+  Plan plan;
+  Schedule schedule;
+  KernelSource source;
+};
+// Plans (or reads the plan file), lowers, emits and formats; throws canopy::Error naming the bad option.
+Generated generate_from_args(const CodegenArgs& args);
+
+}  // namespace canopy::cli

@@ -1,0 +1,56 @@
+// `canopy gen`: plan -> schedule -> CUDA source; writes the source, the plan JSON and a manifest, or prints.
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "codegen/generate.hpp"
+#include "dsl/error.hpp"
+#include "planner/plan_json.hpp"
+#include "tools/codegen_args.hpp"
+#include "tools/commands.hpp"
+
+namespace canopy::cli {
+
+void add_gen_command(CLI::App& app) {
+  struct Args {
+    CodegenArgs codegen;
+    std::string out;
+    bool print = false;
+    bool schedule = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("gen", "generate the specialised CUDA source of a collective's plan");
+  add_codegen_args(*cmd, args->codegen);
+  cmd->add_option("--out,-o", args->out, "write NAME_devD.cu (one per GPU), plan.json and manifest.json here");
+  cmd->add_flag("--print", args->print, "print the CUDA sources to stdout");
+  cmd->add_flag("--schedule", args->schedule, "print the per-GPU schedule (the IR the source is emitted from)");
+  cmd->footer(
+      "Examples:\n"
+      "  canopy gen -t dgx1-v100 -c allreduce --print | less\n"
+      "  canopy gen -t hgx-h200 -c allgather --dtype bf16 --chunk 1MiB --out kernels/\n"
+      "  canopy gen -t dgx1-v100 -c allreduce --devices 1 --schedule     8 virtual ranks on one GPU\n"
+      "  canopy plan -t h200x2 -c allreduce --json > p.json && canopy gen --plan p.json --out k/\n"
+      "The source names every tree, lane, counter and FIFO it uses; docs/codegen.md explains the protocol.");
+  cmd->callback([args] {
+    if (args->out.empty() && !args->print && !args->schedule)
+      throw Error("say where the source goes: --out DIR, --print or --schedule");
+    const Generated g = generate_from_args(args->codegen);
+    if (args->schedule) fmt::print("{}", g.schedule.dump());
+    if (args->print)
+      for (const KernelUnit& unit : g.source.units) fmt::print("{}", unit.file.text);
+    if (!args->out.empty()) {
+      std::error_code ec;
+      std::filesystem::create_directories(args->out, ec);
+      if (ec) throw Error(fmt::format("cannot create output directory '{}': {}", args->out, ec.message()));
+      const std::filesystem::path dir(args->out);
+      for (const KernelUnit& unit : g.source.units) write_output((dir / unit.file.name).string(), unit.file.text);
+      write_output((dir / "plan.json").string(), plan_to_json(g.plan));
+      write_output((dir / "manifest.json").string(), manifest_json(g.source, g.schedule));
+      fmt::print(stderr, "wrote {} kernel sources ({}_dev*.cu), plan.json and manifest.json to {}\n",
+                 g.source.units.size(), g.source.name, args->out);
+    }
+  });
+}
+
+}  // namespace canopy::cli
