@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "dsl/error.hpp"
 
@@ -221,6 +222,19 @@ Step step_of(StepKind kind) {
 std::string rank_name(const Schedule& s, int r) { return s.plan.ranks[r]; }
 
 }  // namespace
+
+void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
+  const std::set<std::string> ranks(plan.ranks.begin(), plan.ranks.end());
+  for (std::size_t t = 0; t < plan.trees.size(); ++t)
+    for (const TreeEdge& e : plan.trees[t].edges)
+      for (const std::string& via : e.path) {
+        const auto id = topology.find(via);
+        if (id && topology.node(*id).kind == NodeKind::gpu && !ranks.count(via))
+          throw Error(fmt::format("plan tree {} (root {}): edge {} -> {} is relayed by {}, a GPU outside the ranks; "
+                                  "code generation does not forward through other GPUs yet: plan without --relay",
+                                  t, plan.trees[t].root, e.from, e.to, via));
+      }
+}
 
 Schedule lower(const Plan& plan, const CodegenOptions& options) {
   const int n = static_cast<int>(plan.ranks.size());

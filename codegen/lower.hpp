@@ -4,6 +4,7 @@
 #pragma once
 
 #include "codegen/codegen_options.hpp"
+#include "dsl/topology.hpp"
 #include "codegen/schedule.hpp"
 #include "planner/plan.hpp"
 
@@ -11,5 +12,9 @@ namespace canopy {
 
 // Throws canopy::Error naming the tree and edge when the plan cannot be lowered.
 Schedule lower(const Plan& plan, const CodegenOptions& options);
+
+// Throws canopy::Error when an edge of `plan` crosses a GPU of `topology` that is not a rank (a plan made with
+// --relay): generated kernels move data between ranks, peer to peer, and do not forward through other GPUs yet.
+void check_no_relay_gpus(const Plan& plan, const Topology& topology);
 
 }  // namespace canopy

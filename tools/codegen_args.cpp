@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "codegen/generate.hpp"
+#include "codegen/lower.hpp"
 #include "dsl/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/plan_json.hpp"
@@ -57,7 +58,9 @@ Generated generate_from_args(const CodegenArgs& args) {
     PlanOptions options;
     if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
     if (!args.root.empty()) options.root = args.root;
-    g.plan = plan(load_topology(args.topology.topology), *collective, options);
+    const Topology topology = load_topology(args.topology.topology);
+    g.plan = plan(topology, *collective, options);
+    check_no_relay_gpus(g.plan, topology);
   }
   CodegenOptions o;
   const auto dtype = parse_data_type(args.dtype);

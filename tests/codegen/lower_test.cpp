@@ -1,0 +1,144 @@
+// lower(): the schedule's shape (roles, blocks, counters, FIFOs, weights) and the errors a bad plan gets.
+#include "codegen/lower.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <set>
+
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "planner/planner.hpp"
+
+namespace canopy {
+namespace {
+
+using ::testing::HasSubstr;
+
+Plan dgx1(Collective c) { return plan(load_topology("dgx1-v100"), c); }
+
+std::string lower_error(const Plan& p, const CodegenOptions& o = {}) {
+  try {
+    lower(p, o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Lower, EveryRankRunsEveryTreeWithOneParent) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter}) {
+    const Plan p = dgx1(c);
+    const Schedule s = lower(p, {});
+    ASSERT_EQ(s.lanes.size(), p.trees.size() * 8) << to_string(c);
+    for (const Lane& lane : s.lanes) {
+      EXPECT_EQ(lane.role == LaneRole::root, lane.parent < 0);
+      EXPECT_EQ(lane.role == LaneRole::leaf, lane.children.empty() && lane.parent >= 0);
+      EXPECT_TRUE(std::is_sorted(lane.children.begin(), lane.children.end()));
+    }
+  }
+}
+
+TEST(Lower, WeightsOfEachGroupFillTheSplitScale) {
+  const Plan p = dgx1(Collective::allgather);
+  const Schedule s = lower(p, {});
+  std::map<std::string, std::int64_t> per_root;
+  for (std::size_t t = 0; t < p.trees.size(); ++t) per_root[p.trees[t].root] += s.tree_weights[t];
+  for (const auto& [root, total] : per_root) EXPECT_EQ(total, kSplitScale) << root;
+}
+
+TEST(Lower, BlocksFollowFractionsAndEachTreeGetsOne) {
+  CodegenOptions o;
+  o.blocks_per_rank = 24;
+  const Schedule s = lower(plan(load_topology("h200x2"), Collective::allreduce), o);
+  EXPECT_EQ(std::accumulate(s.tree_blocks.begin(), s.tree_blocks.end(), 0), 24);
+  o.blocks_per_rank = 1;
+  const Schedule one = lower(dgx1(Collective::allreduce), o);
+  for (int b : one.tree_blocks) EXPECT_EQ(b, 1);
+  for (const DeviceSchedule& d : one.devices) EXPECT_EQ(d.blocks, static_cast<int>(one.plan.trees.size()));
+}
+
+TEST(Lower, CountersAndFifosAreDistinctPerRank) {
+  const Schedule s = lower(dgx1(Collective::allreduce), {});
+  // Every counter a signal raises is raised by exactly one lane (single writer keeps counters monotonic).
+  std::map<std::pair<int, int>, std::set<int>> writers;  // counter -> lanes raising it
+  for (const Lane& lane : s.lanes)
+    for (const auto* steps : {&lane.prologue, &lane.per_chunk})
+      for (const Step& step : *steps)
+        if (step.kind == StepKind::signal)
+          for (FlagRef f : step.flags) writers[{f.rank, f.index}].insert(lane.id);
+  for (const auto& [flag, lanes] : writers) {
+    EXPECT_EQ(lanes.size(), 1u) << "rank " << flag.first << " counter " << flag.second;
+    EXPECT_LE(flag.second + s.lanes[*lanes.begin()].blocks, s.resources[flag.first].flag_count);
+  }
+  // FIFO regions of one rank do not overlap.
+  std::map<int, std::set<std::int64_t>> fifo_starts;
+  for (const Lane& lane : s.lanes)
+    for (const Step& step : lane.per_chunk)
+      for (const BufferRef& b : step.destinations)
+        if (b.kind == BufferKind::fifo) EXPECT_TRUE(fifo_starts[b.rank].insert(b.fifo_offset).second);
+  for (const auto& [rank, starts] : fifo_starts)
+    EXPECT_LE(*starts.rbegin() + s.fifo_bytes(), s.resources[rank].scratch_bytes);
+}
+
+TEST(Lower, VirtualRanksGroupLanesByDevice) {
+  CodegenOptions o;
+  o.device_of_rank = block_placement(8, 2);
+  const Schedule s = lower(dgx1(Collective::broadcast), o);
+  ASSERT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.devices[0].ranks, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(s.devices[1].ranks, (std::vector<int>{4, 5, 6, 7}));
+}
+
+TEST(LowerErrors, RelayGpusAreNamed) {
+  PlanOptions po;
+  po.gpus = {"gpu0", "gpu5"};
+  po.relay = true;
+  const Topology t = load_topology("dgx1-v100");
+  const Plan p = plan(t, Collective::allgather, po);
+  try {
+    check_no_relay_gpus(p, t);
+    ADD_FAILURE() << "a plan relayed through gpu4 passed";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("a GPU outside the ranks"));
+  }
+  EXPECT_NO_THROW(check_no_relay_gpus(plan(t, Collective::allgather), t));
+  Plan named = dgx1(Collective::broadcast);
+  named.trees[1].edges[0].to = "gpu9";
+  EXPECT_THAT(lower_error(named), HasSubstr("'gpu9' is not one of the plan's ranks"));
+}
+
+TEST(LowerErrors, TreesMustSpanAndMatchTheCollective) {
+  Plan p = dgx1(Collective::broadcast);
+  p.trees[0].edges.pop_back();
+  EXPECT_THAT(lower_error(p), HasSubstr("does not reach rank"));
+  p = dgx1(Collective::broadcast);
+  p.trees[0].direction = TreeDirection::in;
+  EXPECT_THAT(lower_error(p), HasSubstr("does not fit a broadcast plan"));
+  p = dgx1(Collective::broadcast);
+  p.trees[0].edges.push_back(p.trees[0].edges.front());
+  EXPECT_THAT(lower_error(p), HasSubstr("receives from two parents"));
+  p = dgx1(Collective::allreduce);
+  std::erase_if(p.trees, [](const Tree& t) { return t.direction == TreeDirection::out && t.root == "gpu3"; });
+  EXPECT_THAT(lower_error(p), HasSubstr("no out-tree rooted there broadcasts it"));
+}
+
+TEST(LowerErrors, OptionsOutOfRangeNameTheFix) {
+  const Plan p = dgx1(Collective::broadcast);
+  CodegenOptions o;
+  o.chunk_bytes = 1000;
+  EXPECT_THAT(lower_error(p, o), HasSubstr("multiple of 16 bytes"));
+  o = {};
+  o.threads_per_block = 100;
+  EXPECT_THAT(lower_error(p, o), HasSubstr("multiple of 32"));
+  o = {};
+  o.device_of_rank = {0, 0, 2, 2, 2, 2, 2, 2};
+  EXPECT_THAT(lower_error(p, o), HasSubstr("leaves device 1 without ranks"));
+  o.device_of_rank = {0, 1};
+  EXPECT_THAT(lower_error(p, o), HasSubstr("2 devices for 8 ranks"));
+}
+
+}  // namespace
+}  // namespace canopy
