@@ -20,6 +20,7 @@ std::string manifest_json(const KernelSource& k, const Schedule& s) {
   using nlohmann::ordered_json;
   ordered_json j;
   j["name"] = k.name;
+  j["source"] = k.file.name;
   j["plan"] = "plan.json";
   j["collective"] = to_string(s.plan.collective);
   j["topology"] = s.plan.topology;
@@ -31,10 +32,10 @@ std::string manifest_json(const KernelSource& k, const Schedule& s) {
   j["threads_per_block"] = s.options.threads_per_block;
   j["device_of_rank"] = s.options.device_of_rank;
   ordered_json entries = ordered_json::array();
-  for (const KernelUnit& u : k.units)
-    entries.push_back({{"entry", u.entry}, {"source", u.file.name}, {"device", u.device}, {"ranks", u.ranks},
-                       {"blocks", u.blocks}, {"threads", u.threads}});
-  j["kernels"] = entries;
+  for (const DeviceLaunch& l : k.launches)
+    entries.push_back({{"device", l.device}, {"ranks", l.ranks}, {"blocks", l.blocks}, {"threads", l.threads}});
+  j["entry"] = k.entry;
+  j["launches"] = entries;
   ordered_json memory = ordered_json::array();
   for (int r = 0; r < k.ranks; ++r)
     memory.push_back({{"rank", s.plan.ranks[r]},

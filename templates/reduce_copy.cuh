@@ -79,15 +79,19 @@ struct Pointers {
   T* p[K];
 };
 
-// dst[d][j] = src[0][j] (Op) src[1][j] (Op) ... for j < n, by every thread of the block. One instance per
-// (type, op, source count, destination count); the pointers travel by value (no local-memory arrays).
+// dst[d][j] = src[0][j] (Op) src[1][j] (Op) ... (Op) src[sources-1][j] for j < n, by every thread of the block,
+// for every non-null dst[d]. kSrcs and kDsts bound the counts at compile time, so the loops unroll and the
+// pointers stay in registers (they travel by value); a schedule needs two instances: its widest copy
+// (1 source) and its widest reduction (1 destination).
 template <typename Op, typename T, int kSrcs, int kDsts>
-__device__ __noinline__ void reduce_copy(Pointers<T, kDsts> dst, Pointers<const T, kSrcs> src, unsigned long long n) {
+__device__ __noinline__ void reduce_copy(Pointers<T, kDsts> dst, Pointers<const T, kSrcs> src, int sources,
+                                         unsigned long long n) {
   const int kUnroll = 4;
   const unsigned long long kVec = 16 / sizeof(T);
   unsigned long long misaligned = 0;
 #pragma unroll
-  for (int s = 0; s < kSrcs; ++s) misaligned |= reinterpret_cast<unsigned long long>(src.p[s]);
+  for (int s = 0; s < kSrcs; ++s)
+    if (s < sources) misaligned |= reinterpret_cast<unsigned long long>(src.p[s]);
 #pragma unroll
   for (int d = 0; d < kDsts; ++d) misaligned |= reinterpret_cast<unsigned long long>(dst.p[d]);
   unsigned long long done = 0;
@@ -102,6 +106,7 @@ __device__ __noinline__ void reduce_copy(Pointers<T, kDsts> dst, Pointers<const 
         if (v + u * stride < vectors) acc[u] = load_v16(src.p[0] + (v + u * stride) * kVec);
 #pragma unroll
       for (int s = 1; s < kSrcs; ++s) {
+        if (s >= sources) break;
         V16 in[kUnroll];
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u)
@@ -122,7 +127,8 @@ __device__ __noinline__ void reduce_copy(Pointers<T, kDsts> dst, Pointers<const 
   for (unsigned long long j = done + threadIdx.x; j < n; j += blockDim.x) {
     typename Elem<T>::Math acc = Elem<T>::in(load_scalar(src.p[0] + j));
 #pragma unroll
-    for (int s = 1; s < kSrcs; ++s) acc = Op::apply(acc, Elem<T>::in(load_scalar(src.p[s] + j)));
+    for (int s = 1; s < kSrcs; ++s)
+      if (s < sources) acc = Op::apply(acc, Elem<T>::in(load_scalar(src.p[s] + j)));
     const T out = Elem<T>::out(acc);
 #pragma unroll
     for (int d = 0; d < kDsts; ++d)
@@ -130,16 +136,17 @@ __device__ __noinline__ void reduce_copy(Pointers<T, kDsts> dst, Pointers<const 
   }
 }
 
-// reduce_copy over the first kSrcs / kDsts entries of pointer arrays (the schedule executor's form).
+// reduce_copy over pointer arrays of `sources` and `destinations` entries (the schedule executor's form).
 template <typename Op, typename T, int kSrcs, int kDsts>
-__device__ __forceinline__ void reduce_copy_n(T* const* dst, const T* const* src, unsigned long long n) {
+__device__ __forceinline__ void reduce_copy_n(T* const* dst, int destinations, const T* const* src, int sources,
+                                              unsigned long long n) {
   Pointers<T, kDsts> d;
   Pointers<const T, kSrcs> s;
 #pragma unroll
-  for (int k = 0; k < kDsts; ++k) d.p[k] = dst[k];
+  for (int k = 0; k < kDsts; ++k) d.p[k] = k < destinations ? dst[k] : nullptr;
 #pragma unroll
-  for (int k = 0; k < kSrcs; ++k) s.p[k] = src[k];
-  reduce_copy<Op, T, kSrcs, kDsts>(d, s, n);
+  for (int k = 0; k < kSrcs; ++k) s.p[k] = k < sources ? src[k] : nullptr;
+  reduce_copy<Op, T, kSrcs, kDsts>(d, s, sources, n);
 }
 
 }  // namespace canopy

@@ -22,8 +22,8 @@ void add_gen_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("gen", "generate the specialised CUDA source of a collective's plan");
   add_codegen_args(*cmd, args->codegen);
-  cmd->add_option("--out,-o", args->out, "write NAME_devD.cu (one per GPU), plan.json and manifest.json here");
-  cmd->add_flag("--print", args->print, "print the CUDA sources to stdout");
+  cmd->add_option("--out,-o", args->out, "write NAME.cu, plan.json and manifest.json into this directory");
+  cmd->add_flag("--print", args->print, "print the CUDA source to stdout");
   cmd->add_flag("--schedule", args->schedule, "print the per-GPU schedule (the IR the source is emitted from)");
   cmd->footer(
       "Examples:\n"
@@ -37,18 +37,16 @@ void add_gen_command(CLI::App& app) {
       throw Error("say where the source goes: --out DIR, --print or --schedule");
     const Generated g = generate_from_args(args->codegen);
     if (args->schedule) fmt::print("{}", g.schedule.dump());
-    if (args->print)
-      for (const KernelUnit& unit : g.source.units) fmt::print("{}", unit.file.text);
+    if (args->print) fmt::print("{}", g.source.file.text);
     if (!args->out.empty()) {
       std::error_code ec;
       std::filesystem::create_directories(args->out, ec);
       if (ec) throw Error(fmt::format("cannot create output directory '{}': {}", args->out, ec.message()));
       const std::filesystem::path dir(args->out);
-      for (const KernelUnit& unit : g.source.units) write_output((dir / unit.file.name).string(), unit.file.text);
+      write_output((dir / g.source.file.name).string(), g.source.file.text);
       write_output((dir / "plan.json").string(), plan_to_json(g.plan));
       write_output((dir / "manifest.json").string(), manifest_json(g.source, g.schedule));
-      fmt::print(stderr, "wrote {} kernel sources ({}_dev*.cu), plan.json and manifest.json to {}\n",
-                 g.source.units.size(), g.source.name, args->out);
+      fmt::print(stderr, "wrote {}, plan.json and manifest.json to {}\n", g.source.file.name, args->out);
     }
   });
 }
