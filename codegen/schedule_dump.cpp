@@ -22,13 +22,14 @@ std::string buffer_text(const Schedule& s, const BufferRef& b) {
   return "?";
 }
 
-std::string target_text(const Step& step) {
+std::string target_text(const Schedule& s, const Step& step) {
   switch (step.target) {
     case WaitTarget::epoch: return "(e, 0)";
     case WaitTarget::chunk: return "(e, i+1)";
     case WaitTarget::slot_free: return "(e, i+1-depth)";
     case WaitTarget::all: return "(e, n)";
-    case WaitTarget::covered: return fmt::format("(e, chunks of lane {} block b covering chunk i), every b", step.dependency);
+    case WaitTarget::covered:
+      return fmt::format("(e, step covering chunk i) of tree {}'s block b, every b", s.lanes[step.dependency].tree);
   }
   return "?";
 }
@@ -39,7 +40,7 @@ std::string step_text(const Schedule& s, const Step& step) {
   std::string text;
   switch (step.kind) {
     case StepKind::wait:
-      text = fmt::format("wait    {} >= {}", flag_text(s, step.flag), target_text(step));
+      text = fmt::format("wait    {} >= {}", flag_text(s, step.flag), target_text(s, step));
       break;
     case StepKind::sync: return "sync";
     case StepKind::reduce_copy: {

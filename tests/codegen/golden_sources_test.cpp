@@ -1,0 +1,45 @@
+// Generated CUDA for reference cases is kept in generated/ and compared byte for byte: any change to planning,
+// lowering, emitting, templates or formatting that alters a kernel shows up as a reviewed diff.
+// scripts/update-golden rewrites the files (CANOPY_UPDATE_GOLDEN=1).
+#include <gtest/gtest.h>
+
+#include "codegen/generate.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "planner/planner.hpp"
+#include "tests/test_util.hpp"
+
+namespace canopy::testing {
+namespace {
+
+struct GoldenCase {
+  const char* topology;
+  Collective collective;
+};
+
+class GoldenSources : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(GoldenSources, MatchGeneratedFolder) {
+  const GoldenCase& c = GetParam();
+  const KernelSource k = generate(plan(load_topology(c.topology), c.collective), CodegenOptions{});
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
+INSTANTIATE_TEST_SUITE_P(ReferenceCases, GoldenSources,
+                         ::testing::Values(GoldenCase{"dgx1-v100", Collective::broadcast},
+                                           GoldenCase{"dgx1-v100", Collective::allreduce},
+                                           GoldenCase{"hgx-h200", Collective::allgather},
+                                           GoldenCase{"h200x2", Collective::allreduce}),
+                         [](const auto& info) {
+                           std::string name = std::string(info.param.topology) + "_" + to_string(info.param.collective);
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+TEST(GoldenSources, GenerationIsDeterministic) {
+  const Plan p = plan(load_topology("dgx1-v100"), Collective::allreduce);
+  EXPECT_EQ(generate(p, {}).file.text, generate(p, {}).file.text);
+}
+
+}  // namespace
+}  // namespace canopy::testing
