@@ -1,0 +1,125 @@
+// Every generated kernel compiles: each shipped topology x collective x element type is planned, generated and
+// compiled by NVRTC for sm_90 (label nvrtc: needs the toolkit, not a GPU), and parsed by the Clang check with no
+// diagnostic. Each reduction operator is compiled on one topology.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <ostream>
+
+#include "codegen/generate.hpp"
+#include "codegen/template_bundle.hpp"
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "planner/planner.hpp"
+#include "runtime/nvrtc_compiler.hpp"
+#if CANOPY_WITH_CLANG && __has_include("codegen/cuda_parse_check.hpp")
+#define CANOPY_TEST_CLANG_CHECK 1
+#include "codegen/cuda_parse_check.hpp"
+#endif
+
+namespace canopy {
+namespace {
+
+constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
+                               DataType::i32, DataType::i64, DataType::u8};
+
+void expect_compiles(const Plan& p, const CodegenOptions& o) {
+  const KernelSource k = generate(p, o);
+  const std::string what = fmt::format("{} ({})", k.file.name, to_string(o.op));
+  try {
+    const CompiledModule m = compile_cuda(k.file, template_headers(), CompileOptions{});
+    EXPECT_FALSE(m.cubin.empty()) << what;
+    bool entry = false;
+    for (const KernelStats& s : m.kernels) entry |= s.name == k.entry;
+    EXPECT_TRUE(entry) << what << ": ptxas reported no statistics for the entry " << k.entry;
+  } catch (const Error& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+  }
+#if CANOPY_TEST_CLANG_CHECK
+  for (const SourceDiagnostic& d : check_cuda_source(k.file, template_headers()))
+    ADD_FAILURE() << what << ": the generator emitted code Clang flags:\n" << to_string(d);
+#endif
+}
+
+struct Case {
+  std::string topology;
+  Collective collective;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.topology << " " << to_string(c.collective); }
+
+
+class GeneratedKernels : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GeneratedKernels, CompileForEveryElementType) {
+  const Plan p = plan(load_topology(GetParam().topology), GetParam().collective);
+  for (DataType t : kTypes) {
+    CodegenOptions o;
+    o.dtype = t;
+    expect_compiles(p, o);
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const ShippedTopology& t : shipped_topologies())
+    for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                         Collective::reducescatter})
+      cases.push_back({std::string(t.name), c});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, GeneratedKernels, ::testing::ValuesIn(all_cases()), [](const auto& info) {
+  std::string name = info.param.topology + "_" + to_string(info.param.collective);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+});
+
+TEST(GeneratedKernelsOps, EveryReductionOperatorCompiles) {
+  const Plan p = plan(load_topology("hgx-h200"), Collective::allreduce);
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max})
+    for (DataType t : {DataType::f32, DataType::bf16, DataType::i64}) {
+      CodegenOptions o;
+      o.dtype = t;
+      o.op = op;
+      expect_compiles(p, o);
+    }
+}
+
+TEST(GeneratedKernelsOps, VirtualRanksAndSmallBlocksCompile) {
+  CodegenOptions o;
+  o.device_of_rank = block_placement(8, 1);
+  o.threads_per_block = 128;
+  o.blocks_per_rank = 1;
+  o.chunk_bytes = 64 * 1024;
+  expect_compiles(plan(load_topology("dgx1-v100"), Collective::allreduce), o);
+}
+
+TEST(NvrtcCompiler, ReportsTheLineOfAnError) {
+  const SourceFile bad{"bad.cu", "extern \"C\" __global__ void k() {\n  undeclared_thing = 1;\n}\n"};
+  try {
+    compile_cuda(bad, {}, CompileOptions{});
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.cu(2)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sm_90"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NvrtcCompiler, StatisticsCountSharedMemoryAndRegisters) {
+  const SourceFile k{"k.cu",
+                     "extern \"C\" __global__ void k(float* p) {\n  __shared__ float s[1024];\n"
+                     "  s[threadIdx.x] = p[threadIdx.x];\n  __syncthreads();\n  p[threadIdx.x] = s[1023 - threadIdx.x];\n}\n"};
+  CompileOptions o;
+  o.keep_ptx = true;
+  const CompiledModule m = compile_cuda(k, {}, o);
+  ASSERT_EQ(m.kernels.size(), 1u) << m.log;
+  EXPECT_EQ(m.kernels[0].name, "k");
+  EXPECT_EQ(m.kernels[0].shared_bytes, 4096) << m.log;
+  EXPECT_GT(m.kernels[0].registers, 0);
+  EXPECT_NE(m.ptx.find(".entry k"), std::string::npos);
+  EXPECT_FALSE(nvrtc_version().empty());
+}
+
+}  // namespace
+}  // namespace canopy
