@@ -11,6 +11,8 @@ namespace canopy::cli {
 void add_topo_command(CLI::App& app);  // topo.cpp: the `topo` group
 void add_plan_command(CLI::App& app);  // plan.cpp
 void add_gen_command(CLI::App& app);   // gen.cpp
+void add_compile_command(CLI::App& app);  // compile.cpp
+void add_cache_command(CLI::App& app);    // cache.cpp
 void add_topo_list(CLI::App& topo);    // topo_list.cpp
 void add_topo_show(CLI::App& topo);    // topo_show.cpp
 void add_topo_check(CLI::App& topo);   // topo_check.cpp

@@ -21,11 +21,15 @@ int main(int argc, char** argv) {
       "  canopy topo dot dgx1-v100 --svg dgx1.svg  draw it (needs Graphviz)\n"
       "  canopy plan -t dgx1-v100 -c allreduce     optimal trees, bound, NCCL-style rings, link loads\n"
       "  canopy gen -t dgx1-v100 -c allreduce --print    the specialised CUDA kernels of that plan\n"
+      "  canopy compile -t dgx1-v100 -c allreduce  compile them with NVRTC (cached on disk)\n"
+      "  canopy cache info                         the kernel cache: where, how big\n"
       "\n"
       "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.");
   canopy::cli::add_topo_command(app);
   canopy::cli::add_plan_command(app);
   canopy::cli::add_gen_command(app);
+  canopy::cli::add_compile_command(app);
+  canopy::cli::add_cache_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

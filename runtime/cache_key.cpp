@@ -1,0 +1,50 @@
+// compile_cache_key: see cache_key.hpp.
+#include "runtime/cache_key.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "codegen/sha256.hpp"
+#include "codegen/template_bundle.hpp"
+
+namespace canopy {
+
+const std::vector<std::string>& code_changing_variables() {
+  static const std::vector<std::string> names = {};
+  return names;
+}
+
+std::string compile_cache_key(const SourceFile& source, const std::vector<SourceFile>& headers,
+                              const CompileOptions& options) {
+  Sha256 h;
+  auto field = [&](std::string_view tag, std::string_view value) {
+    h.update(fmt::format("{}:{}:", tag, value.size()));
+    h.update(value);
+  };
+  field("source-name", source.name);
+  field("source", source.text);
+  if (headers == template_headers()) {
+    field("templates", template_bundle_hash());
+  } else {
+    for (const SourceFile& f : headers) {
+      field("header-name", f.name);
+      field("header", f.text);
+    }
+  }
+  field("canopy", CANOPY_VERSION);
+  field("nvrtc", nvrtc_version());
+  field("arch", options.arch);
+  field("keep-ptx", options.keep_ptx ? "1" : "0");
+  std::vector<std::string> sorted = options.extra_options;
+  std::sort(sorted.begin(), sorted.end());
+  for (const std::string& o : sorted) field("option", o);
+  for (const std::string& v : code_changing_variables()) {
+    const char* value = std::getenv(v.c_str());
+    field(v, value ? value : "<unset>");
+  }
+  return h.hex_digest();
+}
+
+}  // namespace canopy

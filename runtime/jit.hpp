@@ -1,0 +1,44 @@
+// Jit: the in-process cache in front of the disk cache in front of NVRTC. A repeated collective costs one map
+// lookup by a short key the caller chooses (the generation inputs' hash), without regenerating or hashing the
+// source. CANOPY_ALWAYS_COMPILE=1 bypasses both caches. Thread-safe.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "codegen/source_file.hpp"
+#include "runtime/disk_cache.hpp"
+#include "runtime/nvrtc_compiler.hpp"
+
+namespace canopy {
+
+enum class CacheOutcome { memory_hit, disk_hit, compiled };
+std::string to_string(CacheOutcome outcome);
+
+class Jit {
+ public:
+  explicit Jit(DiskCache disk);
+
+  // `make_source` runs only on an in-process miss; the module is compiled with the embedded templates as headers.
+  // `cache_key`, when given, receives the disk key (empty on an in-process hit made before any disk lookup).
+  std::shared_ptr<const CompiledModule> get(const std::string& lookup_key, const std::function<SourceFile()>& make_source,
+                                            const CompileOptions& options, CacheOutcome* outcome = nullptr,
+                                            std::string* cache_key = nullptr);
+
+  const DiskCache& disk() const { return disk_; }
+
+ private:
+  struct Memo {
+    std::shared_ptr<const CompiledModule> module;
+    std::string cache_key;
+  };
+  DiskCache disk_;
+  bool always_compile_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, Memo> memory_;
+};
+
+}  // namespace canopy

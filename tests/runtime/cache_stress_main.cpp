@@ -1,0 +1,38 @@
+// canopy_cache_stress DIR PROCESS COUNT: one of the processes the concurrency test starts at once. It compiles
+// COUNT tiny kernels (10 distinct sources, so processes collide on keys) through DiskCache::load_or_compile with
+// NVRTC, appends a line to DIR/compiles.log for every real compile, and prints each module's cubin sha256.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "codegen/sha256.hpp"
+#include "runtime/cache_key.hpp"
+#include "runtime/disk_cache.hpp"
+
+int main(int argc, char** argv) {
+  using namespace canopy;
+  if (argc != 4) {
+    fmt::print(stderr, "usage: canopy_cache_stress DIR PROCESS COUNT\n");
+    return 2;
+  }
+  const std::string dir = argv[1];
+  const int process = std::atoi(argv[2]), count = std::atoi(argv[3]);
+  DiskCache disk(dir);
+  for (int i = 0; i < count; ++i) {
+    const int which = (i * 7 + process * 3) % 10;
+    const SourceFile source{fmt::format("k{}.cu", which),
+                            fmt::format("extern \"C\" __global__ void k{0}(float* p) {{ p[threadIdx.x] *= {0}.5f; }}\n", which)};
+    const CompileOptions options;
+    const std::string key = compile_cache_key(source, {}, options);
+    const CompiledModule m = disk.load_or_compile(key, source.name, options.arch, [&] {
+      const int fd = ::open((dir + "/compiles.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      const std::string line = key + "\n";
+      if (fd >= 0) (void)!::write(fd, line.data(), line.size()), ::close(fd);
+      return compile_cuda(source, {}, options);
+    });
+    fmt::print("{} {}\n", which, sha256_hex(m.cubin));
+  }
+  return 0;
+}

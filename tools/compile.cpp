@@ -1,0 +1,77 @@
+// `canopy compile`: generate a plan's kernel and compile it with NVRTC through the on-disk cache; one line per
+// kernel entry: cache hit or miss, compile time, registers, spills (--stats: shared memory, stack, PTX).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "codegen/template_bundle.hpp"
+#include "dsl/error.hpp"
+#include "runtime/jit.hpp"
+#include "tools/codegen_args.hpp"
+#include "tools/commands.hpp"
+
+namespace canopy::cli {
+
+void add_compile_command(CLI::App& app) {
+  struct Args {
+    CodegenArgs codegen;
+    std::string arch = "sm_90";
+    bool keep_ptx = false;
+    bool stats = false;
+    std::string ptx_out;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("compile", "generate a plan's kernel and compile it with NVRTC (cached)");
+  add_codegen_args(*cmd, args->codegen);
+  cmd->add_option("--arch", args->arch, "target GPU architecture, e.g. sm_90 (H100/H200), sm_80, sm_100")
+      ->capture_default_str();
+  cmd->add_flag("--keep-ptx", args->keep_ptx, "keep the PTX beside the binary in the cache entry");
+  cmd->add_option("--ptx", args->ptx_out, "write the PTX to this file (implies --keep-ptx)");
+  cmd->add_flag("--stats", args->stats, "also print shared memory, stack and the cache entry");
+  cmd->footer(
+      "Examples:\n"
+      "  canopy compile -t dgx1-v100 -c allreduce                 miss the first time, hit after\n"
+      "  canopy compile -t h200x2 -c allreduce --dtype bf16 --stats\n"
+      "  canopy compile -t hgx-h200 -c allgather --arch sm_100 --ptx k.ptx\n"
+      "  CANOPY_ALWAYS_COMPILE=1 canopy compile -t dgx2 -c broadcast   bypass the cache\n"
+      "Takes every option of `canopy gen`. The cache lives in $CANOPY_CACHE_DIR (see `canopy cache info`).");
+  cmd->callback([args] {
+    const Generated g = generate_from_args(args->codegen);
+    CompileOptions options;
+    options.arch = args->arch;
+    options.keep_ptx = args->keep_ptx || !args->ptx_out.empty();
+    Jit jit(DiskCache::from_environment());
+    CacheOutcome outcome{};
+    std::string key;
+    const auto start = std::chrono::steady_clock::now();
+    const auto module = jit.get(g.source.schedule_key, [&] { return g.source.file; }, options, &outcome, &key);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const char* what = outcome == CacheOutcome::compiled ? "miss, compiled" : "hit";
+    for (const KernelStats& s : module->kernels) {
+      if (s.name != g.source.entry) continue;  // the entry; device functions are listed with --stats
+      fmt::print("{}  {} in {:.0f} ms  {} registers  {} B spill stores  {} B spill loads  ({} launches: {})\n",
+                 s.name, what, outcome == CacheOutcome::compiled ? module->compile_ms : ms, s.registers,
+                 s.spill_store_bytes, s.spill_load_bytes, g.source.launches.size(),
+                 [&] {
+                   std::string l;
+                   for (const DeviceLaunch& d : g.source.launches)
+                     l += fmt::format("{}dev{} {}x{}", l.empty() ? "" : ", ", d.device, d.blocks, d.threads);
+                   return l;
+                 }());
+    }
+    if (args->stats) {
+      for (const KernelStats& s : module->kernels)
+        fmt::print("  {:<60} {:>4} regs  {:>6} B shared  {:>6} B stack  {:>4}/{} B spills\n", s.name, s.registers,
+                   s.shared_bytes, s.stack_bytes, s.spill_store_bytes, s.spill_load_bytes);
+      fmt::print("  cache entry {}  ({} B cubin, arch {})\n", key, module->cubin.size(), args->arch);
+    }
+    if (!args->ptx_out.empty()) {
+      if (module->ptx.empty()) throw Error("the cached entry holds no PTX: rerun with CANOPY_ALWAYS_COMPILE=1 --ptx FILE");
+      write_output(args->ptx_out, module->ptx);
+    }
+  });
+}
+
+}  // namespace canopy::cli
