@@ -92,7 +92,7 @@ std::string buffer_rec(const BufferRef& b) {
 // The tables of one device: lanes, steps, buffers, flags, blocks (templates/schedule.cuh).
 struct Tables {
   std::string lanes, steps, buffers, flags, blocks;
-  int buffer_count = 0, flag_count = 0;
+  int buffer_count = 0, flag_count = 0, block_count = 0;
   std::set<std::pair<int, int>> shapes;  // reduce_copy (sources, destinations) in use
   int max_sources = 1, max_destinations = 1;
 };
@@ -122,9 +122,11 @@ void add_steps(Tables& t, const Schedule& s, const std::map<int, int>& local, co
       t.flag_count += flags;
     }
     CANOPY_INTERNAL_ASSERT(t.buffer_count < 65536 && t.flag_count < 65536, "step tables over 16-bit indices");
-    t.steps += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {{{}, {}}}, {}}},  // {}: {}\n", step_kind(step.kind),
+    // The comment goes above its row: a trailing comment past the column limit makes libFormat break the row.
+    t.steps += fmt::format("    // {}: {}\n", section, step_text(s, step, /*aligned=*/false));
+    t.steps += fmt::format("    {{{}, {}, {}, {}, {}, {}, {}, {{{}, {}}}, {}}},\n", step_kind(step.kind),
                            wait_until(step.target), sources, destinations, flags, first, step.epoch_only ? 1 : 0,
-                           flag.rank, flag.index, dependency, section, step_text(s, step));
+                           flag.rank, flag.index, dependency);
   }
 }
 
@@ -152,7 +154,10 @@ Tables device_tables(const Schedule& s, const DeviceSchedule& d) {
     add_steps(t, s, local, lane.per_chunk, "chunk i");
     add_steps(t, s, local, lane.epilogue, "epilogue");
     step_count += steps;
-    for (int b = 0; b < lane.blocks; ++b) t.blocks += fmt::format("{{{}, {}}}, ", k, b);
+    for (int b = 0; b < lane.blocks; ++b) {
+      t.blocks += fmt::format("{}{{{}, {}}},", t.block_count % 12 == 0 ? "\n    " : " ", k, b);
+      ++t.block_count;
+    }
     first_block += lane.blocks;
   }
   if (t.buffer_count == 0) t.buffers = "    {kSend, kWhole, 0, 0},  // (unused)\n";
@@ -294,7 +299,7 @@ KernelSource emit_cuda(const Schedule& s) {
     out += "// Counters signals raise {rank, index}, in step order.\n";
     out += "__device__ const FlagRec kFlags[] = {\n" + t.flags + "};\n\n";
     out += "// blockIdx.x -> {lane, block within the lane}.\n";
-    out += "__device__ const BlockRec kBlocks[] = {" + t.blocks + "};\n\n";
+    out += "__device__ const BlockRec kBlocks[] = {" + t.blocks + "\n};\n\n";
     out += fmt::format("}}  // namespace dev{}\n\n", d.device);
   }
   out += "namespace {\n\n";
@@ -304,7 +309,7 @@ KernelSource emit_cuda(const Schedule& s) {
     out += fmt::format("\n    {{dev{0}::kLanes, dev{0}::kSteps, dev{0}::kBuffers, dev{0}::kFlags, dev{0}::kBlocks}},", d.device);
   out += "};\n\n}  // namespace\n\n";
   out += "// Launched on device d with the grid and block the banner lists for d.\n";
-  out += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(const Config::Args a, int device) {{\n",
+  out += fmt::format("extern \"C\" __global__ void __launch_bounds__({})\n{}(const Config::Args a, int device) {{\n",
                      o.threads_per_block, k.entry);
   out += "  canopy::run_block<Config>(a, kPrograms[device]);\n}\n";
   k.file = SourceFile{k.name + ".cu", out};

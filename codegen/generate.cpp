@@ -6,12 +6,19 @@
 #include "codegen/emit_cuda.hpp"
 #include "codegen/lower.hpp"
 #include "codegen/template_bundle.hpp"
+#if CANOPY_WITH_CLANG
+#include "codegen/source_format.hpp"
+#endif
+
 
 namespace canopy {
 
 KernelSource generate(const Plan& plan, const CodegenOptions& options, Schedule* schedule) {
   Schedule lowered = lower(plan, options);
   KernelSource source = emit_cuda(lowered);
+#if CANOPY_WITH_CLANG
+  source.file.text = format_cuda_source(source.file.text);
+#endif
   if (schedule) *schedule = std::move(lowered);
   return source;
 }

@@ -86,9 +86,10 @@ void check_directions(const Plan& plan) {
       throw Error(fmt::format("plan tree {} (root {}, direction {}) does not fit a {} plan{}", t, tree.root,
                               to_string(tree.direction), to_string(plan.collective),
                               plan.root ? fmt::format(" rooted at {}", *plan.root) : std::string()));
-    if (!(tree.fraction > 0) || !std::isfinite(tree.fraction))
-      throw Error(fmt::format("plan tree {} (root {}) has fraction {}: fractions must be positive", t, tree.root,
-                              tree.fraction));
+    if (!(tree.fraction > 0 && tree.fraction <= 1))
+      throw Error(fmt::format("plan tree {} (root {}) has fraction {}: a tree carries a share of the buffer, "
+                              "more than 0 and at most 1",
+                              t, tree.root, tree.fraction));
   }
   if (plan.trees.empty()) throw Error("the plan has no trees: nothing to generate");
 }
@@ -239,6 +240,10 @@ void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
 Schedule lower(const Plan& plan, const CodegenOptions& options) {
   const int n = static_cast<int>(plan.ranks.size());
   if (n < 1) throw Error("the plan has no ranks");
+  if (n > kMaxCodegenRanks)
+    throw Error(fmt::format("the plan has {} ranks; generated kernels take every rank's addresses as launch "
+                            "arguments, which fit {} ranks at most",
+                            n, kMaxCodegenRanks));
   check_codegen_options(options, n);
   check_directions(plan);
   std::map<std::string, int> rank_of;

@@ -10,6 +10,9 @@
 
 namespace canopy {
 
+// DeviceArgs holds 16 + 32 bytes per rank and CUDA kernel parameters fit 32764 bytes.
+constexpr int kMaxCodegenRanks = 1000;
+
 // Throws canopy::Error naming the tree and edge when the plan cannot be lowered.
 Schedule lower(const Plan& plan, const CodegenOptions& options);
 

@@ -124,7 +124,8 @@ struct Schedule {
   std::string dump() const;
 };
 
-// One step as the dump shows it ("wait gpu0.flag[3+l] >= (e, i+1)   # why").
-std::string step_text(const Schedule& schedule, const Step& step);
+// One step as the dump shows it ("wait    gpu0.flag[3+l] >= (e, i+1)   # why"), or compact for a comment
+// ("wait gpu0.flag[3+l] >= (e, i+1) (why)").
+std::string step_text(const Schedule& schedule, const Step& step, bool aligned = true);
 
 }  // namespace canopy

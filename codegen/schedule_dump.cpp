@@ -36,7 +36,7 @@ std::string target_text(const Schedule& s, const Step& step) {
 
 }  // namespace
 
-std::string step_text(const Schedule& s, const Step& step) {
+std::string step_text(const Schedule& s, const Step& step, bool aligned) {
   std::string text;
   switch (step.kind) {
     case StepKind::wait:
@@ -58,7 +58,14 @@ std::string step_text(const Schedule& s, const Step& step) {
       break;
     }
   }
-  return step.note.empty() ? text : fmt::format("{:<60} # {}", text, step.note);
+  if (step.note.empty()) return text;
+  if (!aligned) {
+    std::string compact;
+    for (char ch : text)
+      if (!(ch == ' ' && !compact.empty() && compact.back() == ' ')) compact += ch;
+    return fmt::format("{} ({})", compact, step.note);
+  }
+  return fmt::format("{:<60} # {}", text, step.note);
 }
 
 namespace {

@@ -41,21 +41,21 @@ struct Config {
   typedef float T;
   typedef canopy::OpSum Op;
   typedef DeviceArgs<8> Args;
-  static constexpr unsigned long long kChunkBytes = 262144;  // 256 KiB
-  static constexpr unsigned long long kChunk = 65536;  // elements per chunk
-  static constexpr int kDepth = 4;  // FIFO slots per reduce edge and block
-  static constexpr unsigned long long kFifoBytes = 1048576;  // one block's FIFO on one edge
-  static constexpr unsigned long long kAlign = 4;  // elements per 16-byte vector
+  static constexpr unsigned long long kChunkBytes = 262144; // 256 KiB
+  static constexpr unsigned long long kChunk = 65536;       // elements per chunk
+  static constexpr int kDepth = 4;                          // FIFO slots per reduce edge and block
+  static constexpr unsigned long long kFifoBytes = 1048576; // one block's FIFO on one edge
+  static constexpr unsigned long long kAlign = 4;           // elements per 16-byte vector
   static constexpr int kMaxSources = 1;
   static constexpr int kMaxDestinations = 2;
   // Two reduce_copy instances serve every step: the widest copy and the widest reduction.
-  __device__ static void reduce_copy(int sources, int destinations, T* const* dst, const T* const* src,
-                                    unsigned long long n) {
+  __device__ static void reduce_copy(int sources, int destinations, T *const *dst, const T *const *src,
+                                     unsigned long long n) {
     return reduce_copy_n<Op, T, 1, 2>(dst, destinations, src, 1, n);
   }
 };
 
-}  // namespace
+} // namespace
 
 // Device 0: ranks gpu0.
 namespace dev0 {
@@ -96,90 +96,162 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu0
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // prologue: wait    gpu0.flag[0+l] >= (e, 0)                             # gpu1 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send(own block) -> gpu1.recv, gpu0.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: wait gpu0.flag[0+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send(own block) -> gpu1.recv, gpu0.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[6+l] := (e, 0)                             # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 3}, -1},  // epilogue: wait    gpu0.flag[3+l] >= (e, n)                             # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[6+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},
+    // epilogue: wait gpu0.flag[3+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 3}, -1},
     // lane 2: tree 2 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[12+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 9}, -1},  // prologue: wait    gpu0.flag[9+l] >= (e, 0)                             # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 6}, -1},  // chunk i: wait    gpu0.flag[6+l] >= (e, i+1)                           # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 3, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[9+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[12+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[9+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 9}, -1},
+    // chunk i: wait gpu0.flag[6+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[9+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[18+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 15}, -1},  // prologue: wait    gpu0.flag[15+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 12}, -1},  // chunk i: wait    gpu0.flag[12+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[12+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[18+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[15+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 15}, -1},
+    // chunk i: wait gpu0.flag[12+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[12+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[24+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 21}, -1},  // prologue: wait    gpu0.flag[21+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 18}, -1},  // chunk i: wait    gpu0.flag[18+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[18+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[24+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[21+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 21}, -1},
+    // chunk i: wait gpu0.flag[18+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[18+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[30+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 27}, -1},  // prologue: wait    gpu0.flag[27+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 24}, -1},  // chunk i: wait    gpu0.flag[24+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[24+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[30+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[27+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 27}, -1},
+    // chunk i: wait gpu0.flag[24+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[24+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[35+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 32}, -1},  // prologue: wait    gpu0.flag[32+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 30}, -1},  // chunk i: wait    gpu0.flag[30+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[30+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[35+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[32+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 32}, -1},
+    // chunk i: wait gpu0.flag[30+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[30+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[37+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 36}, -1},  // prologue: wait    gpu0.flag[36+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 34}, -1},  // chunk i: wait    gpu0.flag[34+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[34+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[37+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[36+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 36}, -1},
+    // chunk i: wait gpu0.flag[34+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 34}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[34+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[40+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 39}, -1},  // prologue: wait    gpu0.flag[39+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 38}, -1},  // chunk i: wait    gpu0.flag[38+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[38+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[40+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[39+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 39}, -1},
+    // chunk i: wait gpu0.flag[38+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[38+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[41+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 41}, -1},  // prologue: wait    gpu0.flag[41+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 40}, -1},  // chunk i: wait    gpu0.flag[40+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[40+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[41+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 41}, -1},
+    // chunk i: wait gpu0.flag[40+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 43}, -1},  // prologue: wait    gpu0.flag[43+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 42}, -1},  // chunk i: wait    gpu0.flag[42+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[42+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[43+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 43}, -1},
+    // chunk i: wait gpu0.flag[42+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 45}, -1},  // prologue: wait    gpu0.flag[45+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 44}, -1},  // chunk i: wait    gpu0.flag[44+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[45+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 45}, -1},
+    // chunk i: wait gpu0.flag[44+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[46+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 47}, -1},  // prologue: wait    gpu0.flag[47+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 46}, -1},  // chunk i: wait    gpu0.flag[46+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[46+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[46+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[47+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 47}, -1},
+    // chunk i: wait gpu0.flag[46+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 46}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[46+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -240,9 +312,37 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}, {5, 0}, {5, 1}, {5, 2}, {6, 0}, {6, 1}, {7, 0}, {7, 1}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {4, 0},
+    {4, 1},
+    {4, 2},
+    {5, 0},
+    {5, 1},
+    {5, 2},
+    {6, 0},
+    {6, 1},
+    {7, 0},
+    {7, 1},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+};
 
-}  // namespace dev0
+} // namespace dev0
 
 // Device 1: ranks gpu1.
 namespace dev1 {
@@ -283,90 +383,162 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[0+l] := (e, 0)                             # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 3}, -1},  // prologue: wait    gpu1.flag[3+l] >= (e, 0)                             # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 0}, -1},  // chunk i: wait    gpu1.flag[0+l] >= (e, i+1)                           # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[0+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[3+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 3}, -1},
+    // chunk i: wait gpu1.flag[0+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu1
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 6}, -1},  // prologue: wait    gpu1.flag[6+l] >= (e, 0)                             # gpu2 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send(own block) -> gpu2.recv, gpu1.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[6+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: wait gpu1.flag[6+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send(own block) -> gpu2.recv, gpu1.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[6+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[9+l] := (e, 0)                             # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 9}, -1},  // epilogue: wait    gpu1.flag[9+l] >= (e, n)                             # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[9+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[9+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 9}, -1},
     // lane 3: tree 3 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[15+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 15}, -1},  // prologue: wait    gpu1.flag[15+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 12}, -1},  // chunk i: wait    gpu1.flag[12+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[15+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[15+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[15+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 15}, -1},
+    // chunk i: wait gpu1.flag[12+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[15+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 21}, -1},  // prologue: wait    gpu1.flag[21+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 18}, -1},  // chunk i: wait    gpu1.flag[18+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[18+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[21+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 21}, -1},
+    // chunk i: wait gpu1.flag[18+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[18+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[27+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 27}, -1},  // prologue: wait    gpu1.flag[27+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 24}, -1},  // chunk i: wait    gpu1.flag[24+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[24+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[27+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[27+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 27}, -1},
+    // chunk i: wait gpu1.flag[24+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[24+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 32}, -1},  // prologue: wait    gpu1.flag[32+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 30}, -1},  // chunk i: wait    gpu1.flag[30+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[30+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[32+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 32}, -1},
+    // chunk i: wait gpu1.flag[30+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[30+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[36+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 36}, -1},  // prologue: wait    gpu1.flag[36+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 34}, -1},  // chunk i: wait    gpu1.flag[34+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[34+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[36+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[36+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 36}, -1},
+    // chunk i: wait gpu1.flag[34+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 34}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[34+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[39+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 39}, -1},  // prologue: wait    gpu1.flag[39+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 38}, -1},  // chunk i: wait    gpu1.flag[38+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[38+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[39+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[39+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 39}, -1},
+    // chunk i: wait gpu1.flag[38+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[38+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[41+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 41}, -1},  // prologue: wait    gpu1.flag[41+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 40}, -1},  // chunk i: wait    gpu1.flag[40+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[40+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[41+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 41}, -1},
+    // chunk i: wait gpu1.flag[40+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 43}, -1},  // prologue: wait    gpu1.flag[43+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 42}, -1},  // chunk i: wait    gpu1.flag[42+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[42+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[43+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 43}, -1},
+    // chunk i: wait gpu1.flag[42+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 45}, -1},  // prologue: wait    gpu1.flag[45+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 44}, -1},  // chunk i: wait    gpu1.flag[44+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[45+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 45}, -1},
+    // chunk i: wait gpu1.flag[44+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[47+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 47}, -1},  // prologue: wait    gpu1.flag[47+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 46}, -1},  // chunk i: wait    gpu1.flag[46+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[46+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[47+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[47+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 47}, -1},
+    // chunk i: wait gpu1.flag[46+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 46}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[46+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -427,9 +599,37 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}, {5, 0}, {5, 1}, {5, 2}, {6, 0}, {6, 1}, {7, 0}, {7, 1}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {4, 0},
+    {4, 1},
+    {4, 2},
+    {5, 0},
+    {5, 1},
+    {5, 2},
+    {6, 0},
+    {6, 1},
+    {7, 0},
+    {7, 1},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+};
 
-}  // namespace dev1
+} // namespace dev1
 
 // Device 2: ranks gpu2.
 namespace dev2 {
@@ -470,90 +670,162 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[3+l] := (e, 0)                             # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 3}, -1},  // prologue: wait    gpu2.flag[3+l] >= (e, 0)                             # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 0}, -1},  // chunk i: wait    gpu2.flag[0+l] >= (e, i+1)                           # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[3+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[3+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 3}, -1},
+    // chunk i: wait gpu2.flag[0+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[6+l] := (e, 0)                             # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 9}, -1},  // prologue: wait    gpu2.flag[9+l] >= (e, 0)                             # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 6}, -1},  // chunk i: wait    gpu2.flag[6+l] >= (e, i+1)                           # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[6+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[6+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[9+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 9}, -1},
+    // chunk i: wait gpu2.flag[6+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[6+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu2
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 12}, -1},  // prologue: wait    gpu2.flag[12+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu2.send(own block) -> gpu3.recv, gpu2.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[12+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu2.flag[12+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.send(own block) -> gpu3.recv, gpu2.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[12+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[15+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 15}, -1},  // epilogue: wait    gpu2.flag[15+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[15+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
+    // epilogue: wait gpu2.flag[15+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 15}, -1},
     // lane 4: tree 4 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 21}, -1},  // prologue: wait    gpu2.flag[21+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 18}, -1},  // chunk i: wait    gpu2.flag[18+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[21+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[21+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 21}, -1},
+    // chunk i: wait gpu2.flag[18+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[21+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[27+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 27}, -1},  // prologue: wait    gpu2.flag[27+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 24}, -1},  // chunk i: wait    gpu2.flag[24+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[24+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[27+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[27+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 27}, -1},
+    // chunk i: wait gpu2.flag[24+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[24+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 32}, -1},  // prologue: wait    gpu2.flag[32+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 30}, -1},  // chunk i: wait    gpu2.flag[30+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[30+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[32+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 32}, -1},
+    // chunk i: wait gpu2.flag[30+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[30+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[36+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 36}, -1},  // prologue: wait    gpu2.flag[36+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 34}, -1},  // chunk i: wait    gpu2.flag[34+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[34+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[36+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[36+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 36}, -1},
+    // chunk i: wait gpu2.flag[34+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 34}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[34+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[39+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 39}, -1},  // prologue: wait    gpu2.flag[39+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 38}, -1},  // chunk i: wait    gpu2.flag[38+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[38+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[39+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[39+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 39}, -1},
+    // chunk i: wait gpu2.flag[38+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[38+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[41+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 41}, -1},  // prologue: wait    gpu2.flag[41+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 40}, -1},  // chunk i: wait    gpu2.flag[40+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[40+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[41+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 41}, -1},
+    // chunk i: wait gpu2.flag[40+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 43}, -1},  // prologue: wait    gpu2.flag[43+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 42}, -1},  // chunk i: wait    gpu2.flag[42+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[42+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[43+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 43}, -1},
+    // chunk i: wait gpu2.flag[42+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 45}, -1},  // prologue: wait    gpu2.flag[45+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 44}, -1},  // chunk i: wait    gpu2.flag[44+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[43+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[45+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 45}, -1},
+    // chunk i: wait gpu2.flag[44+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[43+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[47+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 47}, -1},  // prologue: wait    gpu2.flag[47+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 46}, -1},  // chunk i: wait    gpu2.flag[46+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[45+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[47+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[47+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 47}, -1},
+    // chunk i: wait gpu2.flag[46+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 46}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[45+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -614,9 +886,37 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}, {5, 0}, {5, 1}, {5, 2}, {6, 0}, {6, 1}, {7, 0}, {7, 1}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {4, 0},
+    {4, 1},
+    {4, 2},
+    {5, 0},
+    {5, 1},
+    {5, 2},
+    {6, 0},
+    {6, 1},
+    {7, 0},
+    {7, 1},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+};
 
-}  // namespace dev2
+} // namespace dev2
 
 // Device 3: ranks gpu3.
 namespace dev3 {
@@ -657,86 +957,154 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[3+l] := (e, 0)                             # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 3}, -1},  // prologue: wait    gpu3.flag[3+l] >= (e, 0)                             # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 0}, -1},  // chunk i: wait    gpu3.flag[0+l] >= (e, i+1)                           # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[3+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[3+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 3}, -1},
+    // chunk i: wait gpu3.flag[0+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[9+l] := (e, 0)                             # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 9}, -1},  // prologue: wait    gpu3.flag[9+l] >= (e, 0)                             # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 6}, -1},  // chunk i: wait    gpu3.flag[6+l] >= (e, i+1)                           # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[6+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[9+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[9+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 9}, -1},
+    // chunk i: wait gpu3.flag[6+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[6+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[12+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 15}, -1},  // prologue: wait    gpu3.flag[15+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 12}, -1},  // chunk i: wait    gpu3.flag[12+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[12+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[12+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[15+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 15}, -1},
+    // chunk i: wait gpu3.flag[12+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[12+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu3
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 18}, -1},  // prologue: wait    gpu3.flag[18+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send(own block) -> gpu4.recv, gpu3.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[18+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu3.flag[18+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send(own block) -> gpu4.recv, gpu3.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[18+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 21}, -1},  // epilogue: wait    gpu3.flag[21+l] >= (e, n)                            # every chunk from gpu2 has arrived
+    // prologue: signal gpu2.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[21+l] >= (e, n) (every chunk from gpu2 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 21}, -1},
     // lane 5: tree 5 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[27+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 27}, -1},  // prologue: wait    gpu3.flag[27+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 24}, -1},  // chunk i: wait    gpu3.flag[24+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[27+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[27+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[27+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 27}, -1},
+    // chunk i: wait gpu3.flag[24+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[27+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 32}, -1},  // prologue: wait    gpu3.flag[32+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 30}, -1},  // chunk i: wait    gpu3.flag[30+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[30+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[32+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 32}, -1},
+    // chunk i: wait gpu3.flag[30+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[30+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[36+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 36}, -1},  // prologue: wait    gpu3.flag[36+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 34}, -1},  // chunk i: wait    gpu3.flag[34+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[34+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[36+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[36+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 36}, -1},
+    // chunk i: wait gpu3.flag[34+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 34}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[34+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[39+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 39}, -1},  // prologue: wait    gpu3.flag[39+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 38}, -1},  // chunk i: wait    gpu3.flag[38+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[38+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[39+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[39+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 39}, -1},
+    // chunk i: wait gpu3.flag[38+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[38+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[41+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 41}, -1},  // prologue: wait    gpu3.flag[41+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 40}, -1},  // chunk i: wait    gpu3.flag[40+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[40+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[41+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 41}, -1},
+    // chunk i: wait gpu3.flag[40+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 42}, -1},  // epilogue: wait    gpu3.flag[42+l] >= (e, n)                            # every chunk from gpu2 has arrived
+    // prologue: signal gpu2.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[42+l] >= (e, n) (every chunk from gpu2 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 42}, -1},
     // lane 11: tree 11 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 44}, -1},  // prologue: wait    gpu3.flag[44+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 43}, -1},  // chunk i: wait    gpu3.flag[43+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[43+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[44+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 44}, -1},
+    // chunk i: wait gpu3.flag[43+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 43}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[43+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 21, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[47+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 46}, -1},  // prologue: wait    gpu3.flag[46+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 45}, -1},  // chunk i: wait    gpu3.flag[45+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[47+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[46+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 46}, -1},
+    // chunk i: wait gpu3.flag[45+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 45}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -794,9 +1162,37 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}, {5, 0}, {5, 1}, {5, 2}, {6, 0}, {6, 1}, {7, 0}, {7, 1}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {4, 0},
+    {4, 1},
+    {4, 2},
+    {5, 0},
+    {5, 1},
+    {5, 2},
+    {6, 0},
+    {6, 1},
+    {7, 0},
+    {7, 1},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+};
 
-}  // namespace dev3
+} // namespace dev3
 
 // Device 4: ranks gpu4.
 namespace dev4 {
@@ -837,84 +1233,150 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[3+l] := (e, 0)                             # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 3}, -1},  // prologue: wait    gpu4.flag[3+l] >= (e, 0)                             # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 0}, -1},  // chunk i: wait    gpu4.flag[0+l] >= (e, i+1)                           # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[3+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[3+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 3}, -1},
+    // chunk i: wait gpu4.flag[0+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[9+l] := (e, 0)                             # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 9}, -1},  // prologue: wait    gpu4.flag[9+l] >= (e, 0)                             # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 6}, -1},  // chunk i: wait    gpu4.flag[6+l] >= (e, i+1)                           # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[6+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[9+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[9+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 9}, -1},
+    // chunk i: wait gpu4.flag[6+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[6+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[15+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 15}, -1},  // prologue: wait    gpu4.flag[15+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 12}, -1},  // chunk i: wait    gpu4.flag[12+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[12+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[15+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[15+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 15}, -1},
+    // chunk i: wait gpu4.flag[12+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[12+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[18+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 21}, -1},  // prologue: wait    gpu4.flag[21+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 18}, -1},  // chunk i: wait    gpu4.flag[18+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[18+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[18+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[21+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 21}, -1},
+    // chunk i: wait gpu4.flag[18+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[18+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu4
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 24}, -1},  // prologue: wait    gpu4.flag[24+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 8, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send(own block) -> gpu5.recv, gpu4.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[24+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu4.flag[24+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send(own block) -> gpu5.recv, gpu4.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 8, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[24+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[27+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 27}, -1},  // epilogue: wait    gpu4.flag[27+l] >= (e, n)                            # every chunk from gpu3 has arrived
+    // prologue: signal gpu3.flag[27+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[27+l] >= (e, n) (every chunk from gpu3 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 27}, -1},
     // lane 6: tree 6 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 32}, -1},  // prologue: wait    gpu4.flag[32+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 30}, -1},  // chunk i: wait    gpu4.flag[30+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[33+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[32+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 32}, -1},
+    // chunk i: wait gpu4.flag[30+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[33+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[36+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 36}, -1},  // prologue: wait    gpu4.flag[36+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 34}, -1},  // chunk i: wait    gpu4.flag[34+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[35+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[36+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[36+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 36}, -1},
+    // chunk i: wait gpu4.flag[34+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 34}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[35+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[39+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 39}, -1},  // prologue: wait    gpu4.flag[39+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 38}, -1},  // chunk i: wait    gpu4.flag[38+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[39+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[39+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[39+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 39}, -1},
+    // chunk i: wait gpu4.flag[38+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[39+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[41+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 41}, -1},  // prologue: wait    gpu4.flag[41+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 40}, -1},  // chunk i: wait    gpu4.flag[40+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[40+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[41+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 41}, -1},
+    // chunk i: wait gpu4.flag[40+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu4
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 42}, -1},  // prologue: wait    gpu4.flag[42+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 19, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send(own block) -> gpu5.recv, gpu4.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[42+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu4.flag[42+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send(own block) -> gpu5.recv, gpu4.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 19, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[44+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 43}, -1},  // epilogue: wait    gpu4.flag[43+l] >= (e, n)                            # every chunk from gpu3 has arrived
+    // prologue: signal gpu3.flag[44+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[43+l] >= (e, n) (every chunk from gpu3 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 43}, -1},
     // lane 12: tree 12 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[46+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 45}, -1},  // prologue: wait    gpu4.flag[45+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 44}, -1},  // chunk i: wait    gpu4.flag[44+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 22, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[45+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[46+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[45+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 45}, -1},
+    // chunk i: wait gpu4.flag[44+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 22, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[45+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -972,9 +1434,37 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}, {5, 0}, {5, 1}, {5, 2}, {6, 0}, {6, 1}, {7, 0}, {7, 1}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {4, 0},
+    {4, 1},
+    {4, 2},
+    {5, 0},
+    {5, 1},
+    {5, 2},
+    {6, 0},
+    {6, 1},
+    {7, 0},
+    {7, 1},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+};
 
-}  // namespace dev4
+} // namespace dev4
 
 // Device 5: ranks gpu5.
 namespace dev5 {
@@ -1015,84 +1505,150 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[3+l] := (e, 0)                             # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 3}, -1},  // prologue: wait    gpu5.flag[3+l] >= (e, 0)                             # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 0}, -1},  // chunk i: wait    gpu5.flag[0+l] >= (e, i+1)                           # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[3+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[3+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 3}, -1},
+    // chunk i: wait gpu5.flag[0+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[9+l] := (e, 0)                             # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 9}, -1},  // prologue: wait    gpu5.flag[9+l] >= (e, 0)                             # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 6}, -1},  // chunk i: wait    gpu5.flag[6+l] >= (e, i+1)                           # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[6+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[9+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[9+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 9}, -1},
+    // chunk i: wait gpu5.flag[6+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[6+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[15+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 15}, -1},  // prologue: wait    gpu5.flag[15+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 12}, -1},  // chunk i: wait    gpu5.flag[12+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[12+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[15+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[15+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 15}, -1},
+    // chunk i: wait gpu5.flag[12+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[12+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 21}, -1},  // prologue: wait    gpu5.flag[21+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 18}, -1},  // chunk i: wait    gpu5.flag[18+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[18+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[21+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 21}, -1},
+    // chunk i: wait gpu5.flag[18+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[18+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[24+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 27}, -1},  // prologue: wait    gpu5.flag[27+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 24}, -1},  // chunk i: wait    gpu5.flag[24+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[24+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[24+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[27+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 27}, -1},
+    // chunk i: wait gpu5.flag[24+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[24+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu5
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 30}, -1},  // prologue: wait    gpu5.flag[30+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 10, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send(own block) -> gpu6.recv, gpu5.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[30+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu5.flag[30+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send(own block) -> gpu6.recv, gpu5.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 10, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[30+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 33}, -1},  // epilogue: wait    gpu5.flag[33+l] >= (e, n)                            # every chunk from gpu4 has arrived
+    // prologue: signal gpu4.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[33+l] >= (e, n) (every chunk from gpu4 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 33}, -1},
     // lane 7: tree 7 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[36+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 37}, -1},  // prologue: wait    gpu5.flag[37+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 35}, -1},  // chunk i: wait    gpu5.flag[35+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[38+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[36+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[37+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 37}, -1},
+    // chunk i: wait gpu5.flag[35+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 35}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[38+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[39+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 39}, -1},  // epilogue: wait    gpu5.flag[39+l] >= (e, n)                            # every chunk from gpu4 has arrived
+    // prologue: signal gpu4.flag[39+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[39+l] >= (e, n) (every chunk from gpu4 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 39}, -1},
     // lane 9: tree 9 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[41+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 41}, -1},  // prologue: wait    gpu5.flag[41+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 40}, -1},  // chunk i: wait    gpu5.flag[40+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[41+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[41+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 41}, -1},
+    // chunk i: wait gpu5.flag[40+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[41+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[42+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 43}, -1},  // prologue: wait    gpu5.flag[43+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 42}, -1},  // chunk i: wait    gpu5.flag[42+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[42+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[42+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[43+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 43}, -1},
+    // chunk i: wait gpu5.flag[42+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu5
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 44}, -1},  // prologue: wait    gpu5.flag[44+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 19, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send(own block) -> gpu6.recv, gpu5.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu5.flag[44+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send(own block) -> gpu6.recv, gpu5.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 19, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 46}, -1},  // prologue: wait    gpu5.flag[46+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 45}, -1},  // chunk i: wait    gpu5.flag[45+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 22, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[46+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[46+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 46}, -1},
+    // chunk i: wait gpu5.flag[45+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 45}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 22, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[46+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -1150,9 +1706,37 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}, {5, 0}, {5, 1}, {5, 2}, {6, 0}, {6, 1}, {7, 0}, {7, 1}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {4, 0},
+    {4, 1},
+    {4, 2},
+    {5, 0},
+    {5, 1},
+    {5, 2},
+    {6, 0},
+    {6, 1},
+    {7, 0},
+    {7, 1},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+};
 
-}  // namespace dev5
+} // namespace dev5
 
 // Device 6: ranks gpu6.
 namespace dev6 {
@@ -1193,80 +1777,142 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[3+l] := (e, 0)                             # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 3}, -1},  // prologue: wait    gpu6.flag[3+l] >= (e, 0)                             # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 0}, -1},  // chunk i: wait    gpu6.flag[0+l] >= (e, i+1)                           # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[3+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[3+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 3}, -1},
+    // chunk i: wait gpu6.flag[0+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[9+l] := (e, 0)                             # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 9}, -1},  // prologue: wait    gpu6.flag[9+l] >= (e, 0)                             # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 6}, -1},  // chunk i: wait    gpu6.flag[6+l] >= (e, i+1)                           # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[3+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[9+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[9+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 9}, -1},
+    // chunk i: wait gpu6.flag[6+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[3+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[15+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 15}, -1},  // prologue: wait    gpu6.flag[15+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 12}, -1},  // chunk i: wait    gpu6.flag[12+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[9+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[15+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[15+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 15}, -1},
+    // chunk i: wait gpu6.flag[12+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[9+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 21}, -1},  // prologue: wait    gpu6.flag[21+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 18}, -1},  // chunk i: wait    gpu6.flag[18+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[15+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[21+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 21}, -1},
+    // chunk i: wait gpu6.flag[18+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[15+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[27+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 27}, -1},  // prologue: wait    gpu6.flag[27+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 24}, -1},  // chunk i: wait    gpu6.flag[24+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[21+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[27+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[27+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 27}, -1},
+    // chunk i: wait gpu6.flag[24+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[21+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[30+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 33}, -1},  // prologue: wait    gpu6.flag[33+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 30}, -1},  // chunk i: wait    gpu6.flag[30+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 10, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[27+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[30+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[33+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 33}, -1},
+    // chunk i: wait gpu6.flag[30+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 10, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[27+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu6
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 36}, -1},  // prologue: wait    gpu6.flag[36+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 12, 0, {0, 0}, -1},  // chunk i: copy    gpu6.send(own block) -> gpu7.recv, gpu6.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[33+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu6.flag[36+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.send(own block) -> gpu7.recv, gpu6.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 12, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[33+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[37+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 38}, -1},  // epilogue: wait    gpu6.flag[38+l] >= (e, n)                            # every chunk from gpu5 has arrived
+    // prologue: signal gpu5.flag[37+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 1, {0, 0}, -1},
+    // epilogue: wait gpu6.flag[38+l] >= (e, n) (every chunk from gpu5 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 38}, -1},
     // lane 8: tree 8 on gpu6
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 40}, -1},  // prologue: wait    gpu6.flag[40+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu6.send(own block) -> gpu7.recv, gpu6.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[39+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu6.flag[40+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.send(own block) -> gpu7.recv, gpu6.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[39+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[41+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 41}, -1},  // epilogue: wait    gpu6.flag[41+l] >= (e, n)                            # every chunk from gpu5 has arrived
+    // prologue: signal gpu5.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 1, {0, 0}, -1},
+    // epilogue: wait gpu6.flag[41+l] >= (e, n) (every chunk from gpu5 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 41}, -1},
     // lane 10: tree 10 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 43}, -1},  // prologue: wait    gpu6.flag[43+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 42}, -1},  // chunk i: wait    gpu6.flag[42+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[42+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[43+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 43}, -1},
+    // chunk i: wait gpu6.flag[42+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[44+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 45}, -1},  // prologue: wait    gpu6.flag[45+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 44}, -1},  // chunk i: wait    gpu6.flag[44+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[44+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[45+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 45}, -1},
+    // chunk i: wait gpu6.flag[44+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[46+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 46}, -1},  // epilogue: wait    gpu6.flag[46+l] >= (e, n)                            # every chunk from gpu5 has arrived
+    // prologue: signal gpu5.flag[46+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 1, {0, 0}, -1},
+    // epilogue: wait gpu6.flag[46+l] >= (e, n) (every chunk from gpu5 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 46}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -1321,9 +1967,37 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}, {5, 0}, {5, 1}, {5, 2}, {6, 0}, {6, 1}, {7, 0}, {7, 1}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {4, 0},
+    {4, 1},
+    {4, 2},
+    {5, 0},
+    {5, 1},
+    {5, 2},
+    {6, 0},
+    {6, 1},
+    {7, 0},
+    {7, 1},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+};
 
-}  // namespace dev6
+} // namespace dev6
 
 // Device 7: ranks gpu7.
 namespace dev7 {
@@ -1364,86 +2038,154 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[3+l] := (e, 0)                             # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 0}, -1},  // epilogue: wait    gpu7.flag[0+l] >= (e, n)                             # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[3+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // epilogue: wait gpu7.flag[0+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 0}, -1},
     // lane 1: tree 1 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[9+l] := (e, 0)                             # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 6}, -1},  // prologue: wait    gpu7.flag[6+l] >= (e, 0)                             # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 3}, -1},  // chunk i: wait    gpu7.flag[3+l] >= (e, i+1)                           # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[3+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[9+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[6+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 6}, -1},
+    // chunk i: wait gpu7.flag[3+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 3}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[3+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[15+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 12}, -1},  // prologue: wait    gpu7.flag[12+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 9}, -1},  // chunk i: wait    gpu7.flag[9+l] >= (e, i+1)                           # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[6+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[15+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[12+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 12}, -1},
+    // chunk i: wait gpu7.flag[9+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 9}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[6+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 18}, -1},  // prologue: wait    gpu7.flag[18+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 15}, -1},  // chunk i: wait    gpu7.flag[15+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[12+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[18+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 18}, -1},
+    // chunk i: wait gpu7.flag[15+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 15}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[12+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[27+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 24}, -1},  // prologue: wait    gpu7.flag[24+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 21}, -1},  // chunk i: wait    gpu7.flag[21+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[18+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[27+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[24+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 24}, -1},
+    // chunk i: wait gpu7.flag[21+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 21}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[18+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[33+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 30}, -1},  // prologue: wait    gpu7.flag[30+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 27}, -1},  // chunk i: wait    gpu7.flag[27+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[24+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[33+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[30+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 30}, -1},
+    // chunk i: wait gpu7.flag[27+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 27}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[24+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[36+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 35}, -1},  // prologue: wait    gpu7.flag[35+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 33}, -1},  // chunk i: wait    gpu7.flag[33+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 10, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[30+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[36+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[35+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 35}, -1},
+    // chunk i: wait gpu7.flag[33+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 33}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 10, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[30+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu7
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 37}, -1},  // prologue: wait    gpu7.flag[37+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 12, 0, {0, 0}, -1},  // chunk i: copy    gpu7.send(own block) -> gpu0.recv, gpu7.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[34+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu7.flag[37+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 37}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.send(own block) -> gpu0.recv, gpu7.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 12, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[34+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[40+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 40}, -1},  // prologue: wait    gpu7.flag[40+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 39}, -1},  // chunk i: wait    gpu7.flag[39+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[38+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[40+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[40+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 40}, -1},
+    // chunk i: wait gpu7.flag[39+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 39}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[38+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu7
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 41}, -1},  // prologue: wait    gpu7.flag[41+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 17, 0, {0, 0}, -1},  // chunk i: copy    gpu7.send(own block) -> gpu0.recv, gpu7.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[40+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu7.flag[41+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 41}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.send(own block) -> gpu0.recv, gpu7.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 43}, -1},  // prologue: wait    gpu7.flag[43+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 42}, -1},  // chunk i: wait    gpu7.flag[42+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[42+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[43+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 43}, -1},
+    // chunk i: wait gpu7.flag[42+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 45}, -1},  // prologue: wait    gpu7.flag[45+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 44}, -1},  // chunk i: wait    gpu7.flag[44+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 22, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[45+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 45}, -1},
+    // chunk i: wait gpu7.flag[44+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 22, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu7
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 46}, -1},  // prologue: wait    gpu7.flag[46+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 24, 0, {0, 0}, -1},  // chunk i: copy    gpu7.send(own block) -> gpu0.recv, gpu7.recv(unless in place) # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[46+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu7.flag[46+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 46}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.send(own block) -> gpu0.recv, gpu7.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 24, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[46+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -1504,9 +2246,37 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}, {2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {3, 2}, {4, 0}, {4, 1}, {4, 2}, {5, 0}, {5, 1}, {5, 2}, {6, 0}, {6, 1}, {7, 0}, {7, 1}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {4, 0},
+    {4, 1},
+    {4, 2},
+    {5, 0},
+    {5, 1},
+    {5, 2},
+    {6, 0},
+    {6, 1},
+    {7, 0},
+    {7, 1},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+};
 
-}  // namespace dev7
+} // namespace dev7
 
 namespace {
 
@@ -1519,11 +2289,13 @@ __device__ const canopy::Program kPrograms[] = {
     {dev4::kLanes, dev4::kSteps, dev4::kBuffers, dev4::kFlags, dev4::kBlocks},
     {dev5::kLanes, dev5::kSteps, dev5::kBuffers, dev5::kFlags, dev5::kBlocks},
     {dev6::kLanes, dev6::kSteps, dev6::kBuffers, dev6::kFlags, dev6::kBlocks},
-    {dev7::kLanes, dev7::kSteps, dev7::kBuffers, dev7::kFlags, dev7::kBlocks},};
+    {dev7::kLanes, dev7::kSteps, dev7::kBuffers, dev7::kFlags, dev7::kBlocks},
+};
 
-}  // namespace
+} // namespace
 
 // Launched on device d with the grid and block the banner lists for d.
-extern "C" __global__ void __launch_bounds__(512) canopy_allgather_hgxh200_t13_c256k_f32(const Config::Args a, int device) {
+extern "C" __global__ void __launch_bounds__(512)
+canopy_allgather_hgxh200_t13_c256k_f32(const Config::Args a, int device) {
   canopy::run_block<Config>(a, kPrograms[device]);
 }

@@ -60,22 +60,23 @@ struct Config {
   typedef float T;
   typedef canopy::OpSum Op;
   typedef DeviceArgs<8> Args;
-  static constexpr unsigned long long kChunkBytes = 262144;  // 256 KiB
-  static constexpr unsigned long long kChunk = 65536;  // elements per chunk
-  static constexpr int kDepth = 4;  // FIFO slots per reduce edge and block
-  static constexpr unsigned long long kFifoBytes = 1048576;  // one block's FIFO on one edge
-  static constexpr unsigned long long kAlign = 4;  // elements per 16-byte vector
+  static constexpr unsigned long long kChunkBytes = 262144; // 256 KiB
+  static constexpr unsigned long long kChunk = 65536;       // elements per chunk
+  static constexpr int kDepth = 4;                          // FIFO slots per reduce edge and block
+  static constexpr unsigned long long kFifoBytes = 1048576; // one block's FIFO on one edge
+  static constexpr unsigned long long kAlign = 4;           // elements per 16-byte vector
   static constexpr int kMaxSources = 5;
   static constexpr int kMaxDestinations = 4;
   // Two reduce_copy instances serve every step: the widest copy and the widest reduction.
-  __device__ static void reduce_copy(int sources, int destinations, T* const* dst, const T* const* src,
-                                    unsigned long long n) {
-    if (sources > 1) return reduce_copy_n<Op, T, 5, 1>(dst, 1, src, sources, n);
+  __device__ static void reduce_copy(int sources, int destinations, T *const *dst, const T *const *src,
+                                     unsigned long long n) {
+    if (sources > 1)
+      return reduce_copy_n<Op, T, 5, 1>(dst, 1, src, sources, n);
     return reduce_copy_n<Op, T, 1, 4>(dst, destinations, src, 1, n);
   }
 };
 
-}  // namespace
+} // namespace
 
 // Device 0: ranks gpu0.
 namespace dev0 {
@@ -154,215 +155,393 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 2, 0, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[2+l], gpu4.flag[2+l] := (e, 0)             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: wait    gpu0.flag[0+l] >= (e, i+1)                           # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 2}, -1},  // chunk i: wait    gpu0.flag[2+l] >= (e, i+1)                           # gpu4's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@0+l*1048576 + gpu0.fifo@2097152+l*1048576 -> gpu0.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 3, 2, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[2+l], gpu4.flag[2+l], gpu0.flag[4+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu3.flag[2+l], gpu4.flag[2+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 0, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[0+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[2+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 2}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@0+l*1048576 + gpu0.fifo@2097152+l*1048576 -> gpu0.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[2+l], gpu4.flag[2+l], gpu0.flag[4+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 2, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu0
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 6}, -1},  // chunk i: wait    gpu0.flag[6+l] >= (e, i+1-depth)                     # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu3.fifo@2097152+l*1048576             # send my input to gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[4+l] := (e, i+1)                           # chunk i is in gpu3's FIFO
+    // chunk i: wait gpu0.flag[6+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu3.fifo@2097152+l*1048576 (send my input to gpu3)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[4+l] := (e, i+1) (chunk i is in gpu3's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[8+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 8}, -1},  // chunk i: wait    gpu0.flag[8+l] >= (e, i+1)                           # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 10}, -1},  // chunk i: wait    gpu0.flag[10+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@4194304+l*1048576 -> gpu3.fifo@4194304+l*1048576 # reduce my input with my children's partials into gpu3's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[8+l], gpu4.flag[8+l] := (e, i+1)           # chunk i is in gpu3's FIFO; my FIFO slots are free again
+    // prologue: signal gpu4.flag[8+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[8+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 8}, -1},
+    // chunk i: wait gpu0.flag[10+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 10}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@4194304+l*1048576 -> gpu3.fifo@4194304+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[8+l], gpu4.flag[8+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 7, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu0
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 12}, -1},  // chunk i: wait    gpu0.flag[12+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu4.fifo@4194304+l*1048576             # send my input to gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[10+l] := (e, i+1)                          # chunk i is in gpu4's FIFO
+    // chunk i: wait gpu0.flag[12+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu4.fifo@4194304+l*1048576 (send my input to gpu4)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[10+l] := (e, i+1) (chunk i is in gpu4's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[20+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 14}, -1},  // chunk i: wait    gpu0.flag[14+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 16}, -1},  // chunk i: wait    gpu0.flag[16+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@6291456+l*1048576 -> gpu4.fifo@6291456+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[14+l], gpu3.flag[20+l] := (e, i+1)         # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu3.flag[20+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[14+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 14}, -1},
+    // chunk i: wait gpu0.flag[16+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 16}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@6291456+l*1048576 -> gpu4.fifo@6291456+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[14+l], gpu3.flag[20+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 11, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[20+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 18}, -1},  // chunk i: wait    gpu0.flag[18+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 20}, -1},  // chunk i: wait    gpu0.flag[20+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 14, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@8388608+l*1048576 -> gpu1.fifo@8388608+l*1048576 # reduce my input with my children's partials into gpu1's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 14, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[18+l], gpu2.flag[20+l] := (e, i+1)         # chunk i is in gpu1's FIFO; my FIFO slots are free again
+    // prologue: signal gpu2.flag[20+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[18+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 18}, -1},
+    // chunk i: wait gpu0.flag[20+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 20}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@8388608+l*1048576 -> gpu1.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 14, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[18+l], gpu2.flag[20+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 14, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[24+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 22}, -1},  // chunk i: wait    gpu0.flag[22+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 23}, -1},  // chunk i: wait    gpu0.flag[23+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 17, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@10485760+l*1048576 -> gpu2.fifo@10485760+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[22+l], gpu1.flag[24+l] := (e, i+1)         # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[24+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[22+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 22}, -1},
+    // chunk i: wait gpu0.flag[23+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 23}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@10485760+l*1048576 -> gpu2.fifo@10485760+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[22+l], gpu1.flag[24+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 17, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[26+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 24}, -1},  // chunk i: wait    gpu0.flag[24+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 25}, -1},  // chunk i: wait    gpu0.flag[25+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@11534336+l*1048576 -> gpu7.fifo@10485760+l*1048576 # reduce my input with my children's partials into gpu7's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[23+l], gpu1.flag[26+l] := (e, i+1)         # chunk i is in gpu7's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[24+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 24}, -1},
+    // chunk i: wait gpu0.flag[25+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 25}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@11534336+l*1048576 -> gpu7.fifo@10485760+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[23+l], gpu1.flag[26+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[27+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 26}, -1},  // chunk i: wait    gpu0.flag[26+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 27}, -1},  // chunk i: wait    gpu0.flag[27+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@12582912+l*1048576 -> gpu2.fifo@12582912+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[26+l], gpu1.flag[27+l] := (e, i+1)         # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[27+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[26+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 26}, -1},
+    // chunk i: wait gpu0.flag[27+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 27}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@12582912+l*1048576 -> gpu2.fifo@12582912+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[26+l], gpu1.flag[27+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 25, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[28+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 28}, -1},  // chunk i: wait    gpu0.flag[28+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 29}, -1},  // chunk i: wait    gpu0.flag[29+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 26, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@13631488+l*1048576 -> gpu2.fifo@13631488+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 26, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[28+l], gpu1.flag[28+l] := (e, i+1)         # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[28+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 25, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[28+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 28}, -1},
+    // chunk i: wait gpu0.flag[29+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 29}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@13631488+l*1048576 -> gpu2.fifo@13631488+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 26, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[28+l], gpu1.flag[28+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 26, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 28, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[29+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 30}, -1},  // chunk i: wait    gpu0.flag[30+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 31}, -1},  // chunk i: wait    gpu0.flag[31+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 29, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@14680064+l*1048576 -> gpu2.fifo@14680064+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 29, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[30+l], gpu1.flag[29+l] := (e, i+1)         # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[29+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 28, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[30+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 30}, -1},
+    // chunk i: wait gpu0.flag[31+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 31}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@14680064+l*1048576 -> gpu2.fifo@14680064+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 29, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[30+l], gpu1.flag[29+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 29, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu0
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 32}, -1},  // chunk i: wait    gpu0.flag[32+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 32, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu3.fifo@13631488+l*1048576            # send my input to gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 31, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[30+l] := (e, i+1)                          # chunk i is in gpu3's FIFO
+    // chunk i: wait gpu0.flag[32+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 32}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu3.fifo@13631488+l*1048576 (send my input to gpu3)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 32, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[30+l] := (e, i+1) (chunk i is in gpu3's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 31, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 2, 32, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[34+l], gpu4.flag[32+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 33}, -1},  // chunk i: wait    gpu0.flag[33+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 34}, -1},  // chunk i: wait    gpu0.flag[34+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 35}, -1},  // chunk i: wait    gpu0.flag[35+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 34, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@15728640+l*1048576 + gpu0.fifo@16777216+l*1048576 -> gpu2.fifo@16777216+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 34, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[34+l], gpu3.flag[34+l], gpu4.flag[32+l] := (e, i+1) # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu3.flag[34+l], gpu4.flag[32+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 32, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[33+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 33}, -1},
+    // chunk i: wait gpu0.flag[34+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 34}, -1},
+    // chunk i: wait gpu0.flag[35+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 35}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@15728640+l*1048576 + gpu0.fifo@16777216+l*1048576 -> gpu2.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 34, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[34+l], gpu3.flag[34+l], gpu4.flag[32+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 34, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 37, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[33+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 36}, -1},  // chunk i: wait    gpu0.flag[36+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 37}, -1},  // chunk i: wait    gpu0.flag[37+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 38, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@17825792+l*1048576 -> gpu1.fifo@14680064+l*1048576 # reduce my input with my children's partials into gpu1's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 38, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[33+l], gpu4.flag[33+l] := (e, i+1)         # chunk i is in gpu1's FIFO; my FIFO slots are free again
+    // prologue: signal gpu4.flag[33+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 37, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[36+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 36}, -1},
+    // chunk i: wait gpu0.flag[37+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 37}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@17825792+l*1048576 -> gpu1.fifo@14680064+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 38, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[33+l], gpu4.flag[33+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 38, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 2, 40, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[38+l], gpu3.flag[37+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 38}, -1},  // chunk i: wait    gpu0.flag[38+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 39}, -1},  // chunk i: wait    gpu0.flag[39+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 40}, -1},  // chunk i: wait    gpu0.flag[40+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 41, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@18874368+l*1048576 + gpu0.fifo@19922944+l*1048576 -> gpu4.fifo@14680064+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 42, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[34+l], gpu1.flag[38+l], gpu3.flag[37+l] := (e, i+1) # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[38+l], gpu3.flag[37+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 40, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[38+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 38}, -1},
+    // chunk i: wait gpu0.flag[39+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 39}, -1},
+    // chunk i: wait gpu0.flag[40+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@18874368+l*1048576 + gpu0.fifo@19922944+l*1048576 -> gpu4.fifo@14680064+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 41, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[34+l], gpu1.flag[38+l], gpu3.flag[37+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 42, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[41+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 41}, -1},  // chunk i: wait    gpu0.flag[41+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 42}, -1},  // chunk i: wait    gpu0.flag[42+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 45, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@20971520+l*1048576 -> gpu4.fifo@16777216+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 46, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[37+l], gpu2.flag[41+l] := (e, i+1)         # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu2.flag[41+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[41+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 41}, -1},
+    // chunk i: wait gpu0.flag[42+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@20971520+l*1048576 -> gpu4.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 45, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[37+l], gpu2.flag[41+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 46, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu0
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 43}, -1},  // prologue: wait    gpu0.flag[43+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 45}, -1},  // prologue: wait    gpu0.flag[45+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {0, 4}, 0},  // chunk i: wait    gpu0.flag[4+l] >= (e, chunks of lane 0 block b covering chunk i), every b # tree 0 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 48, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu3.recv, gpu4.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 48, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[39+l], gpu4.flag[40+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: wait gpu0.flag[43+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 43}, -1},
+    // prologue: wait gpu0.flag[45+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 45}, -1},
+    // chunk i: wait gpu0.flag[4+l] >= (e, step covering chunk i) of tree 0's block b, every b (tree 0 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {0, 4}, 0},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu3.recv, gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 48, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[39+l], gpu4.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 48, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 47}, -1},  // epilogue: wait    gpu0.flag[47+l] >= (e, n)                            # every chunk from gpu3 has arrived
+    // prologue: signal gpu3.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
+    // epilogue: wait gpu0.flag[47+l] >= (e, n) (every chunk from gpu3 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 47}, -1},
     // lane 18: tree 18 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 51, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[49+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 51}, -1},  // prologue: wait    gpu0.flag[51+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 49}, -1},  // chunk i: wait    gpu0.flag[49+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 52, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[46+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[49+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 51, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[51+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 51}, -1},
+    // chunk i: wait gpu0.flag[49+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 49}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[46+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 52, 0, {0, 0}, -1},
     // lane 19: tree 19 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[52+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 53}, -1},  // epilogue: wait    gpu0.flag[53+l] >= (e, n)                            # every chunk from gpu4 has arrived
+    // prologue: signal gpu4.flag[52+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
+    // epilogue: wait gpu0.flag[53+l] >= (e, n) (every chunk from gpu4 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 53}, -1},
     // lane 20: tree 20 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[54+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 57}, -1},  // prologue: wait    gpu0.flag[57+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 55}, -1},  // chunk i: wait    gpu0.flag[55+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 55, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[57+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[54+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[57+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 57}, -1},
+    // chunk i: wait gpu0.flag[55+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 55}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[57+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 55, 0, {0, 0}, -1},
     // lane 21: tree 21 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[59+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 61}, -1},  // prologue: wait    gpu0.flag[61+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 59}, -1},  // chunk i: wait    gpu0.flag[59+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[60+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[59+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[61+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 61}, -1},
+    // chunk i: wait gpu0.flag[59+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 59}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[60+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},
     // lane 22: tree 22 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[63+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 64}, -1},  // prologue: wait    gpu0.flag[64+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 63}, -1},  // chunk i: wait    gpu0.flag[63+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[63+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[63+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[64+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 64}, -1},
+    // chunk i: wait gpu0.flag[63+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 63}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[63+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},
     // lane 23: tree 23 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[66+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 66}, -1},  // prologue: wait    gpu0.flag[66+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 65}, -1},  // chunk i: wait    gpu0.flag[65+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 59, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[64+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[66+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[66+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 66}, -1},
+    // chunk i: wait gpu0.flag[65+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 65}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 59, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[64+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
     // lane 24: tree 24 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[67+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 68}, -1},  // prologue: wait    gpu0.flag[68+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 67}, -1},  // chunk i: wait    gpu0.flag[67+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 61, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[66+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[67+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[68+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 68}, -1},
+    // chunk i: wait gpu0.flag[67+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 67}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 61, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[66+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},
     // lane 25: tree 25 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[69+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 70}, -1},  // prologue: wait    gpu0.flag[70+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 69}, -1},  // chunk i: wait    gpu0.flag[69+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 63, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 65, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[67+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[70+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 70}, -1},
+    // chunk i: wait gpu0.flag[69+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 69}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 63, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[67+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 65, 0, {0, 0}, -1},
     // lane 26: tree 26 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 66, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[71+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 72}, -1},  // prologue: wait    gpu0.flag[72+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 71}, -1},  // chunk i: wait    gpu0.flag[71+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 65, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 67, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[68+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[71+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 66, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[72+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 72}, -1},
+    // chunk i: wait gpu0.flag[71+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 71}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 65, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[68+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 67, 0, {0, 0}, -1},
     // lane 27: tree 27 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[68+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 73}, -1},  // epilogue: wait    gpu0.flag[73+l] >= (e, n)                            # every chunk from gpu3 has arrived
+    // prologue: signal gpu3.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},
+    // epilogue: wait gpu0.flag[73+l] >= (e, n) (every chunk from gpu3 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 73}, -1},
     // lane 28: tree 28 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 69, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[75+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 75}, -1},  // prologue: wait    gpu0.flag[75+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 76}, -1},  // prologue: wait    gpu0.flag[76+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 74}, -1},  // chunk i: wait    gpu0.flag[74+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 67, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu3.recv, gpu4.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 70, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[70+l], gpu4.flag[70+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 69, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[75+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 75}, -1},
+    // prologue: wait gpu0.flag[76+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 76}, -1},
+    // chunk i: wait gpu0.flag[74+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 74}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu3.recv, gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 67, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[70+l], gpu4.flag[70+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 70, 0, {0, 0}, -1},
     // lane 29: tree 29 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 72, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[73+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 78}, -1},  // prologue: wait    gpu0.flag[78+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 77}, -1},  // chunk i: wait    gpu0.flag[77+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 70, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 73, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[71+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 72, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[78+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 78}, -1},
+    // chunk i: wait gpu0.flag[77+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 77}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 70, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[71+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 73, 0, {0, 0}, -1},
     // lane 30: tree 30 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 74, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[73+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 80}, -1},  // prologue: wait    gpu0.flag[80+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 81}, -1},  // prologue: wait    gpu0.flag[81+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 79}, -1},  // chunk i: wait    gpu0.flag[79+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 72, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv, gpu3.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 75, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[76+l], gpu3.flag[74+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 74, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[80+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 80}, -1},
+    // prologue: wait gpu0.flag[81+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 81}, -1},
+    // chunk i: wait gpu0.flag[79+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 79}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv, gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 72, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[76+l], gpu3.flag[74+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 75, 0, {0, 0}, -1},
     // lane 31: tree 31 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 77, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[76+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 83}, -1},  // prologue: wait    gpu0.flag[83+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 82}, -1},  // chunk i: wait    gpu0.flag[82+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 75, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 78, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[80+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 77, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[83+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 83}, -1},
+    // chunk i: wait gpu0.flag[82+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 82}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 75, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[80+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 78, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -530,9 +709,54 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {6, 0}, {7, 0}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, {13, 0}, {14, 0}, {15, 0}, {16, 0}, {16, 1}, {17, 0}, {17, 1}, {18, 0}, {18, 1}, {19, 0}, {19, 1}, {20, 0}, {20, 1}, {21, 0}, {21, 1}, {22, 0}, {23, 0}, {24, 0}, {25, 0}, {26, 0}, {27, 0}, {28, 0}, {29, 0}, {30, 0}, {31, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {1, 0},
+    {1, 1},
+    {2, 0},
+    {2, 1},
+    {3, 0},
+    {3, 1},
+    {4, 0},
+    {4, 1},
+    {5, 0},
+    {5, 1},
+    {6, 0},
+    {7, 0},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+    {13, 0},
+    {14, 0},
+    {15, 0},
+    {16, 0},
+    {16, 1},
+    {17, 0},
+    {17, 1},
+    {18, 0},
+    {18, 1},
+    {19, 0},
+    {19, 1},
+    {20, 0},
+    {20, 1},
+    {21, 0},
+    {21, 1},
+    {22, 0},
+    {23, 0},
+    {24, 0},
+    {25, 0},
+    {26, 0},
+    {27, 0},
+    {28, 0},
+    {29, 0},
+    {30, 0},
+    {31, 0},
+};
 
-}  // namespace dev0
+} // namespace dev0
 
 // Device 1: ranks gpu1.
 namespace dev1 {
@@ -611,193 +835,349 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[0+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 0}, -1},  // chunk i: wait    gpu1.flag[0+l] >= (e, i+1)                           # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 2}, -1},  // chunk i: wait    gpu1.flag[2+l] >= (e, i+1-depth)                     # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@0+l*1048576 -> gpu2.fifo@0+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[0+l], gpu5.flag[0+l] := (e, i+1)           # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu5.flag[0+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[0+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 0}, -1},
+    // chunk i: wait gpu1.flag[2+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 2}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@0+l*1048576 -> gpu2.fifo@0+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[0+l], gpu5.flag[0+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 2, 3, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[6+l], gpu5.flag[4+l] := (e, 0)             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 4}, -1},  // chunk i: wait    gpu1.flag[4+l] >= (e, i+1)                           # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 6}, -1},  // chunk i: wait    gpu1.flag[6+l] >= (e, i+1)                           # gpu5's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 3, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@2097152+l*1048576 + gpu1.fifo@4194304+l*1048576 -> gpu1.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 3, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[6+l], gpu5.flag[4+l], gpu1.flag[8+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu2.flag[6+l], gpu5.flag[4+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 3, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[4+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 4}, -1},
+    // chunk i: wait gpu1.flag[6+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@2097152+l*1048576 + gpu1.fifo@4194304+l*1048576 -> gpu1.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[6+l], gpu5.flag[4+l], gpu1.flag[8+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 5, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu1
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 10}, -1},  // chunk i: wait    gpu1.flag[10+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send -> gpu2.fifo@4194304+l*1048576             # send my input to gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[8+l] := (e, i+1)                           # chunk i is in gpu2's FIFO
+    // chunk i: wait gpu1.flag[10+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 10}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send -> gpu2.fifo@4194304+l*1048576 (send my input to gpu2)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[8+l] := (e, i+1) (chunk i is in gpu2's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu1
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 12}, -1},  // chunk i: wait    gpu1.flag[12+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send -> gpu3.fifo@6291456+l*1048576             # send my input to gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[12+l] := (e, i+1)                          # chunk i is in gpu3's FIFO
+    // chunk i: wait gpu1.flag[12+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send -> gpu3.fifo@6291456+l*1048576 (send my input to gpu3)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[12+l] := (e, i+1) (chunk i is in gpu3's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[18+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 14}, -1},  // chunk i: wait    gpu1.flag[14+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 16}, -1},  // chunk i: wait    gpu1.flag[16+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@6291456+l*1048576 -> gpu5.fifo@2097152+l*1048576 # reduce my input with my children's partials into gpu5's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[10+l], gpu2.flag[18+l] := (e, i+1)         # chunk i is in gpu5's FIFO; my FIFO slots are free again
+    // prologue: signal gpu2.flag[18+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[14+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 14}, -1},
+    // chunk i: wait gpu1.flag[16+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 16}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@6291456+l*1048576 -> gpu5.fifo@2097152+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[10+l], gpu2.flag[18+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 11, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 2, 13, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[20+l], gpu3.flag[22+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 18}, -1},  // chunk i: wait    gpu1.flag[18+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 20}, -1},  // chunk i: wait    gpu1.flag[20+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 22}, -1},  // chunk i: wait    gpu1.flag[22+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 14, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@8388608+l*1048576 + gpu1.fifo@10485760+l*1048576 -> gpu5.fifo@6291456+l*1048576 # reduce my input with my children's partials into gpu5's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 15, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[16+l], gpu0.flag[20+l], gpu3.flag[22+l] := (e, i+1) # chunk i is in gpu5's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[20+l], gpu3.flag[22+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 13, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[18+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 18}, -1},
+    // chunk i: wait gpu1.flag[20+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 20}, -1},
+    // chunk i: wait gpu1.flag[22+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 22}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@8388608+l*1048576 + gpu1.fifo@10485760+l*1048576 -> gpu5.fifo@6291456+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 14, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[16+l], gpu0.flag[20+l], gpu3.flag[22+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 15, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu1
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 24}, -1},  // chunk i: wait    gpu1.flag[24+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send -> gpu0.fifo@10485760+l*1048576            # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[22+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu1.flag[24+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send -> gpu0.fifo@10485760+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[22+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[25+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 25}, -1},  // chunk i: wait    gpu1.flag[25+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 26}, -1},  // chunk i: wait    gpu1.flag[26+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@12582912+l*1048576 -> gpu0.fifo@11534336+l*1048576 # reduce my input with my children's partials into gpu0's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[24+l], gpu2.flag[25+l] := (e, i+1)         # chunk i is in gpu0's FIFO; my FIFO slots are free again
+    // prologue: signal gpu2.flag[25+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[25+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 25}, -1},
+    // chunk i: wait gpu1.flag[26+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 26}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@12582912+l*1048576 -> gpu0.fifo@11534336+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[24+l], gpu2.flag[25+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu1
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 27}, -1},  // chunk i: wait    gpu1.flag[27+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send -> gpu0.fifo@12582912+l*1048576            # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[26+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu1.flag[27+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 27}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send -> gpu0.fifo@12582912+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[26+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu1
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 28}, -1},  // chunk i: wait    gpu1.flag[28+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send -> gpu0.fifo@13631488+l*1048576            # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[28+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu1.flag[28+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send -> gpu0.fifo@13631488+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[28+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu1
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 29}, -1},  // chunk i: wait    gpu1.flag[29+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send -> gpu0.fifo@14680064+l*1048576            # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[30+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu1.flag[29+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 29}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send -> gpu0.fifo@14680064+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[30+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu1
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 30}, -1},  // chunk i: wait    gpu1.flag[30+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 29, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send -> gpu5.fifo@13631488+l*1048576            # send my input to gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 25, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[30+l] := (e, i+1)                          # chunk i is in gpu5's FIFO
+    // chunk i: wait gpu1.flag[30+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send -> gpu5.fifo@13631488+l*1048576 (send my input to gpu5)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 29, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[30+l] := (e, i+1) (chunk i is in gpu5's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 25, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 26, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[33+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 31}, -1},  // chunk i: wait    gpu1.flag[31+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 32}, -1},  // chunk i: wait    gpu1.flag[32+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 31, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@13631488+l*1048576 -> gpu2.fifo@17825792+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 27, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[35+l], gpu5.flag[33+l] := (e, i+1)         # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu5.flag[33+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 26, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[31+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 31}, -1},
+    // chunk i: wait gpu1.flag[32+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 32}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@13631488+l*1048576 -> gpu2.fifo@17825792+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 31, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[35+l], gpu5.flag[33+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 27, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 3, 29, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[37+l], gpu2.flag[38+l], gpu5.flag[34+l] := (e, 0) # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 33}, -1},  // chunk i: wait    gpu1.flag[33+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 34}, -1},  // chunk i: wait    gpu1.flag[34+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 35}, -1},  // chunk i: wait    gpu1.flag[35+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 36}, -1},  // chunk i: wait    gpu1.flag[36+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 4, 1, 0, 34, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@14680064+l*1048576 + gpu1.fifo@15728640+l*1048576 + gpu1.fifo@16777216+l*1048576 -> gpu3.fifo@16777216+l*1048576 # reduce my input with my children's partials into gpu3's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 4, 32, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[35+l], gpu0.flag[37+l], gpu2.flag[38+l], gpu5.flag[34+l] := (e, i+1) # chunk i is in gpu3's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[37+l], gpu2.flag[38+l], gpu5.flag[34+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 3, 29, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[33+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 33}, -1},
+    // chunk i: wait gpu1.flag[34+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 34}, -1},
+    // chunk i: wait gpu1.flag[35+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 35}, -1},
+    // chunk i: wait gpu1.flag[36+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@14680064+l*1048576 + gpu1.fifo@15728640+l*1048576 + gpu1.fifo@16777216+l*1048576 -> gpu3.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
+    {kReduceCopy, kUntilEpoch, 4, 1, 0, 34, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[35+l], gpu0.flag[37+l], gpu2.flag[38+l], gpu5.flag[34+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 4, 32, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 36, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[39+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 37}, -1},  // chunk i: wait    gpu1.flag[37+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 38}, -1},  // chunk i: wait    gpu1.flag[38+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@17825792+l*1048576 -> gpu0.fifo@18874368+l*1048576 # reduce my input with my children's partials into gpu0's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 37, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[38+l], gpu2.flag[39+l] := (e, i+1)         # chunk i is in gpu0's FIFO; my FIFO slots are free again
+    // prologue: signal gpu2.flag[39+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 36, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[37+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 37}, -1},
+    // chunk i: wait gpu1.flag[38+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@17825792+l*1048576 -> gpu0.fifo@18874368+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[38+l], gpu2.flag[39+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 37, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[38+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 39}, -1},  // chunk i: wait    gpu1.flag[39+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 40}, -1},  // chunk i: wait    gpu1.flag[40+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 42, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@18874368+l*1048576 -> gpu2.fifo@19922944+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[40+l], gpu3.flag[38+l] := (e, i+1)         # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu3.flag[38+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[39+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 39}, -1},
+    // chunk i: wait gpu1.flag[40+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@18874368+l*1048576 -> gpu2.fifo@19922944+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 42, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[40+l], gpu3.flag[38+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[44+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 43}, -1},  // prologue: wait    gpu1.flag[43+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 41}, -1},  // chunk i: wait    gpu1.flag[41+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 45, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[39+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[44+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[43+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 43}, -1},
+    // chunk i: wait gpu1.flag[41+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 41}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 45, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[39+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu1
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 45}, -1},  // prologue: wait    gpu1.flag[45+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 47}, -1},  // prologue: wait    gpu1.flag[47+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {1, 8}, 1},  // chunk i: wait    gpu1.flag[8+l] >= (e, chunks of lane 9 block b covering chunk i), every b # tree 1 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 47, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv, gpu5.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[46+l], gpu5.flag[41+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: wait gpu1.flag[45+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 45}, -1},
+    // prologue: wait gpu1.flag[47+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 47}, -1},
+    // chunk i: wait gpu1.flag[8+l] >= (e, step covering chunk i) of tree 1's block b, every b (tree 1 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {1, 8}, 1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv, gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 47, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[46+l], gpu5.flag[41+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},
     // lane 18: tree 18 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[50+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 49}, -1},  // epilogue: wait    gpu1.flag[49+l] >= (e, n)                            # every chunk from gpu2 has arrived
+    // prologue: signal gpu2.flag[50+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[49+l] >= (e, n) (every chunk from gpu2 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 49}, -1},
     // lane 19: tree 19 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[51+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 51}, -1},  // epilogue: wait    gpu1.flag[51+l] >= (e, n)                            # every chunk from gpu3 has arrived
+    // prologue: signal gpu3.flag[51+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[51+l] >= (e, n) (every chunk from gpu3 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 51}, -1},
     // lane 20: tree 20 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[51+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 55}, -1},  // prologue: wait    gpu1.flag[55+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 53}, -1},  // chunk i: wait    gpu1.flag[53+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 50, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[58+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[51+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[55+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 55}, -1},
+    // chunk i: wait gpu1.flag[53+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 53}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 50, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[58+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},
     // lane 21: tree 21 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[55+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 59}, -1},  // prologue: wait    gpu1.flag[59+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 61}, -1},  // prologue: wait    gpu1.flag[61+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 57}, -1},  // chunk i: wait    gpu1.flag[57+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 52, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu0.recv, gpu3.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 51, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[59+l], gpu3.flag[59+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[55+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[59+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 59}, -1},
+    // prologue: wait gpu1.flag[61+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 61}, -1},
+    // chunk i: wait gpu1.flag[57+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 57}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu0.recv, gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 52, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[59+l], gpu3.flag[59+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 51, 0, {0, 0}, -1},
     // lane 22: tree 22 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[64+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 63}, -1},  // epilogue: wait    gpu1.flag[63+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[64+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[63+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 63}, -1},
     // lane 23: tree 23 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[66+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 65}, -1},  // prologue: wait    gpu1.flag[65+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 64}, -1},  // chunk i: wait    gpu1.flag[64+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 55, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[64+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[66+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[65+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 65}, -1},
+    // chunk i: wait gpu1.flag[64+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 64}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[64+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 55, 0, {0, 0}, -1},
     // lane 24: tree 24 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[68+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 66}, -1},  // epilogue: wait    gpu1.flag[66+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[66+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 66}, -1},
     // lane 25: tree 25 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 57, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[70+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 67}, -1},  // epilogue: wait    gpu1.flag[67+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[70+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 57, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[67+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 67}, -1},
     // lane 26: tree 26 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[72+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 68}, -1},  // epilogue: wait    gpu1.flag[68+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[72+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[68+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 68}, -1},
     // lane 27: tree 27 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[68+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 69}, -1},  // epilogue: wait    gpu1.flag[69+l] >= (e, n)                            # every chunk from gpu5 has arrived
+    // prologue: signal gpu5.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[69+l] >= (e, n) (every chunk from gpu5 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 69}, -1},
     // lane 28: tree 28 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[76+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 71}, -1},  // prologue: wait    gpu1.flag[71+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 70}, -1},  // chunk i: wait    gpu1.flag[70+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[70+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[71+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 71}, -1},
+    // chunk i: wait gpu1.flag[70+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 70}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[70+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
     // lane 29: tree 29 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[73+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 73}, -1},  // prologue: wait    gpu1.flag[73+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 74}, -1},  // prologue: wait    gpu1.flag[74+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 75}, -1},  // prologue: wait    gpu1.flag[75+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 72}, -1},  // chunk i: wait    gpu1.flag[72+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 3, 0, 59, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu0.recv, gpu2.recv, gpu5.recv         # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 3, 63, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[77+l], gpu2.flag[77+l], gpu5.flag[71+l] := (e, i+1) # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[73+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 73}, -1},
+    // prologue: wait gpu1.flag[74+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 74}, -1},
+    // prologue: wait gpu1.flag[75+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 75}, -1},
+    // chunk i: wait gpu1.flag[72+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 72}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu0.recv, gpu2.recv, gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 3, 0, 59, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[77+l], gpu2.flag[77+l], gpu5.flag[71+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 3, 63, 0, {0, 0}, -1},
     // lane 30: tree 30 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 66, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[80+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 77}, -1},  // prologue: wait    gpu1.flag[77+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 76}, -1},  // chunk i: wait    gpu1.flag[76+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 63, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 67, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[79+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[80+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 66, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[77+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 77}, -1},
+    // chunk i: wait gpu1.flag[76+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 76}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 63, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[79+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 67, 0, {0, 0}, -1},
     // lane 31: tree 31 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[81+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 79}, -1},  // prologue: wait    gpu1.flag[79+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 78}, -1},  // chunk i: wait    gpu1.flag[78+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 65, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 69, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[75+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[81+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[79+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 79}, -1},
+    // chunk i: wait gpu1.flag[78+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 78}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 65, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[75+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 69, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -946,9 +1326,54 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {6, 0}, {7, 0}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, {13, 0}, {14, 0}, {15, 0}, {16, 0}, {16, 1}, {17, 0}, {17, 1}, {18, 0}, {18, 1}, {19, 0}, {19, 1}, {20, 0}, {20, 1}, {21, 0}, {21, 1}, {22, 0}, {23, 0}, {24, 0}, {25, 0}, {26, 0}, {27, 0}, {28, 0}, {29, 0}, {30, 0}, {31, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {1, 0},
+    {1, 1},
+    {2, 0},
+    {2, 1},
+    {3, 0},
+    {3, 1},
+    {4, 0},
+    {4, 1},
+    {5, 0},
+    {5, 1},
+    {6, 0},
+    {7, 0},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+    {13, 0},
+    {14, 0},
+    {15, 0},
+    {16, 0},
+    {16, 1},
+    {17, 0},
+    {17, 1},
+    {18, 0},
+    {18, 1},
+    {19, 0},
+    {19, 1},
+    {20, 0},
+    {20, 1},
+    {21, 0},
+    {21, 1},
+    {22, 0},
+    {23, 0},
+    {24, 0},
+    {25, 0},
+    {26, 0},
+    {27, 0},
+    {28, 0},
+    {29, 0},
+    {30, 0},
+    {31, 0},
+};
 
-}  // namespace dev1
+} // namespace dev1
 
 // Device 2: ranks gpu2.
 namespace dev2 {
@@ -1027,209 +1452,381 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[2+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 0}, -1},  // chunk i: wait    gpu2.flag[0+l] >= (e, i+1)                           # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 2}, -1},  // chunk i: wait    gpu2.flag[2+l] >= (e, i+1-depth)                     # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@0+l*1048576 -> gpu3.fifo@0+l*1048576 # reduce my input with my children's partials into gpu3's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[0+l], gpu1.flag[2+l] := (e, i+1)           # chunk i is in gpu3's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[2+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[0+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 0}, -1},
+    // chunk i: wait gpu2.flag[2+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 2}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@0+l*1048576 -> gpu3.fifo@0+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[0+l], gpu1.flag[2+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[6+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 4}, -1},  // chunk i: wait    gpu2.flag[4+l] >= (e, i+1)                           # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 6}, -1},  // chunk i: wait    gpu2.flag[6+l] >= (e, i+1-depth)                     # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 3, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@2097152+l*1048576 -> gpu1.fifo@2097152+l*1048576 # reduce my input with my children's partials into gpu1's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[4+l], gpu3.flag[6+l] := (e, i+1)           # chunk i is in gpu1's FIFO; my FIFO slots are free again
+    // prologue: signal gpu3.flag[6+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[4+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 4}, -1},
+    // chunk i: wait gpu2.flag[6+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@2097152+l*1048576 -> gpu1.fifo@2097152+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[4+l], gpu3.flag[6+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 4, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 2, 6, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[10+l], gpu3.flag[10+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 8}, -1},  // chunk i: wait    gpu2.flag[8+l] >= (e, i+1)                           # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 10}, -1},  // chunk i: wait    gpu2.flag[10+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@4194304+l*1048576 + gpu2.fifo@6291456+l*1048576 -> gpu2.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 3, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[10+l], gpu3.flag[10+l], gpu2.flag[12+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu1.flag[10+l], gpu3.flag[10+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 6, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[8+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 8}, -1},
+    // chunk i: wait gpu2.flag[10+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 10}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@4194304+l*1048576 + gpu2.fifo@6291456+l*1048576 -> gpu2.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[10+l], gpu3.flag[10+l], gpu2.flag[12+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 8, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[12+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 14}, -1},  // chunk i: wait    gpu2.flag[14+l] >= (e, i+1)                          # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 16}, -1},  // chunk i: wait    gpu2.flag[16+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 10, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@8388608+l*1048576 -> gpu3.fifo@8388608+l*1048576 # reduce my input with my children's partials into gpu3's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 12, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[14+l], gpu6.flag[12+l] := (e, i+1)         # chunk i is in gpu3's FIFO; my FIFO slots are free again
+    // prologue: signal gpu6.flag[12+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[14+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 14}, -1},
+    // chunk i: wait gpu2.flag[16+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 16}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@8388608+l*1048576 -> gpu3.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 10, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[14+l], gpu6.flag[12+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 12, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu2
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 18}, -1},  // chunk i: wait    gpu2.flag[18+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},  // chunk i: copy    gpu2.send -> gpu1.fifo@6291456+l*1048576             # send my input to gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[14+l] := (e, i+1)                          # chunk i is in gpu1's FIFO
+    // chunk i: wait gpu2.flag[18+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.send -> gpu1.fifo@6291456+l*1048576 (send my input to gpu1)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[14+l] := (e, i+1) (chunk i is in gpu1's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 14, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu2
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 20}, -1},  // chunk i: wait    gpu2.flag[20+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: copy    gpu2.send -> gpu0.fifo@8388608+l*1048576             # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[18+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu2.flag[20+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 20}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.send -> gpu0.fifo@8388608+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[18+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[23+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 22}, -1},  // chunk i: wait    gpu2.flag[22+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 23}, -1},  // chunk i: wait    gpu2.flag[23+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 17, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@10485760+l*1048576 -> gpu6.fifo@8388608+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[20+l], gpu0.flag[23+l] := (e, i+1)         # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[23+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[22+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 22}, -1},
+    // chunk i: wait gpu2.flag[23+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 23}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@10485760+l*1048576 -> gpu6.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 17, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[20+l], gpu0.flag[23+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 17, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[26+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 24}, -1},  // chunk i: wait    gpu2.flag[24+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 25}, -1},  // chunk i: wait    gpu2.flag[25+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@11534336+l*1048576 -> gpu1.fifo@12582912+l*1048576 # reduce my input with my children's partials into gpu1's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[25+l], gpu3.flag[26+l] := (e, i+1)         # chunk i is in gpu1's FIFO; my FIFO slots are free again
+    // prologue: signal gpu3.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[24+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 24}, -1},
+    // chunk i: wait gpu2.flag[25+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 25}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@11534336+l*1048576 -> gpu1.fifo@12582912+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[25+l], gpu3.flag[26+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[27+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 26}, -1},  // chunk i: wait    gpu2.flag[26+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 27}, -1},  // chunk i: wait    gpu2.flag[27+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@12582912+l*1048576 -> gpu6.fifo@11534336+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[25+l], gpu0.flag[27+l] := (e, i+1)         # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[27+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[26+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 26}, -1},
+    // chunk i: wait gpu2.flag[27+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 27}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@12582912+l*1048576 -> gpu6.fifo@11534336+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[25+l], gpu0.flag[27+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 25, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[29+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 28}, -1},  // chunk i: wait    gpu2.flag[28+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 29}, -1},  // chunk i: wait    gpu2.flag[29+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 26, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@13631488+l*1048576 -> gpu6.fifo@15728640+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 26, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[30+l], gpu0.flag[29+l] := (e, i+1)         # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[29+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 25, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[28+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 28}, -1},
+    // chunk i: wait gpu2.flag[29+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 29}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@13631488+l*1048576 -> gpu6.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 26, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[30+l], gpu0.flag[29+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 26, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 2, 28, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[31+l], gpu3.flag[29+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 30}, -1},  // chunk i: wait    gpu2.flag[30+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 31}, -1},  // chunk i: wait    gpu2.flag[31+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 32}, -1},  // chunk i: wait    gpu2.flag[32+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@14680064+l*1048576 + gpu2.fifo@15728640+l*1048576 -> gpu6.fifo@16777216+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 30, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[32+l], gpu0.flag[31+l], gpu3.flag[29+l] := (e, i+1) # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[31+l], gpu3.flag[29+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 28, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[30+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 30}, -1},
+    // chunk i: wait gpu2.flag[31+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 31}, -1},
+    // chunk i: wait gpu2.flag[32+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 32}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@14680064+l*1048576 + gpu2.fifo@15728640+l*1048576 -> gpu6.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[32+l], gpu0.flag[31+l], gpu3.flag[29+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 30, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu2
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 33}, -1},  // chunk i: wait    gpu2.flag[33+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 33, 0, {0, 0}, -1},  // chunk i: copy    gpu2.send -> gpu3.fifo@14680064+l*1048576            # send my input to gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 33, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[31+l] := (e, i+1)                          # chunk i is in gpu3's FIFO
+    // chunk i: wait gpu2.flag[33+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 33}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.send -> gpu3.fifo@14680064+l*1048576 (send my input to gpu3)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 33, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[31+l] := (e, i+1) (chunk i is in gpu3's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 33, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 2, 34, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[35+l], gpu1.flag[32+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 34}, -1},  // chunk i: wait    gpu2.flag[34+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 35}, -1},  // chunk i: wait    gpu2.flag[35+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 36}, -1},  // chunk i: wait    gpu2.flag[36+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 35, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@16777216+l*1048576 + gpu2.fifo@17825792+l*1048576 -> gpu6.fifo@19922944+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 36, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[37+l], gpu0.flag[35+l], gpu1.flag[32+l] := (e, i+1) # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[35+l], gpu1.flag[32+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 34, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[34+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 34}, -1},
+    // chunk i: wait gpu2.flag[35+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 35}, -1},
+    // chunk i: wait gpu2.flag[36+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@16777216+l*1048576 + gpu2.fifo@17825792+l*1048576 -> gpu6.fifo@19922944+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 35, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[37+l], gpu0.flag[35+l], gpu1.flag[32+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 36, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[39+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 37}, -1},  // chunk i: wait    gpu2.flag[37+l] >= (e, i+1)                          # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 38}, -1},  // chunk i: wait    gpu2.flag[38+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@18874368+l*1048576 -> gpu1.fifo@15728640+l*1048576 # reduce my input with my children's partials into gpu1's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[34+l], gpu6.flag[39+l] := (e, i+1)         # chunk i is in gpu1's FIFO; my FIFO slots are free again
+    // prologue: signal gpu6.flag[39+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[37+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 37}, -1},
+    // chunk i: wait gpu2.flag[38+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@18874368+l*1048576 -> gpu1.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[34+l], gpu6.flag[39+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu2
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 39}, -1},  // chunk i: wait    gpu2.flag[39+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 42, 0, {0, 0}, -1},  // chunk i: copy    gpu2.send -> gpu1.fifo@17825792+l*1048576            # send my input to gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[37+l] := (e, i+1)                          # chunk i is in gpu1's FIFO
+    // chunk i: wait gpu2.flag[39+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 39}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.send -> gpu1.fifo@17825792+l*1048576 (send my input to gpu1)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 42, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[37+l] := (e, i+1) (chunk i is in gpu1's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[40+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 40}, -1},  // chunk i: wait    gpu2.flag[40+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 41}, -1},  // chunk i: wait    gpu2.flag[41+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 44, 0, {0, 0}, -1},  // chunk i: reduce  gpu2.send + gpu2.fifo@19922944+l*1048576 -> gpu0.fifo@20971520+l*1048576 # reduce my input with my children's partials into gpu0's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[41+l], gpu1.flag[40+l] := (e, i+1)         # chunk i is in gpu0's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[40+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},
+    // chunk i: wait gpu2.flag[40+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 40}, -1},
+    // chunk i: wait gpu2.flag[41+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 41}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@19922944+l*1048576 -> gpu0.fifo@20971520+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 44, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[41+l], gpu1.flag[40+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[41+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 44}, -1},  // prologue: wait    gpu2.flag[44+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 42}, -1},  // chunk i: wait    gpu2.flag[42+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 47, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[41+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[44+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 44}, -1},
+    // chunk i: wait gpu2.flag[42+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[41+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 47, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 48}, -1},  // prologue: wait    gpu2.flag[48+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 46}, -1},  // chunk i: wait    gpu2.flag[46+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[43+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[48+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 48}, -1},
+    // chunk i: wait gpu2.flag[46+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 46}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[43+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},
     // lane 18: tree 18 on gpu2
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 50}, -1},  // prologue: wait    gpu2.flag[50+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 52}, -1},  // prologue: wait    gpu2.flag[52+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {2, 12}, 2},  // chunk i: wait    gpu2.flag[12+l] >= (e, chunks of lane 18 block b covering chunk i), every b # tree 2 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 51, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu1.recv, gpu3.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 50, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[49+l], gpu3.flag[47+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: wait gpu2.flag[50+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 50}, -1},
+    // prologue: wait gpu2.flag[52+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 52}, -1},
+    // chunk i: wait gpu2.flag[12+l] >= (e, step covering chunk i) of tree 2's block b, every b (tree 2 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {2, 12}, 2},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu1.recv, gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 51, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[49+l], gpu3.flag[47+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 50, 0, {0, 0}, -1},
     // lane 19: tree 19 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[53+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 56}, -1},  // prologue: wait    gpu2.flag[56+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 54}, -1},  // chunk i: wait    gpu2.flag[54+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 54, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 53, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[53+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[53+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[56+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 56}, -1},
+    // chunk i: wait gpu2.flag[54+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 54}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 54, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[53+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 53, 0, {0, 0}, -1},
     // lane 20: tree 20 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[55+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 58}, -1},  // epilogue: wait    gpu2.flag[58+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[55+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
+    // epilogue: wait gpu2.flag[58+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 58}, -1},
     // lane 21: tree 21 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[61+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 60}, -1},  // epilogue: wait    gpu2.flag[60+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[61+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
+    // epilogue: wait gpu2.flag[60+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 60}, -1},
     // lane 22: tree 22 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[63+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 63}, -1},  // prologue: wait    gpu2.flag[63+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 62}, -1},  // chunk i: wait    gpu2.flag[62+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 56, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[63+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[63+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[63+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 63}, -1},
+    // chunk i: wait gpu2.flag[62+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 62}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 56, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[63+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},
     // lane 23: tree 23 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[65+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 65}, -1},  // prologue: wait    gpu2.flag[65+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 64}, -1},  // chunk i: wait    gpu2.flag[64+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 58, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[62+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[65+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[65+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 65}, -1},
+    // chunk i: wait gpu2.flag[64+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 64}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 58, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[62+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},
     // lane 24: tree 24 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[67+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 67}, -1},  // prologue: wait    gpu2.flag[67+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 66}, -1},  // chunk i: wait    gpu2.flag[66+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[67+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[67+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[67+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 67}, -1},
+    // chunk i: wait gpu2.flag[66+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 66}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[67+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
     // lane 25: tree 25 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[72+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 69}, -1},  // prologue: wait    gpu2.flag[69+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 68}, -1},  // chunk i: wait    gpu2.flag[68+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 62, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[69+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[72+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[69+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 69}, -1},
+    // chunk i: wait gpu2.flag[68+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 68}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 62, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[69+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},
     // lane 26: tree 26 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[73+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 71}, -1},  // prologue: wait    gpu2.flag[71+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 72}, -1},  // prologue: wait    gpu2.flag[72+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 70}, -1},  // chunk i: wait    gpu2.flag[70+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 64, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu0.recv, gpu3.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 65, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[71+l], gpu3.flag[66+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[71+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 71}, -1},
+    // prologue: wait gpu2.flag[72+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 72}, -1},
+    // chunk i: wait gpu2.flag[70+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 70}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu0.recv, gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 64, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[71+l], gpu3.flag[66+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 65, 0, {0, 0}, -1},
     // lane 27: tree 27 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 67, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[69+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 73}, -1},  // epilogue: wait    gpu2.flag[73+l] >= (e, n)                            # every chunk from gpu3 has arrived
+    // prologue: signal gpu3.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 67, 1, {0, 0}, -1},
+    // epilogue: wait gpu2.flag[73+l] >= (e, n) (every chunk from gpu3 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 73}, -1},
     // lane 28: tree 28 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[77+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 75}, -1},  // prologue: wait    gpu2.flag[75+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 76}, -1},  // prologue: wait    gpu2.flag[76+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 74}, -1},  // chunk i: wait    gpu2.flag[74+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 67, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu0.recv, gpu1.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 69, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[74+l], gpu1.flag[70+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[77+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[75+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 75}, -1},
+    // prologue: wait gpu2.flag[76+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 76}, -1},
+    // chunk i: wait gpu2.flag[74+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 74}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu0.recv, gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 67, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[74+l], gpu1.flag[70+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 69, 0, {0, 0}, -1},
     // lane 29: tree 29 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 71, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[74+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 78}, -1},  // prologue: wait    gpu2.flag[78+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 77}, -1},  // chunk i: wait    gpu2.flag[77+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 70, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 72, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[78+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[74+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 71, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[78+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 78}, -1},
+    // chunk i: wait gpu2.flag[77+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 77}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 70, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[78+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 72, 0, {0, 0}, -1},
     // lane 30: tree 30 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 73, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[77+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 79}, -1},  // epilogue: wait    gpu2.flag[79+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[77+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 73, 1, {0, 0}, -1},
+    // epilogue: wait gpu2.flag[79+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 79}, -1},
     // lane 31: tree 31 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 74, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[83+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 81}, -1},  // prologue: wait    gpu2.flag[81+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 80}, -1},  // chunk i: wait    gpu2.flag[80+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 72, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 75, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[78+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[83+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 74, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[81+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 81}, -1},
+    // chunk i: wait gpu2.flag[80+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 80}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 72, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[78+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 75, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -1391,9 +1988,54 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {6, 0}, {7, 0}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, {13, 0}, {14, 0}, {15, 0}, {16, 0}, {16, 1}, {17, 0}, {17, 1}, {18, 0}, {18, 1}, {19, 0}, {19, 1}, {20, 0}, {20, 1}, {21, 0}, {21, 1}, {22, 0}, {23, 0}, {24, 0}, {25, 0}, {26, 0}, {27, 0}, {28, 0}, {29, 0}, {30, 0}, {31, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {1, 0},
+    {1, 1},
+    {2, 0},
+    {2, 1},
+    {3, 0},
+    {3, 1},
+    {4, 0},
+    {4, 1},
+    {5, 0},
+    {5, 1},
+    {6, 0},
+    {7, 0},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+    {13, 0},
+    {14, 0},
+    {15, 0},
+    {16, 0},
+    {16, 1},
+    {17, 0},
+    {17, 1},
+    {18, 0},
+    {18, 1},
+    {19, 0},
+    {19, 1},
+    {20, 0},
+    {20, 1},
+    {21, 0},
+    {21, 1},
+    {22, 0},
+    {23, 0},
+    {24, 0},
+    {25, 0},
+    {26, 0},
+    {27, 0},
+    {28, 0},
+    {29, 0},
+    {30, 0},
+    {31, 0},
+};
 
-}  // namespace dev2
+} // namespace dev2
 
 // Device 3: ranks gpu3.
 namespace dev3 {
@@ -1472,185 +2114,333 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[2+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 0}, -1},  // chunk i: wait    gpu3.flag[0+l] >= (e, i+1)                           # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 2}, -1},  // chunk i: wait    gpu3.flag[2+l] >= (e, i+1-depth)                     # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: reduce  gpu3.send + gpu3.fifo@0+l*1048576 -> gpu0.fifo@0+l*1048576 # reduce my input with my children's partials into gpu0's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[0+l], gpu2.flag[2+l] := (e, i+1)           # chunk i is in gpu0's FIFO; my FIFO slots are free again
+    // prologue: signal gpu2.flag[2+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // chunk i: wait gpu3.flag[0+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 0}, -1},
+    // chunk i: wait gpu3.flag[2+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 2}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@0+l*1048576 -> gpu0.fifo@0+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[0+l], gpu2.flag[2+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[6+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 4}, -1},  // chunk i: wait    gpu3.flag[4+l] >= (e, i+1)                           # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 6}, -1},  // chunk i: wait    gpu3.flag[6+l] >= (e, i+1-depth)                     # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 3, 0, {0, 0}, -1},  // chunk i: reduce  gpu3.send + gpu3.fifo@2097152+l*1048576 -> gpu2.fifo@2097152+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[4+l], gpu0.flag[6+l] := (e, i+1)           # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[6+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},
+    // chunk i: wait gpu3.flag[4+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 4}, -1},
+    // chunk i: wait gpu3.flag[6+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@2097152+l*1048576 -> gpu2.fifo@2097152+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[4+l], gpu0.flag[6+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 4, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[10+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 8}, -1},  // chunk i: wait    gpu3.flag[8+l] >= (e, i+1)                           # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 10}, -1},  // chunk i: wait    gpu3.flag[10+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: reduce  gpu3.send + gpu3.fifo@4194304+l*1048576 -> gpu2.fifo@6291456+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[10+l], gpu0.flag[10+l] := (e, i+1)         # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[10+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // chunk i: wait gpu3.flag[8+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 8}, -1},
+    // chunk i: wait gpu3.flag[10+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 10}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@4194304+l*1048576 -> gpu2.fifo@6291456+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[10+l], gpu0.flag[10+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 7, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 3, 9, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[12+l], gpu2.flag[16+l], gpu7.flag[14+l] := (e, 0) # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 12}, -1},  // chunk i: wait    gpu3.flag[12+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 14}, -1},  // chunk i: wait    gpu3.flag[14+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 16}, -1},  // chunk i: wait    gpu3.flag[16+l] >= (e, i+1)                          # gpu7's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 4, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: reduce  gpu3.send + gpu3.fifo@6291456+l*1048576 + gpu3.fifo@8388608+l*1048576 + gpu3.fifo@10485760+l*1048576 -> gpu3.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 4, 12, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[12+l], gpu2.flag[16+l], gpu7.flag[14+l], gpu3.flag[18+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu1.flag[12+l], gpu2.flag[16+l], gpu7.flag[14+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 3, 9, 1, {0, 0}, -1},
+    // chunk i: wait gpu3.flag[12+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 12}, -1},
+    // chunk i: wait gpu3.flag[14+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 14}, -1},
+    // chunk i: wait gpu3.flag[16+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 16}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@6291456+l*1048576 + gpu3.fifo@8388608+l*1048576 + gpu3.fifo@10485760+l*1048576 -> gpu3.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 4, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[12+l], gpu2.flag[16+l], gpu7.flag[14+l], gpu3.flag[18+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 4, 12, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu3
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 20}, -1},  // chunk i: wait    gpu3.flag[20+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 14, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send -> gpu0.fifo@6291456+l*1048576             # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[14+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu3.flag[20+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 20}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send -> gpu0.fifo@6291456+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 14, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[14+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu3
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 22}, -1},  // chunk i: wait    gpu3.flag[22+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 16, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send -> gpu1.fifo@10485760+l*1048576            # send my input to gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[20+l] := (e, i+1)                          # chunk i is in gpu1's FIFO
+    // chunk i: wait gpu3.flag[22+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 22}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send -> gpu1.fifo@10485760+l*1048576 (send my input to gpu1)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 16, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[20+l] := (e, i+1) (chunk i is in gpu1's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu3
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 24}, -1},  // chunk i: wait    gpu3.flag[24+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send -> gpu7.fifo@8388608+l*1048576             # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[20+l] := (e, i+1)                          # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu3.flag[24+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send -> gpu7.fifo@8388608+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[20+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[26+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 25}, -1},  // chunk i: wait    gpu3.flag[25+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 26}, -1},  // chunk i: wait    gpu3.flag[26+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: reduce  gpu3.send + gpu3.fifo@12582912+l*1048576 -> gpu2.fifo@11534336+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[24+l], gpu4.flag[26+l] := (e, i+1)         # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu4.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // chunk i: wait gpu3.flag[25+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 25}, -1},
+    // chunk i: wait gpu3.flag[26+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 26}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@12582912+l*1048576 -> gpu2.fifo@11534336+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[24+l], gpu4.flag[26+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu3
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 27}, -1},  // chunk i: wait    gpu3.flag[27+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send -> gpu7.fifo@11534336+l*1048576            # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[25+l] := (e, i+1)                          # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu3.flag[27+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 27}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send -> gpu7.fifo@11534336+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[25+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu3
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 28}, -1},  // chunk i: wait    gpu3.flag[28+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send -> gpu7.fifo@12582912+l*1048576            # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[27+l] := (e, i+1)                          # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu3.flag[28+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send -> gpu7.fifo@12582912+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[27+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu3
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 29}, -1},  // chunk i: wait    gpu3.flag[29+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send -> gpu2.fifo@15728640+l*1048576            # send my input to gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[31+l] := (e, i+1)                          # chunk i is in gpu2's FIFO
+    // chunk i: wait gpu3.flag[29+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 29}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send -> gpu2.fifo@15728640+l*1048576 (send my input to gpu2)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[31+l] := (e, i+1) (chunk i is in gpu2's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 2, 25, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[32+l], gpu2.flag[33+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 30}, -1},  // chunk i: wait    gpu3.flag[30+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 31}, -1},  // chunk i: wait    gpu3.flag[31+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 32}, -1},  // chunk i: wait    gpu3.flag[32+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},  // chunk i: reduce  gpu3.send + gpu3.fifo@13631488+l*1048576 + gpu3.fifo@14680064+l*1048576 -> gpu7.fifo@17825792+l*1048576 # reduce my input with my children's partials into gpu7's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 27, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[34+l], gpu0.flag[32+l], gpu2.flag[33+l] := (e, i+1) # chunk i is in gpu7's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[32+l], gpu2.flag[33+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 25, 1, {0, 0}, -1},
+    // chunk i: wait gpu3.flag[30+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 30}, -1},
+    // chunk i: wait gpu3.flag[31+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 31}, -1},
+    // chunk i: wait gpu3.flag[32+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 32}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@13631488+l*1048576 + gpu3.fifo@14680064+l*1048576 -> gpu7.fifo@17825792+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[34+l], gpu0.flag[32+l], gpu2.flag[33+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 27, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 30, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[37+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 33}, -1},  // chunk i: wait    gpu3.flag[33+l] >= (e, i+1)                          # gpu7's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 34}, -1},  // chunk i: wait    gpu3.flag[34+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 33, 0, {0, 0}, -1},  // chunk i: reduce  gpu3.send + gpu3.fifo@15728640+l*1048576 -> gpu0.fifo@15728640+l*1048576 # reduce my input with my children's partials into gpu0's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 31, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[33+l], gpu7.flag[37+l] := (e, i+1)         # chunk i is in gpu0's FIFO; my FIFO slots are free again
+    // prologue: signal gpu7.flag[37+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 30, 1, {0, 0}, -1},
+    // chunk i: wait gpu3.flag[33+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 33}, -1},
+    // chunk i: wait gpu3.flag[34+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 34}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@15728640+l*1048576 -> gpu0.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 33, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[33+l], gpu7.flag[37+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 31, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 33, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[36+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 35}, -1},  // chunk i: wait    gpu3.flag[35+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 36}, -1},  // chunk i: wait    gpu3.flag[36+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 36, 0, {0, 0}, -1},  // chunk i: reduce  gpu3.send + gpu3.fifo@16777216+l*1048576 -> gpu7.fifo@19922944+l*1048576 # reduce my input with my children's partials into gpu7's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 34, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[38+l], gpu1.flag[36+l] := (e, i+1)         # chunk i is in gpu7's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 33, 1, {0, 0}, -1},
+    // chunk i: wait gpu3.flag[35+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 35}, -1},
+    // chunk i: wait gpu3.flag[36+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@16777216+l*1048576 -> gpu7.fifo@19922944+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 36, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[38+l], gpu1.flag[36+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 34, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu3
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 37}, -1},  // chunk i: wait    gpu3.flag[37+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 39, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send -> gpu0.fifo@19922944+l*1048576            # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 36, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[39+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu3.flag[37+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 37}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send -> gpu0.fifo@19922944+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 39, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[39+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 36, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu3
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 38}, -1},  // chunk i: wait    gpu3.flag[38+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 41, 0, {0, 0}, -1},  // chunk i: copy    gpu3.send -> gpu1.fifo@18874368+l*1048576            # send my input to gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 37, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[39+l] := (e, i+1)                          # chunk i is in gpu1's FIFO
+    // chunk i: wait gpu3.flag[38+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.send -> gpu1.fifo@18874368+l*1048576 (send my input to gpu1)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 41, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[39+l] := (e, i+1) (chunk i is in gpu1's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 37, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 38, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 41}, -1},  // prologue: wait    gpu3.flag[41+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 39}, -1},  // chunk i: wait    gpu3.flag[39+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 43, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[42+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 38, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[41+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 41}, -1},
+    // chunk i: wait gpu3.flag[39+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 39}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 43, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 39, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 40, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[48+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 45}, -1},  // prologue: wait    gpu3.flag[45+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 43}, -1},  // chunk i: wait    gpu3.flag[43+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 45, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 41, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[47+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[48+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 40, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[45+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 45}, -1},
+    // chunk i: wait gpu3.flag[43+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 43}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 45, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[47+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 41, 0, {0, 0}, -1},
     // lane 18: tree 18 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[52+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 49}, -1},  // prologue: wait    gpu3.flag[49+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 47}, -1},  // chunk i: wait    gpu3.flag[47+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[49+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[52+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[49+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 49}, -1},
+    // chunk i: wait gpu3.flag[47+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 47}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[49+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 0, {0, 0}, -1},
     // lane 19: tree 19 on gpu3
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 51}, -1},  // prologue: wait    gpu3.flag[51+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 53}, -1},  // prologue: wait    gpu3.flag[53+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 55}, -1},  // prologue: wait    gpu3.flag[55+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {3, 18}, 3},  // chunk i: wait    gpu3.flag[18+l] >= (e, chunks of lane 27 block b covering chunk i), every b # tree 3 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 3, 0, 49, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu1.recv, gpu2.recv, gpu7.recv         # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 3, 44, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[51+l], gpu2.flag[54+l], gpu7.flag[55+l] := (e, i+1) # chunk i is in my children's buffers
+    // prologue: wait gpu3.flag[51+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 51}, -1},
+    // prologue: wait gpu3.flag[53+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 53}, -1},
+    // prologue: wait gpu3.flag[55+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 55}, -1},
+    // chunk i: wait gpu3.flag[18+l] >= (e, step covering chunk i) of tree 3's block b, every b (tree 3 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {3, 18}, 3},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu1.recv, gpu2.recv, gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 3, 0, 49, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[51+l], gpu2.flag[54+l], gpu7.flag[55+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 3, 44, 0, {0, 0}, -1},
     // lane 20: tree 20 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[57+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 57}, -1},  // epilogue: wait    gpu3.flag[57+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[57+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[57+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 57}, -1},
     // lane 21: tree 21 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[61+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 59}, -1},  // epilogue: wait    gpu3.flag[59+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[61+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[59+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 59}, -1},
     // lane 22: tree 22 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[64+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 61}, -1},  // epilogue: wait    gpu3.flag[61+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[64+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[61+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 61}, -1},
     // lane 23: tree 23 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[65+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 63}, -1},  // prologue: wait    gpu3.flag[63+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 62}, -1},  // chunk i: wait    gpu3.flag[62+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[63+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[65+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[63+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 63}, -1},
+    // chunk i: wait gpu3.flag[62+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 62}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[63+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},
     // lane 24: tree 24 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[68+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 64}, -1},  // epilogue: wait    gpu3.flag[64+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[64+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 64}, -1},
     // lane 25: tree 25 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[69+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 65}, -1},  // epilogue: wait    gpu3.flag[65+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[65+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 65}, -1},
     // lane 26: tree 26 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[72+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 66}, -1},  // epilogue: wait    gpu3.flag[66+l] >= (e, n)                            # every chunk from gpu2 has arrived
+    // prologue: signal gpu2.flag[72+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[66+l] >= (e, n) (every chunk from gpu2 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 66}, -1},
     // lane 27: tree 27 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[75+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 68}, -1},  // prologue: wait    gpu3.flag[68+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 69}, -1},  // prologue: wait    gpu3.flag[69+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 67}, -1},  // chunk i: wait    gpu3.flag[67+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 55, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu0.recv, gpu2.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 56, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[73+l], gpu2.flag[73+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[68+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 68}, -1},
+    // prologue: wait gpu3.flag[69+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 69}, -1},
+    // chunk i: wait gpu3.flag[67+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 67}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu0.recv, gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 55, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[73+l], gpu2.flag[73+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 56, 0, {0, 0}, -1},
     // lane 28: tree 28 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[75+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 71}, -1},  // prologue: wait    gpu3.flag[71+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 70}, -1},  // chunk i: wait    gpu3.flag[70+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 58, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[77+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[71+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 71}, -1},
+    // chunk i: wait gpu3.flag[70+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 70}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 58, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[77+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},
     // lane 29: tree 29 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[78+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 73}, -1},  // prologue: wait    gpu3.flag[73+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 72}, -1},  // chunk i: wait    gpu3.flag[72+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[72+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[78+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[73+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 73}, -1},
+    // chunk i: wait gpu3.flag[72+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 72}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[72+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
     // lane 30: tree 30 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[81+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 74}, -1},  // epilogue: wait    gpu3.flag[74+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[81+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[74+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 74}, -1},
     // lane 31: tree 31 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 63, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[79+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 75}, -1},  // epilogue: wait    gpu3.flag[75+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[79+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 63, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[75+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 75}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -1788,9 +2578,54 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {6, 0}, {7, 0}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, {13, 0}, {14, 0}, {15, 0}, {16, 0}, {16, 1}, {17, 0}, {17, 1}, {18, 0}, {18, 1}, {19, 0}, {19, 1}, {20, 0}, {20, 1}, {21, 0}, {21, 1}, {22, 0}, {23, 0}, {24, 0}, {25, 0}, {26, 0}, {27, 0}, {28, 0}, {29, 0}, {30, 0}, {31, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {1, 0},
+    {1, 1},
+    {2, 0},
+    {2, 1},
+    {3, 0},
+    {3, 1},
+    {4, 0},
+    {4, 1},
+    {5, 0},
+    {5, 1},
+    {6, 0},
+    {7, 0},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+    {13, 0},
+    {14, 0},
+    {15, 0},
+    {16, 0},
+    {16, 1},
+    {17, 0},
+    {17, 1},
+    {18, 0},
+    {18, 1},
+    {19, 0},
+    {19, 1},
+    {20, 0},
+    {20, 1},
+    {21, 0},
+    {21, 1},
+    {22, 0},
+    {23, 0},
+    {24, 0},
+    {25, 0},
+    {26, 0},
+    {27, 0},
+    {28, 0},
+    {29, 0},
+    {30, 0},
+    {31, 0},
+};
 
-}  // namespace dev3
+} // namespace dev3
 
 // Device 4: ranks gpu4.
 namespace dev4 {
@@ -1869,191 +2704,345 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[2+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 0}, -1},  // chunk i: wait    gpu4.flag[0+l] >= (e, i+1)                           # gpu7's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 2}, -1},  // chunk i: wait    gpu4.flag[2+l] >= (e, i+1-depth)                     # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@0+l*1048576 -> gpu0.fifo@2097152+l*1048576 # reduce my input with my children's partials into gpu0's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[2+l], gpu7.flag[2+l] := (e, i+1)           # chunk i is in gpu0's FIFO; my FIFO slots are free again
+    // prologue: signal gpu7.flag[2+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[0+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 0}, -1},
+    // chunk i: wait gpu4.flag[2+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 2}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@0+l*1048576 -> gpu0.fifo@2097152+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[2+l], gpu7.flag[2+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu4
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 4}, -1},  // chunk i: wait    gpu4.flag[4+l] >= (e, i+1-depth)                     # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 3, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send -> gpu7.fifo@2097152+l*1048576             # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[4+l] := (e, i+1)                           # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu4.flag[4+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 4}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send -> gpu7.fifo@2097152+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[4+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[10+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 6}, -1},  // chunk i: wait    gpu4.flag[6+l] >= (e, i+1)                           # gpu7's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 8}, -1},  // chunk i: wait    gpu4.flag[8+l] >= (e, i+1-depth)                     # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 5, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@2097152+l*1048576 -> gpu0.fifo@4194304+l*1048576 # reduce my input with my children's partials into gpu0's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[8+l], gpu7.flag[10+l] := (e, i+1)          # chunk i is in gpu0's FIFO; my FIFO slots are free again
+    // prologue: signal gpu7.flag[10+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[6+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 6}, -1},
+    // chunk i: wait gpu4.flag[8+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 8}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@2097152+l*1048576 -> gpu0.fifo@4194304+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 5, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[8+l], gpu7.flag[10+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[12+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 10}, -1},  // chunk i: wait    gpu4.flag[10+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 12}, -1},  // chunk i: wait    gpu4.flag[12+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 8, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@4194304+l*1048576 -> gpu7.fifo@6291456+l*1048576 # reduce my input with my children's partials into gpu7's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[12+l], gpu0.flag[12+l] := (e, i+1)         # chunk i is in gpu7's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[12+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[10+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 10}, -1},
+    // chunk i: wait gpu4.flag[12+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@4194304+l*1048576 -> gpu7.fifo@6291456+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 8, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[12+l], gpu0.flag[12+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 8, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 2, 10, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[16+l], gpu5.flag[14+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 14}, -1},  // chunk i: wait    gpu4.flag[14+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 16}, -1},  // chunk i: wait    gpu4.flag[16+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@6291456+l*1048576 + gpu4.fifo@8388608+l*1048576 -> gpu4.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 3, 12, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[16+l], gpu5.flag[14+l], gpu4.flag[18+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu0.flag[16+l], gpu5.flag[14+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 10, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[14+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 14}, -1},
+    // chunk i: wait gpu4.flag[16+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 16}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@6291456+l*1048576 + gpu4.fifo@8388608+l*1048576 -> gpu4.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[16+l], gpu5.flag[14+l], gpu4.flag[18+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 12, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[18+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 20}, -1},  // chunk i: wait    gpu4.flag[20+l] >= (e, i+1)                          # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 22}, -1},  // chunk i: wait    gpu4.flag[22+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 15, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@10485760+l*1048576 -> gpu5.fifo@8388608+l*1048576 # reduce my input with my children's partials into gpu5's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 16, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[18+l], gpu6.flag[18+l] := (e, i+1)         # chunk i is in gpu5's FIFO; my FIFO slots are free again
+    // prologue: signal gpu6.flag[18+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[20+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 20}, -1},
+    // chunk i: wait gpu4.flag[22+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 22}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@10485760+l*1048576 -> gpu5.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 15, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[18+l], gpu6.flag[18+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 16, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu4
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 24}, -1},  // chunk i: wait    gpu4.flag[24+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send -> gpu6.fifo@9437184+l*1048576             # send my input to gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[21+l] := (e, i+1)                          # chunk i is in gpu6's FIFO
+    // chunk i: wait gpu4.flag[24+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send -> gpu6.fifo@9437184+l*1048576 (send my input to gpu6)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[21+l] := (e, i+1) (chunk i is in gpu6's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[26+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 25}, -1},  // chunk i: wait    gpu4.flag[25+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 26}, -1},  // chunk i: wait    gpu4.flag[26+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@12582912+l*1048576 -> gpu3.fifo@12582912+l*1048576 # reduce my input with my children's partials into gpu3's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[25+l], gpu5.flag[26+l] := (e, i+1)         # chunk i is in gpu3's FIFO; my FIFO slots are free again
+    // prologue: signal gpu5.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[25+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 25}, -1},
+    // chunk i: wait gpu4.flag[26+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 26}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@12582912+l*1048576 -> gpu3.fifo@12582912+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[25+l], gpu5.flag[26+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu4
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 27}, -1},  // chunk i: wait    gpu4.flag[27+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send -> gpu6.fifo@12582912+l*1048576            # send my input to gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[26+l] := (e, i+1)                          # chunk i is in gpu6's FIFO
+    // chunk i: wait gpu4.flag[27+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 27}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send -> gpu6.fifo@12582912+l*1048576 (send my input to gpu6)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[26+l] := (e, i+1) (chunk i is in gpu6's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu4
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 28}, -1},  // chunk i: wait    gpu4.flag[28+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send -> gpu7.fifo@13631488+l*1048576            # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[28+l] := (e, i+1)                          # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu4.flag[28+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send -> gpu7.fifo@13631488+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[28+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 24, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[33+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 29}, -1},  // chunk i: wait    gpu4.flag[29+l] >= (e, i+1)                          # gpu7's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 30}, -1},  // chunk i: wait    gpu4.flag[30+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 27, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@13631488+l*1048576 -> gpu6.fifo@17825792+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 25, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[33+l], gpu7.flag[33+l] := (e, i+1)         # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu7.flag[33+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 24, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[29+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 29}, -1},
+    // chunk i: wait gpu4.flag[30+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@13631488+l*1048576 -> gpu6.fifo@17825792+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 27, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[33+l], gpu7.flag[33+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 25, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu4
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 31}, -1},  // chunk i: wait    gpu4.flag[31+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 30, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send -> gpu6.fifo@18874368+l*1048576            # send my input to gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 27, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[35+l] := (e, i+1)                          # chunk i is in gpu6's FIFO
+    // chunk i: wait gpu4.flag[31+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 31}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send -> gpu6.fifo@18874368+l*1048576 (send my input to gpu6)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 30, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[35+l] := (e, i+1) (chunk i is in gpu6's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 27, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu4
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 32}, -1},  // chunk i: wait    gpu4.flag[32+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 32, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send -> gpu0.fifo@16777216+l*1048576            # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 28, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[34+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu4.flag[32+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 32}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send -> gpu0.fifo@16777216+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 32, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[34+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 28, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu4
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 33}, -1},  // chunk i: wait    gpu4.flag[33+l] >= (e, i+1-depth)                    # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 34, 0, {0, 0}, -1},  // chunk i: copy    gpu4.send -> gpu0.fifo@17825792+l*1048576            # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 29, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[36+l] := (e, i+1)                          # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu4.flag[33+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 33}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.send -> gpu0.fifo@17825792+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 34, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[36+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 29, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 2, 30, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[40+l], gpu5.flag[36+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 34}, -1},  // chunk i: wait    gpu4.flag[34+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 35}, -1},  // chunk i: wait    gpu4.flag[35+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 36}, -1},  // chunk i: wait    gpu4.flag[36+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 36, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@14680064+l*1048576 + gpu4.fifo@15728640+l*1048576 -> gpu6.fifo@20971520+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 32, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[40+l], gpu0.flag[40+l], gpu5.flag[36+l] := (e, i+1) # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[40+l], gpu5.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 30, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[34+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 34}, -1},
+    // chunk i: wait gpu4.flag[35+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 35}, -1},
+    // chunk i: wait gpu4.flag[36+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@14680064+l*1048576 + gpu4.fifo@15728640+l*1048576 -> gpu6.fifo@20971520+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 36, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[40+l], gpu0.flag[40+l], gpu5.flag[36+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 32, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 2, 35, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[42+l], gpu6.flag[42+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 37}, -1},  // chunk i: wait    gpu4.flag[37+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 38}, -1},  // chunk i: wait    gpu4.flag[38+l] >= (e, i+1)                          # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 39}, -1},  // chunk i: wait    gpu4.flag[39+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 40, 0, {0, 0}, -1},  // chunk i: reduce  gpu4.send + gpu4.fifo@16777216+l*1048576 + gpu4.fifo@17825792+l*1048576 -> gpu5.fifo@16777216+l*1048576 # reduce my input with my children's partials into gpu5's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 37, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[37+l], gpu0.flag[42+l], gpu6.flag[42+l] := (e, i+1) # chunk i is in gpu5's FIFO; my FIFO slots are free again
+    // prologue: signal gpu0.flag[42+l], gpu6.flag[42+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 35, 1, {0, 0}, -1},
+    // chunk i: wait gpu4.flag[37+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 37}, -1},
+    // chunk i: wait gpu4.flag[38+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 38}, -1},
+    // chunk i: wait gpu4.flag[39+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 39}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@16777216+l*1048576 + gpu4.fifo@17825792+l*1048576 -> gpu5.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 40, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[37+l], gpu0.flag[42+l], gpu6.flag[42+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 37, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 40, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 42}, -1},  // prologue: wait    gpu4.flag[42+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 40}, -1},  // chunk i: wait    gpu4.flag[40+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 44, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 41, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[43+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 40, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[42+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 42}, -1},
+    // chunk i: wait gpu4.flag[40+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 44, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[43+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 41, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[49+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 44}, -1},  // epilogue: wait    gpu4.flag[44+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[49+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[44+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 44}, -1},
     // lane 18: tree 18 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[51+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 48}, -1},  // prologue: wait    gpu4.flag[48+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 46}, -1},  // chunk i: wait    gpu4.flag[46+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 46, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 44, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[51+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[51+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[48+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 48}, -1},
+    // chunk i: wait gpu4.flag[46+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 46}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 46, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[51+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 44, 0, {0, 0}, -1},
     // lane 19: tree 19 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[57+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 52}, -1},  // prologue: wait    gpu4.flag[52+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 50}, -1},  // chunk i: wait    gpu4.flag[50+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 48, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 46, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[53+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[57+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[52+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 52}, -1},
+    // chunk i: wait gpu4.flag[50+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 50}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 48, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[53+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 46, 0, {0, 0}, -1},
     // lane 20: tree 20 on gpu4
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 54}, -1},  // prologue: wait    gpu4.flag[54+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 56}, -1},  // prologue: wait    gpu4.flag[56+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {4, 18}, 4},  // chunk i: wait    gpu4.flag[18+l] >= (e, chunks of lane 36 block b covering chunk i), every b # tree 4 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 50, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu0.recv, gpu5.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 47, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[55+l], gpu5.flag[49+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: wait gpu4.flag[54+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 54}, -1},
+    // prologue: wait gpu4.flag[56+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 56}, -1},
+    // chunk i: wait gpu4.flag[18+l] >= (e, step covering chunk i) of tree 4's block b, every b (tree 4 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {4, 18}, 4},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu0.recv, gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 50, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[55+l], gpu5.flag[49+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 47, 0, {0, 0}, -1},
     // lane 21: tree 21 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[57+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 60}, -1},  // prologue: wait    gpu4.flag[60+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 58}, -1},  // chunk i: wait    gpu4.flag[58+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 50, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[61+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[57+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[60+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 60}, -1},
+    // chunk i: wait gpu4.flag[58+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 58}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[61+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 50, 0, {0, 0}, -1},
     // lane 22: tree 22 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 51, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[64+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 62}, -1},  // epilogue: wait    gpu4.flag[62+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[64+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 51, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[62+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 62}, -1},
     // lane 23: tree 23 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[63+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 64}, -1},  // prologue: wait    gpu4.flag[64+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 63}, -1},  // chunk i: wait    gpu4.flag[63+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 53, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[62+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[63+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[64+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 64}, -1},
+    // chunk i: wait gpu4.flag[63+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 63}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[62+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 53, 0, {0, 0}, -1},
     // lane 24: tree 24 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[68+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 65}, -1},  // epilogue: wait    gpu4.flag[65+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[65+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 65}, -1},
     // lane 25: tree 25 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[70+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 66}, -1},  // epilogue: wait    gpu4.flag[66+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[70+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[66+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 66}, -1},
     // lane 26: tree 26 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[74+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 68}, -1},  // prologue: wait    gpu4.flag[68+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 67}, -1},  // chunk i: wait    gpu4.flag[67+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[73+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[74+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[68+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 68}, -1},
+    // chunk i: wait gpu4.flag[67+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 67}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[73+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},
     // lane 27: tree 27 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[76+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 69}, -1},  // epilogue: wait    gpu4.flag[69+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[69+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 69}, -1},
     // lane 28: tree 28 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[76+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 70}, -1},  // epilogue: wait    gpu4.flag[70+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[70+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 70}, -1},
     // lane 29: tree 29 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[78+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 71}, -1},  // epilogue: wait    gpu4.flag[71+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[78+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[71+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 71}, -1},
     // lane 30: tree 30 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 61, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[79+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 73}, -1},  // prologue: wait    gpu4.flag[73+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 74}, -1},  // prologue: wait    gpu4.flag[74+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 72}, -1},  // chunk i: wait    gpu4.flag[72+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 59, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu0.recv, gpu5.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 62, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[79+l], gpu5.flag[72+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[79+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 61, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[73+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 73}, -1},
+    // prologue: wait gpu4.flag[74+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 74}, -1},
+    // chunk i: wait gpu4.flag[72+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 72}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu0.recv, gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 59, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[79+l], gpu5.flag[72+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 62, 0, {0, 0}, -1},
     // lane 31: tree 31 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[75+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 76}, -1},  // prologue: wait    gpu4.flag[76+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 77}, -1},  // prologue: wait    gpu4.flag[77+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 75}, -1},  // chunk i: wait    gpu4.flag[75+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 62, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu0.recv, gpu6.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 65, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[82+l], gpu6.flag[80+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[76+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 76}, -1},
+    // prologue: wait gpu4.flag[77+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 77}, -1},
+    // chunk i: wait gpu4.flag[75+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 75}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu0.recv, gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 62, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[82+l], gpu6.flag[80+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 65, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -2197,9 +3186,54 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {6, 0}, {7, 0}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, {13, 0}, {14, 0}, {15, 0}, {16, 0}, {16, 1}, {17, 0}, {17, 1}, {18, 0}, {18, 1}, {19, 0}, {19, 1}, {20, 0}, {20, 1}, {21, 0}, {21, 1}, {22, 0}, {23, 0}, {24, 0}, {25, 0}, {26, 0}, {27, 0}, {28, 0}, {29, 0}, {30, 0}, {31, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {1, 0},
+    {1, 1},
+    {2, 0},
+    {2, 1},
+    {3, 0},
+    {3, 1},
+    {4, 0},
+    {4, 1},
+    {5, 0},
+    {5, 1},
+    {6, 0},
+    {7, 0},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+    {13, 0},
+    {14, 0},
+    {15, 0},
+    {16, 0},
+    {16, 1},
+    {17, 0},
+    {17, 1},
+    {18, 0},
+    {18, 1},
+    {19, 0},
+    {19, 1},
+    {20, 0},
+    {20, 1},
+    {21, 0},
+    {21, 1},
+    {22, 0},
+    {23, 0},
+    {24, 0},
+    {25, 0},
+    {26, 0},
+    {27, 0},
+    {28, 0},
+    {29, 0},
+    {30, 0},
+    {31, 0},
+};
 
-}  // namespace dev4
+} // namespace dev4
 
 // Device 5: ranks gpu5.
 namespace dev5 {
@@ -2278,181 +3312,325 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 0}, -1},  // chunk i: wait    gpu5.flag[0+l] >= (e, i+1-depth)                     # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu1.fifo@0+l*1048576                   # send my input to gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[0+l] := (e, i+1)                           # chunk i is in gpu1's FIFO
+    // chunk i: wait gpu5.flag[0+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu1.fifo@0+l*1048576 (send my input to gpu1)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[0+l] := (e, i+1) (chunk i is in gpu1's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[4+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 2}, -1},  // chunk i: wait    gpu5.flag[2+l] >= (e, i+1)                           # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 4}, -1},  // chunk i: wait    gpu5.flag[4+l] >= (e, i+1-depth)                     # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: reduce  gpu5.send + gpu5.fifo@0+l*1048576 -> gpu1.fifo@4194304+l*1048576 # reduce my input with my children's partials into gpu1's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 2, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[6+l], gpu6.flag[4+l] := (e, i+1)           # chunk i is in gpu1's FIFO; my FIFO slots are free again
+    // prologue: signal gpu6.flag[4+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},
+    // chunk i: wait gpu5.flag[2+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 2}, -1},
+    // chunk i: wait gpu5.flag[4+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 4}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu5.send + gpu5.fifo@0+l*1048576 -> gpu1.fifo@4194304+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[6+l], gpu6.flag[4+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 2, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 6}, -1},  // chunk i: wait    gpu5.flag[6+l] >= (e, i+1-depth)                     # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu6.fifo@2097152+l*1048576             # send my input to gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[6+l] := (e, i+1)                           # chunk i is in gpu6's FIFO
+    // chunk i: wait gpu5.flag[6+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu6.fifo@2097152+l*1048576 (send my input to gpu6)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[6+l] := (e, i+1) (chunk i is in gpu6's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 8}, -1},  // chunk i: wait    gpu5.flag[8+l] >= (e, i+1-depth)                     # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu6.fifo@4194304+l*1048576             # send my input to gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[10+l] := (e, i+1)                          # chunk i is in gpu6's FIFO
+    // chunk i: wait gpu5.flag[8+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 8}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu6.fifo@4194304+l*1048576 (send my input to gpu6)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[10+l] := (e, i+1) (chunk i is in gpu6's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 2, 6, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[16+l], gpu6.flag[16+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 10}, -1},  // chunk i: wait    gpu5.flag[10+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 12}, -1},  // chunk i: wait    gpu5.flag[12+l] >= (e, i+1)                          # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 14}, -1},  // chunk i: wait    gpu5.flag[14+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: reduce  gpu5.send + gpu5.fifo@2097152+l*1048576 + gpu5.fifo@4194304+l*1048576 -> gpu4.fifo@8388608+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[16+l], gpu1.flag[16+l], gpu6.flag[16+l] := (e, i+1) # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[16+l], gpu6.flag[16+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 6, 1, {0, 0}, -1},
+    // chunk i: wait gpu5.flag[10+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 10}, -1},
+    // chunk i: wait gpu5.flag[12+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 12}, -1},
+    // chunk i: wait gpu5.flag[14+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 14}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu5.send + gpu5.fifo@2097152+l*1048576 + gpu5.fifo@4194304+l*1048576 -> gpu4.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[16+l], gpu1.flag[16+l], gpu6.flag[16+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 8, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 3, 11, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[22+l], gpu4.flag[22+l], gpu7.flag[18+l] := (e, 0) # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 16}, -1},  // chunk i: wait    gpu5.flag[16+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 18}, -1},  // chunk i: wait    gpu5.flag[18+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 20}, -1},  // chunk i: wait    gpu5.flag[20+l] >= (e, i+1)                          # gpu7's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 4, 1, 0, 13, 0, {0, 0}, -1},  // chunk i: reduce  gpu5.send + gpu5.fifo@6291456+l*1048576 + gpu5.fifo@8388608+l*1048576 + gpu5.fifo@10485760+l*1048576 -> gpu5.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 4, 14, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[22+l], gpu4.flag[22+l], gpu7.flag[18+l], gpu5.flag[22+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu1.flag[22+l], gpu4.flag[22+l], gpu7.flag[18+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 3, 11, 1, {0, 0}, -1},
+    // chunk i: wait gpu5.flag[16+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 16}, -1},
+    // chunk i: wait gpu5.flag[18+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 18}, -1},
+    // chunk i: wait gpu5.flag[20+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 20}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu5.send + gpu5.fifo@6291456+l*1048576 + gpu5.fifo@8388608+l*1048576 + gpu5.fifo@10485760+l*1048576 -> gpu5.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 4, 1, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[22+l], gpu4.flag[22+l], gpu7.flag[18+l], gpu5.flag[22+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 4, 14, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 24}, -1},  // chunk i: wait    gpu5.flag[24+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu7.fifo@9437184+l*1048576             # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[21+l] := (e, i+1)                          # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu5.flag[24+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu7.fifo@9437184+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[21+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[24+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 25}, -1},  // chunk i: wait    gpu5.flag[25+l] >= (e, i+1)                          # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 26}, -1},  // chunk i: wait    gpu5.flag[26+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: reduce  gpu5.send + gpu5.fifo@12582912+l*1048576 -> gpu4.fifo@12582912+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[25+l], gpu6.flag[24+l] := (e, i+1)         # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu6.flag[24+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // chunk i: wait gpu5.flag[25+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 25}, -1},
+    // chunk i: wait gpu5.flag[26+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 26}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu5.send + gpu5.fifo@12582912+l*1048576 -> gpu4.fifo@12582912+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[25+l], gpu6.flag[24+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 27}, -1},  // chunk i: wait    gpu5.flag[27+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu6.fifo@13631488+l*1048576            # send my input to gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[27+l] := (e, i+1)                          # chunk i is in gpu6's FIFO
+    // chunk i: wait gpu5.flag[27+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 27}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu6.fifo@13631488+l*1048576 (send my input to gpu6)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[27+l] := (e, i+1) (chunk i is in gpu6's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 28}, -1},  // chunk i: wait    gpu5.flag[28+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu7.fifo@14680064+l*1048576            # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[29+l] := (e, i+1)                          # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu5.flag[28+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu7.fifo@14680064+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[29+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 29}, -1},  // chunk i: wait    gpu5.flag[29+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu7.fifo@16777216+l*1048576            # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[32+l] := (e, i+1)                          # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu5.flag[29+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 29}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu7.fifo@16777216+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[32+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 2, 25, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[30+l], gpu6.flag[36+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 30}, -1},  // chunk i: wait    gpu5.flag[30+l] >= (e, i+1)                          # gpu1's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 31}, -1},  // chunk i: wait    gpu5.flag[31+l] >= (e, i+1)                          # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 32}, -1},  // chunk i: wait    gpu5.flag[32+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},  // chunk i: reduce  gpu5.send + gpu5.fifo@13631488+l*1048576 + gpu5.fifo@14680064+l*1048576 -> gpu7.fifo@18874368+l*1048576 # reduce my input with my children's partials into gpu7's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 27, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[35+l], gpu1.flag[30+l], gpu6.flag[36+l] := (e, i+1) # chunk i is in gpu7's FIFO; my FIFO slots are free again
+    // prologue: signal gpu1.flag[30+l], gpu6.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 25, 1, {0, 0}, -1},
+    // chunk i: wait gpu5.flag[30+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 30}, -1},
+    // chunk i: wait gpu5.flag[31+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 31}, -1},
+    // chunk i: wait gpu5.flag[32+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 32}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu5.send + gpu5.fifo@13631488+l*1048576 + gpu5.fifo@14680064+l*1048576 -> gpu7.fifo@18874368+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[35+l], gpu1.flag[30+l], gpu6.flag[36+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 27, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 33}, -1},  // chunk i: wait    gpu5.flag[33+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 33, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu1.fifo@13631488+l*1048576            # send my input to gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 30, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[31+l] := (e, i+1)                          # chunk i is in gpu1's FIFO
+    // chunk i: wait gpu5.flag[33+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 33}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu1.fifo@13631488+l*1048576 (send my input to gpu1)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 33, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[31+l] := (e, i+1) (chunk i is in gpu1's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 30, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu5
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 34}, -1},  // chunk i: wait    gpu5.flag[34+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 35, 0, {0, 0}, -1},  // chunk i: copy    gpu5.send -> gpu1.fifo@16777216+l*1048576            # send my input to gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 31, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[35+l] := (e, i+1)                          # chunk i is in gpu1's FIFO
+    // chunk i: wait gpu5.flag[34+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 34}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.send -> gpu1.fifo@16777216+l*1048576 (send my input to gpu1)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 35, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[35+l] := (e, i+1) (chunk i is in gpu1's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 31, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 32, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[40+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 35}, -1},  // chunk i: wait    gpu5.flag[35+l] >= (e, i+1)                          # gpu7's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 36}, -1},  // chunk i: wait    gpu5.flag[36+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 37, 0, {0, 0}, -1},  // chunk i: reduce  gpu5.send + gpu5.fifo@15728640+l*1048576 -> gpu4.fifo@15728640+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 33, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[35+l], gpu7.flag[40+l] := (e, i+1)         # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu7.flag[40+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 32, 1, {0, 0}, -1},
+    // chunk i: wait gpu5.flag[35+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 35}, -1},
+    // chunk i: wait gpu5.flag[36+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu5.send + gpu5.fifo@15728640+l*1048576 -> gpu4.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 37, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[35+l], gpu7.flag[40+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 33, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 35, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[39+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 37}, -1},  // chunk i: wait    gpu5.flag[37+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 38}, -1},  // chunk i: wait    gpu5.flag[38+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 40, 0, {0, 0}, -1},  // chunk i: reduce  gpu5.send + gpu5.fifo@16777216+l*1048576 -> gpu7.fifo@20971520+l*1048576 # reduce my input with my children's partials into gpu7's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 36, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[41+l], gpu4.flag[39+l] := (e, i+1)         # chunk i is in gpu7's FIFO; my FIFO slots are free again
+    // prologue: signal gpu4.flag[39+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 35, 1, {0, 0}, -1},
+    // chunk i: wait gpu5.flag[37+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 37}, -1},
+    // chunk i: wait gpu5.flag[38+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu5.send + gpu5.fifo@16777216+l*1048576 -> gpu7.fifo@20971520+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 40, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[41+l], gpu4.flag[39+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 36, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 38, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 39}, -1},  // epilogue: wait    gpu5.flag[39+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 38, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[39+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 39}, -1},
     // lane 17: tree 17 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[47+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 43}, -1},  // prologue: wait    gpu5.flag[43+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 41}, -1},  // chunk i: wait    gpu5.flag[41+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 43, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 40, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[45+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[47+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[43+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 43}, -1},
+    // chunk i: wait gpu5.flag[41+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 41}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 43, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[45+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 40, 0, {0, 0}, -1},
     // lane 18: tree 18 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 41, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[51+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 45}, -1},  // epilogue: wait    gpu5.flag[45+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[51+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 41, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[45+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 45}, -1},
     // lane 19: tree 19 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[55+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 47}, -1},  // epilogue: wait    gpu5.flag[47+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[55+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[47+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 47}, -1},
     // lane 20: tree 20 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[56+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 51}, -1},  // prologue: wait    gpu5.flag[51+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 53}, -1},  // prologue: wait    gpu5.flag[53+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 49}, -1},  // chunk i: wait    gpu5.flag[49+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 45, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu1.recv, gpu6.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[53+l], gpu6.flag[57+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[56+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[51+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 51}, -1},
+    // prologue: wait gpu5.flag[53+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 53}, -1},
+    // chunk i: wait gpu5.flag[49+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 49}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu1.recv, gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 45, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[53+l], gpu6.flag[57+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},
     // lane 21: tree 21 on gpu5
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 55}, -1},  // prologue: wait    gpu5.flag[55+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 57}, -1},  // prologue: wait    gpu5.flag[57+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 59}, -1},  // prologue: wait    gpu5.flag[59+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {5, 22}, 5},  // chunk i: wait    gpu5.flag[22+l] >= (e, chunks of lane 45 block b covering chunk i), every b # tree 5 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 3, 0, 48, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu1.recv, gpu4.recv, gpu7.recv         # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 3, 46, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[57+l], gpu4.flag[58+l], gpu7.flag[61+l] := (e, i+1) # chunk i is in my children's buffers
+    // prologue: wait gpu5.flag[55+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 55}, -1},
+    // prologue: wait gpu5.flag[57+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 57}, -1},
+    // prologue: wait gpu5.flag[59+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 59}, -1},
+    // chunk i: wait gpu5.flag[22+l] >= (e, step covering chunk i) of tree 5's block b, every b (tree 5 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {5, 22}, 5},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu1.recv, gpu4.recv, gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 3, 0, 48, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[57+l], gpu4.flag[58+l], gpu7.flag[61+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 3, 46, 0, {0, 0}, -1},
     // lane 22: tree 22 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[65+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 61}, -1},  // epilogue: wait    gpu5.flag[61+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[65+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[61+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 61}, -1},
     // lane 23: tree 23 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[64+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 63}, -1},  // prologue: wait    gpu5.flag[63+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 62}, -1},  // chunk i: wait    gpu5.flag[62+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 52, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[66+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[64+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[63+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 63}, -1},
+    // chunk i: wait gpu5.flag[62+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 62}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 52, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[66+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},
     // lane 24: tree 24 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[69+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 64}, -1},  // epilogue: wait    gpu5.flag[64+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[64+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 64}, -1},
     // lane 25: tree 25 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[71+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 65}, -1},  // epilogue: wait    gpu5.flag[65+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[71+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[65+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 65}, -1},
     // lane 26: tree 26 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[74+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 66}, -1},  // epilogue: wait    gpu5.flag[66+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[74+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[66+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 66}, -1},
     // lane 27: tree 27 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[76+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 68}, -1},  // prologue: wait    gpu5.flag[68+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 69}, -1},  // prologue: wait    gpu5.flag[69+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 67}, -1},  // chunk i: wait    gpu5.flag[67+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 54, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu1.recv, gpu6.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 56, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[69+l], gpu6.flag[75+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[68+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 68}, -1},
+    // prologue: wait gpu5.flag[69+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 69}, -1},
+    // chunk i: wait gpu5.flag[67+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 67}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu1.recv, gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 54, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[69+l], gpu6.flag[75+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 56, 0, {0, 0}, -1},
     // lane 28: tree 28 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[71+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 70}, -1},  // epilogue: wait    gpu5.flag[70+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[71+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[70+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 70}, -1},
     // lane 29: tree 29 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[75+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 71}, -1},  // epilogue: wait    gpu5.flag[71+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},
+    // epilogue: wait gpu5.flag[71+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 71}, -1},
     // lane 30: tree 30 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[74+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 73}, -1},  // prologue: wait    gpu5.flag[73+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 72}, -1},  // chunk i: wait    gpu5.flag[72+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[79+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[74+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[73+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 73}, -1},
+    // chunk i: wait gpu5.flag[72+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 72}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[79+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
     // lane 31: tree 31 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[80+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 75}, -1},  // prologue: wait    gpu5.flag[75+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 74}, -1},  // chunk i: wait    gpu5.flag[74+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 59, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[75+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[80+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[75+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 75}, -1},
+    // chunk i: wait gpu5.flag[74+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 74}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 59, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[75+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -2589,9 +3767,54 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {6, 0}, {7, 0}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, {13, 0}, {14, 0}, {15, 0}, {16, 0}, {16, 1}, {17, 0}, {17, 1}, {18, 0}, {18, 1}, {19, 0}, {19, 1}, {20, 0}, {20, 1}, {21, 0}, {21, 1}, {22, 0}, {23, 0}, {24, 0}, {25, 0}, {26, 0}, {27, 0}, {28, 0}, {29, 0}, {30, 0}, {31, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {1, 0},
+    {1, 1},
+    {2, 0},
+    {2, 1},
+    {3, 0},
+    {3, 1},
+    {4, 0},
+    {4, 1},
+    {5, 0},
+    {5, 1},
+    {6, 0},
+    {7, 0},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+    {13, 0},
+    {14, 0},
+    {15, 0},
+    {16, 0},
+    {16, 1},
+    {17, 0},
+    {17, 1},
+    {18, 0},
+    {18, 1},
+    {19, 0},
+    {19, 1},
+    {20, 0},
+    {20, 1},
+    {21, 0},
+    {21, 1},
+    {22, 0},
+    {23, 0},
+    {24, 0},
+    {25, 0},
+    {26, 0},
+    {27, 0},
+    {28, 0},
+    {29, 0},
+    {30, 0},
+    {31, 0},
+};
 
-}  // namespace dev5
+} // namespace dev5
 
 // Device 6: ranks gpu6.
 namespace dev6 {
@@ -2670,221 +3893,405 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu6
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 0}, -1},  // chunk i: wait    gpu6.flag[0+l] >= (e, i+1-depth)                     # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu6.send -> gpu7.fifo@0+l*1048576                   # send my input to gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[0+l] := (e, i+1)                           # chunk i is in gpu7's FIFO
+    // chunk i: wait gpu6.flag[0+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.send -> gpu7.fifo@0+l*1048576 (send my input to gpu7)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[0+l] := (e, i+1) (chunk i is in gpu7's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[6+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 2}, -1},  // chunk i: wait    gpu6.flag[2+l] >= (e, i+1)                           # gpu7's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 4}, -1},  // chunk i: wait    gpu6.flag[4+l] >= (e, i+1-depth)                     # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@0+l*1048576 -> gpu5.fifo@0+l*1048576 # reduce my input with my children's partials into gpu5's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 2, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[2+l], gpu7.flag[6+l] := (e, i+1)           # chunk i is in gpu5's FIFO; my FIFO slots are free again
+    // prologue: signal gpu7.flag[6+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[2+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 2}, -1},
+    // chunk i: wait gpu6.flag[4+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 4}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@0+l*1048576 -> gpu5.fifo@0+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[2+l], gpu7.flag[6+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 2, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[6+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 6}, -1},  // chunk i: wait    gpu6.flag[6+l] >= (e, i+1)                           # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 8}, -1},  // chunk i: wait    gpu6.flag[8+l] >= (e, i+1-depth)                     # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 5, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@2097152+l*1048576 -> gpu7.fifo@4194304+l*1048576 # reduce my input with my children's partials into gpu7's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[8+l], gpu5.flag[6+l] := (e, i+1)           # chunk i is in gpu7's FIFO; my FIFO slots are free again
+    // prologue: signal gpu5.flag[6+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[6+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 6}, -1},
+    // chunk i: wait gpu6.flag[8+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 8}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@2097152+l*1048576 -> gpu7.fifo@4194304+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 5, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[8+l], gpu5.flag[6+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[8+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 10}, -1},  // chunk i: wait    gpu6.flag[10+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 12}, -1},  // chunk i: wait    gpu6.flag[12+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 8, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@4194304+l*1048576 -> gpu2.fifo@8388608+l*1048576 # reduce my input with my children's partials into gpu2's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[14+l], gpu5.flag[8+l] := (e, i+1)          # chunk i is in gpu2's FIFO; my FIFO slots are free again
+    // prologue: signal gpu5.flag[8+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[10+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 10}, -1},
+    // chunk i: wait gpu6.flag[12+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@4194304+l*1048576 -> gpu2.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 8, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[14+l], gpu5.flag[8+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 8, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[16+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 14}, -1},  // chunk i: wait    gpu6.flag[14+l] >= (e, i+1)                          # gpu7's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 16}, -1},  // chunk i: wait    gpu6.flag[16+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 11, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@6291456+l*1048576 -> gpu5.fifo@4194304+l*1048576 # reduce my input with my children's partials into gpu5's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 11, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[12+l], gpu7.flag[16+l] := (e, i+1)         # chunk i is in gpu5's FIFO; my FIFO slots are free again
+    // prologue: signal gpu7.flag[16+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[14+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 14}, -1},
+    // chunk i: wait gpu6.flag[16+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 16}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@6291456+l*1048576 -> gpu5.fifo@4194304+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[12+l], gpu7.flag[16+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 11, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu6
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 18}, -1},  // chunk i: wait    gpu6.flag[18+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 14, 0, {0, 0}, -1},  // chunk i: copy    gpu6.send -> gpu4.fifo@10485760+l*1048576            # send my input to gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[20+l] := (e, i+1)                          # chunk i is in gpu4's FIFO
+    // chunk i: wait gpu6.flag[18+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.send -> gpu4.fifo@10485760+l*1048576 (send my input to gpu4)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 14, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[20+l] := (e, i+1) (chunk i is in gpu4's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 3, 14, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[23+l], gpu4.flag[24+l], gpu7.flag[22+l] := (e, 0) # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 20}, -1},  // chunk i: wait    gpu6.flag[20+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 21}, -1},  // chunk i: wait    gpu6.flag[21+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 22}, -1},  // chunk i: wait    gpu6.flag[22+l] >= (e, i+1)                          # gpu7's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 4, 1, 0, 16, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@8388608+l*1048576 + gpu6.fifo@9437184+l*1048576 + gpu6.fifo@10485760+l*1048576 -> gpu6.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 4, 17, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[23+l], gpu4.flag[24+l], gpu7.flag[22+l], gpu6.flag[23+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu2.flag[23+l], gpu4.flag[24+l], gpu7.flag[22+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 3, 14, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[20+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 20}, -1},
+    // chunk i: wait gpu6.flag[21+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 21}, -1},
+    // chunk i: wait gpu6.flag[22+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 22}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@8388608+l*1048576 + gpu6.fifo@9437184+l*1048576 + gpu6.fifo@10485760+l*1048576 -> gpu6.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 4, 1, 0, 16, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[23+l], gpu4.flag[24+l], gpu7.flag[22+l], gpu6.flag[23+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 4, 17, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu6
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 24}, -1},  // chunk i: wait    gpu6.flag[24+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},  // chunk i: copy    gpu6.send -> gpu5.fifo@12582912+l*1048576            # send my input to gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[25+l] := (e, i+1)                          # chunk i is in gpu5's FIFO
+    // chunk i: wait gpu6.flag[24+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 24}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.send -> gpu5.fifo@12582912+l*1048576 (send my input to gpu5)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[25+l] := (e, i+1) (chunk i is in gpu5's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 4, 22, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[27+l], gpu4.flag[27+l], gpu5.flag[27+l], gpu7.flag[26+l] := (e, 0) # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 25}, -1},  // chunk i: wait    gpu6.flag[25+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 26}, -1},  // chunk i: wait    gpu6.flag[26+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 27}, -1},  // chunk i: wait    gpu6.flag[27+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 28}, -1},  // chunk i: wait    gpu6.flag[28+l] >= (e, i+1)                          # gpu7's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 5, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@11534336+l*1048576 + gpu6.fifo@12582912+l*1048576 + gpu6.fifo@13631488+l*1048576 + gpu6.fifo@14680064+l*1048576 -> gpu6.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 5, 26, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[27+l], gpu4.flag[27+l], gpu5.flag[27+l], gpu7.flag[26+l], gpu6.flag[29+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu2.flag[27+l], gpu4.flag[27+l], gpu5.flag[27+l], gpu7.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 4, 22, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[25+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 25}, -1},
+    // chunk i: wait gpu6.flag[26+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 26}, -1},
+    // chunk i: wait gpu6.flag[27+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 27}, -1},
+    // chunk i: wait gpu6.flag[28+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@11534336+l*1048576 + gpu6.fifo@12582912+l*1048576 + gpu6.fifo@13631488+l*1048576 + gpu6.fifo@14680064+l*1048576 -> gpu6.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 5, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[27+l], gpu4.flag[27+l], gpu5.flag[27+l], gpu7.flag[26+l], gpu6.flag[29+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 5, 26, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 31, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[29+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 30}, -1},  // chunk i: wait    gpu6.flag[30+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 31}, -1},  // chunk i: wait    gpu6.flag[31+l] >= (e, i+1-depth)                    # gpu7 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 29, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@15728640+l*1048576 -> gpu7.fifo@15728640+l*1048576 # reduce my input with my children's partials into gpu7's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 32, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[30+l], gpu2.flag[29+l] := (e, i+1)         # chunk i is in gpu7's FIFO; my FIFO slots are free again
+    // prologue: signal gpu2.flag[29+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 31, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[30+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 30}, -1},
+    // chunk i: wait gpu6.flag[31+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 31}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@15728640+l*1048576 -> gpu7.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 29, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[30+l], gpu2.flag[29+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 32, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 2, 34, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[32+l], gpu4.flag[30+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 32}, -1},  // chunk i: wait    gpu6.flag[32+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 33}, -1},  // chunk i: wait    gpu6.flag[33+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 32, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@16777216+l*1048576 + gpu6.fifo@17825792+l*1048576 -> gpu6.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 3, 36, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[32+l], gpu4.flag[30+l], gpu6.flag[34+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu2.flag[32+l], gpu4.flag[30+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 34, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[32+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 32}, -1},
+    // chunk i: wait gpu6.flag[33+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 33}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@16777216+l*1048576 + gpu6.fifo@17825792+l*1048576 -> gpu6.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 32, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[32+l], gpu4.flag[30+l], gpu6.flag[34+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 36, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[31+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 35}, -1},  // chunk i: wait    gpu6.flag[35+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 36}, -1},  // chunk i: wait    gpu6.flag[36+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 36, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@18874368+l*1048576 -> gpu5.fifo@14680064+l*1048576 # reduce my input with my children's partials into gpu5's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[31+l], gpu4.flag[31+l] := (e, i+1)         # chunk i is in gpu5's FIFO; my FIFO slots are free again
+    // prologue: signal gpu4.flag[31+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[35+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 35}, -1},
+    // chunk i: wait gpu6.flag[36+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@18874368+l*1048576 -> gpu5.fifo@14680064+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 36, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[31+l], gpu4.flag[31+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[36+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 37}, -1},  // chunk i: wait    gpu6.flag[37+l] >= (e, i+1)                          # gpu2's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@19922944+l*1048576 -> gpu6.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 2, 43, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[36+l], gpu6.flag[38+l] := (e, i+1)         # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu2.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[37+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 37}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@19922944+l*1048576 -> gpu6.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[36+l], gpu6.flag[38+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 43, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu6
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 39}, -1},  // chunk i: wait    gpu6.flag[39+l] >= (e, i+1-depth)                    # gpu2 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 42, 0, {0, 0}, -1},  // chunk i: copy    gpu6.send -> gpu2.fifo@18874368+l*1048576            # send my input to gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 45, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[37+l] := (e, i+1)                          # chunk i is in gpu2's FIFO
+    // chunk i: wait gpu6.flag[39+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 39}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.send -> gpu2.fifo@18874368+l*1048576 (send my input to gpu2)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 42, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[37+l] := (e, i+1) (chunk i is in gpu2's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 45, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[36+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 40}, -1},  // chunk i: wait    gpu6.flag[40+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 44, 0, {0, 0}, -1},  // chunk i: reduce  gpu6.send + gpu6.fifo@20971520+l*1048576 -> gpu6.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 2, 47, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[36+l], gpu6.flag[41+l] := (e, i+1)         # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu4.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},
+    // chunk i: wait gpu6.flag[40+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu6.send + gpu6.fifo@20971520+l*1048576 -> gpu6.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 44, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[36+l], gpu6.flag[41+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 47, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu6
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 42}, -1},  // chunk i: wait    gpu6.flag[42+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},  // chunk i: copy    gpu6.send -> gpu4.fifo@17825792+l*1048576            # send my input to gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[38+l] := (e, i+1)                          # chunk i is in gpu4's FIFO
+    // chunk i: wait gpu6.flag[42+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {6, 42}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.send -> gpu4.fifo@17825792+l*1048576 (send my input to gpu4)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[38+l] := (e, i+1) (chunk i is in gpu4's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[45+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 43}, -1},  // epilogue: wait    gpu6.flag[43+l] >= (e, n)                            # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
+    // epilogue: wait gpu6.flag[43+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 43}, -1},
     // lane 17: tree 17 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 51, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[43+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 47}, -1},  // prologue: wait    gpu6.flag[47+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 45}, -1},  // chunk i: wait    gpu6.flag[45+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 52, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[47+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 51, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[47+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 47}, -1},
+    // chunk i: wait gpu6.flag[45+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 45}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[47+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 52, 0, {0, 0}, -1},
     // lane 18: tree 18 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[53+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 51}, -1},  // prologue: wait    gpu6.flag[51+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 49}, -1},  // chunk i: wait    gpu6.flag[49+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 54, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[45+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[53+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[51+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 51}, -1},
+    // chunk i: wait gpu6.flag[49+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 49}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[45+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 54, 0, {0, 0}, -1},
     // lane 19: tree 19 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[56+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 55}, -1},  // prologue: wait    gpu6.flag[55+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 53}, -1},  // chunk i: wait    gpu6.flag[53+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 56, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[47+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[56+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[55+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 55}, -1},
+    // chunk i: wait gpu6.flag[53+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 53}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[47+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 56, 0, {0, 0}, -1},
     // lane 20: tree 20 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 57, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[53+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 59}, -1},  // prologue: wait    gpu6.flag[59+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 57}, -1},  // chunk i: wait    gpu6.flag[57+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 58, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[59+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[53+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 57, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[59+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 59}, -1},
+    // chunk i: wait gpu6.flag[57+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 57}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[59+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 58, 0, {0, 0}, -1},
     // lane 21: tree 21 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[60+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 61}, -1},  // epilogue: wait    gpu6.flag[61+l] >= (e, n)                            # every chunk from gpu4 has arrived
+    // prologue: signal gpu4.flag[60+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},
+    // epilogue: wait gpu6.flag[61+l] >= (e, n) (every chunk from gpu4 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 61}, -1},
     // lane 22: tree 22 on gpu6
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 63}, -1},  // prologue: wait    gpu6.flag[63+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 64}, -1},  // prologue: wait    gpu6.flag[64+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 65}, -1},  // prologue: wait    gpu6.flag[65+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},  // chunk i: wait    gpu6.flag[23+l] >= (e, chunks of lane 54 block b covering chunk i), every b # tree 6 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},  // chunk i: wait    gpu6.flag[29+l] >= (e, chunks of lane 70 block b covering chunk i), every b # tree 8 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},  // chunk i: wait    gpu6.flag[34+l] >= (e, chunks of lane 86 block b covering chunk i), every b # tree 10 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},  // chunk i: wait    gpu6.flag[38+l] >= (e, chunks of lane 102 block b covering chunk i), every b # tree 12 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},  // chunk i: wait    gpu6.flag[41+l] >= (e, chunks of lane 118 block b covering chunk i), every b # tree 14 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 3, 0, 57, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu2.recv, gpu4.recv, gpu7.recv         # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 3, 60, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[62+l], gpu4.flag[62+l], gpu7.flag[63+l] := (e, i+1) # chunk i is in my children's buffers
+    // prologue: wait gpu6.flag[63+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 63}, -1},
+    // prologue: wait gpu6.flag[64+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 64}, -1},
+    // prologue: wait gpu6.flag[65+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 65}, -1},
+    // chunk i: wait gpu6.flag[23+l] >= (e, step covering chunk i) of tree 6's block b, every b (tree 6 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},
+    // chunk i: wait gpu6.flag[29+l] >= (e, step covering chunk i) of tree 8's block b, every b (tree 8 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},
+    // chunk i: wait gpu6.flag[34+l] >= (e, step covering chunk i) of tree 10's block b, every b (tree 10 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},
+    // chunk i: wait gpu6.flag[38+l] >= (e, step covering chunk i) of tree 12's block b, every b (tree 12 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},
+    // chunk i: wait gpu6.flag[41+l] >= (e, step covering chunk i) of tree 14's block b, every b (tree 14 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu2.recv, gpu4.recv, gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 3, 0, 57, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[62+l], gpu4.flag[62+l], gpu7.flag[63+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 3, 60, 0, {0, 0}, -1},
     // lane 23: tree 23 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 63, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[63+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 66}, -1},  // epilogue: wait    gpu6.flag[66+l] >= (e, n)                            # every chunk from gpu5 has arrived
+    // prologue: signal gpu5.flag[63+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 63, 1, {0, 0}, -1},
+    // epilogue: wait gpu6.flag[66+l] >= (e, n) (every chunk from gpu5 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 66}, -1},
     // lane 24: tree 24 on gpu6
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 67}, -1},  // prologue: wait    gpu6.flag[67+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 68}, -1},  // prologue: wait    gpu6.flag[68+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 69}, -1},  // prologue: wait    gpu6.flag[69+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 70}, -1},  // prologue: wait    gpu6.flag[70+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},  // chunk i: wait    gpu6.flag[23+l] >= (e, chunks of lane 54 block b covering chunk i), every b # tree 6 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},  // chunk i: wait    gpu6.flag[29+l] >= (e, chunks of lane 70 block b covering chunk i), every b # tree 8 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},  // chunk i: wait    gpu6.flag[34+l] >= (e, chunks of lane 86 block b covering chunk i), every b # tree 10 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},  // chunk i: wait    gpu6.flag[38+l] >= (e, chunks of lane 102 block b covering chunk i), every b # tree 12 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},  // chunk i: wait    gpu6.flag[41+l] >= (e, chunks of lane 118 block b covering chunk i), every b # tree 14 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 4, 0, 61, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu2.recv, gpu4.recv, gpu5.recv, gpu7.recv # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 4, 64, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[66+l], gpu4.flag[65+l], gpu5.flag[64+l], gpu7.flag[67+l] := (e, i+1) # chunk i is in my children's buffers
+    // prologue: wait gpu6.flag[67+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 67}, -1},
+    // prologue: wait gpu6.flag[68+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 68}, -1},
+    // prologue: wait gpu6.flag[69+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 69}, -1},
+    // prologue: wait gpu6.flag[70+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 70}, -1},
+    // chunk i: wait gpu6.flag[23+l] >= (e, step covering chunk i) of tree 6's block b, every b (tree 6 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},
+    // chunk i: wait gpu6.flag[29+l] >= (e, step covering chunk i) of tree 8's block b, every b (tree 8 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},
+    // chunk i: wait gpu6.flag[34+l] >= (e, step covering chunk i) of tree 10's block b, every b (tree 10 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},
+    // chunk i: wait gpu6.flag[38+l] >= (e, step covering chunk i) of tree 12's block b, every b (tree 12 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},
+    // chunk i: wait gpu6.flag[41+l] >= (e, step covering chunk i) of tree 14's block b, every b (tree 14 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu2.recv, gpu4.recv, gpu5.recv, gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 4, 0, 61, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[66+l], gpu4.flag[65+l], gpu5.flag[64+l], gpu7.flag[67+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 4, 64, 0, {0, 0}, -1},
     // lane 25: tree 25 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[72+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 72}, -1},  // prologue: wait    gpu6.flag[72+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 71}, -1},  // chunk i: wait    gpu6.flag[71+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 66, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 69, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[68+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[72+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[72+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 72}, -1},
+    // chunk i: wait gpu6.flag[71+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 71}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 66, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[68+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 69, 0, {0, 0}, -1},
     // lane 26: tree 26 on gpu6
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 73}, -1},  // prologue: wait    gpu6.flag[73+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 74}, -1},  // prologue: wait    gpu6.flag[74+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},  // chunk i: wait    gpu6.flag[23+l] >= (e, chunks of lane 54 block b covering chunk i), every b # tree 6 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},  // chunk i: wait    gpu6.flag[29+l] >= (e, chunks of lane 70 block b covering chunk i), every b # tree 8 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},  // chunk i: wait    gpu6.flag[34+l] >= (e, chunks of lane 86 block b covering chunk i), every b # tree 10 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},  // chunk i: wait    gpu6.flag[38+l] >= (e, chunks of lane 102 block b covering chunk i), every b # tree 12 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},  // chunk i: wait    gpu6.flag[41+l] >= (e, chunks of lane 118 block b covering chunk i), every b # tree 14 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 68, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu2.recv, gpu4.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 70, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[70+l], gpu4.flag[67+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: wait gpu6.flag[73+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 73}, -1},
+    // prologue: wait gpu6.flag[74+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 74}, -1},
+    // chunk i: wait gpu6.flag[23+l] >= (e, step covering chunk i) of tree 6's block b, every b (tree 6 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},
+    // chunk i: wait gpu6.flag[29+l] >= (e, step covering chunk i) of tree 8's block b, every b (tree 8 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},
+    // chunk i: wait gpu6.flag[34+l] >= (e, step covering chunk i) of tree 10's block b, every b (tree 10 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},
+    // chunk i: wait gpu6.flag[38+l] >= (e, step covering chunk i) of tree 12's block b, every b (tree 12 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},
+    // chunk i: wait gpu6.flag[41+l] >= (e, step covering chunk i) of tree 14's block b, every b (tree 14 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu2.recv, gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 68, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[70+l], gpu4.flag[67+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 70, 0, {0, 0}, -1},
     // lane 27: tree 27 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 72, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[69+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 76}, -1},  // prologue: wait    gpu6.flag[76+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 75}, -1},  // chunk i: wait    gpu6.flag[75+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 71, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 73, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[69+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 72, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[76+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 76}, -1},
+    // chunk i: wait gpu6.flag[75+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 75}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 71, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[69+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 73, 0, {0, 0}, -1},
     // lane 28: tree 28 on gpu6
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 77}, -1},  // prologue: wait    gpu6.flag[77+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},  // chunk i: wait    gpu6.flag[23+l] >= (e, chunks of lane 54 block b covering chunk i), every b # tree 6 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},  // chunk i: wait    gpu6.flag[29+l] >= (e, chunks of lane 70 block b covering chunk i), every b # tree 8 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},  // chunk i: wait    gpu6.flag[34+l] >= (e, chunks of lane 86 block b covering chunk i), every b # tree 10 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},  // chunk i: wait    gpu6.flag[38+l] >= (e, chunks of lane 102 block b covering chunk i), every b # tree 12 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},  // chunk i: wait    gpu6.flag[41+l] >= (e, chunks of lane 118 block b covering chunk i), every b # tree 14 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 73, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 74, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[74+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu6.flag[77+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 77}, -1},
+    // chunk i: wait gpu6.flag[23+l] >= (e, step covering chunk i) of tree 6's block b, every b (tree 6 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},
+    // chunk i: wait gpu6.flag[29+l] >= (e, step covering chunk i) of tree 8's block b, every b (tree 8 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},
+    // chunk i: wait gpu6.flag[34+l] >= (e, step covering chunk i) of tree 10's block b, every b (tree 10 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},
+    // chunk i: wait gpu6.flag[38+l] >= (e, step covering chunk i) of tree 12's block b, every b (tree 12 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},
+    // chunk i: wait gpu6.flag[41+l] >= (e, step covering chunk i) of tree 14's block b, every b (tree 14 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 73, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[74+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 74, 0, {0, 0}, -1},
     // lane 29: tree 29 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 75, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[78+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 78}, -1},  // epilogue: wait    gpu6.flag[78+l] >= (e, n)                            # every chunk from gpu2 has arrived
+    // prologue: signal gpu2.flag[78+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 75, 1, {0, 0}, -1},
+    // epilogue: wait gpu6.flag[78+l] >= (e, n) (every chunk from gpu2 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 78}, -1},
     // lane 30: tree 30 on gpu6
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 79}, -1},  // prologue: wait    gpu6.flag[79+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},  // chunk i: wait    gpu6.flag[23+l] >= (e, chunks of lane 54 block b covering chunk i), every b # tree 6 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},  // chunk i: wait    gpu6.flag[29+l] >= (e, chunks of lane 70 block b covering chunk i), every b # tree 8 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},  // chunk i: wait    gpu6.flag[34+l] >= (e, chunks of lane 86 block b covering chunk i), every b # tree 10 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},  // chunk i: wait    gpu6.flag[38+l] >= (e, chunks of lane 102 block b covering chunk i), every b # tree 12 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},  // chunk i: wait    gpu6.flag[41+l] >= (e, chunks of lane 118 block b covering chunk i), every b # tree 14 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 75, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 76, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[72+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu6.flag[79+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 79}, -1},
+    // chunk i: wait gpu6.flag[23+l] >= (e, step covering chunk i) of tree 6's block b, every b (tree 6 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 23}, 6},
+    // chunk i: wait gpu6.flag[29+l] >= (e, step covering chunk i) of tree 8's block b, every b (tree 8 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 29}, 8},
+    // chunk i: wait gpu6.flag[34+l] >= (e, step covering chunk i) of tree 10's block b, every b (tree 10 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 34}, 10},
+    // chunk i: wait gpu6.flag[38+l] >= (e, step covering chunk i) of tree 12's block b, every b (tree 12 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 38}, 12},
+    // chunk i: wait gpu6.flag[41+l] >= (e, step covering chunk i) of tree 14's block b, every b (tree 14 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {6, 41}, 14},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 75, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[72+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 76, 0, {0, 0}, -1},
     // lane 31: tree 31 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 77, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[77+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 80}, -1},  // epilogue: wait    gpu6.flag[80+l] >= (e, n)                            # every chunk from gpu4 has arrived
+    // prologue: signal gpu4.flag[77+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 77, 1, {0, 0}, -1},
+    // epilogue: wait gpu6.flag[80+l] >= (e, n) (every chunk from gpu4 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {6, 80}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -3051,9 +4458,54 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {6, 0}, {7, 0}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, {13, 0}, {14, 0}, {15, 0}, {16, 0}, {16, 1}, {17, 0}, {17, 1}, {18, 0}, {18, 1}, {19, 0}, {19, 1}, {20, 0}, {20, 1}, {21, 0}, {21, 1}, {22, 0}, {23, 0}, {24, 0}, {25, 0}, {26, 0}, {27, 0}, {28, 0}, {29, 0}, {30, 0}, {31, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {1, 0},
+    {1, 1},
+    {2, 0},
+    {2, 1},
+    {3, 0},
+    {3, 1},
+    {4, 0},
+    {4, 1},
+    {5, 0},
+    {5, 1},
+    {6, 0},
+    {7, 0},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+    {13, 0},
+    {14, 0},
+    {15, 0},
+    {16, 0},
+    {16, 1},
+    {17, 0},
+    {17, 1},
+    {18, 0},
+    {18, 1},
+    {19, 0},
+    {19, 1},
+    {20, 0},
+    {20, 1},
+    {21, 0},
+    {21, 1},
+    {22, 0},
+    {23, 0},
+    {24, 0},
+    {25, 0},
+    {26, 0},
+    {27, 0},
+    {28, 0},
+    {29, 0},
+    {30, 0},
+    {31, 0},
+};
 
-}  // namespace dev6
+} // namespace dev6
 
 // Device 7: ranks gpu7.
 namespace dev7 {
@@ -3132,225 +4584,413 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[0+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 0}, -1},  // chunk i: wait    gpu7.flag[0+l] >= (e, i+1)                           # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 2}, -1},  // chunk i: wait    gpu7.flag[2+l] >= (e, i+1-depth)                     # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@0+l*1048576 -> gpu4.fifo@0+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[0+l], gpu6.flag[0+l] := (e, i+1)           # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu6.flag[0+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[0+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 0}, -1},
+    // chunk i: wait gpu7.flag[2+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 2}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@0+l*1048576 -> gpu4.fifo@0+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[0+l], gpu6.flag[0+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[4+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 4}, -1},  // chunk i: wait    gpu7.flag[4+l] >= (e, i+1)                           # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 6}, -1},  // chunk i: wait    gpu7.flag[6+l] >= (e, i+1-depth)                     # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 3, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@2097152+l*1048576 -> gpu6.fifo@0+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[2+l], gpu4.flag[4+l] := (e, i+1)           # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu4.flag[4+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[4+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 4}, -1},
+    // chunk i: wait gpu7.flag[6+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@2097152+l*1048576 -> gpu6.fifo@0+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[2+l], gpu4.flag[4+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 4, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[8+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 8}, -1},  // chunk i: wait    gpu7.flag[8+l] >= (e, i+1)                           # gpu6's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 10}, -1},  // chunk i: wait    gpu7.flag[10+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@4194304+l*1048576 -> gpu4.fifo@2097152+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[6+l], gpu6.flag[8+l] := (e, i+1)           # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu6.flag[8+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[8+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 8}, -1},
+    // chunk i: wait gpu7.flag[10+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 10}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@4194304+l*1048576 -> gpu4.fifo@2097152+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[6+l], gpu6.flag[8+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 7, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[12+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 12}, -1},  // chunk i: wait    gpu7.flag[12+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 14}, -1},  // chunk i: wait    gpu7.flag[14+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 9, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@6291456+l*1048576 -> gpu3.fifo@10485760+l*1048576 # reduce my input with my children's partials into gpu3's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 10, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[16+l], gpu4.flag[12+l] := (e, i+1)         # chunk i is in gpu3's FIFO; my FIFO slots are free again
+    // prologue: signal gpu4.flag[12+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[12+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 12}, -1},
+    // chunk i: wait gpu7.flag[14+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 14}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@6291456+l*1048576 -> gpu3.fifo@10485760+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[16+l], gpu4.flag[12+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 10, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu7
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 16}, -1},  // chunk i: wait    gpu7.flag[16+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 12, 0, {0, 0}, -1},  // chunk i: copy    gpu7.send -> gpu6.fifo@6291456+l*1048576             # send my input to gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 12, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[14+l] := (e, i+1)                          # chunk i is in gpu6's FIFO
+    // chunk i: wait gpu7.flag[16+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 16}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.send -> gpu6.fifo@6291456+l*1048576 (send my input to gpu6)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 12, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[14+l] := (e, i+1) (chunk i is in gpu6's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu7
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 18}, -1},  // chunk i: wait    gpu7.flag[18+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 14, 0, {0, 0}, -1},  // chunk i: copy    gpu7.send -> gpu5.fifo@10485760+l*1048576            # send my input to gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[20+l] := (e, i+1)                          # chunk i is in gpu5's FIFO
+    // chunk i: wait gpu7.flag[18+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.send -> gpu5.fifo@10485760+l*1048576 (send my input to gpu5)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 14, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[20+l] := (e, i+1) (chunk i is in gpu5's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 2, 14, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[24+l], gpu5.flag[24+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 20}, -1},  // chunk i: wait    gpu7.flag[20+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 21}, -1},  // chunk i: wait    gpu7.flag[21+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 22}, -1},  // chunk i: wait    gpu7.flag[22+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 16, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@8388608+l*1048576 + gpu7.fifo@9437184+l*1048576 -> gpu6.fifo@10485760+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 3, 16, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[22+l], gpu3.flag[24+l], gpu5.flag[24+l] := (e, i+1) # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu3.flag[24+l], gpu5.flag[24+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 14, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[20+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 20}, -1},
+    // chunk i: wait gpu7.flag[21+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 21}, -1},
+    // chunk i: wait gpu7.flag[22+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 22}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@8388608+l*1048576 + gpu7.fifo@9437184+l*1048576 -> gpu6.fifo@10485760+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 16, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[22+l], gpu3.flag[24+l], gpu5.flag[24+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 16, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[25+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 23}, -1},  // chunk i: wait    gpu7.flag[23+l] >= (e, i+1)                          # gpu0's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@10485760+l*1048576 -> gpu7.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[25+l], gpu7.flag[24+l] := (e, i+1)         # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu0.flag[25+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[23+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 23}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@10485760+l*1048576 -> gpu7.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[25+l], gpu7.flag[24+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[27+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 25}, -1},  // chunk i: wait    gpu7.flag[25+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 26}, -1},  // chunk i: wait    gpu7.flag[26+l] >= (e, i+1-depth)                    # gpu6 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@11534336+l*1048576 -> gpu6.fifo@14680064+l*1048576 # reduce my input with my children's partials into gpu6's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[28+l], gpu3.flag[27+l] := (e, i+1)         # chunk i is in gpu6's FIFO; my FIFO slots are free again
+    // prologue: signal gpu3.flag[27+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[25+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 25}, -1},
+    // chunk i: wait gpu7.flag[26+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 26}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@11534336+l*1048576 -> gpu6.fifo@14680064+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[28+l], gpu3.flag[27+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 4, 25, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[28+l], gpu4.flag[28+l], gpu5.flag[28+l], gpu6.flag[31+l] := (e, 0) # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 27}, -1},  // chunk i: wait    gpu7.flag[27+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 28}, -1},  // chunk i: wait    gpu7.flag[28+l] >= (e, i+1)                          # gpu4's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 29}, -1},  // chunk i: wait    gpu7.flag[29+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 30}, -1},  // chunk i: wait    gpu7.flag[30+l] >= (e, i+1)                          # gpu6's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 5, 1, 0, 26, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@12582912+l*1048576 + gpu7.fifo@13631488+l*1048576 + gpu7.fifo@14680064+l*1048576 + gpu7.fifo@15728640+l*1048576 -> gpu7.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 5, 29, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[28+l], gpu4.flag[28+l], gpu5.flag[28+l], gpu6.flag[31+l], gpu7.flag[31+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu3.flag[28+l], gpu4.flag[28+l], gpu5.flag[28+l], gpu6.flag[31+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 4, 25, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[27+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 27}, -1},
+    // chunk i: wait gpu7.flag[28+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 28}, -1},
+    // chunk i: wait gpu7.flag[29+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 29}, -1},
+    // chunk i: wait gpu7.flag[30+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 30}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@12582912+l*1048576 + gpu7.fifo@13631488+l*1048576 + gpu7.fifo@14680064+l*1048576 + gpu7.fifo@15728640+l*1048576 -> gpu7.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 5, 1, 0, 26, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[28+l], gpu4.flag[28+l], gpu5.flag[28+l], gpu6.flag[31+l], gpu7.flag[31+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 5, 29, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 34, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[29+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 32}, -1},  // chunk i: wait    gpu7.flag[32+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 33}, -1},  // chunk i: wait    gpu7.flag[33+l] >= (e, i+1-depth)                    # gpu4 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 32, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@16777216+l*1048576 -> gpu4.fifo@13631488+l*1048576 # reduce my input with my children's partials into gpu4's FIFO
-    {kSignal, kUntilEpoch, 0, 0, 2, 35, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[29+l], gpu5.flag[29+l] := (e, i+1)         # chunk i is in gpu4's FIFO; my FIFO slots are free again
+    // prologue: signal gpu5.flag[29+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 34, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[32+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 32}, -1},
+    // chunk i: wait gpu7.flag[33+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 33}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@16777216+l*1048576 -> gpu4.fifo@13631488+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 32, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[29+l], gpu5.flag[29+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 35, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 2, 37, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[32+l], gpu5.flag[32+l] := (e, 0)           # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 34}, -1},  // chunk i: wait    gpu7.flag[34+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 35}, -1},  // chunk i: wait    gpu7.flag[35+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 35, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@17825792+l*1048576 + gpu7.fifo@18874368+l*1048576 -> gpu7.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 3, 39, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[32+l], gpu5.flag[32+l], gpu7.flag[36+l] := (e, i+1) # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu3.flag[32+l], gpu5.flag[32+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 2, 37, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[34+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 34}, -1},
+    // chunk i: wait gpu7.flag[35+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 35}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@17825792+l*1048576 + gpu7.fifo@18874368+l*1048576 -> gpu7.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 35, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[32+l], gpu5.flag[32+l], gpu7.flag[36+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 3, 39, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu7
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 37}, -1},  // chunk i: wait    gpu7.flag[37+l] >= (e, i+1-depth)                    # gpu3 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 39, 0, {0, 0}, -1},  // chunk i: copy    gpu7.send -> gpu3.fifo@15728640+l*1048576            # send my input to gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[33+l] := (e, i+1)                          # chunk i is in gpu3's FIFO
+    // chunk i: wait gpu7.flag[37+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 37}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.send -> gpu3.fifo@15728640+l*1048576 (send my input to gpu3)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 39, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[33+l] := (e, i+1) (chunk i is in gpu3's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[36+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 38}, -1},  // chunk i: wait    gpu7.flag[38+l] >= (e, i+1)                          # gpu3's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 41, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@19922944+l*1048576 -> gpu7.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[36+l], gpu7.flag[39+l] := (e, i+1)         # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu3.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[38+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 38}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@19922944+l*1048576 -> gpu7.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 41, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[36+l], gpu7.flag[39+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu7
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 40}, -1},  // chunk i: wait    gpu7.flag[40+l] >= (e, i+1-depth)                    # gpu5 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 44, 0, {0, 0}, -1},  // chunk i: copy    gpu7.send -> gpu5.fifo@15728640+l*1048576            # send my input to gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 46, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[35+l] := (e, i+1)                          # chunk i is in gpu5's FIFO
+    // chunk i: wait gpu7.flag[40+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {7, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.send -> gpu5.fifo@15728640+l*1048576 (send my input to gpu5)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 44, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[35+l] := (e, i+1) (chunk i is in gpu5's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 46, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[38+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 41}, -1},  // chunk i: wait    gpu7.flag[41+l] >= (e, i+1)                          # gpu5's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 46, 0, {0, 0}, -1},  // chunk i: reduce  gpu7.send + gpu7.fifo@20971520+l*1048576 -> gpu7.recv # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 2, 48, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[38+l], gpu7.flag[42+l] := (e, i+1)         # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu5.flag[38+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},
+    // chunk i: wait gpu7.flag[41+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 41}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu7.send + gpu7.fifo@20971520+l*1048576 -> gpu7.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 46, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[38+l], gpu7.flag[42+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 48, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[42+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 45}, -1},  // prologue: wait    gpu7.flag[45+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 43}, -1},  // chunk i: wait    gpu7.flag[43+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[43+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[42+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[45+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 45}, -1},
+    // chunk i: wait gpu7.flag[43+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 43}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[43+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[47+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 49}, -1},  // prologue: wait    gpu7.flag[49+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 47}, -1},  // chunk i: wait    gpu7.flag[47+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 53, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[47+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[49+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 49}, -1},
+    // chunk i: wait gpu7.flag[47+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 47}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 53, 0, {0, 0}, -1},
     // lane 18: tree 18 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[48+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 53}, -1},  // prologue: wait    gpu7.flag[53+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 51}, -1},  // chunk i: wait    gpu7.flag[51+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 55, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[49+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[48+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[53+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 53}, -1},
+    // chunk i: wait gpu7.flag[51+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 51}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[49+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 55, 0, {0, 0}, -1},
     // lane 19: tree 19 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[55+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 57}, -1},  // prologue: wait    gpu7.flag[57+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 55}, -1},  // chunk i: wait    gpu7.flag[55+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[50+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[55+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[57+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 57}, -1},
+    // chunk i: wait gpu7.flag[55+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 55}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[50+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},
     // lane 20: tree 20 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[59+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 59}, -1},  // epilogue: wait    gpu7.flag[59+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[59+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
+    // epilogue: wait gpu7.flag[59+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 59}, -1},
     // lane 21: tree 21 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[59+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 61}, -1},  // epilogue: wait    gpu7.flag[61+l] >= (e, n)                            # every chunk from gpu5 has arrived
+    // prologue: signal gpu5.flag[59+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},
+    // epilogue: wait gpu7.flag[61+l] >= (e, n) (every chunk from gpu5 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 61}, -1},
     // lane 22: tree 22 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[65+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 64}, -1},  // prologue: wait    gpu7.flag[64+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 65}, -1},  // prologue: wait    gpu7.flag[65+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 63}, -1},  // chunk i: wait    gpu7.flag[63+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 57, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu3.recv, gpu5.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 61, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[61+l], gpu5.flag[61+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[65+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[64+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 64}, -1},
+    // prologue: wait gpu7.flag[65+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 65}, -1},
+    // chunk i: wait gpu7.flag[63+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 63}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu3.recv, gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 57, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[61+l], gpu5.flag[61+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 61, 0, {0, 0}, -1},
     // lane 23: tree 23 on gpu7
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 66}, -1},  // prologue: wait    gpu7.flag[66+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},  // chunk i: wait    gpu7.flag[24+l] >= (e, chunks of lane 63 block b covering chunk i), every b # tree 7 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},  // chunk i: wait    gpu7.flag[31+l] >= (e, chunks of lane 79 block b covering chunk i), every b # tree 9 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},  // chunk i: wait    gpu7.flag[36+l] >= (e, chunks of lane 95 block b covering chunk i), every b # tree 11 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},  // chunk i: wait    gpu7.flag[39+l] >= (e, chunks of lane 111 block b covering chunk i), every b # tree 13 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},  // chunk i: wait    gpu7.flag[42+l] >= (e, chunks of lane 127 block b covering chunk i), every b # tree 15 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[65+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu7.flag[66+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 66}, -1},
+    // chunk i: wait gpu7.flag[24+l] >= (e, step covering chunk i) of tree 7's block b, every b (tree 7 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},
+    // chunk i: wait gpu7.flag[31+l] >= (e, step covering chunk i) of tree 9's block b, every b (tree 9 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},
+    // chunk i: wait gpu7.flag[36+l] >= (e, step covering chunk i) of tree 11's block b, every b (tree 11 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},
+    // chunk i: wait gpu7.flag[39+l] >= (e, step covering chunk i) of tree 13's block b, every b (tree 13 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},
+    // chunk i: wait gpu7.flag[42+l] >= (e, step covering chunk i) of tree 15's block b, every b (tree 15 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[65+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},
     // lane 24: tree 24 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[70+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 68}, -1},  // prologue: wait    gpu7.flag[68+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 67}, -1},  // chunk i: wait    gpu7.flag[67+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 62, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 65, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[64+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[70+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[68+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 68}, -1},
+    // chunk i: wait gpu7.flag[67+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 67}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 62, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[64+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 65, 0, {0, 0}, -1},
     // lane 25: tree 25 on gpu7
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 69}, -1},  // prologue: wait    gpu7.flag[69+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 70}, -1},  // prologue: wait    gpu7.flag[70+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 71}, -1},  // prologue: wait    gpu7.flag[71+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 72}, -1},  // prologue: wait    gpu7.flag[72+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},  // chunk i: wait    gpu7.flag[24+l] >= (e, chunks of lane 63 block b covering chunk i), every b # tree 7 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},  // chunk i: wait    gpu7.flag[31+l] >= (e, chunks of lane 79 block b covering chunk i), every b # tree 9 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},  // chunk i: wait    gpu7.flag[36+l] >= (e, chunks of lane 95 block b covering chunk i), every b # tree 11 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},  // chunk i: wait    gpu7.flag[39+l] >= (e, chunks of lane 111 block b covering chunk i), every b # tree 13 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},  // chunk i: wait    gpu7.flag[42+l] >= (e, chunks of lane 127 block b covering chunk i), every b # tree 15 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 4, 0, 64, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu3.recv, gpu4.recv, gpu5.recv, gpu6.recv # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 4, 66, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[65+l], gpu4.flag[66+l], gpu5.flag[65+l], gpu6.flag[71+l] := (e, i+1) # chunk i is in my children's buffers
+    // prologue: wait gpu7.flag[69+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 69}, -1},
+    // prologue: wait gpu7.flag[70+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 70}, -1},
+    // prologue: wait gpu7.flag[71+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 71}, -1},
+    // prologue: wait gpu7.flag[72+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 72}, -1},
+    // chunk i: wait gpu7.flag[24+l] >= (e, step covering chunk i) of tree 7's block b, every b (tree 7 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},
+    // chunk i: wait gpu7.flag[31+l] >= (e, step covering chunk i) of tree 9's block b, every b (tree 9 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},
+    // chunk i: wait gpu7.flag[36+l] >= (e, step covering chunk i) of tree 11's block b, every b (tree 11 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},
+    // chunk i: wait gpu7.flag[39+l] >= (e, step covering chunk i) of tree 13's block b, every b (tree 13 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},
+    // chunk i: wait gpu7.flag[42+l] >= (e, step covering chunk i) of tree 15's block b, every b (tree 15 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu3.recv, gpu4.recv, gpu5.recv, gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 4, 0, 64, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[65+l], gpu4.flag[66+l], gpu5.flag[65+l], gpu6.flag[71+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 4, 66, 0, {0, 0}, -1},
     // lane 26: tree 26 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 70, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[68+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 74}, -1},  // prologue: wait    gpu7.flag[74+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 73}, -1},  // chunk i: wait    gpu7.flag[73+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 69, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 71, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[66+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 70, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[74+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 74}, -1},
+    // chunk i: wait gpu7.flag[73+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 73}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 69, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[66+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 71, 0, {0, 0}, -1},
     // lane 27: tree 27 on gpu7
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 75}, -1},  // prologue: wait    gpu7.flag[75+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 76}, -1},  // prologue: wait    gpu7.flag[76+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},  // chunk i: wait    gpu7.flag[24+l] >= (e, chunks of lane 63 block b covering chunk i), every b # tree 7 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},  // chunk i: wait    gpu7.flag[31+l] >= (e, chunks of lane 79 block b covering chunk i), every b # tree 9 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},  // chunk i: wait    gpu7.flag[36+l] >= (e, chunks of lane 95 block b covering chunk i), every b # tree 11 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},  // chunk i: wait    gpu7.flag[39+l] >= (e, chunks of lane 111 block b covering chunk i), every b # tree 13 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},  // chunk i: wait    gpu7.flag[42+l] >= (e, chunks of lane 127 block b covering chunk i), every b # tree 15 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 71, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu3.recv, gpu5.recv                    # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 2, 72, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[67+l], gpu5.flag[67+l] := (e, i+1)         # chunk i is in my children's buffers
+    // prologue: wait gpu7.flag[75+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 75}, -1},
+    // prologue: wait gpu7.flag[76+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 76}, -1},
+    // chunk i: wait gpu7.flag[24+l] >= (e, step covering chunk i) of tree 7's block b, every b (tree 7 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},
+    // chunk i: wait gpu7.flag[31+l] >= (e, step covering chunk i) of tree 9's block b, every b (tree 9 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},
+    // chunk i: wait gpu7.flag[36+l] >= (e, step covering chunk i) of tree 11's block b, every b (tree 11 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},
+    // chunk i: wait gpu7.flag[39+l] >= (e, step covering chunk i) of tree 13's block b, every b (tree 13 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},
+    // chunk i: wait gpu7.flag[42+l] >= (e, step covering chunk i) of tree 15's block b, every b (tree 15 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu3.recv, gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 71, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[67+l], gpu5.flag[67+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 2, 72, 0, {0, 0}, -1},
     // lane 28: tree 28 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 74, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[71+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 77}, -1},  // epilogue: wait    gpu7.flag[77+l] >= (e, n)                            # every chunk from gpu3 has arrived
+    // prologue: signal gpu3.flag[71+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 74, 1, {0, 0}, -1},
+    // epilogue: wait gpu7.flag[77+l] >= (e, n) (every chunk from gpu3 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 77}, -1},
     // lane 29: tree 29 on gpu7
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 78}, -1},  // prologue: wait    gpu7.flag[78+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},  // chunk i: wait    gpu7.flag[24+l] >= (e, chunks of lane 63 block b covering chunk i), every b # tree 7 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},  // chunk i: wait    gpu7.flag[31+l] >= (e, chunks of lane 79 block b covering chunk i), every b # tree 9 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},  // chunk i: wait    gpu7.flag[36+l] >= (e, chunks of lane 95 block b covering chunk i), every b # tree 11 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},  // chunk i: wait    gpu7.flag[39+l] >= (e, chunks of lane 111 block b covering chunk i), every b # tree 13 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},  // chunk i: wait    gpu7.flag[42+l] >= (e, chunks of lane 127 block b covering chunk i), every b # tree 15 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 74, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 75, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[72+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu7.flag[78+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 78}, -1},
+    // chunk i: wait gpu7.flag[24+l] >= (e, step covering chunk i) of tree 7's block b, every b (tree 7 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},
+    // chunk i: wait gpu7.flag[31+l] >= (e, step covering chunk i) of tree 9's block b, every b (tree 9 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},
+    // chunk i: wait gpu7.flag[36+l] >= (e, step covering chunk i) of tree 11's block b, every b (tree 11 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},
+    // chunk i: wait gpu7.flag[39+l] >= (e, step covering chunk i) of tree 13's block b, every b (tree 13 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},
+    // chunk i: wait gpu7.flag[42+l] >= (e, step covering chunk i) of tree 15's block b, every b (tree 15 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 74, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[72+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 75, 0, {0, 0}, -1},
     // lane 30: tree 30 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 76, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[73+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 79}, -1},  // epilogue: wait    gpu7.flag[79+l] >= (e, n)                            # every chunk from gpu5 has arrived
+    // prologue: signal gpu5.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 76, 1, {0, 0}, -1},
+    // epilogue: wait gpu7.flag[79+l] >= (e, n) (every chunk from gpu5 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 79}, -1},
     // lane 31: tree 31 on gpu7
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 80}, -1},  // prologue: wait    gpu7.flag[80+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},  // chunk i: wait    gpu7.flag[24+l] >= (e, chunks of lane 63 block b covering chunk i), every b # tree 7 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},  // chunk i: wait    gpu7.flag[31+l] >= (e, chunks of lane 79 block b covering chunk i), every b # tree 9 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},  // chunk i: wait    gpu7.flag[36+l] >= (e, chunks of lane 95 block b covering chunk i), every b # tree 11 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},  // chunk i: wait    gpu7.flag[39+l] >= (e, chunks of lane 111 block b covering chunk i), every b # tree 13 has reduced chunk i's elements
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},  // chunk i: wait    gpu7.flag[42+l] >= (e, chunks of lane 127 block b covering chunk i), every b # tree 15 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 76, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 77, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[74+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu7.flag[80+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 80}, -1},
+    // chunk i: wait gpu7.flag[24+l] >= (e, step covering chunk i) of tree 7's block b, every b (tree 7 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 24}, 7},
+    // chunk i: wait gpu7.flag[31+l] >= (e, step covering chunk i) of tree 9's block b, every b (tree 9 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 31}, 9},
+    // chunk i: wait gpu7.flag[36+l] >= (e, step covering chunk i) of tree 11's block b, every b (tree 11 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 36}, 11},
+    // chunk i: wait gpu7.flag[39+l] >= (e, step covering chunk i) of tree 13's block b, every b (tree 13 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 39}, 13},
+    // chunk i: wait gpu7.flag[42+l] >= (e, step covering chunk i) of tree 15's block b, every b (tree 15 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {7, 42}, 15},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 76, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[74+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 77, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -3518,9 +5158,54 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}, {2, 0}, {2, 1}, {3, 0}, {3, 1}, {4, 0}, {4, 1}, {5, 0}, {5, 1}, {6, 0}, {7, 0}, {8, 0}, {9, 0}, {10, 0}, {11, 0}, {12, 0}, {13, 0}, {14, 0}, {15, 0}, {16, 0}, {16, 1}, {17, 0}, {17, 1}, {18, 0}, {18, 1}, {19, 0}, {19, 1}, {20, 0}, {20, 1}, {21, 0}, {21, 1}, {22, 0}, {23, 0}, {24, 0}, {25, 0}, {26, 0}, {27, 0}, {28, 0}, {29, 0}, {30, 0}, {31, 0}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {1, 0},
+    {1, 1},
+    {2, 0},
+    {2, 1},
+    {3, 0},
+    {3, 1},
+    {4, 0},
+    {4, 1},
+    {5, 0},
+    {5, 1},
+    {6, 0},
+    {7, 0},
+    {8, 0},
+    {9, 0},
+    {10, 0},
+    {11, 0},
+    {12, 0},
+    {13, 0},
+    {14, 0},
+    {15, 0},
+    {16, 0},
+    {16, 1},
+    {17, 0},
+    {17, 1},
+    {18, 0},
+    {18, 1},
+    {19, 0},
+    {19, 1},
+    {20, 0},
+    {20, 1},
+    {21, 0},
+    {21, 1},
+    {22, 0},
+    {23, 0},
+    {24, 0},
+    {25, 0},
+    {26, 0},
+    {27, 0},
+    {28, 0},
+    {29, 0},
+    {30, 0},
+    {31, 0},
+};
 
-}  // namespace dev7
+} // namespace dev7
 
 namespace {
 
@@ -3533,11 +5218,13 @@ __device__ const canopy::Program kPrograms[] = {
     {dev4::kLanes, dev4::kSteps, dev4::kBuffers, dev4::kFlags, dev4::kBlocks},
     {dev5::kLanes, dev5::kSteps, dev5::kBuffers, dev5::kFlags, dev5::kBlocks},
     {dev6::kLanes, dev6::kSteps, dev6::kBuffers, dev6::kFlags, dev6::kBlocks},
-    {dev7::kLanes, dev7::kSteps, dev7::kBuffers, dev7::kFlags, dev7::kBlocks},};
+    {dev7::kLanes, dev7::kSteps, dev7::kBuffers, dev7::kFlags, dev7::kBlocks},
+};
 
-}  // namespace
+} // namespace
 
 // Launched on device d with the grid and block the banner lists for d.
-extern "C" __global__ void __launch_bounds__(512) canopy_allreduce_dgx1v100_t32_c256k_f32_sum(const Config::Args a, int device) {
+extern "C" __global__ void __launch_bounds__(512)
+canopy_allreduce_dgx1v100_t32_c256k_f32_sum(const Config::Args a, int device) {
   canopy::run_block<Config>(a, kPrograms[device]);
 }

@@ -26,22 +26,23 @@ struct Config {
   typedef float T;
   typedef canopy::OpSum Op;
   typedef DeviceArgs<2> Args;
-  static constexpr unsigned long long kChunkBytes = 262144;  // 256 KiB
-  static constexpr unsigned long long kChunk = 65536;  // elements per chunk
-  static constexpr int kDepth = 4;  // FIFO slots per reduce edge and block
-  static constexpr unsigned long long kFifoBytes = 1048576;  // one block's FIFO on one edge
-  static constexpr unsigned long long kAlign = 4;  // elements per 16-byte vector
+  static constexpr unsigned long long kChunkBytes = 262144; // 256 KiB
+  static constexpr unsigned long long kChunk = 65536;       // elements per chunk
+  static constexpr int kDepth = 4;                          // FIFO slots per reduce edge and block
+  static constexpr unsigned long long kFifoBytes = 1048576; // one block's FIFO on one edge
+  static constexpr unsigned long long kAlign = 4;           // elements per 16-byte vector
   static constexpr int kMaxSources = 2;
   static constexpr int kMaxDestinations = 1;
   // Two reduce_copy instances serve every step: the widest copy and the widest reduction.
-  __device__ static void reduce_copy(int sources, int destinations, T* const* dst, const T* const* src,
-                                    unsigned long long n) {
-    if (sources > 1) return reduce_copy_n<Op, T, 2, 1>(dst, 1, src, sources, n);
+  __device__ static void reduce_copy(int sources, int destinations, T *const *dst, const T *const *src,
+                                     unsigned long long n) {
+    if (sources > 1)
+      return reduce_copy_n<Op, T, 2, 1>(dst, 1, src, sources, n);
     return reduce_copy_n<Op, T, 1, 1>(dst, destinations, src, 1, n);
   }
 };
 
-}  // namespace
+} // namespace
 
 // Device 0: ranks gpu0.
 namespace dev0 {
@@ -64,25 +65,41 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[0+l] := (e, 0)                             # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: wait    gpu0.flag[0+l] >= (e, i+1)                           # gpu1's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: reduce  gpu0.send + gpu0.fifo@0+l*1048576 -> gpu0.recv       # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[0+l], gpu0.flag[6+l] := (e, i+1)           # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu1.flag[0+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // chunk i: wait gpu0.flag[0+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@0+l*1048576 -> gpu0.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[0+l], gpu0.flag[6+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu0
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 12}, -1},  // chunk i: wait    gpu0.flag[12+l] >= (e, i+1-depth)                    # gpu1 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 3, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu1.fifo@0+l*1048576                   # send my input to gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[6+l] := (e, i+1)                           # chunk i is in gpu1's FIFO
+    // chunk i: wait gpu0.flag[12+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 12}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu1.fifo@0+l*1048576 (send my input to gpu1)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[6+l] := (e, i+1) (chunk i is in gpu1's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu0
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 18}, -1},  // prologue: wait    gpu0.flag[18+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {0, 6}, 0},  // chunk i: wait    gpu0.flag[6+l] >= (e, chunks of lane 0 block b covering chunk i), every b # tree 0 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},  // chunk i: copy    gpu0.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[18+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu0.flag[18+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 18}, -1},
+    // chunk i: wait gpu0.flag[6+l] >= (e, step covering chunk i) of tree 0's block b, every b (tree 0 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {0, 6}, 0},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[18+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[24+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 24}, -1},  // epilogue: wait    gpu0.flag[24+l] >= (e, n)                            # every chunk from gpu1 has arrived
+    // prologue: signal gpu1.flag[24+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
+    // epilogue: wait gpu0.flag[24+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 24}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -107,9 +124,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {2, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {3, 4}, {3, 5}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {2, 4},
+    {2, 5},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {3, 4},
+    {3, 5},
+};
 
-}  // namespace dev0
+} // namespace dev0
 
 // Device 1: ranks gpu1.
 namespace dev1 {
@@ -132,25 +174,41 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu1
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 0}, -1},  // chunk i: wait    gpu1.flag[0+l] >= (e, i+1-depth)                     # gpu0 has a free FIFO slot for chunk i
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu1.send -> gpu0.fifo@0+l*1048576                   # send my input to gpu0
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[0+l] := (e, i+1)                           # chunk i is in gpu0's FIFO
+    // chunk i: wait gpu1.flag[0+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.send -> gpu0.fifo@0+l*1048576 (send my input to gpu0)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[0+l] := (e, i+1) (chunk i is in gpu0's FIFO)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[12+l] := (e, 0)                            # my FIFOs are free for this launch: children may fill them
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 6}, -1},  // chunk i: wait    gpu1.flag[6+l] >= (e, i+1)                           # gpu0's partial result for chunk i is in my FIFO
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: reduce  gpu1.send + gpu1.fifo@0+l*1048576 -> gpu1.recv       # reduce my input with my children's partials into my output
-    {kSignal, kUntilEpoch, 0, 0, 2, 2, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[12+l], gpu1.flag[12+l] := (e, i+1)         # chunk i is reduced; my FIFO slots are free again
+    // prologue: signal gpu0.flag[12+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[6+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 6}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@0+l*1048576 -> gpu1.recv (reduce my input with my children's partials into my output)
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[12+l], gpu1.flag[12+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
+    {kSignal, kUntilEpoch, 0, 0, 2, 2, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[18+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 18}, -1},  // epilogue: wait    gpu1.flag[18+l] >= (e, n)                            # every chunk from gpu0 has arrived
+    // prologue: signal gpu0.flag[18+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[18+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 18}, -1},
     // lane 3: tree 3 on gpu1
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 24}, -1},  // prologue: wait    gpu1.flag[24+l] >= (e, 0)                            # gpu0 has entered this launch
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {1, 12}, 1},  // chunk i: wait    gpu1.flag[12+l] >= (e, chunks of lane 3 block b covering chunk i), every b # tree 1 has reduced chunk i's elements
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu0.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu0.flag[24+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu1.flag[24+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 24}, -1},
+    // chunk i: wait gpu1.flag[12+l] >= (e, step covering chunk i) of tree 1's block b, every b (tree 1 has reduced chunk i's elements)
+    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {1, 12}, 1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu0.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[24+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -175,20 +233,47 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {2, 4}, {2, 5}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {3, 4}, {3, 5}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {2, 4},
+    {2, 5},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {3, 4},
+    {3, 5},
+};
 
-}  // namespace dev1
+} // namespace dev1
 
 namespace {
 
 // Each device's schedule, by the `device` argument.
 __device__ const canopy::Program kPrograms[] = {
     {dev0::kLanes, dev0::kSteps, dev0::kBuffers, dev0::kFlags, dev0::kBlocks},
-    {dev1::kLanes, dev1::kSteps, dev1::kBuffers, dev1::kFlags, dev1::kBlocks},};
+    {dev1::kLanes, dev1::kSteps, dev1::kBuffers, dev1::kFlags, dev1::kBlocks},
+};
 
-}  // namespace
+} // namespace
 
 // Launched on device d with the grid and block the banner lists for d.
-extern "C" __global__ void __launch_bounds__(512) canopy_allreduce_h200x2_t4_c256k_f32_sum(const Config::Args a, int device) {
+extern "C" __global__ void __launch_bounds__(512)
+canopy_allreduce_h200x2_t4_c256k_f32_sum(const Config::Args a, int device) {
   canopy::run_block<Config>(a, kPrograms[device]);
 }

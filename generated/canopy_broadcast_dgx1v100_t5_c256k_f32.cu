@@ -33,21 +33,21 @@ struct Config {
   typedef float T;
   typedef canopy::OpSum Op;
   typedef DeviceArgs<8> Args;
-  static constexpr unsigned long long kChunkBytes = 262144;  // 256 KiB
-  static constexpr unsigned long long kChunk = 65536;  // elements per chunk
-  static constexpr int kDepth = 4;  // FIFO slots per reduce edge and block
-  static constexpr unsigned long long kFifoBytes = 1048576;  // one block's FIFO on one edge
-  static constexpr unsigned long long kAlign = 4;  // elements per 16-byte vector
+  static constexpr unsigned long long kChunkBytes = 262144; // 256 KiB
+  static constexpr unsigned long long kChunk = 65536;       // elements per chunk
+  static constexpr int kDepth = 4;                          // FIFO slots per reduce edge and block
+  static constexpr unsigned long long kFifoBytes = 1048576; // one block's FIFO on one edge
+  static constexpr unsigned long long kAlign = 4;           // elements per 16-byte vector
   static constexpr int kMaxSources = 1;
   static constexpr int kMaxDestinations = 2;
   // Two reduce_copy instances serve every step: the widest copy and the widest reduction.
-  __device__ static void reduce_copy(int sources, int destinations, T* const* dst, const T* const* src,
-                                    unsigned long long n) {
+  __device__ static void reduce_copy(int sources, int destinations, T *const *dst, const T *const *src,
+                                     unsigned long long n) {
     return reduce_copy_n<Op, T, 1, 2>(dst, destinations, src, 1, n);
   }
 };
 
-}  // namespace
+} // namespace
 
 // Device 0: ranks gpu0.
 namespace dev0 {
@@ -72,30 +72,50 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu0
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // prologue: wait    gpu0.flag[0+l] >= (e, 0)                             # gpu3 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu3.recv, gpu0.recv(unless in place)   # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: wait gpu0.flag[0+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu3.recv, gpu0.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu0
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 7}, -1},  // prologue: wait    gpu0.flag[7+l] >= (e, 0)                             # gpu4 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 3, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu4.recv, gpu0.recv(unless in place)   # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[7+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: wait gpu0.flag[7+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 7}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu4.recv, gpu0.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[7+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu0
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 14}, -1},  // prologue: wait    gpu0.flag[14+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu1.recv, gpu0.recv(unless in place)   # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[28+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu0.flag[14+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 14}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu1.recv, gpu0.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[28+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu0
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 18}, -1},  // prologue: wait    gpu0.flag[18+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 9, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu2.recv, gpu0.recv(unless in place)   # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[32+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu0.flag[18+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 18}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu2.recv, gpu0.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[32+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu0
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 22}, -1},  // prologue: wait    gpu0.flag[22+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 12, 0, {0, 0}, -1},  // chunk i: copy    gpu0.send -> gpu1.recv, gpu0.recv(unless in place)   # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[40+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: wait gpu0.flag[22+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 22}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu0.send -> gpu1.recv, gpu0.recv(unless in place) (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 12, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -127,9 +147,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {0, 6},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {1, 6},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {4, 0},
+    {4, 1},
+};
 
-}  // namespace dev0
+} // namespace dev0
 
 // Device 1: ranks gpu1.
 namespace dev1 {
@@ -154,36 +199,62 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[7+l] := (e, 0)                             # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 7}, -1},  // prologue: wait    gpu1.flag[7+l] >= (e, 0)                             # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 0}, -1},  // chunk i: wait    gpu1.flag[0+l] >= (e, i+1)                           # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[7+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[7+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 7}, -1},
+    // chunk i: wait gpu1.flag[0+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 21}, -1},  // prologue: wait    gpu1.flag[21+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 14}, -1},  // chunk i: wait    gpu1.flag[14+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[14+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[21+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 21}, -1},
+    // chunk i: wait gpu1.flag[14+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 14}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[14+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[14+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 32}, -1},  // prologue: wait    gpu1.flag[32+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 28}, -1},  // chunk i: wait    gpu1.flag[28+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[21+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[14+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[32+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 32}, -1},
+    // chunk i: wait gpu1.flag[28+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[21+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[33+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 36}, -1},  // epilogue: wait    gpu1.flag[36+l] >= (e, n)                            # every chunk from gpu3 has arrived
+    // prologue: signal gpu3.flag[33+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[36+l] >= (e, n) (every chunk from gpu3 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 36}, -1},
     // lane 4: tree 4 on gpu1
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[22+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 42}, -1},  // prologue: wait    gpu1.flag[42+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 40}, -1},  // chunk i: wait    gpu1.flag[40+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu1.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[40+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[22+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[42+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 42}, -1},
+    // chunk i: wait gpu1.flag[40+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -212,9 +283,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {0, 6},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {1, 6},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {4, 0},
+    {4, 1},
+};
 
-}  // namespace dev1
+} // namespace dev1
 
 // Device 2: ranks gpu2.
 namespace dev2 {
@@ -239,36 +335,62 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[7+l] := (e, 0)                             # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 7}, -1},  // prologue: wait    gpu2.flag[7+l] >= (e, 0)                             # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 0}, -1},  // chunk i: wait    gpu2.flag[0+l] >= (e, i+1)                           # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[7+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[7+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 7}, -1},
+    // chunk i: wait gpu2.flag[0+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 21}, -1},  // prologue: wait    gpu2.flag[21+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 14}, -1},  // chunk i: wait    gpu2.flag[14+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[14+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[21+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 21}, -1},
+    // chunk i: wait gpu2.flag[14+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 14}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[14+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 28}, -1},  // epilogue: wait    gpu2.flag[28+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // epilogue: wait gpu2.flag[28+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 28}, -1},
     // lane 3: tree 3 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[18+l] := (e, 0)                            # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 36}, -1},  // prologue: wait    gpu2.flag[36+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 32}, -1},  // chunk i: wait    gpu2.flag[32+l] >= (e, i+1)                          # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[36+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[18+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[36+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 36}, -1},
+    // chunk i: wait gpu2.flag[32+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 32}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[36+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu2
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[42+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 42}, -1},  // prologue: wait    gpu2.flag[42+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 40}, -1},  // chunk i: wait    gpu2.flag[40+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu2.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[37+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[42+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[42+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 42}, -1},
+    // chunk i: wait gpu2.flag[40+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 40}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[37+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -297,9 +419,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {0, 6},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {1, 6},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {4, 0},
+    {4, 1},
+};
 
-}  // namespace dev2
+} // namespace dev2
 
 // Device 3: ranks gpu3.
 namespace dev3 {
@@ -324,36 +471,62 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[0+l] := (e, 0)                             # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 7}, -1},  // prologue: wait    gpu3.flag[7+l] >= (e, 0)                             # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 0}, -1},  // chunk i: wait    gpu3.flag[0+l] >= (e, i+1)                           # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[0+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[7+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 7}, -1},
+    // chunk i: wait gpu3.flag[0+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 14}, -1},  // epilogue: wait    gpu3.flag[14+l] >= (e, n)                            # every chunk from gpu2 has arrived
+    // prologue: signal gpu2.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // epilogue: wait gpu3.flag[14+l] >= (e, n) (every chunk from gpu2 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 14}, -1},
     // lane 2: tree 2 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 25}, -1},  // prologue: wait    gpu3.flag[25+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 21}, -1},  // chunk i: wait    gpu3.flag[21+l] >= (e, i+1)                          # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[28+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[25+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 25}, -1},
+    // chunk i: wait gpu3.flag[21+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 21}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[28+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[40+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 33}, -1},  // prologue: wait    gpu3.flag[33+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 29}, -1},  // chunk i: wait    gpu3.flag[29+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[36+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[40+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[33+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 33}, -1},
+    // chunk i: wait gpu3.flag[29+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 29}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[36+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu3
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[42+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 39}, -1},  // prologue: wait    gpu3.flag[39+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 37}, -1},  // chunk i: wait    gpu3.flag[37+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu3.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[37+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[42+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[39+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 39}, -1},
+    // chunk i: wait gpu3.flag[37+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 37}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[37+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -382,9 +555,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {0, 6},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {1, 6},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {4, 0},
+    {4, 1},
+};
 
-}  // namespace dev3
+} // namespace dev3
 
 // Device 4: ranks gpu4.
 namespace dev4 {
@@ -409,36 +607,62 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[7+l] := (e, 0)                             # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 0}, -1},  // epilogue: wait    gpu4.flag[0+l] >= (e, n)                             # every chunk from gpu7 has arrived
+    // prologue: signal gpu7.flag[7+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // epilogue: wait gpu4.flag[0+l] >= (e, n) (every chunk from gpu7 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 0}, -1},
     // lane 1: tree 1 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},  // prologue: signal  gpu0.flag[7+l] := (e, 0)                             # my receive buffer is free for this launch: gpu0 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 14}, -1},  // prologue: wait    gpu4.flag[14+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 7}, -1},  // chunk i: wait    gpu4.flag[7+l] >= (e, i+1)                           # chunk i from gpu0 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[14+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu0.flag[7+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[14+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 14}, -1},
+    // chunk i: wait gpu4.flag[7+l] >= (e, i+1) (chunk i from gpu0 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 7}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[14+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 25}, -1},  // prologue: wait    gpu4.flag[25+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 21}, -1},  // chunk i: wait    gpu4.flag[21+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[28+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[25+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 25}, -1},
+    // chunk i: wait gpu4.flag[21+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 21}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[28+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[40+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 33}, -1},  // prologue: wait    gpu4.flag[33+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 29}, -1},  // chunk i: wait    gpu4.flag[29+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[36+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[40+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[33+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 33}, -1},
+    // chunk i: wait gpu4.flag[29+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 29}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[36+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu4
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[39+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 39}, -1},  // prologue: wait    gpu4.flag[39+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 37}, -1},  // chunk i: wait    gpu4.flag[37+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu4.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[39+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[39+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 39}, -1},
+    // chunk i: wait gpu4.flag[37+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 37}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -467,9 +691,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {0, 6},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {1, 6},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {4, 0},
+    {4, 1},
+};
 
-}  // namespace dev4
+} // namespace dev4
 
 // Device 5: ranks gpu5.
 namespace dev5 {
@@ -494,40 +743,70 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu1.flag[7+l] := (e, 0)                             # my receive buffer is free for this launch: gpu1 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 7}, -1},  // prologue: wait    gpu5.flag[7+l] >= (e, 0)                             # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 0}, -1},  // chunk i: wait    gpu5.flag[0+l] >= (e, i+1)                           # chunk i from gpu1 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu1.flag[7+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[7+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 7}, -1},
+    // chunk i: wait gpu5.flag[0+l] >= (e, i+1) (chunk i from gpu1 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 21}, -1},  // prologue: wait    gpu5.flag[21+l] >= (e, 0)                            # gpu1 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 14}, -1},  // chunk i: wait    gpu5.flag[14+l] >= (e, i+1)                          # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu1.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu1.flag[14+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[21+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 21}, -1},
+    // chunk i: wait gpu5.flag[14+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 14}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu1.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[14+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[32+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 32}, -1},  // prologue: wait    gpu5.flag[32+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 28}, -1},  // chunk i: wait    gpu5.flag[28+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[21+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[32+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 32}, -1},
+    // chunk i: wait gpu5.flag[28+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[21+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[33+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 40}, -1},  // prologue: wait    gpu5.flag[40+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 36}, -1},  // chunk i: wait    gpu5.flag[36+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[36+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[33+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[40+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 40}, -1},
+    // chunk i: wait gpu5.flag[36+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[36+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu5
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[39+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 46}, -1},  // prologue: wait    gpu5.flag[46+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 44}, -1},  // chunk i: wait    gpu5.flag[44+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},  // chunk i: copy    gpu5.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[39+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[46+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 46}, -1},
+    // chunk i: wait gpu5.flag[44+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -559,9 +838,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {0, 6},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {1, 6},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {4, 0},
+    {4, 1},
+};
 
-}  // namespace dev5
+} // namespace dev5
 
 // Device 6: ranks gpu6.
 namespace dev6 {
@@ -586,40 +890,70 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[7+l] := (e, 0)                             # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 7}, -1},  // prologue: wait    gpu6.flag[7+l] >= (e, 0)                             # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 0}, -1},  // chunk i: wait    gpu6.flag[0+l] >= (e, i+1)                           # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[7+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[7+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 7}, -1},
+    // chunk i: wait gpu6.flag[0+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu7.flag[21+l] := (e, 0)                            # my receive buffer is free for this launch: gpu7 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 21}, -1},  // prologue: wait    gpu6.flag[21+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 14}, -1},  // chunk i: wait    gpu6.flag[14+l] >= (e, i+1)                          # chunk i from gpu7 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[14+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu7.flag[21+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[21+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 21}, -1},
+    // chunk i: wait gpu6.flag[14+l] >= (e, i+1) (chunk i from gpu7 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 14}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[14+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[25+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 32}, -1},  // prologue: wait    gpu6.flag[32+l] >= (e, 0)                            # gpu2 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 28}, -1},  // chunk i: wait    gpu6.flag[28+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu2.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu2.flag[28+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[25+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[32+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 32}, -1},
+    // chunk i: wait gpu6.flag[28+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu2.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[28+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu2.flag[36+l] := (e, 0)                            # my receive buffer is free for this launch: gpu2 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 40}, -1},  // prologue: wait    gpu6.flag[40+l] >= (e, 0)                            # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 36}, -1},  // chunk i: wait    gpu6.flag[36+l] >= (e, i+1)                          # chunk i from gpu2 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[29+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu2.flag[36+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[40+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 40}, -1},
+    // chunk i: wait gpu6.flag[36+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[29+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu6
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[46+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 46}, -1},  // prologue: wait    gpu6.flag[46+l] >= (e, 0)                            # gpu7 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 44}, -1},  // chunk i: wait    gpu6.flag[44+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},  // chunk i: copy    gpu6.recv -> gpu7.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},  // chunk i: signal  gpu7.flag[44+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[46+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // prologue: wait gpu6.flag[46+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {6, 46}, -1},
+    // chunk i: wait gpu6.flag[44+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {6, 44}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu6.recv -> gpu7.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 8, 0, {0, 0}, -1},
+    // chunk i: signal gpu7.flag[44+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -651,9 +985,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {0, 6},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {1, 6},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {4, 0},
+    {4, 1},
+};
 
-}  // namespace dev6
+} // namespace dev6
 
 // Device 7: ranks gpu7.
 namespace dev7 {
@@ -678,36 +1037,62 @@ __device__ const LaneRec kLanes[] = {
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
 __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[7+l] := (e, 0)                             # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 7}, -1},  // prologue: wait    gpu7.flag[7+l] >= (e, 0)                             # gpu4 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 0}, -1},  // chunk i: wait    gpu7.flag[0+l] >= (e, i+1)                           # chunk i from gpu6 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu4.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},  // chunk i: signal  gpu4.flag[0+l] := (e, i+1)                           # chunk i is in my children's buffers
+    // prologue: signal gpu6.flag[7+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[7+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 7}, -1},
+    // chunk i: wait gpu7.flag[0+l] >= (e, i+1) (chunk i from gpu6 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 0}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu4.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu4.flag[0+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},  // prologue: signal  gpu4.flag[14+l] := (e, 0)                            # my receive buffer is free for this launch: gpu4 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 21}, -1},  // prologue: wait    gpu7.flag[21+l] >= (e, 0)                            # gpu6 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 14}, -1},  // chunk i: wait    gpu7.flag[14+l] >= (e, i+1)                          # chunk i from gpu4 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu6.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},  // chunk i: signal  gpu6.flag[14+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu4.flag[14+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[21+l] >= (e, 0) (gpu6 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 21}, -1},
+    // chunk i: wait gpu7.flag[14+l] >= (e, i+1) (chunk i from gpu4 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 14}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu6.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu6.flag[14+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},  // prologue: signal  gpu3.flag[25+l] := (e, 0)                            # my receive buffer is free for this launch: gpu3 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 32}, -1},  // prologue: wait    gpu7.flag[32+l] >= (e, 0)                            # gpu5 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 28}, -1},  // chunk i: wait    gpu7.flag[28+l] >= (e, i+1)                          # chunk i from gpu3 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu5.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},  // chunk i: signal  gpu5.flag[28+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu3.flag[25+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[32+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 32}, -1},
+    // chunk i: wait gpu7.flag[28+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 28}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu5.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[28+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},  // prologue: signal  gpu5.flag[40+l] := (e, 0)                            # my receive buffer is free for this launch: gpu5 may write
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 40}, -1},  // prologue: wait    gpu7.flag[40+l] >= (e, 0)                            # gpu3 has entered this launch
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 36}, -1},  // chunk i: wait    gpu7.flag[36+l] >= (e, i+1)                          # chunk i from gpu5 has arrived
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},  // chunk i: sync
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},  // chunk i: copy    gpu7.recv -> gpu3.recv                               # forward chunk i to every child
-    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},  // chunk i: signal  gpu3.flag[29+l] := (e, i+1)                          # chunk i is in my children's buffers
+    // prologue: signal gpu5.flag[40+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu7.flag[40+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {7, 40}, -1},
+    // chunk i: wait gpu7.flag[36+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {7, 36}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu7.recv -> gpu3.recv (forward chunk i to every child)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[29+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu7
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},  // prologue: signal  gpu6.flag[46+l] := (e, 0)                            # my receive buffer is free for this launch: gpu6 may write
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 44}, -1},  // epilogue: wait    gpu7.flag[44+l] >= (e, n)                            # every chunk from gpu6 has arrived
+    // prologue: signal gpu6.flag[46+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
+    // epilogue: wait gpu7.flag[44+l] >= (e, n) (every chunk from gpu6 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {7, 44}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -736,9 +1121,34 @@ __device__ const FlagRec kFlags[] = {
 };
 
 // blockIdx.x -> {lane, block within the lane}.
-__device__ const BlockRec kBlocks[] = {{0, 0}, {0, 1}, {0, 2}, {0, 3}, {0, 4}, {0, 5}, {0, 6}, {1, 0}, {1, 1}, {1, 2}, {1, 3}, {1, 4}, {1, 5}, {1, 6}, {2, 0}, {2, 1}, {2, 2}, {2, 3}, {3, 0}, {3, 1}, {3, 2}, {3, 3}, {4, 0}, {4, 1}, };
+__device__ const BlockRec kBlocks[] = {
+    {0, 0},
+    {0, 1},
+    {0, 2},
+    {0, 3},
+    {0, 4},
+    {0, 5},
+    {0, 6},
+    {1, 0},
+    {1, 1},
+    {1, 2},
+    {1, 3},
+    {1, 4},
+    {1, 5},
+    {1, 6},
+    {2, 0},
+    {2, 1},
+    {2, 2},
+    {2, 3},
+    {3, 0},
+    {3, 1},
+    {3, 2},
+    {3, 3},
+    {4, 0},
+    {4, 1},
+};
 
-}  // namespace dev7
+} // namespace dev7
 
 namespace {
 
@@ -751,11 +1161,13 @@ __device__ const canopy::Program kPrograms[] = {
     {dev4::kLanes, dev4::kSteps, dev4::kBuffers, dev4::kFlags, dev4::kBlocks},
     {dev5::kLanes, dev5::kSteps, dev5::kBuffers, dev5::kFlags, dev5::kBlocks},
     {dev6::kLanes, dev6::kSteps, dev6::kBuffers, dev6::kFlags, dev6::kBlocks},
-    {dev7::kLanes, dev7::kSteps, dev7::kBuffers, dev7::kFlags, dev7::kBlocks},};
+    {dev7::kLanes, dev7::kSteps, dev7::kBuffers, dev7::kFlags, dev7::kBlocks},
+};
 
-}  // namespace
+} // namespace
 
 // Launched on device d with the grid and block the banner lists for d.
-extern "C" __global__ void __launch_bounds__(512) canopy_broadcast_dgx1v100_t5_c256k_f32(const Config::Args a, int device) {
+extern "C" __global__ void __launch_bounds__(512)
+canopy_broadcast_dgx1v100_t5_c256k_f32(const Config::Args a, int device) {
   canopy::run_block<Config>(a, kPrograms[device]);
 }

@@ -120,6 +120,9 @@ TEST(LowerErrors, TreesMustSpanAndMatchTheCollective) {
   p = dgx1(Collective::broadcast);
   p.trees[0].edges.push_back(p.trees[0].edges.front());
   EXPECT_THAT(lower_error(p), HasSubstr("receives from two parents"));
+  p = dgx1(Collective::broadcast);
+  p.trees[0].fraction = 1e300;
+  EXPECT_THAT(lower_error(p), HasSubstr("at most 1"));
   p = dgx1(Collective::allreduce);
   std::erase_if(p.trees, [](const Tree& t) { return t.direction == TreeDirection::out && t.root == "gpu3"; });
   EXPECT_THAT(lower_error(p), HasSubstr("no out-tree rooted there broadcasts it"));
