@@ -1,69 +1,72 @@
-// DiskCache: see disk_cache.hpp for the layout and the guarantees.
+// DiskCache: see disk_cache.hpp for the layout and the guarantees (the folder format is cache_entry.hpp's).
+// Entries are assembled in a temporary folder beside their final place and renamed in (whole or absent); removed
+// by renaming them aside first (so a reader never sees half an entry); read without a lock, and judged corrupt
+// only under the key's lock (a reader racing an eviction in another process sees an entry vanish: not damage).
 #include "runtime/disk_cache.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
-#include "codegen/sha256.hpp"
 #include "dsl/error.hpp"
+#include "runtime/cache_entry.hpp"
+#include "runtime/file_lock.hpp"
 
 namespace canopy {
 namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kLayout = "v1";
-constexpr const char* kMeta = "meta.json";
+constexpr const char* kTemporaryPrefix = ".tmp-";
+// A temporary folder this old belongs to a process that died mid-write or mid-delete.
+constexpr auto kStaleTemporary = std::chrono::hours(1);
 
-std::string read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
+void create_folder(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw Error(fmt::format("cannot create the kernel cache folder '{}': {}; set CANOPY_CACHE_DIR to a writable "
+                            "folder, or CANOPY_ALWAYS_COMPILE=1 to run without a cache",
+                            dir.string(), ec.message()));
 }
 
-void write_bytes(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out << bytes;
-  if (!out.flush())
-    throw Error(fmt::format("cannot write the cache file '{}': is the disk full? (set CANOPY_CACHE_DIR to move the cache)",
-                            p.string()));
+std::string unique_suffix(const std::string& key) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return fmt::format("{}-{}-{:016x}", key.substr(0, 16), ::getpid(), rng());
 }
 
-// Holds an exclusive flock on a file for the object's life.
-class FileLock {
- public:
-  explicit FileLock(const fs::path& path) : fd_(::open(path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644)) {
-    if (fd_ < 0)
-      throw Error(fmt::format("cannot create the cache lock '{}': check that the cache directory is writable or "
-                              "set CANOPY_CACHE_DIR",
-                              path.string()));
-    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-    }
-  }
-  ~FileLock() {
-    ::flock(fd_, LOCK_UN);
-    ::close(fd_);
-  }
-  FileLock(const FileLock&) = delete;
-  FileLock& operator=(const FileLock&) = delete;
+// Keys are hex digests; anything else found in the cache folder is not ours and is left alone.
+bool is_key(const std::string& name) {
+  return name.size() >= 2 && std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c); });
+}
 
- private:
-  int fd_;
-};
+void check_key(const std::string& key) {
+  CANOPY_INTERNAL_ASSERT(is_key(key), fmt::format("cache key '{}' is not a hex digest", key));
+}
 
-void warn_corrupt(const fs::path& entry, const std::string& why) {
+void warn_corrupt(const fs::path& entry, std::string why) {
+  std::replace(why.begin(), why.end(), '\n', ' ');
   fmt::print(stderr, "canopy: warning: cache entry {} is corrupt ({}); deleting it, the kernel will be recompiled\n",
              entry.string(), why);
 }
+
+// Renames the entry aside, then deletes it: readers see it whole or not at all. False when it was already gone.
+bool remove_entry(const fs::path& entry) {
+  std::error_code ec;
+  const fs::path aside = entry.parent_path() / (kTemporaryPrefix + ("gone-" + unique_suffix(entry.filename())));
+  fs::rename(entry, aside, ec);
+  if (ec) return false;
+  fs::remove_all(aside, ec);
+  return true;
+}
+
 
 std::int64_t folder_bytes(const fs::path& dir) {
   std::int64_t total = 0;
@@ -73,9 +76,59 @@ std::int64_t folder_bytes(const fs::path& dir) {
   return total;
 }
 
+// Every entry folder (sizes and last use; names and arches from meta.json when `with_meta`), and every temporary
+// folder left in the shards.
+struct Scan {
+  std::vector<CacheEntryInfo> entries;
+  std::vector<fs::path> temporaries;
+};
+Scan scan(const fs::path& root, bool with_meta) {
+  Scan out;
+  std::error_code ec;
+  for (const auto& shard : fs::directory_iterator(root, ec)) {
+    if (!shard.is_directory(ec) || shard.path().filename() == "locks") continue;
+    std::error_code shard_ec;
+    for (const auto& entry : fs::directory_iterator(shard.path(), shard_ec)) {
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_directory(shard_ec)) continue;
+      if (name.starts_with(kTemporaryPrefix)) {
+        out.temporaries.push_back(entry.path());
+        continue;
+      }
+      if (!is_key(name)) continue;
+      CacheEntryInfo info;
+      info.key = name;
+      info.bytes = folder_bytes(entry.path());
+      std::error_code time_ec;
+      info.last_used = fs::last_write_time(entry.path() / kCacheMetaFile, time_ec);
+      if (time_ec) info.last_used = fs::file_time_type::min();  // no commit marker: damaged, goes first
+      if (with_meta) {
+        try {
+          const auto meta = nlohmann::json::parse(std::ifstream(entry.path() / kCacheMetaFile));
+          info.name = meta.value("name", "");
+          info.arch = meta.value("arch", "");
+        } catch (const std::exception&) {
+          info.name = "(unreadable meta.json)";
+        }
+      }
+      out.entries.push_back(std::move(info));
+    }
+  }
+  return out;
+}
+
+void remove_stale(const std::vector<fs::path>& temporaries) {
+  const auto cutoff = fs::file_time_type::clock::now() - kStaleTemporary;
+  std::error_code ec;
+  for (const fs::path& t : temporaries)
+    if (const auto time = fs::last_write_time(t, ec); !ec && time < cutoff) fs::remove_all(t, ec);
+}
+
+
 }  // namespace
 
-DiskCache::DiskCache(fs::path directory, std::int64_t max_bytes) : directory_(std::move(directory)), max_bytes_(max_bytes) {}
+DiskCache::DiskCache(fs::path directory, std::int64_t max_bytes)
+    : directory_(std::move(directory)), max_bytes_(max_bytes) {}
 
 fs::path DiskCache::default_directory() {
   if (const char* d = std::getenv("CANOPY_CACHE_DIR"); d && *d) return d;
@@ -88,97 +141,68 @@ DiskCache DiskCache::from_environment() {
   std::int64_t cap = kDefaultMaxBytes;
   if (const char* m = std::getenv("CANOPY_CACHE_MAX_BYTES"); m && *m) {
     char* end = nullptr;
+    errno = 0;
     const long long v = std::strtoll(m, &end, 10);
-    if (*end != '\0' || v <= 0)
+    if (*end != '\0' || v <= 0 || errno == ERANGE)
       throw Error(fmt::format("CANOPY_CACHE_MAX_BYTES='{}': give the cache's size cap in bytes, e.g. 1073741824", m));
     cap = v;
   }
   return DiskCache(default_directory(), cap);
 }
 
-fs::path DiskCache::entry_path(const std::string& key) const { return directory_ / kLayout / key.substr(0, 2) / key; }
+fs::path DiskCache::entry_path(const std::string& key) const {
+  check_key(key);
+  return directory_ / kLayout / key.substr(0, 2) / key;
+}
+
+fs::path DiskCache::lock_path(const std::string& key) const {
+  check_key(key);
+  const fs::path locks = directory_ / kLayout / "locks";
+  create_folder(locks);
+  return locks / (key + ".lock");
+}
 
 std::optional<CompiledModule> DiskCache::load(const std::string& key) const {
-  const fs::path entry = entry_path(key);
+  CacheEntryRead v = read_cache_entry(entry_path(key), key);
+  if (v.absent) return std::nullopt;
+  if (!v.module) {
+    // Damaged, or being evicted by another process as we read: decide under the key's lock.
+    try {
+      FileLock lock(lock_path(key));
+      return load_locked(key);
+    } catch (const Error&) {  // a read-only cache: report the damage, compile without it
+      warn_corrupt(entry_path(key), v.problem);
+      return std::nullopt;
+    }
+  }
   std::error_code ec;
-  const fs::path meta_path = entry / kMeta;
-  if (!fs::exists(meta_path, ec)) {
-    // A folder without its commit marker is an interrupted write from before atomic renames, or damage.
-    if (fs::exists(entry, ec)) {
-      warn_corrupt(entry, "meta.json is missing");
-      fs::remove_all(entry, ec);
-    }
+  fs::last_write_time(entry_path(key) / kCacheMetaFile, fs::file_time_type::clock::now(), ec);  // the LRU order
+  return std::move(v.module);
+}
+
+std::optional<CompiledModule> DiskCache::load_locked(const std::string& key) const {
+  const fs::path entry = entry_path(key);
+  CacheEntryRead v = read_cache_entry(entry, key);
+  if (v.absent) return std::nullopt;
+  if (!v.module) {
+    warn_corrupt(entry, v.problem);
+    remove_entry(entry);
     return std::nullopt;
   }
-  auto corrupt = [&](const std::string& why) -> std::optional<CompiledModule> {
-    warn_corrupt(entry, why);
-    fs::remove_all(entry, ec);
-    return std::nullopt;
-  };
-  nlohmann::json meta;
-  try {
-    meta = nlohmann::json::parse(read_bytes(meta_path));
-    if (meta.at("key").get<std::string>() != key) return corrupt("meta.json names another key");
-  } catch (const std::exception& e) {
-    return corrupt(fmt::format("meta.json does not parse: {}", e.what()));
-  }
-  CompiledModule m;
-  try {
-    for (const auto& [file, info] : meta.at("files").items()) {
-      const std::string bytes = read_bytes(entry / file);
-      if (static_cast<std::int64_t>(bytes.size()) != info.at("bytes").get<std::int64_t>())
-        return corrupt(fmt::format("{} has {} bytes, meta.json says {}", file, bytes.size(), info.at("bytes").dump()));
-      if (sha256_hex(bytes) != info.at("sha256").get<std::string>())
-        return corrupt(fmt::format("{} does not match its checksum", file));
-      if (file == "module.cubin") m.cubin = bytes;
-      if (file == "module.ptx") m.ptx = bytes;
-    }
-    if (m.cubin.empty()) return corrupt("no module.cubin");
-    for (const auto& k : meta.at("kernels"))
-      m.kernels.push_back({k.at("name"), k.at("registers"), k.at("spill_store_bytes"), k.at("spill_load_bytes"),
-                           k.at("shared_bytes"), k.at("stack_bytes")});
-    m.compile_ms = meta.at("compile_ms").get<double>();
-  } catch (const std::exception& e) {
-    return corrupt(fmt::format("meta.json lacks a field: {}", e.what()));
-  }
-  fs::last_write_time(meta_path, fs::file_time_type::clock::now(), ec);  // least-recently-used order
-  return m;
+  std::error_code ec;
+  fs::last_write_time(entry / kCacheMetaFile, fs::file_time_type::clock::now(), ec);
+  return std::move(v.module);
 }
 
 void DiskCache::store(const std::string& key, const std::string& name, const std::string& arch,
                       const CompiledModule& m) {
+  CANOPY_INTERNAL_ASSERT(!m.cubin.empty(), fmt::format("storing an empty CUBIN for {} ({})", name, arch));
   const fs::path entry = entry_path(key);
+  create_folder(entry.parent_path());
+  const fs::path tmp = entry.parent_path() / (kTemporaryPrefix + unique_suffix(key));
   std::error_code ec;
-  fs::create_directories(entry.parent_path(), ec);
-  if (ec)
-    throw Error(fmt::format("cannot create the kernel cache directory '{}': {} (set CANOPY_CACHE_DIR to a writable "
-                            "directory)",
-                            entry.parent_path().string(), ec.message()));
-  std::mt19937_64 rng(std::random_device{}());
-  const fs::path tmp = entry.parent_path() / fmt::format(".tmp-{}-{}-{:x}", key.substr(0, 16), ::getpid(), rng());
-  fs::create_directories(tmp, ec);
-  nlohmann::ordered_json meta;
-  meta["key"] = key;
-  meta["name"] = name;
-  meta["arch"] = arch;
-  meta["nvrtc"] = nvrtc_version();
-  meta["canopy"] = CANOPY_VERSION;
-  meta["compile_ms"] = m.compile_ms;
-  nlohmann::ordered_json files, kernels = nlohmann::ordered_json::array();
-  auto add = [&](const char* file, const std::string& bytes) {
-    write_bytes(tmp / file, bytes);
-    files[file] = {{"bytes", bytes.size()}, {"sha256", sha256_hex(bytes)}};
-  };
   try {
-    add("module.cubin", m.cubin);
-    if (!m.ptx.empty()) add("module.ptx", m.ptx);
-    meta["files"] = files;
-    for (const KernelStats& k : m.kernels)
-      kernels.push_back({{"name", k.name}, {"registers", k.registers}, {"spill_store_bytes", k.spill_store_bytes},
-                         {"spill_load_bytes", k.spill_load_bytes}, {"shared_bytes", k.shared_bytes},
-                         {"stack_bytes", k.stack_bytes}});
-    meta["kernels"] = kernels;
-    write_bytes(tmp / kMeta, meta.dump(2) + "\n");  // last: the commit marker
+    write_cache_entry(tmp, key, name, arch, m);
   } catch (...) {
     fs::remove_all(tmp, ec);
     throw;
@@ -192,19 +216,12 @@ CompiledModule DiskCache::load_or_compile(const std::string& key, const std::str
                                           const std::function<CompiledModule()>& compile, bool* hit) {
   if (auto m = load(key)) {
     if (hit) *hit = true;
-    return *m;
+    return std::move(*m);
   }
-  std::error_code ec;
-  const fs::path locks = directory_ / kLayout / "locks";
-  fs::create_directories(locks, ec);
-  if (ec)
-    throw Error(fmt::format("cannot create the kernel cache directory '{}': {} (set CANOPY_CACHE_DIR to a writable "
-                            "directory)",
-                            locks.string(), ec.message()));
-  FileLock lock(locks / (key + ".lock"));
-  if (auto m = load(key)) {  // compiled by another process while we waited
+  FileLock lock(lock_path(key));
+  if (auto m = load_locked(key)) {  // compiled by another process while we waited
     if (hit) *hit = true;
-    return *m;
+    return std::move(*m);
   }
   CompiledModule m = compile();
   store(key, name, arch, m);
@@ -213,58 +230,64 @@ CompiledModule DiskCache::load_or_compile(const std::string& key, const std::str
 }
 
 std::vector<CacheEntryInfo> DiskCache::list() const {
-  std::vector<CacheEntryInfo> out;
-  std::error_code ec;
-  const fs::path root = directory_ / kLayout;
-  for (const auto& shard : fs::directory_iterator(root, ec)) {
-    if (!shard.is_directory(ec) || shard.path().filename() == "locks") continue;
-    for (const auto& entry : fs::directory_iterator(shard.path(), ec)) {
-      const std::string key = entry.path().filename().string();
-      if (!entry.is_directory(ec) || key.starts_with(".tmp-")) continue;
-      CacheEntryInfo info;
-      info.key = key;
-      info.bytes = folder_bytes(entry.path());
-      info.last_used = fs::last_write_time(entry.path() / kMeta, ec);
-      try {
-        const auto meta = nlohmann::json::parse(read_bytes(entry.path() / kMeta));
-        info.name = meta.value("name", "");
-        info.arch = meta.value("arch", "");
-      } catch (const std::exception&) {
-        info.name = "(unreadable meta.json)";
-      }
-      out.push_back(info);
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.last_used > b.last_used; });
+  std::vector<CacheEntryInfo> out = scan(directory_ / kLayout, /*with_meta=*/true).entries;
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    return a.last_used != b.last_used ? a.last_used > b.last_used : a.key < b.key;
+  });
   return out;
 }
 
 CacheInfo DiskCache::info() const {
   CacheInfo i{directory_, 0, 0, max_bytes_};
-  for (const CacheEntryInfo& e : list()) {
+  for (const CacheEntryInfo& e : scan(directory_ / kLayout, /*with_meta=*/false).entries) {
     ++i.entries;
     i.bytes += e.bytes;
   }
   return i;
 }
 
-int DiskCache::clear() {
-  int removed = 0;
+CacheClearReport DiskCache::clear() {
+  CacheClearReport report;
   std::error_code ec;
-  for (const CacheEntryInfo& e : list()) removed += fs::remove_all(entry_path(e.key), ec) > 0 ? 1 : 0;
-  return removed;
+  if (!fs::exists(directory_ / kLayout, ec)) return report;
+  const Scan s = scan(directory_ / kLayout, false);
+  for (const CacheEntryInfo& e : s.entries) {
+    std::optional<FileLock> lock = FileLock::try_lock(lock_path(e.key));
+    if (!lock) {
+      ++report.in_use;
+      continue;
+    }
+    if (remove_entry(entry_path(e.key))) {
+      ++report.entries;
+      report.bytes += e.bytes;
+    }
+    lock->remove_file();
+  }
+  // Locks of keys that never got an entry (failed compiles), unless held.
+  for (const auto& f : fs::directory_iterator(directory_ / kLayout / "locks", ec))
+    if (auto lock = FileLock::try_lock(f.path())) lock->remove_file();
+  remove_stale(s.temporaries);
+  return report;
 }
 
 void DiskCache::evict(const std::string& keep) {
-  std::vector<CacheEntryInfo> entries = list();  // most recent first
+  Scan s = scan(directory_ / kLayout, false);
   std::int64_t total = 0;
-  for (const CacheEntryInfo& e : entries) total += e.bytes;
-  std::error_code ec;
-  for (auto it = entries.rbegin(); it != entries.rend() && total > max_bytes_; ++it) {
-    if (it->key == keep) continue;
-    fs::remove_all(entry_path(it->key), ec);
-    total -= it->bytes;
+  for (const CacheEntryInfo& e : s.entries) total += e.bytes;
+  if (total > max_bytes_) {
+    std::sort(s.entries.begin(), s.entries.end(), [](const auto& a, const auto& b) {
+      return a.last_used != b.last_used ? a.last_used < b.last_used : a.key < b.key;
+    });
+    for (const CacheEntryInfo& e : s.entries) {
+      if (total <= max_bytes_) break;
+      if (e.key == keep) continue;
+      std::optional<FileLock> lock = FileLock::try_lock(lock_path(e.key));
+      if (!lock) continue;  // being written or verified right now: not the one to evict
+      if (remove_entry(entry_path(e.key))) total -= e.bytes;
+      lock->remove_file();
+    }
   }
+  remove_stale(s.temporaries);
 }
 
 }  // namespace canopy

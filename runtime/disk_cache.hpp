@@ -3,8 +3,10 @@
 // v1/<key[0:2]>/<key>/ holding module.cubin, module.ptx (when kept) and meta.json (sizes and sha256 of every file,
 // kernel statistics), assembled in a temporary folder and renamed into place, so an entry is whole or absent.
 // Reads verify sizes and checksums; a corrupt entry is deleted with a warning and rebuilt, never trusted.
-// A per-key flock makes N processes compiling one key compile it once. Least-recently-used entries are evicted
-// past a size cap (1 GiB, or $CANOPY_CACHE_MAX_BYTES).
+// A per-key flock (v1/locks/<key>.lock) makes N processes compiling one key compile it once; eviction and clear
+// skip entries whose lock is held. Least-recently-used entries (last use = meta.json's mtime, refreshed on every
+// hit) are evicted past a size cap (1 GiB, or $CANOPY_CACHE_MAX_BYTES) after every store. Every user doc:
+// docs/jit-cache.md.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +28,12 @@ struct CacheEntryInfo {
   std::filesystem::file_time_type last_used;
 };
 
+struct CacheClearReport {
+  int entries = 0;          // removed
+  std::int64_t bytes = 0;   // freed
+  int in_use = 0;           // skipped: another process held the entry's lock
+};
+
 struct CacheInfo {
   std::filesystem::path directory;
   int entries = 0;
@@ -45,8 +53,8 @@ class DiskCache {
   const std::filesystem::path& directory() const { return directory_; }
   std::int64_t max_bytes() const { return max_bytes_; }
 
-  // The verified entry, or nullopt when absent or corrupt (then deleted, with a warning on stderr). A hit marks
-  // the entry used.
+  // The verified entry, or nullopt when absent or corrupt (then deleted, with a one-line warning on stderr). A
+  // hit marks the entry used. Never throws for what it finds on disk.
   std::optional<CompiledModule> load(const std::string& key) const;
   // Stores atomically (an entry another process stored first is kept), then evicts past the cap.
   void store(const std::string& key, const std::string& name, const std::string& arch, const CompiledModule& module);
@@ -56,11 +64,14 @@ class DiskCache {
 
   CacheInfo info() const;
   std::vector<CacheEntryInfo> list() const;  // most recently used first
-  int clear();                               // removes every entry; returns how many
+  CacheClearReport clear();                  // removes every entry not in use, and stale temporaries
   void evict(const std::string& keep = "");  // least recently used first, until under the cap
 
+  std::filesystem::path entry_path(const std::string& key) const;  // <dir>/v1/<key[0:2]>/<key>
+
  private:
-  std::filesystem::path entry_path(const std::string& key) const;
+  std::filesystem::path lock_path(const std::string& key) const;
+  std::optional<CompiledModule> load_locked(const std::string& key) const;  // holding the key's lock
   std::filesystem::path directory_;
   std::int64_t max_bytes_;
 };

@@ -2,6 +2,7 @@
 #include "runtime/nvrtc_compiler.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nvrtc.h>
 
 #include <chrono>
@@ -72,8 +73,28 @@ std::vector<KernelStats> parse_ptxas_stats(const std::string& log) {
   return out;
 }
 
+namespace {
+
+// The real architectures this NVRTC builds CUBIN for, e.g. "sm_75, sm_80, ..., sm_120".
+std::string supported_archs() {
+  int count = 0;
+  NVRTC_CHECK(nvrtcGetNumSupportedArchs(&count));
+  std::vector<int> archs(static_cast<std::size_t>(count));
+  if (count > 0) NVRTC_CHECK(nvrtcGetSupportedArchs(archs.data()));
+  std::string out;
+  for (int a : archs) out += fmt::format("{}sm_{}", out.empty() ? "" : ", ", a);
+  return out;
+}
+
+}  // namespace
+
 CompiledModule compile_cuda(const SourceFile& source, const std::vector<SourceFile>& headers,
                             const CompileOptions& options) {
+  // A virtual architecture (compute_90) compiles to PTX only: NVRTC would hand back an empty CUBIN.
+  if (!options.arch.starts_with("sm_"))
+    throw Error(fmt::format("cannot compile {} for '{}': give a real GPU architecture such as sm_90 (this NVRTC "
+                            "supports {}); Canopy loads CUBIN, and keep_ptx adds the PTX",
+                            source.name, options.arch, supported_archs()));
   const auto start = std::chrono::steady_clock::now();
   std::vector<const char*> header_texts, header_names;
   for (const SourceFile& h : headers) {
@@ -91,6 +112,9 @@ CompiledModule compile_cuda(const SourceFile& source, const std::vector<SourceFi
   const nvrtcResult result = nvrtcCompileProgram(*program, static_cast<int>(argv.size()), argv.data());
   CompiledModule m;
   m.log = program_log(*program);
+  if (result == NVRTC_ERROR_INVALID_OPTION)
+    throw Error(fmt::format("NVRTC rejected the options for {} (architecture {}; supported: {}; options: {}):\n{}",
+                            source.name, options.arch, supported_archs(), fmt::join(args, " "), m.log));
   if (result != NVRTC_SUCCESS)
     throw Error(fmt::format("NVRTC could not compile {} for {} ({}):\n{}", source.name, options.arch,
                             nvrtcGetErrorString(result), m.log));
@@ -98,6 +122,8 @@ CompiledModule compile_cuda(const SourceFile& source, const std::vector<SourceFi
   NVRTC_CHECK(nvrtcGetCUBINSize(*program, &size));
   m.cubin.resize(size);
   NVRTC_CHECK(nvrtcGetCUBIN(*program, m.cubin.data()));
+  CANOPY_INTERNAL_ASSERT(!m.cubin.empty(),
+                         fmt::format("NVRTC returned no CUBIN for {} ({})", source.name, options.arch));
   if (options.keep_ptx) {
     NVRTC_CHECK(nvrtcGetPTXSize(*program, &size));
     m.ptx.resize(size);

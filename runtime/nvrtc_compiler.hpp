@@ -32,8 +32,9 @@ struct CompiledModule {
   double compile_ms = 0;
 };
 
-// Throws canopy::Error carrying NVRTC's log (FILE(LINE): error: ...) when the source does not compile, naming the
-// source and the architecture.
+// Throws canopy::Error carrying NVRTC's log (FILE(LINE): error: ..., headers named as given) when the source does not
+// compile, naming the source and the architecture; an architecture without CUBIN (compute_90) or unknown to this
+// NVRTC is refused with the list it supports.
 CompiledModule compile_cuda(const SourceFile& source, const std::vector<SourceFile>& headers,
                             const CompileOptions& options);
 

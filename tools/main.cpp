@@ -24,7 +24,12 @@ int main(int argc, char** argv) {
       "  canopy compile -t dgx1-v100 -c allreduce  compile them with NVRTC (cached on disk)\n"
       "  canopy cache info                         the kernel cache: where, how big\n"
       "\n"
-      "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.");
+      "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.\n"
+      "\n"
+      "Environment:\n"
+      "  CANOPY_CACHE_DIR          compiled-kernel cache (else $XDG_CACHE_HOME/canopy, else ~/.cache/canopy)\n"
+      "  CANOPY_CACHE_MAX_BYTES    the cache's size cap in bytes (default 1 GiB, least recently used go first)\n"
+      "  CANOPY_ALWAYS_COMPILE=1   compile with NVRTC every time, bypassing the caches");
   canopy::cli::add_topo_command(app);
   canopy::cli::add_plan_command(app);
   canopy::cli::add_gen_command(app);

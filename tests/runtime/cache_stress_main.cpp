@@ -1,6 +1,7 @@
 // canopy_cache_stress DIR PROCESS COUNT: one of the processes the concurrency test starts at once. It compiles
-// COUNT tiny kernels (10 distinct sources, so processes collide on keys) through DiskCache::load_or_compile with
-// NVRTC, appends a line to DIR/compiles.log for every real compile, and prints each module's cubin sha256.
+// COUNT tiny kernels through DiskCache::load_or_compile with NVRTC: every fourth is this process's own (numbered
+// 100 + 20 * PROCESS + i), the others come from 10 sources every process shares, so processes collide on keys. It
+// appends a line to DIR/compiles.log for every real compile and prints each kernel's number and cubin sha256.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -21,7 +22,7 @@ int main(int argc, char** argv) {
   const int process = std::atoi(argv[2]), count = std::atoi(argv[3]);
   DiskCache disk(dir);
   for (int i = 0; i < count; ++i) {
-    const int which = (i * 7 + process * 3) % 10;
+    const int which = i % 4 == 3 ? 100 + 20 * process + i : (i * 7 + process * 3) % 10;
     const SourceFile source{fmt::format("k{}.cu", which),
                             fmt::format("extern \"C\" __global__ void k{0}(float* p) {{ p[threadIdx.x] *= {0}.5f; }}\n", which)};
     const CompileOptions options;

@@ -118,7 +118,8 @@ TEST(DiskCache, CorruptEntriesAreDeletedWithAWarningAndRebuilt) {
       {"truncated cubin", [](const fs::path& e) { fs::resize_file(e / "module.cubin", 10); }, "has 10 bytes"},
       {"truncated meta.json", [](const fs::path& e) { fs::resize_file(e / "meta.json", 20); }, "does not parse"},
       {"missing meta.json", [](const fs::path& e) { fs::remove(e / "meta.json"); }, "meta.json is missing"},
-      {"missing cubin", [](const fs::path& e) { fs::remove(e / "module.cubin"); }, "has 0 bytes"},
+      {"missing cubin", [](const fs::path& e) { fs::remove(e / "module.cubin"); }, "module.cubin is missing"},
+      {"missing ptx", [](const fs::path& e) { fs::remove(e / "module.ptx"); }, "module.ptx is missing"},
       {"meta.json of another key",
        [](const fs::path& e) {
          std::string text = testing::read_file(e / "meta.json");
@@ -182,7 +183,10 @@ TEST(DiskCache, ListInfoAndClear) {
   EXPECT_EQ(cache.info().entries, 2);
   EXPECT_EQ(cache.info().max_bytes, 12345);
   EXPECT_GT(cache.info().bytes, 2000);
-  EXPECT_EQ(cache.clear(), 2);
+  const CacheClearReport cleared = cache.clear();
+  EXPECT_EQ(cleared.entries, 2);
+  EXPECT_GT(cleared.bytes, 2000);
+  EXPECT_EQ(cleared.in_use, 0);
   EXPECT_EQ(cache.info().entries, 0);
 }
 
