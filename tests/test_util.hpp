@@ -1,6 +1,10 @@
 // Helpers shared by the test suites: source-tree paths, whole-file reads, golden-file comparison, seeded RNGs.
 #pragma once
 
+#include <sys/wait.h>
+
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -33,6 +37,23 @@ inline void expect_golden(const std::filesystem::path& golden, const std::string
   ASSERT_TRUE(std::filesystem::exists(golden)) << golden << " is missing; run with CANOPY_UPDATE_GOLDEN=1";
   EXPECT_EQ(read_file(golden), actual) << "differs from golden " << golden
                                        << " (CANOPY_UPDATE_GOLDEN=1 rewrites it if the change is intended)";
+}
+
+// Runs a shell command; returns its exit status (-1 when it did not exit) and its stdout and stderr together
+// (append 2>&1 to the command for stderr).
+struct CommandRun {
+  int status = -1;
+  std::string output;
+};
+inline CommandRun run_command(const std::string& command) {
+  CommandRun r;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) return r;
+  char buffer[4096];
+  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.output.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 // A generator seeded from CANOPY_TEST_SEED or a fixed default; the seed is printed so failures can be replayed.

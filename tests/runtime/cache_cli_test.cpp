@@ -9,28 +9,19 @@
 #include "codegen/sha256.hpp"
 #include "runtime/disk_cache.hpp"
 #include "tests/runtime/cache_test_util.hpp"
+#include "tests/test_util.hpp"
 
 namespace canopy {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using CliRun = testing::CommandRun;
 
 CliRun canopy_cache(const std::filesystem::path& dir, const std::string& args, const std::string& env = "") {
   const std::string command =
       fmt::format("CANOPY_CACHE_DIR='{}' {} {} cache {} 2>&1", dir.string(), env, CANOPY_CLI, args);
-  CliRun r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return testing::run_command(command);
 }
 
 TEST(CacheCli, InfoListAndClearAFilledCache) {

@@ -12,22 +12,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-struct CliRun {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
+using CliRun = testing::CommandRun;
 
-CliRun canopy(const std::string& args) {
-  const std::string command = std::string(CANOPY_CLI) + " " + args + " 2>&1";
-  CliRun r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  char buffer[4096];
-  while (std::size_t n = fread(buffer, 1, sizeof buffer, pipe)) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliRun canopy(const std::string& args) { return testing::run_command(std::string(CANOPY_CLI) + " " + args + " 2>&1"); }
 
 std::string src(const std::string& relative) { return (testing::source_dir() / relative).string(); }
 
@@ -143,6 +130,31 @@ TEST(CliPlan, ExplainsMistakes) {
   r = canopy("plan -c broadcast");
   EXPECT_EQ(r.status, 2);
   EXPECT_THAT(r.output, HasSubstr("--topology is required"));
+}
+
+}  // namespace
+}  // namespace canopy
+
+namespace canopy {
+namespace {
+
+TEST(CliGen, WritesSourcePlanAndManifestAndExplainsBadOptions) {
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "canopy-cli-gen-test";
+  std::filesystem::remove_all(out);
+  const CliRun r = canopy("gen -t h200x2 -c allreduce --out " + out.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(out / "canopy_allreduce_h200x2_t4_c256k_f32_sum.cu"));
+  EXPECT_TRUE(std::filesystem::exists(out / "plan.json"));
+  EXPECT_THAT(testing::read_file(out / "manifest.json"), HasSubstr("\"launches\""));
+  std::filesystem::remove_all(out);
+  EXPECT_THAT(canopy("gen --help").output, HasSubstr("canopy gen -t dgx1-v100 -c allreduce --print"));
+  EXPECT_THAT(canopy("compile --help").output, HasSubstr("CANOPY_ALWAYS_COMPILE=1"));
+  const CliRun bad = canopy("gen -t h200x2 -c allreduce --dtype f99 --print");
+  EXPECT_EQ(bad.status, 1);
+  EXPECT_THAT(bad.output, HasSubstr("--dtype 'f99': expected f32"));
+  EXPECT_THAT(canopy("gen -t h200x2 -c allreduce --chunk 1000 --print").output, HasSubstr("multiple of 16 bytes"));
+  EXPECT_THAT(canopy("gen -t h200x2 -c allreduce").output, HasSubstr("--out DIR, --print or --schedule"));
+  EXPECT_THAT(canopy("gen -t h200x2 -c allreduce --schedule").output, HasSubstr("per chunk i"));
 }
 
 }  // namespace
