@@ -1,6 +1,6 @@
-// Canopy's public API in one include: topologies (builder, .topo reader/writer, shipped names, subsets) and
-// plans (canopy::plan, plan JSON, evaluation, the NCCL-style ring baseline).
-// Later stages (codegen, runtime) add their headers here as they land.
+// Canopy's public API in one include: topologies (builder, .topo reader/writer, shipped names, subsets), plans
+// (canopy::plan, plan JSON, evaluation, the NCCL-style ring baseline), code generation (schedule, CUDA source)
+// and the JIT (NVRTC, kernel caches, Builder::build for the whole pipeline).
 #pragma once
 
 #include "dsl/error.hpp"
@@ -17,3 +17,12 @@
 #include "planner/plan_json.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"
+#include "codegen/codegen_options.hpp"
+#include "codegen/generate.hpp"
+#include "codegen/kernel_source.hpp"
+#include "codegen/lower.hpp"
+#include "codegen/schedule.hpp"
+#include "runtime/build.hpp"
+#include "runtime/disk_cache.hpp"
+#include "runtime/jit.hpp"
+#include "runtime/nvrtc_compiler.hpp"

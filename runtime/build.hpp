@@ -1,0 +1,49 @@
+// Builder::build: the whole pipeline, one pass per line (Halide's lower()): plan -> lower -> emit -> format ->
+// compile through the Jit's on-disk cache. A repeated call with the same inputs is one map lookup: the key is a
+// hash of the inputs (canonical topology text, collective, options), taken before anything is planned or
+// generated. The Builder is the small context that owns the caches (no singletons); thread-safe.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "codegen/codegen_options.hpp"
+#include "codegen/kernel_source.hpp"
+#include "dsl/topology.hpp"
+#include "planner/planner.hpp"
+#include "runtime/jit.hpp"
+
+namespace canopy {
+
+struct BuildOptions {
+  PlanOptions plan;
+  CodegenOptions codegen;
+  CompileOptions compile;
+};
+
+struct BuiltCollective {
+  std::string inputs_key;  // sha256 of everything build() was given
+  Plan plan;
+  KernelSource source;
+  std::shared_ptr<const CompiledModule> module;
+};
+
+class Builder {
+ public:
+  explicit Builder(DiskCache disk);
+  // `outcome` says where the module came from (memory_hit: this Builder built it before).
+  std::shared_ptr<const BuiltCollective> build(const Topology& topology, Collective collective,
+                                               const BuildOptions& options, CacheOutcome* outcome = nullptr);
+
+ private:
+  Jit jit_;
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const BuiltCollective>> built_;
+};
+
+// The key build() files a collective under.
+std::string build_inputs_key(const Topology& topology, Collective collective, const BuildOptions& options);
+
+}  // namespace canopy
