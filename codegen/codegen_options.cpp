@@ -2,6 +2,7 @@
 #include "codegen/codegen_options.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 #include <charconv>
@@ -72,6 +73,12 @@ std::string format_byte_size(std::int64_t bytes) {
   if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0) return fmt::format("{} MiB", bytes / (1024 * 1024));
   if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes / 1024);
   return fmt::format("{} B", bytes);
+}
+
+std::string to_string(const CodegenOptions& o) {
+  return fmt::format("dtype={} op={} chunk={} depth={} blocks={} threads={} devices={}", to_string(o.dtype),
+                     to_string(o.op), o.chunk_bytes, o.fifo_depth, o.blocks_per_rank, o.threads_per_block,
+                     fmt::join(o.device_of_rank, ","));
 }
 
 void check_codegen_options(const CodegenOptions& o, int ranks) {

@@ -34,6 +34,9 @@ struct CodegenOptions {
   std::vector<int> device_of_rank;        // empty: rank i on device i; else one entry per rank (virtual ranks)
 };
 
+// Every option as one line ("dtype=f32 op=sum chunk=262144 ..."): part of the keys that name generated code.
+std::string to_string(const CodegenOptions& options);
+
 // Throws canopy::Error naming the option and the fix when an option is out of range for `ranks` ranks.
 void check_codegen_options(const CodegenOptions& options, int ranks);
 

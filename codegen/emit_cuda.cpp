@@ -196,13 +196,7 @@ std::string banner(const Schedule& s, const KernelSource& k) {
 }
 
 std::string schedule_key(const Schedule& s) {
-  const CodegenOptions& o = s.options;
-  Sha256 h;
-  h.update(plan_to_json(s.plan));
-  h.update(fmt::format("\ndtype={} op={} chunk={} depth={} blocks={} threads={} devices={}", to_string(o.dtype),
-                       to_string(o.op), o.chunk_bytes, o.fifo_depth, o.blocks_per_rank, o.threads_per_block,
-                       fmt::join(o.device_of_rank, ",")));
-  return h.hex_digest();
+  return Sha256().update(plan_to_json(s.plan)).update("\n" + to_string(s.options)).hex_digest();
 }
 
 std::string sanitize(const std::string& name) {

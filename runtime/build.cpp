@@ -15,10 +15,7 @@ std::string build_inputs_key(const Topology& t, Collective c, const BuildOptions
   h.update(write_topo(t));
   h.update(fmt::format("\ncollective={} gpus={} root={} relay={}", to_string(c), fmt::join(o.plan.gpus, ","),
                        o.plan.root.value_or(""), o.plan.relay));
-  const CodegenOptions& g = o.codegen;
-  h.update(fmt::format("\ndtype={} op={} chunk={} depth={} blocks={} threads={} devices={}", to_string(g.dtype),
-                       to_string(g.op), g.chunk_bytes, g.fifo_depth, g.blocks_per_rank, g.threads_per_block,
-                       fmt::join(g.device_of_rank, ",")));
+  h.update("\n" + to_string(o.codegen));
   h.update(fmt::format("\narch={} ptx={} options={}", o.compile.arch, o.compile.keep_ptx,
                        fmt::join(o.compile.extra_options, " ")));
   return h.hex_digest();

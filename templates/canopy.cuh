@@ -1,5 +1,6 @@
-// The one header a generated kernel includes: every building block of templates/. Generated code only sequences
-// these primitives (waits, reduce_copy, signals) with constants filled in; the logic lives here.
+// The one header a generated kernel includes: every building block of templates/. Generated code only supplies
+// its Config (types and sizes) and the schedule as constant tables; the executor in schedule.cuh runs them with
+// these primitives (waits, posts, reduce_copy). The logic lives here.
 #pragma once
 
 #include "canopy/device_args.cuh"

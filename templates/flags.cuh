@@ -50,18 +50,4 @@ __device__ __forceinline__ void wait_covered(const u64* counter, u64 epoch_bits,
   wait(counter, epoch_bits | ((last + chunk - 1) / chunk));
 }
 
-// All threads' earlier writes are made visible (barrier, then a release at system scope), then the leader
-// raises every counter to `value`.
-__device__ __forceinline__ void post_all(u64) {}
-template <typename... Counters>
-__device__ __forceinline__ void post_all(u64 value, u64* counter, Counters... rest) {
-  store_release(counter, value);
-  post_all(value, rest...);
-}
-template <typename... Counters>
-__device__ __forceinline__ void signal(u64 value, Counters... counters) {
-  __syncthreads();
-  if (leader()) post_all(value, counters...);
-}
-
 }  // namespace canopy

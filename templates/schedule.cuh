@@ -124,7 +124,7 @@ __device__ __noinline__ void run_steps(const typename C::Args& a, const Program&
         dst[j] = b.mode == kUnlessSource ? unless_same(d, src[0]) : d;
       }
       C::reduce_copy(s.sources, s.destinations, dst, src, c.size());
-    } else {
+    } else {  // signal: every thread's writes become visible (barrier, release at system scope), then the leader posts
       __syncthreads();
       if (leader()) {
         const unsigned long long value = epoch | (s.epoch_only ? 0 : i + 1);
