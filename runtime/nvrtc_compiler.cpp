@@ -1,6 +1,8 @@
 // NVRTC compilation (see nvrtc_compiler.hpp). Every NVRTC call goes through NVRTC_CHECK, which names the call.
 #include "runtime/nvrtc_compiler.hpp"
 
+#include "runtime/cubin_stats.hpp"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nvrtc.h>
@@ -131,6 +133,11 @@ CompiledModule compile_cuda(const SourceFile& source, const std::vector<SourceFi
     while (!m.ptx.empty() && m.ptx.back() == '\0') m.ptx.pop_back();
   }
   m.kernels = parse_ptxas_stats(m.log);
+  for (const KernelStats& k : cubin_kernel_stats(m.cubin)) {  // entries the log is silent about
+    bool listed = false;
+    for (const KernelStats& have : m.kernels) listed |= have.name == k.name;
+    if (!listed) m.kernels.push_back(k);
+  }
   m.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return m;
 }
