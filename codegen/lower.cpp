@@ -15,6 +15,9 @@
 namespace canopy {
 namespace {
 
+// Allgather and reduce-scatter trees own parts of their root's block; the others own parts of the whole buffer.
+bool cuts_per_root_block(Collective c) { return c == Collective::allgather || c == Collective::reducescatter; }
+
 // One plan tree with ranks as indices: parent of every rank (-1 at the root), children ascending.
 struct TreeShape {
   int root = 0;
@@ -134,7 +137,7 @@ void weigh_trees(const Plan& plan, const std::vector<TreeShape>& shapes, Schedul
       specs[t] = spec;
     }
   };
-  const bool per_root = plan.collective == Collective::allgather || plan.collective == Collective::reducescatter;
+  const bool per_root = cuts_per_root_block(plan.collective);
   if (plan.collective == Collective::broadcast || plan.collective == Collective::reduce) {
     std::vector<int> all(trees);
     std::iota(all.begin(), all.end(), 0);
@@ -295,7 +298,7 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
     if (lane.role == LaneRole::root && plan.trees[lane.tree].direction == TreeDirection::in)
       reducing_lanes[lane.rank].push_back(lane.id);
 
-  const bool per_root = plan.collective == Collective::allgather || plan.collective == Collective::reducescatter;
+  const bool per_root = cuts_per_root_block(plan.collective);
   for (Lane& lane : s.lanes) {
     const LaneResources& lr = res[lane.tree];
     const int r = lane.rank;

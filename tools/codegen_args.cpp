@@ -51,15 +51,12 @@ Generated generate_from_args(const CodegenArgs& args) {
   } else {
     if (args.topology.topology.empty() || args.collective.empty())
       throw Error("say what to generate: --topology NAME --collective NAME (or --plan FILE)");
-    const auto collective = parse_collective(args.collective);
-    if (!collective)
-      throw Error(fmt::format("--collective '{}': expected broadcast, reduce, allreduce, allgather or reducescatter",
-                              args.collective));
+    const Collective collective = collective_option(args.collective);
     PlanOptions options;
     if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
     if (!args.root.empty()) options.root = args.root;
     const Topology topology = load_topology(args.topology.topology);
-    g.plan = plan(topology, *collective, options);
+    g.plan = plan(topology, collective, options);
     check_no_relay_gpus(g.plan, topology);
   }
   CodegenOptions o;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "dsl/topology.hpp"
+#include "planner/collective.hpp"
 
 namespace canopy::cli {
 
@@ -25,6 +26,9 @@ struct TopologyArgs {
 };
 void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional, bool required = true);
 Topology resolve_topology(const TopologyArgs& args);
+
+// The value of `--collective`, or a canopy::Error listing the five names (topology_option.cpp).
+Collective collective_option(const std::string& name);
 
 // Writes `text` to `path` ("-" = stdout), as a canopy::Error naming the path when it cannot.
 void write_output(const std::string& path, const std::string& text);

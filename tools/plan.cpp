@@ -47,10 +47,7 @@ void add_plan_command(CLI::App& app) {
       "The summary shows predicted algbw/busbw, the proven bound, tree count, NCCL-style rings on the same\n"
       "links, and each link's load as a share of its capacity.");
   cmd->callback([args] {
-    const auto collective = parse_collective(args->collective);
-    if (!collective)
-      throw Error(fmt::format("--collective '{}': expected broadcast, reduce, allreduce, allgather or reducescatter",
-                              args->collective));
+    const Collective collective = collective_option(args->collective);
     const Topology full = load_topology(args->topology.topology);
     PlanOptions options;
     if (!args->topology.gpus.empty()) options.gpus = CLI::detail::split(args->topology.gpus, ',');
@@ -58,7 +55,7 @@ void add_plan_command(CLI::App& app) {
     options.relay = args->relay;
     const Topology t = planning_topology(full, options);
     PlanReport report;
-    const Plan p = plan(full, *collective, options, &report);
+    const Plan p = plan(full, collective, options, &report);
     if (!args->dot.empty()) write_output(args->dot, plan_dot(t, p));
     if (!args->svg.empty()) render_svg(plan_dot(t, p), args->svg);
     if (args->json) {

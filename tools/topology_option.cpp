@@ -28,6 +28,14 @@ Topology resolve_topology(const TopologyArgs& args) {
   return select_gpus(t, parse_gpu_list(t, args.gpus));
 }
 
+Collective collective_option(const std::string& name) {
+  const auto collective = parse_collective(name);
+  if (!collective)
+    throw Error(fmt::format("--collective '{}': expected broadcast, reduce, allreduce, allgather or reducescatter",
+                            name));
+  return *collective;
+}
+
 void write_output(const std::string& path, const std::string& text) {
   if (path == "-") {
     std::cout << text << std::flush;
