@@ -1,0 +1,25 @@
+// CANOPY_CUDA_CHECK: every CUDA runtime call goes through it; a failure becomes a canopy::Error naming the call,
+// the CUDA error and the source location (DESIGN.md: "CUDA/NVRTC results are checked at every call through one
+// macro that adds the call and location"). cuda_error_text() is for callers that turn errors into a Status.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+namespace canopy {
+
+// "cudaMalloc(&p, n): out of memory (cudaErrorMemoryAllocation) at runtime/communicator.cpp:120".
+std::string cuda_error_text(cudaError_t error, const char* call, const char* file, int line);
+
+// Throws canopy::Error with cuda_error_text(); clears CUDA's sticky last error first.
+[[noreturn]] void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line);
+
+}  // namespace canopy
+
+#define CANOPY_CUDA_CHECK(call)                                                     \
+  do {                                                                              \
+    const cudaError_t canopy_cuda_error_ = (call);                                  \
+    if (canopy_cuda_error_ != cudaSuccess)                                          \
+      ::canopy::throw_cuda_error(canopy_cuda_error_, #call, __FILE__, __LINE__);    \
+  } while (0)
