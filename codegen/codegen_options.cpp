@@ -76,9 +76,11 @@ std::string format_byte_size(std::int64_t bytes) {
 }
 
 std::string to_string(const CodegenOptions& o) {
-  return fmt::format("dtype={} op={} chunk={} depth={} blocks={} threads={} devices={}", to_string(o.dtype),
-                     to_string(o.op), o.chunk_bytes, o.fifo_depth, o.blocks_per_rank, o.threads_per_block,
-                     fmt::join(o.device_of_rank, ","));
+  std::string text = fmt::format("dtype={} op={} chunk={} depth={} blocks={} threads={} devices={}",
+                                 to_string(o.dtype), to_string(o.op), o.chunk_bytes, o.fifo_depth, o.blocks_per_rank,
+                                 o.threads_per_block, fmt::join(o.device_of_rank, ","));
+  if (o.min_blocks_per_sm > 0) text += fmt::format(" min_blocks_per_sm={}", o.min_blocks_per_sm);
+  return text;
 }
 
 void check_codegen_options(const CodegenOptions& o, int ranks) {
@@ -95,6 +97,8 @@ void check_codegen_options(const CodegenOptions& o, int ranks) {
   if (o.threads_per_block < 32 || o.threads_per_block > 1024 || o.threads_per_block % 32 != 0)
     throw Error(fmt::format("threads per block {}: use a multiple of 32 from 32 to 1024 (default 512)",
                             o.threads_per_block));
+  if (o.min_blocks_per_sm < 0 || o.min_blocks_per_sm > 32)
+    throw Error(fmt::format("minimum blocks per SM {}: use 0 (no register cap) to 32", o.min_blocks_per_sm));
   if (!o.device_of_rank.empty()) {
     if (static_cast<int>(o.device_of_rank.size()) != ranks)
       throw Error(fmt::format("rank placement lists {} devices for {} ranks: give one device per rank",

@@ -31,6 +31,8 @@ struct CodegenOptions {
   int fifo_depth = 4;                     // slots per reduce edge: chunks a sender may run ahead
   int blocks_per_rank = 24;               // thread blocks per rank, shared among trees by fraction (>= 1 each)
   int threads_per_block = 512;
+  int min_blocks_per_sm = 0;              // > 0: __launch_bounds__(threads, this), capping registers so that this
+                                          // many blocks fit on one SM (many virtual ranks on one GPU); 0: no cap
   std::vector<int> device_of_rank;        // empty: rank i on device i; else one entry per rank (virtual ranks)
 };
 

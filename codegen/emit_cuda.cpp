@@ -303,8 +303,10 @@ KernelSource emit_cuda(const Schedule& s) {
     out += fmt::format("\n    {{dev{0}::kLanes, dev{0}::kSteps, dev{0}::kBuffers, dev{0}::kFlags, dev{0}::kBlocks}},", d.device);
   out += "};\n\n}  // namespace\n\n";
   out += "// Launched on device d with the grid and block the banner lists for d.\n";
+  const std::string bounds = o.min_blocks_per_sm > 0 ? fmt::format("{}, {}", o.threads_per_block, o.min_blocks_per_sm)
+                                                     : fmt::format("{}", o.threads_per_block);
   out += fmt::format("extern \"C\" __global__ void __launch_bounds__({})\n{}(const Config::Args a, int device) {{\n",
-                     o.threads_per_block, k.entry);
+                     bounds, k.entry);
   out += "  canopy::run_block<Config>(a, kPrograms[device]);\n}\n";
   k.file = SourceFile{k.name + ".cu", out};
   return k;

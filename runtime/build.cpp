@@ -37,7 +37,7 @@ std::shared_ptr<const BuiltCollective> Builder::build(const Topology& topology, 
   b->inputs_key = key;
   b->plan = plan(topology, collective, options.plan);
   check_no_relay_gpus(b->plan, topology);
-  b->source = generate(b->plan, options.codegen);
+  b->source = generate(b->plan, options.codegen, &b->schedule);
   b->module = jit_.get(key, [&] { return b->source.file; }, options.compile, outcome);
   std::lock_guard<std::mutex> lock(mutex_);
   return built_.emplace(key, std::move(b)).first->second;

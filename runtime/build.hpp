@@ -11,6 +11,7 @@
 
 #include "codegen/codegen_options.hpp"
 #include "codegen/kernel_source.hpp"
+#include "codegen/schedule.hpp"
 #include "dsl/topology.hpp"
 #include "planner/planner.hpp"
 #include "runtime/jit.hpp"
@@ -26,6 +27,7 @@ struct BuildOptions {
 struct BuiltCollective {
   std::string inputs_key;  // sha256 of everything build() was given
   Plan plan;
+  Schedule schedule;  // what the source was emitted from (counters, lanes: the watchdog reads it)
   KernelSource source;
   std::shared_ptr<const CompiledModule> module;
 };

@@ -7,30 +7,12 @@
 #include <algorithm>
 #include <functional>
 
+#include "codegen/lane_range.hpp"
+
 namespace canopy::testing {
 namespace {
 
-struct Range {
-  std::uint64_t begin = 0, end = 0;
-  std::uint64_t size() const { return end - begin; }
-};
-
-Range split(Range r, std::uint64_t lo, std::uint64_t hi, std::uint64_t align) {
-  const std::uint64_t n = r.size();
-  const std::uint64_t a = ((n * lo) >> 16) & ~(align - 1);
-  const std::uint64_t b = hi >= kSplitScale ? n : ((n * hi) >> 16) & ~(align - 1);
-  return {r.begin + a, r.begin + b};
-}
-
-Range block_part(Range r, int b, int blocks, std::uint64_t align) {
-  return split(r, b * kSplitScale / blocks, (b + 1) * kSplitScale / blocks, align);
-}
-
-Range tree_range(const RangeSpec& spec, std::uint64_t count, std::uint64_t align) {
-  Range r = spec.block_of < 0 ? Range{0, count} : Range{spec.block_of * count, (spec.block_of + 1) * count};
-  for (const RangeSplit& sp : spec.splits) r = split(r, sp.lo, sp.hi, align);
-  return r;
-}
+using Range = ElementRange;
 
 double apply(ReduceOp op, double a, double b) {
   switch (op) {
