@@ -30,6 +30,7 @@ struct BuiltCollective {
   Schedule schedule;  // what the source was emitted from (counters, lanes: the watchdog reads it)
   KernelSource source;
   std::shared_ptr<const CompiledModule> module;
+  std::string cache_key;  // the disk cache's key of `module`
 };
 
 class Builder {
@@ -38,14 +39,22 @@ class Builder {
   // `outcome` says where the module came from (memory_hit: this Builder built it before).
   std::shared_ptr<const BuiltCollective> build(const Topology& topology, Collective collective,
                                                const BuildOptions& options, CacheOutcome* outcome = nullptr);
+  // The same from a plan made (or read) before: lower -> emit -> format -> compile; options.plan is unused.
+  // Thread-safe, as build().
+  std::shared_ptr<const BuiltCollective> build(const Plan& plan, const BuildOptions& options,
+                                               CacheOutcome* outcome = nullptr);
+  const Jit& jit() const { return jit_; }
 
  private:
+  std::shared_ptr<const BuiltCollective> build_keyed(const std::string& key, Plan plan, const BuildOptions& options,
+                                                     CacheOutcome* outcome);
   Jit jit_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const BuiltCollective>> built_;
 };
 
-// The key build() files a collective under.
+// The keys build() files a collective under.
 std::string build_inputs_key(const Topology& topology, Collective collective, const BuildOptions& options);
+std::string build_inputs_key(const Plan& plan, const BuildOptions& options);
 
 }  // namespace canopy

@@ -1,0 +1,193 @@
+// check_call and the buffer sizes of a collective call (see collective_call.hpp).
+#include "runtime/collective_call.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace canopy {
+
+namespace {
+
+bool reduces(Collective c) {
+  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reducescatter;
+}
+
+std::string pointer_text(const void* p) { return fmt::format("{}", fmt::ptr(p)); }
+
+std::string memory_text(MemoryKind k) {
+  switch (k) {
+    case MemoryKind::unregistered: return "host memory CUDA does not know";
+    case MemoryKind::host: return "pinned host memory";
+    case MemoryKind::device: return "device memory";
+    case MemoryKind::managed: return "managed memory";
+  }
+  return "?";
+}
+
+bool is_default_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread; }
+
+struct Region {
+  std::uintptr_t begin = 0, end = 0;
+  int rank = 0;
+  bool written = false;
+  const char* what = "";
+};
+
+}  // namespace
+
+std::string call_name(Collective c) {
+  switch (c) {
+    case Collective::broadcast: return "broadcast";
+    case Collective::reduce: return "reduce";
+    case Collective::allreduce: return "allreduce";
+    case Collective::allgather: return "allgather";
+    case Collective::reducescatter: return "reduce_scatter";
+  }
+  return "?";
+}
+
+std::uint64_t send_elements(const CollectiveCall& call, int ranks, int rank) {
+  switch (call.collective) {
+    case Collective::broadcast: return rank == call.root ? call.count : 0;
+    case Collective::reducescatter: return call.count * static_cast<std::uint64_t>(ranks);
+    default: return call.count;
+  }
+}
+
+std::uint64_t recv_elements(const CollectiveCall& call, int ranks, int rank) {
+  switch (call.collective) {
+    case Collective::reduce: return rank == call.root ? call.count : 0;
+    case Collective::allgather: return call.count * static_cast<std::uint64_t>(ranks);
+    default: return call.count;
+  }
+}
+
+std::uint64_t max_count(Collective collective, DataType dtype, int ranks) {
+  // The kernels cut ranges of up to count x ranks elements with 64-bit products of 16-bit fractions (< 2^48) and
+  // count a block's chunks in 32 bits (>= 128 elements a chunk): 2^38 elements keeps both, and is far beyond
+  // any GPU's memory.
+  const std::uint64_t elements = std::uint64_t{1} << 38;
+  const std::uint64_t per = collective == Collective::allgather || collective == Collective::reducescatter
+                                ? static_cast<std::uint64_t>(std::max(ranks, 1))
+                                : 1;
+  return std::min(elements, (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(size_of(dtype))) / per;
+}
+
+Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle) {
+  const int n = static_cast<int>(device_of_rank.size());
+  const std::string name = call_name(call.collective);
+  auto invalid = [&](std::string message) {
+    return Status(StatusCode::invalid_argument, fmt::format("{}: {}", name, message));
+  };
+  if (static_cast<unsigned>(call.collective) > static_cast<unsigned>(Collective::reducescatter))
+    return invalid(fmt::format("collective {} is not one of broadcast, reduce, allreduce, allgather, reduce_scatter",
+                               static_cast<int>(call.collective)));
+  if (static_cast<unsigned>(call.dtype) > static_cast<unsigned>(DataType::u8))
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: dtype {} is not supported; use f32, f16, bf16, f64, i32, i64 or u8", name,
+                              static_cast<int>(call.dtype)));
+  if (reduces(call.collective) && static_cast<unsigned>(call.op) > static_cast<unsigned>(ReduceOp::max))
+    return Status(StatusCode::unsupported, fmt::format("{}: reduction operator {} is not supported; use sum, prod, "
+                                                       "min or max",
+                                                       name, static_cast<int>(call.op)));
+  if (static_cast<int>(call.send.size()) != n || static_cast<int>(call.recv.size()) != n ||
+      static_cast<int>(call.streams.size()) != n)
+    return invalid(fmt::format("got {} send buffers, {} receive buffers and {} streams for {} ranks: pass one of "
+                               "each per rank, in rank order",
+                               call.send.size(), call.recv.size(), call.streams.size(), n));
+  if (has_root(call.collective) && (call.root < 0 || call.root >= n))
+    return invalid(fmt::format("root {} is not a rank: use 0 to {}", call.root, n - 1));
+  const std::uint64_t limit = max_count(call.collective, call.dtype, n);
+  if (call.count > limit)
+    return invalid(fmt::format("count {} is too large for {} ranks of {}: at most {} elements", call.count, n,
+                               to_string(call.dtype), limit));
+
+  // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch).
+  for (int r = 0; r < n; ++r) {
+    const cudaStream_t s = call.streams[r];
+    if (!is_default_stream(s)) {
+      const std::optional<int> d = oracle.stream_device(s);
+      if (!d)
+        return invalid(fmt::format("streams[{}] ({}) is not a valid CUDA stream", r, pointer_text(s)));
+      if (*d != device_of_rank[r])
+        return invalid(fmt::format("streams[{}] belongs to GPU {}, but rank {} runs on GPU {}: create it on GPU {}", r,
+                                   *d, r, device_of_rank[r], device_of_rank[r]));
+    }
+    for (int q = 0; q < r; ++q)
+      if (device_of_rank[q] == device_of_rank[r] && call.streams[q] != s)
+        return invalid(fmt::format("ranks {} and {} both run on GPU {} (one launch) but were given different streams "
+                                   "({} and {}): give them the same stream",
+                                   q, r, device_of_rank[r], pointer_text(call.streams[q]), pointer_text(s)));
+  }
+  if (call.count == 0) return Status();  // nothing moves: NCCL accepts this as a no-op
+
+  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
+  std::vector<Region> regions;
+  for (int r = 0; r < n; ++r) {
+    const std::uint64_t send_bytes = send_elements(call, n, r) * elem;
+    const std::uint64_t recv_bytes = recv_elements(call, n, r) * elem;
+    struct Use {
+      const void* p;
+      std::uint64_t bytes;
+      const char* what;
+      bool written;
+    };
+    const Use uses[] = {{call.send[r], send_bytes, "send", false}, {call.recv[r], recv_bytes, "recv", true}};
+    for (const Use& u : uses) {
+      if (u.bytes == 0) continue;
+      if (u.p == nullptr)
+        return invalid(fmt::format("{}[{}] is null; rank {} needs {} bytes there", u.what, r, r, u.bytes));
+      const PointerFacts f = oracle.pointer(u.p);
+      if (f.kind != MemoryKind::device && f.kind != MemoryKind::managed)
+        return invalid(fmt::format("{}[{}] ({}) is {}, not device memory: allocate it with cudaMalloc on GPU {}", u.what,
+                                   r, pointer_text(u.p), memory_text(f.kind), device_of_rank[r]));
+      if (f.kind == MemoryKind::device && f.device != device_of_rank[r])
+        return invalid(fmt::format("{}[{}] ({}) is on GPU {}, but rank {} runs on GPU {}: allocate it on GPU {}", u.what,
+                                   r, pointer_text(u.p), f.device, r, device_of_rank[r], device_of_rank[r]));
+      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(u.p);
+      if (at % elem != 0)
+        return invalid(fmt::format("{}[{}] ({}) is not aligned to {}'s {} bytes", u.what, r, pointer_text(u.p),
+                                   to_string(call.dtype), elem));
+      if (f.allocation && (at < f.allocation->base || at - f.allocation->base > f.allocation->bytes ||
+                           u.bytes > f.allocation->bytes - (at - f.allocation->base)))
+        return invalid(fmt::format("{}[{}] ({}) needs {} bytes ({} x {} elements) but its allocation ends {} bytes "
+                                   "after it: pass a smaller count or a larger buffer",
+                                   u.what, r, pointer_text(u.p), u.bytes, u.bytes / elem, to_string(call.dtype),
+                                   f.allocation->base + f.allocation->bytes - std::min(at, f.allocation->base +
+                                                                                               f.allocation->bytes)));
+      regions.push_back({at, at + u.bytes, r, u.written, u.what});
+    }
+    // In place, NCCL's way, or disjoint.
+    if (send_bytes > 0 && recv_bytes > 0) {
+      const std::uintptr_t s = reinterpret_cast<std::uintptr_t>(call.send[r]);
+      const std::uintptr_t d = reinterpret_cast<std::uintptr_t>(call.recv[r]);
+      const std::uint64_t block = call.count * elem * static_cast<std::uint64_t>(r);
+      const bool in_place = call.collective == Collective::allgather       ? s == d + block
+                            : call.collective == Collective::reducescatter ? d == s + block
+                                                                           : s == d;
+      const bool disjoint = s + send_bytes <= d || d + recv_bytes <= s;
+      if (!in_place && !disjoint) {
+        const char* rule = call.collective == Collective::allgather       ? "send = recv + rank x count elements"
+                           : call.collective == Collective::reducescatter ? "recv = send + rank x count elements"
+                                                                          : "send = recv";
+        return invalid(fmt::format("send[{}] and recv[{}] overlap without being in place ({}): use separate buffers "
+                                   "or exactly that layout",
+                                   r, r, rule));
+      }
+    }
+  }
+  // No rank writes memory another rank reads or writes (virtual ranks share a GPU, so this can happen).
+  std::sort(regions.begin(), regions.end(), [](const Region& a, const Region& b) { return a.begin < b.begin; });
+  const Region* widest = nullptr;
+  for (const Region& g : regions) {
+    if (widest && g.begin < widest->end && g.rank != widest->rank && (g.written || widest->written))
+      return invalid(fmt::format("{}[{}] and {}[{}] overlap: ranks must not share buffers they write", widest->what,
+                                 widest->rank, g.what, g.rank));
+    if (!widest || g.end > widest->end) widest = &g;
+  }
+  return Status();
+}
+
+}  // namespace canopy

@@ -1,0 +1,68 @@
+// CollectiveCall: one collective as a user asks for it, in NCCL's conventions (a send and a receive buffer, an
+// element count, a type, an operator, a root and a stream for every rank), and check_call(), which finds the
+// first argument the call cannot take and says which and why. The facts about pointers and streams come from a
+// CallOracle (the CUDA runtime in the Communicator, a table in the tests), so every rule is tested on any CPU.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "planner/collective.hpp"
+#include "runtime/driver_api.hpp"
+#include "runtime/status.hpp"
+
+namespace canopy {
+
+// count, NCCL's way: allgather = elements each rank sends (receives count x ranks); reduce-scatter = elements
+// each rank receives (sends count x ranks); otherwise the elements of every buffer. root: a rank index
+// (broadcast and reduce). In place: recv == send (allreduce, broadcast, reduce); send == recv + rank x count
+// elements (allgather); recv == send + rank x count elements (reduce-scatter).
+struct CollectiveCall {
+  Collective collective = Collective::allreduce;
+  std::span<const void* const> send;
+  std::span<void* const> recv;
+  std::uint64_t count = 0;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+  std::span<const cudaStream_t> streams;
+};
+
+std::string call_name(Collective collective);  // "allreduce", "reduce_scatter", ... as the API spells them
+
+enum class MemoryKind { unregistered, host, device, managed };
+struct PointerFacts {
+  MemoryKind kind = MemoryKind::unregistered;
+  int device = -1;                            // device and managed memory
+  std::optional<AllocationRange> allocation;  // when known: the bounds check uses it
+};
+
+struct CallOracle {
+  std::function<PointerFacts(const void*)> pointer;
+  std::function<std::optional<int>(cudaStream_t)> stream_device;  // nullopt: not a valid stream
+};
+
+// Elements of rank r's send and receive buffers for this call (0 where the rank does not use that buffer:
+// broadcast's non-root send, reduce's non-root recv).
+std::uint64_t send_elements(const CollectiveCall& call, int ranks, int rank);
+std::uint64_t recv_elements(const CollectiveCall& call, int ranks, int rank);
+
+// Largest count the generated kernels take for this collective and rank count (their range arithmetic needs
+// count x ranks < 2^47) that also keeps every byte size in 64 bits.
+std::uint64_t max_count(Collective collective, DataType dtype, int ranks);
+
+// The first problem with `call` for ranks placed on `device_of_rank` (CUDA ordinals), or ok. Rules: one send,
+// recv and stream per rank; a count the kernels can address; a known dtype and op; a root among the ranks;
+// every buffer the rank uses non-null, device (or managed) memory of the rank's GPU, aligned to its element,
+// inside one allocation; send and recv either disjoint or exactly in place; no two ranks writing the same
+// memory; each stream on its rank's GPU, and ranks of one GPU on one stream (they run in one launch).
+Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle);
+
+}  // namespace canopy

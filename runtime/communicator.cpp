@@ -1,0 +1,525 @@
+// Communicator: set-up, preparation of collectives and calls (see communicator.hpp). Preparation is the pipeline
+// of DESIGN.md, one step a line: plan (once per collective and root) -> fit the shape to the GPUs -> check peer
+// access along every tree edge -> Builder (lower, emit, format, NVRTC through the caches) -> load -> counters.
+#include "runtime/communicator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include "codegen/lower.hpp"
+#include "dsl/error.hpp"
+#include "dsl/topology_subset.hpp"
+#include "planner/planner.hpp"
+#include "runtime/collective_dump.hpp"
+#include "runtime/cuda_check.hpp"
+#include "runtime/gpu_devices.hpp"
+#include "runtime/logger.hpp"
+#include "runtime/prepared_collective.hpp"
+#include "runtime/runtime_env.hpp"
+#include "runtime/watchdog.hpp"
+#include "templates/device_args.cuh"
+
+namespace canopy {
+
+namespace {
+
+using SpecKey = std::tuple<int, int, int, int>;  // collective, dtype, op, root (normalised)
+
+SpecKey key_of(const CollectiveSpec& s) {
+  const bool reduces = s.collective == Collective::reduce || s.collective == Collective::allreduce ||
+                       s.collective == Collective::reducescatter;
+  return {static_cast<int>(s.collective), static_cast<int>(s.dtype), reduces ? static_cast<int>(s.op) : 0,
+          has_root(s.collective) ? s.root : 0};
+}
+
+std::string spec_text(const CollectiveSpec& s) {
+  std::string text = fmt::format("{} {}", call_name(s.collective), to_string(s.dtype));
+  if (std::get<2>(key_of(s)) || s.collective == Collective::reduce || s.collective == Collective::allreduce ||
+      s.collective == Collective::reducescatter)
+    text += " " + to_string(s.op);
+  if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
+  return text;
+}
+
+PointerFacts pointer_facts(const void* p) {
+  PointerFacts f;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return f;
+  }
+  switch (a.type) {
+    case cudaMemoryTypeDevice: f.kind = MemoryKind::device; break;
+    case cudaMemoryTypeManaged: f.kind = MemoryKind::managed; break;
+    case cudaMemoryTypeHost: f.kind = MemoryKind::host; break;
+    default: f.kind = MemoryKind::unregistered; break;
+  }
+  f.device = a.device;
+  if (f.kind == MemoryKind::device || f.kind == MemoryKind::managed) {
+    CurrentDevice keep;
+    if (cudaSetDevice(a.device) == cudaSuccess) f.allocation = allocation_range(p);
+    (void)cudaGetLastError();
+  }
+  return f;
+}
+
+std::optional<int> stream_device(cudaStream_t s) {
+  int d = -1;
+  if (cudaStreamGetDevice(s, &d) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  return d;
+}
+
+}  // namespace
+
+struct Communicator::State {
+  Logger log;
+  std::vector<GpuDevice> gpus;        // per device index
+  std::vector<int> device_of_rank;    // device index per rank
+  std::vector<int> ordinal_of_rank;   // CUDA ordinal per rank
+  std::vector<int> ordinals;          // per device index
+  std::vector<std::vector<bool>> peer;  // device index pairs
+  Topology topology{"unset"};
+  std::string topology_source;
+  std::vector<std::string> rank_names;
+  CodegenOptions shape;  // requested chunk, FIFO depth, blocks, threads
+  std::unique_ptr<Builder> builder;
+
+  std::mutex mutex;
+  bool broken = false;  // a partial launch left kernels waiting
+  std::string broken_why;
+  std::map<std::pair<int, int>, Plan> plans;  // (collective, root)
+  std::map<SpecKey, std::unique_ptr<PreparedCollective>> prepared;
+  std::vector<void*> scratch;                 // per rank
+  std::vector<std::int64_t> scratch_bytes;    // per rank
+  DeviceOrder order;
+  std::unique_ptr<Watchdog> watchdog;
+
+  ~State();
+  void synchronize();  // waits for every launch of this communicator
+  Plan plan_for(const CollectiveSpec& spec);
+  CodegenOptions shape_for(const CollectiveSpec& spec, const Plan& plan) const;
+  void check_peers(const Plan& plan) const;
+  void load(const CollectiveSpec& spec, const std::vector<std::shared_ptr<const BuiltCollective>>& builds,
+            const std::vector<std::string>& archs, CacheOutcome outcome);
+  void grow_scratch(const std::vector<RankResources>& need);
+  Status get(const CollectiveSpec& spec, PreparedCollective** out);
+  Status prepare(std::span<const CollectiveSpec> specs);
+};
+
+Communicator::State::~State() {
+  watchdog.reset();
+  synchronize();
+  CurrentDevice keep;
+  prepared.clear();
+  for (std::size_t r = 0; r < scratch.size(); ++r)
+    if (scratch[r]) (void)cudaFree(scratch[r]);
+  for (cudaEvent_t e : order.done)
+    if (e) (void)cudaEventDestroy(e);
+  (void)cudaGetLastError();
+}
+
+void Communicator::State::synchronize() {
+  CurrentDevice keep;
+  for (std::size_t d = 0; d < order.done.size(); ++d)
+    if (order.used[d]) {
+      (void)cudaSetDevice(ordinals[d]);
+      (void)cudaEventSynchronize(order.done[d]);
+    }
+  (void)cudaGetLastError();
+}
+
+Plan Communicator::State::plan_for(const CollectiveSpec& spec) {
+  const std::pair<int, int> key{static_cast<int>(spec.collective), has_root(spec.collective) ? spec.root : 0};
+  if (auto it = plans.find(key); it != plans.end()) return it->second;
+  Plan p;
+  if (const std::optional<Plan> file = plan_file_for(spec.collective, rank_names,
+                                                     has_root(spec.collective) ? rank_names[spec.root] : "")) {
+    p = *file;
+    log.info(LogSubsys::plan, fmt::format("{}: plan read from CANOPY_PLAN_FILE", call_name(spec.collective)));
+  } else {
+    PlanOptions o;
+    o.gpus = rank_names;
+    if (has_root(spec.collective)) o.root = rank_names[spec.root];
+    p = plan(topology, spec.collective, o);
+    check_no_relay_gpus(p, topology);
+  }
+  if (log.enabled(LogLevel::info, LogSubsys::plan))
+    log.info(LogSubsys::plan, fmt::format("{}{} on {} ({} ranks on {} GPUs): {} trees ({}), predicted algbw {:.1f} GB/s, "
+                                          "bound {:.1f} GB/s",
+                                          call_name(spec.collective),
+                                          has_root(spec.collective) ? " root " + rank_names[spec.root] : "",
+                                          topology.name(), rank_names.size(), gpus.size(), p.trees.size(),
+                                          plan_strategy(p), p.algbw_gbps, p.bound_algbw_gbps));
+  return plans.emplace(key, std::move(p)).first->second;
+}
+
+CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec, const Plan& plan) const {
+  CodegenOptions o = shape;
+  o.dtype = spec.dtype;
+  o.op = spec.op;
+  o.device_of_rank = device_of_rank;
+  std::vector<DeviceLimits> limits;
+  for (const GpuDevice& g : gpus) limits.push_back(g.limits);
+  return fit_launch_shape(plan, o, limits);
+}
+
+void Communicator::State::check_peers(const Plan& plan) const {
+  std::map<std::string, int> rank_of;
+  for (int r = 0; r < static_cast<int>(rank_names.size()); ++r) rank_of[rank_names[r]] = r;
+  for (std::size_t t = 0; t < plan.trees.size(); ++t)
+    for (const TreeEdge& e : plan.trees[t].edges) {
+      const int a = device_of_rank.at(rank_of.at(e.from)), b = device_of_rank.at(rank_of.at(e.to));
+      // Data goes one way, counters the other: both directions need peer access.
+      for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}})
+        if (!peer[x][y])
+          throw Error(fmt::format("tree {} of the {} plan sends {} -> {}, but GPU {} cannot access GPU {}'s memory (no "
+                                  "peer access): Canopy's kernels write peers' memory directly. Leave one of them out "
+                                  "(--gpus), or describe the machine without that link",
+                                  t, to_string(plan.collective), e.from, e.to, gpus[x].ordinal, gpus[y].ordinal));
+    }
+}
+
+void Communicator::State::grow_scratch(const std::vector<RankResources>& need) {
+  bool grow = false;
+  for (std::size_t r = 0; r < need.size(); ++r) grow |= std::max<std::int64_t>(need[r].scratch_bytes, 16) > scratch_bytes[r];
+  if (!grow) return;
+  synchronize();  // launches in flight use the old scratch
+  CurrentDevice keep;
+  for (std::size_t r = 0; r < need.size(); ++r) {
+    const std::int64_t bytes = std::max<std::int64_t>(need[r].scratch_bytes, 16);
+    if (bytes <= scratch_bytes[r]) continue;
+    CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
+    if (scratch[r]) CANOPY_CUDA_CHECK(cudaFree(scratch[r]));
+    scratch[r] = nullptr;
+    scratch_bytes[r] = 0;
+    CANOPY_CUDA_CHECK(cudaMalloc(&scratch[r], bytes));
+    scratch_bytes[r] = bytes;
+  }
+  log.debug(LogSubsys::init, fmt::format("scratch per rank grown to {} bytes (rank 0)", scratch_bytes[0]));
+}
+
+void Communicator::State::load(const CollectiveSpec& spec,
+                               const std::vector<std::shared_ptr<const BuiltCollective>>& builds,
+                               const std::vector<std::string>& archs, CacheOutcome outcome) {
+  CurrentDevice keep;
+  auto p = std::make_unique<PreparedCollective>();
+  p->built = builds[0];
+  p->outcome = outcome;
+  const KernelSource& k = p->built->source;
+  std::map<std::string, cudaKernel_t> by_arch;
+  for (std::size_t d = 0; d < gpus.size(); ++d) {
+    if (!by_arch.count(gpus[d].arch)) {
+      const std::size_t b = std::find(archs.begin(), archs.end(), gpus[d].arch) - archs.begin();
+      CANOPY_INTERNAL_ASSERT(b < builds.size(), "no build for a GPU's architecture");
+      cudaLibrary_t lib{};
+      CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
+      CANOPY_CUDA_CHECK(
+          cudaLibraryLoadData(&lib, builds[b]->module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+      p->libraries.push_back(lib);
+      cudaKernel_t kernel{};
+      CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, k.entry.c_str()));
+      by_arch[gpus[d].arch] = kernel;
+    }
+    p->kernel.push_back(by_arch[gpus[d].arch]);
+    p->blocks.push_back(k.launches[d].blocks);
+  }
+  p->threads = k.launches[0].threads;
+  // Every block of a launch must be resident at once (they wait on each other).
+  for (std::size_t d = 0; d < gpus.size(); ++d) {
+    CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(p->kernel[d]), p->threads,
+                                                      0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;  // the cooperative launch still refuses a grid that does not fit
+    }
+    if (per_sm * gpus[d].limits.sms < p->blocks[d])
+      throw Error(fmt::format("{} needs {} resident blocks of {} threads on GPU {}, which holds {} ({} per SM): lower "
+                              "CANOPY_BLOCKS or CANOPY_THREADS, or place fewer ranks on it",
+                              k.entry, p->blocks[d], p->threads, gpus[d].ordinal, per_sm * gpus[d].limits.sms, per_sm));
+  }
+  const int n = static_cast<int>(rank_names.size());
+  p->flags.assign(n, nullptr);
+  for (int r = 0; r < n; ++r) {
+    const std::size_t bytes = std::max(1, k.resources[r].flag_count) * sizeof(unsigned long long) * kFlagStride;
+    CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
+    CANOPY_CUDA_CHECK(cudaMalloc(&p->flags[r], bytes));
+    CANOPY_CUDA_CHECK(cudaMemset(p->flags[r], 0, bytes));
+  }
+  grow_scratch(k.resources);
+  for (std::size_t d = 0; d < gpus.size(); ++d) {
+    CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
+    CANOPY_CUDA_CHECK(cudaDeviceSynchronize());  // the counters' memset is done before any launch
+  }
+  if (log.enabled(LogLevel::info, LogSubsys::jit)) {
+    const CodegenOptions& o = p->built->schedule.options;
+    log.info(LogSubsys::jit,
+             fmt::format("{}: kernel {} (chunk {}, FIFO depth {}, {} threads x {} blocks per GPU{}), {} (cache entry "
+                         "{})",
+                         spec_text(spec), k.entry, format_byte_size(o.chunk_bytes), o.fifo_depth, o.threads_per_block,
+                         fmt::join(p->blocks, "/"),
+                         o.min_blocks_per_sm ? fmt::format(", >= {} blocks per SM", o.min_blocks_per_sm) : "",
+                         to_string(outcome), p->built->cache_key.substr(0, 16)));
+  }
+  dump_collective(*p->built);
+  prepared[key_of(spec)] = std::move(p);
+}
+
+Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
+  if (broken) return Status(StatusCode::cuda_error, broken_why);
+  struct Job {
+    CollectiveSpec spec;
+    BuildOptions options;
+    Plan plan;
+    std::vector<std::string> archs;
+    std::vector<std::future<std::pair<std::shared_ptr<const BuiltCollective>, CacheOutcome>>> builds;
+  };
+  std::vector<Job> jobs;
+  std::set<SpecKey> seen;
+  for (const CollectiveSpec& spec : specs) {
+    const SpecKey key = key_of(spec);
+    if (prepared.count(key) || !seen.insert(key).second) continue;
+    const int n = static_cast<int>(rank_names.size());
+    if (has_root(spec.collective) && (spec.root < 0 || spec.root >= n))
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("{}: root {} is not a rank: use 0 to {}", call_name(spec.collective), spec.root, n - 1));
+    Job job;
+    job.spec = spec;
+    try {
+      job.plan = plan_for(spec);
+      job.options.codegen = shape_for(spec, job.plan);
+      check_peers(job.plan);
+    } catch (const Error& e) {
+      return Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(spec), e.what()));
+    } catch (const InternalError& e) {
+      return Status(StatusCode::internal, fmt::format("{}: {}", spec_text(spec), e.what()));
+    }
+    for (const GpuDevice& g : gpus)
+      if (std::find(job.archs.begin(), job.archs.end(), g.arch) == job.archs.end()) job.archs.push_back(g.arch);
+    jobs.push_back(std::move(job));
+  }
+  // Generation and NVRTC in parallel (the Builder and the caches are thread-safe); loading on this thread.
+  for (Job& job : jobs)
+    for (const std::string& arch : job.archs) {
+      BuildOptions o = job.options;
+      o.compile.arch = arch;
+      job.builds.push_back(std::async(std::launch::async, [this, plan = job.plan, o]() {
+        CacheOutcome outcome{};
+        auto built = builder->build(plan, o, &outcome);
+        return std::pair{built, outcome};
+      }));
+    }
+  Status status;
+  for (Job& job : jobs) {
+    std::vector<std::shared_ptr<const BuiltCollective>> builds;
+    CacheOutcome outcome = CacheOutcome::memory_hit;
+    for (auto& f : job.builds) {
+      try {
+        auto [built, how] = f.get();
+        if (builds.empty()) outcome = how;  // the first architecture's outcome is what the log reports
+        builds.push_back(built);
+      } catch (const Error& e) {
+        if (status.ok()) status = Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(job.spec), e.what()));
+      } catch (const std::exception& e) {
+        if (status.ok()) status = Status(StatusCode::internal, fmt::format("{}: {}", spec_text(job.spec), e.what()));
+      }
+    }
+    if (!status.ok()) continue;
+    try {
+      load(job.spec, builds, job.archs, outcome);
+    } catch (const Error& e) {
+      status = Status(StatusCode::cuda_error, fmt::format("{}: {}", spec_text(job.spec), e.what()));
+    }
+  }
+  return status;
+}
+
+Status Communicator::State::get(const CollectiveSpec& spec, PreparedCollective** out) {
+  if (auto it = prepared.find(key_of(spec)); it != prepared.end()) {
+    *out = it->second.get();
+    return Status();
+  }
+  const CollectiveSpec one[] = {spec};
+  if (Status s = prepare(one); !s.ok()) return s;
+  *out = prepared.at(key_of(spec)).get();
+  return Status();
+}
+
+Communicator::Communicator(std::unique_ptr<State> state) : state_(std::move(state)) {}
+Communicator::~Communicator() = default;
+
+Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<Communicator>* out) {
+  auto st = std::make_unique<State>();
+  st->log = Logger::from_environment();
+  try {
+    if (options.topology) {
+      st->topology = *options.topology;
+      st->topology.validate();
+      st->topology_source = "given";
+      st->gpus = describe_gpus(options.devices);
+    } else {
+      st->gpus = describe_gpus(options.devices);
+      std::vector<int> ordinals;
+      for (const GpuDevice& g : st->gpus) ordinals.push_back(g.ordinal);
+      // TODO(detect): detect_topology(ordinals) lands with `canopy detect`.
+      throw Error("no topology given: pass CommunicatorOptions::topology");
+    }
+    // Ranks: the chosen GPUs of the topology, in order.
+    if (options.gpus.empty()) {
+      for (NodeId id : st->topology.gpu_ids()) st->rank_names.push_back(st->topology.node(id).name);
+    } else {
+      std::string list;
+      for (const std::string& g : options.gpus) list += (list.empty() ? "" : ",") + g;
+      for (NodeId id : parse_gpu_list(st->topology, list)) st->rank_names.push_back(st->topology.node(id).name);
+    }
+    const int n = static_cast<int>(st->rank_names.size());
+    if (n > kMaxCodegenRanks)
+      throw Error(fmt::format("{} ranks: generated kernels take at most {}", n, kMaxCodegenRanks));
+    // Devices: as given; by default as many visible GPUs as there are ranks.
+    if (static_cast<int>(st->gpus.size()) > n) {
+      if (!options.devices.empty())
+        throw Error(fmt::format("{} devices given for {} ranks of topology {}: give at most as many devices as ranks "
+                                "(more ranks than devices run as virtual ranks)",
+                                st->gpus.size(), n, st->topology.name()));
+      st->gpus.resize(n);
+    }
+    const int devices = static_cast<int>(st->gpus.size());
+    st->device_of_rank = block_placement(n, devices);
+    for (int r = 0; r < n; ++r) st->ordinal_of_rank.push_back(st->gpus[st->device_of_rank[r]].ordinal);
+    for (const GpuDevice& g : st->gpus) st->ordinals.push_back(g.ordinal);
+    for (const GpuDevice& g : st->gpus)
+      if (g.arch != st->gpus[0].arch)
+        st->log.info(LogSubsys::init, fmt::format("GPUs of different architectures ({} and {}): one kernel build each",
+                                                  st->gpus[0].arch, g.arch));
+    st->peer = enable_peer_access(st->gpus);
+    // Kernel shape: options, else environment, else defaults.
+    st->shape = shape_from_environment();
+    if (options.chunk_bytes) st->shape.chunk_bytes = *options.chunk_bytes;
+    if (options.blocks_per_rank) st->shape.blocks_per_rank = *options.blocks_per_rank;
+    if (options.threads_per_block) st->shape.threads_per_block = *options.threads_per_block;
+    if (options.fifo_depth) st->shape.fifo_depth = *options.fifo_depth;
+    check_codegen_options(st->shape, n);
+    st->builder = std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir)
+                                                              : DiskCache::from_environment());
+    st->scratch.assign(n, nullptr);
+    st->scratch_bytes.assign(n, 0);
+    st->order.done.assign(devices, nullptr);
+    st->order.stream.assign(devices, nullptr);
+    st->order.used.assign(devices, false);
+    CurrentDevice keep;
+    for (int d = 0; d < devices; ++d) {
+      CANOPY_CUDA_CHECK(cudaSetDevice(st->gpus[d].ordinal));
+      CANOPY_CUDA_CHECK(cudaEventCreateWithFlags(&st->order.done[d], cudaEventDisableTiming));
+    }
+    if (const std::optional<double> seconds = watchdog_seconds_from_environment())
+      st->watchdog = std::make_unique<Watchdog>(*seconds, st->log);
+    if (st->log.enabled(LogLevel::info, LogSubsys::init)) {
+      std::string placed;
+      for (int d = 0; d < devices; ++d) {
+        std::vector<std::string> names;
+        for (int r = 0; r < n; ++r)
+          if (st->device_of_rank[r] == d) names.push_back(st->rank_names[r]);
+        placed += fmt::format("{}GPU {} ({}, {}): {}", d ? "; " : "", st->gpus[d].ordinal, st->gpus[d].name,
+                              st->gpus[d].arch, fmt::join(names, " "));
+      }
+      st->log.info(LogSubsys::init, fmt::format("topology {} ({}), {} ranks on {} GPUs{}: {}", st->topology.name(),
+                                                st->topology_source, n, devices,
+                                                n > devices ? " (virtual ranks)" : "", placed));
+    }
+  } catch (const Error& e) {
+    return Status(StatusCode::invalid_argument, e.what());
+  } catch (const InternalError& e) {
+    return Status(StatusCode::internal, e.what());
+  }
+  out->reset(new Communicator(std::move(st)));
+  return Status();
+}
+
+int Communicator::ranks() const { return static_cast<int>(state_->rank_names.size()); }
+int Communicator::devices() const { return static_cast<int>(state_->gpus.size()); }
+int Communicator::device_of_rank(int rank) const { return state_->ordinal_of_rank.at(rank); }
+const std::vector<int>& Communicator::device_ordinals() const { return state_->ordinals; }
+const std::vector<std::string>& Communicator::rank_names() const { return state_->rank_names; }
+const Topology& Communicator::topology() const { return state_->topology; }
+std::string Communicator::topology_source() const { return state_->topology_source; }
+
+Status Communicator::prepare(std::span<const CollectiveSpec> specs) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->prepare(specs);
+}
+
+Status Communicator::info(const CollectiveSpec& spec, CollectiveInfo* out) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  PreparedCollective* p = nullptr;
+  if (Status s = state_->get(spec, &p); !s.ok()) return s;
+  out->plan = p->built->plan;
+  out->options = p->built->schedule.options;
+  out->kernel = p->built->source.entry;
+  out->cache_key = p->built->cache_key;
+  out->outcome = p->outcome;
+  out->blocks_per_device = p->blocks;
+  return Status();
+}
+
+Status Communicator::run(const CollectiveCall& call) {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
+  const CallOracle oracle{pointer_facts, stream_device};
+  if (Status s = check_call(call, st.ordinal_of_rank, oracle); !s.ok()) return s;
+  if (call.count == 0) return Status();
+  PreparedCollective* p = nullptr;
+  if (Status s = st.get(CollectiveSpec{call.collective, call.dtype, call.op, call.root}, &p); !s.ok()) return s;
+  LaunchTarget target;
+  target.ordinal = st.ordinals;
+  target.first_rank.assign(st.gpus.size(), -1);
+  for (int r = static_cast<int>(st.rank_names.size()) - 1; r >= 0; --r) target.first_rank[st.device_of_rank[r]] = r;
+  target.scratch = st.scratch;
+  target.order = &st.order;
+  CurrentDevice keep;
+  bool partial = false;
+  Status s = launch(*p, call, target, &partial);
+  if (partial) {
+    st.broken = true;
+    st.broken_why = s.message();
+  }
+  if (s.ok() && st.watchdog) st.watchdog->watch(*p, call, st.ordinals, st.order);
+  if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
+    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}", call_name(call.collective), call.count,
+                                             p->epoch, p->built->source.entry));
+  return s;
+}
+
+Status Communicator::broadcast(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                               DataType dtype, int root, std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::broadcast, send, recv, count, dtype, ReduceOp::sum, root, streams});
+}
+Status Communicator::reduce(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                            DataType dtype, ReduceOp op, int root, std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::reduce, send, recv, count, dtype, op, root, streams});
+}
+Status Communicator::allreduce(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                               DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::allreduce, send, recv, count, dtype, op, 0, streams});
+}
+Status Communicator::allgather(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t send_count,
+                               DataType dtype, std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::allgather, send, recv, send_count, dtype, ReduceOp::sum, 0, streams});
+}
+Status Communicator::reduce_scatter(std::span<const void* const> send, std::span<void* const> recv,
+                                    std::uint64_t recv_count, DataType dtype, ReduceOp op,
+                                    std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::reducescatter, send, recv, recv_count, dtype, op, 0, streams});
+}
+
+}  // namespace canopy

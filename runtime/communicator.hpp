@@ -1,0 +1,116 @@
+// Communicator: one process driving several local GPUs (as ncclCommInitAll), running Canopy's generated
+// collectives on the caller's streams. It enables peer access, takes the machine's topology (given, or detected
+// through NVML and the CUDA runtime), places ranks on GPUs (several per GPU: virtual ranks), plans once per
+// collective and root, generates and JIT-compiles a kernel per collective, dtype and op (through the on-disk
+// cache), owns scratch and counter memory, and launches. Every call returns a Status: bad arguments are named,
+// never crashed on.
+//
+//   std::unique_ptr<canopy::Communicator> comm;
+//   canopy::CommunicatorOptions o;                          // all visible GPUs, detected topology
+//   if (auto s = canopy::Communicator::create(o, &comm); !s.ok()) { ...s.message()... }
+//   auto s = comm->allreduce(send, recv, count, canopy::DataType::f32, canopy::ReduceOp::sum, streams);
+//
+// Host objects (this) are separate from what kernels receive (DeviceArgs, templates/device_args.cuh): every peer
+// address travels in the launch arguments, so the kernels never assume one process. Not copyable; calls are
+// serialised by an internal mutex. Environment: docs/runtime.md.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "dsl/topology.hpp"
+#include "planner/collective.hpp"
+#include "planner/plan.hpp"
+#include "runtime/collective_call.hpp"
+#include "runtime/jit.hpp"
+#include "runtime/status.hpp"
+
+namespace canopy {
+
+struct CommunicatorOptions {
+  // CUDA device ordinals, one per GPU used; empty: every visible GPU (as many as the topology has ranks).
+  std::vector<int> devices;
+  // The machine; empty: detected from these GPUs (NVML NVLink counts and CUDA P2P; the log says which).
+  std::optional<Topology> topology;
+  // Which GPUs of `topology` are the ranks, in rank order (names or indices, as `--gpus`); empty: all of them.
+  // More ranks than devices run as virtual ranks: ranks in blocks, several per GPU, all of a GPU in one launch.
+  std::vector<std::string> gpus;
+  // Kernel shape; unset: CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH, else the defaults.
+  // Blocks and threads are lowered automatically when a GPU cannot hold every block at once.
+  std::optional<std::int64_t> chunk_bytes;
+  std::optional<int> blocks_per_rank;
+  std::optional<int> threads_per_block;
+  std::optional<int> fifo_depth;
+  std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
+};
+
+// One kind of collective call: what a kernel is generated and compiled for.
+struct CollectiveSpec {
+  Collective collective = Collective::allreduce;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;  // ignored for broadcast and allgather
+  int root = 0;                 // broadcast and reduce only
+};
+
+// What a prepared collective runs: its plan, kernel and shape, and where the binary came from.
+struct CollectiveInfo {
+  Plan plan;
+  CodegenOptions options;  // the shape after fitting to the GPUs
+  std::string kernel;      // entry name
+  std::string cache_key;   // the disk cache entry
+  CacheOutcome outcome = CacheOutcome::compiled;
+  std::vector<int> blocks_per_device;
+};
+
+class Communicator {
+ public:
+  // Sets up everything that does not depend on a collective; `out` receives the communicator when ok.
+  static Status create(const CommunicatorOptions& options, std::unique_ptr<Communicator>* out);
+  ~Communicator();  // waits for this communicator's launches, then frees its memory and modules
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int ranks() const;
+  int devices() const;
+  int device_of_rank(int rank) const;            // CUDA ordinal
+  const std::vector<int>& device_ordinals() const;
+  const std::vector<std::string>& rank_names() const;  // topology GPU names, in rank order
+  const Topology& topology() const;
+  std::string topology_source() const;  // "given", or how it was detected
+
+  // Collectives, NCCL's conventions: one send, recv and stream per rank (in rank order); ranks sharing a GPU
+  // share its stream. count as NCCL counts it (see CollectiveCall). The first call of a kind plans, generates
+  // and compiles (or finds it in the cache); later calls only launch.
+  Status broadcast(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                   DataType dtype, int root, std::span<const cudaStream_t> streams);
+  Status reduce(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count, DataType dtype,
+                ReduceOp op, int root, std::span<const cudaStream_t> streams);
+  Status allreduce(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                   DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams);
+  Status allgather(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t send_count,
+                   DataType dtype, std::span<const cudaStream_t> streams);
+  Status reduce_scatter(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t recv_count,
+                        DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams);
+  Status run(const CollectiveCall& call);  // any of the above
+
+  // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
+  Status prepare(std::span<const CollectiveSpec> specs);
+  // The prepared collective for `spec` (preparing it if needed).
+  Status info(const CollectiveSpec& spec, CollectiveInfo* out);
+
+  struct State;  // defined in communicator.cpp
+
+ private:
+  explicit Communicator(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace canopy

@@ -1,0 +1,21 @@
+// The few CUDA driver entry points Canopy needs, fetched at run time through cudart's
+// cudaGetDriverEntryPointByVersion: nothing links libcuda, so every binary starts on a machine without a driver.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+namespace canopy {
+
+// The allocation (cudaMalloc, cudaMallocManaged, ...) that holds a device pointer.
+struct AllocationRange {
+  std::uintptr_t base = 0;
+  std::size_t bytes = 0;
+};
+
+// cuMemGetAddressRange on the current device's context; nullopt when the pointer is not in a CUDA allocation
+// or the driver cannot say (then callers skip the bounds check rather than refuse a valid call).
+std::optional<AllocationRange> allocation_range(const void* pointer);
+
+}  // namespace canopy

@@ -1,0 +1,31 @@
+// fit_launch_shape: Plan + requested CodegenOptions + each GPU's limits -> options whose every grid can be
+// co-resident. Blocks of one launch spin on each other, so a grid that does not fit at once would hang; many
+// virtual ranks on one GPU (16 dgx2 ranks on one H100: 640 lanes) need small blocks and a register cap.
+#pragma once
+
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "planner/plan.hpp"
+
+namespace canopy {
+
+struct DeviceLimits {
+  int sms = 132;
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
+  int registers_per_sm = 65536;
+};
+
+// The smallest registers per thread fit_launch_shape lets a register cap impose (the executor needs about 128;
+// below this ptxas spills heavily).
+constexpr int kMinRegistersPerThread = 64;
+
+// Lowers `plan` at `options` and, while some device's grid cannot be resident (blocks x threads per SM, blocks
+// per SM, registers), halves blocks per rank (down to one block per tree) and then threads per block (down to
+// 64). When several blocks must share an SM it sets min_blocks_per_sm so ptxas caps registers to fit. `limits`
+// has one entry per device (device d runs the ranks options.device_of_rank places on d). Throws canopy::Error
+// naming the device, the blocks it needs and what it holds when even that does not fit.
+CodegenOptions fit_launch_shape(const Plan& plan, CodegenOptions options, const std::vector<DeviceLimits>& limits);
+
+}  // namespace canopy

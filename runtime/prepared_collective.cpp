@@ -1,0 +1,68 @@
+// PreparedCollective and its launch (see prepared_collective.hpp).
+#include "runtime/prepared_collective.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "runtime/cuda_check.hpp"
+#include "templates/device_args.cuh"
+
+namespace canopy {
+
+PreparedCollective::~PreparedCollective() {
+  for (void* f : flags)
+    if (f) (void)cudaFree(f);
+  for (cudaLibrary_t l : libraries) (void)cudaLibraryUnload(l);
+  (void)cudaGetLastError();
+}
+
+Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target, bool* partial_launch) {
+  const int ranks = static_cast<int>(p.flags.size());
+  const std::uint64_t epoch = ++p.epoch;
+  p.args.resize(16 + sizeof(RankPointers) * ranks);
+  std::memcpy(p.args.data(), &call.count, 8);
+  std::memcpy(p.args.data() + 8, &epoch, 8);
+  for (int r = 0; r < ranks; ++r) {
+    const RankPointers rp{call.send[r], call.recv[r], target.scratch[r], static_cast<unsigned long long*>(p.flags[r])};
+    std::memcpy(p.args.data() + 16 + sizeof(RankPointers) * r, &rp, sizeof rp);
+  }
+  *partial_launch = false;
+  for (std::size_t d = 0; d < p.kernel.size(); ++d) {
+    int device = static_cast<int>(d);
+    void* params[] = {p.args.data(), &device};
+    cudaLaunchAttribute cooperative{};
+    cooperative.id = cudaLaunchAttributeCooperative;  // refuse, rather than hang, a grid that cannot be resident
+    cooperative.val.cooperative = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(p.blocks[d]);
+    config.blockDim = dim3(p.threads);
+    config.stream = call.streams[target.first_rank[d]];
+    config.attrs = &cooperative;
+    config.numAttrs = 1;
+    DeviceOrder& order = *target.order;
+    cudaError_t e = cudaSetDevice(target.ordinal[d]);
+    if (e == cudaSuccess && order.used[d] && order.stream[d] != config.stream)
+      e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
+    if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
+    if (e == cudaSuccess) {
+      e = cudaEventRecord(order.done[d], config.stream);
+      order.stream[d] = config.stream;
+      order.used[d] = true;
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      *partial_launch = d > 0;
+      return Status(StatusCode::cuda_error,
+                    fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {} ({}){}",
+                                call_name(call.collective), p.built->source.entry, target.ordinal[d], p.blocks[d],
+                                p.threads, cudaGetErrorString(e), cudaGetErrorName(e),
+                                d > 0 ? "; the launches already made on other GPUs wait for it forever: this "
+                                        "communicator cannot be used again"
+                                      : ""));
+    }
+  }
+  return Status();
+}
+
+}  // namespace canopy

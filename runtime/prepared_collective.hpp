@@ -1,0 +1,55 @@
+// PreparedCollective: one compiled collective loaded on a communicator's GPUs, ready to launch: its builds (one
+// per GPU architecture), the kernel handle per device, its own zeroed counter area per rank (counters cannot be
+// shared between plans, docs/codegen.md), its launch count (the epoch the counters carry) and the DeviceArgs
+// image it fills per call. launch() starts one launch per device, all ranks of a device in one.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/build.hpp"
+#include "runtime/collective_call.hpp"
+#include "runtime/status.hpp"
+
+namespace canopy {
+
+struct PreparedCollective {
+  std::shared_ptr<const BuiltCollective> built;  // the build of device 0's architecture (plan, schedule, source)
+  CacheOutcome outcome = CacheOutcome::compiled;
+  std::vector<cudaLibrary_t> libraries;     // one per distinct build
+  std::vector<cudaKernel_t> kernel;         // per device index
+  std::vector<int> blocks;                  // per device index
+  int threads = 0;
+  std::vector<void*> flags;                 // per rank: flag_count x 128 bytes, zeroed
+  std::uint64_t epoch = 0;                  // launches so far
+  std::vector<unsigned char> args;          // DeviceArgs<ranks> image
+
+  ~PreparedCollective();  // unloads the libraries and frees the counters (the caller has synchronised)
+};
+
+// Launches of one communicator on one GPU must run in order (they share scratch): when a call comes on another
+// stream than the last one used on that GPU, the new stream first waits for the last launch's event.
+struct DeviceOrder {
+  std::vector<cudaEvent_t> done;      // per device index: recorded after every launch
+  std::vector<cudaStream_t> stream;   // per device index: the stream of the last launch
+  std::vector<bool> used;             // per device index: launched before
+};
+
+// Where every rank's memory and each device's stream are, for one launch.
+struct LaunchTarget {
+  std::vector<int> ordinal;            // per device index: CUDA ordinal
+  std::vector<int> first_rank;         // per device index: its first rank (whose stream the launch uses)
+  std::vector<void*> scratch;          // per rank
+  DeviceOrder* order = nullptr;
+};
+
+// Fills the DeviceArgs image (count, next epoch, every rank's pointers) and launches on every device, on the
+// stream of the device's first rank. A failed launch leaves the other devices' kernels waiting: the Status says
+// so and the communicator must not be used again.
+Status launch(PreparedCollective& prepared, const CollectiveCall& call, const LaunchTarget& target,
+              bool* partial_launch);
+
+}  // namespace canopy

@@ -1,0 +1,72 @@
+// Reading the runtime's CANOPY_ variables (see runtime_env.hpp).
+#include "runtime/runtime_env.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "dsl/error.hpp"
+#include "planner/plan_json.hpp"
+
+namespace canopy {
+
+namespace {
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+int env_int(const char* name, int fallback, const char* takes) {
+  const auto v = env(name);
+  if (!v) return fallback;
+  int value = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), value);
+  if (ec != std::errc() || end != v->data() + v->size())
+    throw Error(fmt::format("{}='{}': expected {}", name, *v, takes));
+  return value;
+}
+}  // namespace
+
+CodegenOptions shape_from_environment() {
+  CodegenOptions o;
+  if (const auto chunk = env("CANOPY_CHUNK")) o.chunk_bytes = parse_byte_size(*chunk, "CANOPY_CHUNK");
+  o.blocks_per_rank = env_int("CANOPY_BLOCKS", o.blocks_per_rank, "thread blocks per rank, e.g. 24");
+  o.threads_per_block = env_int("CANOPY_THREADS", o.threads_per_block, "threads per block, e.g. 512");
+  o.fifo_depth = env_int("CANOPY_FIFO_DEPTH", o.fifo_depth, "FIFO slots per reduce edge, e.g. 4");
+  return o;
+}
+
+std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::string>& ranks,
+                                  const std::string& root) {
+  const auto path = env("CANOPY_PLAN_FILE");
+  if (!path) return std::nullopt;
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) throw Error(fmt::format("CANOPY_PLAN_FILE='{}' cannot be read: check the path", *path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  Plan p = plan_from_json(text.str(), *path);
+  if (p.collective != collective) return std::nullopt;
+  if (p.ranks != ranks)
+    throw Error(fmt::format("CANOPY_PLAN_FILE '{}' plans {} over ranks {}, but this communicator's ranks are {}: "
+                            "make the plan for these GPUs",
+                            *path, to_string(collective), fmt::join(p.ranks, ","), fmt::join(ranks, ",")));
+  if (!root.empty() && p.root != root) return std::nullopt;  // a plan for another root: plan this one
+  return p;
+}
+
+std::optional<double> watchdog_seconds_from_environment() {
+  const auto v = env("CANOPY_WATCHDOG_S");
+  if (!v) return std::nullopt;
+  double seconds = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), seconds);
+  if (ec != std::errc() || end != v->data() + v->size() || seconds < 0)
+    throw Error(fmt::format("CANOPY_WATCHDOG_S='{}': expected seconds, e.g. 10 (0 or unset: off)", *v));
+  if (seconds == 0) return std::nullopt;
+  return seconds;
+}
+
+}  // namespace canopy

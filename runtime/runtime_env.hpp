@@ -1,0 +1,27 @@
+// The CANOPY_ variables the runtime reads (README "Environment" lists them all):
+//   CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (codegen options)
+//   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
+//   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
+// A malformed value is a canopy::Error naming the variable and what it takes.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "planner/plan.hpp"
+
+namespace canopy {
+
+CodegenOptions shape_from_environment();
+
+// The plan in CANOPY_PLAN_FILE when it is a plan of `collective` over exactly `ranks` (and `root`, when the
+// collective has one); nullopt when unset or for another collective. Throws canopy::Error when the file cannot
+// be read, is malformed, or plans this collective over other ranks.
+std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::string>& ranks,
+                                  const std::string& root);
+
+std::optional<double> watchdog_seconds_from_environment();
+
+}  // namespace canopy

@@ -1,0 +1,47 @@
+// Test data for collectives: element k of rank r's input is a pseudo-random value drawn from (seed, r, k),
+// exactly representable in its dtype (so a GPU writing it and the host reading it agree to the bit), never
+// all zeros, and bounded so that sums and products over up to 1000 ranks neither overflow nor vanish. The GPU
+// side (fill kernels, NVRTC-compiled and cached) and the host side (pattern_value) compute the same formula;
+// runtime/collective_check.hpp builds the host reference from pattern_value. Used by the GPU tests and
+// `canopy bench` (its #wrong column).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "codegen/codegen_options.hpp"
+#include "runtime/jit.hpp"
+#include "runtime/status.hpp"
+
+namespace canopy {
+
+// The value of input element `index` of `rank` (index < 2^48). Products get values in [0.75, 1.25) (floats) or
+// {-2, -1, 1, 2} ({1, 2, 3, 4} for u8); the other operators signed values filling the type's precision.
+double pattern_value(std::uint64_t seed, int rank, std::uint64_t index, DataType dtype, ReduceOp op);
+// The same as raw bits of the dtype (the low size_of(dtype) bytes).
+std::uint64_t pattern_bits(std::uint64_t seed, int rank, std::uint64_t index, DataType dtype, ReduceOp op);
+
+// An element of `dtype` at `p` as a double (f16 and bf16 decoded; integers exactly).
+double element_value(const void* p, DataType dtype);
+
+class PatternKernels {
+ public:
+  // Compiles (or finds in the caches) the fill kernels for `arch` and loads them (usable on every GPU).
+  // Throws canopy::Error when they do not compile or load.
+  PatternKernels(Jit& jit, const std::string& arch);
+  ~PatternKernels();
+  PatternKernels(const PatternKernels&) = delete;
+  PatternKernels& operator=(const PatternKernels&) = delete;
+
+  // dst[j] = pattern(seed, rank, first + j) for j < elements, on `stream` (of the GPU that holds dst).
+  Status fill(void* dst, std::uint64_t elements, DataType dtype, ReduceOp op, std::uint64_t seed, int rank,
+              std::uint64_t first, cudaStream_t stream) const;
+
+ private:
+  cudaLibrary_t library_{};
+  cudaKernel_t kernels_[7]{};  // by DataType
+};
+
+}  // namespace canopy

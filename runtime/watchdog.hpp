@@ -1,0 +1,61 @@
+// Watchdog (CANOPY_WATCHDOG_S=seconds; off by default): a thread that watches every launch of a communicator
+// and, when one has not finished after the given time, reads that collective's counters from the GPUs and logs
+// which GPU, tree, block and chunk it waits for (runtime/stuck_report.hpp) instead of letting it hang silently.
+// It reports each stuck launch once, and again when it finishes. It cannot stop a kernel: it says what to look at.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "runtime/build.hpp"
+#include "runtime/collective_call.hpp"
+#include "runtime/logger.hpp"
+#include "runtime/prepared_collective.hpp"
+
+namespace canopy {
+
+class Watchdog {
+ public:
+  Watchdog(double seconds, Logger log);
+  ~Watchdog();  // stops the thread (launches still running are not waited for)
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  // After a successful launch: records an event behind it on every device's stream. `ordinals`: per device
+  // index; the launch used the streams `order` last recorded.
+  void watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
+             const DeviceOrder& order);
+
+ private:
+  struct Pending {
+    std::shared_ptr<const BuiltCollective> built;
+    std::vector<void*> flags;  // per rank
+    std::vector<int> ordinal_of_rank;
+    std::vector<int> ordinals;  // per device index
+    std::vector<cudaEvent_t> events;  // per device index
+    std::uint64_t count = 0;
+    std::uint64_t epoch = 0;
+    std::chrono::steady_clock::time_point start;
+    bool reported = false;
+  };
+  void loop();
+  void report(Pending& p, const std::vector<int>& stuck_devices);
+
+  double seconds_;
+  Logger log_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::deque<Pending> pending_;
+  std::vector<std::pair<int, cudaEvent_t>> spare_;  // (ordinal, event) for reuse
+  std::thread thread_;
+};
+
+}  // namespace canopy
