@@ -35,6 +35,9 @@ std::uint64_t output_elements(const CheckSpec& spec, int rank);
 
 // `output` holds output_elements(spec, rank) elements of spec.dtype.
 CheckResult check_output(const CheckSpec& spec, int rank, const void* output, unsigned threads = 0);
+// The same for the elements [first, first + elements) of the output, held at `output`.
+CheckResult check_output_part(const CheckSpec& spec, int rank, const void* output, std::uint64_t first,
+                              std::uint64_t elements, unsigned threads = 0);
 
 // The expected value of output element j of `rank`, and the tolerance it is held to; integer types also as an
 // exact integer (doubles lose the low bits of large i64 sums).

@@ -198,11 +198,12 @@ double element_value(const void* p, DataType dtype) {
   return 0;
 }
 
+SourceFile pattern_kernel_source() { return SourceFile{"canopy_test_pattern.cu", kFillSource}; }
+
 PatternKernels::PatternKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const SourceFile source{"canopy_test_pattern.cu", kFillSource};
-  const auto module = jit.get("canopy-test-pattern-v1", [&] { return source; }, options);
+  const auto module = jit.get("canopy-test-pattern-v1", pattern_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   const char* names[7] = {"canopy_fill_f32", "canopy_fill_f16", "canopy_fill_bf16", "canopy_fill_f64",
                           "canopy_fill_i32", "canopy_fill_i64", "canopy_fill_u8"};

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "codegen/codegen_options.hpp"
+#include "codegen/source_file.hpp"
 #include "runtime/jit.hpp"
 #include "runtime/status.hpp"
 
@@ -25,6 +26,9 @@ std::uint64_t pattern_bits(std::uint64_t seed, int rank, std::uint64_t index, Da
 
 // An element of `dtype` at `p` as a double (f16 and bf16 decoded; integers exactly).
 double element_value(const void* p, DataType dtype);
+
+// The fill kernels' CUDA source (one extern "C" canopy_fill_<dtype> each), compiled with the embedded templates.
+SourceFile pattern_kernel_source();
 
 class PatternKernels {
  public:

@@ -1,0 +1,225 @@
+// The mistakes users make when calling a collective, and the exact message each gets (check_call in
+// runtime/collective_call.hpp). Pointers and streams are described by a table instead of the CUDA runtime, so
+// every rule runs on any CPU; tests/gpu/communicator_errors_gpu_test.cpp makes the same mistakes on real GPUs.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "runtime/collective_call.hpp"
+
+namespace canopy {
+namespace {
+
+// Fake device memory: 1 MiB allocations at 0x10000000 (GPU 0), 0x20000000 (GPU 1), ...
+const void* dev(int gpu, std::uintptr_t offset = 0) {
+  return reinterpret_cast<const void*>(static_cast<std::uintptr_t>(gpu + 1) * 0x10000000 + offset);
+}
+void* devw(int gpu, std::uintptr_t offset = 0) { return const_cast<void*>(dev(gpu, offset)); }
+cudaStream_t stream(int id) { return reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(0x1000 + id)); }
+
+CallOracle fake_oracle() {
+  CallOracle o;
+  o.pointer = [](const void* p) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    PointerFacts f;
+    if (a >= 0x10000000 && a < 0x90000000) {
+      f.kind = MemoryKind::device;
+      f.device = static_cast<int>(a / 0x10000000) - 1;
+      f.allocation = AllocationRange{a / 0x10000000 * 0x10000000, 1 << 20};
+    } else if (a >= 0xA0000000 && a < 0xB0000000) {
+      f.kind = MemoryKind::host;
+    }
+    return f;
+  };
+  // stream(k) lives on GPU k % 8; anything else is not a stream.
+  o.stream_device = [](cudaStream_t s) -> std::optional<int> {
+    const auto a = reinterpret_cast<std::uintptr_t>(s);
+    if (a >= 0x1000 && a < 0x1100) return static_cast<int>(a - 0x1000) % 8;
+    return std::nullopt;
+  };
+  return o;
+}
+
+struct Call {
+  std::vector<const void*> send;
+  std::vector<void*> recv;
+  std::vector<cudaStream_t> streams;
+  CollectiveCall call;
+};
+
+// A valid 2-rank call of `c`, ranks on GPUs 0 and 1, out of place, 1000 f32 elements.
+Call valid(Collective c) {
+  Call v;
+  v.send = {dev(0), dev(1)};
+  v.recv = {devw(0, 0x80000), devw(1, 0x80000)};
+  v.streams = {stream(0), stream(1)};
+  v.call.collective = c;
+  v.call.count = 1000;
+  return v;
+}
+
+Status check(Call& v, const std::vector<int>& devices = {0, 1}) {
+  v.call.send = v.send;
+  v.call.recv = v.recv;
+  v.call.streams = v.streams;
+  return check_call(v.call, devices, fake_oracle());
+}
+
+TEST(CollectiveCallErrors, ValidCallsPass) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter}) {
+    Call v = valid(c);
+    EXPECT_TRUE(check(v).ok()) << check(v).message();
+  }
+}
+
+TEST(CollectiveCallErrors, InPlaceLayoutsPass) {
+  Call a = valid(Collective::allreduce);
+  a.send = {a.recv[0], a.recv[1]};
+  EXPECT_TRUE(check(a).ok()) << check(a).message();
+  Call g = valid(Collective::allgather);  // send = recv + rank x count
+  g.send = {dev(0, 0x80000), dev(1, 0x80000 + 4000)};
+  EXPECT_TRUE(check(g).ok()) << check(g).message();
+  Call rs = valid(Collective::reducescatter);  // recv = send + rank x count
+  rs.recv = {devw(0), devw(1, 4000)};
+  EXPECT_TRUE(check(rs).ok()) << check(rs).message();
+}
+
+TEST(CollectiveCallErrors, CountZeroIsANoOpEvenWithNullBuffers) {
+  Call v = valid(Collective::allreduce);
+  v.call.count = 0;
+  v.send = {nullptr, nullptr};
+  v.recv = {nullptr, nullptr};
+  EXPECT_TRUE(check(v).ok());
+}
+
+TEST(CollectiveCallErrors, WrongNumberOfBuffers) {
+  Call v = valid(Collective::allreduce);
+  v.recv.pop_back();
+  EXPECT_EQ(check(v).message(), "allreduce: got 2 send buffers, 1 receive buffers and 2 streams for 2 ranks: pass one "
+                                "of each per rank, in rank order");
+  EXPECT_EQ(check(v).code(), StatusCode::invalid_argument);
+}
+
+TEST(CollectiveCallErrors, NullBuffer) {
+  Call v = valid(Collective::allreduce);
+  v.recv[1] = nullptr;
+  EXPECT_EQ(check(v).message(), "allreduce: recv[1] is null; rank 1 needs 4000 bytes there");
+}
+
+TEST(CollectiveCallErrors, HostMemory) {
+  Call v = valid(Collective::allreduce);
+  v.send[0] = reinterpret_cast<const void*>(0x5000);
+  EXPECT_EQ(check(v).message(), "allreduce: send[0] (0x5000) is host memory CUDA does not know, not device memory: "
+                                "allocate it with cudaMalloc on GPU 0");
+  v.send[0] = reinterpret_cast<const void*>(0xA0000000);
+  EXPECT_EQ(check(v).message(), "allreduce: send[0] (0xa0000000) is pinned host memory, not device memory: allocate "
+                                "it with cudaMalloc on GPU 0");
+}
+
+TEST(CollectiveCallErrors, WrongDevice) {
+  Call v = valid(Collective::allreduce);
+  v.recv[1] = devw(0, 0x40000);
+  EXPECT_EQ(check(v).message(), "allreduce: recv[1] (0x10040000) is on GPU 0, but rank 1 runs on GPU 1: allocate it "
+                                "on GPU 1");
+}
+
+TEST(CollectiveCallErrors, BufferTooSmallForCount) {
+  Call v = valid(Collective::allgather);
+  v.recv[0] = devw(0, (1 << 20) - 4000);  // room for 1000 elements; allgather of 2 ranks needs 2000
+  EXPECT_EQ(check(v).message(), "allgather: recv[0] (0x100ff060) needs 8000 bytes (2000 x f32 elements) but its "
+                                "allocation ends 4000 bytes after it: pass a smaller count or a larger buffer");
+}
+
+TEST(CollectiveCallErrors, MisalignedPointer) {
+  Call v = valid(Collective::allreduce);
+  v.call.dtype = DataType::f64;
+  v.send[1] = dev(1, 4);
+  EXPECT_EQ(check(v).message(), "allreduce: send[1] (0x20000004) is not aligned to f64's 8 bytes");
+}
+
+TEST(CollectiveCallErrors, CountTooLarge) {
+  Call v = valid(Collective::allgather);
+  v.call.count = std::uint64_t{1} << 40;
+  EXPECT_EQ(check(v).message(), "allgather: count 1099511627776 is too large for 2 ranks of f32: at most 137438953472 "
+                                "elements");
+  v.call.count = ~std::uint64_t{0};  // would overflow count x ranks x 4 bytes
+  EXPECT_FALSE(check(v).ok());
+}
+
+TEST(CollectiveCallErrors, RootOutOfRange) {
+  Call v = valid(Collective::broadcast);
+  v.call.root = 2;
+  EXPECT_EQ(check(v).message(), "broadcast: root 2 is not a rank: use 0 to 1");
+  v.call.root = -1;
+  EXPECT_EQ(check(v).message(), "broadcast: root -1 is not a rank: use 0 to 1");
+}
+
+TEST(CollectiveCallErrors, UnsupportedDtypeAndOp) {
+  Call v = valid(Collective::allreduce);
+  v.call.dtype = static_cast<DataType>(42);
+  EXPECT_EQ(check(v).code(), StatusCode::unsupported);
+  EXPECT_EQ(check(v).message(), "allreduce: dtype 42 is not supported; use f32, f16, bf16, f64, i32, i64 or u8");
+  v.call.dtype = DataType::f32;
+  v.call.op = static_cast<ReduceOp>(4);  // NCCL's ncclAvg
+  EXPECT_EQ(check(v).message(), "allreduce: reduction operator 4 is not supported; use sum, prod, min or max");
+}
+
+TEST(CollectiveCallErrors, OverlapWithoutBeingInPlace) {
+  Call v = valid(Collective::allreduce);
+  v.recv[0] = devw(0, 400);  // inside send[0]
+  EXPECT_EQ(check(v).message(), "allreduce: send[0] and recv[0] overlap without being in place (send = recv): use "
+                                "separate buffers or exactly that layout");
+  Call g = valid(Collective::allgather);
+  g.send[1] = dev(1, 0x80000);  // in place would be recv + 1 x count
+  EXPECT_EQ(check(g).message(), "allgather: send[1] and recv[1] overlap without being in place (send = recv + rank x "
+                                "count elements): use separate buffers or exactly that layout");
+}
+
+TEST(CollectiveCallErrors, VirtualRanksMustNotShareBuffers) {
+  Call v = valid(Collective::allreduce);  // both ranks on GPU 0
+  v.send = {dev(0), dev(0, 0x10000)};
+  v.recv = {devw(0, 0x80000), devw(0, 0x80000 + 2000)};
+  v.streams = {stream(0), stream(0)};
+  EXPECT_EQ(check(v, {0, 0}).message(), "allreduce: recv[0] and recv[1] overlap: ranks must not share buffers they "
+                                        "write");
+}
+
+TEST(CollectiveCallErrors, StreamOnAnotherGpu) {
+  Call v = valid(Collective::allreduce);
+  v.streams[1] = stream(0);
+  EXPECT_EQ(check(v).message(), "allreduce: streams[1] belongs to GPU 0, but rank 1 runs on GPU 1: create it on GPU 1");
+}
+
+TEST(CollectiveCallErrors, NotAStream) {
+  Call v = valid(Collective::allreduce);
+  v.streams[0] = reinterpret_cast<cudaStream_t>(0x77);
+  EXPECT_EQ(check(v).message(), "allreduce: streams[0] (0x77) is not a valid CUDA stream");
+}
+
+TEST(CollectiveCallErrors, RanksOfOneGpuNeedOneStream) {
+  Call v = valid(Collective::allreduce);
+  v.send = {dev(0), dev(0, 0x10000)};
+  v.recv = {devw(0, 0x80000), devw(0, 0xC0000)};
+  v.streams = {stream(0), stream(8)};  // both on GPU 0, different streams
+  EXPECT_EQ(check(v, {0, 0}).message(), "allreduce: ranks 0 and 1 both run on GPU 0 (one launch) but were given "
+                                        "different streams (0x1000 and 0x1008): give them the same stream");
+}
+
+TEST(CollectiveCallErrors, DefaultStreamIsAcceptedOnEveryGpu) {
+  Call v = valid(Collective::allreduce);
+  v.streams = {nullptr, nullptr};
+  EXPECT_TRUE(check(v).ok());
+}
+
+TEST(CollectiveCallErrors, UnusedBuffersMayBeNull) {
+  Call b = valid(Collective::broadcast);  // non-root send is not read
+  b.send[1] = nullptr;
+  EXPECT_TRUE(check(b).ok()) << check(b).message();
+  Call r = valid(Collective::reduce);  // non-root recv is not written
+  r.recv[1] = nullptr;
+  EXPECT_TRUE(check(r).ok()) << check(r).message();
+}
+
+}  // namespace
+}  // namespace canopy
