@@ -122,36 +122,171 @@ CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsig
 
 CheckResult check_output_part(const CheckSpec& s, int rank, const void* output, std::uint64_t first,
                               std::uint64_t n, unsigned threads) {
-  if (threads == 0) threads = std::max(1u, std::min(32u, std::thread::hardware_concurrency()));
-  if (n < 65536) threads = 1;
-  const int size = size_of(s.dtype);
-  const bool i64 = s.dtype == DataType::i64;
-  CheckResult total;
-  total.checked = n;
-  std::mutex mutex;
-  auto work = [&](std::uint64_t begin, std::uint64_t end) {
-    std::uint64_t wrong = 0;
-    std::vector<std::string> examples;
-    for (std::uint64_t j = begin; j < end; ++j) {
-      const void* p = static_cast<const char*>(output) + j * size;
-      double tol = 0;
-      std::int64_t exact = 0;
-      const double want = expected_value(s, rank, first + j, &tol, &exact);
+  return check_outputs_part(s, {rank}, {output}, first, n, threads);
+}
+
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {  // splitmix64, as runtime/test_pattern.cpp
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// pattern_value specialised at compile time (the generic one is the definition; a unit test keeps them equal).
+template <DataType T, bool kProd>
+inline double fast_value(std::uint64_t h) {
+  if constexpr (T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64) {
+    constexpr int bits = T == DataType::f16 ? 10 : T == DataType::bf16 ? 7 : T == DataType::f32 ? 23 : 52;
+    constexpr double scale = static_cast<double>(std::uint64_t{1} << bits);
+    if constexpr (kProd) return (0.75 * scale + static_cast<double>(h >> (64 - (bits - 1)))) / scale;
+    else return (static_cast<double>(static_cast<std::int64_t>(h >> (64 - (bits + 1)))) - scale) / scale;
+  } else {
+    if constexpr (kProd) {
+      if constexpr (T == DataType::u8) return static_cast<double>(1 + (h >> 62));
+      const std::int64_t k = static_cast<std::int64_t>(h >> 62);
+      return static_cast<double>(k < 2 ? k - 2 : k - 1);
+    } else if constexpr (T == DataType::i32) {
+      return static_cast<double>(static_cast<std::int64_t>(h >> 40) - (1ll << 23));
+    } else if constexpr (T == DataType::i64) {
+      return static_cast<double>(static_cast<std::int64_t>(h >> 16) - (1ll << 47));
+    } else {
+      return static_cast<double>(h >> 56);
+    }
+  }
+}
+
+template <DataType T>
+inline double load_as_double(const void* p) {
+  return element_value(p, T);
+}
+
+// Checks outputs[k][j] (rank ranks[k], element first + j) for j in [begin, end).
+template <DataType T, ReduceOp Op>
+void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::vector<const void*>& outputs,
+                 std::uint64_t first, std::uint64_t begin, std::uint64_t end, std::uint64_t& wrong,
+                 std::vector<std::string>& examples) {
+  constexpr bool kFloat = T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64;
+  constexpr bool kProd = Op == ReduceOp::prod;
+  constexpr int kSize = T == DataType::f64 || T == DataType::i64 ? 8
+                        : T == DataType::f32 || T == DataType::i32 ? 4
+                        : T == DataType::u8                         ? 1
+                                                                    : 2;
+  constexpr double u = T == DataType::f16 ? 1.0 / 2048 : T == DataType::bf16 ? 1.0 / 256
+                       : T == DataType::f32 ? 1.0 / 16777216 : T == DataType::f64 ? 1.0 / 9007199254740992.0 : 0;
+  const bool reduction = s.collective == Collective::reduce || s.collective == Collective::allreduce ||
+                         s.collective == Collective::reducescatter;
+  const bool same_for_all = s.collective != Collective::reducescatter;
+  const double tol_scale = (s.ranks + 1) * u;
+  for (std::uint64_t j = begin; j < end; ++j) {
+    double want = 0, tol = 0;
+    std::int64_t exact = 0;
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      if (k == 0 || !same_for_all) {
+        const std::uint64_t e = first + j;
+        if (!reduction) {
+          const int from = s.collective == Collective::broadcast ? s.root : static_cast<int>(e / s.count);
+          const std::uint64_t index = s.collective == Collective::broadcast ? e : e % s.count;
+          want = fast_value<T, false>(mix64(s.seed ^ (static_cast<std::uint64_t>(from) << 48) ^ index));
+          exact = static_cast<std::int64_t>(want);
+          tol = 0;
+        } else {
+          const std::uint64_t index =
+              s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(ranks[k]) * s.count + e : e;
+          if constexpr (kFloat) {
+            double acc = 0, mag = 0;
+            for (int q = 0; q < s.ranks; ++q) {
+              const double v = fast_value<T, kProd>(mix64(s.seed ^ (static_cast<std::uint64_t>(q) << 48) ^ index));
+              if (q == 0) acc = v, mag = std::fabs(v);
+              else if constexpr (Op == ReduceOp::sum) acc += v, mag += std::fabs(v);
+              else if constexpr (Op == ReduceOp::prod) acc *= v, mag = std::fabs(acc);
+              else if constexpr (Op == ReduceOp::min) acc = std::min(acc, v);
+              else acc = std::max(acc, v);
+            }
+            want = acc;
+            tol = (Op == ReduceOp::sum || Op == ReduceOp::prod) ? tol_scale * mag : 0;
+          } else {
+            std::uint64_t acc = 0;
+            for (int q = 0; q < s.ranks; ++q) {
+              const std::uint64_t v = static_cast<std::uint64_t>(static_cast<std::int64_t>(
+                  fast_value<T, kProd>(mix64(s.seed ^ (static_cast<std::uint64_t>(q) << 48) ^ index))));
+              if (q == 0) acc = v;
+              else if constexpr (Op == ReduceOp::sum) acc += v;
+              else if constexpr (Op == ReduceOp::prod) acc *= v;
+              else if constexpr (Op == ReduceOp::min) acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+              else acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+            }
+            exact = wrap(static_cast<std::int64_t>(acc), T);
+            want = static_cast<double>(exact);
+            tol = 0;
+          }
+        }
+      }
+      const void* p = static_cast<const char*>(outputs[k]) + j * kSize;
       bool ok;
       double got;
-      if (i64) {  // compare as integers: doubles lose the low bits of 48-bit values' sums
+      if constexpr (T == DataType::i64) {
         std::int64_t g;
         std::memcpy(&g, p, 8);
         got = static_cast<double>(g);
         ok = g == exact;
       } else {
-        got = element_value(p, s.dtype);
+        got = load_as_double<T>(p);
         ok = std::fabs(got - want) <= tol;  // false for NaN
       }
       if (!ok && ++wrong <= 5)
-        examples.push_back(fmt::format("rank {} element {}: got {}, expected {}{}", rank, first + j, got, want,
+        examples.push_back(fmt::format("rank {} element {}: got {}, expected {}{}", ranks[k], first + j, got, want,
                                        tol > 0 ? fmt::format(" (tolerance {:.3g})", tol) : ""));
     }
+  }
+}
+
+using RangeChecker = void (*)(const CheckSpec&, const std::vector<int>&, const std::vector<const void*>&,
+                              std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t&, std::vector<std::string>&);
+
+template <DataType T>
+RangeChecker checker_for_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return check_range<T, ReduceOp::sum>;
+    case ReduceOp::prod: return check_range<T, ReduceOp::prod>;
+    case ReduceOp::min: return check_range<T, ReduceOp::min>;
+    case ReduceOp::max: return check_range<T, ReduceOp::max>;
+  }
+  return check_range<T, ReduceOp::sum>;
+}
+
+RangeChecker checker_for(const CheckSpec& s) {
+  const bool reduction = s.collective == Collective::reduce || s.collective == Collective::allreduce ||
+                         s.collective == Collective::reducescatter;
+  const ReduceOp op = reduction ? s.op : ReduceOp::sum;
+  switch (s.dtype) {
+    case DataType::f32: return checker_for_op<DataType::f32>(op);
+    case DataType::f16: return checker_for_op<DataType::f16>(op);
+    case DataType::bf16: return checker_for_op<DataType::bf16>(op);
+    case DataType::f64: return checker_for_op<DataType::f64>(op);
+    case DataType::i32: return checker_for_op<DataType::i32>(op);
+    case DataType::i64: return checker_for_op<DataType::i64>(op);
+    case DataType::u8: return checker_for_op<DataType::u8>(op);
+  }
+  return checker_for_op<DataType::f32>(op);
+}
+
+}  // namespace
+
+CheckResult check_outputs_part(const CheckSpec& s, const std::vector<int>& ranks,
+                               const std::vector<const void*>& outputs, std::uint64_t first, std::uint64_t n,
+                               unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::min(64u, std::thread::hardware_concurrency()));
+  if (n * ranks.size() < 65536) threads = 1;
+  const RangeChecker check = checker_for(s);
+  CheckResult total;
+  total.checked = n * ranks.size();
+  std::mutex mutex;
+  auto work = [&](std::uint64_t begin, std::uint64_t end) {
+    std::uint64_t wrong = 0;
+    std::vector<std::string> examples;
+    check(s, ranks, outputs, first, begin, end, wrong, examples);
     std::lock_guard<std::mutex> lock(mutex);
     total.wrong += wrong;
     for (std::string& e : examples)

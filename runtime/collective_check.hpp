@@ -39,6 +39,12 @@ CheckResult check_output(const CheckSpec& spec, int rank, const void* output, un
 CheckResult check_output_part(const CheckSpec& spec, int rank, const void* output, std::uint64_t first,
                               std::uint64_t elements, unsigned threads = 0);
 
+// Elements [first, first + elements) of the outputs of `ranks` at once (outputs[k] holds rank ranks[k]'s part):
+// where every rank's output is the same (broadcast, allreduce, allgather) the reference is computed once.
+CheckResult check_outputs_part(const CheckSpec& spec, const std::vector<int>& ranks,
+                               const std::vector<const void*>& outputs, std::uint64_t first, std::uint64_t elements,
+                               unsigned threads = 0);
+
 // The expected value of output element j of `rank`, and the tolerance it is held to; integer types also as an
 // exact integer (doubles lose the low bits of large i64 sums).
 double expected_value(const CheckSpec& spec, int rank, std::uint64_t j, double* tolerance = nullptr,

@@ -101,6 +101,26 @@ CANOPY_FILL(canopy_fill_f64, double)
 CANOPY_FILL(canopy_fill_i32, int)
 CANOPY_FILL(canopy_fill_i64, long long)
 CANOPY_FILL(canopy_fill_u8, unsigned char)
+// Counts the elements where a and b differ bit for bit; mismatches[1] keeps the lowest such index.
+template <typename W>
+__device__ __forceinline__ void count_mismatches(const W* a, const W* b, u64 n, u64* mismatches) {
+  u64 mine = 0, lowest = ~0ull;
+  for (u64 j = blockIdx.x * (u64)blockDim.x + threadIdx.x; j < n; j += (u64)gridDim.x * blockDim.x)
+    if (a[j] != b[j]) {
+      ++mine;
+      if (j < lowest) lowest = j;
+    }
+  if (mine) {
+    atomicAdd(&mismatches[0], mine);
+    atomicMin(&mismatches[1], lowest);
+  }
+}
+#define CANOPY_MISMATCH(NAME, W) \
+  extern "C" __global__ void NAME(const W* a, const W* b, u64 n, u64* m) { count_mismatches<W>(a, b, n, m); }
+CANOPY_MISMATCH(canopy_mismatch_1, unsigned char)
+CANOPY_MISMATCH(canopy_mismatch_2, unsigned short)
+CANOPY_MISMATCH(canopy_mismatch_4, unsigned int)
+CANOPY_MISMATCH(canopy_mismatch_8, unsigned long long)
 )";
 
 }  // namespace
@@ -203,11 +223,30 @@ SourceFile pattern_kernel_source() { return SourceFile{"canopy_test_pattern.cu",
 PatternKernels::PatternKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const auto module = jit.get("canopy-test-pattern-v1", pattern_kernel_source, options);
+  const auto module = jit.get("canopy-test-pattern-v2", pattern_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   const char* names[7] = {"canopy_fill_f32", "canopy_fill_f16", "canopy_fill_bf16", "canopy_fill_f64",
                           "canopy_fill_i32", "canopy_fill_i64", "canopy_fill_u8"};
   for (int t = 0; t < 7; ++t) CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t], library_, names[t]));
+  const char* compare[4] = {"canopy_mismatch_1", "canopy_mismatch_2", "canopy_mismatch_4", "canopy_mismatch_8"};
+  for (int w = 0; w < 4; ++w) CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&compare_[w], library_, compare[w]));
+}
+
+Status PatternKernels::count_mismatches(const void* a, const void* b, std::uint64_t elements, DataType dtype,
+                                        unsigned long long* mismatches, cudaStream_t stream) const {
+  if (elements == 0) return Status();
+  const int width = size_of(dtype);
+  const int which = width == 1 ? 0 : width == 2 ? 1 : width == 4 ? 2 : 3;
+  unsigned long long n = elements;
+  void* params[] = {&a, &b, &n, &mismatches};
+  const unsigned blocks = static_cast<unsigned>(std::min<std::uint64_t>((elements + 255) / 256, 4096));
+  const cudaError_t e =
+      cudaLaunchKernel(reinterpret_cast<const void*>(compare_[which]), dim3(blocks), dim3(256), params, 0, stream);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status(StatusCode::cuda_error, cuda_error_text(e, "compare kernel launch", __FILE__, __LINE__));
+  }
+  return Status();
 }
 
 PatternKernels::~PatternKernels() {

@@ -42,10 +42,15 @@ class PatternKernels {
   // dst[j] = pattern(seed, rank, first + j) for j < elements, on `stream` (of the GPU that holds dst).
   Status fill(void* dst, std::uint64_t elements, DataType dtype, ReduceOp op, std::uint64_t seed, int rank,
               std::uint64_t first, cudaStream_t stream) const;
+  // Adds to mismatches[0] the number of elements where a and b differ bit for bit and lowers mismatches[1] to
+  // the first such index (device memory, on the GPU `stream` runs on; a or b may be a peer's).
+  Status count_mismatches(const void* a, const void* b, std::uint64_t elements, DataType dtype,
+                          unsigned long long* mismatches, cudaStream_t stream) const;
 
  private:
   cudaLibrary_t library_{};
   cudaKernel_t kernels_[7]{};  // by DataType
+  cudaKernel_t compare_[4]{};  // by element width 1, 2, 4, 8
 };
 
 }  // namespace canopy

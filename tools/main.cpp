@@ -23,18 +23,27 @@ int main(int argc, char** argv) {
       "  canopy gen -t dgx1-v100 -c allreduce --print    the specialised CUDA kernels of that plan\n"
       "  canopy compile -t dgx1-v100 -c allreduce  compile them with NVRTC (cached on disk)\n"
       "  canopy cache info                         the kernel cache: where, how big\n"
+      "  canopy bench -c allreduce --vs-nccl       time collectives on this machine's GPUs, beside NCCL\n"
       "\n"
       "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.\n"
       "\n"
       "Environment:\n"
       "  CANOPY_CACHE_DIR          compiled-kernel cache (else $XDG_CACHE_HOME/canopy, else ~/.cache/canopy)\n"
       "  CANOPY_CACHE_MAX_BYTES    the cache's size cap in bytes (default 1 GiB, least recently used go first)\n"
-      "  CANOPY_ALWAYS_COMPILE=1   compile with NVRTC every time, bypassing the caches");
+      "  CANOPY_ALWAYS_COMPILE=1   compile with NVRTC every time, bypassing the caches\n"
+      "  CANOPY_LOG=info|debug     log each collective's plan, kernel shape and cache entry (CANOPY_LOG_SUBSYS=\n"
+      "                            init,plan,jit,run,watchdog picks subsystems)\n"
+      "  CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (default 256KiB, 24, 512, 4)\n"
+      "  CANOPY_PLAN_FILE          a plan JSON used instead of planning, for its collective\n"
+      "  CANOPY_DUMP_DIR           write every prepared collective's plan, schedule, source and manifest there\n"
+      "  CANOPY_WATCHDOG_S         report collectives still running after this many seconds (off by default)\n"
+      "  CANOPY_NCCL_LIBRARY       libnccl.so.2 for `canopy bench --vs-nccl` (default: the loader's search)");
   canopy::cli::add_topo_command(app);
   canopy::cli::add_plan_command(app);
   canopy::cli::add_gen_command(app);
   canopy::cli::add_compile_command(app);
   canopy::cli::add_cache_command(app);
+  canopy::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,61 @@
+// run_benchmark: nccl-tests' measurement for a communicator: for every collective and size, a checked run
+// (inputs from the test pattern, poisoned outputs, every element compared on the host: #wrong), warm-up
+// launches, then `repeats` timed loops of `iters` launches between CUDA events on every GPU's stream (the time of
+// a loop is the slowest GPU's); the median loop gives time, algbw and busbw (nccl-tests' conventions). With an
+// NcclLibrary, NCCL runs the same calls on the same buffers and streams, timed the same way.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/collective_buffers.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/nccl_library.hpp"
+
+namespace canopy {
+
+struct BenchOptions {
+  std::vector<Collective> collectives;
+  std::vector<std::uint64_t> sizes;  // bytes S, nccl-tests' convention (allgather: output, reduce-scatter: input)
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+  int iters = 20;
+  int warmup = 5;
+  int repeats = 5;
+  bool check = true;
+  bool in_place = false;
+};
+
+// One row of `canopy bench --json` (DESIGN.md "Bench JSON").
+struct BenchRow {
+  Collective collective = Collective::allreduce;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  std::uint64_t bytes = 0;
+  std::uint64_t count = 0;  // elements per rank, NCCL's count
+  int ranks = 0;
+  double time_us = 0;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  std::int64_t errors = -1;  // -1: not checked
+  double nccl_time_us = 0;   // 0: NCCL not run
+  double nccl_busbw_gbps = 0;
+  std::string device;
+};
+
+// The element count of size S for `collective` over `ranks` (0 when S is smaller than one element per rank).
+std::uint64_t bench_count(Collective collective, std::uint64_t bytes, DataType dtype, int ranks);
+
+// Parses "8:1G" (powers of two from 8 B to 1 GiB), "1M:64M:4" (factor 4) or "1K,64K,1M"; throws canopy::Error.
+std::vector<std::uint64_t> parse_bench_sizes(const std::string& text);
+
+// Calls `on_row` as each row is measured; stops at the first failing call (its Status).
+Status run_benchmark(Communicator& comm, const BenchOptions& options, NcclLibrary* nccl,
+                     const std::function<void(const BenchRow&)>& on_row);
+
+std::string bench_rows_json(const std::vector<BenchRow>& rows);
+
+}  // namespace canopy

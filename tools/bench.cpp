@@ -1,0 +1,182 @@
+// `canopy bench`: nccl-tests' table for Canopy's collectives on this machine's GPUs (and NCCL's beside them with
+// --vs-nccl): size, count, type, time, algbw, busbw, #wrong. Needs GPUs; the topology is detected unless given.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "runtime/benchmark.hpp"
+#include "runtime/gpu_devices.hpp"
+#include "tools/commands.hpp"
+
+namespace canopy::cli {
+
+namespace {
+
+std::vector<Collective> parse_collectives(const std::string& text) {
+  if (text == "all")
+    return {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+            Collective::reducescatter};
+  std::vector<Collective> out;
+  for (const std::string& name : CLI::detail::split(text, ',')) out.push_back(collective_option(name));
+  return out;
+}
+
+std::string size_text(std::uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return fmt::format("{}G", b >> 30);
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return fmt::format("{}M", b >> 20);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{}K", b >> 10);
+  return fmt::format("{}", b);
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  struct Args {
+    TopologyArgs topology;
+    std::string devices;
+    std::string collective = "all";
+    std::string sizes = "8:1G";
+    std::string dtype = "f32";
+    std::string op = "sum";
+    int root = 0;
+    int iters = 20;
+    int warmup = 5;
+    int repeats = 5;
+    bool vs_nccl = false;
+    bool no_check = false;
+    bool check = false;
+    bool in_place = false;
+    std::string json;
+    std::string chunk;
+    int blocks = 0;
+    int threads = 0;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("bench", "time Canopy's collectives on this machine's GPUs (nccl-tests' table)");
+  add_topology_args(*cmd, args->topology, /*positional=*/false, /*required=*/false);
+  cmd->add_option("--devices", args->devices, "CUDA devices to use, e.g. 0,1 (default: as many as the ranks)");
+  cmd->add_option("--collective,-c", args->collective,
+                  "all, or a list of broadcast reduce allreduce allgather reducescatter")
+      ->capture_default_str();
+  cmd->add_option("--sizes", args->sizes, "bytes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a list 1K,1M,1G")
+      ->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
+  cmd->add_option("--op", args->op, "sum prod min max")->capture_default_str();
+  cmd->add_option("--root", args->root, "root rank of broadcast and reduce")->capture_default_str();
+  cmd->add_option("--iters", args->iters, "timed launches per repeat")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "untimed launches first")->capture_default_str();
+  cmd->add_option("--repeats", args->repeats, "timed loops; the median is reported")->capture_default_str();
+  cmd->add_flag("--vs-nccl", args->vs_nccl, "also time NCCL (loaded at run time: CANOPY_NCCL_LIBRARY or libnccl.so.2)");
+  cmd->add_flag("--check", args->check, "check every output element (the default)");
+  cmd->add_flag("--no-check", args->no_check, "skip the correctness run (#wrong shows -1)");
+  cmd->add_flag("--in-place", args->in_place, "NCCL's in-place layouts instead of separate buffers");
+  cmd->add_option("--json", args->json, "also write the rows as JSON to this file ('-' = stdout, table to stderr)");
+  cmd->add_option("--chunk", args->chunk, "kernel chunk size (default: CANOPY_CHUNK or 256KiB)");
+  cmd->add_option("--blocks", args->blocks, "thread blocks per rank (default: CANOPY_BLOCKS or 24)");
+  cmd->add_option("--threads", args->threads, "threads per block (default: CANOPY_THREADS or 512)");
+  cmd->footer(
+      "Examples:\n"
+      "  canopy bench                                        every collective, 8 B - 1 GiB, detected topology\n"
+      "  canopy bench -c allreduce --sizes 1M:1G --vs-nccl   beside NCCL on the same GPUs and buffers\n"
+      "  canopy bench -t dgx1-v100 -c allgather --sizes 1M   8 virtual ranks on the GPUs you have\n"
+      "  canopy bench --json bench.json                      rows as DESIGN.md's bench JSON\n"
+      "Columns follow nccl-tests: size in bytes (allgather: output, reduce-scatter: input), count per rank,\n"
+      "time in µs (median of --repeats loops of --iters launches, CUDA events, slowest GPU), algbw = size / time,\n"
+      "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce-scatter), 1 (broadcast, reduce).\n"
+      "#wrong counts output elements that differ from the host reference in a separate checked run.");
+  cmd->callback([args] {
+    BenchOptions o;
+    o.collectives = parse_collectives(args->collective);
+    o.sizes = parse_bench_sizes(args->sizes);
+    const auto dtype = parse_data_type(args->dtype);
+    if (!dtype) throw Error(fmt::format("--dtype '{}': expected f32, f16, bf16, f64, i32, i64 or u8", args->dtype));
+    const auto op = parse_reduce_op(args->op);
+    if (!op) throw Error(fmt::format("--op '{}': expected sum, prod, min or max", args->op));
+    o.dtype = *dtype;
+    o.op = *op;
+    o.root = args->root;
+    if (args->iters < 1 || args->repeats < 1 || args->warmup < 0)
+      throw Error("--iters and --repeats take at least 1, --warmup at least 0");
+    o.iters = args->iters;
+    o.warmup = args->warmup;
+    o.repeats = args->repeats;
+    o.check = !args->no_check;
+    o.in_place = args->in_place;
+
+    CommunicatorOptions co;
+    if (!args->topology.topology.empty()) co.topology = load_topology(args->topology.topology);
+    if (!args->topology.gpus.empty()) co.gpus = CLI::detail::split(args->topology.gpus, ',');
+    if (!args->devices.empty())
+      for (const std::string& d : CLI::detail::split(args->devices, ',')) {
+        try {
+          co.devices.push_back(std::stoi(d));
+        } catch (const std::exception&) {
+          throw Error(fmt::format("--devices '{}': expected CUDA device numbers such as 0,1", args->devices));
+        }
+      }
+    if (!args->chunk.empty()) co.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
+    if (args->blocks) co.blocks_per_rank = args->blocks;
+    if (args->threads) co.threads_per_block = args->threads;
+    std::unique_ptr<Communicator> comm;
+    if (Status s = Communicator::create(co, &comm); !s.ok()) throw Error(s.message());
+
+    std::unique_ptr<NcclLibrary> nccl;
+    if (args->vs_nccl) {
+      if (comm->ranks() != comm->devices())
+        throw Error(fmt::format("--vs-nccl needs one rank per GPU; this run has {} ranks on {} GPUs", comm->ranks(),
+                                comm->devices()));
+      std::string why;
+      nccl = NcclLibrary::load(&why);
+      if (!nccl) throw Error(why);
+      if (Status s = nccl->init(comm->device_ordinals()); !s.ok()) throw Error(s.message());
+    }
+    const bool json_stdout = args->json == "-";
+    std::FILE* table = json_stdout ? stderr : stdout;
+    fmt::print(table, "# canopy bench: topology {} ({}), {} ranks on {} GPU{}{}\n", comm->topology().name(),
+               comm->topology_source(), comm->ranks(), comm->devices(), comm->devices() == 1 ? "" : "s",
+               nccl ? fmt::format(", NCCL {} ({})", nccl->version(), nccl->path()) : "");
+    fmt::print(table, "# {} iters x {} repeats (median), {} warm-up; {}\n", o.iters, o.repeats, o.warmup,
+               o.check ? "outputs checked" : "not checked");
+    Collective current{};
+    bool first = true;
+    std::vector<BenchRow> rows;
+    const Status s = run_benchmark(*comm, o, nccl.get(), [&](const BenchRow& r) {
+      if (first || r.collective != current) {
+        CollectiveInfo info;
+        const Status i = comm->info(CollectiveSpec{r.collective, o.dtype, o.op, o.root}, &info);
+        fmt::print(table, "\n# {}: {}\n", to_string(r.collective),
+                   i.ok() ? fmt::format("{} trees, chunk {}, {} threads x {} blocks per GPU, kernel {}",
+                                        info.plan.trees.size(), format_byte_size(info.options.chunk_bytes),
+                                        info.options.threads_per_block, fmt::join(info.blocks_per_device, "/"),
+                                        info.kernel)
+                          : i.message());
+        fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}", "size", "count", "type", "redop",
+                   "time(us)", "algbw", "busbw", "#wrong");
+        if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
+        fmt::print(table, "\n");
+        current = r.collective;
+        first = false;
+      }
+      const bool reduces = r.collective == Collective::reduce || r.collective == Collective::allreduce ||
+                           r.collective == Collective::reducescatter;
+      fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", size_text(r.bytes), r.count,
+                 to_string(r.dtype), reduces ? to_string(r.op) : "none", r.time_us, r.algbw_gbps, r.busbw_gbps,
+                 r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
+      if (nccl)
+        fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,
+                   r.busbw_gbps / r.nccl_busbw_gbps);
+      fmt::print(table, "\n");
+      std::fflush(table);
+      rows.push_back(r);
+    });
+    if (!args->json.empty()) write_output(args->json, bench_rows_json(rows));
+    if (!s.ok()) throw Error(s.message());
+    std::int64_t wrong = 0;
+    for (const BenchRow& r : rows) wrong += std::max<std::int64_t>(r.errors, 0);
+    if (wrong > 0) throw Error(fmt::format("{} output elements were wrong (see #wrong)", wrong));
+  });
+}
+
+}  // namespace canopy::cli
