@@ -62,6 +62,14 @@ std::string nvml_bus_id(unsigned domain, unsigned bus, unsigned device) {
   return fmt::format("{:08X}:{:02X}:{:02X}.0", domain, bus, device);
 }
 
+// NVML fills the far end of a lane to an NVSwitch it cannot see (a VM given part of an HGX board, the fabric
+// manager owning the switches) with all ones, FFFFFFFF:FF:FF.0: that, zeros, or a device number past 31 (PCI has 5
+// bits for it) is no address.
+bool plausible_pci_address(const nvml::PciInfo& pci) {
+  if (pci.domain == 0xFFFFFFFFu || pci.bus > 0xFF || pci.device > 0x1F) return false;
+  return (pci.domain | pci.bus | pci.device) != 0;
+}
+
 struct CudaGpu {
   GpuFacts facts;
   std::string nvml_bus_id;
@@ -163,7 +171,7 @@ std::vector<NvlinkLane> nvlink_lanes(const NvmlLibrary& nvml, nvml::Device devic
     const bool remote_known =
         nvml.device_get_nvlink_remote_pci_info_v2 &&
         nvml.device_get_nvlink_remote_pci_info_v2(device, link, &remote.info) == nvml::kSuccess &&
-        (remote.info.domain | remote.info.bus | remote.info.device) != 0;
+        plausible_pci_address(remote.info);
     if (remote_known) lane.remote_bus_id = format_pci_bus_id(remote.info.domain, remote.info.bus, remote.info.device);
     lane.remote = remote_kind(nvml, device, link, remote.info, remote_known, gpus, guessed);
     lanes.push_back(std::move(lane));

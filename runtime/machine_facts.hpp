@@ -62,7 +62,8 @@ std::string format_pci_bus_id(unsigned domain, unsigned bus, unsigned device, un
 // The NVLink generation of a GPU's lanes. The architecture fixes it (sm_6x 1, sm_7x 2, sm_8x 3, sm_9x 4,
 // sm_10x 5), as NCCL decides NVLink bandwidth by architecture. Otherwise NVML's report is used only where it is
 // unambiguous: NVML documents nvmlNvlinkVersion_t codes (1_0=1, 2_0=2, 2_2=3, 3_0=4, 3_1=5, 4_0=6, 5_0=7) while
-// older drivers reported the major version, so only 1 and 2 mean the same either way. 0 when nothing settles it.
+// older drivers reported the major version, so only 1 and 2 mean the same either way (driver 580 reports 6, the
+// 4_0 code, on an H200). 0 when nothing settles it.
 int nvlink_generation(unsigned nvml_version, int cc_major);
 
 }  // namespace canopy

@@ -1,8 +1,11 @@
 // NvmlLibrary: NVML (the NVIDIA driver's management library) opened at run time with dlopen("libnvidia-ml.so.1"),
 // never linked, so every binary still starts on a machine without a driver. NVML's header ships with the driver,
 // not with the toolkit, so the few types and entry points topology detection needs are declared here by hand,
-// following NVML's documented nvml.h (see the notes beside each one). Loading calls nvmlInit_v2; destruction calls
-// nvmlShutdown. Entry points a driver may lack are optional: their pointer is null and callers skip that fact.
+// following NVML's documented nvml.h (see the notes beside each one). Checked with driver 580.159.04 on two H200 (a
+// VM's slice of an HGX board): nvmlPciInfo_t's offsets, NVML_NVLINK_DEVICE_TYPE_SWITCH = 2, NVML_ERROR_NOT_FOUND = 6
+// for a bus id with no GPU, and NVML_ERROR_INVALID_ARGUMENT for link indices past the last (17 there).
+// Loading calls nvmlInit_v2; destruction calls nvmlShutdown. Entry points a driver may lack are optional: their
+// pointer is null and callers skip that fact.
 #pragma once
 
 #include <optional>

@@ -202,7 +202,10 @@ DetectedTopology topology_from_facts(const MachineFacts& facts, const std::strin
   if (!switch_ids.empty()) {
     std::vector<std::string> named;
     for (std::size_t s = 0; s < switch_ids.size(); ++s)
-      named.push_back(fmt::format("nvs{} at {}", s, switch_ids[s].empty() ? "an unknown bus id" : switch_ids[s]));
+      named.push_back(fmt::format("nvs{} at {}", s,
+                                  switch_ids[s].empty() ? "an address NVML does not give (a VM, or switches the "
+                                                          "fabric manager owns): every such lane counts as reaching it"
+                                                        : switch_ids[s]));
     notes.push_back(fmt::format("NVSwitches: {}", fmt::join(named, ", ")));
   }
   notes.insert(notes.end(), facts.notes.begin(), facts.notes.end());

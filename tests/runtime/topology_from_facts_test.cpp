@@ -122,6 +122,17 @@ TEST(TopologyFromFacts, EightGpusOnFourNvswitchesAreTheShippedHgxH200) {
   EXPECT_THAT(notes, HasSubstr("NVSwitches: nvs0 at 0000:a0:00.0, nvs1 at 0000:a1:00.0"));
 }
 
+TEST(TopologyFromFacts, AVmSliceOfAnHgxBoardReachesOneUnseenSwitch) {
+  // As NVML (driver 580) reports two H200 of an HGX board passed to a VM: every lane goes to an NVSwitch whose
+  // address reads FFFFFFFF:FF:FF.0, which gathering turns into an empty bus id.
+  std::vector<GpuFacts> gpus = {gpu(0), gpu(1)};
+  for (GpuFacts& g : gpus) add_lanes(g, 18, "", NvlinkRemoteKind::nvswitch, 4, 6);
+  const DetectedTopology d = topology_from_facts(machine(gpus, true), "h200-vm");
+  EXPECT_EQ(write_topo(d.topology),
+            "topology h200-vm\ngpus 2\nswitch nvs0\n\nlink gpu0 nvs0 478.125 nvlink4\nlink gpu1 nvs0 478.125 nvlink4\n");
+  EXPECT_THAT(all_notes(d), HasSubstr("NVSwitches: nvs0 at an address NVML does not give"));
+}
+
 TEST(TopologyFromFacts, SwitchesAreNumberedInOrderOfFirstAppearance) {
   std::vector<GpuFacts> gpus = {gpu(0), gpu(1)};
   add_lanes(gpus[0], 2, switch_bus(7), NvlinkRemoteKind::nvswitch, 4);
