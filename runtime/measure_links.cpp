@@ -135,8 +135,12 @@ bool enable_peer_access(CopyResources& r, int device, int peer) {
   CANOPY_CUDA_CHECK(cudaSetDevice(device));
   const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
   if (e == cudaErrorPeerAccessAlreadyEnabled) {
-    (void)cudaGetLastError();  // enabled by the caller: leave it so
+    (void)cudaGetLastError();  // on already (by the caller, who keeps it, or for the reverse pair, recorded then)
     return true;
+  }
+  if (e == cudaErrorTooManyPeers) {
+    (void)cudaGetLastError();  // the platform maps only so many peers: this pair's copies are staged
+    return false;
   }
   CANOPY_CUDA_CHECK(e);
   r.peer_access.emplace_back(device, peer);
