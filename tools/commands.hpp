@@ -15,6 +15,7 @@ void add_gen_command(CLI::App& app);   // gen.cpp
 void add_compile_command(CLI::App& app);  // compile.cpp
 void add_cache_command(CLI::App& app);    // cache.cpp
 void add_bench_command(CLI::App& app);    // bench.cpp
+void add_detect_command(CLI::App& app);   // detect.cpp
 void add_topo_list(CLI::App& topo);    // topo_list.cpp
 void add_topo_show(CLI::App& topo);    // topo_show.cpp
 void add_topo_check(CLI::App& topo);   // topo_check.cpp

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
       "  canopy gen -t dgx1-v100 -c allreduce --print    the specialised CUDA kernels of that plan\n"
       "  canopy compile -t dgx1-v100 -c allreduce  compile them with NVRTC (cached on disk)\n"
       "  canopy cache info                         the kernel cache: where, how big\n"
+      "  canopy detect --out mine.topo             this machine's GPUs as .topo (NVML + CUDA; --measure)\n"
       "  canopy bench -c allreduce --vs-nccl       time collectives on this machine's GPUs, beside NCCL\n"
       "\n"
       "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.\n"
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   canopy::cli::add_gen_command(app);
   canopy::cli::add_compile_command(app);
   canopy::cli::add_cache_command(app);
+  canopy::cli::add_detect_command(app);
   canopy::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);

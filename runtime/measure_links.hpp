@@ -1,0 +1,53 @@
+// measure_links: `canopy detect --measure`. Times peer copies (cudaMemcpyPeerAsync, CUDA events, one non-blocking
+// stream per GPU, the median of several copies after warm-ups) between GPUs a link or a shared switch joins, and
+// puts the measured rates in place of the nominal bandwidths:
+//   - a direct GPU-GPU link takes the measured rate of each direction; directions within 5% of each other take
+//     their mean (one `link`), otherwise each keeps its own (two `arc`s);
+//   - a GPU's links to switches are scaled, keeping their proportions, so that their total matches the best copy
+//     rate from that GPU to a peer it reaches through them (and into it, for the reverse direction), the 5% rule
+//     likewise; switch-to-switch links stay nominal.
+// measure_links needs the GPUs; apply_copy_rates and pairs_to_measure are pure, and tested on any CPU.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dsl/topology.hpp"
+
+namespace canopy {
+
+// The rate of copies from GPU `from` to GPU `to` (indices into Topology::gpu_ids(), i.e. ranks), GB/s.
+struct CopyRate {
+  int from = 0;
+  int to = 0;
+  double gbps = 0;
+};
+
+struct MeasureOptions {
+  std::size_t bytes = std::size_t{256} << 20;  // per copy
+  int warmups = 2;
+  int repeats = 5;  // the median of these is the rate
+};
+
+struct MeasuredLinks {
+  Topology topology;              // the input, measured figures in place of nominal ones
+  std::vector<CopyRate> rates;    // every pair timed, in pairs_to_measure order
+  std::vector<std::string> notes; // every figure measured and what it replaced
+};
+
+// `devices[k]` is the CUDA ordinal of the topology's k-th GPU. Throws canopy::Error when the counts differ, or a
+// CUDA call fails (e.g. out of memory for the 2 x options.bytes each GPU needs).
+MeasuredLinks measure_links(const Topology& nominal, const std::vector<int>& devices,
+                            const MeasureOptions& options = {});
+
+// Ordered GPU pairs (from, to) to time: joined by a direct arc, or through one switch; sorted.
+std::vector<std::pair<int, int>> pairs_to_measure(const Topology& topology);
+
+// The topology with `rates` applied by the rules above (figures rounded to 0.01 GB/s); appends to `notes` what
+// changed. Pairs without a rate keep their nominal figures.
+Topology apply_copy_rates(const Topology& nominal, const std::vector<CopyRate>& rates,
+                          std::vector<std::string>& notes);
+
+}  // namespace canopy
