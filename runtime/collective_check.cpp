@@ -34,6 +34,11 @@ std::int64_t wrap(std::int64_t v, DataType t) {
   }
 }
 
+// The kernels round at most once per reduction step and once when storing (ranks + 1 roundings of the type's
+// unit roundoff u); the reference, computed in double, rounds up to ranks - 1 times itself (2^-53 each), which
+// matters for f64.
+double tolerance_scale(int ranks, double u) { return (ranks + 1) * u + (ranks - 1) * std::ldexp(1.0, -53); }
+
 struct Acc {
   double value = 0;
   double magnitude = 0;  // sum of |inputs| (sum) or |product| (prod): what the tolerance scales
@@ -112,7 +117,7 @@ double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tol
     return static_cast<double>(v);
   }
   if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod))
-    *tolerance = (s.ranks + 1) * u * acc.magnitude;
+    *tolerance = tolerance_scale(s.ranks, u) * acc.magnitude;
   return acc.value;
 }
 
@@ -178,7 +183,7 @@ void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::v
   const bool reduction = s.collective == Collective::reduce || s.collective == Collective::allreduce ||
                          s.collective == Collective::reducescatter;
   const bool same_for_all = s.collective != Collective::reducescatter;
-  const double tol_scale = (s.ranks + 1) * u;
+  const double tol_scale = tolerance_scale(s.ranks, u);
   for (std::uint64_t j = begin; j < end; ++j) {
     double want = 0, tol = 0;
     std::int64_t exact = 0;

@@ -1,7 +1,8 @@
 // check_output: compares one rank's output of a collective, copied to the host, element by element with the
 // collective's definition applied to the test pattern's inputs (runtime/test_pattern.hpp), computed here on the
 // host in double precision. Integers and min/max must match exactly; float sums and products within a
-// tolerance derived from the reduction depth: (ranks + 1) x unit roundoff x sum of |inputs| (products: x |result|).
+// tolerance derived from the reduction depth: ((ranks + 1) x the type's unit roundoff + (ranks - 1) x 2^-53, the
+// double-precision reference's own rounding) x sum of |inputs| (products: x |result|).
 // NaN never passes. Runs on several threads.
 #pragma once
 

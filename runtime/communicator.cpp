@@ -19,6 +19,7 @@
 #include "planner/planner.hpp"
 #include "runtime/collective_dump.hpp"
 #include "runtime/cuda_check.hpp"
+#include "runtime/detect_topology.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/logger.hpp"
 #include "runtime/prepared_collective.hpp"
@@ -371,8 +372,10 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
       st->gpus = describe_gpus(options.devices);
       std::vector<int> ordinals;
       for (const GpuDevice& g : st->gpus) ordinals.push_back(g.ordinal);
-      // TODO(detect): detect_topology(ordinals) lands with `canopy detect`.
-      throw Error("no topology given: pass CommunicatorOptions::topology");
+      DetectedTopology detected = detect_topology(ordinals);
+      st->topology = std::move(detected.topology);
+      st->topology_source = "detected from " + detected.source;
+      for (const std::string& note : detected.notes) st->log.info(LogSubsys::init, "detect: " + note);
     }
     // Ranks: the chosen GPUs of the topology, in order.
     if (options.gpus.empty()) {
