@@ -31,13 +31,13 @@ namespace canopy {
 
 namespace {
 
-using SpecKey = std::tuple<int, int, int, int>;  // collective, dtype, op, root (normalised)
+using SpecKey = std::tuple<int, int, int, int, bool>;  // collective, dtype, op, root (normalised), large
 
 SpecKey key_of(const CollectiveSpec& s) {
   const bool reduces = s.collective == Collective::reduce || s.collective == Collective::allreduce ||
                        s.collective == Collective::reducescatter;
   return {static_cast<int>(s.collective), static_cast<int>(s.dtype), reduces ? static_cast<int>(s.op) : 0,
-          has_root(s.collective) ? s.root : 0};
+          has_root(s.collective) ? s.root : 0, s.large};
 }
 
 std::string spec_text(const CollectiveSpec& s) {
@@ -46,6 +46,7 @@ std::string spec_text(const CollectiveSpec& s) {
       s.collective == Collective::reducescatter)
     text += " " + to_string(s.op);
   if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
+  if (s.large) text += " (large messages)";
   return text;
 }
 
@@ -93,6 +94,8 @@ struct Communicator::State {
   std::string topology_source;
   std::vector<std::string> rank_names;
   CodegenOptions shape;  // requested chunk, FIFO depth, blocks, threads
+  int large_blocks = 128;             // blocks per rank of the large-message kernels
+  std::int64_t large_bytes = 8 << 20;  // per-rank buffer bytes from which a call is large
   std::unique_ptr<Builder> builder;
 
   std::mutex mutex;
@@ -166,6 +169,7 @@ Plan Communicator::State::plan_for(const CollectiveSpec& spec) {
 
 CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec, const Plan& plan) const {
   CodegenOptions o = shape;
+  if (spec.large) o.blocks_per_rank = large_blocks;
   o.dtype = spec.dtype;
   o.op = spec.op;
   o.device_of_rank = device_of_rank;
@@ -362,6 +366,7 @@ Communicator::~Communicator() = default;
 Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<Communicator>* out) {
   auto st = std::make_unique<State>();
   st->log = Logger::from_environment();
+  if (options.log_sink) st->log.set_sink(options.log_sink);
   try {
     if (options.topology) {
       st->topology = *options.topology;
@@ -411,7 +416,14 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     if (options.blocks_per_rank) st->shape.blocks_per_rank = *options.blocks_per_rank;
     if (options.threads_per_block) st->shape.threads_per_block = *options.threads_per_block;
     if (options.fifo_depth) st->shape.fifo_depth = *options.fifo_depth;
+    const LargeMessageShape large = large_shape_from_environment(st->shape.blocks_per_rank);
+    st->large_blocks = options.large_blocks_per_rank.value_or(large.blocks_per_rank);
+    st->large_bytes = options.large_bytes.value_or(large.min_bytes);
+    if (options.blocks_per_rank && !options.large_blocks_per_rank) st->large_blocks = *options.blocks_per_rank;
     check_codegen_options(st->shape, n);
+    CodegenOptions large_check = st->shape;
+    large_check.blocks_per_rank = st->large_blocks;
+    check_codegen_options(large_check, n);
     st->builder = std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir)
                                                               : DiskCache::from_environment());
     st->scratch.assign(n, nullptr);
@@ -456,6 +468,14 @@ const std::vector<std::string>& Communicator::rank_names() const { return state_
 const Topology& Communicator::topology() const { return state_->topology; }
 std::string Communicator::topology_source() const { return state_->topology_source; }
 
+bool Communicator::is_large(Collective collective, std::uint64_t count, DataType dtype) const {
+  const std::uint64_t per = collective == Collective::allgather || collective == Collective::reducescatter
+                                ? static_cast<std::uint64_t>(ranks())
+                                : 1;
+  const std::uint64_t bytes = count * per * static_cast<std::uint64_t>(size_of(dtype));
+  return bytes >= static_cast<std::uint64_t>(state_->large_bytes);
+}
+
 Status Communicator::prepare(std::span<const CollectiveSpec> specs) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->prepare(specs);
@@ -482,7 +502,8 @@ Status Communicator::run(const CollectiveCall& call) {
   if (Status s = check_call(call, st.ordinal_of_rank, oracle); !s.ok()) return s;
   if (call.count == 0) return Status();
   PreparedCollective* p = nullptr;
-  if (Status s = st.get(CollectiveSpec{call.collective, call.dtype, call.op, call.root}, &p); !s.ok()) return s;
+  const bool large = is_large(call.collective, call.count, call.dtype);
+  if (Status s = st.get(CollectiveSpec{call.collective, call.dtype, call.op, call.root, large}, &p); !s.ok()) return s;
   LaunchTarget target;
   target.ordinal = st.ordinals;
   target.first_rank.assign(st.gpus.size(), -1);

@@ -19,10 +19,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/codegen_options.hpp"
@@ -49,7 +51,12 @@ struct CommunicatorOptions {
   std::optional<int> blocks_per_rank;
   std::optional<int> threads_per_block;
   std::optional<int> fifo_depth;
+  // Per-rank buffer size from which calls use `large_blocks_per_rank` blocks (CANOPY_LARGE_BYTES, default 8 MiB;
+  // CANOPY_LARGE_BLOCKS, default 128). An explicit blocks_per_rank (or CANOPY_BLOCKS) applies to every size.
+  std::optional<std::int64_t> large_bytes;
+  std::optional<int> large_blocks_per_rank;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
+  std::function<void(std::string_view)> log_sink;  // unset: log lines go to stderr
 };
 
 // One kind of collective call: what a kernel is generated and compiled for.
@@ -58,6 +65,9 @@ struct CollectiveSpec {
   DataType dtype = DataType::f32;
   ReduceOp op = ReduceOp::sum;  // ignored for broadcast and allgather
   int root = 0;                 // broadcast and reduce only
+  // Calls whose per-rank buffers reach large_bytes run a kernel of their own, with more thread blocks (more SMs
+  // pushing data over the links pays only for large messages).
+  bool large = false;
 };
 
 // What a prepared collective runs: its plan, kernel and shape, and where the binary came from.
@@ -100,6 +110,9 @@ class Communicator {
   Status reduce_scatter(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t recv_count,
                         DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams);
   Status run(const CollectiveCall& call);  // any of the above
+
+  // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
+  bool is_large(Collective collective, std::uint64_t count, DataType dtype) const;
 
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);

@@ -40,6 +40,14 @@ CodegenOptions shape_from_environment() {
   return o;
 }
 
+LargeMessageShape large_shape_from_environment(int small_blocks) {
+  LargeMessageShape l;
+  if (const auto bytes = env("CANOPY_LARGE_BYTES")) l.min_bytes = parse_byte_size(*bytes, "CANOPY_LARGE_BYTES");
+  if (env("CANOPY_BLOCKS")) l.blocks_per_rank = small_blocks;  // an explicit choice holds for every size
+  l.blocks_per_rank = env_int("CANOPY_LARGE_BLOCKS", l.blocks_per_rank, "thread blocks per rank, e.g. 128");
+  return l;
+}
+
 std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::string>& ranks,
                                   const std::string& root) {
   const auto path = env("CANOPY_PLAN_FILE");

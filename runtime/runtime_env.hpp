@@ -1,10 +1,12 @@
 // The CANOPY_ variables the runtime reads (README "Environment" lists them all):
 //   CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (codegen options)
+//   CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   from which per-rank size calls use how many blocks per rank
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
 // A malformed value is a canopy::Error naming the variable and what it takes.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +17,13 @@
 namespace canopy {
 
 CodegenOptions shape_from_environment();
+
+// CANOPY_LARGE_BYTES (default 8 MiB) and CANOPY_LARGE_BLOCKS (default 128; CANOPY_BLOCKS, when set, for every size).
+struct LargeMessageShape {
+  std::int64_t min_bytes = 8 << 20;
+  int blocks_per_rank = 128;
+};
+LargeMessageShape large_shape_from_environment(int small_blocks);
 
 // The plan in CANOPY_PLAN_FILE when it is a plan of `collective` over exactly `ranks` (and `root`, when the
 // collective has one); nullopt when unset or for another collective. Throws canopy::Error when the file cannot

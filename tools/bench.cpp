@@ -144,14 +144,16 @@ void add_bench_command(CLI::App& app) {
     std::vector<BenchRow> rows;
     const Status s = run_benchmark(*comm, o, nccl.get(), [&](const BenchRow& r) {
       if (first || r.collective != current) {
-        CollectiveInfo info;
-        const Status i = comm->info(CollectiveSpec{r.collective, o.dtype, o.op, o.root}, &info);
-        fmt::print(table, "\n# {}: {}\n", to_string(r.collective),
-                   i.ok() ? fmt::format("{} trees, chunk {}, {} threads x {} blocks per GPU, kernel {}",
-                                        info.plan.trees.size(), format_byte_size(info.options.chunk_bytes),
-                                        info.options.threads_per_block, fmt::join(info.blocks_per_device, "/"),
-                                        info.kernel)
-                          : i.message());
+        auto describe = [&](bool large) {
+          CollectiveInfo info;
+          const Status i = comm->info(CollectiveSpec{r.collective, o.dtype, o.op, o.root, large}, &info);
+          return i.ok() ? fmt::format("{} trees, chunk {}, {} threads x {} blocks per GPU", info.plan.trees.size(),
+                                      format_byte_size(info.options.chunk_bytes), info.options.threads_per_block,
+                                      fmt::join(info.blocks_per_device, "/"))
+                        : i.message();
+        };
+        fmt::print(table, "\n# {}: {}; large messages: {}\n", to_string(r.collective), describe(false),
+                   describe(true));
         fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}", "size", "count", "type", "redop",
                    "time(us)", "algbw", "busbw", "#wrong");
         if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");

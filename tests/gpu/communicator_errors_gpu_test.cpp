@@ -1,0 +1,124 @@
+// The Communicator's errors on real GPUs (label gpu; SKIPPED without one): a real host pointer, a device buffer
+// too small for the count, a buffer and a stream on the wrong GPU, an out-of-range root, a count past the kernels'
+// range, a communicator asked for more devices than ranks. Each is a Status naming the argument, never a crash;
+// the communicator keeps working afterwards. tests/errors/collective_call_errors_test.cpp pins the wording.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "dsl/shipped_topologies.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/gpu_devices.hpp"
+
+namespace canopy {
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+class CommunicatorErrorsOnGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    gpus_ = visible_gpu_count();
+    if (gpus_ == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+    CommunicatorOptions o;
+    o.topology = load_topology("h200x2");  // two ranks: one per GPU, or both on GPU 0
+    if (gpus_ == 1) o.devices = {0};
+    ASSERT_TRUE(Communicator::create(o, &comm_).ok());
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&send_[r], kCount * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&recv_[r], kCount * 4), cudaSuccess);
+      ASSERT_EQ(cudaMemset(send_[r], 0, kCount * 4), cudaSuccess);
+    }
+  }
+  void TearDown() override {
+    for (int r = 0; r < 2; ++r) cudaFree(send_[r]), cudaFree(recv_[r]);
+  }
+  Status allreduce(std::uint64_t count) {
+    const std::vector<const void*> send{send_[0], send_[1]};
+    const std::vector<void*> recv{recv_[0], recv_[1]};
+    const std::vector<cudaStream_t> streams{nullptr, nullptr};
+    return comm_->allreduce(send, recv, count, DataType::f32, ReduceOp::sum, streams);
+  }
+  static constexpr std::uint64_t kCount = 1000;
+  int gpus_ = 0;
+  std::unique_ptr<Communicator> comm_;
+  void* send_[2] = {nullptr, nullptr};
+  void* recv_[2] = {nullptr, nullptr};
+};
+
+TEST_F(CommunicatorErrorsOnGpu, HostPointerIsNamed) {
+  std::vector<float> host(kCount);
+  const std::vector<const void*> send{host.data(), send_[1]};
+  const std::vector<void*> recv{recv_[0], recv_[1]};
+  const std::vector<cudaStream_t> streams{nullptr, nullptr};
+  const Status s = comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_TRUE(contains(s.message(), "send[0]") && contains(s.message(), "not device memory")) << s.message();
+  EXPECT_TRUE(allreduce(kCount).ok());  // still usable
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+TEST_F(CommunicatorErrorsOnGpu, CountBeyondTheAllocation) {
+  const Status s = allreduce(kCount + 1);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_TRUE(contains(s.message(), "needs 4004 bytes") && contains(s.message(), "allocation ends 4000 bytes after it"))
+      << s.message();
+}
+
+TEST_F(CommunicatorErrorsOnGpu, CountTooLargeForTheKernels) {
+  const Status s = allreduce(std::uint64_t{1} << 60);
+  EXPECT_TRUE(contains(s.message(), "is too large")) << s.message();
+}
+
+TEST_F(CommunicatorErrorsOnGpu, RootOutOfRange) {
+  const std::vector<const void*> send{send_[0], send_[1]};
+  const std::vector<void*> recv{recv_[0], recv_[1]};
+  const std::vector<cudaStream_t> streams{nullptr, nullptr};
+  const Status s = comm_->broadcast(send, recv, kCount, DataType::f32, 5, streams);
+  EXPECT_EQ(s.message(), "broadcast: root 5 is not a rank: use 0 to 1");
+}
+
+TEST_F(CommunicatorErrorsOnGpu, BufferAndStreamOnTheWrongGpu) {
+  if (gpus_ < 2) GTEST_SKIP() << "needs two GPUs (one rank on each)";
+  const std::vector<const void*> send{send_[0], send_[0]};  // rank 1's send lives on GPU 0
+  const std::vector<void*> recv{recv_[0], recv_[1]};
+  const std::vector<cudaStream_t> streams{nullptr, nullptr};
+  Status s = comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
+  EXPECT_TRUE(contains(s.message(), "send[1]") && contains(s.message(), "is on GPU 0, but rank 1 runs on GPU 1"))
+      << s.message();
+  cudaStream_t gpu0_stream = nullptr;
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  ASSERT_EQ(cudaStreamCreate(&gpu0_stream), cudaSuccess);
+  const std::vector<const void*> good_send{send_[0], send_[1]};
+  const std::vector<cudaStream_t> wrong{gpu0_stream, gpu0_stream};
+  s = comm_->allreduce(good_send, recv, kCount, DataType::f32, ReduceOp::sum, wrong);
+  EXPECT_TRUE(contains(s.message(), "streams[1] belongs to GPU 0, but rank 1 runs on GPU 1")) << s.message();
+  cudaStreamDestroy(gpu0_stream);
+}
+
+TEST(CommunicatorCreateOnGpu, MoreDevicesThanRanksIsRefused) {
+  const int gpus = visible_gpu_count();
+  if (gpus < 2) GTEST_SKIP() << "needs two GPUs";
+  CommunicatorOptions o;
+  o.topology = load_topology("h200x2");
+  o.gpus = {"gpu0"};  // one rank
+  o.devices = {0, 1};
+  std::unique_ptr<Communicator> comm;
+  const Status s = Communicator::create(o, &comm);
+  EXPECT_TRUE(contains(s.message(), "2 devices given for 1 ranks")) << s.message();
+}
+
+TEST(CommunicatorCreateOnGpu, UnknownDeviceIsRefused) {
+  if (visible_gpu_count() == 0) GTEST_SKIP() << "no CUDA device visible";
+  CommunicatorOptions o;
+  o.topology = load_topology("h200x2");
+  o.devices = {0, 77};
+  std::unique_ptr<Communicator> comm;
+  const Status s = Communicator::create(o, &comm);
+  EXPECT_TRUE(contains(s.message(), "device 77 does not exist")) << s.message();
+}
+
+}  // namespace
+}  // namespace canopy

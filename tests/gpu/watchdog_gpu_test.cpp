@@ -1,0 +1,72 @@
+// The watchdog on real GPUs (label gpu; needs two GPUs, SKIPPED otherwise): GPU 1's stream is held behind a host
+// function, so GPU 0's half of an allreduce waits for a peer that has not entered the launch. With
+// CANOPY_WATCHDOG_S set, the log names the GPU, rank, tree and what it waits for; once GPU 1 is let go the
+// collective finishes with the right result and the watchdog says so.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "dsl/shipped_topologies.hpp"
+#include "runtime/collective_buffers.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/gpu_devices.hpp"
+
+namespace canopy {
+namespace {
+
+void CUDART_CB hold(void* gate) { static_cast<std::shared_future<void>*>(gate)->wait(); }
+
+TEST(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
+  if (visible_gpu_count() < 2) GTEST_SKIP() << "needs two GPUs (a launch on each that can wait for the other)";
+  setenv("CANOPY_WATCHDOG_S", "0.5", 1);
+  std::mutex mutex;
+  std::string log;
+  CommunicatorOptions o;
+  o.topology = load_topology("h200x2");
+  o.log_sink = [&](std::string_view line) {
+    std::lock_guard<std::mutex> lock(mutex);
+    log += std::string(line) + "\n";
+  };
+  std::unique_ptr<Communicator> comm;
+  const Status made = Communicator::create(o, &comm);
+  unsetenv("CANOPY_WATCHDOG_S");
+  ASSERT_TRUE(made.ok()) << made.message();
+  Jit jit(DiskCache::from_environment());
+  PatternKernels patterns(jit, "sm_90");
+  std::unique_ptr<CollectiveBuffers> buffers;
+  ASSERT_TRUE(CollectiveBuffers::create(*comm, 1 << 22, 1 << 22, patterns, &buffers).ok());
+  const CheckSpec spec{Collective::allreduce, DataType::f32, ReduceOp::sum, 0, 2, 1 << 20, 42};
+  CollectiveCall call;
+  ASSERT_TRUE(buffers->set_up(spec, false, &call).ok());
+  ASSERT_TRUE(buffers->synchronize().ok());
+
+  std::promise<void> release;
+  std::shared_future<void> gate = release.get_future().share();
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_EQ(cudaLaunchHostFunc(buffers->streams()[1], hold, &gate), cudaSuccess);
+  const Status launched = comm->run(call);
+  ASSERT_TRUE(launched.ok()) << launched.message();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_NE(log.find("has not finished after 0.5 s on GPU 0"), std::string::npos) << log;
+    EXPECT_NE(log.find("GPU 0 rank gpu0"), std::string::npos) << log;
+    EXPECT_NE(log.find("the peer has not entered this launch"), std::string::npos) << log;
+  }
+  release.set_value();
+  CheckResult result;
+  ASSERT_TRUE(buffers->check(spec, call, &result).ok());
+  EXPECT_EQ(result.wrong, 0u) << (result.examples.empty() ? "" : result.examples[0]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_NE(log.find("finished after"), std::string::npos) << log;
+  std::cout << log;
+}
+
+}  // namespace
+}  // namespace canopy
