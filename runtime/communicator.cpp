@@ -106,6 +106,7 @@ struct Communicator::State {
   std::vector<void*> scratch;                 // per rank
   std::vector<std::int64_t> scratch_bytes;    // per rank
   DeviceOrder order;
+  std::vector<cudaStream_t> setup_stream;  // per device index: non-blocking, for zeroing counters
   std::unique_ptr<Watchdog> watchdog;
 
   ~State();
@@ -129,6 +130,8 @@ Communicator::State::~State() {
     if (scratch[r]) (void)cudaFree(scratch[r]);
   for (cudaEvent_t e : order.done)
     if (e) (void)cudaEventDestroy(e);
+  for (cudaStream_t s : setup_stream)
+    if (s) (void)cudaStreamDestroy(s);
   (void)cudaGetLastError();
 }
 
@@ -259,12 +262,13 @@ void Communicator::State::load(const CollectiveSpec& spec,
     const std::size_t bytes = std::max(1, k.resources[r].flag_count) * sizeof(unsigned long long) * kFlagStride;
     CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
     CANOPY_CUDA_CHECK(cudaMalloc(&p->flags[r], bytes));
-    CANOPY_CUDA_CHECK(cudaMemset(p->flags[r], 0, bytes));
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(p->flags[r], 0, bytes, setup_stream[device_of_rank[r]]));
   }
   grow_scratch(k.resources);
+  // The counters are zero before any launch; the caller's own work on its streams is not waited for.
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
-    CANOPY_CUDA_CHECK(cudaDeviceSynchronize());  // the counters' memset is done before any launch
+    CANOPY_CUDA_CHECK(cudaStreamSynchronize(setup_stream[d]));
   }
   if (log.enabled(LogLevel::info, LogSubsys::jit)) {
     const CodegenOptions& o = p->built->schedule.options;
@@ -431,10 +435,12 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->order.done.assign(devices, nullptr);
     st->order.stream.assign(devices, nullptr);
     st->order.used.assign(devices, false);
+    st->setup_stream.assign(devices, nullptr);
     CurrentDevice keep;
     for (int d = 0; d < devices; ++d) {
       CANOPY_CUDA_CHECK(cudaSetDevice(st->gpus[d].ordinal));
       CANOPY_CUDA_CHECK(cudaEventCreateWithFlags(&st->order.done[d], cudaEventDisableTiming));
+      CANOPY_CUDA_CHECK(cudaStreamCreateWithFlags(&st->setup_stream[d], cudaStreamNonBlocking));
     }
     if (const std::optional<double> seconds = watchdog_seconds_from_environment())
       st->watchdog = std::make_unique<Watchdog>(*seconds, st->log);

@@ -19,7 +19,10 @@
 namespace canopy {
 namespace {
 
-void CUDART_CB hold(void* gate) { static_cast<std::shared_future<void>*>(gate)->wait(); }
+// Holds the stream until the test lets it go (at most 20 s, so a broken test cannot hang the run).
+void CUDART_CB hold(void* gate) {
+  static_cast<std::shared_future<void>*>(gate)->wait_for(std::chrono::seconds(20));
+}
 
 TEST(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
   if (visible_gpu_count() < 2) GTEST_SKIP() << "needs two GPUs (a launch on each that can wait for the other)";
@@ -44,6 +47,11 @@ TEST(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
   CollectiveCall call;
   ASSERT_TRUE(buffers->set_up(spec, false, &call).ok());
   ASSERT_TRUE(buffers->synchronize().ok());
+  // Compile and load before holding GPU 1: loading a module may wait for the GPU's work.
+  const CollectiveSpec prepared[] = {
+      {Collective::allreduce, DataType::f32, ReduceOp::sum, 0, comm->is_large(Collective::allreduce, spec.count,
+                                                                              DataType::f32)}};
+  ASSERT_TRUE(comm->prepare(prepared).ok());
 
   std::promise<void> release;
   std::shared_future<void> gate = release.get_future().share();
