@@ -136,3 +136,24 @@ TEST(CollectiveCheck, ReduceCheckesOnlyTheRoot) {
 
 }  // namespace
 }  // namespace canopy
+
+namespace canopy {
+namespace {
+
+// Several ranks at once, as CollectiveBuffers checks them: one reference per element serves every rank.
+TEST(CollectiveCheck, SeveralRanksAtOnceAndAnOffset) {
+  CheckSpec s{Collective::allgather, DataType::f32, ReduceOp::sum, 0, 3, 100, 5};
+  const std::uint64_t n = output_elements(s, 0), first = 50;
+  std::vector<float> good(n - first);
+  for (std::uint64_t j = first; j < n; ++j) good[j - first] = static_cast<float>(expected_value(s, 0, j));
+  std::vector<float> bad = good;
+  bad[7] += 1;
+  const CheckResult r = check_outputs_part(s, {0, 1, 2}, {good.data(), bad.data(), good.data()}, first, n - first);
+  EXPECT_EQ(r.checked, 3 * (n - first));
+  EXPECT_EQ(r.wrong, 1u);
+  ASSERT_FALSE(r.examples.empty());
+  EXPECT_NE(r.examples[0].find("rank 1 element 57"), std::string::npos) << r.examples[0];
+}
+
+}  // namespace
+}  // namespace canopy

@@ -1,0 +1,127 @@
+// The runtime's CANOPY_ variables: kernel shape, large-message shape, watchdog, plan file, and the logger's
+// level and subsystems. Each test sets what it reads and restores it.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "planner/plan_json.hpp"
+#include "planner/planner.hpp"
+#include "runtime/logger.hpp"
+#include "runtime/runtime_env.hpp"
+
+namespace canopy {
+namespace {
+
+// Sets a variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
+    if (value) setenv(name, value, 1);
+    else unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_) setenv(name_, old_.c_str(), 1);
+    else unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(RuntimeEnv, KernelShapeFromVariables) {
+  ScopedEnv chunk("CANOPY_CHUNK", "1MiB"), blocks("CANOPY_BLOCKS", "48"), threads("CANOPY_THREADS", "256"),
+      fifo("CANOPY_FIFO_DEPTH", "8");
+  const CodegenOptions o = shape_from_environment();
+  EXPECT_EQ(o.chunk_bytes, 1 << 20);
+  EXPECT_EQ(o.blocks_per_rank, 48);
+  EXPECT_EQ(o.threads_per_block, 256);
+  EXPECT_EQ(o.fifo_depth, 8);
+}
+
+TEST(RuntimeEnv, MalformedValuesNameTheVariable) {
+  {
+    ScopedEnv blocks("CANOPY_BLOCKS", "many");
+    try {
+      shape_from_environment();
+      FAIL();
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "CANOPY_BLOCKS='many': expected thread blocks per rank, e.g. 24");
+    }
+  }
+  ScopedEnv watchdog("CANOPY_WATCHDOG_S", "-3");
+  EXPECT_THROW(watchdog_seconds_from_environment(), Error);
+}
+
+TEST(RuntimeEnv, LargeMessagesDefaultTo128BlocksFrom8MiB) {
+  ScopedEnv blocks("CANOPY_BLOCKS", nullptr), large("CANOPY_LARGE_BLOCKS", nullptr), bytes("CANOPY_LARGE_BYTES", nullptr);
+  const LargeMessageShape l = large_shape_from_environment(24);
+  EXPECT_EQ(l.blocks_per_rank, 128);
+  EXPECT_EQ(l.min_bytes, 8 << 20);
+}
+
+TEST(RuntimeEnv, ExplicitBlocksHoldForEverySize) {
+  ScopedEnv blocks("CANOPY_BLOCKS", "32"), large("CANOPY_LARGE_BLOCKS", nullptr);
+  EXPECT_EQ(large_shape_from_environment(32).blocks_per_rank, 32);
+  ScopedEnv both("CANOPY_LARGE_BLOCKS", "96");
+  EXPECT_EQ(large_shape_from_environment(32).blocks_per_rank, 96);
+}
+
+TEST(RuntimeEnv, WatchdogOffUnlessSet) {
+  {
+    ScopedEnv off("CANOPY_WATCHDOG_S", nullptr);
+    EXPECT_FALSE(watchdog_seconds_from_environment());
+  }
+  ScopedEnv zero("CANOPY_WATCHDOG_S", "0");
+  EXPECT_FALSE(watchdog_seconds_from_environment());
+  ScopedEnv ten("CANOPY_WATCHDOG_S", "10");
+  EXPECT_EQ(*watchdog_seconds_from_environment(), 10.0);
+}
+
+TEST(RuntimeEnv, PlanFileIsUsedForItsCollectiveOnly) {
+  const Plan p = plan(load_topology("h200x2"), Collective::allgather);
+  const std::filesystem::path file = std::filesystem::temp_directory_path() / "canopy-plan-file-test.json";
+  std::ofstream(file) << plan_to_json(p);
+  ScopedEnv plan_file("CANOPY_PLAN_FILE", file.c_str());
+  EXPECT_EQ(plan_file_for(Collective::allgather, {"gpu0", "gpu1"}, ""), p);
+  EXPECT_FALSE(plan_file_for(Collective::allreduce, {"gpu0", "gpu1"}, ""));
+  try {
+    plan_file_for(Collective::allgather, {"gpu1", "gpu0"}, "");
+    FAIL() << "other ranks must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("make the plan for these GPUs"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(file);
+}
+
+TEST(Logger, LevelsAndSubsystems) {
+  ScopedEnv level("CANOPY_LOG", "info"), subsys("CANOPY_LOG_SUBSYS", "plan,jit");
+  Logger log = Logger::from_environment();
+  std::vector<std::string> lines;
+  log.set_sink([&](std::string_view l) { lines.emplace_back(l); });
+  log.info(LogSubsys::plan, "a plan");
+  log.info(LogSubsys::run, "a launch");     // subsystem not chosen
+  log.debug(LogSubsys::plan, "details");    // below info
+  log.warn(LogSubsys::run, "a warning");    // warnings always show
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_NE(lines[0].find("INFO [plan] a plan"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("WARN [run] a warning"), std::string::npos) << lines[1];
+}
+
+TEST(Logger, UnknownValuesWarnAndFallBack) {
+  ScopedEnv level("CANOPY_LOG", "verbose"), subsys("CANOPY_LOG_SUBSYS", nullptr);
+  testing::internal::CaptureStderr();
+  const Logger log = Logger::from_environment();
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log.level(), LogLevel::warn);
+  EXPECT_NE(err.find("CANOPY_LOG='verbose' is not off, warn, info or debug; using warn"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace canopy
