@@ -1,6 +1,7 @@
 // Canopy's public API in one include: topologies (builder, .topo reader/writer, shipped names, subsets), plans
 // (canopy::plan, plan JSON, evaluation, the NCCL-style ring baseline), code generation (schedule, CUDA source)
-// and the JIT (NVRTC, kernel caches, Builder::build for the whole pipeline).
+// the JIT (NVRTC, kernel caches, Builder::build for the whole pipeline) and the runtime (Communicator: collectives
+// on local GPUs, with Status errors; detect_topology).
 #pragma once
 
 #include "dsl/error.hpp"
@@ -26,3 +27,7 @@
 #include "runtime/disk_cache.hpp"
 #include "runtime/jit.hpp"
 #include "runtime/nvrtc_compiler.hpp"
+#include "runtime/collective_call.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/detect_topology.hpp"
+#include "runtime/status.hpp"
