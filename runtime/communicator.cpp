@@ -22,6 +22,7 @@
 #include "runtime/detect_topology.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/logger.hpp"
+#include "runtime/peer_access_check.hpp"
 #include "runtime/prepared_collective.hpp"
 #include "runtime/runtime_env.hpp"
 #include "runtime/watchdog.hpp"
@@ -182,19 +183,7 @@ CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec, const 
 }
 
 void Communicator::State::check_peers(const Plan& plan) const {
-  std::map<std::string, int> rank_of;
-  for (int r = 0; r < static_cast<int>(rank_names.size()); ++r) rank_of[rank_names[r]] = r;
-  for (std::size_t t = 0; t < plan.trees.size(); ++t)
-    for (const TreeEdge& e : plan.trees[t].edges) {
-      const int a = device_of_rank.at(rank_of.at(e.from)), b = device_of_rank.at(rank_of.at(e.to));
-      // Data goes one way, counters the other: both directions need peer access.
-      for (auto [x, y] : {std::pair{a, b}, std::pair{b, a}})
-        if (!peer[x][y])
-          throw Error(fmt::format("tree {} of the {} plan sends {} -> {}, but GPU {} cannot access GPU {}'s memory (no "
-                                  "peer access): Canopy's kernels write peers' memory directly. Leave one of them out "
-                                  "(--gpus), or describe the machine without that link",
-                                  t, to_string(plan.collective), e.from, e.to, gpus[x].ordinal, gpus[y].ordinal));
-    }
+  check_peer_access(plan, rank_names, device_of_rank, peer, ordinals);
 }
 
 void Communicator::State::grow_scratch(const std::vector<RankResources>& need) {
