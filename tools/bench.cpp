@@ -90,12 +90,8 @@ void add_bench_command(CLI::App& app) {
     BenchOptions o;
     o.collectives = parse_collectives(args->collective);
     o.sizes = parse_bench_sizes(args->sizes);
-    const auto dtype = parse_data_type(args->dtype);
-    if (!dtype) throw Error(fmt::format("--dtype '{}': expected f32, f16, bf16, f64, i32, i64 or u8", args->dtype));
-    const auto op = parse_reduce_op(args->op);
-    if (!op) throw Error(fmt::format("--op '{}': expected sum, prod, min or max", args->op));
-    o.dtype = *dtype;
-    o.op = *op;
+    o.dtype = dtype_option(args->dtype);
+    o.op = op_option(args->op);
     o.root = args->root;
     if (args->iters < 1 || args->repeats < 1 || args->warmup < 0)
       throw Error("--iters and --repeats take at least 1, --warmup at least 0");

@@ -60,12 +60,8 @@ Generated generate_from_args(const CodegenArgs& args) {
     check_no_relay_gpus(g.plan, topology);
   }
   CodegenOptions o;
-  const auto dtype = parse_data_type(args.dtype);
-  if (!dtype) throw Error(fmt::format("--dtype '{}': expected f32, f16, bf16, f64, i32, i64 or u8", args.dtype));
-  const auto op = parse_reduce_op(args.op);
-  if (!op) throw Error(fmt::format("--op '{}': expected sum, prod, min or max", args.op));
-  o.dtype = *dtype;
-  o.op = *op;
+  o.dtype = dtype_option(args.dtype);
+  o.op = op_option(args.op);
   o.chunk_bytes = parse_byte_size(args.chunk, "--chunk");
   o.fifo_depth = args.fifo_depth;
   o.blocks_per_rank = args.blocks;

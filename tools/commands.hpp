@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <string>
 
+#include "codegen/codegen_options.hpp"
 #include "dsl/topology.hpp"
 #include "planner/collective.hpp"
 
@@ -31,6 +32,10 @@ Topology resolve_topology(const TopologyArgs& args);
 
 // The value of `--collective`, or a canopy::Error listing the five names (topology_option.cpp).
 Collective collective_option(const std::string& name);
+
+// The values of `--dtype` and `--op`, or a canopy::Error listing the names (topology_option.cpp).
+DataType dtype_option(const std::string& name);
+ReduceOp op_option(const std::string& name);
 
 // Writes `text` to `path` ("-" = stdout), as a canopy::Error naming the path when it cannot.
 void write_output(const std::string& path, const std::string& text);

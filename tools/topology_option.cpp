@@ -36,6 +36,18 @@ Collective collective_option(const std::string& name) {
   return *collective;
 }
 
+DataType dtype_option(const std::string& name) {
+  const auto dtype = parse_data_type(name);
+  if (!dtype) throw Error(fmt::format("--dtype '{}': expected f32, f16, bf16, f64, i32, i64 or u8", name));
+  return *dtype;
+}
+
+ReduceOp op_option(const std::string& name) {
+  const auto op = parse_reduce_op(name);
+  if (!op) throw Error(fmt::format("--op '{}': expected sum, prod, min or max", name));
+  return *op;
+}
+
 void write_output(const std::string& path, const std::string& text) {
   if (path == "-") {
     std::cout << text << std::flush;

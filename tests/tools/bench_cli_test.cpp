@@ -1,0 +1,39 @@
+// `canopy bench` as users run it where no GPU is visible (CUDA_VISIBLE_DEVICES=-1): exit 1 with a message, never a
+// crash; bad options are refused before any GPU is asked for; --help teaches the columns.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "tests/test_util.hpp"
+
+namespace canopy {
+namespace {
+
+using ::testing::HasSubstr;
+
+testing::CommandRun canopy(const std::string& args) {
+  return testing::run_command("CUDA_VISIBLE_DEVICES=-1 " + std::string(CANOPY_CLI) + " " + args + " 2>&1");
+}
+
+TEST(BenchCli, WithoutAGpuExitsOneAndSaysWhy) {
+  const testing::CommandRun r = canopy("bench -t h200x2 -c allreduce --sizes 1M");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("canopy: error: no CUDA device is visible"));
+}
+
+TEST(BenchCli, BadOptionsAreRefusedFirst) {
+  EXPECT_THAT(canopy("bench --sizes 1G:1M").output, HasSubstr("--sizes '1G:1M': need 0 < MIN <= MAX"));
+  EXPECT_THAT(canopy("bench --dtype f8").output, HasSubstr("--dtype 'f8': expected f32, f16, bf16, f64, i32, i64 or u8"));
+  EXPECT_THAT(canopy("bench -c allsum").output, HasSubstr("--collective 'allsum': expected broadcast"));
+  EXPECT_THAT(canopy("bench --iters 0").output, HasSubstr("--iters and --repeats take at least 1"));
+  EXPECT_EQ(canopy("bench --op avg").status, 1);
+}
+
+TEST(BenchCli, HelpExplainsTheColumns) {
+  const testing::CommandRun r = canopy("bench --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("--vs-nccl"));
+  EXPECT_THAT(r.output, HasSubstr("busbw = algbw x 2(n-1)/n (allreduce)"));
+}
+
+}  // namespace
+}  // namespace canopy
