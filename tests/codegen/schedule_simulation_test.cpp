@@ -195,5 +195,18 @@ TEST(ScheduleSimulation, EveryOpAndElementSize) {
     }
 }
 
+// The large-message kernels: 128 blocks per rank (the Communicator's default from 8 MiB), so lanes of 32 blocks on
+// h200x2 and ranges cut 128 ways, with chunks small enough that every block still moves several.
+TEST(ScheduleSimulation, ManyBlocksPerLane) {
+  auto rng = seeded_rng("ScheduleSimulation many blocks");
+  for (Collective c : kCollectives) {
+    CodegenOptions o = small_options();
+    o.blocks_per_rank = 128;
+    const Schedule s = lower(plan_for("h200x2", c), o);
+    run_and_check({{&s, 300007, false}, {&s, 1, false}, {&s, 70001, true}}, block_placement(2, 2), rng,
+                  fmt::format("h200x2 {} with 128 blocks per rank", to_string(c)));
+  }
+}
+
 }  // namespace
 }  // namespace canopy::testing
