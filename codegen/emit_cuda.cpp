@@ -25,10 +25,6 @@ std::string op_type(ReduceOp op) {
   return "?";
 }
 
-bool reduces(Collective c) {
-  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reducescatter;
-}
-
 std::string chunk_tag(std::int64_t bytes) {
   if (bytes % (1024 * 1024) == 0) return fmt::format("{}m", bytes / (1024 * 1024));
   if (bytes % 1024 == 0) return fmt::format("{}k", bytes / 1024);

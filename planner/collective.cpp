@@ -34,4 +34,8 @@ double busbw_factor(Collective c, int n) {
 
 bool has_root(Collective c) { return c == Collective::broadcast || c == Collective::reduce; }
 
+bool reduces(Collective c) {
+  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reducescatter;
+}
+
 }  // namespace canopy

@@ -18,4 +18,7 @@ double busbw_factor(Collective c, int ranks);
 // Broadcast and reduce have a root; the others do not.
 bool has_root(Collective c);
 
+// Reduce, allreduce and reduce-scatter combine inputs with an operator; broadcast and allgather only copy.
+bool reduces(Collective c);
+
 }  // namespace canopy

@@ -25,10 +25,6 @@ Status cuda_status(cudaError_t e, const char* what) {
     if (e_ != cudaSuccess) return cuda_status(e_, #call); \
   } while (0)
 
-bool reduces(Collective c) {
-  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reducescatter;
-}
-
 std::uint64_t input_elements(const CheckSpec& s, int rank) {
   if (s.collective == Collective::broadcast) return rank == s.root ? s.count : 0;
   if (s.collective == Collective::reducescatter) return s.count * static_cast<std::uint64_t>(s.ranks);

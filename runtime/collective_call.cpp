@@ -10,10 +10,6 @@ namespace canopy {
 
 namespace {
 
-bool reduces(Collective c) {
-  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reducescatter;
-}
-
 std::string pointer_text(const void* p) { return fmt::format("{}", fmt::ptr(p)); }
 
 std::string memory_text(MemoryKind k) {

@@ -79,10 +79,6 @@ void combine(Acc& a, double x, const CheckSpec& s) {
   }
 }
 
-bool reduces(Collective c) {
-  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reducescatter;
-}
-
 }  // namespace
 
 std::uint64_t output_elements(const CheckSpec& s, int rank) {
@@ -180,8 +176,7 @@ void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::v
                                                                     : 2;
   constexpr double u = T == DataType::f16 ? 1.0 / 2048 : T == DataType::bf16 ? 1.0 / 256
                        : T == DataType::f32 ? 1.0 / 16777216 : T == DataType::f64 ? 1.0 / 9007199254740992.0 : 0;
-  const bool reduction = s.collective == Collective::reduce || s.collective == Collective::allreduce ||
-                         s.collective == Collective::reducescatter;
+  const bool reduction = reduces(s.collective);
   const bool same_for_all = s.collective != Collective::reducescatter;
   const double tol_scale = tolerance_scale(s.ranks, u);
   for (std::uint64_t j = begin; j < end; ++j) {
@@ -262,8 +257,7 @@ RangeChecker checker_for_op(ReduceOp op) {
 }
 
 RangeChecker checker_for(const CheckSpec& s) {
-  const bool reduction = s.collective == Collective::reduce || s.collective == Collective::allreduce ||
-                         s.collective == Collective::reducescatter;
+  const bool reduction = reduces(s.collective);
   const ReduceOp op = reduction ? s.op : ReduceOp::sum;
   switch (s.dtype) {
     case DataType::f32: return checker_for_op<DataType::f32>(op);

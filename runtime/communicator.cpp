@@ -35,17 +35,13 @@ namespace {
 using SpecKey = std::tuple<int, int, int, int, bool>;  // collective, dtype, op, root (normalised), large
 
 SpecKey key_of(const CollectiveSpec& s) {
-  const bool reduces = s.collective == Collective::reduce || s.collective == Collective::allreduce ||
-                       s.collective == Collective::reducescatter;
-  return {static_cast<int>(s.collective), static_cast<int>(s.dtype), reduces ? static_cast<int>(s.op) : 0,
+  return {static_cast<int>(s.collective), static_cast<int>(s.dtype), reduces(s.collective) ? static_cast<int>(s.op) : 0,
           has_root(s.collective) ? s.root : 0, s.large};
 }
 
 std::string spec_text(const CollectiveSpec& s) {
   std::string text = fmt::format("{} {}", call_name(s.collective), to_string(s.dtype));
-  if (std::get<2>(key_of(s)) || s.collective == Collective::reduce || s.collective == Collective::allreduce ||
-      s.collective == Collective::reducescatter)
-    text += " " + to_string(s.op);
+  if (reduces(s.collective)) text += " " + to_string(s.op);
   if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
   if (s.large) text += " (large messages)";
   return text;

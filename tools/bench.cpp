@@ -157,10 +157,8 @@ void add_bench_command(CLI::App& app) {
         current = r.collective;
         first = false;
       }
-      const bool reduces = r.collective == Collective::reduce || r.collective == Collective::allreduce ||
-                           r.collective == Collective::reducescatter;
       fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", size_text(r.bytes), r.count,
-                 to_string(r.dtype), reduces ? to_string(r.op) : "none", r.time_us, r.algbw_gbps, r.busbw_gbps,
+                 to_string(r.dtype), reduces(r.collective) ? to_string(r.op) : "none", r.time_us, r.algbw_gbps, r.busbw_gbps,
                  r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
       if (nccl)
         fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,

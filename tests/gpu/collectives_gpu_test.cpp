@@ -95,12 +95,10 @@ TEST_P(CollectivesOnGpu, MatchTheHostReference) {
   std::unique_ptr<Communicator> comm;
   ASSERT_TRUE(Communicator::create(o, &comm).ok()) << Communicator::create(o, &comm).message();
 
-  const bool reduces = collective == Collective::reduce || collective == Collective::allreduce ||
-                       collective == Collective::reducescatter;
   std::vector<CollectiveSpec> specs;
   for (DataType t : kTypes)
     for (ReduceOp op : kOps) {
-      if (!reduces && op != ReduceOp::sum) continue;
+      if (!reduces(collective) && op != ReduceOp::sum) continue;
       specs.push_back(CollectiveSpec{collective, t, op, ranks - 1});  // root: the last rank
     }
   const auto t0 = std::chrono::steady_clock::now();
