@@ -26,9 +26,7 @@ Status cuda_status(cudaError_t e, const char* what) {
   } while (0)
 
 std::uint64_t input_elements(const CheckSpec& s, int rank) {
-  if (s.collective == Collective::broadcast) return rank == s.root ? s.count : 0;
-  if (s.collective == Collective::reducescatter) return s.count * static_cast<std::uint64_t>(s.ranks);
-  return s.count;
+  return send_elements(s.collective, s.count, s.ranks, rank, s.root);
 }
 
 }  // namespace
@@ -87,7 +85,6 @@ bool CollectiveBuffers::fits(const CheckSpec& s) const {
   for (int r = 0; r < s.ranks; ++r) {
     if (input_elements(s, r) * elem > send_bytes_) return false;
     if (output_elements(s, r) * elem > recv_bytes_) return false;
-    if (s.collective == Collective::allgather && s.count * s.ranks * elem > recv_bytes_) return false;
   }
   return true;
 }

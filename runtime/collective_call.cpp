@@ -44,19 +44,19 @@ std::string call_name(Collective c) {
   return "?";
 }
 
-std::uint64_t send_elements(const CollectiveCall& call, int ranks, int rank) {
-  switch (call.collective) {
-    case Collective::broadcast: return rank == call.root ? call.count : 0;
-    case Collective::reducescatter: return call.count * static_cast<std::uint64_t>(ranks);
-    default: return call.count;
+std::uint64_t send_elements(Collective collective, std::uint64_t count, int ranks, int rank, int root) {
+  switch (collective) {
+    case Collective::broadcast: return rank == root ? count : 0;
+    case Collective::reducescatter: return count * static_cast<std::uint64_t>(ranks);
+    default: return count;
   }
 }
 
-std::uint64_t recv_elements(const CollectiveCall& call, int ranks, int rank) {
-  switch (call.collective) {
-    case Collective::reduce: return rank == call.root ? call.count : 0;
-    case Collective::allgather: return call.count * static_cast<std::uint64_t>(ranks);
-    default: return call.count;
+std::uint64_t recv_elements(Collective collective, std::uint64_t count, int ranks, int rank, int root) {
+  switch (collective) {
+    case Collective::reduce: return rank == root ? count : 0;
+    case Collective::allgather: return count * static_cast<std::uint64_t>(ranks);
+    default: return count;
   }
 }
 
@@ -122,8 +122,8 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
   std::vector<Region> regions;
   for (int r = 0; r < n; ++r) {
-    const std::uint64_t send_bytes = send_elements(call, n, r) * elem;
-    const std::uint64_t recv_bytes = recv_elements(call, n, r) * elem;
+    const std::uint64_t send_bytes = send_elements(call.collective, call.count, n, r, call.root) * elem;
+    const std::uint64_t recv_bytes = recv_elements(call.collective, call.count, n, r, call.root) * elem;
     struct Use {
       const void* p;
       std::uint64_t bytes;

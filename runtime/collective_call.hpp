@@ -49,10 +49,10 @@ struct CallOracle {
   std::function<std::optional<int>(cudaStream_t)> stream_device;  // nullopt: not a valid stream
 };
 
-// Elements of rank r's send and receive buffers for this call (0 where the rank does not use that buffer:
-// broadcast's non-root send, reduce's non-root recv).
-std::uint64_t send_elements(const CollectiveCall& call, int ranks, int rank);
-std::uint64_t recv_elements(const CollectiveCall& call, int ranks, int rank);
+// Elements of rank r's send and receive buffers for a call of `count` (0 where the rank does not use that
+// buffer: broadcast's non-root send, reduce's non-root recv).
+std::uint64_t send_elements(Collective collective, std::uint64_t count, int ranks, int rank, int root);
+std::uint64_t recv_elements(Collective collective, std::uint64_t count, int ranks, int rank, int root);
 
 // Largest count the generated kernels take for this collective and rank count (their range arithmetic needs
 // count x ranks < 2^47) that also keeps every byte size in 64 bits.

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "runtime/collective_call.hpp"
 #include "runtime/test_pattern.hpp"
 
 namespace canopy {
@@ -82,11 +83,7 @@ void combine(Acc& a, double x, const CheckSpec& s) {
 }  // namespace
 
 std::uint64_t output_elements(const CheckSpec& s, int rank) {
-  switch (s.collective) {
-    case Collective::reduce: return rank == s.root ? s.count : 0;
-    case Collective::allgather: return s.count * static_cast<std::uint64_t>(s.ranks);
-    default: return s.count;
-  }
+  return recv_elements(s.collective, s.count, s.ranks, rank, s.root);
 }
 
 double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tolerance, std::int64_t* exact) {
@@ -118,12 +115,7 @@ double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tol
 }
 
 CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsigned threads) {
-  return check_output_part(s, rank, output, 0, output_elements(s, rank), threads);
-}
-
-CheckResult check_output_part(const CheckSpec& s, int rank, const void* output, std::uint64_t first,
-                              std::uint64_t n, unsigned threads) {
-  return check_outputs_part(s, {rank}, {output}, first, n, threads);
+  return check_outputs_part(s, {rank}, {output}, 0, output_elements(s, rank), threads);
 }
 
 namespace {
@@ -156,11 +148,6 @@ inline double fast_value(std::uint64_t h) {
       return static_cast<double>(h >> 56);
     }
   }
-}
-
-template <DataType T>
-inline double load_as_double(const void* p) {
-  return element_value(p, T);
 }
 
 // Checks outputs[k][j] (rank ranks[k], element first + j) for j in [begin, end).
@@ -232,7 +219,7 @@ void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::v
         got = static_cast<double>(g);
         ok = g == exact;
       } else {
-        got = load_as_double<T>(p);
+        got = element_value(p, T);
         ok = std::fabs(got - want) <= tol;  // false for NaN
       }
       if (!ok && ++wrong <= 5)

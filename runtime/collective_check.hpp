@@ -36,9 +36,6 @@ std::uint64_t output_elements(const CheckSpec& spec, int rank);
 
 // `output` holds output_elements(spec, rank) elements of spec.dtype.
 CheckResult check_output(const CheckSpec& spec, int rank, const void* output, unsigned threads = 0);
-// The same for the elements [first, first + elements) of the output, held at `output`.
-CheckResult check_output_part(const CheckSpec& spec, int rank, const void* output, std::uint64_t first,
-                              std::uint64_t elements, unsigned threads = 0);
 
 // Elements [first, first + elements) of the outputs of `ranks` at once (outputs[k] holds rank ranks[k]'s part):
 // where every rank's output is the same (broadcast, allreduce, allgather) the reference is computed once.
