@@ -120,36 +120,6 @@ CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsig
 
 namespace {
 
-std::uint64_t mix64(std::uint64_t x) {  // splitmix64, as runtime/test_pattern.cpp
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// pattern_value specialised at compile time (the generic one is the definition; a unit test keeps them equal).
-template <DataType T, bool kProd>
-inline double fast_value(std::uint64_t h) {
-  if constexpr (T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64) {
-    constexpr int bits = T == DataType::f16 ? 10 : T == DataType::bf16 ? 7 : T == DataType::f32 ? 23 : 52;
-    constexpr double scale = static_cast<double>(std::uint64_t{1} << bits);
-    if constexpr (kProd) return (0.75 * scale + static_cast<double>(h >> (64 - (bits - 1)))) / scale;
-    else return (static_cast<double>(static_cast<std::int64_t>(h >> (64 - (bits + 1)))) - scale) / scale;
-  } else {
-    if constexpr (kProd) {
-      if constexpr (T == DataType::u8) return static_cast<double>(1 + (h >> 62));
-      const std::int64_t k = static_cast<std::int64_t>(h >> 62);
-      return static_cast<double>(k < 2 ? k - 2 : k - 1);
-    } else if constexpr (T == DataType::i32) {
-      return static_cast<double>(static_cast<std::int64_t>(h >> 40) - (1ll << 23));
-    } else if constexpr (T == DataType::i64) {
-      return static_cast<double>(static_cast<std::int64_t>(h >> 16) - (1ll << 47));
-    } else {
-      return static_cast<double>(h >> 56);
-    }
-  }
-}
-
 // Checks outputs[k][j] (rank ranks[k], element first + j) for j in [begin, end).
 template <DataType T, ReduceOp Op>
 void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::vector<const void*>& outputs,
@@ -175,7 +145,7 @@ void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::v
         if (!reduction) {
           const int from = s.collective == Collective::broadcast ? s.root : static_cast<int>(e / s.count);
           const std::uint64_t index = s.collective == Collective::broadcast ? e : e % s.count;
-          want = fast_value<T, false>(mix64(s.seed ^ (static_cast<std::uint64_t>(from) << 48) ^ index));
+          want = pattern_value_of<T, false>(pattern_hash(s.seed, from, index));
           exact = static_cast<std::int64_t>(want);
           tol = 0;
         } else {
@@ -184,7 +154,7 @@ void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::v
           if constexpr (kFloat) {
             double acc = 0, mag = 0;
             for (int q = 0; q < s.ranks; ++q) {
-              const double v = fast_value<T, kProd>(mix64(s.seed ^ (static_cast<std::uint64_t>(q) << 48) ^ index));
+              const double v = pattern_value_of<T, kProd>(pattern_hash(s.seed, q, index));
               if (q == 0) acc = v, mag = std::fabs(v);
               else if constexpr (Op == ReduceOp::sum) acc += v, mag += std::fabs(v);
               else if constexpr (Op == ReduceOp::prod) acc *= v, mag = std::fabs(acc);
@@ -197,7 +167,7 @@ void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::v
             std::uint64_t acc = 0;
             for (int q = 0; q < s.ranks; ++q) {
               const std::uint64_t v = static_cast<std::uint64_t>(static_cast<std::int64_t>(
-                  fast_value<T, kProd>(mix64(s.seed ^ (static_cast<std::uint64_t>(q) << 48) ^ index))));
+                  pattern_value_of<T, kProd>(pattern_hash(s.seed, q, index))));
               if (q == 0) acc = v;
               else if constexpr (Op == ReduceOp::sum) acc += v;
               else if constexpr (Op == ReduceOp::prod) acc *= v;

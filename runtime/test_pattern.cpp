@@ -14,29 +14,9 @@ namespace canopy {
 
 namespace {
 
-std::uint64_t mix(std::uint64_t x) {  // splitmix64
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-std::uint64_t draw(std::uint64_t seed, int rank, std::uint64_t index) {
-  return mix(seed ^ (static_cast<std::uint64_t>(rank) << 48) ^ index);
-}
-
-// Significand bits (after the leading one) each float type holds exactly.
-int fraction_bits(DataType t) {
-  switch (t) {
-    case DataType::f16: return 10;
-    case DataType::bf16: return 7;
-    case DataType::f32: return 23;
-    default: return 52;  // f64
-  }
-}
-
-bool is_float(DataType t) {
-  return t == DataType::f16 || t == DataType::bf16 || t == DataType::f32 || t == DataType::f64;
+template <DataType T>
+double value_of(std::uint64_t h, bool prod) {
+  return prod ? pattern_value_of<T, true>(h) : pattern_value_of<T, false>(h);
 }
 
 std::uint16_t to_half_bits(double v) {  // exact for the values the pattern draws (|v| in [2^-10, 2))
@@ -50,7 +30,7 @@ std::uint16_t to_half_bits(double v) {  // exact for the values the pattern draw
   return sign | static_cast<std::uint16_t>((e + 15) << 10) | mant;
 }
 
-const char* kFillSource = R"(// Fill kernels for collective test data: the same formula as runtime/test_pattern.cpp's host side.
+const char* kFillSource = R"(// Fill kernels for collective test data: the same formula as pattern_hash and pattern_value_of in test_pattern.hpp.
 #include "canopy/dtypes.cuh"
 typedef unsigned long long u64;
 __device__ __forceinline__ u64 mix(u64 x) {
@@ -126,24 +106,18 @@ CANOPY_MISMATCH(canopy_mismatch_8, unsigned long long)
 }  // namespace
 
 double pattern_value(std::uint64_t seed, int rank, std::uint64_t index, DataType dtype, ReduceOp op) {
-  const std::uint64_t h = draw(seed, rank, index);
+  const std::uint64_t h = pattern_hash(seed, rank, index);
   const bool prod = op == ReduceOp::prod;
-  if (is_float(dtype)) {
-    const int bits = fraction_bits(dtype);
-    const double scale = static_cast<double>(std::uint64_t{1} << bits);
-    if (prod) return (0.75 * scale + static_cast<double>(h >> (64 - (bits - 1)))) / scale;
-    return (static_cast<double>(static_cast<std::int64_t>(h >> (64 - (bits + 1)))) - scale) / scale;
-  }
-  const std::int64_t factor = static_cast<std::int64_t>(h >> 62) < 2 ? static_cast<std::int64_t>(h >> 62) - 2
-                                                                      : static_cast<std::int64_t>(h >> 62) - 1;
   switch (dtype) {
-    case DataType::i32:
-      return prod ? static_cast<double>(factor) : static_cast<double>(static_cast<std::int64_t>(h >> 40) - (1ll << 23));
-    case DataType::i64:
-      return prod ? static_cast<double>(factor) : static_cast<double>(static_cast<std::int64_t>(h >> 16) - (1ll << 47));
-    default:  // u8
-      return prod ? static_cast<double>(1 + (h >> 62)) : static_cast<double>(h >> 56);
+    case DataType::f32: return value_of<DataType::f32>(h, prod);
+    case DataType::f16: return value_of<DataType::f16>(h, prod);
+    case DataType::bf16: return value_of<DataType::bf16>(h, prod);
+    case DataType::f64: return value_of<DataType::f64>(h, prod);
+    case DataType::i32: return value_of<DataType::i32>(h, prod);
+    case DataType::i64: return value_of<DataType::i64>(h, prod);
+    case DataType::u8: return value_of<DataType::u8>(h, prod);
   }
+  return 0;
 }
 
 std::uint64_t pattern_bits(std::uint64_t seed, int rank, std::uint64_t index, DataType dtype, ReduceOp op) {

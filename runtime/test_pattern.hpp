@@ -18,6 +18,37 @@
 
 namespace canopy {
 
+// The formula, in two halves the host reference inlines in its loops: the 64 random bits of an element
+// (splitmix64 of seed, rank and index), and the value of type T drawn from them (kProd: an input of a product).
+inline std::uint64_t pattern_hash(std::uint64_t seed, int rank, std::uint64_t index) {
+  std::uint64_t x = seed ^ (static_cast<std::uint64_t>(rank) << 48) ^ index;
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+template <DataType T, bool kProd>
+inline double pattern_value_of(std::uint64_t h) {
+  if constexpr (T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64) {
+    // Fraction bits each float type holds exactly.
+    constexpr int bits = T == DataType::f16 ? 10 : T == DataType::bf16 ? 7 : T == DataType::f32 ? 23 : 52;
+    constexpr double scale = static_cast<double>(std::uint64_t{1} << bits);
+    if constexpr (kProd) return (0.75 * scale + static_cast<double>(h >> (64 - (bits - 1)))) / scale;
+    else return (static_cast<double>(static_cast<std::int64_t>(h >> (64 - (bits + 1)))) - scale) / scale;
+  } else if constexpr (kProd) {
+    if constexpr (T == DataType::u8) return static_cast<double>(1 + (h >> 62));
+    const std::int64_t k = static_cast<std::int64_t>(h >> 62);
+    return static_cast<double>(k < 2 ? k - 2 : k - 1);  // {-2, -1, 1, 2}
+  } else if constexpr (T == DataType::i32) {
+    return static_cast<double>(static_cast<std::int64_t>(h >> 40) - (1ll << 23));
+  } else if constexpr (T == DataType::i64) {
+    return static_cast<double>(static_cast<std::int64_t>(h >> 16) - (1ll << 47));
+  } else {
+    return static_cast<double>(h >> 56);
+  }
+}
+
 // The value of input element `index` of `rank` (index < 2^48). Products get values in [0.75, 1.25) (floats) or
 // {-2, -1, 1, 2} ({1, 2, 3, 4} for u8); the other operators signed values filling the type's precision.
 double pattern_value(std::uint64_t seed, int rank, std::uint64_t index, DataType dtype, ReduceOp op);
