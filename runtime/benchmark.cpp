@@ -14,11 +14,6 @@ namespace canopy {
 
 namespace {
 
-Status cuda_status(cudaError_t e, const char* what) {
-  (void)cudaGetLastError();
-  return Status(StatusCode::cuda_error, fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
-}
-
 // Times `repeats` loops of `iters` calls of `launch` after `warmup` calls; the median loop's time per call in µs.
 Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters,
                   int repeats, const std::function<Status()>& launch, double* time_us) {

@@ -14,17 +14,6 @@ namespace {
 
 constexpr std::uint64_t kStagingBytes = std::uint64_t{256} << 20;
 
-Status cuda_status(cudaError_t e, const char* what) {
-  (void)cudaGetLastError();
-  return Status(StatusCode::cuda_error, fmt::format("{}: {} ({})", what, cudaGetErrorString(e), cudaGetErrorName(e)));
-}
-
-#define CANOPY_TRY_CUDA(call)                            \
-  do {                                                   \
-    const cudaError_t e_ = (call);                       \
-    if (e_ != cudaSuccess) return cuda_status(e_, #call); \
-  } while (0)
-
 std::uint64_t input_elements(const CheckSpec& s, int rank) {
   return send_elements(s.collective, s.count, s.ranks, rank, s.root);
 }
@@ -41,8 +30,8 @@ Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_by
   CurrentDevice keep;
   for (int ordinal : b->device_ordinals_) {
     cudaStream_t s = nullptr;
-    CANOPY_TRY_CUDA(cudaSetDevice(ordinal));
-    CANOPY_TRY_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal));
+    CANOPY_CUDA_RETURN_STATUS(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     b->device_streams_.push_back(s);
   }
   for (int r = 0; r < comm.ranks(); ++r) {
@@ -53,16 +42,16 @@ Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_by
     b->rank_streams_.push_back(b->device_streams_[d]);
     void* send = nullptr;
     void* recv = nullptr;
-    CANOPY_TRY_CUDA(cudaSetDevice(ordinal));
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal));
     const cudaError_t es = cudaMalloc(&send, std::max<std::uint64_t>(send_bytes, 16));
     if (es == cudaSuccess) b->send_.push_back(send);
-    else return cuda_status(es, fmt::format("allocating {} bytes for send buffer of rank {}", send_bytes, r).c_str());
+    else return cuda_status(es, fmt::format("allocating {} bytes for send buffer of rank {}", send_bytes, r));
     const cudaError_t er = cudaMalloc(&recv, std::max<std::uint64_t>(recv_bytes, 16));
     if (er == cudaSuccess) b->recv_.push_back(recv);
-    else return cuda_status(er, fmt::format("allocating {} bytes for receive buffer of rank {}", recv_bytes, r).c_str());
+    else return cuda_status(er, fmt::format("allocating {} bytes for receive buffer of rank {}", recv_bytes, r));
   }
   b->host_bytes_ = kStagingBytes;
-  CANOPY_TRY_CUDA(cudaMallocHost(&b->host_, std::max<std::uint64_t>(b->host_bytes_, 16)));
+  CANOPY_CUDA_RETURN_STATUS(cudaMallocHost(&b->host_, std::max<std::uint64_t>(b->host_bytes_, 16)));
   *out = std::move(b);
   return Status();
 }
@@ -98,7 +87,7 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
   call_recv_.assign(n, nullptr);
   CurrentDevice keep;
   for (int r = 0; r < n; ++r) {
-    CANOPY_TRY_CUDA(cudaSetDevice(ordinal_of_rank_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[r]));
     cudaStream_t stream = rank_streams_[r];
     char* send = static_cast<char*>(send_[r]);
     char* recv = static_cast<char*>(recv_[r]);
@@ -111,11 +100,11 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
       st = fill(send, input_elements(s, r));
       call_send_[r] = send;
       call_recv_[r] = recv;
-      CANOPY_TRY_CUDA(cudaMemsetAsync(recv, poison, out_bytes, stream));
+      CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
     } else {
       switch (s.collective) {
         case Collective::allgather:
-          CANOPY_TRY_CUDA(cudaMemsetAsync(recv, poison, out_bytes, stream));
+          CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
           st = fill(recv + r * s.count * elem, s.count);
           call_send_[r] = recv + r * s.count * elem;
           call_recv_[r] = recv;
@@ -127,7 +116,7 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
           break;
         case Collective::broadcast:
           if (r == s.root) st = fill(recv, s.count);
-          else CANOPY_TRY_CUDA(cudaMemsetAsync(recv, poison, out_bytes, stream));
+          else CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
           call_send_[r] = recv;
           call_recv_[r] = recv;
           break;
@@ -153,8 +142,8 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
 Status CollectiveBuffers::synchronize() {
   CurrentDevice keep;
   for (std::size_t d = 0; d < device_streams_.size(); ++d) {
-    CANOPY_TRY_CUDA(cudaSetDevice(device_ordinals_[d]));
-    CANOPY_TRY_CUDA(cudaStreamSynchronize(device_streams_[d]));
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(device_ordinals_[d]));
+    CANOPY_CUDA_RETURN_STATUS(cudaStreamSynchronize(device_streams_[d]));
   }
   return Status();
 }
@@ -183,7 +172,7 @@ Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, 
     const std::uint64_t n = output_elements(s, r);
     for (std::uint64_t first = 0; first < n; first += per_copy) {
       const std::uint64_t part = std::min(per_copy, n - first);
-      CANOPY_TRY_CUDA(cudaMemcpy(host_, static_cast<const char*>(call.recv[r]) + first * elem, part * elem,
+      CANOPY_CUDA_RETURN_STATUS(cudaMemcpy(host_, static_cast<const char*>(call.recv[r]) + first * elem, part * elem,
                                  cudaMemcpyDeviceToHost));
       const CheckResult c = check_outputs_part(s, {r}, {host_}, first, part);
       result->checked += c.checked;
@@ -200,20 +189,20 @@ Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, 
   Status status;
   for (std::size_t k = 0; k < same_as_host.size() && status.ok(); ++k) {
     const int r = same_as_host[k];
-    CANOPY_TRY_CUDA(cudaSetDevice(ordinal_of_rank_[r]));
-    CANOPY_TRY_CUDA(cudaMallocAsync(reinterpret_cast<void**>(&counters[k]), 16, rank_streams_[r]));
-    CANOPY_TRY_CUDA(cudaMemsetAsync(counters[k], 0, 8, rank_streams_[r]));
-    CANOPY_TRY_CUDA(cudaMemsetAsync(counters[k] + 1, 0xff, 8, rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaMallocAsync(reinterpret_cast<void**>(&counters[k]), 16, rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(counters[k], 0, 8, rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(counters[k] + 1, 0xff, 8, rank_streams_[r]));
     status = patterns_->count_mismatches(call.recv[r], call.recv[reference], n, s.dtype, counters[k], rank_streams_[r]);
   }
   for (std::size_t k = 0; k < same_as_host.size(); ++k) {
     const int r = same_as_host[k];
     if (!counters[k]) continue;
     unsigned long long m[2] = {0, 0};
-    CANOPY_TRY_CUDA(cudaSetDevice(ordinal_of_rank_[r]));
-    CANOPY_TRY_CUDA(cudaMemcpyAsync(m, counters[k], 16, cudaMemcpyDeviceToHost, rank_streams_[r]));
-    CANOPY_TRY_CUDA(cudaFreeAsync(counters[k], rank_streams_[r]));
-    CANOPY_TRY_CUDA(cudaStreamSynchronize(rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaMemcpyAsync(m, counters[k], 16, cudaMemcpyDeviceToHost, rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaFreeAsync(counters[k], rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaStreamSynchronize(rank_streams_[r]));
     result->checked += n;
     result->wrong += m[0];
     if (m[0] && result->examples.size() < 5)

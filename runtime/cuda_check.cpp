@@ -25,4 +25,10 @@ void throw_cuda_error(cudaError_t error, const char* call, const char* file, int
   throw Error(cuda_error_text(error, call, file, line));
 }
 
+Status cuda_status(cudaError_t error, std::string_view what) {
+  (void)cudaGetLastError();
+  return Status(StatusCode::cuda_error,
+                fmt::format("{}: {} ({})", what, cudaGetErrorString(error), cudaGetErrorName(error)));
+}
+
 }  // namespace canopy

@@ -6,6 +6,9 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <string_view>
+
+#include "runtime/status.hpp"
 
 namespace canopy {
 
@@ -15,6 +18,10 @@ std::string cuda_error_text(cudaError_t error, const char* call, const char* fil
 // Throws canopy::Error with cuda_error_text(); clears CUDA's sticky last error first.
 [[noreturn]] void throw_cuda_error(cudaError_t error, const char* call, const char* file, int line);
 
+// For code that returns Status (errors as values): "WHAT: the CUDA error (its name)", code cuda_error; clears
+// CUDA's last error.
+Status cuda_status(cudaError_t error, std::string_view what);
+
 }  // namespace canopy
 
 #define CANOPY_CUDA_CHECK(call)                                                     \
@@ -22,4 +29,11 @@ std::string cuda_error_text(cudaError_t error, const char* call, const char* fil
     const cudaError_t canopy_cuda_error_ = (call);                                  \
     if (canopy_cuda_error_ != cudaSuccess)                                          \
       ::canopy::throw_cuda_error(canopy_cuda_error_, #call, __FILE__, __LINE__);    \
+  } while (0)
+
+// The same inside a function returning Status: returns cuda_status() naming the call.
+#define CANOPY_CUDA_RETURN_STATUS(call)                                                            \
+  do {                                                                                             \
+    const cudaError_t canopy_cuda_error_ = (call);                                                 \
+    if (canopy_cuda_error_ != cudaSuccess) return ::canopy::cuda_status(canopy_cuda_error_, #call); \
   } while (0)
