@@ -86,6 +86,7 @@ struct Communicator::State {
   std::vector<int> device_of_rank;    // device index per rank
   std::vector<int> ordinal_of_rank;   // CUDA ordinal per rank
   std::vector<int> ordinals;          // per device index
+  std::vector<int> first_rank;        // per device index: its first rank, whose stream its launch uses
   std::vector<std::vector<bool>> peer;  // device index pairs
   Topology topology{"unset"};
   std::string topology_source;
@@ -394,6 +395,8 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->device_of_rank = block_placement(n, devices);
     for (int r = 0; r < n; ++r) st->ordinal_of_rank.push_back(st->gpus[st->device_of_rank[r]].ordinal);
     for (const GpuDevice& g : st->gpus) st->ordinals.push_back(g.ordinal);
+    st->first_rank.assign(devices, -1);
+    for (int r = n - 1; r >= 0; --r) st->first_rank[st->device_of_rank[r]] = r;
     for (const GpuDevice& g : st->gpus)
       if (g.arch != st->gpus[0].arch)
         st->log.info(LogSubsys::init, fmt::format("GPUs of different architectures ({} and {}): one kernel build each",
@@ -495,12 +498,7 @@ Status Communicator::run(const CollectiveCall& call) {
   PreparedCollective* p = nullptr;
   const bool large = is_large(call.collective, call.count, call.dtype);
   if (Status s = st.get(CollectiveSpec{call.collective, call.dtype, call.op, call.root, large}, &p); !s.ok()) return s;
-  LaunchTarget target;
-  target.ordinal = st.ordinals;
-  target.first_rank.assign(st.gpus.size(), -1);
-  for (int r = static_cast<int>(st.rank_names.size()) - 1; r >= 0; --r) target.first_rank[st.device_of_rank[r]] = r;
-  target.scratch = st.scratch;
-  target.order = &st.order;
+  const LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
   CurrentDevice keep;
   bool partial = false;
   Status s = launch(*p, call, target, &partial);

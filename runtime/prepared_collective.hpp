@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "runtime/build.hpp"
@@ -38,11 +39,11 @@ struct DeviceOrder {
   std::vector<bool> used;             // per device index: launched before
 };
 
-// Where every rank's memory and each device's stream are, for one launch.
+// Where every rank's memory and each device's stream are, for one launch (views of the communicator's state).
 struct LaunchTarget {
-  std::vector<int> ordinal;            // per device index: CUDA ordinal
-  std::vector<int> first_rank;         // per device index: its first rank (whose stream the launch uses)
-  std::vector<void*> scratch;          // per rank
+  std::span<const int> ordinal;     // per device index: CUDA ordinal
+  std::span<const int> first_rank;  // per device index: its first rank (whose stream the launch uses)
+  std::span<void* const> scratch;   // per rank
   DeviceOrder* order = nullptr;
 };
 
