@@ -148,8 +148,15 @@ void add_bench_command(CLI::App& app) {
                                       fmt::join(info.blocks_per_device, "/"))
                         : i.message();
         };
-        fmt::print(table, "\n# {}: {}; large messages: {}\n", to_string(r.collective), describe(false),
-                   describe(true));
+        // Only the kernels this run's sizes use (describing one compiles it).
+        bool small = false, large = false;
+        for (std::uint64_t bytes : o.sizes)
+          if (const std::uint64_t count = bench_count(r.collective, bytes, o.dtype, comm->ranks()); count > 0)
+            (comm->is_large(r.collective, count, o.dtype) ? large : small) = true;
+        std::vector<std::string> kernels;
+        if (small) kernels.push_back(describe(false));
+        if (large) kernels.push_back("large messages: " + describe(true));
+        fmt::print(table, "\n# {}: {}\n", to_string(r.collective), fmt::join(kernels, "; "));
         fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}", "size", "count", "type", "redop",
                    "time(us)", "algbw", "busbw", "#wrong");
         if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
