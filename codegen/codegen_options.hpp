@@ -34,7 +34,17 @@ struct CodegenOptions {
   int min_blocks_per_sm = 0;              // > 0: __launch_bounds__(threads, this), capping registers so that this
                                           // many blocks fit on one SM (many virtual ranks on one GPU); 0: no cap
   std::vector<int> device_of_rank;        // empty: rank i on device i; else one entry per rank (virtual ranks)
+  // Pulled edges: the receiver reads the sender's send buffer directly (no FIFO, no per-chunk counters, one
+  // handshake per launch) where that buffer holds all its data from the start: a leaf's input in a reduce-like
+  // (in) tree (pull_in) and the root's input in a broadcast or allgather tree (pull_out).
+  bool pull_in = false;
+  bool pull_out = false;
 };
+
+// "none", "in", "out" or "all" (both): the pulled edges, as CANOPY_PULL and --pull take them.
+std::string pull_name(const CodegenOptions& options);
+// Sets pull_in and pull_out from such a name; throws canopy::Error naming `what` on anything else.
+void set_pull(CodegenOptions& options, std::string_view name, std::string_view what);
 
 // Every option as one line ("dtype=f32 op=sum chunk=262144 ..."): part of the keys that name generated code.
 std::string to_string(const CodegenOptions& options);

@@ -215,7 +215,21 @@ struct LaneResources {
   std::vector<std::map<int, std::int64_t>> fifo;  // in: at rank r, the FIFO offset for child c
   std::vector<int> credit;                // in: credit counter at each non-root rank
   int progress = -1;                      // in, allreduce: the root's progress counter
+  // Pulled edges (CodegenOptions::pull), by (reader, owner): the reader reads the owner's send buffer directly.
+  std::map<std::pair<int, int>, int> ready;  // at the reader: the owner has entered this launch
+  std::map<std::pair<int, int>, int> done;   // at the owner: the reader has finished reading
 };
+
+// Whether the edge between `parent` and `child` of tree t is pulled (CodegenOptions::pull): the receiver reads the
+// sender's send buffer, which holds all its data from the start of the launch, instead of the sender pushing
+// chunks. That holds for a leaf's input in an in-tree and for the root's input in a broadcast or allgather
+// out-tree (an allreduce out-tree's root sends what it is still reducing).
+bool is_pulled(const Schedule& s, const TreeShape& shape, int t, int parent, int child) {
+  if (s.plan.trees[t].direction == TreeDirection::in)
+    return s.options.pull_in && shape.children[child].empty();
+  return s.options.pull_out && parent == shape.root && shape.children[child].empty() &&
+         s.plan.collective != Collective::allreduce;
+}
 
 Step step_of(StepKind kind) {
   Step step;
@@ -278,16 +292,31 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
       lr.grant.assign(n, {}), lr.child_data.assign(n, {}), lr.fifo.assign(n, {});
     }
     const int r = lane.rank;
+    const TreeShape& shape = shapes[lane.tree];
+    auto pulled = [&](int parent, int child) { return is_pulled(s, shape, lane.tree, parent, child); };
     if (plan.trees[lane.tree].direction == TreeDirection::out) {
-      if (lane.role != LaneRole::root) lr.data[r] = new_flag(r);
-      for (int c : lane.children) lr.grant[r][c] = new_flag(r);
+      if (lane.role != LaneRole::root) {
+        if (pulled(lane.parent, r)) lr.ready[{r, lane.parent}] = new_flag(r);
+        else lr.data[r] = new_flag(r);
+      }
+      for (int c : lane.children) {
+        if (pulled(r, c)) lr.done[{c, r}] = new_flag(r);
+        else lr.grant[r][c] = new_flag(r);
+      }
     } else {
       for (int c : lane.children) {
+        if (pulled(r, c)) {
+          lr.ready[{r, c}] = new_flag(r);
+          continue;
+        }
         lr.child_data[r][c] = new_flag(r);
         lr.fifo[r][c] = s.resources[r].scratch_bytes;
         s.resources[r].scratch_bytes += s.fifo_bytes() * lane.blocks;
       }
-      if (lane.role != LaneRole::root) lr.credit[r] = new_flag(r);
+      if (lane.role != LaneRole::root) {
+        if (pulled(lane.parent, r)) lr.done[{lane.parent, r}] = new_flag(r);
+        else lr.credit[r] = new_flag(r);
+      }
       if (lane.role == LaneRole::root && plan.collective == Collective::allreduce) lr.progress = new_flag(r);
     }
   }
@@ -302,7 +331,61 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
   for (Lane& lane : s.lanes) {
     const LaneResources& lr = res[lane.tree];
     const int r = lane.rank;
+    const TreeShape& shape = shapes[lane.tree];
+    auto pulled = [&](int parent, int child) { return is_pulled(s, shape, lane.tree, parent, child); };
+    std::vector<int> pushed_children, pulled_children;
+    for (int c : lane.children) (pulled(r, c) ? pulled_children : pushed_children).push_back(c);
+    // Owner of pulled edges: say once that my send buffer holds this launch's data; at the end, wait until every
+    // reader is done with it (the caller may overwrite it once this launch is over).
+    auto announce = [&](const std::vector<int>& readers) {
+      if (readers.empty()) return;
+      Step sig = step_of(StepKind::signal);
+      for (int q : readers) sig.flags.push_back({q, lr.ready.at({q, r})});
+      sig.epoch_only = true;
+      sig.note = "my send buffer holds this launch's data: readers may pull from it";
+      lane.prologue.push_back(sig);
+    };
+    auto await_readers = [&](const std::vector<int>& readers) {
+      for (int q : readers) {
+        Step w = step_of(StepKind::wait);
+        w.flag = {r, lr.done.at({q, r})};
+        w.target = WaitTarget::epoch;
+        w.note = fmt::format("{} has finished reading my send buffer", rank_name(s, q));
+        lane.epilogue.push_back(w);
+      }
+    };
+    // Reader of pulled edges: wait until each owner has entered this launch; at the end, release their buffers.
+    auto await_owners = [&](const std::vector<int>& owners) {
+      for (int q : owners) {
+        Step w = step_of(StepKind::wait);
+        w.flag = {r, lr.ready.at({r, q})};
+        w.target = WaitTarget::epoch;
+        w.note = fmt::format("{}'s send buffer holds this launch's data", rank_name(s, q));
+        lane.prologue.push_back(w);
+      }
+    };
+    auto release_owners = [&](const std::vector<int>& owners) {
+      if (owners.empty()) return;
+      Step sig = step_of(StepKind::signal);
+      for (int q : owners) sig.flags.push_back({q, lr.done.at({r, q})});
+      sig.epoch_only = true;
+      sig.note = "I have finished reading the send buffers I pulled from";
+      lane.epilogue.push_back(sig);
+    };
     if (plan.trees[lane.tree].direction == TreeDirection::out) {
+      if (lane.role != LaneRole::root && pulled(lane.parent, r)) {
+        await_owners({lane.parent});
+        lane.per_chunk.push_back(step_of(StepKind::sync));
+        BufferRef source{BufferKind::send, lane.parent};
+        source.block_local = per_root;
+        Step copy = step_of(StepKind::reduce_copy);
+        copy.sources = {source};
+        copy.destinations = {BufferRef{BufferKind::recv, r}};
+        copy.note = fmt::format("pull chunk i from {}'s send buffer", rank_name(s, lane.parent));
+        lane.per_chunk.push_back(copy);
+        release_owners({lane.parent});
+        continue;
+      }
       if (lane.role != LaneRole::root) {
         Step grant = step_of(StepKind::signal);
         grant.flags = {{lane.parent, lr.grant[lane.parent].at(r)}};
@@ -310,7 +393,8 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
         grant.note = fmt::format("my receive buffer is free for this launch: {} may write", rank_name(s, lane.parent));
         lane.prologue.push_back(grant);
       }
-      for (int c : lane.children) {
+      announce(pulled_children);
+      for (int c : pushed_children) {
         Step w = step_of(StepKind::wait);
         w.flag = {r, lr.grant[r].at(c)};
         w.target = WaitTarget::epoch;
@@ -350,29 +434,36 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
       lane.per_chunk.push_back(step_of(StepKind::sync));
       Step copy = step_of(StepKind::reduce_copy);
       copy.sources = {source};
-      for (int c : lane.children) copy.destinations.push_back(BufferRef{BufferKind::recv, c});
+      for (int c : pushed_children) copy.destinations.push_back(BufferRef{BufferKind::recv, c});
       if (lane.role == LaneRole::root && plan.collective != Collective::allreduce) {
         BufferRef own{BufferKind::recv, r};
         own.skip_if_source = true;
         copy.destinations.push_back(own);
       }
-      copy.note = lane.children.empty() ? "my own copy" : "forward chunk i to every child";
-      lane.per_chunk.push_back(copy);
-      if (!lane.children.empty()) {
+      copy.note = pushed_children.empty() ? "my own copy" : "forward chunk i to every child";
+      if (!copy.destinations.empty()) lane.per_chunk.push_back(copy);
+      if (!pushed_children.empty()) {
         Step sig = step_of(StepKind::signal);
-        for (int c : lane.children) sig.flags.push_back({c, lr.data[c]});
+        for (int c : pushed_children) sig.flags.push_back({c, lr.data[c]});
         sig.note = "chunk i is in my children's buffers";
         lane.per_chunk.push_back(sig);
       }
+      await_readers(pulled_children);
     } else {
-      if (!lane.children.empty()) {
+      if (lane.role != LaneRole::root && pulled(lane.parent, r)) {  // a leaf whose parent reads its input
+        announce({lane.parent});
+        await_readers({lane.parent});
+        continue;
+      }
+      if (!pushed_children.empty()) {
         Step grant = step_of(StepKind::signal);
-        for (int c : lane.children) grant.flags.push_back({c, lr.credit[c]});
+        for (int c : pushed_children) grant.flags.push_back({c, lr.credit[c]});
         grant.epoch_only = true;
         grant.note = "my FIFOs are free for this launch: children may fill them";
         lane.prologue.push_back(grant);
       }
-      for (int c : lane.children) {
+      await_owners(pulled_children);
+      for (int c : pushed_children) {
         Step w = step_of(StepKind::wait);
         w.flag = {r, lr.child_data[r].at(c)};
         w.target = WaitTarget::chunk;
@@ -390,35 +481,42 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
       Step reduce = step_of(StepKind::reduce_copy);
       reduce.sources = {BufferRef{BufferKind::send, r}};
       for (int c : lane.children) {
+        if (pulled(r, c)) {
+          reduce.sources.push_back(BufferRef{BufferKind::send, c});
+          continue;
+        }
         BufferRef f{BufferKind::fifo, r};
         f.fifo_offset = lr.fifo[r].at(c);
         reduce.sources.push_back(f);
       }
+      const std::string inputs = pulled_children.empty()    ? "my children's partials"
+                                 : pushed_children.empty() ? "my children's inputs"
+                                                           : "my children's partials and inputs";
       if (lane.role == LaneRole::root) {
         BufferRef out{BufferKind::recv, r};
         out.block_local = per_root;
         reduce.destinations = {out};
-        reduce.note = "reduce my input with my children's partials into my output";
+        reduce.note = fmt::format("reduce my input with {} into my output", inputs);
       } else {
         BufferRef f{BufferKind::fifo, lane.parent};
         f.fifo_offset = lr.fifo[lane.parent].at(r);
         reduce.destinations = {f};
-        reduce.note = lane.children.empty() ? fmt::format("send my input to {}", rank_name(s, lane.parent))
-                                            : fmt::format("reduce my input with my children's partials into {}'s FIFO",
-                                                          rank_name(s, lane.parent));
+        reduce.note = lane.children.empty()
+                          ? fmt::format("send my input to {}", rank_name(s, lane.parent))
+                          : fmt::format("reduce my input with {} into {}'s FIFO", inputs, rank_name(s, lane.parent));
       }
       lane.per_chunk.push_back(reduce);
       Step sig = step_of(StepKind::signal);
       if (lane.role != LaneRole::root) sig.flags.push_back({lane.parent, lr.child_data[lane.parent].at(r)});
-      for (int c : lane.children) sig.flags.push_back({c, lr.credit[c]});
+      for (int c : pushed_children) sig.flags.push_back({c, lr.credit[c]});
       if (lr.progress >= 0 && lane.role == LaneRole::root) sig.flags.push_back({r, lr.progress});
       sig.note = lane.role == LaneRole::root ? "chunk i is reduced"
                                              : fmt::format("chunk i is in {}'s FIFO", rank_name(s, lane.parent));
-      if (!lane.children.empty()) sig.note += "; my FIFO slots are free again";
+      if (!pushed_children.empty()) sig.note += "; my FIFO slots are free again";
       if (!sig.flags.empty()) lane.per_chunk.push_back(sig);
+      release_owners(pulled_children);
     }
   }
-
   // Devices: ranks grouped by device; lanes in (rank, tree) order.
   const int devices = *std::max_element(s.options.device_of_rank.begin(), s.options.device_of_rank.end()) + 1;
   s.devices.assign(devices, {});

@@ -51,7 +51,9 @@ std::vector<std::string> stuck_report(const Schedule& s, std::uint64_t count, st
           }
           const std::uint64_t at_epoch = value >> 32, at_step = value & 0xffffffffu;
           std::string what;
-          if (step.target == WaitTarget::epoch)
+          if (step.target == WaitTarget::epoch && section == &lane.epilogue)
+            what = "the peer has not finished reading my buffer";  // a pulled edge's owner waiting for its reader
+          else if (step.target == WaitTarget::epoch)
             what = "the peer has not entered this launch";
           else if (at_epoch < epoch)
             what = fmt::format("nothing has come in this launch (of {} chunks)", n);

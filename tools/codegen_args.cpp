@@ -25,6 +25,10 @@ void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
   cmd.add_option("--chunk", args.chunk, "bytes a lane moves per pipeline step, e.g. 64KiB, 1MiB")
       ->capture_default_str();
   cmd.add_option("--fifo-depth", args.fifo_depth, "chunk slots per reduce edge")->capture_default_str();
+  cmd.add_option("--pull", args.pull,
+                 "edges whose receiver reads the sender's input directly: none | in (leaves of reduce-like trees) | "
+                 "out (root of broadcast-like trees) | all")
+      ->capture_default_str();
   cmd.add_option("--blocks", args.blocks, "thread blocks per rank, shared among trees by fraction")
       ->capture_default_str();
   cmd.add_option("--threads", args.threads, "threads per block")->capture_default_str();
@@ -64,6 +68,7 @@ Generated generate_from_args(const CodegenArgs& args) {
   o.op = op_option(args.op);
   o.chunk_bytes = parse_byte_size(args.chunk, "--chunk");
   o.fifo_depth = args.fifo_depth;
+  set_pull(o, args.pull, "--pull");
   o.blocks_per_rank = args.blocks;
   o.threads_per_block = args.threads;
   const int ranks = static_cast<int>(g.plan.ranks.size());

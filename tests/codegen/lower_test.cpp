@@ -83,6 +83,92 @@ TEST(Lower, CountersAndFifosAreDistinctPerRank) {
     EXPECT_LE(*starts.rbegin() + s.fifo_bytes(), s.resources[rank].scratch_bytes);
 }
 
+CodegenOptions pulling() {
+  CodegenOptions o;
+  o.pull_in = o.pull_out = true;
+  return o;
+}
+
+TEST(Lower, PulledReduceOnTwoGpusNeedsNoFifoAndNoPerChunkCounter) {
+  const Schedule s = lower(plan(load_topology("h200x2"), Collective::reduce), pulling());
+  for (const RankResources& r : s.resources) EXPECT_EQ(r.scratch_bytes, 0);
+  for (const Lane& lane : s.lanes) {
+    if (lane.role == LaneRole::leaf) {
+      EXPECT_TRUE(lane.per_chunk.empty()) << "a pulled leaf moves no data itself";
+      ASSERT_EQ(lane.prologue.size(), 1u);
+      EXPECT_EQ(lane.prologue[0].kind, StepKind::signal);
+      ASSERT_EQ(lane.epilogue.size(), 1u);
+      EXPECT_EQ(lane.epilogue[0].kind, StepKind::wait);
+      continue;
+    }
+    ASSERT_EQ(lane.per_chunk.size(), 2u);  // sync, reduce: nothing to wait for or raise per chunk
+    const Step& reduce = lane.per_chunk[1];
+    ASSERT_EQ(reduce.sources.size(), 2u);
+    EXPECT_EQ(reduce.sources[1], (BufferRef{BufferKind::send, lane.children[0]}));
+    EXPECT_EQ(reduce.destinations, (std::vector<BufferRef>{BufferRef{BufferKind::recv, lane.rank}}));
+  }
+}
+
+TEST(Lower, OnlyEdgesWhoseSenderHoldsItsWholeInputArePulled) {
+  // Allreduce: leaves of in-trees are read directly; out-trees' roots send what they are still reducing, so every
+  // out-tree edge stays pushed, and relays keep their FIFOs.
+  const Schedule s = lower(dgx1(Collective::allreduce), pulling());
+  const Schedule pushed = lower(dgx1(Collective::allreduce), {});
+  int pulled_reads = 0;
+  for (const Lane& lane : s.lanes) {
+    const Lane& before = pushed.lanes[lane.id];
+    if (s.plan.trees[lane.tree].direction == TreeDirection::out) {
+      EXPECT_EQ(lane.per_chunk.size(), before.per_chunk.size()) << "out-tree lane " << lane.id;
+      continue;
+    }
+    for (const Step& step : lane.per_chunk)
+      for (const BufferRef& b : step.sources)
+        if (b.kind == BufferKind::send && b.rank != lane.rank) {
+          ++pulled_reads;
+          EXPECT_TRUE(s.lanes[lane.id].children.end() !=
+                      std::find(lane.children.begin(), lane.children.end(), b.rank));
+          EXPECT_TRUE(std::none_of(s.lanes.begin(), s.lanes.end(), [&](const Lane& l) {
+            return l.tree == lane.tree && l.rank == b.rank && !l.children.empty();
+          })) << "only leaves are read directly";
+        }
+    if (lane.role == LaneRole::relay) EXPECT_FALSE(lane.per_chunk.empty());
+  }
+  EXPECT_GT(pulled_reads, 0);
+  // Broadcast: the root's children read its send buffer; deeper edges stay pushed.
+  int pulling_leaves = 0;
+  for (const char* topology : {"dgx1-v100", "h200x2", "dgx2"}) {
+    const Schedule b = lower(plan(load_topology(topology), Collective::broadcast), pulling());
+    const int root = 0;  // broadcast roots at the first rank
+    for (const Lane& lane : b.lanes) {
+      if (lane.role != LaneRole::leaf) continue;
+      const std::vector<BufferRef> read =
+          lane.per_chunk.empty() ? std::vector<BufferRef>{} : lane.per_chunk.back().sources;
+      if (lane.parent == root) {
+        ++pulling_leaves;
+        EXPECT_EQ(read, (std::vector<BufferRef>{BufferRef{BufferKind::send, root}})) << topology << " lane " << lane.id;
+      } else {
+        EXPECT_TRUE(lane.per_chunk.empty()) << topology << ": a deeper leaf is written by its parent (lane " << lane.id << ")";
+      }
+    }
+  }
+  EXPECT_GT(pulling_leaves, 0);
+}
+
+TEST(Lower, PulledEdgesGetOneHandshakeCounterEachWay) {
+  const Schedule s = lower(dgx1(Collective::reducescatter), pulling());
+  std::map<std::pair<int, int>, std::set<int>> writers;  // counter -> lanes raising it
+  for (const Lane& lane : s.lanes)
+    for (const auto* steps : {&lane.prologue, &lane.per_chunk, &lane.epilogue})
+      for (const Step& step : *steps)
+        if (step.kind == StepKind::signal)
+          for (FlagRef f : step.flags) writers[{f.rank, f.index}].insert(lane.id);
+  for (const auto& [flag, lanes] : writers) EXPECT_EQ(lanes.size(), 1u) << "rank " << flag.first << " counter " << flag.second;
+  for (const Lane& lane : s.lanes)
+    for (const auto* steps : {&lane.prologue, &lane.per_chunk, &lane.epilogue})
+      for (const Step& step : *steps)
+        if (step.kind == StepKind::wait) EXPECT_TRUE(writers.count({step.flag.rank, step.flag.index})) << step.note;
+}
+
 TEST(Lower, VirtualRanksGroupLanesByDevice) {
   CodegenOptions o;
   o.device_of_rank = block_placement(8, 2);
@@ -141,6 +227,15 @@ TEST(LowerErrors, OptionsOutOfRangeNameTheFix) {
   EXPECT_THAT(lower_error(p, o), HasSubstr("leaves device 1 without ranks"));
   o.device_of_rank = {0, 1};
   EXPECT_THAT(lower_error(p, o), HasSubstr("2 devices for 8 ranks"));
+  EXPECT_THAT([] {
+    try {
+      CodegenOptions q;
+      set_pull(q, "leaves", "--pull");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }(), HasSubstr("--pull 'leaves': expected none, in"));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Lowering is checked by running schedules on the host model of the GPU protocol (schedule_simulator.hpp): every
 // shipped topology x collective delivers the right result for counts with tails, in place and out of place,
 // across launches that reuse buffers and counters, with virtual ranks, under random interleavings.
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -206,6 +207,84 @@ TEST(ScheduleSimulation, ManyBlocksPerLane) {
     run_and_check({{&s, 300007, false}, {&s, 1, false}, {&s, 70001, true}}, block_placement(2, 2), rng,
                   fmt::format("h200x2 {} with 128 blocks per rank", to_string(c)));
   }
+}
+
+// Pulled edges (CodegenOptions::pull_in / pull_out): receivers read leaves' and roots' send buffers directly.
+CodegenOptions pulling_options(DataType dtype = DataType::f32) {
+  CodegenOptions o = small_options(dtype);
+  o.pull_in = o.pull_out = true;
+  return o;
+}
+
+TEST(ScheduleSimulation, PulledEdgesDeliverTheResultOnEveryShippedTopology) {
+  auto rng = seeded_rng("ScheduleSimulation pulled");
+  for (const ShippedTopology& t : shipped_topologies()) {
+    for (Collective c : kCollectives) {
+      const Schedule s = lower(plan_for(std::string(t.name), c), pulling_options());
+      std::vector<Case> cases;
+      for (std::uint64_t count : {1ull, 7ull, 1000ull, 4099ull}) cases.push_back({&s, count, false});
+      cases.push_back({&s, 515, true});
+      cases.push_back({&s, 2051, true});
+      run_and_check(cases, block_placement(s.ranks, s.ranks), rng, fmt::format("{} {} pulled", t.name, to_string(c)));
+    }
+  }
+}
+
+TEST(ScheduleSimulation, PulledAndPushedSchedulesShareBuffersAndVirtualRanks) {
+  auto rng = seeded_rng("ScheduleSimulation pulled mixed");
+  for (int devices : {1, 3, 8}) {
+    std::vector<Schedule> schedules;
+    for (Collective c : kCollectives)
+      for (bool pull : {true, false}) {
+        CodegenOptions o = pull ? pulling_options() : small_options();
+        o.device_of_rank = block_placement(8, devices);
+        schedules.push_back(lower(plan_for("dgx1-v100", c), o));
+      }
+    std::vector<Case> cases;
+    for (int round = 0; round < 2; ++round)
+      for (const Schedule& s : schedules) cases.push_back({&s, 901 + 16ull * round, round == 1});
+    run_and_check(cases, block_placement(8, devices), rng, fmt::format("dgx1-v100 mixed on {} devices", devices));
+  }
+}
+
+TEST(ScheduleSimulation, PulledEdgesWithManyBlocksAndEveryOp) {
+  auto rng = seeded_rng("ScheduleSimulation pulled many");
+  for (Collective c : kCollectives) {
+    CodegenOptions o = pulling_options();
+    o.blocks_per_rank = 128;
+    const Schedule s = lower(plan_for("h200x2", c), o);
+    run_and_check({{&s, 300007, false}, {&s, 1, false}, {&s, 70001, true}, {&s, 70001, true}}, block_placement(2, 2),
+                  rng, fmt::format("h200x2 {} pulled with 128 blocks per rank", to_string(c)));
+  }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min}) {
+    CodegenOptions o = pulling_options(DataType::f16);
+    o.op = op;
+    const Schedule s = lower(plan_for("hgx-h200", Collective::reducescatter), o);
+    run_and_check({{&s, 3001, false}, {&s, 999, true}}, block_placement(8, 8), rng,
+                  fmt::format("hgx-h200 reducescatter pulled f16 {}", to_string(op)));
+  }
+}
+
+// The handshake is what makes pulling safe: without the owner's final wait, a leaf's launch ends while its parent
+// still reads its input, and the next in-place launch overwrites it. The host model must see that.
+TEST(ScheduleSimulation, PulledEdgeWithoutTheOwnersFinalWaitIsCaught) {
+  Schedule s = lower(plan_for("h200x2", Collective::reduce), pulling_options());
+  int removed = 0;
+  for (Lane& lane : s.lanes)
+    if (lane.role == LaneRole::leaf) removed += static_cast<int>(std::erase_if(lane.epilogue, [](const Step& st) {
+                                                   return st.kind == StepKind::wait;
+                                                 }));
+  ASSERT_GT(removed, 0) << "the leaf of a pulled reduce should wait for its reader";
+  std::vector<Case> cases;
+  for (int k = 0; k < 40; ++k) cases.push_back({&s, 4099, true});
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
+                                                         &failures);
+    auto rng = seeded_rng("ScheduleSimulation pulled unsafe");
+    run_and_check(cases, block_placement(2, 2), rng, "h200x2 reduce pulled without the final wait");
+  }
+  EXPECT_GT(failures.size(), 0) << "reading an input its owner already overwrote went unnoticed";
 }
 
 }  // namespace

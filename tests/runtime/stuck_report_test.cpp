@@ -48,6 +48,24 @@ TEST(StuckReport, APeerThatNeverEnteredTheLaunch) {
       << lines[0];
 }
 
+TEST(StuckReport, AnOwnerWaitingForItsReaderToFinish) {
+  CodegenOptions o;
+  o.blocks_per_rank = 1;
+  o.chunk_bytes = 1024;
+  o.pull_in = true;
+  const Schedule s = lower(plan(load_topology("h200x2"), Collective::reduce), o);
+  // Launch 3: gpu0 saw gpu1 enter (its ready counter is at launch 3), gpu1 still waits for gpu0's "done".
+  auto f = counters(s, 3ull << 32);
+  f[1].assign(f[1].size(), 2ull << 32);
+  const std::vector<std::string> lines = stuck_report(s, 1000, 3, f);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("GPU 1 rank gpu1, tree 0 (in, root gpu0), block 0: the peer has not finished reading my "
+                          "buffer"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("gpu0 has finished reading my send buffer"), std::string::npos) << lines[0];
+}
+
 TEST(StuckReport, CapsItsLength) {
   CodegenOptions o;
   o.device_of_rank = block_placement(8, 1);
