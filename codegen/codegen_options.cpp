@@ -80,21 +80,30 @@ std::string to_string(const CodegenOptions& o) {
                                  to_string(o.dtype), to_string(o.op), o.chunk_bytes, o.fifo_depth, o.blocks_per_rank,
                                  o.threads_per_block, fmt::join(o.device_of_rank, ","));
   if (o.min_blocks_per_sm > 0) text += fmt::format(" min_blocks_per_sm={}", o.min_blocks_per_sm);
-  if (o.pull_in || o.pull_out) text += " pull=" + pull_name(o);
+  if (o.pull != PullEdges::none) text += " pull=" + to_string(o.pull);
   return text;
 }
 
-std::string pull_name(const CodegenOptions& o) {
-  return o.pull_in && o.pull_out ? "all" : o.pull_in ? "in" : o.pull_out ? "out" : "none";
+namespace {
+constexpr const char* kPullNames[] = {"none", "in", "out", "all", "auto"};
 }
 
+std::string to_string(PullEdges pull) { return kPullNames[static_cast<int>(pull)]; }
+
 void set_pull(CodegenOptions& o, std::string_view name, std::string_view what) {
-  if (name != "none" && name != "in" && name != "out" && name != "all")
-    throw Error(fmt::format("{} '{}': expected none, in (reduce-like trees read leaves' inputs), out (broadcast-like "
-                            "trees read the root's input) or all",
-                            what, name));
-  o.pull_in = name == "in" || name == "all";
-  o.pull_out = name == "out" || name == "all";
+  for (int i = 0; i < 5; ++i)
+    if (name == kPullNames[i]) {
+      o.pull = static_cast<PullEdges>(i);
+      return;
+    }
+  throw Error(fmt::format("{} '{}': expected auto (the default), none, in (reduce-like trees read their leaves' "
+                          "inputs), out (broadcast-like trees read the root's input) or all",
+                          what, name));
+}
+
+PullEdges resolve_pull(PullEdges pull, bool one_way_reduce) {
+  if (pull != PullEdges::automatic) return pull;
+  return one_way_reduce ? PullEdges::in : PullEdges::none;
 }
 
 void check_codegen_options(const CodegenOptions& o, int ranks) {

@@ -24,6 +24,13 @@ std::string cuda_type_name(DataType t);  // the type templates/ use: float, cano
 std::int64_t parse_byte_size(std::string_view text, std::string_view what);
 std::string format_byte_size(std::int64_t bytes);  // "256 KiB", "1 MiB", "1000 B"
 
+// Pulled edges: the receiver reads the sender's send buffer directly (no FIFO, no per-chunk counters, one
+// handshake per launch) where that buffer holds all its data from the start: a leaf's input in a reduce-like
+// (in) tree, the root's input in a broadcast or allgather (out) tree.
+enum class PullEdges { none, in, out, all, automatic };
+inline bool pulls_in(PullEdges p) { return p == PullEdges::in || p == PullEdges::all; }
+inline bool pulls_out(PullEdges p) { return p == PullEdges::out || p == PullEdges::all; }
+
 struct CodegenOptions {
   DataType dtype = DataType::f32;
   ReduceOp op = ReduceOp::sum;
@@ -34,17 +41,17 @@ struct CodegenOptions {
   int min_blocks_per_sm = 0;              // > 0: __launch_bounds__(threads, this), capping registers so that this
                                           // many blocks fit on one SM (many virtual ranks on one GPU); 0: no cap
   std::vector<int> device_of_rank;        // empty: rank i on device i; else one entry per rank (virtual ranks)
-  // Pulled edges: the receiver reads the sender's send buffer directly (no FIFO, no per-chunk counters, one
-  // handshake per launch) where that buffer holds all its data from the start: a leaf's input in a reduce-like
-  // (in) tree (pull_in) and the root's input in a broadcast or allgather tree (pull_out).
-  bool pull_in = false;
-  bool pull_out = false;
+  PullEdges pull = PullEdges::automatic;  // lower() resolves `automatic` (Schedule::options never holds it)
 };
 
-// "none", "in", "out" or "all" (both): the pulled edges, as CANOPY_PULL and --pull take them.
-std::string pull_name(const CodegenOptions& options);
-// Sets pull_in and pull_out from such a name; throws canopy::Error naming `what` on anything else.
+// "auto", "none", "in", "out" or "all": the pulled edges, as CANOPY_PULL and --pull take them.
+std::string to_string(PullEdges pull);
+// Sets options.pull from such a name; throws canopy::Error naming `what` on anything else.
 void set_pull(CodegenOptions& options, std::string_view name, std::string_view what);
+// What `automatic` means for a collective: `in` for reduce (its traffic flows one way, so a reader's requests
+// use the idle reverse direction; measured on 2 x H200, docs/runtime.md), else `none` (reads in both directions
+// at once lost to pushed writes for allreduce and reduce-scatter, as did pulled allgather).
+PullEdges resolve_pull(PullEdges pull, bool one_way_reduce);
 
 // Every option as one line ("dtype=f32 op=sum chunk=262144 ..."): part of the keys that name generated code.
 std::string to_string(const CodegenOptions& options);

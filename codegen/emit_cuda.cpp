@@ -175,8 +175,8 @@ std::string banner(const Schedule& s, const KernelSource& k) {
   out += fmt::format("// chunk        {} ({} elements) per lane step; FIFO depth {}; {} threads per block\n",
                      format_byte_size(o.chunk_bytes), o.chunk_bytes / size_of(o.dtype), o.fifo_depth,
                      o.threads_per_block);
-  if (o.pull_in || o.pull_out)
-    out += fmt::format("// pulled edges {} (receivers read these senders' send buffers directly)\n", pull_name(o));
+  if (o.pull != PullEdges::none)
+    out += fmt::format("// pulled edges {} (receivers read these senders' send buffers directly)\n", to_string(o.pull));
   out += fmt::format("// rate         predicted algbw {:.2f} GB/s, bound {:.2f} GB/s\n", p.algbw_gbps, p.bound_algbw_gbps);
   out += fmt::format("// trees        {} (weights are parts of their group's total; see docs/codegen.md)\n", p.trees.size());
   for (std::size_t t = 0; t < p.trees.size(); ++t)

@@ -226,8 +226,8 @@ struct LaneResources {
 // out-tree (an allreduce out-tree's root sends what it is still reducing).
 bool is_pulled(const Schedule& s, const TreeShape& shape, int t, int parent, int child) {
   if (s.plan.trees[t].direction == TreeDirection::in)
-    return s.options.pull_in && shape.children[child].empty();
-  return s.options.pull_out && parent == shape.root && shape.children[child].empty() &&
+    return pulls_in(s.options.pull) && shape.children[child].empty();
+  return pulls_out(s.options.pull) && parent == shape.root && shape.children[child].empty() &&
          s.plan.collective != Collective::allreduce;
 }
 
@@ -273,6 +273,7 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
   s.options = options;
   s.ranks = n;
   if (s.options.device_of_rank.empty()) s.options.device_of_rank = block_placement(n, n);
+  s.options.pull = resolve_pull(s.options.pull, plan.collective == Collective::reduce);
   std::vector<TreeShape> shapes;
   for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) shapes.push_back(shape_of(plan, t, rank_of));
   weigh_trees(plan, shapes, s);

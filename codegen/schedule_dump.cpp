@@ -96,7 +96,7 @@ std::string Schedule::dump() const {
                      to_string(plan.collective), plan.topology, ranks, devices.size(), to_string(o.dtype),
                      to_string(o.op), format_byte_size(o.chunk_bytes), o.chunk_bytes / size_of(o.dtype),
                      o.fifo_depth, o.threads_per_block);
-  if (o.pull_in || o.pull_out) out += fmt::format("pulled edges: {}\n", pull_name(o));
+  if (o.pull != PullEdges::none) out += fmt::format("pulled edges: {}\n", to_string(o.pull));
   out += "trees\n";
   for (std::size_t t = 0; t < plan.trees.size(); ++t) {
     const Tree& tree = plan.trees[t];

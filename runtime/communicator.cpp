@@ -259,11 +259,12 @@ void Communicator::State::load(const CollectiveSpec& spec,
   if (log.enabled(LogLevel::info, LogSubsys::jit)) {
     const CodegenOptions& o = p->built->schedule.options;
     log.info(LogSubsys::jit,
-             fmt::format("{}: kernel {} (chunk {}, FIFO depth {}, {} threads x {} blocks per GPU{}), {} (cache entry "
+             fmt::format("{}: kernel {} (chunk {}, FIFO depth {}, {} threads x {} blocks per GPU{}{}), {} (cache entry "
                          "{})",
                          spec_text(spec), k.entry, format_byte_size(o.chunk_bytes), o.fifo_depth, o.threads_per_block,
                          fmt::join(p->blocks, "/"),
                          o.min_blocks_per_sm ? fmt::format(", >= {} blocks per SM", o.min_blocks_per_sm) : "",
+                         o.pull != PullEdges::none ? ", pulled edges " + to_string(o.pull) : "",
                          to_string(outcome), p->built->cache_key.substr(0, 16)));
   }
   dump_collective(*p->built);

@@ -37,7 +37,7 @@ CodegenOptions shape_from_environment() {
   o.blocks_per_rank = env_int("CANOPY_BLOCKS", o.blocks_per_rank, "thread blocks per rank, e.g. 24");
   o.threads_per_block = env_int("CANOPY_THREADS", o.threads_per_block, "threads per block, e.g. 512");
   o.fifo_depth = env_int("CANOPY_FIFO_DEPTH", o.fifo_depth, "FIFO slots per reduce edge, e.g. 4");
-  set_pull(o, env("CANOPY_PULL").value_or(kDefaultPull), "CANOPY_PULL");
+  if (const auto pull = env("CANOPY_PULL")) set_pull(o, *pull, "CANOPY_PULL");
   return o;
 }
 

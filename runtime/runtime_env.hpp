@@ -1,6 +1,6 @@
 // The CANOPY_ variables the runtime reads (README "Environment" lists them all):
 //   CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (codegen options)
-//   CANOPY_PULL          none | in | out | all: which tree edges the receiver reads directly (CodegenOptions)
+//   CANOPY_PULL          auto | none | in | out | all: which tree edges the receiver reads directly (PullEdges)
 //   CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   from which per-rank size calls use how many blocks per rank
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
@@ -16,9 +16,6 @@
 #include "planner/plan.hpp"
 
 namespace canopy {
-
-// The runtime's pulled edges unless CANOPY_PULL says otherwise (docs/runtime.md says what was measured).
-inline constexpr const char* kDefaultPull = "none";
 
 CodegenOptions shape_from_environment();
 

@@ -26,8 +26,8 @@ void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
       ->capture_default_str();
   cmd.add_option("--fifo-depth", args.fifo_depth, "chunk slots per reduce edge")->capture_default_str();
   cmd.add_option("--pull", args.pull,
-                 "edges whose receiver reads the sender's input directly: none | in (leaves of reduce-like trees) | "
-                 "out (root of broadcast-like trees) | all")
+                 "edges whose receiver reads the sender's input directly: auto (reduce: in; else none) | none | "
+                 "in (leaves of reduce-like trees) | out (root of broadcast-like trees) | all")
       ->capture_default_str();
   cmd.add_option("--blocks", args.blocks, "thread blocks per rank, shared among trees by fraction")
       ->capture_default_str();

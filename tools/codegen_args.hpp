@@ -21,7 +21,7 @@ struct CodegenArgs {
   std::string op = "sum";
   std::string chunk = "256KiB";
   int fifo_depth = 4;
-  std::string pull = "none";
+  std::string pull = "auto";
   int blocks = 24;
   int threads = 512;
   int devices = 0;  // 0: one rank per device

@@ -85,7 +85,7 @@ TEST(Lower, CountersAndFifosAreDistinctPerRank) {
 
 CodegenOptions pulling() {
   CodegenOptions o;
-  o.pull_in = o.pull_out = true;
+  o.pull = PullEdges::all;
   return o;
 }
 
@@ -169,6 +169,17 @@ TEST(Lower, PulledEdgesGetOneHandshakeCounterEachWay) {
         if (step.kind == StepKind::wait) EXPECT_TRUE(writers.count({step.flag.rank, step.flag.index})) << step.note;
 }
 
+TEST(Lower, AutomaticPullReadsLeavesOnlyInReduce) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter}) {
+    const Schedule s = lower(plan(load_topology("h200x2"), c), {});
+    EXPECT_EQ(s.options.pull, c == Collective::reduce ? PullEdges::in : PullEdges::none) << to_string(c);
+  }
+  CodegenOptions o;
+  o.pull = PullEdges::out;
+  EXPECT_EQ(lower(dgx1(Collective::reduce), o).options.pull, PullEdges::out) << "an explicit choice stays";
+}
+
 TEST(Lower, VirtualRanksGroupLanesByDevice) {
   CodegenOptions o;
   o.device_of_rank = block_placement(8, 2);
@@ -235,7 +246,7 @@ TEST(LowerErrors, OptionsOutOfRangeNameTheFix) {
       return std::string(e.what());
     }
     return std::string("no error");
-  }(), HasSubstr("--pull 'leaves': expected none, in"));
+  }(), HasSubstr("--pull 'leaves': expected auto (the default), none, in"));
 }
 
 }  // namespace

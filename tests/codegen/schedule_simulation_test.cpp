@@ -28,6 +28,7 @@ CodegenOptions small_options(DataType dtype = DataType::f32) {
   o.chunk_bytes = 1024;
   o.fifo_depth = 2;
   o.blocks_per_rank = 3;
+  o.pull = PullEdges::none;  // the pushed protocol; pulled edges have their own tests below
   return o;
 }
 
@@ -209,10 +210,10 @@ TEST(ScheduleSimulation, ManyBlocksPerLane) {
   }
 }
 
-// Pulled edges (CodegenOptions::pull_in / pull_out): receivers read leaves' and roots' send buffers directly.
+// Pulled edges (CodegenOptions::pull): receivers read leaves' and roots' send buffers directly.
 CodegenOptions pulling_options(DataType dtype = DataType::f32) {
   CodegenOptions o = small_options(dtype);
-  o.pull_in = o.pull_out = true;
+  o.pull = PullEdges::all;
   return o;
 }
 
@@ -236,7 +237,8 @@ TEST(ScheduleSimulation, PulledAndPushedSchedulesShareBuffersAndVirtualRanks) {
     std::vector<Schedule> schedules;
     for (Collective c : kCollectives)
       for (bool pull : {true, false}) {
-        CodegenOptions o = pull ? pulling_options() : small_options();
+        CodegenOptions o = small_options();
+        o.pull = pull ? PullEdges::all : PullEdges::none;
         o.device_of_rank = block_placement(8, devices);
         schedules.push_back(lower(plan_for("dgx1-v100", c), o));
       }

@@ -71,7 +71,7 @@ std::vector<Case> all_cases() {
 // type each is enough.
 TEST_P(GeneratedKernels, CompileWithPulledEdges) {
   CodegenOptions o;
-  o.pull_in = o.pull_out = true;
+  o.pull = PullEdges::all;
   o.dtype = DataType::bf16;
   expect_compiles(plan(load_topology(GetParam().topology), GetParam().collective), o);
 }

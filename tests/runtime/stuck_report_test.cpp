@@ -52,7 +52,7 @@ TEST(StuckReport, AnOwnerWaitingForItsReaderToFinish) {
   CodegenOptions o;
   o.blocks_per_rank = 1;
   o.chunk_bytes = 1024;
-  o.pull_in = true;
+  o.pull = PullEdges::in;
   const Schedule s = lower(plan(load_topology("h200x2"), Collective::reduce), o);
   // Launch 3: gpu0 saw gpu1 enter (its ready counter is at launch 3), gpu1 still waits for gpu0's "done".
   auto f = counters(s, 3ull << 32);
