@@ -7,7 +7,9 @@
 //  - broadcast-like ("out") edges copy zero-copy into the child's receive buffer; the child first tells the
 //    parent it has entered this launch (grant), the parent raises the child's data counter after each chunk;
 //  - reduce-like ("in") edges write partial results into a FIFO of `fifo_depth` chunk slots in the parent's
-//    scratch; the parent raises the child's credit counter as it drains each slot.
+//    scratch; the parent raises the child's credit counter as it drains each slot;
+//  - pulled edges (CodegenOptions::pull): the receiver reads the sender's send buffer itself, after the sender's
+//    "ready" (e, 0); at the end it raises the sender's "done" (e, 0), which the sender's launch waits for.
 #pragma once
 
 #include <cstdint>

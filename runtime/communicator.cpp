@@ -159,7 +159,7 @@ Plan Communicator::State::plan_for(const CollectiveSpec& spec) {
     check_no_relay_gpus(p, topology);
   }
   if (log.enabled(LogLevel::info, LogSubsys::plan))
-    log.info(LogSubsys::plan, fmt::format("{}{} on {} ({} ranks on {} GPUs): {} trees ({}), predicted algbw {:.1f} GB/s, "
+    log.info(LogSubsys::plan, fmt::format("{}{} on {} ({} ranks on {} GPUs): {} tree(s) ({}), predicted algbw {:.1f} GB/s, "
                                           "bound {:.1f} GB/s",
                                           call_name(spec.collective),
                                           has_root(spec.collective) ? " root " + rank_names[spec.root] : "",

@@ -143,9 +143,12 @@ void add_bench_command(CLI::App& app) {
         auto describe = [&](bool large) {
           CollectiveInfo info;
           const Status i = comm->info(CollectiveSpec{r.collective, o.dtype, o.op, o.root, large}, &info);
-          return i.ok() ? fmt::format("{} trees, chunk {}, {} threads x {} blocks per GPU", info.plan.trees.size(),
+          const std::size_t trees = info.plan.trees.size();
+          const std::string pulled =
+              info.options.pull != PullEdges::none ? ", pulled edges " + to_string(info.options.pull) : "";
+          return i.ok() ? fmt::format("{} tree{}, chunk {}, {} threads x {} blocks per GPU{}", trees, trees == 1 ? "" : "s",
                                       format_byte_size(info.options.chunk_bytes), info.options.threads_per_block,
-                                      fmt::join(info.blocks_per_device, "/"))
+                                      fmt::join(info.blocks_per_device, "/"), pulled)
                         : i.message();
         };
         // Only the kernels this run's sizes use (describing one compiles it).

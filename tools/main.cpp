@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
       "  CANOPY_LOG=info|debug     log each collective's plan, kernel shape and cache entry (CANOPY_LOG_SUBSYS=\n"
       "                            init,plan,jit,run,watchdog picks subsystems)\n"
       "  CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (default 256KiB, 24, 512, 4)\n"
+      "  CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   large-message kernel: from 8MiB per rank, 128 blocks per rank\n"
+      "  CANOPY_PULL=auto|none|in|out|all   edges whose receiver reads the sender's input directly (auto: reduce)\n"
       "  CANOPY_PLAN_FILE          a plan JSON used instead of planning, for its collective\n"
       "  CANOPY_DUMP_DIR           write every prepared collective's plan, schedule, source and manifest there\n"
       "  CANOPY_WATCHDOG_S         report collectives still running after this many seconds (off by default)\n"

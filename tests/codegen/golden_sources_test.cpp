@@ -33,7 +33,8 @@ INSTANTIATE_TEST_SUITE_P(ReferenceCases, GoldenSources,
                          ::testing::Values(GoldenCase{"dgx1-v100", Collective::broadcast},
                                            GoldenCase{"dgx1-v100", Collective::allreduce},
                                            GoldenCase{"hgx-h200", Collective::allgather},
-                                           GoldenCase{"h200x2", Collective::allreduce}),
+                                           GoldenCase{"h200x2", Collective::allreduce},
+                                           GoldenCase{"h200x2", Collective::reduce}),  // pulled edges
                          [](const auto& info) {
                            std::string name = std::string(info.param.topology) + "_" + to_string(info.param.collective);
                            for (char& ch : name)
