@@ -7,8 +7,10 @@
 #include <charconv>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include "dsl/error.hpp"
 #include "dsl/topology_check.hpp"
@@ -20,6 +22,7 @@ namespace {
 constexpr int kMaxErrors = 20;
 constexpr int kMaxGpusStatement = 1024;
 constexpr double kMaxGbps = 1e6;
+constexpr double kMaxLatencyUs = 1e6;
 constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
 
 struct Location {
@@ -225,22 +228,118 @@ class Reader {
     return gbps;
   }
 
+  std::optional<double> latency(const Token& tok) {
+    double us = 0;
+    const char* first = tok.text.data();
+    const char* last = first + tok.text.size();
+    const auto [end, ec] = std::from_chars(first, last, us);
+    if (ec != std::errc() || end != last || !std::isfinite(us)) {
+      error(tok.at, fmt::format("latency must be a number of microseconds per hop (e.g. 0.7 or 2), got '{}'",
+                                tok.text));
+      return std::nullopt;
+    }
+    if (std::signbit(us) || us > kMaxLatencyUs) {
+      error(tok.at, fmt::format("latency must be >= 0 and at most {} microseconds, got '{}'", kMaxLatencyUs,
+                                tok.text));
+      return std::nullopt;
+    }
+    return us;
+  }
+
+  // The words after GBPS: an optional KIND, then NAME=VALUE attributes (only `latency=MICROSECONDS` exists).
+  // Returns false when any is wrong (each problem reported).
+  bool link_options(const std::vector<Token>& t, std::string_view usage, Bandwidth& bw) {
+    bool ok = true;
+    std::optional<Token> first_latency;
+    for (std::size_t i = 4; i < t.size(); ++i) {
+      const Token& tok = t[i];
+      const std::size_t eq = tok.text.find('=');
+      if (eq == std::string_view::npos) {
+        if (i == 4) {  // KIND
+          if (check_name(tok, "link kind"))
+            bw.kind = std::string(tok.text);
+          else
+            ok = false;
+          continue;
+        }
+        if (t[4].text.find('=') != std::string_view::npos && !invalid_name_reason(tok.text)) {
+          error(tok.at, fmt::format("unexpected '{}': KIND comes before attributes; the statement is '{}'", tok.text,
+                                    usage));
+        } else {
+          error(tok.at, fmt::format("unexpected '{}': the statement is '{}'", tok.text, usage));
+        }
+        return false;
+      }
+      const std::string_view name = tok.text.substr(0, eq);
+      const Token value{tok.text.substr(eq + 1), {tok.at.line, tok.at.column + static_cast<int>(eq) + 1}};
+      if (name != "latency") {
+        error(tok.at, fmt::format("unknown attribute '{}' in '{}': the only attribute is latency=MICROSECONDS",
+                                  name, tok.text));
+        ok = false;
+        continue;
+      }
+      if (first_latency) {
+        error(tok.at, fmt::format("latency given twice (first at {}:{}): a link has one latency",
+                                  first_latency->at.line, first_latency->at.column));
+        ok = false;
+        continue;
+      }
+      first_latency = tok;
+      if (const auto us = latency(value))
+        bw.latency_us = *us;
+      else
+        ok = false;
+    }
+    return ok;
+  }
+
   void link_statement(const std::vector<Token>& t, bool both_ways) {
-    const char* usage = both_ways ? "link NODE NODE GBPS [KIND]" : "arc FROM TO GBPS [KIND]";
-    if (!expect_words(t, 4, 5, usage)) return;
+    const char* usage = both_ways ? "link NODE NODE GBPS [KIND] [latency=MICROSECONDS]"
+                                  : "arc FROM TO GBPS [KIND] [latency=MICROSECONDS]";
+    if (!expect_words(t, 4, std::numeric_limits<std::size_t>::max(), usage)) return;
     const auto a = node_named(t[1]);
     const auto b = node_named(t[2]);
     const auto gbps = bandwidth(t[3]);
-    bool kind_ok = t.size() < 5 || check_name(t[4], "link kind");
+    Bandwidth bw;
+    const bool options_ok = link_options(t, usage, bw);
     if (a && b && *a == *b) {
       return error(t[2].at, fmt::format("self-link: '{}' cannot link to itself", t[1].text));
     }
-    if (!a || !b || !gbps || !kind_ok) return;
-    Bandwidth bw{*gbps, t.size() == 5 ? std::string(t[4].text) : std::string()};
-    if (both_ways)
-      topology_->link(*a, *b, bw);
-    else
-      topology_->arc(*a, *b, bw);
+    if (!a || !b || !gbps || !options_ok) return;
+    bw.gbps = *gbps;
+    if (!latency_agrees(*a, *b, bw, t) || (both_ways && !latency_agrees(*b, *a, bw, t))) return;
+    try {
+      if (both_ways)
+        topology_->link(*a, *b, bw);
+      else
+        topology_->arc(*a, *b, bw);
+    } catch (const Error& e) {  // not expected: every check above comes first; still reported at its line
+      return error(t[0].at, e.what());
+    }
+    if (bw.latency_us < 0) return;
+    const Location at = latency_word(t)->at;
+    latency_given_at_.try_emplace({a->index, b->index, bw.kind}, bw.latency_us, at);
+    if (both_ways) latency_given_at_.try_emplace({b->index, a->index, bw.kind}, bw.latency_us, at);
+  }
+
+  // A repeated link adds bandwidth to one arc, which has one latency: a second, different one is an error.
+  bool latency_agrees(NodeId from, NodeId to, const Bandwidth& bw, const std::vector<Token>& t) {
+    if (bw.latency_us < 0) return true;
+    const auto it = latency_given_at_.find(std::make_tuple(from.index, to.index, bw.kind));
+    if (it == latency_given_at_.end() || it->second.first == bw.latency_us) return true;
+    const auto& [first_us, first_at] = it->second;
+    error(latency_word(t)->at,
+          fmt::format("latency {} differs from the {} given at {}:{} for {} -> {}{}: repeated links of one kind add "
+                      "bandwidth and must give the same latency (or none)",
+                      bw.latency_us, first_us, first_at.line, first_at.column, topology_->node(from).name,
+                      topology_->node(to).name, bw.kind.empty() ? "" : " (" + bw.kind + ")"));
+    return false;
+  }
+
+  static const Token* latency_word(const std::vector<Token>& t) {
+    for (std::size_t i = 4; i < t.size(); ++i)
+      if (t[i].text.starts_with("latency=")) return &t[i];
+    return nullptr;
   }
 
   void check_whole() {
@@ -255,6 +354,7 @@ class Reader {
   bool reported_missing_topology_ = false;
   std::map<std::string, Location, std::less<>> declared_at_;
   std::vector<Location> node_at_;  // by node index
+  std::map<std::tuple<int, int, std::string>, std::pair<double, Location>> latency_given_at_;  // (from, to, kind)
   std::string errors_;
   int error_count_ = 0;
 };

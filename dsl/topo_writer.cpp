@@ -30,6 +30,7 @@ std::string write_topo(const Topology& t) {
     out += fmt::format("{} {} {} {}", l.both_ways ? "link" : "arc", t.node(l.a).name, t.node(l.b).name,
                        format_gbps(l.gbps));
     if (!l.kind.empty()) out += " " + l.kind;
+    if (l.latency_us >= 0) out += " latency=" + format_gbps(l.latency_us);  // only when given: unset stays unset
     out += "\n";
   }
   return out;

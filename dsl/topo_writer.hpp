@@ -1,5 +1,6 @@
 // The `.topo` writer: a Topology back to text in canonical form (`gpus N` for a gpu0.. prefix, `link` for
-// symmetric pairs, `arc` otherwise, arcs in sorted order). read_topo(write_topo(t)) == t for every valid t.
+// symmetric pairs, `arc` otherwise, arcs in sorted order, `latency=` only where one was given).
+// read_topo(write_topo(t)) == t for every valid t.
 #pragma once
 
 #include <string>
@@ -10,7 +11,7 @@ namespace canopy {
 
 std::string write_topo(const Topology& topology);
 
-// A bandwidth as .topo writes it: the shortest text that reads back to the same double.
+// A bandwidth (or a latency) as .topo writes it: the shortest text that reads back to the same double.
 std::string format_gbps(double gbps);
 
 }  // namespace canopy

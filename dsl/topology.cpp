@@ -15,6 +15,24 @@ namespace canopy {
 namespace {
 
 constexpr std::size_t kMaxNameLength = 64;
+constexpr double kMaxLatencyUs = 1e6;
+
+bool latency_given(double us) { return us >= 0; }
+
+// The arc (from, to, kind) in sorted `arcs`, or arcs.end().
+std::vector<Arc>::const_iterator find_arc(const std::vector<Arc>& arcs, NodeId from, NodeId to,
+                                          const std::string& kind) {
+  auto it = std::lower_bound(arcs.begin(), arcs.end(), std::tie(from, to, kind),
+                             [](const Arc& a, const auto& k) { return std::tie(a.from, a.to, a.kind) < k; });
+  return it != arcs.end() && it->from == from && it->to == to && it->kind == kind ? it : arcs.end();
+}
+
+// Why a latency cannot be used, or nullopt when it can; `unset_allowed`: a negative value means "not given".
+std::optional<std::string> invalid_latency_reason(double us, bool unset_allowed) {
+  if (std::isfinite(us) && us <= kMaxLatencyUs && (unset_allowed || us >= 0)) return std::nullopt;
+  return fmt::format("latency must be a finite number of microseconds >= 0 and at most {}{}, got {}", kMaxLatencyUs,
+                     unset_allowed ? " (or negative: not given)" : "", us);
+}
 
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || (c >= '0' && c <= '9') || c == '-' || c == '.'; }
@@ -30,6 +48,26 @@ std::optional<std::string> invalid_name_reason(std::string_view name) {
 }
 
 std::string to_string(NodeKind kind) { return kind == NodeKind::gpu ? "gpu" : "switch"; }
+
+Bandwidth Bandwidth::with_latency(double us) const {
+  if (auto why = invalid_latency_reason(us, false)) throw Error("with_latency: " + *why);
+  Bandwidth b = *this;
+  b.latency_us = us + 0.0;  // -0 becomes 0
+  return b;
+}
+
+double default_latency_us(std::string_view kind) {
+  if (kind.starts_with("nvlink")) return 0.7;
+  if (kind.starts_with("pcie")) return 1.2;
+  if (kind == "qpi" || kind == "xgmi") return 0.6;
+  if (kind == "ib") return 2.0;
+  if (kind == "eth") return 5.0;
+  return 1.0;
+}
+
+double latency_of(const Arc& arc) {
+  return latency_given(arc.latency_us) ? arc.latency_us : default_latency_us(arc.kind);
+}
 
 Topology::Topology(std::string name) : name_(std::move(name)) {
   if (auto why = invalid_name_reason(name_)) throw Error(fmt::format("invalid topology name '{}': {}", name_, *why));
@@ -62,31 +100,55 @@ void Topology::check_id(NodeId id, const char* what) const {
                             name_, nodes_.size()));
 }
 
-Topology& Topology::arc(NodeId from, NodeId to, const Bandwidth& bandwidth) {
+void Topology::check_arc(NodeId from, NodeId to, const Bandwidth& bandwidth) const {
   check_id(from, "arc");
   check_id(to, "arc");
   if (from == to) throw Error(fmt::format("self-link: '{}' cannot link to itself", node(from).name));
   if (!std::isfinite(bandwidth.gbps) || bandwidth.gbps <= 0)
     throw Error(fmt::format("link {} -> {}: bandwidth must be a finite number of GB/s > 0, got {}", node(from).name,
                             node(to).name, bandwidth.gbps));
+  if (auto why = invalid_latency_reason(bandwidth.latency_us, true))
+    throw Error(fmt::format("link {} -> {}: {}", node(from).name, node(to).name, *why));
   if (!bandwidth.kind.empty()) {
     if (auto why = invalid_name_reason(bandwidth.kind))
       throw Error(fmt::format("invalid link kind '{}': {}", bandwidth.kind, *why));
   }
-  auto key = std::tie(from, to, bandwidth.kind);
-  auto it = std::lower_bound(arcs_.begin(), arcs_.end(), key,
-                             [](const Arc& a, const auto& k) { return std::tie(a.from, a.to, a.kind) < k; });
-  if (it != arcs_.end() && std::tie(it->from, it->to, it->kind) == key) {
-    it->gbps += bandwidth.gbps;  // repeated links add up
-  } else {
-    arcs_.insert(it, Arc{from, to, bandwidth.kind, bandwidth.gbps});
+  // A repeated link adds bandwidth to one arc, which has one latency.
+  if (!latency_given(bandwidth.latency_us)) return;
+  const auto it = find_arc(arcs_, from, to, bandwidth.kind);
+  if (it != arcs_.end() && latency_given(it->latency_us) && it->latency_us != bandwidth.latency_us + 0.0) {
+    throw Error(fmt::format("link {} -> {}{}: latency {} differs from the {} microseconds given before; repeated "
+                            "links of one kind add bandwidth and must give the same latency (or none)",
+                            node(from).name, node(to).name,
+                            bandwidth.kind.empty() ? "" : fmt::format(" ({})", bandwidth.kind), bandwidth.latency_us,
+                            it->latency_us));
   }
+}
+
+void Topology::add_arc(NodeId from, NodeId to, const Bandwidth& bandwidth) {
+  const double latency = latency_given(bandwidth.latency_us) ? bandwidth.latency_us + 0.0 : -1;  // one "not given"
+  auto it = std::lower_bound(arcs_.begin(), arcs_.end(), std::tie(from, to, bandwidth.kind),
+                             [](const Arc& a, const auto& k) { return std::tie(a.from, a.to, a.kind) < k; });
+  if (it != arcs_.end() && it->from == from && it->to == to && it->kind == bandwidth.kind) {
+    it->gbps += bandwidth.gbps;  // repeated links add up
+    if (latency_given(latency)) it->latency_us = latency;  // check_arc made sure it agrees with any given before
+  } else {
+    arcs_.insert(it, Arc{from, to, bandwidth.kind, bandwidth.gbps, latency});
+  }
+}
+
+Topology& Topology::arc(NodeId from, NodeId to, const Bandwidth& bandwidth) {
+  check_arc(from, to, bandwidth);
+  add_arc(from, to, bandwidth);
   return *this;
 }
 
 Topology& Topology::link(NodeId a, NodeId b, const Bandwidth& bandwidth) {
-  arc(a, b, bandwidth);
-  return arc(b, a, bandwidth);
+  check_arc(a, b, bandwidth);  // both directions before either is added
+  check_arc(b, a, bandwidth);
+  add_arc(a, b, bandwidth);
+  add_arc(b, a, bandwidth);
+  return *this;
 }
 
 void Topology::validate() const {
@@ -130,9 +192,9 @@ std::vector<LinkView> paired_links(const Topology& t) {
       return std::tie(x.from, x.to, x.kind) < std::tie(k.to, k.from, k.kind);
     });
     const bool both = it != arcs.end() && it->from == a.to && it->to == a.from && it->kind == a.kind &&
-                      it->gbps == a.gbps && !used[it - arcs.begin()];
+                      it->gbps == a.gbps && it->latency_us == a.latency_us && !used[it - arcs.begin()];
     if (both) used[it - arcs.begin()] = 1;
-    links.push_back({a.from, a.to, a.kind, a.gbps, both});
+    links.push_back({a.from, a.to, a.kind, a.gbps, both, a.latency_us});
   }
   return links;
 }

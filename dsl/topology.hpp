@@ -6,10 +6,12 @@
 //   t.link(g[0], g[3], canopy::nvlink2 * 2);   // two NVLink2 lanes, 50 GB/s each way
 //   t.link(g[0], pcie0, canopy::pcie3);
 //   t.arc(g[4], g[5], {12.5, "nvlink2"});     // one direction only (a degraded lane)
+//   t.link(g[1], pcie0, canopy::pcie3.with_latency(1.5));  // with a per-hop latency in µs (optional)
 //   t.validate();                              // every GPU reaches every other GPU
 //
 // Bandwidths are GB/s (1e9 bytes/s) per direction. Repeated links between the same nodes with the same kind add
-// up. The same model is written as text in `.topo` files (dsl/topo_reader.hpp, docs/topology.md).
+// up (and must agree on latency). A link given no latency gets default_latency_us(kind) wherever one is needed.
+// The same model is written as text in `.topo` files (dsl/topo_reader.hpp, docs/topology.md).
 #pragma once
 
 #include <compare>
@@ -34,10 +36,15 @@ struct NodeId {
   friend auto operator<=>(const NodeId&, const NodeId&) = default;
 };
 
-// A bandwidth with the link kind it comes from, e.g. `nvlink2 * 2` = {50, "nvlink2"}.
+// A bandwidth with the link kind it comes from, e.g. `nvlink2 * 2` = {50, "nvlink2"}, and optionally the
+// latency of one hop over it: `(nvlink2 * 2).with_latency(0.9)` = {50, "nvlink2", 0.9}.
 struct Bandwidth {
   double gbps = 0;
-  std::string kind;  // informative: "nvlink2", "pcie4", "ib", ... (may be empty)
+  std::string kind;        // informative: "nvlink2", "pcie4", "ib", ... (may be empty)
+  double latency_us = -1;  // µs per hop; negative: not given (default_latency_us(kind) applies)
+
+  // A copy with the latency given; throws canopy::Error unless 0 <= us <= 1e6.
+  Bandwidth with_latency(double us) const;
 };
 
 // One lane (or one x16 slot) of a known interconnect; multiply by a lane count.
@@ -46,6 +53,7 @@ struct LinkType {
   double gbps;  // per direction
   Bandwidth operator*(int lanes) const { return {gbps * lanes, kind}; }
   operator Bandwidth() const { return {gbps, kind}; }  // NOLINT: a LinkType is one lane's Bandwidth
+  Bandwidth with_latency(double us) const { return Bandwidth(*this).with_latency(us); }
 };
 
 // Nominal per-direction figures (see docs/topology.md for their sources).
@@ -66,8 +74,17 @@ struct Arc {
   NodeId to;
   std::string kind;
   double gbps = 0;
+  double latency_us = -1;  // µs per hop as given; negative: not given (see latency_of)
   friend bool operator==(const Arc&, const Arc&) = default;
 };
+
+// The nominal latency of one hop over a link of this kind, in µs, for links given none: `nvlink*` 0.7, `pcie*` 1.2,
+// `qpi` and `xgmi` 0.6, `ib` 2.0, `eth` 5.0, anything else (the empty kind included) 1.0. These are starting
+// points that the simulator calibrates against measurements, not measured figures.
+double default_latency_us(std::string_view kind);
+
+// The arc's latency as given, else default_latency_us(arc.kind).
+double latency_of(const Arc& arc);
 
 class Topology {
  public:
@@ -80,7 +97,9 @@ class Topology {
   std::vector<NodeId> gpus(int count);  // gpu0 .. gpu{count-1}
   NodeId relay(std::string name);
 
-  // Linking nodes: `link` adds both directions, `arc` one. Bandwidth must be finite and > 0.
+  // Linking nodes: `link` adds both directions, `arc` one. Bandwidth must be finite and > 0; a latency, when given
+  // (>= 0), at most 1e6 µs. Repeating a link of the same kind adds its bandwidth; the latencies must then be equal
+  // or given once (the given one is kept). A refused call leaves the topology unchanged.
   Topology& link(NodeId a, NodeId b, const Bandwidth& bandwidth);
   Topology& arc(NodeId from, NodeId to, const Bandwidth& bandwidth);
 
@@ -100,20 +119,23 @@ class Topology {
  private:
   NodeId add_node(std::string name, NodeKind kind);
   void check_id(NodeId id, const char* what) const;
+  void check_arc(NodeId from, NodeId to, const Bandwidth& bandwidth) const;  // throws what arc() would refuse
+  void add_arc(NodeId from, NodeId to, const Bandwidth& bandwidth);          // after check_arc
 
   std::string name_;
   std::vector<Node> nodes_;
   std::vector<Arc> arcs_;
 };
 
-// An arc, or a pair of opposite arcs with equal kind and bandwidth folded into one bidirectional link: how .topo,
-// tables and pictures show links. `paired_links` lists them in the sorted order of their first arc.
+// An arc, or a pair of opposite arcs with equal kind, bandwidth and latency folded into one bidirectional link: how
+// .topo, tables and pictures show links. `paired_links` lists them in the sorted order of their first arc.
 struct LinkView {
   NodeId a;
   NodeId b;
   std::string kind;
   double gbps = 0;
   bool both_ways = false;  // true: a <-> b at gbps each way; false: a -> b only
+  double latency_us = -1;  // as in Arc: negative when not given
 };
 std::vector<LinkView> paired_links(const Topology& topology);
 

@@ -103,7 +103,8 @@ Topology select_gpus(const Topology& t, const std::vector<NodeId>& gpus) {
     new_id[i] = node.kind == NodeKind::gpu ? sub.gpu(node.name) : sub.relay(node.name);
   }
   for (const Arc& a : t.arcs())
-    if (keep[a.from.index] && keep[a.to.index]) sub.arc(new_id[a.from.index], new_id[a.to.index], {a.gbps, a.kind});
+    if (keep[a.from.index] && keep[a.to.index])
+      sub.arc(new_id[a.from.index], new_id[a.to.index], {a.gbps, a.kind, a.latency_us});
 
   const auto problems = find_problems(sub);
   if (!problems.empty()) {

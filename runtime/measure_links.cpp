@@ -297,7 +297,7 @@ Topology apply_copy_rates(const Topology& nominal, const std::vector<CopyRate>& 
       measured_topology.relay(node.name);
   for (std::size_t i = 0; i < nominal.arcs().size(); ++i) {
     const Arc& a = nominal.arcs()[i];
-    measured_topology.arc(a.from, a.to, {gbps[i], a.kind});
+    measured_topology.arc(a.from, a.to, {gbps[i], a.kind, a.latency_us});  // copies measure bandwidth only
   }
   measured_topology.validate();
   return measured_topology;

@@ -44,6 +44,40 @@ TEST(TopoReader, AcceptsTabsCarriageReturnsAndNoFinalNewline) {
   EXPECT_EQ(a, b);
 }
 
+TEST(TopoReader, ReadsLatencyWithOrWithoutKind) {
+  const Topology t = read_topo(
+      "topology t\n"
+      "gpus 3\n"
+      "link gpu0 gpu1 25 latency=0.9\n"
+      "link gpu0 gpu1 25 nvlink2 latency=0.7   # another kind: its own latency\n"
+      "arc gpu1 gpu2 12.5 pcie4 latency=1e-1\n"
+      "arc gpu2 gpu1 12.5 pcie4 latency=0\n"
+      "link gpu0 gpu2 10 ib\n",
+      "latency.topo");
+  const auto g0 = *t.find("gpu0"), g1 = *t.find("gpu1"), g2 = *t.find("gpu2");
+  EXPECT_THAT(t.arcs(), ::testing::Contains(Arc{g0, g1, "", 25, 0.9}));
+  EXPECT_THAT(t.arcs(), ::testing::Contains(Arc{g1, g0, "", 25, 0.9}));
+  EXPECT_THAT(t.arcs(), ::testing::Contains(Arc{g0, g1, "nvlink2", 25, 0.7}));
+  EXPECT_THAT(t.arcs(), ::testing::Contains(Arc{g1, g2, "pcie4", 12.5, 0.1}));
+  EXPECT_THAT(t.arcs(), ::testing::Contains(Arc{g2, g1, "pcie4", 12.5, 0}));
+  EXPECT_THAT(t.arcs(), ::testing::Contains(Arc{g0, g2, "ib", 10, -1}));  // not given
+  EXPECT_EQ(t.arcs().size(), 2u + 2 + 1 + 1 + 2);
+}
+
+TEST(TopoReader, RepeatedLinksKeepTheOneLatencyGiven) {
+  // Given once, before or after unset repeats: kept. Given again with the same value: fine.
+  const Topology t = read_topo(
+      "topology t\n"
+      "gpus 2\n"
+      "link gpu0 gpu1 25 nvlink2\n"
+      "link gpu0 gpu1 25 nvlink2 latency=0.75\n"
+      "link gpu0 gpu1 25 nvlink2\n"
+      "arc gpu1 gpu0 25 nvlink2 latency=0.75\n",
+      "repeat.topo");
+  const auto g0 = *t.find("gpu0"), g1 = *t.find("gpu1");
+  EXPECT_EQ(t.arcs(), (std::vector<Arc>{{g0, g1, "nvlink2", 75, 0.75}, {g1, g0, "nvlink2", 100, 0.75}}));
+}
+
 TEST(TopoReader, ReadsEveryShippedTopologyWithTheExpectedShape) {
   struct Expect {
     const char* name;

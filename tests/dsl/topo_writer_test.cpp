@@ -1,6 +1,7 @@
 // The .topo writer: canonical text, and read(write(t)) == t for shipped and random topologies.
 #include <gtest/gtest.h>
 
+#include "dsl/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "dsl/topo_reader.hpp"
 #include "dsl/topo_writer.hpp"
@@ -30,6 +31,43 @@ TEST(TopoWriter, WritesCanonicalText) {
             "arc gpu1 odd 12.5\n"
             "arc odd gpu1 10\n"
             "link odd sw0 31.5 pcie4\n");
+}
+
+TEST(TopoWriter, WritesLatencyOnlyWhereGiven) {
+  Topology t("lat");
+  auto g = t.gpus(3);
+  t.link(g[0], g[1], (nvlink2 * 2).with_latency(0.7));
+  t.link(g[1], g[2], {10, "", 1.0 / 3.0});  // no kind: latency follows GBPS
+  t.link(g[0], g[2], pcie4);                 // none given: none written
+  t.arc(g[2], g[0], {5, "ib", 2});           // a second kind between the same nodes
+  t.arc(g[0], g[2], {5, "ib", 2.5});         // opposite arcs with different latencies stay two arcs
+  const std::string text = write_topo(t);
+  EXPECT_EQ(text,
+            "topology lat\n"
+            "gpus 3\n"
+            "\n"
+            "link gpu0 gpu1 50 nvlink2 latency=0.7\n"
+            "arc gpu0 gpu2 5 ib latency=2.5\n"
+            "link gpu0 gpu2 31.5 pcie4\n"
+            "link gpu1 gpu2 10 latency=0.3333333333333333\n"
+            "arc gpu2 gpu0 5 ib latency=2\n");
+  const Topology again = read_topo(text, "lat.topo");
+  EXPECT_EQ(again, t);
+  EXPECT_EQ(write_topo(again), text);
+}
+
+TEST(TopoWriter, LatencyTellsOtherwiseEqualTopologiesApart) {
+  auto make = [](Bandwidth bw) {
+    Topology t("t");
+    auto g = t.gpus(2);
+    t.link(g[0], g[1], bw);
+    return t;
+  };
+  EXPECT_EQ(make(nvlink2), make(nvlink2));
+  EXPECT_NE(make(nvlink2), make(nvlink2.with_latency(0.7)));  // given differs from not given, even at the default
+  EXPECT_NE(make(nvlink2.with_latency(0.7)), make(nvlink2.with_latency(0.8)));
+  EXPECT_EQ(make(nvlink2.with_latency(0)), make(nvlink2.with_latency(-0.0)));
+  EXPECT_EQ(make({25, "nvlink2", -1}), make({25, "nvlink2", -7}));  // every negative means "not given"
 }
 
 TEST(TopoWriter, RoundTripsEveryShippedTopology) {
@@ -67,8 +105,15 @@ TEST(TopoWriter, RoundTripsRandomTopologies) {
     for (int e = 0; e < 3 * n; ++e) {
       const NodeId a = nodes[rng() % n], b = nodes[rng() % n];
       if (a == b) continue;
-      const Bandwidth bw{0.001 * static_cast<double>(1 + rng() % 100000), kinds[rng() % 4]};
-      if (rng() % 2) t.link(a, b, bw); else t.arc(a, b, bw);
+      // A latency on about half the links; one already given for this arc may not change, so reuse a per-kind value.
+      const int kind = static_cast<int>(rng() % 4);
+      const double latency = rng() % 2 ? -1 : 0.25 * (kind + 1) + 0.01 * static_cast<double>(rng() % 3);
+      const Bandwidth bw{0.001 * static_cast<double>(1 + rng() % 100000), kinds[kind], latency};
+      try {
+        if (rng() % 2) t.link(a, b, bw); else t.arc(a, b, bw);
+      } catch (const Error&) {
+        // a latency that differs from the one this arc was given before: refused, and nothing added
+      }
     }
     // Connect everything both ways so the result is valid to read back.
     for (int i = 1; i < n; ++i) t.link(nodes[i - 1], nodes[i], {1.0 / 3.0, "ring"});

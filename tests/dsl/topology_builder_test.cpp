@@ -69,6 +69,81 @@ TEST(TopologyBuilder, LinkTypesMultiplyByLanes) {
   EXPECT_DOUBLE_EQ(one.gbps, 63);
 }
 
+TEST(TopologyBuilder, LatencyIsOptionalAndGivenWithWithLatency) {
+  Topology t("t");
+  auto g = t.gpus(3);
+  t.link(g[0], g[1], nvlink2 * 2);                     // unchanged: no latency
+  t.link(g[1], g[2], (nvlink2 * 2).with_latency(0.9));  // a Bandwidth's copy with a latency
+  t.arc(g[2], g[0], pcie4.with_latency(1.5));           // a lane constant's
+  t.arc(g[0], g[2], {12.5, "ib", 2.25});                // or in the braces
+  EXPECT_EQ(t.arcs()[0], (Arc{g[0], g[1], "nvlink2", 50, -1}));
+  EXPECT_EQ(t.arcs()[1], (Arc{g[0], g[2], "ib", 12.5, 2.25}));
+  EXPECT_EQ(t.arcs()[3], (Arc{g[1], g[2], "nvlink2", 50, 0.9}));
+  EXPECT_EQ(t.arcs()[4], (Arc{g[2], g[0], "pcie4", 31.5, 1.5}));
+  EXPECT_EQ((nvlink2 * 2).latency_us, -1);
+  const Bandwidth b = nvlink4.with_latency(0);
+  EXPECT_EQ(b.latency_us, 0);
+  EXPECT_EQ(b.gbps, 26.5625);
+  EXPECT_EQ(b.kind, "nvlink4");
+}
+
+TEST(TopologyBuilder, DefaultLatencyFollowsTheKind) {
+  EXPECT_EQ(default_latency_us("nvlink2"), 0.7);
+  EXPECT_EQ(default_latency_us("nvlink"), 0.7);
+  EXPECT_EQ(default_latency_us("pcie5"), 1.2);
+  EXPECT_EQ(default_latency_us("qpi"), 0.6);
+  EXPECT_EQ(default_latency_us("xgmi"), 0.6);
+  EXPECT_EQ(default_latency_us("ib"), 2.0);
+  EXPECT_EQ(default_latency_us("eth"), 5.0);
+  EXPECT_EQ(default_latency_us(""), 1.0);
+  EXPECT_EQ(default_latency_us("ring"), 1.0);
+  EXPECT_EQ(default_latency_us("ibx"), 1.0);  // ib, eth, qpi and xgmi are whole names, not prefixes
+  EXPECT_EQ(latency_of(Arc{NodeId{0}, NodeId{1}, "pcie4", 31.5}), 1.2);
+  EXPECT_EQ(latency_of(Arc{NodeId{0}, NodeId{1}, "pcie4", 31.5, 3}), 3);
+  EXPECT_EQ(latency_of(Arc{NodeId{0}, NodeId{1}, "pcie4", 31.5, 0}), 0);
+}
+
+TEST(TopologyBuilder, RepeatedLinksMustAgreeOnLatency) {
+  Topology t("t");
+  auto g = t.gpus(2);
+  t.link(g[0], g[1], nvlink2).link(g[0], g[1], nvlink2.with_latency(0.8)).link(g[0], g[1], nvlink2);
+  t.link(g[0], g[1], nvlink2.with_latency(0.8));  // the same value again is fine
+  t.link(g[0], g[1], pcie3.with_latency(2));      // another kind has its own
+  EXPECT_EQ(t.arcs()[0], (Arc{g[0], g[1], "nvlink2", 100, 0.8}));
+  EXPECT_EQ(t.arcs()[1], (Arc{g[0], g[1], "pcie3", 15.75, 2}));
+  const Topology before = t;
+  try {
+    t.link(g[1], g[0], nvlink2.with_latency(0.5));
+    FAIL() << "0.5 differs from 0.8";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("link gpu1 -> gpu0 (nvlink2): latency 0.5 differs from the 0.8 microseconds "
+                                    "given before"));
+  }
+  // Only the reverse direction disagrees: the forward arc must not have been added either.
+  t.arc(g[0], g[1], {25, "x", 1});
+  t.arc(g[1], g[0], {25, "x", 2});
+  const Topology with_x = t;
+  EXPECT_THROW(t.link(g[0], g[1], {25, "x", 1}), Error);
+  EXPECT_EQ(t, with_x) << "a refused link must leave both directions unchanged";
+  EXPECT_NE(before, with_x);
+}
+
+TEST(TopologyBuilder, PairedLinksFoldOnlyEqualLatencies) {
+  Topology t("t");
+  auto g = t.gpus(3);
+  t.link(g[0], g[1], nvlink2.with_latency(0.7));
+  t.arc(g[1], g[2], {25, "nvlink2", 0.7});
+  t.arc(g[2], g[1], {25, "nvlink2"});  // not given: not the same as 0.7
+  const auto links = paired_links(t);
+  ASSERT_EQ(links.size(), 3u);
+  EXPECT_TRUE(links[0].both_ways);
+  EXPECT_EQ(links[0].latency_us, 0.7);
+  EXPECT_FALSE(links[1].both_ways);
+  EXPECT_EQ(links[1].latency_us, 0.7);
+  EXPECT_FALSE(links[2].both_ways);
+  EXPECT_EQ(links[2].latency_us, -1);
+}
+
 TEST(TopologyBuilder, RefusesMistakesWithMessagesThatNameThem) {
   Topology t("t");
   auto g = t.gpus(2);
@@ -90,6 +165,15 @@ TEST(TopologyBuilder, RefusesMistakesWithMessagesThatNameThem) {
   expect_error([&] { t.gpu(""); }, "cannot be empty");
   expect_error([&] { t.link(g[0], NodeId{7}, nvlink2); }, "node id 7 does not belong to topology 't'");
   expect_error([&] { t.link(g[0], g[1], {25, "nv link"}); }, "invalid link kind 'nv link'");
+  expect_error([&] { t.link(g[0], g[1], {25, "x", std::nan("")}); },
+               "link gpu0 -> gpu1: latency must be a finite number of microseconds >= 0 and at most 1000000 (or "
+               "negative: not given), got nan");
+  expect_error([&] { t.link(g[0], g[1], {25, "x", INFINITY}); }, "got inf");
+  expect_error([&] { t.arc(g[0], g[1], {25, "x", -INFINITY}); }, "got -inf");
+  expect_error([&] { t.link(g[0], g[1], {25, "x", 1e6 + 1}); }, "got 1000001");
+  expect_error([&] { (void)nvlink2.with_latency(-1); },
+               "with_latency: latency must be a finite number of microseconds >= 0 and at most 1000000, got -1");
+  expect_error([&] { (void)(nvlink2 * 2).with_latency(std::nan("")); }, "got nan");
   expect_error([&] { t.gpus(0); }, "between 1 and");
   expect_error([] { Topology bad("has space"); }, "invalid topology name 'has space'");
   EXPECT_TRUE(t.arcs().empty()) << "a refused call must leave the topology unchanged";

@@ -76,6 +76,25 @@ TEST(SelectGpus, RefusesGpusThatCannotReachEachOtherWithoutTheOthers) {
   }
 }
 
+TEST(SelectGpus, CarriesLatencies) {
+  Topology t("t");
+  auto g = t.gpus(3);
+  auto sw = t.relay("sw0");
+  t.link(g[0], g[1], nvlink2.with_latency(0.9));
+  t.link(g[1], g[2], nvlink2);
+  for (auto gpu : g) t.link(gpu, sw, pcie4.with_latency(1.25));
+  t.arc(g[0], g[2], {5, "ib", 3});
+  const Topology sub = select_gpus(t, {g[0], g[2]});
+  const auto s0 = *sub.find("gpu0"), s2 = *sub.find("gpu2"), ssw = *sub.find("sw0");
+  EXPECT_EQ(sub.arcs(), (std::vector<Arc>{{s0, s2, "ib", 5, 3},
+                                          {s0, ssw, "pcie4", 31.5, 1.25},
+                                          {s2, ssw, "pcie4", 31.5, 1.25},
+                                          {ssw, s0, "pcie4", 31.5, 1.25},
+                                          {ssw, s2, "pcie4", 31.5, 1.25}}));
+  const Topology pair = select_gpus(t, {g[0], g[1]});
+  EXPECT_EQ(pair.arcs().front(), (Arc{*pair.find("gpu0"), *pair.find("gpu1"), "nvlink2", 25, 0.9}));
+}
+
 TEST(SelectGpus, AOneGpuAllocationIsValid) {
   const Topology t = load_topology("h200x2");
   const Topology one = select_gpus(t, parse_gpu_list(t, "1"));
