@@ -23,14 +23,14 @@ std::vector<Collective> parse_collectives(const std::string& text) {
   return out;
 }
 
+}  // namespace
+
 std::string size_text(std::uint64_t b) {
   if (b >= (1ull << 30) && b % (1ull << 30) == 0) return fmt::format("{}G", b >> 30);
   if (b >= (1ull << 20) && b % (1ull << 20) == 0) return fmt::format("{}M", b >> 20);
   if (b >= 1024 && b % 1024 == 0) return fmt::format("{}K", b >> 10);
   return fmt::format("{}", b);
 }
-
-}  // namespace
 
 void add_bench_command(CLI::App& app) {
   struct Args {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <string>
 
 #include "codegen/codegen_options.hpp"
@@ -17,6 +18,7 @@ void add_compile_command(CLI::App& app);  // compile.cpp
 void add_cache_command(CLI::App& app);    // cache.cpp
 void add_bench_command(CLI::App& app);    // bench.cpp
 void add_detect_command(CLI::App& app);   // detect.cpp
+void add_simulate_command(CLI::App& app);  // simulate.cpp
 void add_topo_list(CLI::App& topo);    // topo_list.cpp
 void add_topo_show(CLI::App& topo);    // topo_show.cpp
 void add_topo_check(CLI::App& topo);   // topo_check.cpp
@@ -36,6 +38,9 @@ Collective collective_option(const std::string& name);
 // The values of `--dtype` and `--op`, or a canopy::Error listing the names (topology_option.cpp).
 DataType dtype_option(const std::string& name);
 ReduceOp op_option(const std::string& name);
+
+// A message size as nccl-tests prints it: 8, 64K, 256M, 1G (bench.cpp).
+std::string size_text(std::uint64_t bytes);
 
 // Writes `text` to `path` ("-" = stdout), as a canopy::Error naming the path when it cannot.
 void write_output(const std::string& path, const std::string& text);

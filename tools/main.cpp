@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   canopy::cli::add_cache_command(app);
   canopy::cli::add_detect_command(app);
   canopy::cli::add_bench_command(app);
+  canopy::cli::add_simulate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,104 @@
+// `canopy simulate` as users run it: the table, the JSON rows of DESIGN.md's shape, CSV, the SVG plot, link
+// utilisation, and precise errors for bad options.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/test_util.hpp"
+
+namespace canopy {
+namespace {
+
+using ::testing::HasSubstr;
+
+testing::CommandRun canopy(const std::string& args) {
+  return testing::run_command(std::string(CANOPY_CLI) + " " + args + " 2>&1");
+}
+
+std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(SimulateCli, TablePredictsCanopyAndRings) {
+  const testing::CommandRun r = canopy("simulate -t dgx1-v100 -g 0,1,4 -c broadcast --sizes 1M,1G");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("broadcast on dgx1-v100 (3 ranks, root gpu0)"));
+  EXPECT_THAT(r.output, HasSubstr("ring(us)"));
+  EXPECT_THAT(r.output, HasSubstr("      1G "));
+}
+
+TEST(SimulateCli, JsonCsvAndPlotFiles) {
+  const auto dir = std::filesystem::temp_directory_path() / ("canopy-simulate-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const testing::CommandRun r =
+      canopy("simulate -t h200x2 -c allreduce --sizes 64K:1M --chunk 256KiB --json " + (dir / "rows.json").string() +
+             " --csv " + (dir / "rows.csv").string() + " --plot " + (dir / "busbw.svg").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("tree(us)")) << "allreduce shows NCCL's double binary tree";
+  const nlohmann::json rows = nlohmann::json::parse(slurp(dir / "rows.json"));
+  ASSERT_EQ(rows.size(), 5u);  // 64K 128K 256K 512K 1M
+  for (const char* key :
+       {"bytes", "time_us", "algbw_GBps", "busbw_GBps", "ring_time_us", "ring_busbw_GBps", "speedup", "chunk_bytes"})
+    EXPECT_TRUE(rows[0].contains(key)) << key;
+  EXPECT_EQ(rows[0].size(), 8u) << "exactly the row keys DESIGN.md lists";
+  EXPECT_EQ(rows[4]["bytes"], 1 << 20);
+  EXPECT_EQ(rows[4]["chunk_bytes"], 256 << 10);
+  EXPECT_GT(rows[4]["busbw_GBps"].get<double>(), rows[0]["busbw_GBps"].get<double>());
+  const std::string csv = slurp(dir / "rows.csv");
+  EXPECT_EQ(csv.rfind("bytes,time_us,algbw_GBps,busbw_GBps,ring_time_us,ring_"
+                      "busbw_GBps,speedup,chunk_bytes\n",
+                      0),
+            0u);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 6);
+  const std::string svg = slurp(dir / "busbw.svg");
+  EXPECT_THAT(svg, HasSubstr("<svg"));
+  EXPECT_EQ(static_cast<int>(std::count(svg.begin(), svg.end(), '\n') > 20), 1);
+  EXPECT_THAT(svg, HasSubstr("<polyline"));
+  EXPECT_THAT(svg, HasSubstr("NCCL-style rings"));
+  EXPECT_THAT(svg, HasSubstr("</svg>"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SimulateCli, LinksShowUtilisationOverTime) {
+  const testing::CommandRun r = canopy("simulate -t dgx1-v100 -c allgather --sizes 64M --links");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("link utilisation over the run"));
+  EXPECT_THAT(r.output, HasSubstr("gpu0 -> gpu1"));
+}
+
+TEST(SimulateCli, LatencyFromTheTopoFileCounts) {
+  const auto dir = std::filesystem::temp_directory_path() / ("canopy-simulate-lat-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (const char* latency : {"0", "50"}) {
+    std::ofstream(dir / (std::string("l") + latency + ".topo"))
+        << "topology pair\ngpus 2\nlink gpu0 gpu1 100 nvlink4 latency=" << latency << "\n";
+  }
+  auto time_of = [&](const char* latency) {
+    const testing::CommandRun r = canopy("simulate -t " + (dir / (std::string("l") + latency + ".topo")).string() +
+                                         " -c broadcast --sizes 8 --json -");
+    EXPECT_EQ(r.status, 0) << r.output;
+    return nlohmann::json::parse(r.output)[0]["time_us"].get<double>();  // stdout holds the JSON alone
+  };
+  EXPECT_NEAR(time_of("50") - time_of("0"), 50, 0.01);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(SimulateCli, BadOptionsNameTheFix) {
+  EXPECT_THAT(canopy("simulate -t dgx1-v100 -c allreduce --chunk 12zz").output, HasSubstr("--chunk '12zz'"));
+  EXPECT_THAT(canopy("simulate -t dgx1-v100 -c allsum").output, HasSubstr("--collective 'allsum'"));
+  EXPECT_THAT(canopy("simulate -t dgx1-v100 -c allreduce --launch-us -1").output, HasSubstr("at least 0"));
+  const testing::CommandRun tiny = canopy("simulate -t dgx1-v100 -c allreduce --sizes 1G --chunk 1KiB");
+  EXPECT_EQ(tiny.status, 1);
+  EXPECT_THAT(tiny.output, HasSubstr("use a chunk of at least"));
+  EXPECT_THAT(canopy("simulate --help").output, HasSubstr("speedup = ring time / Canopy time"));
+}
+
+}  // namespace
+}  // namespace canopy

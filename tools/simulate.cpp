@@ -1,0 +1,213 @@
+// `canopy simulate`: predicted time of Canopy's plan and of NCCL-style rings (and, for allreduce, NCCL's double binary
+// tree) over a range of sizes, from the topology alone (planner/simulate.hpp).
+#include "planner/simulate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "dsl/error.hpp"
+#include "planner/planner.hpp"
+#include "planner/ring_baseline.hpp"
+#include "runtime/benchmark.hpp"
+#include "tools/commands.hpp"
+#include "tools/svg_plot.hpp"
+
+namespace canopy::cli {
+namespace {
+
+struct Row {
+  std::uint64_t bytes = 0;
+  SimResult ours, rings;
+  std::optional<SimResult> tree;  // allreduce: NCCL's double binary tree
+};
+
+// Ten slices of a link's busy share over the run, one digit each (0 idle .. 9
+// at least 90 % busy).
+std::string busy_digits(const LinkTimeline& tl, double end_us) {
+  std::string out;
+  for (int k = 0; k < 10; ++k) {
+    const double lo = end_us * k / 10, hi = end_us * (k + 1) / 10;
+    double busy = 0;
+    for (const LinkTimeline::Segment& s : tl.segments)
+      busy += s.utilisation * std::max(0.0, std::min(hi, s.end_us) - std::max(lo, s.begin_us));
+    out += static_cast<char>('0' + std::min(9, static_cast<int>(busy / (hi - lo) * 10)));
+  }
+  return out;
+}
+
+std::string links_table(const SimResult& r, const std::string& who) {
+  std::string out = fmt::format(
+      "\n# {}: link utilisation over the run ({:.1f} "
+      "us), ten slices 0 (idle) .. 9 (>= 90 %)\n",
+      who, r.time_us);
+  out += fmt::format("{:<24} {:>9} {:>7}  {}\n", "link", "GB/s", "busy", "over time");
+  for (std::size_t l = 0; l < r.links.size(); ++l) {
+    const double mean = r.time_us > 0 ? r.timelines[l].busy_bytes / (r.links[l].gbps * 1e3 * r.time_us) : 0;
+    if (r.timelines[l].busy_bytes <= 0) continue;
+    out += fmt::format("{:<24} {:>9.2f} {:>6.1f}%  {}\n", r.links[l].from + " -> " + r.links[l].to, r.links[l].gbps,
+                       100 * mean, busy_digits(r.timelines[l], r.time_us));
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  struct Args {
+    TopologyArgs topology;
+    std::string collective;
+    std::string root;
+    std::string sizes = "1K:1G";
+    std::string chunk = "auto";
+    double launch_us = SimOptions{}.launch_us;
+    double chunk_cost_us = SimOptions{}.chunk_cost_us;
+    double latency_scale = 1;
+    std::string json, csv, plot;
+    bool links = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("simulate",
+                                     "predict a collective's time from the topology: Canopy's trees beside "
+                                     "NCCL-style rings");
+  add_topology_args(*cmd, args->topology, /*positional=*/false);
+  cmd->add_option("--collective,-c", args->collective, "broadcast | reduce | allreduce | allgather | reducescatter")
+      ->required();
+  cmd->add_option("--root,-r", args->root, "root of broadcast or reduce (default: the first rank)");
+  cmd->add_option("--sizes", args->sizes, "8:1G (powers of two), 1M:64M:4 (factor 4) or 1K,64K,1M")
+      ->capture_default_str();
+  cmd->add_option("--chunk", args->chunk,
+                  "pipeline step: auto (the predicted best per size, powers of "
+                  "two 64KiB..64MiB) or a size, e.g. 1MiB")
+      ->capture_default_str();
+  cmd->add_option("--launch-us", args->launch_us, "fixed cost of one collective, µs")->capture_default_str();
+  cmd->add_option("--chunk-cost-us", args->chunk_cost_us, "fixed cost of every chunk on every hop, µs")
+      ->capture_default_str();
+  cmd->add_option("--latency-scale", args->latency_scale, "multiply every link's per-hop latency (calibration)")
+      ->capture_default_str();
+  cmd->add_option("--json", args->json, "write the rows as JSON to FILE (- for stdout, instead of the table)");
+  cmd->add_option("--csv", args->csv, "write the rows as CSV to FILE (- for stdout, instead of the table)");
+  cmd->add_option("--plot", args->plot, "write busbw against size for Canopy and the rings as an SVG picture");
+  cmd->add_flag("--links", args->links, "also print every link's utilisation over time at the largest size");
+  cmd->footer(
+      "\nExamples:\n"
+      "  canopy simulate -t dgx1-v100 -c allreduce                      1 KiB "
+      ".. 1 GiB, chunk picked per size\n"
+      "  canopy simulate -t dgx1-v100 -g 0,1,2,5 -c broadcast --sizes 1G "
+      "--links\n"
+      "  canopy simulate -t my.topo -c allgather --chunk 1MiB --json rows.json "
+      "--plot busbw.svg\n"
+      "Link latencies come from the .topo `latency=` attribute, else a default "
+      "per link kind (docs/simulator.md).\n"
+      "speedup = ring time / Canopy time. Rings are searched as NCCL does "
+      "(NVLink first, any link when NVLink\n"
+      "holds no ring); allreduce also shows NCCL's double binary tree.");
+  cmd->callback([args] {
+    const Topology topology = resolve_topology(args->topology);
+    const Collective c = collective_option(args->collective);
+    PlanOptions po;
+    if (!args->root.empty()) po.root = args->root;
+    const Plan p = plan(topology, c, po);
+    const RingBaseline rings = find_rings(topology, p.ranks);
+    const std::string root = p.root.value_or(p.ranks.front());
+    const std::optional<Plan> tree =
+        c == Collective::allreduce ? std::optional<Plan>(double_binary_tree(topology, p.ranks)) : std::nullopt;
+    SimOptions base;
+    base.launch_us = args->launch_us;
+    base.chunk_cost_us = args->chunk_cost_us;
+    base.latency_scale = args->latency_scale;
+    const bool automatic = args->chunk == "auto";
+    if (!automatic) base.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
+    if (base.chunk_bytes < 1 || base.launch_us < 0 || base.chunk_cost_us < 0 || base.latency_scale < 0)
+      throw Error(
+          "--chunk must be positive and --launch-us, --chunk-cost-us "
+          "and --latency-scale at least 0");
+    auto run = [&](const std::function<SimResult(const SimOptions&)>& sim, std::uint64_t bytes) {
+      if (!automatic) return sim(base);
+      return best_chunk(
+          [&](std::int64_t chunk) {
+            SimOptions o = base;
+            o.chunk_bytes = chunk;
+            return sim(o);
+          },
+          static_cast<std::int64_t>(bytes));
+    };
+    std::vector<Row> rows;
+    for (std::uint64_t bytes : parse_bench_sizes(args->sizes)) {
+      const auto b = static_cast<std::int64_t>(bytes);
+      Row row;
+      row.bytes = bytes;
+      row.ours = run([&](const SimOptions& o) { return simulate_plan(topology, p, b, o); }, bytes);
+      if (rings.rings > 0)
+        row.rings =
+            run([&](const SimOptions& o) { return simulate_rings(topology, rings, c, p.ranks, root, b, o); }, bytes);
+      if (tree) row.tree = run([&](const SimOptions& o) { return simulate_plan(topology, *tree, b, o); }, bytes);
+      rows.push_back(std::move(row));
+    }
+    const bool table = args->json != "-" && args->csv != "-";  // stdout carries the rows alone when asked to
+    if (table) {
+      fmt::print(
+          "# canopy simulate: {} on {} ({} ranks{}), {} trees, planner "
+          "algbw {:.2f} GB/s; {} {} ring(s) at {:.2f} "
+          "GB/s\n",
+          to_string(c), topology.name(), p.ranks.size(), p.root ? ", root " + *p.root : "", p.trees.size(),
+          p.algbw_gbps, rings.rings, rings.link_class, rings.ring_gbps);
+      fmt::print("# launch {} us, {} us per chunk and hop, latency x {}; chunk {}\n", base.launch_us,
+                 base.chunk_cost_us, base.latency_scale,
+                 automatic ? "picked per size" : format_byte_size(base.chunk_bytes));
+      fmt::print("{:>8} {:>9} {:>11} {:>9} {:>9} {:>11} {:>9} {:>8}{}\n", "size", "chunk", "time(us)", "algbw", "busbw",
+                 "ring(us)", "ring_bus", "speedup", tree ? "   tree(us)  tree_bus" : "");
+      for (const Row& r : rows) {
+        const double speedup = rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0;
+        fmt::print(
+            "{:>8} {:>9} {:>11.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>9.2f} "
+            "{:>8.2f}{}\n",
+            size_text(r.bytes), size_text(static_cast<std::uint64_t>(r.ours.chunk_bytes)), r.ours.time_us,
+            r.ours.algbw_gbps, r.ours.busbw_gbps, r.rings.time_us, r.rings.busbw_gbps, speedup,
+            r.tree ? fmt::format(" {:>10.2f} {:>9.2f}", r.tree->time_us, r.tree->busbw_gbps) : "");
+      }
+    }
+    if (table && args->links && !rows.empty()) {
+      fmt::print("{}", links_table(rows.back().ours, "Canopy"));
+      if (rings.rings > 0) fmt::print("{}", links_table(rows.back().rings, "rings"));
+    }
+    if (!args->json.empty()) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const Row& r : rows)
+        j.push_back({{"bytes", r.bytes},
+                     {"time_us", r.ours.time_us},
+                     {"algbw_GBps", r.ours.algbw_gbps},
+                     {"busbw_GBps", r.ours.busbw_gbps},
+                     {"ring_time_us", r.rings.time_us},
+                     {"ring_busbw_GBps", r.rings.busbw_gbps},
+                     {"speedup", rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0.0},
+                     {"chunk_bytes", r.ours.chunk_bytes}});
+      write_output(args->json, j.dump(2) + "\n");
+    }
+    if (!args->csv.empty()) {
+      std::string csv =
+          "bytes,time_us,algbw_GBps,busbw_GBps,ring_time_us,ring_"
+          "busbw_GBps,speedup,chunk_bytes\n";
+      for (const Row& r : rows)
+        csv += fmt::format("{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n", r.bytes, r.ours.time_us,
+                           r.ours.algbw_gbps, r.ours.busbw_gbps, r.rings.time_us, r.rings.busbw_gbps,
+                           rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0.0, r.ours.chunk_bytes);
+      write_output(args->csv, csv);
+    }
+    if (!args->plot.empty()) {
+      std::vector<PlotSeries> series{{"Canopy (trees)", "#1f77b4", {}}, {"NCCL-style rings", "#d62728", {}}};
+      if (tree) series.push_back({"NCCL double binary tree", "#2ca02c", {}});
+      for (const Row& r : rows) {
+        series[0].points.push_back({static_cast<double>(r.bytes), r.ours.busbw_gbps});
+        series[1].points.push_back({static_cast<double>(r.bytes), r.rings.busbw_gbps});
+        if (tree) series[2].points.push_back({static_cast<double>(r.bytes), r.tree->busbw_gbps});
+      }
+      write_output(args->plot,
+                   busbw_plot_svg(fmt::format("{} on {} (simulated)", to_string(c), topology.name()), series));
+    }
+  });
+}
+
+}  // namespace canopy::cli
