@@ -1,0 +1,109 @@
+// canopy-sim-vs-measured TOPO BENCH.json: the simulator against a `canopy bench
+// --json` measurement. Link rates come from TOPO (e.g. `canopy detect
+// --measure`); the launch cost and the per-hop latency scale are calibrated once for the machine (all collectives
+// together, a grid search minimising the mean |log(predicted / measured)| time); then every row is printed with its
+// error. The chunk follows the runtime's shape: 256 KiB per block, 24 blocks per rank below 8 MiB per rank and 128 from
+// there (docs/runtime.md), so a tree's pipeline step is 256 KiB x its blocks.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "dsl/shipped_topologies.hpp"
+#include "planner/planner.hpp"
+#include "planner/simulate.hpp"
+
+namespace {
+
+using namespace canopy;
+
+struct Measured {
+  Collective collective;
+  std::int64_t bytes;
+  double time_us, busbw;
+};
+
+std::int64_t runtime_chunk(const Plan& p, std::int64_t bytes) {
+  const int n = static_cast<int>(p.ranks.size());
+  const std::int64_t per_rank = p.collective == Collective::allgather ? bytes / n : bytes;
+  const int blocks = per_rank >= (8 << 20) ? 128 : 24;
+  const int per_tree = std::max<int>(1, blocks / static_cast<int>(p.trees.size()));
+  return std::int64_t{256 << 10} * per_tree;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: canopy-sim-vs-measured TOPOLOGY.topo BENCH.json\n");
+    return 2;
+  }
+  try {
+    const Topology t = load_topology(argv[1]);
+    std::ifstream in(argv[2]);
+    if (!in) throw std::runtime_error(fmt::format("cannot read {}", argv[2]));
+    const nlohmann::json rows = nlohmann::json::parse(in);
+    std::vector<Measured> measured;
+    std::map<Collective, Plan> plans;
+    for (const auto& r : rows) {
+      const auto c = parse_collective(r.at("collective").get<std::string>());
+      if (!c) continue;
+      measured.push_back(
+          {*c, r.at("bytes").get<std::int64_t>(), r.at("time_us").get<double>(), r.at("busbw_GBps").get<double>()});
+      if (!plans.count(*c)) plans.emplace(*c, plan(t, *c));
+    }
+    auto predict = [&](const Measured& m, double launch, double latency_scale) {
+      const Plan& p = plans.at(m.collective);
+      SimOptions o;
+      o.launch_us = launch;
+      o.latency_scale = latency_scale;
+      o.chunk_bytes = runtime_chunk(p, m.bytes);
+      return simulate_plan(t, p, m.bytes, o);
+    };
+    double best_launch = 0, best_scale = 1, best_cost = 1e300;
+    for (double launch = 0; launch <= 30.001; launch += 0.25)
+      for (double scale = 0; scale <= 8.001; scale += 0.25) {
+        double cost = 0;
+        for (const Measured& m : measured) cost += std::abs(std::log(predict(m, launch, scale).time_us / m.time_us));
+        if (cost < best_cost) best_cost = cost, best_launch = launch, best_scale = scale;
+      }
+    fmt::print("# simulator vs measurement: {} on {}, {} rows\n", argv[2], argv[1], measured.size());
+    fmt::print(
+        "# calibrated: launch {:.2f} us, latency x {:.2f} (per hop "
+        "{:.2f} us on this topology's links); "
+        "0.5 us per chunk and hop; chunk 256 KiB x the tree's blocks\n",
+        best_launch, best_scale, best_scale * latency_of(t.arcs().front()));
+    std::map<Collective, std::vector<double>> small, large;
+    fmt::print("{:<14} {:>12} {:>12} {:>12} {:>12} {:>12} {:>8}\n", "collective", "bytes", "meas(us)", "pred(us)",
+               "meas_busbw", "pred_busbw", "error");
+    for (const Measured& m : measured) {
+      const SimResult r = predict(m, best_launch, best_scale);
+      const double error = r.time_us / m.time_us - 1;
+      (m.bytes >= (1 << 20) ? large : small)[m.collective].push_back(std::abs(error));
+      fmt::print("{:<14} {:>12} {:>12.2f} {:>12.2f} {:>12.2f} {:>12.2f} {:>+7.1f}%\n", to_string(m.collective), m.bytes,
+                 m.time_us, r.time_us, m.busbw, r.busbw_gbps, 100 * error);
+    }
+    auto median = [](std::vector<double> v) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    auto worst = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+    fmt::print(
+        "\n# |time error| per collective: median (max) below 1 MiB | "
+        "from 1 MiB\n");
+    for (const auto& [c, p] : plans)
+      fmt::print("{:<14} {:>6.1f}% ({:>5.1f}%) | {:>6.1f}% ({:>5.1f}%)\n", to_string(c), 100 * median(small[c]),
+                 100 * worst(small[c]), 100 * median(large[c]), 100 * worst(large[c]));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "canopy-sim-vs-measured: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
