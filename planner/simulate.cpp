@@ -278,23 +278,24 @@ Plan double_binary_tree(const Topology& topology, const std::vector<std::string>
   p.collective = Collective::allreduce;
   p.topology = topology.name();
   p.ranks = ranks;
-  // In-order binary tree over positions [lo, hi]: the middle is the parent of
-  // the middles of both halves.
-  auto build = [&](const std::vector<int>& at) {
-    std::vector<int> parent(n, -1);
-    std::function<int(int, int)> rec = [&](int lo, int hi) -> int {
-      if (lo > hi) return -1;
-      const int mid = (lo + hi) / 2;
-      for (int child : {rec(lo, mid - 1), rec(mid + 1, hi)})
-        if (child >= 0) parent[at[child]] = at[mid];
-      return mid;
-    };
-    const int root = at[rec(0, n - 1)];
-    return std::pair{root, parent};
+  // NCCL's shape: over positions 0..n-1, position 0 is the root with one child, the largest power of two below n;
+  // any other position x with lowest set bit b hangs under (x ^ b) | 2b, or under x ^ b when that is past the end.
+  // The second tree takes the positions mirrored (n even) or shifted by one (n odd), so that a rank that is a leaf
+  // in one tree is inside the other.
+  auto position_parent = [n](int x) {
+    if (x == 0) return -1;
+    const int b = x & -x;
+    const int up = (x ^ b) | (b << 1);
+    return up < n ? up : x ^ b;
   };
-  std::vector<int> forward(n), mirrored(n);
-  for (int i = 0; i < n; ++i) forward[i] = i, mirrored[i] = n - 1 - i;
-  for (const auto& at : {forward, mirrored}) {
+  auto build = [&](const std::vector<int>& at) {  // at[position] = rank
+    std::vector<int> parent(n, -1);
+    for (int x = 1; x < n; ++x) parent[at[x]] = at[position_parent(x)];
+    return std::pair{at[0], parent};
+  };
+  std::vector<int> forward(n), second(n);
+  for (int i = 0; i < n; ++i) forward[i] = i, second[i] = n % 2 == 0 ? n - 1 - i : (i + 1) % n;
+  for (const auto& at : {forward, second}) {
     const auto [root, parent] = build(at);
     // Out-tree edges parent before child (breadth first); the in-tree takes
     // them reversed.

@@ -55,9 +55,9 @@ SimResult simulate_rings(const Topology& topology, const RingBaseline& rings, Co
                          const std::vector<std::string>& ranks, const std::string& root, std::int64_t bytes,
                          const SimOptions& options);
 
-// NCCL's double binary tree for allreduce: two binary trees over the ranks (in
-// order, and mirrored), each reducing then broadcasting half the buffer,
-// pipelined; hops take the fewest-switch path over any link.
+// NCCL's double binary tree for allreduce: two binary trees over the ranks in NCCL's shape (the second mirrored, or
+// shifted by one for an odd count, so a leaf of one is inside the other), each reducing then broadcasting half the
+// buffer, pipelined; hops take the fewest-switch path over any link.
 Plan double_binary_tree(const Topology& topology, const std::vector<std::string>& ranks);
 
 // The chunk size from `candidates` (default_chunk_candidates) with the least

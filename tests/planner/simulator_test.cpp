@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "dsl/error.hpp"
 #include "dsl/shipped_topologies.hpp"
@@ -211,6 +212,22 @@ TEST(Simulator, DoubleBinaryTreeIsAValidAllreducePlan) {
   ASSERT_EQ(p.trees.size(), 4u);
   for (const Tree& tree : p.trees) EXPECT_EQ(tree.edges.size(), ranks.size() - 1);
   EXPECT_NE(p.trees[0].root, p.trees[2].root) << "the two trees have different roots";
+  // NCCL's shape on 8 ranks: 0 -> 4, 4 -> {2, 6}, 2 -> {1, 3}, 6 -> {5, 7}; the second tree is its mirror.
+  std::map<std::string, std::string> parent;
+  for (const TreeEdge& e : p.trees[1].edges) parent[e.to] = e.from;
+  EXPECT_EQ(parent, (std::map<std::string, std::string>{{"gpu4", "gpu0"}, {"gpu2", "gpu4"}, {"gpu6", "gpu4"},
+                                                         {"gpu1", "gpu2"}, {"gpu3", "gpu2"}, {"gpu5", "gpu6"},
+                                                         {"gpu7", "gpu6"}}));
+  // Every rank with children in one tree is a leaf in the other (or a root with a single child).
+  for (int n : {5, 6, 7, 8}) {
+    const Plan q = double_binary_tree(t, std::vector<std::string>(ranks.begin(), ranks.begin() + n));
+    std::map<std::string, int> inner;
+    for (int k : {1, 3})
+      for (const TreeEdge& e : q.trees[k].edges) inner[e.from] |= 1 << (k / 2);
+    for (const auto& [rank, trees] : inner)
+      if (rank != q.trees[0].root && rank != q.trees[2].root)
+        EXPECT_NE(trees, 3) << n << " ranks: " << rank << " is inner in both";
+  }
   const SimResult r = simulate_plan(t, p, 1 << 28, SimOptions{});
   EXPECT_GT(r.busbw_gbps, 0);
 }
