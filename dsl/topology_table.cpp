@@ -65,9 +65,16 @@ std::string describe_topology(const Topology& t) {
     return fmt::format("{} {} {}", t.node(l.a).name, l.both_ways ? "<->" : "->", t.node(l.b).name);
   };
   for (const auto& l : links) link_w = std::max(link_w, link_text(l).size());
-  out += fmt::format("\n{}  {}  {}\n", pad("link", link_w), pad_left("GB/s", 9), "kind");
-  for (const auto& l : links)
-    out += fmt::format("{}  {}  {}\n", pad(link_text(l), link_w), pad_left(format_gbps(l.gbps), 9), l.kind);
+  // A latency column only when some link gives one (`latency=` in .topo); the others show the default they get.
+  const bool latencies = std::any_of(links.begin(), links.end(), [](const LinkView& l) { return l.latency_us >= 0; });
+  out += fmt::format("\n{}  {}  {}\n", pad("link", link_w), pad_left("GB/s", 9), latencies ? "kind  latency (µs)" : "kind");
+  for (const auto& l : links) {
+    std::string latency;
+    if (latencies)
+      latency = l.latency_us >= 0 ? "  " + format_gbps(l.latency_us)
+                                  : fmt::format("  {} (default)", format_gbps(default_latency_us(l.kind)));
+    out += fmt::format("{}  {}  {}{}\n", pad(link_text(l), link_w), pad_left(format_gbps(l.gbps), 9), l.kind, latency);
+  }
   return out;
 }
 

@@ -37,5 +37,16 @@ TEST(TopologyTable, ShowsTotalsPerGpuAndEveryLink) {
             "gpu0 <-> gpu1    478.125  nvlink4\n");
 }
 
+TEST(TopologyTable, ShowsLatenciesWhenAnyLinkGivesOne) {
+  Topology t("lat");
+  auto g = t.gpus(3);
+  t.link(g[0], g[1], nvlink4.with_latency(0.9));
+  t.link(g[1], g[2], pcie4);
+  const std::string text = describe_topology(t);
+  EXPECT_NE(text.find("kind  latency (µs)"), std::string::npos) << text;
+  EXPECT_NE(text.find("nvlink4  0.9\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("pcie4  1.2 (default)\n"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace canopy
