@@ -1,0 +1,98 @@
+// Program and Chunk (see algorithm.hpp): recording statements, with bounds checked as they are written.
+#include "dsl/algorithm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dsl/error.hpp"
+
+namespace canopy::algo {
+
+std::string to_string(Buffer b) {
+  switch (b) {
+    case Buffer::input:
+      return "input";
+    case Buffer::output:
+      return "output";
+    case Buffer::scratch:
+      return "scratch";
+  }
+  return "?";
+}
+
+std::string to_string(const ChunkRef& c) {
+  return c.count == 1 ? fmt::format("rank {} {}[{}]", c.rank, to_string(c.buffer), c.index)
+                      : fmt::format("rank {} {}[{}..{}]", c.rank, to_string(c.buffer), c.index, c.index + c.count - 1);
+}
+
+Program::Program(std::string name, Collective collective, int ranks, int chunks, int root)
+    : name_(std::move(name)), collective_(collective), ranks_(ranks), chunks_(chunks), root_(root) {
+  if (ranks < 1) throw Error(fmt::format("algorithm '{}': {} ranks; a program needs at least 1", name_, ranks));
+  if (chunks < 1) throw Error(fmt::format("algorithm '{}': {} chunks per buffer; use at least 1", name_, chunks));
+  if (root < 0 || root >= ranks)
+    throw Error(fmt::format("algorithm '{}': root {} is not a rank (0..{})", name_, root, ranks - 1));
+}
+
+int Program::buffer_chunks(Buffer buffer) const {
+  const bool gathered = collective_ == Collective::allgather;
+  const bool scattered = collective_ == Collective::reducescatter;
+  switch (buffer) {
+    case Buffer::input:
+      return scattered ? ranks_ * chunks_ : chunks_;
+    case Buffer::output:
+      return gathered ? ranks_ * chunks_ : chunks_;
+    case Buffer::scratch:
+      return scratch_chunks_;
+  }
+  return 0;
+}
+
+Chunk Program::ref(int rank, Buffer buffer, int index, int count) {
+  if (rank < 0 || rank >= ranks_)
+    throw Error(fmt::format("algorithm '{}': {}(rank {}, ...): the ranks are 0..{}", name_, to_string(buffer), rank,
+                            ranks_ - 1));
+  if (count < 1 || index < 0)
+    throw Error(fmt::format("algorithm '{}': {}(rank {}, index {}, count {}): index must be >= 0 and count >= 1", name_,
+                            to_string(buffer), rank, index, count));
+  if (buffer == Buffer::scratch) {
+    scratch_chunks_ = std::max(scratch_chunks_, index + count);
+  } else if (index + count > buffer_chunks(buffer)) {
+    throw Error(
+        fmt::format("algorithm '{}': {}(rank {}, index {}, count {}) is past the end: a {} {} buffer holds "
+                    "{} chunks",
+                    name_, to_string(buffer), rank, index, count, canopy::to_string(collective_), to_string(buffer),
+                    buffer_chunks(buffer)));
+  }
+  return Chunk(this, ChunkRef{rank, buffer, index, count});
+}
+
+Chunk Program::input(int rank, int index, int count) { return ref(rank, Buffer::input, index, count); }
+Chunk Program::output(int rank, int index, int count) { return ref(rank, Buffer::output, index, count); }
+Chunk Program::scratch(int rank, int index, int count) { return ref(rank, Buffer::scratch, index, count); }
+
+Chunk Program::add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints hints, std::source_location where) {
+  if (src.count != dst.count)
+    throw Error(fmt::format("algorithm '{}', line {}: {} of {} chunks into {} chunks: counts must match", name_,
+                            where.line(), kind == OpKind::copy ? "copy" : "reduce", src.count, dst.count));
+  if (hints.channel < 0 || (hints.step && *hints.step < 0))
+    throw Error(fmt::format("algorithm '{}', line {}: channel and step hints must be >= 0", name_, where.line()));
+  ref(src.rank, src.buffer, src.index, src.count);  // bounds (and scratch growth)
+  ref(dst.rank, dst.buffer, dst.index, dst.count);
+  ops_.push_back(Op{kind, src, dst, hints, where});
+  return Chunk(this, dst);
+}
+
+Chunk Chunk::copy(int rank, Buffer buffer, int index, Hints hints, std::source_location where) const {
+  return program_->add(OpKind::copy, ref_, ChunkRef{rank, buffer, index, ref_.count}, hints, where);
+}
+
+Chunk Chunk::copy(const Chunk& to, Hints hints, std::source_location where) const {
+  return program_->add(OpKind::copy, ref_, to.ref_, hints, where);
+}
+
+Chunk Chunk::reduce(const Chunk& to, Hints hints, std::source_location where) const {
+  return program_->add(OpKind::reduce, ref_, to.ref_, hints, where);
+}
+
+}  // namespace canopy::algo

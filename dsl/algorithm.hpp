@@ -1,0 +1,109 @@
+// The collective-algorithm language: a C++ program cuts every rank's input, output and scratch buffers into
+// chunks and moves them with two statements, `copy` and `reduce`, each returning the chunk it wrote so chains read
+// naturally (MSCCLang's model, embedded in C++):
+//
+//   canopy::algo::Program p("ring-allreduce", canopy::Collective::allreduce, /*ranks=*/4, /*chunks=*/4);
+//   for (int i = 0; i < 4; ++i) {  // chunk i is summed around the ring, then sent round once more
+//     auto at = [&](int s) { return (i + 1 + s) % 4; };
+//     auto c = p.input(at(1), i).reduce(p.input(at(0), i).copy(p.output(at(1), i)));
+//     for (int s = 2; s < 4; ++s) c = p.input(at(s), i).reduce(c.copy(p.output(at(s), i)));
+//     for (int s = 0; s < 3; ++s) c = c.copy(p.output(at(s), i));
+//   }
+//
+// Every statement records where it was written (std::source_location), so the checker (dsl/algorithm_check.hpp)
+// can name the line of a wrong step. Schedule hints: `Hints{channel, step}` puts a statement on a channel (a
+// thread block on the ranks it touches) at a position in that channel's order (default: program order).
+#pragma once
+
+#include <optional>
+#include <source_location>
+#include <string>
+#include <vector>
+
+#include "planner/collective.hpp"
+
+namespace canopy::algo {
+
+enum class Buffer { input, output, scratch };
+std::string to_string(Buffer b);
+
+// `count` consecutive chunks of one rank's buffer, from `index`.
+struct ChunkRef {
+  int rank = 0;
+  Buffer buffer = Buffer::input;
+  int index = 0;
+  int count = 1;
+  friend bool operator==(const ChunkRef&, const ChunkRef&) = default;
+};
+std::string to_string(const ChunkRef& c);  // "rank 2 input[3..4]"
+
+struct Hints {
+  int channel = 0;
+  std::optional<int> step;  // position in the channel's order; unset: after the channel's previous statements
+};
+
+enum class OpKind { copy, reduce };
+struct Op {
+  OpKind kind = OpKind::copy;
+  ChunkRef src;  // read
+  ChunkRef dst;  // written (reduce: read and written, dst = dst (op) src)
+  Hints hints;
+  std::source_location where;
+};
+
+class Program;
+
+// A reference to chunks of a program's buffers; copy and reduce append statements to the program.
+class Chunk {
+ public:
+  Chunk(Program* program, ChunkRef ref) : program_(program), ref_(ref) {}
+  const ChunkRef& ref() const { return ref_; }
+
+  // Writes these chunks to `count` chunks of `buffer` on `rank` from `index`; returns the written chunks.
+  Chunk copy(int rank, Buffer buffer, int index, Hints hints = {},
+             std::source_location where = std::source_location::current()) const;
+  Chunk copy(const Chunk& to, Hints hints = {}, std::source_location where = std::source_location::current()) const;
+  // to = to (op) this, element-wise; returns `to`.
+  Chunk reduce(const Chunk& to, Hints hints = {}, std::source_location where = std::source_location::current()) const;
+
+ private:
+  Program* program_;
+  ChunkRef ref_;
+};
+
+class Program {
+ public:
+  // `chunks`: how many chunks each rank's input holds for allreduce, broadcast and reduce; for allgather each
+  // rank's input holds `chunks` and its output ranks x chunks; reduce-scatter and alltoall inputs hold
+  // ranks x chunks. Throws canopy::Error on ranks < 1, chunks < 1 or a root outside the ranks.
+  Program(std::string name, Collective collective, int ranks, int chunks, int root = 0);
+
+  Chunk input(int rank, int index, int count = 1);
+  Chunk output(int rank, int index, int count = 1);
+  Chunk scratch(int rank, int index, int count = 1);
+
+  const std::string& name() const { return name_; }
+  Collective collective() const { return collective_; }
+  int ranks() const { return ranks_; }
+  int chunks() const { return chunks_; }
+  int root() const { return root_; }
+  // Chunks in `buffer` of a rank (scratch: as many as the program uses).
+  int buffer_chunks(Buffer buffer) const;
+  const std::vector<Op>& ops() const { return ops_; }
+
+  // Used by Chunk; also lets imported programs (MSCCL XML) append statements.
+  Chunk add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints hints, std::source_location where);
+
+ private:
+  Chunk ref(int rank, Buffer buffer, int index, int count);
+
+  std::string name_;
+  Collective collective_;
+  int ranks_;
+  int chunks_;
+  int root_;
+  int scratch_chunks_ = 0;
+  std::vector<Op> ops_;
+};
+
+}  // namespace canopy::algo
