@@ -1,0 +1,267 @@
+// check_program (see algorithm_check.hpp): symbolic execution in program order, then the order graph (channel order
+// plus data dependences) for cycles and unordered conflicting accesses, then the collective's post-condition.
+#include "dsl/algorithm_check.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <queue>
+#include <set>
+
+namespace canopy::algo {
+namespace {
+
+// A symbolic value: how many times each (rank, input index) was reduced in. Empty: never written.
+using Value = std::map<std::pair<int, int>, int>;
+struct Slot {
+  int rank;
+  Buffer buffer;
+  int index;
+  auto operator<=>(const Slot&) const = default;
+};
+
+std::string slot_text(const Slot& s) { return fmt::format("rank {} {}[{}]", s.rank, to_string(s.buffer), s.index); }
+
+std::string value_text(const Value& v) {
+  if (v.empty()) return "nothing";
+  std::vector<std::string> parts;
+  for (const auto& [key, n] : v)
+    parts.push_back(fmt::format("{}rank {} input[{}]", n > 1 ? fmt::format("{} x ", n) : "", key.first, key.second));
+  if (parts.size() > 4)
+    return fmt::format("{}, ... ({} inputs)", fmt::join(parts.begin(), parts.begin() + 3, ", "), parts.size());
+  return fmt::format("{}", fmt::join(parts, " + "));
+}
+
+// Whether GPUs a and b are joined directly or through switches only.
+bool linked(const Topology& t, NodeId a, NodeId b) {
+  std::vector<char> seen(t.nodes().size(), 0);
+  std::queue<int> q;
+  q.push(a.index);
+  seen[a.index] = 1;
+  while (!q.empty()) {
+    const int x = q.front();
+    q.pop();
+    for (const Arc& arc : t.arcs()) {
+      if (arc.from.index != x || seen[arc.to.index]) continue;
+      if (arc.to == b) return true;
+      if (t.nodes()[arc.to.index].kind == NodeKind::gpu) continue;
+      seen[arc.to.index] = 1;
+      q.push(arc.to.index);
+    }
+  }
+  return false;
+}
+
+// What output slot `s` must hold when the program ends, or nullopt when the collective leaves it free.
+std::optional<Value> expected(const Program& p, int rank, int index) {
+  const int n = p.ranks(), c = p.chunks();
+  Value all;
+  switch (p.collective()) {
+    case Collective::allreduce:
+      for (int q = 0; q < n; ++q) all[{q, index}] = 1;
+      return all;
+    case Collective::reduce:
+      if (rank != p.root()) return std::nullopt;
+      for (int q = 0; q < n; ++q) all[{q, index}] = 1;
+      return all;
+    case Collective::broadcast:
+      return Value{{{p.root(), index}, 1}};
+    case Collective::allgather:
+      return Value{{{index / c, index % c}, 1}};
+    case Collective::reducescatter:
+      for (int q = 0; q < n; ++q) all[{q, rank * c + index}] = 1;
+      return all;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string to_string(const Diagnostic& d, const std::string& program) {
+  return d.line > 0 ? fmt::format("{}:{}: error: {}", program, d.line, d.message)
+                    : fmt::format("{}: error: {}", program, d.message);
+}
+
+std::vector<Diagnostic> check_program(const Program& p, const Topology* topology) {
+  std::vector<Diagnostic> out;
+  const std::vector<Op>& ops = p.ops();
+  const int n_ops = static_cast<int>(ops.size());
+  auto line = [&](int k) { return static_cast<int>(ops[k].where.line()); };
+  auto op_text = [&](int k) {
+    return fmt::format("{} {} -> {}", ops[k].kind == OpKind::copy ? "copy" : "reduce", to_string(ops[k].src),
+                       to_string(ops[k].dst));
+  };
+
+  // Links.
+  if (topology) {
+    const std::vector<NodeId> gpus = topology->gpu_ids();
+    if (static_cast<int>(gpus.size()) < p.ranks()) {
+      out.push_back({0, fmt::format("the program has {} ranks but topology {} has {} GPUs", p.ranks(), topology->name(),
+                                    gpus.size())});
+      return out;
+    }
+    std::map<std::pair<int, int>, bool> cache;
+    for (int k = 0; k < n_ops; ++k) {
+      const int a = ops[k].src.rank, b = ops[k].dst.rank;
+      if (a == b) continue;
+      auto [it, fresh] = cache.emplace(std::pair{a, b}, false);
+      if (fresh) it->second = linked(*topology, gpus[a], gpus[b]);
+      if (!it->second)
+        out.push_back(
+            {line(k), fmt::format("{}: rank {} ({}) has no link to rank {} ({}) in topology {}; only switches "
+                                  "may relay between them",
+                                  op_text(k), a, topology->node(gpus[a]).name, b, topology->node(gpus[b]).name,
+                                  topology->name())});
+    }
+  }
+
+  // Symbolic execution in program order; data dependences and every access per slot.
+  std::map<Slot, Value> state;
+  for (int r = 0; r < p.ranks(); ++r)
+    for (int i = 0; i < p.buffer_chunks(Buffer::input); ++i) state[{r, Buffer::input, i}] = Value{{{r, i}, 1}};
+  std::map<Slot, int> last_writer;
+  std::map<Slot, std::vector<std::pair<int, bool>>> accesses;  // (op, writes)
+  std::vector<std::set<int>> depends(n_ops);                   // op -> ops whose data it reads
+  for (int k = 0; k < n_ops; ++k) {
+    const Op& op = ops[k];
+    if (op.dst.buffer == Buffer::input) {
+      out.push_back({line(k), fmt::format("{} writes an input buffer: inputs are the caller's and stay unchanged; "
+                                          "write to output or scratch",
+                                          op_text(k))});
+      continue;
+    }
+    for (int j = 0; j < op.src.count; ++j) {
+      const Slot s{op.src.rank, op.src.buffer, op.src.index + j};
+      const Slot d{op.dst.rank, op.dst.buffer, op.dst.index + j};
+      const Value& from = state[s];
+      if (from.empty())
+        out.push_back({line(k), fmt::format("{} reads {}, which nothing has written yet (inputs hold data; outputs and "
+                                            "scratch start empty)",
+                                            op_text(k), slot_text(s))});
+      if (op.kind == OpKind::reduce && state[d].empty())
+        out.push_back({line(k), fmt::format("{} reduces into {}, which nothing has written yet: copy a first "
+                                            "contribution there",
+                                            op_text(k), slot_text(d))});
+      for (const Slot& read : op.kind == OpKind::reduce ? std::vector<Slot>{s, d} : std::vector<Slot>{s})
+        if (auto w = last_writer.find(read); w != last_writer.end()) depends[k].insert(w->second);
+      Value next = op.kind == OpKind::copy ? from : state[d];
+      if (op.kind == OpKind::reduce)
+        for (const auto& [key, count] : from) next[key] += count;
+      state[d] = next;
+      last_writer[d] = k;
+      accesses[s].push_back({k, false});
+      accesses[d].push_back({k, true});
+    }
+  }
+
+  // Order graph: data dependences plus, per rank and channel, the statements touching that rank in channel order.
+  std::vector<std::set<int>> after(n_ops);  // edges k -> successors
+  for (int k = 0; k < n_ops; ++k)
+    for (int d : depends[k]) after[d].insert(k);
+  std::map<std::pair<int, int>, std::vector<std::pair<std::pair<int, int>, int>>>
+      lanes;  // (rank, channel) -> ((key), op)
+  std::map<std::pair<int, int>, int> position;
+  for (int k = 0; k < n_ops; ++k) {
+    std::set<int> ranks{ops[k].src.rank, ops[k].dst.rank};
+    for (int r : ranks) {
+      const std::pair<int, int> lane{r, ops[k].hints.channel};
+      const int at = position[lane]++;
+      lanes[lane].push_back({{ops[k].hints.step.value_or(at), k}, k});
+    }
+  }
+  for (auto& [lane, list] : lanes) {
+    std::sort(list.begin(), list.end());
+    for (std::size_t i = 0; i + 1 < list.size(); ++i)
+      if (list[i].second != list[i + 1].second) after[list[i].second].insert(list[i + 1].second);
+  }
+  // Cycles (a deadlock): depth-first search for a back edge, reporting the cycle's statements.
+  std::vector<int> colour(n_ops, 0), parent(n_ops, -1);
+  bool cyclic = false;
+  std::function<void(int)> visit = [&](int v) {
+    colour[v] = 1;
+    for (int w : after[v]) {
+      if (cyclic) return;
+      if (colour[w] == 1) {
+        std::vector<std::string> cycle{fmt::format("line {} ({})", line(w), op_text(w))};
+        for (int x = v; x != w && x >= 0; x = parent[x])
+          cycle.insert(cycle.begin() + 1, fmt::format("line {} ({})", line(x), op_text(x)));
+        out.push_back({line(w), fmt::format("deadlock: these statements wait on each other in a cycle of channel order "
+                                            "and data: {} -> back to line {}; reorder the steps",
+                                            fmt::join(cycle, " -> "), line(w))});
+        cyclic = true;
+        return;
+      }
+      if (colour[w] == 0) parent[w] = v, visit(w);
+    }
+    colour[v] = 2;
+  };
+  for (int k = 0; k < n_ops && !cyclic; ++k)
+    if (colour[k] == 0) visit(k);
+
+  // Races: conflicting accesses of one slot with no path between them.
+  if (!cyclic) {
+    // Topological order (the graph is acyclic here; channel steps may point backwards in program order).
+    std::vector<int> indegree(n_ops, 0), order;
+    for (int k = 0; k < n_ops; ++k)
+      for (int w : after[k]) ++indegree[w];
+    for (int k = 0; k < n_ops; ++k)
+      if (indegree[k] == 0) order.push_back(k);
+    for (std::size_t i = 0; i < order.size(); ++i)
+      for (int w : after[order[i]])
+        if (--indegree[w] == 0) order.push_back(w);
+    std::vector<std::vector<char>> reach(n_ops);  // reach[k][m]: k happens before m
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const int k = *it;
+      reach[k].assign(n_ops, 0);
+      for (int w : after[k]) {
+        reach[k][w] = 1;
+        for (int m = 0; m < n_ops; ++m) reach[k][m] |= reach[w][m];
+      }
+    }
+    std::set<std::pair<int, int>> reported;
+    for (const auto& [slot, list] : accesses)
+      for (std::size_t i = 0; i < list.size(); ++i)
+        for (std::size_t j = i + 1; j < list.size(); ++j) {
+          const auto [a, wa] = list[i];
+          const auto [b, wb] = list[j];
+          if (a == b || !(wa || wb) || reach[a][b] || reach[b][a] || !reported.insert({a, b}).second) continue;
+          out.push_back({line(b), fmt::format("race on {}: line {} ({}) and line {} ({}) {} it with nothing ordering "
+                                              "them; put both on one channel or make one read what the other wrote",
+                                              slot_text(slot), line(a), op_text(a), line(b), op_text(b),
+                                              wa && wb ? "both write" : "read and write")});
+        }
+  }
+
+  // Post-condition.
+  int wrong = 0;
+  for (int r = 0; r < p.ranks(); ++r)
+    for (int i = 0; i < p.buffer_chunks(Buffer::output); ++i) {
+      const std::optional<Value> want = expected(p, r, i);
+      if (!want) continue;
+      const Slot s{r, Buffer::output, i};
+      const Value& got = state[s];
+      if (got == *want) continue;
+      if (++wrong > 8) continue;
+      std::vector<std::string> why;
+      for (const auto& [key, count] : *want)
+        if (!got.count(key)) why.push_back(fmt::format("rank {}'s input[{}] is missing", key.first, key.second));
+      for (const auto& [key, count] : got) {
+        if (!want->count(key))
+          why.push_back(fmt::format("rank {}'s input[{}] does not belong there", key.first, key.second));
+        else if (count > 1)
+          why.push_back(fmt::format("rank {}'s input[{}] is reduced in {} times", key.first, key.second, count));
+      }
+      const auto w = last_writer.find(s);
+      out.push_back({w == last_writer.end() ? 0 : line(w->second),
+                     fmt::format("{} holds {} but {} promises {}: {}{}", slot_text(s), value_text(got),
+                                 canopy::to_string(p.collective()), value_text(*want), fmt::join(why, "; "),
+                                 w == last_writer.end() ? " (nothing writes it)" : " (written last here)")});
+    }
+  if (wrong > 8) out.push_back({0, fmt::format("... and {} more output chunks are wrong", wrong - 8)});
+  return out;
+}
+
+}  // namespace canopy::algo

@@ -1,0 +1,28 @@
+// The symbolic checker of collective-algorithm programs (dsl/algorithm.hpp). It executes the program on symbolic
+// chunks (each value is the multiset of input chunks reduced into it) and reports, each naming the statement's
+// source line and the chunk:
+//  - a read of a chunk nothing has written, and a write to an input buffer (inputs are the caller's, read-only);
+//  - a copy or reduce between ranks whose GPUs share no link (only switches may relay), when a topology is given;
+//  - two accesses to one chunk, at least one a write, that nothing orders (a race between channels);
+//  - statements that wait on each other in a cycle (channel order against data dependences: a deadlock);
+//  - an output that does not hold what the collective promises (a missing or repeated contribution, a wrong chunk).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dsl/algorithm.hpp"
+#include "dsl/topology.hpp"
+
+namespace canopy::algo {
+
+struct Diagnostic {
+  int line = 0;  // of the statement at fault; 0 when no single statement is (e.g. an output never written)
+  std::string message;
+};
+std::string to_string(const Diagnostic& d, const std::string& program);  // "PROGRAM:LINE: error: MESSAGE"
+
+// Every problem found (empty: the program is correct). Ranks run on the topology's GPUs in order.
+std::vector<Diagnostic> check_program(const Program& program, const Topology* topology = nullptr);
+
+}  // namespace canopy::algo

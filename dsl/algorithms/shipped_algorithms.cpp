@@ -1,0 +1,37 @@
+// The registry of shipped algorithms (see shipped_algorithms.hpp).
+#include "dsl/algorithms/shipped_algorithms.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "dsl/error.hpp"
+
+namespace canopy::algo {
+
+const std::vector<ShippedAlgorithm>& shipped_algorithms() {
+  static const std::vector<ShippedAlgorithm> list{
+      {"ring-allreduce", "allreduce: reduce-scatter then allgather around one ring, a chunk per rank, two channels",
+       [](int n) { return n >= 1; }, ring_allreduce},
+      {"allpairs-allgather",
+       "allgather: every rank copies its chunk to every rank in one hop, a channel per destination",
+       [](int n) { return n >= 1; }, allpairs_allgather},
+      {"halving-doubling-allreduce",
+       "allreduce: recursive halving reduce-scatter, recursive doubling allgather (power-of-two ranks)",
+       [](int n) { return n >= 1 && (n & (n - 1)) == 0; }, halving_doubling_allreduce},
+  };
+  return list;
+}
+
+Program shipped_algorithm(std::string_view name, int ranks) {
+  std::vector<std::string> names;
+  for (const ShippedAlgorithm& a : shipped_algorithms()) {
+    names.emplace_back(a.name);
+    if (a.name != name) continue;
+    if (!a.supports(ranks))
+      throw Error(fmt::format("algorithm '{}' is not written for {} ranks ({})", name, ranks, a.summary));
+    return a.build(ranks);
+  }
+  throw Error(fmt::format("no shipped algorithm '{}': `canopy algo list` shows {}", name, fmt::join(names, ", ")));
+}
+
+}  // namespace canopy::algo
