@@ -1,0 +1,64 @@
+// `canopy algo list|verify` as users run them: the list, a clean verification, and exit 1 with the checker's
+// messages or a precise error.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/test_util.hpp"
+
+namespace canopy {
+namespace {
+
+using ::testing::HasSubstr;
+
+testing::CommandRun canopy(const std::string& args) {
+  return testing::run_command(std::string(CANOPY_CLI) + " " + args + " 2>&1");
+}
+
+TEST(AlgoCli, ListsTheShippedAlgorithms) {
+  const testing::CommandRun r = canopy("algo list");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("ring-allreduce"));
+  EXPECT_THAT(r.output, HasSubstr("allpairs-allgather"));
+  EXPECT_THAT(r.output, HasSubstr("halving-doubling-allreduce"));
+}
+
+TEST(AlgoCli, VerifiesAgainstATopology) {
+  const testing::CommandRun r = canopy("algo verify ring-allreduce --ranks 8 -t hgx-h200");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ring-allreduce: ok: allreduce on 8 ranks, 8 chunks per buffer"));
+  EXPECT_THAT(r.output, HasSubstr("every copy over a link of hgx-h200"));
+}
+
+TEST(AlgoCli, MissingLinksExitOneWithTheCheckersMessages) {
+  // Four GPUs in a line: the ring's closing hop gpu3 -> gpu0 has no link.
+  const auto file =
+      std::filesystem::temp_directory_path() / ("canopy-algo-line-" + std::to_string(::getpid()) + ".topo");
+  std::ofstream(file) << "topology line\ngpus 4\nlink gpu0 gpu1 25 nvlink2\nlink gpu1 gpu2 25 nvlink2\n"
+                         "link gpu2 gpu3 25 nvlink2\n";
+  const testing::CommandRun r = canopy("algo verify ring-allreduce --ranks 4 -t " + file.string());
+  std::filesystem::remove(file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("error: copy rank 3 output[0] -> rank 0 output[0]: rank 3 (gpu3) has no link to rank 0 "
+                        "(gpu0) in topology line"));
+  EXPECT_THAT(r.output, HasSubstr("canopy: error: ring-allreduce on 4 ranks:"));
+}
+
+TEST(AlgoCli, BadNamesAndRankCounts) {
+  const testing::CommandRun unknown = canopy("algo verify tree-allreduce");
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_THAT(unknown.output,
+              HasSubstr("no shipped algorithm 'tree-allreduce': `canopy algo list` shows ring-allreduce"));
+  const testing::CommandRun odd = canopy("algo verify halving-doubling-allreduce --ranks 6");
+  EXPECT_EQ(odd.status, 1);
+  EXPECT_THAT(odd.output, HasSubstr("is not written for 6 ranks"));
+  const testing::CommandRun fewer = canopy("algo verify ring-allreduce --ranks 9 -t h200x2");
+  EXPECT_EQ(fewer.status, 1);
+  EXPECT_THAT(fewer.output, HasSubstr("the program has 9 ranks but topology h200x2 has 2 GPUs"));
+}
+
+}  // namespace
+}  // namespace canopy

@@ -1,0 +1,56 @@
+// `canopy algo list|verify`: the shipped collective algorithms (dsl/algorithms/), and the symbolic checker run on
+// one of them, optionally against a topology's links.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "dsl/algorithm_check.hpp"
+#include "dsl/algorithms/shipped_algorithms.hpp"
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "tools/commands.hpp"
+
+namespace canopy::cli {
+
+void add_algo_command(CLI::App& app) {
+  CLI::App* algo = app.add_subcommand("algo", "collective algorithms written in Canopy's C++ DSL: list, verify");
+  algo->require_subcommand(1);
+  CLI::App* list = algo->add_subcommand("list", "the shipped algorithms, one line each");
+  list->callback([] {
+    for (const algo::ShippedAlgorithm& a : algo::shipped_algorithms()) fmt::print("{:<28} {}\n", a.name, a.summary);
+  });
+  struct Args {
+    std::string name;
+    int ranks = 8;
+    std::string topology;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* verify =
+      algo->add_subcommand("verify", "check an algorithm symbolically; exit 1 with the checker's messages");
+  verify->add_option("name", args->name, "a shipped algorithm (canopy algo list)")->required();
+  verify->add_option("--ranks,-n", args->ranks, "how many ranks to instantiate it for")->capture_default_str();
+  verify->add_option("--topology,-t", args->topology,
+                     "also check every copy against this topology's links (a shipped name or a .topo file)");
+  verify->footer(
+      "\nThe checker executes the program on symbolic chunks and proves the collective's post-condition (every output\n"
+      "chunk holds exactly the inputs it must, each once); it also rejects reads of unwritten chunks, writes to\n"
+      "inputs, copies between ranks without a link, unordered accesses of one chunk (races between channels) and\n"
+      "cycles of channel order and data (deadlocks). Errors read NAME:LINE: error: MESSAGE, LINE being the statement.\n"
+      "Example: canopy algo verify ring-allreduce --ranks 8 -t dgx1-v100");
+  verify->callback([args] {
+    const algo::Program p = algo::shipped_algorithm(args->name, args->ranks);
+    std::optional<Topology> topology;
+    if (!args->topology.empty()) topology = load_topology(args->topology);
+    const std::vector<algo::Diagnostic> found = algo::check_program(p, topology ? &*topology : nullptr);
+    for (const algo::Diagnostic& d : found) std::cerr << algo::to_string(d, p.name()) << "\n";
+    if (!found.empty())
+      throw Error(
+          fmt::format("{} on {} ranks: {} problem{}", p.name(), p.ranks(), found.size(), found.size() == 1 ? "" : "s"));
+    fmt::print("{}: ok: {} on {} ranks, {} chunk{} per buffer, {} statements{}\n", p.name(),
+               canopy::to_string(p.collective()), p.ranks(), p.chunks(), p.chunks() == 1 ? "" : "s", p.ops().size(),
+               topology ? ", every copy over a link of " + topology->name() : "");
+  });
+}
+
+}  // namespace canopy::cli
