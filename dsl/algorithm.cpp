@@ -71,28 +71,28 @@ Chunk Program::input(int rank, int index, int count) { return ref(rank, Buffer::
 Chunk Program::output(int rank, int index, int count) { return ref(rank, Buffer::output, index, count); }
 Chunk Program::scratch(int rank, int index, int count) { return ref(rank, Buffer::scratch, index, count); }
 
-Chunk Program::add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints hints, std::source_location where) {
+Chunk Program::add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints hints, int line) {
   if (src.count != dst.count)
     throw Error(fmt::format("algorithm '{}', line {}: {} of {} chunks into {} chunks: counts must match", name_,
-                            where.line(), kind == OpKind::copy ? "copy" : "reduce", src.count, dst.count));
+                            line, kind == OpKind::copy ? "copy" : "reduce", src.count, dst.count));
   if (hints.channel < 0 || (hints.step && *hints.step < 0))
-    throw Error(fmt::format("algorithm '{}', line {}: channel and step hints must be >= 0", name_, where.line()));
+    throw Error(fmt::format("algorithm '{}', line {}: channel and step hints must be >= 0", name_, line));
   ref(src.rank, src.buffer, src.index, src.count);  // bounds (and scratch growth)
   ref(dst.rank, dst.buffer, dst.index, dst.count);
-  ops_.push_back(Op{kind, src, dst, hints, where});
+  ops_.push_back(Op{kind, src, dst, hints, line});
   return Chunk(this, dst);
 }
 
 Chunk Chunk::copy(int rank, Buffer buffer, int index, Hints hints, std::source_location where) const {
-  return program_->add(OpKind::copy, ref_, ChunkRef{rank, buffer, index, ref_.count}, hints, where);
+  return program_->add(OpKind::copy, ref_, ChunkRef{rank, buffer, index, ref_.count}, hints, static_cast<int>(where.line()));
 }
 
 Chunk Chunk::copy(const Chunk& to, Hints hints, std::source_location where) const {
-  return program_->add(OpKind::copy, ref_, to.ref_, hints, where);
+  return program_->add(OpKind::copy, ref_, to.ref_, hints, static_cast<int>(where.line()));
 }
 
 Chunk Chunk::reduce(const Chunk& to, Hints hints, std::source_location where) const {
-  return program_->add(OpKind::reduce, ref_, to.ref_, hints, where);
+  return program_->add(OpKind::reduce, ref_, to.ref_, hints, static_cast<int>(where.line()));
 }
 
 }  // namespace canopy::algo

@@ -48,7 +48,7 @@ struct Op {
   ChunkRef src;  // read
   ChunkRef dst;  // written (reduce: read and written, dst = dst (op) src)
   Hints hints;
-  std::source_location where;
+  int line = 0;  // where it was written: the C++ statement's line, or the XML element's for imported programs
 };
 
 class Program;
@@ -92,7 +92,7 @@ class Program {
   const std::vector<Op>& ops() const { return ops_; }
 
   // Used by Chunk; also lets imported programs (MSCCL XML) append statements.
-  Chunk add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints hints, std::source_location where);
+  Chunk add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints hints, int line);
 
  private:
   Chunk ref(int rank, Buffer buffer, int index, int count);

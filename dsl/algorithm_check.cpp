@@ -89,7 +89,7 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
   std::vector<Diagnostic> out;
   const std::vector<Op>& ops = p.ops();
   const int n_ops = static_cast<int>(ops.size());
-  auto line = [&](int k) { return static_cast<int>(ops[k].where.line()); };
+  auto line = [&](int k) { return ops[k].line; };
   auto op_text = [&](int k) {
     return fmt::format("{} {} -> {}", ops[k].kind == OpKind::copy ? "copy" : "reduce", to_string(ops[k].src),
                        to_string(ops[k].dst));
