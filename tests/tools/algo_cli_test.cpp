@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "tests/test_util.hpp"
 
@@ -58,6 +59,29 @@ TEST(AlgoCli, BadNamesAndRankCounts) {
   const testing::CommandRun fewer = canopy("algo verify ring-allreduce --ranks 9 -t h200x2");
   EXPECT_EQ(fewer.status, 1);
   EXPECT_THAT(fewer.output, HasSubstr("the program has 9 ranks but topology h200x2 has 2 GPUs"));
+}
+
+TEST(MscclCli, ExportThenImportVerifiesAndABrokenStepIsNamed) {
+  const auto file = std::filesystem::temp_directory_path() / ("canopy-msccl-" + std::to_string(::getpid()) + ".xml");
+  ASSERT_EQ(canopy("msccl export halving-doubling-allreduce --ranks 4 -o " + file.string()).status, 0);
+  const testing::CommandRun ok = canopy("msccl import " + file.string() + " -t hgx-h200");
+  EXPECT_EQ(ok.status, 0) << ok.output;
+  EXPECT_THAT(ok.output, HasSubstr("ok: allreduce 'halving-doubling-allreduce' on 4 ranks"));
+  // Point the first remote reduce at the wrong chunk.
+  std::stringstream text;
+  text << std::ifstream(file).rdbuf();
+  std::string xml = text.str();
+  const auto at = xml.find("type=\"rrc\" srcbuf=\"o\" srcoff=\"");
+  ASSERT_NE(at, std::string::npos);
+  const auto off = xml.find("dstoff=\"", at) + 8;
+  xml[off] = xml[off] == '0' ? '1' : '0';
+  std::ofstream(file) << xml;
+  const testing::CommandRun bad = canopy("msccl import " + file.string());
+  std::filesystem::remove(file);
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr(file.string() + ":"));
+  EXPECT_THAT(bad.output, HasSubstr("error: rank "));
+  EXPECT_THAT(canopy("msccl import /nonexistent.xml").output, HasSubstr("cannot read '/nonexistent.xml'"));
 }
 
 }  // namespace
