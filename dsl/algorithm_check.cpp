@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <queue>
@@ -201,8 +202,14 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
   for (int k = 0; k < n_ops && !cyclic; ++k)
     if (colour[k] == 0) visit(k);
 
-  // Races: conflicting accesses of one slot with no path between them.
-  if (!cyclic) {
+  // Races: conflicting accesses of one slot with no path between them (reachability is quadratic in statements,
+  // so very large programs are refused rather than left to exhaust memory).
+  constexpr int kMaxRaceCheckOps = 20000;
+  if (!cyclic && n_ops > kMaxRaceCheckOps)
+    out.push_back({0, fmt::format("{} statements: the race check handles at most {}; split the program or use fewer "
+                                  "chunks",
+                                  n_ops, kMaxRaceCheckOps)});
+  if (!cyclic && n_ops <= kMaxRaceCheckOps) {
     // Topological order (the graph is acyclic here; channel steps may point backwards in program order).
     std::vector<int> indegree(n_ops, 0), order;
     for (int k = 0; k < n_ops; ++k)
@@ -212,13 +219,16 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
     for (std::size_t i = 0; i < order.size(); ++i)
       for (int w : after[order[i]])
         if (--indegree[w] == 0) order.push_back(w);
-    std::vector<std::vector<char>> reach(n_ops);  // reach[k][m]: k happens before m
+    // reach[k] bit m: k happens before m (bitsets: 20000 statements take 50 MB).
+    const std::size_t words = (static_cast<std::size_t>(n_ops) + 63) / 64;
+    std::vector<std::vector<std::uint64_t>> reach(n_ops);
+    auto before = [&](int k, int m) { return (reach[k][m / 64] >> (m % 64)) & 1; };
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const int k = *it;
-      reach[k].assign(n_ops, 0);
+      reach[k].assign(words, 0);
       for (int w : after[k]) {
-        reach[k][w] = 1;
-        for (int m = 0; m < n_ops; ++m) reach[k][m] |= reach[w][m];
+        reach[k][w / 64] |= std::uint64_t{1} << (w % 64);
+        for (std::size_t i = 0; i < words; ++i) reach[k][i] |= reach[w][i];
       }
     }
     std::set<std::pair<int, int>> reported;
@@ -227,7 +237,7 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
         for (std::size_t j = i + 1; j < list.size(); ++j) {
           const auto [a, wa] = list[i];
           const auto [b, wb] = list[j];
-          if (a == b || !(wa || wb) || reach[a][b] || reach[b][a] || !reported.insert({a, b}).second) continue;
+          if (a == b || !(wa || wb) || before(a, b) || before(b, a) || !reported.insert({a, b}).second) continue;
           out.push_back({line(b), fmt::format("race on {}: line {} ({}) and line {} ({}) {} it with nothing ordering "
                                               "them; put both on one channel or make one read what the other wrote",
                                               slot_text(slot), line(a), op_text(a), line(b), op_text(b),

@@ -147,6 +147,12 @@ TEST(AlgorithmCheck, UninitialisedReadAndWrittenInput) {
   EXPECT_THAT(messages(r), HasSubstr("reduces into rank 1 output[0], which nothing has written yet"));
 }
 
+TEST(AlgorithmCheck, HugeProgramsAreRefusedNotLeftToExhaustMemory) {
+  Program p("huge", Collective::broadcast, 2, 1);
+  for (int k = 0; k < 20001; ++k) p.input(0, 0).copy(p.output(k % 2, 0));
+  EXPECT_THAT(messages(p), HasSubstr("20001 statements: the race check handles at most 20000"));
+}
+
 TEST(AlgorithmCheck, BadReferencesAreErrorsWhenWritten) {
   Program p("bounds", Collective::allgather, 2, 2);
   EXPECT_THROW(p.input(0, 2), Error);  // allgather inputs hold 2 chunks
