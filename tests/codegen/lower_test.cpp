@@ -77,8 +77,11 @@ TEST(Lower, CountersAndFifosAreDistinctPerRank) {
   std::map<int, std::set<std::int64_t>> fifo_starts;
   for (const Lane& lane : s.lanes)
     for (const Step& step : lane.per_chunk)
-      for (const BufferRef& b : step.destinations)
-        if (b.kind == BufferKind::fifo) EXPECT_TRUE(fifo_starts[b.rank].insert(b.fifo_offset).second);
+      for (const BufferRef& b : step.destinations) {
+        if (b.kind == BufferKind::fifo) {
+          EXPECT_TRUE(fifo_starts[b.rank].insert(b.fifo_offset).second);
+        }
+      }
   for (const auto& [rank, starts] : fifo_starts)
     EXPECT_LE(*starts.rbegin() + s.fifo_bytes(), s.resources[rank].scratch_bytes);
 }
@@ -131,7 +134,9 @@ TEST(Lower, OnlyEdgesWhoseSenderHoldsItsWholeInputArePulled) {
             return l.tree == lane.tree && l.rank == b.rank && !l.children.empty();
           })) << "only leaves are read directly";
         }
-    if (lane.role == LaneRole::relay) EXPECT_FALSE(lane.per_chunk.empty());
+    if (lane.role == LaneRole::relay) {
+      EXPECT_FALSE(lane.per_chunk.empty());
+    }
   }
   EXPECT_GT(pulled_reads, 0);
   // Broadcast: the root's children read its send buffer; deeper edges stay pushed.
@@ -166,7 +171,9 @@ TEST(Lower, PulledEdgesGetOneHandshakeCounterEachWay) {
   for (const Lane& lane : s.lanes)
     for (const auto* steps : {&lane.prologue, &lane.per_chunk, &lane.epilogue})
       for (const Step& step : *steps)
-        if (step.kind == StepKind::wait) EXPECT_TRUE(writers.count({step.flag.rank, step.flag.index})) << step.note;
+        if (step.kind == StepKind::wait) {
+          EXPECT_TRUE(writers.count({step.flag.rank, step.flag.index})) << step.note;
+        }
 }
 
 TEST(Lower, AutomaticPullReadsLeavesOnlyInReduce) {

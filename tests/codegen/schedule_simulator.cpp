@@ -85,8 +85,9 @@ std::string ScheduleSimulator::run(const std::vector<SimLaunch>& launches, std::
       const std::uint64_t chunk = s.options.chunk_bytes / size;
       const std::uint64_t at = (b.fifo_offset + blk.block * s.fifo_bytes()) / size +
                                (blk.i % s.options.fifo_depth) * chunk + j;
-      if (at >= scratch_[b.rank].size() || b.fifo_offset + (blk.block + 1) * s.fifo_bytes() >
-                                               static_cast<std::uint64_t>(s.resources[b.rank].scratch_bytes))
+      if (at >= scratch_[b.rank].size() ||
+          static_cast<std::uint64_t>(b.fifo_offset + (blk.block + 1) * s.fifo_bytes()) >
+              static_cast<std::uint64_t>(s.resources[b.rank].scratch_bytes))
         return fmt::format("FIFO access outside rank {}'s scratch", b.rank);
       *out = &scratch_[b.rank][at];
       return "";

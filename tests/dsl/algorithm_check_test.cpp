@@ -29,7 +29,9 @@ int here(std::source_location w = std::source_location::current()) { return stat
 TEST(AlgorithmCheck, ShippedAlgorithmsVerify) {
   for (const ShippedAlgorithm& a : shipped_algorithms())
     for (int n : {1, 2, 3, 4, 5, 8, 16})
-      if (a.supports(n)) EXPECT_EQ(messages(a.build(n)), "") << a.name << " on " << n << " ranks";
+      if (a.supports(n)) {
+        EXPECT_EQ(messages(a.build(n)), "") << a.name << " on " << n << " ranks";
+      }
   const Topology hgx = load_topology("hgx-h200");
   for (const char* name : {"ring-allreduce", "allpairs-allgather", "halving-doubling-allreduce"})
     EXPECT_EQ(messages(shipped_algorithm(name, 8), &hgx), "") << name << " on hgx-h200";

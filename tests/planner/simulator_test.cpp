@@ -225,8 +225,9 @@ TEST(Simulator, DoubleBinaryTreeIsAValidAllreducePlan) {
     for (int k : {1, 3})
       for (const TreeEdge& e : q.trees[k].edges) inner[e.from] |= 1 << (k / 2);
     for (const auto& [rank, trees] : inner)
-      if (rank != q.trees[0].root && rank != q.trees[2].root)
+      if (rank != q.trees[0].root && rank != q.trees[2].root) {
         EXPECT_NE(trees, 3) << n << " ranks: " << rank << " is inner in both";
+      }
   }
   const SimResult r = simulate_plan(t, p, 1 << 28, SimOptions{});
   EXPECT_GT(r.busbw_gbps, 0);

@@ -105,8 +105,9 @@ TEST(CollectiveCheck, AcceptsTheDefinitionAndCatchesMistakes) {
         // Element 17 replaced by element 18's value.
         std::vector<unsigned char> bad = out;
         std::memcpy(bad.data() + 17 * size_of(t), out.data() + 18 * size_of(t), size_of(t));
-        if (std::memcmp(out.data() + 17 * size_of(t), out.data() + 18 * size_of(t), size_of(t)) != 0)
+        if (std::memcmp(out.data() + 17 * size_of(t), out.data() + 18 * size_of(t), size_of(t)) != 0) {
           EXPECT_GE(check_output(s, rank, bad.data()).wrong, 1u) << to_string(c) << " " << to_string(t);
+        }
         // Poison (all bits set: NaN for floats).
         std::vector<unsigned char> poisoned(out.size(), 0xff);
         EXPECT_GT(check_output(s, rank, poisoned.data()).wrong, n / 2) << to_string(c) << " " << to_string(t);
