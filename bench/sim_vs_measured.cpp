@@ -2,8 +2,8 @@
 // --json` measurement. Link rates come from TOPO (e.g. `canopy detect
 // --measure`); the launch cost and the per-hop latency scale are calibrated once for the machine (all collectives
 // together, a grid search minimising the mean |log(predicted / measured)| time); then every row is printed with its
-// error. The chunk follows the runtime's shape: 256 KiB per block, 24 blocks per rank below 8 MiB per rank and 128 from
-// there (docs/runtime.md), so a tree's pipeline step is 256 KiB x its blocks.
+// error. The chunk follows the runtime's shape: 256 KiB per block, 24 blocks per rank below 8 MiB per rank and 128
+// from there (docs/runtime.md), so a tree's pipeline step is 256 KiB x its blocks.
 #include <fmt/format.h>
 
 #include <algorithm>

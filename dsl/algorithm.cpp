@@ -73,8 +73,8 @@ Chunk Program::scratch(int rank, int index, int count) { return ref(rank, Buffer
 
 Chunk Program::add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints hints, int line) {
   if (src.count != dst.count)
-    throw Error(fmt::format("algorithm '{}', line {}: {} of {} chunks into {} chunks: counts must match", name_,
-                            line, kind == OpKind::copy ? "copy" : "reduce", src.count, dst.count));
+    throw Error(fmt::format("algorithm '{}', line {}: {} of {} chunks into {} chunks: counts must match", name_, line,
+                            kind == OpKind::copy ? "copy" : "reduce", src.count, dst.count));
   if (hints.channel < 0 || (hints.step && *hints.step < 0))
     throw Error(fmt::format("algorithm '{}', line {}: channel and step hints must be >= 0", name_, line));
   ref(src.rank, src.buffer, src.index, src.count);  // bounds (and scratch growth)
@@ -84,7 +84,8 @@ Chunk Program::add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints 
 }
 
 Chunk Chunk::copy(int rank, Buffer buffer, int index, Hints hints, std::source_location where) const {
-  return program_->add(OpKind::copy, ref_, ChunkRef{rank, buffer, index, ref_.count}, hints, static_cast<int>(where.line()));
+  return program_->add(OpKind::copy, ref_, ChunkRef{rank, buffer, index, ref_.count}, hints,
+                       static_cast<int>(where.line()));
 }
 
 Chunk Chunk::copy(const Chunk& to, Hints hints, std::source_location where) const {

@@ -1,6 +1,6 @@
-// The collective-algorithm language: a C++ program cuts every rank's input, output and scratch buffers into
-// chunks and moves them with two statements, `copy` and `reduce`, each returning the chunk it wrote so chains read
-// naturally (MSCCLang's model, embedded in C++):
+// The collective-algorithm language: a C++ program cuts every rank's input, output and scratch buffers into chunks
+// and moves them with two statements, `copy` and `reduce`, each returning the chunk it wrote so chains read naturally
+// (MSCCLang's model, embedded in C++):
 //
 //   canopy::algo::Program p("ring-allreduce", canopy::Collective::allreduce, /*ranks=*/4, /*chunks=*/4);
 //   for (int i = 0; i < 4; ++i) {  // chunk i is summed around the ring, then sent round once more
@@ -10,9 +10,9 @@
 //     for (int s = 0; s < 3; ++s) c = c.copy(p.output(at(s), i));
 //   }
 //
-// Every statement records where it was written (std::source_location), so the checker (dsl/algorithm_check.hpp)
-// can name the line of a wrong step. Schedule hints: `Hints{channel, step}` puts a statement on a channel (a
-// thread block on the ranks it touches) at a position in that channel's order (default: program order).
+// Every statement records where it was written (std::source_location), so the checker (dsl/algorithm_check.hpp) can
+// name the line of a wrong step. Schedule hints: `Hints{channel, step}` puts a statement on a channel (a thread block
+// on the ranks it touches) at a position in that channel's order (default: program order).
 #pragma once
 
 #include <optional>
@@ -73,9 +73,9 @@ class Chunk {
 
 class Program {
  public:
-  // `chunks`: how many chunks each rank's input holds for allreduce, broadcast and reduce; for allgather each
-  // rank's input holds `chunks` and its output ranks x chunks; reduce-scatter and alltoall inputs hold
-  // ranks x chunks. Throws canopy::Error on ranks < 1, chunks < 1 or a root outside the ranks.
+  // `chunks`: how many chunks each rank's input holds for allreduce, broadcast and reduce; for allgather each rank's
+  // input holds `chunks` and its output ranks x chunks; reduce-scatter and alltoall inputs hold ranks x chunks.
+  // Throws canopy::Error on ranks < 1, chunks < 1 or a root outside the ranks.
   Program(std::string name, Collective collective, int ranks, int chunks, int root = 0);
 
   Chunk input(int rank, int index, int count = 1);

@@ -202,8 +202,8 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
   for (int k = 0; k < n_ops && !cyclic; ++k)
     if (colour[k] == 0) visit(k);
 
-  // Races: conflicting accesses of one slot with no path between them (reachability is quadratic in statements,
-  // so very large programs are refused rather than left to exhaust memory).
+  // Races: conflicting accesses of one slot with no path between them (reachability is quadratic in statements, so
+  // very large programs are refused rather than left to exhaust memory).
   constexpr int kMaxRaceCheckOps = 20000;
   if (!cyclic && n_ops > kMaxRaceCheckOps)
     out.push_back({0, fmt::format("{} statements: the race check handles at most {}; split the program or use fewer "

@@ -1,11 +1,10 @@
 // The symbolic checker of collective-algorithm programs (dsl/algorithm.hpp). It executes the program on symbolic
-// chunks (each value is the multiset of input chunks reduced into it) and reports, each naming the statement's
-// source line and the chunk:
-//  - a read of a chunk nothing has written, and a write to an input buffer (inputs are the caller's, read-only);
-//  - a copy or reduce between ranks whose GPUs share no link (only switches may relay), when a topology is given;
-//  - two accesses to one chunk, at least one a write, that nothing orders (a race between channels);
-//  - statements that wait on each other in a cycle (channel order against data dependences: a deadlock);
-//  - an output that does not hold what the collective promises (a missing or repeated contribution, a wrong chunk).
+// chunks (each value is the multiset of input chunks reduced into it) and reports, each naming the statement's source
+// line and the chunk: - a read of a chunk nothing has written, and a write to an input buffer (inputs are the
+// caller's, read-only); - a copy or reduce between ranks whose GPUs share no link (only switches may relay), when a
+// topology is given; - two accesses to one chunk, at least one a write, that nothing orders (a race between
+// channels); - statements that wait on each other in a cycle (channel order against data dependences: a deadlock); -
+// an output that does not hold what the collective promises (a missing or repeated contribution, a wrong chunk).
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
-// Reading and writing MSCCL-IR XML (see msccl_xml.hpp): a small reader for its element-and-attribute XML, the
-// export of a program's statements as thread blocks and steps, and the import back to statements.
+// Reading and writing MSCCL-IR XML (see msccl_xml.hpp): a small reader for its element-and-attribute XML, the export
+// of a program's statements as thread blocks and steps, and the import back to statements.
 #include "dsl/msccl_xml.hpp"
 
 #include <fmt/format.h>
@@ -205,8 +205,8 @@ std::string to_msccl_xml(const Program& p) {
     if (fresh) blocks[gpu].push_back(Block{send, recv, chan, {}});
     return it->second;
   };
-  // Per GPU: the last step writing each slot, and the last step on each channel (to keep channel order across
-  // thread blocks).
+  // Per GPU: the last step writing each slot, and the last step on each channel (to keep channel order across thread
+  // blocks).
   std::vector<std::map<std::pair<Buffer, int>, std::pair<int, int>>> writer(n);
   std::vector<std::map<int, std::pair<int, int>>> channel_last(n);
   auto place = [&](int gpu, int block, Step step, const std::vector<std::pair<Buffer, int>>& reads,

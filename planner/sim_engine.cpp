@@ -1,5 +1,5 @@
-// simulate_transfers (see sim_engine.hpp): events are starts, last bytes sent and arrivals; between events every active
-// transfer flows at a constant rate from max-min fair sharing (progressive filling) of the links.
+// simulate_transfers (see sim_engine.hpp): events are starts, last bytes sent and arrivals; between events every
+// active transfer flows at a constant rate from max-min fair sharing (progressive filling) of the links.
 #include "planner/sim_engine.hpp"
 
 #include <fmt/format.h>
@@ -20,9 +20,8 @@ double bytes_per_us(double gbps) { return gbps * 1e3; }
 
 using TimedQueue = std::priority_queue<std::pair<double, int>, std::vector<std::pair<double, int>>, std::greater<>>;
 
-// Weighted max-min fair rates (bytes/us) of the active transfers: repeatedly
-// the link with the smallest share per unit of weight fixes the rate (that
-// share x weight) of every unfixed transfer crossing it.
+// Weighted max-min fair rates (bytes/us) of the active transfers: repeatedly the link with the smallest share per
+// unit of weight fixes the rate (that share x weight) of every unfixed transfer crossing it.
 void fair_rates(const std::vector<SimLink>& links, const std::vector<SimTransfer>& transfers,
                 const std::vector<int>& active, std::vector<double>& rate) {
   std::vector<double> left(links.size());

@@ -57,8 +57,7 @@ int node_of(const Topology& t, const std::string& name) {
   return id->index;
 }
 
-// Fewest-hop path from -> to through switches only (as NCCL's P2P paths), over
-// NVLink arcs alone when asked.
+// Fewest-hop path from -> to through switches only (as NCCL's P2P paths), over NVLink arcs alone when asked.
 std::vector<int> route(const Topology& t, int from, int to, bool nvlink_only) {
   std::vector<int> parent(t.nodes().size(), -1);
   std::vector<std::vector<int>> next(t.nodes().size());
@@ -130,8 +129,7 @@ SimResult simulate_plan(const Topology& topology, const Plan& plan, std::int64_t
 
   std::vector<SimTransfer> transfers;
   std::vector<int> chunks(trees);
-  // have[t][node][j]: the transfers whose arrival gives `node` chunk j of tree
-  // t (empty: held from the start).
+  // have[t][node][j]: the transfers whose arrival gives `node` chunk j of tree t (empty: held from the start).
   std::vector<std::map<int, std::vector<std::vector<int>>>> have(trees);
   auto run_tree = [&](int t) {
     const Tree& tree = plan.trees[t];
@@ -166,9 +164,8 @@ SimResult simulate_plan(const Topology& topology, const Plan& plan, std::int64_t
   for (int t = 0; t < trees; ++t)
     if (plan.trees[t].direction == TreeDirection::in) run_tree(t);
   if (plan.collective == Collective::allreduce) {
-    // An out-tree's root holds chunk j once its in-trees have reduced the bytes
-    // it covers: the root's part is cut among its in-trees and, separately,
-    // among its out-trees, both in plan order.
+    // An out-tree's root holds chunk j once its in-trees have reduced the bytes it covers: the root's part is cut
+    // among its in-trees and, separately, among its out-trees, both in plan order.
     std::map<std::string, std::vector<int>> in_of, out_of;
     for (int t = 0; t < trees; ++t)
       (plan.trees[t].direction == TreeDirection::in ? in_of : out_of)[plan.trees[t].root].push_back(t);
@@ -234,8 +231,7 @@ SimResult simulate_rings(const Topology& topology, const RingBaseline& rings, Co
       return static_cast<int>(transfers.size()) - 1;
     };
     if (chain) {
-      // Broadcast: from the root around the ring; reduce: around the ring into
-      // the root.
+      // Broadcast: from the root around the ring; reduce: around the ring into the root.
       const int at = static_cast<int>(std::find(names.begin(), names.end(), root) - names.begin());
       if (at == n) throw Error(fmt::format("root '{}' is not on the ring", root));
       const int first = c == Collective::broadcast ? at : (at + 1) % n;
@@ -251,9 +247,8 @@ SimResult simulate_rings(const Topology& topology, const RingBaseline& rings, Co
       }
       continue;
     }
-    // Steps s = 0..steps-1: rank i sends a block to i+1 after receiving it from
-    // i-1 in step s-1. Each rank sends slice j's steps in order, slice after
-    // slice, over its one outgoing hop.
+    // Steps s = 0..steps-1: rank i sends a block to i+1 after receiving it from i-1 in step s-1. Each rank sends
+    // slice j's steps in order, slice after slice, over its one outgoing hop.
     std::vector<std::vector<int>> sent(n, std::vector<int>(k, -1));  // the step-(s-1) transfer from rank i, slice j
     std::vector<int> last(n, -1);
     for (int j = 0; j < k; ++j)
@@ -278,10 +273,10 @@ Plan double_binary_tree(const Topology& topology, const std::vector<std::string>
   p.collective = Collective::allreduce;
   p.topology = topology.name();
   p.ranks = ranks;
-  // NCCL's shape: over positions 0..n-1, position 0 is the root with one child, the largest power of two below n;
-  // any other position x with lowest set bit b hangs under (x ^ b) | 2b, or under x ^ b when that is past the end.
-  // The second tree takes the positions mirrored (n even) or shifted by one (n odd), so that a rank that is a leaf
-  // in one tree is inside the other.
+  // NCCL's shape: over positions 0..n-1, position 0 is the root with one child, the largest power of two below n; any
+  // other position x with lowest set bit b hangs under (x ^ b) | 2b, or under x ^ b when that is past the end. The
+  // second tree takes the positions mirrored (n even) or shifted by one (n odd), so that a rank that is a leaf in one
+  // tree is inside the other.
   auto position_parent = [n](int x) {
     if (x == 0) return -1;
     const int b = x & -x;
@@ -297,8 +292,7 @@ Plan double_binary_tree(const Topology& topology, const std::vector<std::string>
   for (int i = 0; i < n; ++i) forward[i] = i, second[i] = n % 2 == 0 ? n - 1 - i : (i + 1) % n;
   for (const auto& at : {forward, second}) {
     const auto [root, parent] = build(at);
-    // Out-tree edges parent before child (breadth first); the in-tree takes
-    // them reversed.
+    // Out-tree edges parent before child (breadth first); the in-tree takes them reversed.
     std::vector<TreeEdge> down;
     std::vector<int> frontier{root};
     for (std::size_t f = 0; f < frontier.size(); ++f)

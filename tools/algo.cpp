@@ -1,5 +1,5 @@
-// `canopy algo list|verify`: the shipped collective algorithms (dsl/algorithms/), and the symbolic checker run on
-// one of them, optionally against a topology's links.
+// `canopy algo list|verify`: the shipped collective algorithms (dsl/algorithms/), and the symbolic checker run on one
+// of them, optionally against a topology's links.
 #include <fmt/format.h>
 
 #include <iostream>

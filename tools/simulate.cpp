@@ -1,5 +1,5 @@
-// `canopy simulate`: predicted time of Canopy's plan and of NCCL-style rings (and, for allreduce, NCCL's double binary
-// tree) over a range of sizes, from the topology alone (planner/simulate.hpp).
+// `canopy simulate`: predicted time of Canopy's plan and of NCCL-style rings (and, for allreduce, NCCL's double
+// binary tree) over a range of sizes, from the topology alone (planner/simulate.hpp).
 #include "planner/simulate.hpp"
 
 #include <fmt/format.h>
@@ -24,8 +24,7 @@ struct Row {
   std::optional<SimResult> tree;  // allreduce: NCCL's double binary tree
 };
 
-// Ten slices of a link's busy share over the run, one digit each (0 idle .. 9
-// at least 90 % busy).
+// Ten slices of a link's busy share over the run, one digit each (0 idle .. 9 at least 90 % busy).
 std::string busy_digits(const LinkTimeline& tl, double end_us) {
   std::string out;
   for (int k = 0; k < 10; ++k) {

@@ -1,5 +1,5 @@
-// A small self-written SVG line plot: busbw against message size (log2 axis), one polyline per series, with axes, grid
-// and legend. No dependency; `canopy simulate --plot` uses it.
+// A small self-written SVG line plot: busbw against message size (log2 axis), one polyline per series, with axes,
+// grid and legend. No dependency; `canopy simulate --plot` uses it.
 #pragma once
 
 #include <string>

@@ -1,6 +1,6 @@
-// Ring allreduce: the buffer is cut into one chunk per rank; chunk i is reduced around the ring starting at rank
-// i + 1 and ending at rank i (each hop copies the partial sum to the next rank's output and adds that rank's
-// input), then the finished chunk travels once more around the ring to every other rank's output.
+// Ring allreduce: the buffer is cut into one chunk per rank; chunk i is reduced around the ring starting at rank i +
+// 1 and ending at rank i (each hop copies the partial sum to the next rank's output and adds that rank's input), then
+// the finished chunk travels once more around the ring to every other rank's output.
 #include "dsl/algorithms/shipped_algorithms.hpp"
 
 namespace canopy::algo {

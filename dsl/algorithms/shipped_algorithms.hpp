@@ -1,5 +1,5 @@
-// The algorithms Canopy ships, written in the collective-algorithm language (dsl/algorithm.hpp), by name:
-// `canopy algo list` prints them and `canopy algo verify NAME` checks one.
+// The algorithms Canopy ships, written in the collective-algorithm language (dsl/algorithm.hpp), by name: `canopy
+// algo list` prints them and `canopy algo verify NAME` checks one.
 #pragma once
 
 #include <functional>

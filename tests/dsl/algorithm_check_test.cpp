@@ -1,6 +1,6 @@
-// The collective-algorithm checker: every shipped algorithm verifies; deliberately broken variants (a missing step,
-// a double reduction, a wrong rank, a missing link, a race, a deadlock cycle, an uninitialised read, a written
-// input, a wrong chunk) are each rejected with the right message naming the statement's line.
+// The collective-algorithm checker: every shipped algorithm verifies; deliberately broken variants (a missing step, a
+// double reduction, a wrong rank, a missing link, a race, a deadlock cycle, an uninitialised read, a written input, a
+// wrong chunk) are each rejected with the right message naming the statement's line.
 #include "dsl/algorithm_check.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 // MSCCL-IR XML: every shipped algorithm survives export -> import with the same statements and still verifies; a
-// program in msccl-tools' style (tb with both peers, fused and in-place steps) imports and verifies; malformed
-// files get ORIGIN:LINE errors.
+// program in msccl-tools' style (tb with both peers, fused and in-place steps) imports and verifies; malformed files
+// get ORIGIN:LINE errors.
 #include "dsl/msccl_xml.hpp"
 
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
-// libFuzzer target for MSCCL-IR XML import: any bytes must give a Program or a canopy::Error, never a crash, hang
-// or sanitizer report; an accepted program must be checkable, and survive export -> import with its statements.
+// libFuzzer target for MSCCL-IR XML import: any bytes must give a Program or a canopy::Error, never a crash, hang or
+// sanitizer report; an accepted program must be checkable, and survive export -> import with its statements.
 #include <cstdint>
 #include <string_view>
 

@@ -1,5 +1,5 @@
-// The simulator against closed forms: one link, a pipelined chain, rings, a star through a switch (fair sharing), each
-// within 1 %; the engine's own rules (fair shares, order, cycles); and plans reaching the planner's rate.
+// The simulator against closed forms: one link, a pipelined chain, rings, a star through a switch (fair sharing),
+// each within 1 %; the engine's own rules (fair shares, order, cycles); and plans reaching the planner's rate.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,8 +16,7 @@ namespace {
 
 constexpr double kMB = 1e6;
 
-// No fixed costs and no latency unless a test sets them: the closed forms below
-// add them explicitly.
+// No fixed costs and no latency unless a test sets them: the closed forms below add them explicitly.
 SimOptions bare(std::int64_t chunk) {
   SimOptions o;
   o.chunk_bytes = chunk;
@@ -49,8 +48,7 @@ Plan plan_of(const Topology& t, Collective c, std::vector<Tree> trees) {
 }
 
 TEST(SimEngine, FlowsOnOneLinkShareItFairly) {
-  // Two transfers on link 0 (100 GB/s), one of them also on link 1 (30 GB/s):
-  // max-min gives 30 and 70.
+  // Two transfers on link 0 (100 GB/s), one of them also on link 1 (30 GB/s): max-min gives 30 and 70.
   const std::vector<SimLink> links{{"a", "b", 100}, {"b", "c", 30}};
   std::vector<SimTransfer> x(2);
   x[0].bytes = 3e6, x[0].links = {0, 1};
@@ -64,8 +62,7 @@ TEST(SimEngine, FlowsOnOneLinkShareItFairly) {
 }
 
 TEST(SimEngine, WeightsSplitAContendedLink) {
-  // Weights 2 and 1 on one 30 GB/s link: 20 and 10 until the heavier finishes,
-  // then the lighter gets it all.
+  // Weights 2 and 1 on one 30 GB/s link: 20 and 10 until the heavier finishes, then the lighter gets it all.
   const std::vector<SimLink> links{{"a", "b", 30}};
   std::vector<SimTransfer> x(2);
   x[0].bytes = 2e6, x[0].links = {0}, x[0].weight = 2;
@@ -112,8 +109,7 @@ TEST(Simulator, OneLink) {
 }
 
 TEST(Simulator, ChainPipelinesChunks) {
-  // gpu0 -> gpu1 -> gpu2 -> gpu3, h = 3 hops of latency L: (k + h - 1) chunk
-  // times + h L.
+  // gpu0 -> gpu1 -> gpu2 -> gpu3, h = 3 hops of latency L: (k + h - 1) chunk times + h L.
   Topology t("chain");
   auto g = t.gpus(4);
   for (int i = 0; i < 3; ++i) t.link(g[i], g[i + 1], Bandwidth{50, "nvlink2"}.with_latency(1.5));
@@ -127,8 +123,7 @@ TEST(Simulator, ChainPipelinesChunks) {
 }
 
 TEST(Simulator, RingsReachTheRingFormula) {
-  // Four GPUs in a ring: two unidirectional rings; allreduce 2(n-1)/n S /
-  // (rings x B), allgather (n-1)/n S / ...
+  // Four GPUs in a ring: two unidirectional rings; allreduce 2(n-1)/n S / (rings x B), allgather (n-1)/n S / ...
   Topology t("ring4");
   auto g = t.gpus(4);
   for (int i = 0; i < 4; ++i) t.link(g[i], g[(i + 1) % 4], Bandwidth{25, "nvlink2"}.with_latency(0));
@@ -166,8 +161,7 @@ TEST(Simulator, StarThroughASwitchSharesTheRootsUplink) {
   const std::int64_t bytes = 120'000'000;
   const SimResult f = simulate_plan(t, plan_of(t, Collective::broadcast, {flat}), bytes, bare(bytes));
   EXPECT_NEAR(f.time_us, 3 * us(static_cast<double>(bytes), 40) + 1.0, 0.01 * f.time_us);
-  // A chain through the switch uses every uplink and downlink once: pipelined
-  // at the full 40 GB/s.
+  // A chain through the switch uses every uplink and downlink once: pipelined at the full 40 GB/s.
   const Plan chain = plan_of(t, Collective::broadcast, {chain_tree({"gpu0", "gpu1", "gpu2", "gpu3"}, "sw")});
   const SimResult c = simulate_plan(t, chain, bytes, bare(bytes / 100));
   const double expect = (100 + 2) * us(static_cast<double>(bytes) / 100, 40) + 3 * 1.0;
@@ -182,16 +176,15 @@ TEST(Simulator, PlansApproachThePlannersRateOnLargeMessages) {
       const Plan p = plan(t, c);
       SimOptions o = bare(256 << 10);
       const SimResult r = simulate_plan(t, p, 1LL << 30, o);
-      // Pipeline fill and drain cost a few chunk times out of hundreds (2.7 %
-      // at most when written).
+      // Pipeline fill and drain cost a few chunk times out of hundreds (2.7 % at most when written).
       EXPECT_GT(r.algbw_gbps, 0.96 * p.algbw_gbps) << name << " " << to_string(c);
       EXPECT_LT(r.algbw_gbps, 1.0001 * p.algbw_gbps) << name << " " << to_string(c);
     }
 }
 
 TEST(Simulator, CanopyBeatsRingsWhereRingsWasteLinks) {
-  // gpu0, gpu1 and gpu4 of a DGX-1V: gpu1 and gpu4 share no NVLink, so NCCL's
-  // rings fall back to PCIe and QPI, while trees from gpu0 use its two NVLinks.
+  // gpu0, gpu1 and gpu4 of a DGX-1V: gpu1 and gpu4 share no NVLink, so NCCL's rings fall back to PCIe and QPI, while
+  // trees from gpu0 use its two NVLinks.
   PlanOptions po;
   po.gpus = {"gpu0", "gpu1", "gpu4"};
   const Topology t = planning_topology(load_topology("dgx1-v100"), po);
@@ -215,9 +208,13 @@ TEST(Simulator, DoubleBinaryTreeIsAValidAllreducePlan) {
   // NCCL's shape on 8 ranks: 0 -> 4, 4 -> {2, 6}, 2 -> {1, 3}, 6 -> {5, 7}; the second tree is its mirror.
   std::map<std::string, std::string> parent;
   for (const TreeEdge& e : p.trees[1].edges) parent[e.to] = e.from;
-  EXPECT_EQ(parent, (std::map<std::string, std::string>{{"gpu4", "gpu0"}, {"gpu2", "gpu4"}, {"gpu6", "gpu4"},
-                                                         {"gpu1", "gpu2"}, {"gpu3", "gpu2"}, {"gpu5", "gpu6"},
-                                                         {"gpu7", "gpu6"}}));
+  EXPECT_EQ(parent, (std::map<std::string, std::string>{{"gpu4", "gpu0"},
+                                                        {"gpu2", "gpu4"},
+                                                        {"gpu6", "gpu4"},
+                                                        {"gpu1", "gpu2"},
+                                                        {"gpu3", "gpu2"},
+                                                        {"gpu5", "gpu6"},
+                                                        {"gpu7", "gpu6"}}));
   // Every rank with children in one tree is a leaf in the other (or a root with a single child).
   for (int n : {5, 6, 7, 8}) {
     const Plan q = double_binary_tree(t, std::vector<std::string>(ranks.begin(), ranks.begin() + n));

@@ -1,5 +1,5 @@
-// `canopy algo list|verify` as users run them: the list, a clean verification, and exit 1 with the checker's
-// messages or a precise error.
+// `canopy algo list|verify` as users run them: the list, a clean verification, and exit 1 with the checker's messages
+// or a precise error.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
