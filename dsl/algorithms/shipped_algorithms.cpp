@@ -18,6 +18,9 @@ const std::vector<ShippedAlgorithm>& shipped_algorithms() {
       {"halving-doubling-allreduce",
        "allreduce: recursive halving reduce-scatter, recursive doubling allgather (power-of-two ranks)",
        [](int n) { return n >= 1 && (n & (n - 1)) == 0; }, halving_doubling_allreduce},
+      {"hierarchical-allreduce",
+       "allreduce for 2 hosts: intra-host reduce-scatter, one inter-host swap per chunk, intra-host allgather",
+       [](int n) { return n >= 2 && n % 2 == 0; }, hierarchical_allreduce},
   };
   return list;
 }

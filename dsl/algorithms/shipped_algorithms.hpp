@@ -25,5 +25,6 @@ Program shipped_algorithm(std::string_view name, int ranks);
 Program ring_allreduce(int ranks);              // reduce-scatter then allgather around one ring, ranks chunks
 Program allpairs_allgather(int ranks);          // every rank copies its chunk to every other, one channel each
 Program halving_doubling_allreduce(int ranks);  // recursive halving reduce-scatter, recursive doubling allgather
+Program hierarchical_allreduce(int ranks);      // 2 hosts: intra-host reduce-scatter, inter-host swap, allgather
 
 }  // namespace canopy::algo
