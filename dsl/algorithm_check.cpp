@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <queue>
 #include <set>
 
 namespace canopy::algo {
@@ -34,26 +33,6 @@ std::string value_text(const Value& v) {
   if (parts.size() > 4)
     return fmt::format("{}, ... ({} inputs)", fmt::join(parts.begin(), parts.begin() + 3, ", "), parts.size());
   return fmt::format("{}", fmt::join(parts, " + "));
-}
-
-// Whether GPUs a and b are joined directly or through switches only.
-bool linked(const Topology& t, NodeId a, NodeId b) {
-  std::vector<char> seen(t.nodes().size(), 0);
-  std::queue<int> q;
-  q.push(a.index);
-  seen[a.index] = 1;
-  while (!q.empty()) {
-    const int x = q.front();
-    q.pop();
-    for (const Arc& arc : t.arcs()) {
-      if (arc.from.index != x || seen[arc.to.index]) continue;
-      if (arc.to == b) return true;
-      if (t.nodes()[arc.to.index].kind == NodeKind::gpu) continue;
-      seen[arc.to.index] = 1;
-      q.push(arc.to.index);
-    }
-  }
-  return false;
 }
 
 // What output slot `s` must hold when the program ends, or nullopt when the collective leaves it free.
@@ -109,7 +88,7 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
       const int a = ops[k].src.rank, b = ops[k].dst.rank;
       if (a == b) continue;
       auto [it, fresh] = cache.emplace(std::pair{a, b}, false);
-      if (fresh) it->second = linked(*topology, gpus[a], gpus[b]);
+      if (fresh) it->second = !switch_path(*topology, gpus[a], gpus[b]).empty();
       if (!it->second)
         out.push_back(
             {line(k), fmt::format("{}: rank {} ({}) has no link to rank {} ({}) in topology {}; only switches "

@@ -179,6 +179,29 @@ std::vector<NodeId> Topology::gpu_ids() const {
 
 int Topology::gpu_count() const { return static_cast<int>(gpu_ids().size()); }
 
+bool is_nvlink(const Arc& arc) { return arc.kind.rfind("nvlink", 0) == 0; }
+
+std::vector<NodeId> switch_path(const Topology& t, NodeId from, NodeId to, const std::function<bool(const Arc&)>& usable) {
+  const std::size_t n = t.nodes().size();
+  std::vector<std::vector<int>> next(n);
+  for (const Arc& a : t.arcs())
+    if (!usable || usable(a)) next[a.from.index].push_back(a.to.index);
+  std::vector<int> parent(n, -1);
+  std::vector<int> queue{from.index};
+  parent[from.index] = from.index;
+  for (std::size_t head = 0; head < queue.size() && parent[to.index] < 0; ++head) {
+    const int x = queue[head];
+    if (x != from.index && t.nodes()[x].kind == NodeKind::gpu) continue;  // GPUs do not forward
+    for (int y : next[x])
+      if (parent[y] < 0) parent[y] = x, queue.push_back(y);
+  }
+  if (parent[to.index] < 0) return {};
+  std::vector<NodeId> path{to};
+  for (int v = to.index; v != from.index; v = parent[v]) path.push_back(NodeId{parent[v]});
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
 std::vector<LinkView> paired_links(const Topology& t) {
   const auto& arcs = t.arcs();
   std::vector<char> used(arcs.size(), 0);

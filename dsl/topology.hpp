@@ -15,6 +15,7 @@
 #pragma once
 
 #include <compare>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -138,6 +139,14 @@ struct LinkView {
   double latency_us = -1;  // as in Arc: negative when not given
 };
 std::vector<LinkView> paired_links(const Topology& topology);
+
+// Whether the arc is an NVLink (kind nvlink1 .. nvlink4).
+bool is_nvlink(const Arc& arc);
+
+// The fewest-hop path from `from` to `to` that crosses switches only (no other GPU forwards, as NCCL's P2P paths),
+// over the arcs `usable` accepts (every arc when empty), as nodes from..to; empty when there is none.
+std::vector<NodeId> switch_path(const Topology& topology, NodeId from, NodeId to,
+                                const std::function<bool(const Arc&)>& usable = {});
 
 // Why a name is not a valid node or topology name, or nullopt when it is.
 std::optional<std::string> invalid_name_reason(std::string_view name);

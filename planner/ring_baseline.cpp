@@ -87,7 +87,7 @@ struct Search {
 };
 
 bool in_class(const Arc& a, const std::string& link_class) {
-  return link_class == "any" || a.kind.rfind("nvlink", 0) == 0;
+  return link_class == "any" || is_nvlink(a);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <queue>
 
 #include "codegen/codegen_options.hpp"
 #include "dsl/error.hpp"
@@ -59,27 +58,12 @@ int node_of(const Topology& t, const std::string& name) {
 
 // Fewest-hop path from -> to through switches only (as NCCL's P2P paths), over NVLink arcs alone when asked.
 std::vector<int> route(const Topology& t, int from, int to, bool nvlink_only) {
-  std::vector<int> parent(t.nodes().size(), -1);
-  std::vector<std::vector<int>> next(t.nodes().size());
-  for (const Arc& a : t.arcs())
-    if (!nvlink_only || a.kind.rfind("nvlink", 0) == 0) next[a.from.index].push_back(a.to.index);
-  std::queue<int> q;
-  q.push(from);
-  parent[from] = from;
-  while (!q.empty()) {
-    const int x = q.front();
-    q.pop();
-    if (x == to) break;
-    if (x != from && t.nodes()[x].kind == NodeKind::gpu) continue;  // GPUs do not relay
-    for (int y : next[x])
-      if (parent[y] < 0) parent[y] = x, q.push(y);
-  }
-  if (parent[to] < 0)
+  const std::vector<NodeId> nodes = switch_path(t, NodeId{from}, NodeId{to}, nvlink_only ? is_nvlink : nullptr);
+  if (nodes.empty())
     throw Error(fmt::format("no path from {} to {} through switches{}", t.nodes()[from].name, t.nodes()[to].name,
                             nvlink_only ? " over NVLink" : ""));
-  std::vector<int> path{to};
-  for (int v = to; v != from; v = parent[v]) path.push_back(parent[v]);
-  std::reverse(path.begin(), path.end());
+  std::vector<int> path;
+  for (NodeId v : nodes) path.push_back(v.index);
   return path;
 }
 
