@@ -33,13 +33,7 @@ struct Entry {
 };
 
 SimResult fastest(const std::function<SimResult(const SimOptions&)>& sim, std::int64_t bytes) {
-  return best_chunk(
-      [&](std::int64_t chunk) {
-        SimOptions o;
-        o.chunk_bytes = chunk;
-        return sim(o);
-      },
-      bytes, {1 << 20, 4 << 20, 16 << 20});
+  return best_chunk(sim, SimOptions{}, bytes, {1 << 20, 4 << 20, 16 << 20});
 }
 
 std::string gpu_list(const Topology& t, const std::vector<std::string>& names) {

@@ -105,14 +105,15 @@ SimResult simulate_plan(const Topology& topology, const Plan& plan, std::int64_t
   if (o.chunk_bytes < 1) throw Error(fmt::format("chunk size {} B: use at least 1 byte", o.chunk_bytes));
   const LinkMap lm(topology, o.latency_scale);
   const int trees = static_cast<int>(plan.trees.size());
+  std::vector<int> chunks(trees);  // pipeline steps of each tree
   std::int64_t total = 0;
-  for (const Tree& tree : plan.trees)
-    total += static_cast<std::int64_t>(steps_of(static_cast<double>(bytes) * tree.fraction, o.chunk_bytes)) *
-             static_cast<std::int64_t>(tree.edges.size());
+  for (int t = 0; t < trees; ++t) {
+    chunks[t] = steps_of(static_cast<double>(bytes) * plan.trees[t].fraction, o.chunk_bytes);
+    total += static_cast<std::int64_t>(chunks[t]) * static_cast<std::int64_t>(plan.trees[t].edges.size());
+  }
   check_size(total, o, static_cast<double>(bytes), to_string(plan.collective).c_str());
 
   std::vector<SimTransfer> transfers;
-  std::vector<int> chunks(trees);
   // have[t][node][j]: the transfers whose arrival gives `node` chunk j of tree t (empty: held from the start).
   std::vector<std::map<int, std::vector<std::vector<int>>>> have(trees);
   auto run_tree = [&](int t) {
@@ -143,8 +144,6 @@ SimResult simulate_plan(const Topology& topology, const Plan& plan, std::int64_t
       }
     }
   };
-  for (int t = 0; t < trees; ++t)
-    chunks[t] = steps_of(static_cast<double>(bytes) * plan.trees[t].fraction, o.chunk_bytes);
   for (int t = 0; t < trees; ++t)
     if (plan.trees[t].direction == TreeDirection::in) run_tree(t);
   if (plan.collective == Collective::allreduce) {
@@ -307,15 +306,17 @@ std::vector<std::int64_t> default_chunk_candidates() {
   return c;
 }
 
-SimResult best_chunk(const std::function<SimResult(std::int64_t)>& simulate, std::int64_t bytes,
-                     std::vector<std::int64_t> candidates) {
+SimResult best_chunk(const std::function<SimResult(const SimOptions&)>& simulate, const SimOptions& options,
+                     std::int64_t bytes, std::vector<std::int64_t> candidates) {
   if (candidates.empty()) candidates = default_chunk_candidates();
   std::sort(candidates.begin(), candidates.end());
   std::optional<SimResult> best;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const std::int64_t c = candidates[i];
     if (c * 4096 < bytes && i + 1 < candidates.size()) continue;
-    SimResult r = simulate(c);
+    SimOptions o = options;
+    o.chunk_bytes = c;
+    SimResult r = simulate(o);
     if (!best || r.time_us < best->time_us) best = std::move(r);
     if (c >= bytes) break;  // larger chunks all make one step
   }

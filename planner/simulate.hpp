@@ -56,10 +56,11 @@ SimResult simulate_rings(const Topology& topology, const RingBaseline& rings, Co
 // buffer, pipelined; hops take the fewest-switch path over any link.
 Plan double_binary_tree(const Topology& topology, const std::vector<std::string>& ranks);
 
-// The chunk size from `candidates` (default_chunk_candidates) with the least predicted time for `simulate(chunk)`;
-// candidates cutting `bytes` into more than 4096 pipeline steps are skipped.
-SimResult best_chunk(const std::function<SimResult(std::int64_t chunk)>& simulate, std::int64_t bytes,
-                     std::vector<std::int64_t> candidates = {});
+// `simulate(options)` with options.chunk_bytes set in turn to each of `candidates` (default_chunk_candidates), the
+// rest of `options` as given; the run with the least predicted time. Candidates cutting `bytes` into more than
+// 4096 pipeline steps are skipped.
+SimResult best_chunk(const std::function<SimResult(const SimOptions&)>& simulate, const SimOptions& options,
+                     std::int64_t bytes, std::vector<std::int64_t> candidates = {});
 
 // Powers of two from 64 KiB to 64 MiB.
 std::vector<std::int64_t> default_chunk_candidates();

@@ -125,13 +125,7 @@ void add_simulate_command(CLI::App& app) {
           "and --latency-scale at least 0");
     auto run = [&](const std::function<SimResult(const SimOptions&)>& sim, std::uint64_t bytes) {
       if (!automatic) return sim(base);
-      return best_chunk(
-          [&](std::int64_t chunk) {
-            SimOptions o = base;
-            o.chunk_bytes = chunk;
-            return sim(o);
-          },
-          static_cast<std::int64_t>(bytes));
+      return best_chunk(sim, base, static_cast<std::int64_t>(bytes));
     };
     std::vector<Row> rows;
     for (std::uint64_t bytes : parse_bench_sizes(args->sizes)) {

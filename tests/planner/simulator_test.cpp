@@ -247,13 +247,8 @@ TEST(Simulator, BestChunkBalancesFillAgainstPerChunkCost) {
   const Topology t = load_topology("dgx1-v100");
   const Plan p = plan(t, Collective::broadcast);
   const std::int64_t bytes = 256 << 20;
-  const SimResult best = best_chunk(
-      [&](std::int64_t c) {
-        SimOptions o;
-        o.chunk_bytes = c;
-        return simulate_plan(t, p, bytes, o);
-      },
-      bytes);
+  const SimResult best =
+      best_chunk([&](const SimOptions& o) { return simulate_plan(t, p, bytes, o); }, SimOptions{}, bytes);
   for (std::int64_t c : {64LL << 10, 64LL << 20}) {
     SimOptions o;
     o.chunk_bytes = c;
