@@ -239,6 +239,24 @@ Step step_of(StepKind kind) {
 
 std::string rank_name(const Schedule& s, int r) { return s.plan.ranks[r]; }
 
+// A wait until counter `flag` reaches `target` (see WaitTarget), `note` saying why.
+Step wait_step(FlagRef flag, WaitTarget target, std::string note) {
+  Step w = step_of(StepKind::wait);
+  w.flag = flag;
+  w.target = target;
+  w.note = std::move(note);
+  return w;
+}
+
+// A signal raising every counter of `flags` to (e, 0) when `epoch_only`, else to (e, i + 1).
+Step signal_step(std::vector<FlagRef> flags, bool epoch_only, std::string note) {
+  Step sig = step_of(StepKind::signal);
+  sig.flags = std::move(flags);
+  sig.epoch_only = epoch_only;
+  sig.note = std::move(note);
+  return sig;
+}
+
 }  // namespace
 
 void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
@@ -340,38 +358,27 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
     // reader is done with it (the caller may overwrite it once this launch is over).
     auto announce = [&](const std::vector<int>& readers) {
       if (readers.empty()) return;
-      Step sig = step_of(StepKind::signal);
-      for (int q : readers) sig.flags.push_back({q, lr.ready.at({q, r})});
-      sig.epoch_only = true;
-      sig.note = "my send buffer holds this launch's data: readers may pull from it";
-      lane.prologue.push_back(sig);
+      std::vector<FlagRef> flags;
+      for (int q : readers) flags.push_back({q, lr.ready.at({q, r})});
+      lane.prologue.push_back(
+          signal_step(flags, true, "my send buffer holds this launch's data: readers may pull from it"));
     };
     auto await_readers = [&](const std::vector<int>& readers) {
-      for (int q : readers) {
-        Step w = step_of(StepKind::wait);
-        w.flag = {r, lr.done.at({q, r})};
-        w.target = WaitTarget::epoch;
-        w.note = fmt::format("{} has finished reading my send buffer", rank_name(s, q));
-        lane.epilogue.push_back(w);
-      }
+      for (int q : readers)
+        lane.epilogue.push_back(wait_step({r, lr.done.at({q, r})}, WaitTarget::epoch,
+                                          fmt::format("{} has finished reading my send buffer", rank_name(s, q))));
     };
     // Reader of pulled edges: wait until each owner has entered this launch; at the end, release their buffers.
     auto await_owners = [&](const std::vector<int>& owners) {
-      for (int q : owners) {
-        Step w = step_of(StepKind::wait);
-        w.flag = {r, lr.ready.at({r, q})};
-        w.target = WaitTarget::epoch;
-        w.note = fmt::format("{}'s send buffer holds this launch's data", rank_name(s, q));
-        lane.prologue.push_back(w);
-      }
+      for (int q : owners)
+        lane.prologue.push_back(wait_step({r, lr.ready.at({r, q})}, WaitTarget::epoch,
+                                          fmt::format("{}'s send buffer holds this launch's data", rank_name(s, q))));
     };
     auto release_owners = [&](const std::vector<int>& owners) {
       if (owners.empty()) return;
-      Step sig = step_of(StepKind::signal);
-      for (int q : owners) sig.flags.push_back({q, lr.done.at({r, q})});
-      sig.epoch_only = true;
-      sig.note = "I have finished reading the send buffers I pulled from";
-      lane.epilogue.push_back(sig);
+      std::vector<FlagRef> flags;
+      for (int q : owners) flags.push_back({q, lr.done.at({r, q})});
+      lane.epilogue.push_back(signal_step(flags, true, "I have finished reading the send buffers I pulled from"));
     };
     if (plan.trees[lane.tree].direction == TreeDirection::out) {
       if (lane.role != LaneRole::root && pulled(lane.parent, r)) {
@@ -388,44 +395,31 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
         continue;
       }
       if (lane.role != LaneRole::root) {
-        Step grant = step_of(StepKind::signal);
-        grant.flags = {{lane.parent, lr.grant[lane.parent].at(r)}};
-        grant.epoch_only = true;
-        grant.note = fmt::format("my receive buffer is free for this launch: {} may write", rank_name(s, lane.parent));
-        lane.prologue.push_back(grant);
+        lane.prologue.push_back(signal_step(
+            {{lane.parent, lr.grant[lane.parent].at(r)}}, true,
+            fmt::format("my receive buffer is free for this launch: {} may write", rank_name(s, lane.parent))));
       }
       announce(pulled_children);
       for (int c : pushed_children) {
-        Step w = step_of(StepKind::wait);
-        w.flag = {r, lr.grant[r].at(c)};
-        w.target = WaitTarget::epoch;
-        w.note = fmt::format("{} has entered this launch", rank_name(s, c));
-        lane.prologue.push_back(w);
+        lane.prologue.push_back(wait_step(FlagRef{r, lr.grant[r].at(c)}, WaitTarget::epoch,
+                                          fmt::format("{} has entered this launch", rank_name(s, c))));
       }
       if (lane.role == LaneRole::leaf) {
-        Step w = step_of(StepKind::wait);
-        w.flag = {r, lr.data[r]};
-        w.target = WaitTarget::all;
-        w.note = fmt::format("every chunk from {} has arrived", rank_name(s, lane.parent));
-        lane.epilogue.push_back(w);
+        lane.epilogue.push_back(wait_step(FlagRef{r, lr.data[r]}, WaitTarget::all,
+                                          fmt::format("every chunk from {} has arrived", rank_name(s, lane.parent))));
         continue;
       }
       if (lane.role == LaneRole::relay) {
-        Step w = step_of(StepKind::wait);
-        w.flag = {r, lr.data[r]};
-        w.target = WaitTarget::chunk;
-        w.note = fmt::format("chunk i from {} has arrived", rank_name(s, lane.parent));
-        lane.per_chunk.push_back(w);
+        lane.per_chunk.push_back(wait_step(FlagRef{r, lr.data[r]}, WaitTarget::chunk,
+                                           fmt::format("chunk i from {} has arrived", rank_name(s, lane.parent))));
       }
       BufferRef source{BufferKind::recv, r};
       if (lane.role == LaneRole::root && plan.collective == Collective::allreduce) {
         for (int dep : reducing_lanes[r]) {
           const LaneResources& dr = res[s.lanes[dep].tree];
-          Step w = step_of(StepKind::wait);
-          w.flag = {r, dr.progress};
-          w.target = WaitTarget::covered;
+          Step w = wait_step({r, dr.progress}, WaitTarget::covered,
+                             fmt::format("tree {} has reduced chunk i's elements", s.lanes[dep].tree));
           w.dependency = dep;
-          w.note = fmt::format("tree {} has reduced chunk i's elements", s.lanes[dep].tree);
           lane.per_chunk.push_back(w);
         }
       } else if (lane.role == LaneRole::root) {
@@ -444,10 +438,9 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
       copy.note = pushed_children.empty() ? "my own copy" : "forward chunk i to every child";
       if (!copy.destinations.empty()) lane.per_chunk.push_back(copy);
       if (!pushed_children.empty()) {
-        Step sig = step_of(StepKind::signal);
-        for (int c : pushed_children) sig.flags.push_back({c, lr.data[c]});
-        sig.note = "chunk i is in my children's buffers";
-        lane.per_chunk.push_back(sig);
+        std::vector<FlagRef> flags;
+        for (int c : pushed_children) flags.push_back({c, lr.data[c]});
+        lane.per_chunk.push_back(signal_step(flags, false, "chunk i is in my children's buffers"));
       }
       await_readers(pulled_children);
     } else {
@@ -457,26 +450,20 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
         continue;
       }
       if (!pushed_children.empty()) {
-        Step grant = step_of(StepKind::signal);
-        for (int c : pushed_children) grant.flags.push_back({c, lr.credit[c]});
-        grant.epoch_only = true;
-        grant.note = "my FIFOs are free for this launch: children may fill them";
-        lane.prologue.push_back(grant);
+        std::vector<FlagRef> flags;
+        for (int c : pushed_children) flags.push_back({c, lr.credit[c]});
+        lane.prologue.push_back(signal_step(flags, true, "my FIFOs are free for this launch: children may fill them"));
       }
       await_owners(pulled_children);
       for (int c : pushed_children) {
-        Step w = step_of(StepKind::wait);
-        w.flag = {r, lr.child_data[r].at(c)};
-        w.target = WaitTarget::chunk;
-        w.note = fmt::format("{}'s partial result for chunk i is in my FIFO", rank_name(s, c));
-        lane.per_chunk.push_back(w);
+        lane.per_chunk.push_back(
+            wait_step(FlagRef{r, lr.child_data[r].at(c)}, WaitTarget::chunk,
+                      fmt::format("{}'s partial result for chunk i is in my FIFO", rank_name(s, c))));
       }
       if (lane.role != LaneRole::root) {
-        Step w = step_of(StepKind::wait);
-        w.flag = {r, lr.credit[r]};
-        w.target = WaitTarget::slot_free;
-        w.note = fmt::format("{} has a free FIFO slot for chunk i", rank_name(s, lane.parent));
-        lane.per_chunk.push_back(w);
+        lane.per_chunk.push_back(
+            wait_step(FlagRef{r, lr.credit[r]}, WaitTarget::slot_free,
+                      fmt::format("{} has a free FIFO slot for chunk i", rank_name(s, lane.parent))));
       }
       lane.per_chunk.push_back(step_of(StepKind::sync));
       Step reduce = step_of(StepKind::reduce_copy);
