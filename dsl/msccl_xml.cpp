@@ -393,26 +393,20 @@ Program from_msccl_xml(std::string_view text, std::string_view origin) {
         x.cnt = int_attr(origin, s, "cnt");
         if (x.cnt < 1 || x.srcoff < 0 || x.dstoff < 0) fail_at(origin, s.line, "cnt must be >= 1 and offsets >= 0");
         const int sid = static_cast<int>(steps.size());
-        if (is_send) {
-          if (send < 0)
-            fail_at(origin, s.line, fmt::format("a '{}' step in a thread block without a send peer", x.type));
-          const auto key = std::tuple{g, send, chan};
-          if (auto [it, fresh] = send_block.emplace(key, id); !fresh && it->second != id)
+        // One thread block per connection and channel carries its steps, in order.
+        auto connect = [&](bool sending, int peer, auto& blocks, auto& list) {
+          if (peer < 0)
+            fail_at(origin, s.line,
+                    fmt::format("a '{}' step in a thread block without a {} peer", x.type, sending ? "send" : "recv"));
+          const auto key = sending ? std::tuple{g, peer, chan} : std::tuple{peer, g, chan};
+          if (auto [it, fresh] = blocks.emplace(key, id); !fresh && it->second != id)
             fail_at(origin, t.line,
-                    fmt::format("gpu {}: thread blocks {} and {} both send to gpu {} on channel {}", g, it->second, id,
-                                send, chan));
-          sends[key].push_back(sid);
-        }
-        if (is_recv) {
-          if (recv < 0)
-            fail_at(origin, s.line, fmt::format("a '{}' step in a thread block without a recv peer", x.type));
-          const auto key = std::tuple{recv, g, chan};
-          if (auto [it, fresh] = recv_block.emplace(key, id); !fresh && it->second != id)
-            fail_at(origin, t.line,
-                    fmt::format("gpu {}: thread blocks {} and {} both receive from gpu {} on channel {}", g, it->second,
-                                id, recv, chan));
-          recvs[key].push_back(sid);
-        }
+                    fmt::format("gpu {}: thread blocks {} and {} both {} gpu {} on channel {}", g, it->second, id,
+                                sending ? "send to" : "receive from", peer, chan));
+          list[key].push_back(sid);
+        };
+        if (is_send) connect(true, send, send_block, sends);
+        if (is_recv) connect(false, recv, recv_block, recvs);
         list.push_back(sid);
         steps.push_back(x);
       }

@@ -123,6 +123,14 @@ TEST(MscclXml, MalformedFilesNameTheLine) {
       HasSubstr("step type 'rrs' is not read"));
   EXPECT_THAT(import_error("<algo ngpus=\"1\" coll=\"allreduce\" coll=\"x\"/>"),
               HasSubstr("attribute 'coll' given twice"));
+  const std::string two_senders =
+      "<algo ngpus=\"2\" coll=\"allreduce\"><gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\">\n"
+      "<tb id=\"0\" send=\"1\" recv=\"-1\"><step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+      "dstoff=\"0\" cnt=\"1\"/></tb>\n"
+      "<tb id=\"1\" send=\"1\" recv=\"-1\"><step s=\"0\" type=\"s\" srcbuf=\"i\" srcoff=\"0\" dstbuf=\"o\" "
+      "dstoff=\"0\" cnt=\"1\"/></tb></gpu><gpu id=\"1\" i_chunks=\"1\" o_chunks=\"1\"/></algo>";
+  EXPECT_THAT(import_error(two_senders),
+              HasSubstr("bad.xml:3: error: gpu 0: thread blocks 0 and 1 both send to gpu 1 on channel 0"));
   EXPECT_THAT(
       import_error(
           "<algo ngpus=\"1\" coll=\"allreduce\"><gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\"><tb id=\"0\" send=\"-1\" "
