@@ -51,38 +51,22 @@ std::optional<NvmlLibrary> NvmlLibrary::load(std::string* why_not, const char* p
   if (const nvml::Return r = nvml.init_v2(); r != nvml::kSuccess)
     return fail(fmt::format("nvmlInit_v2 failed: {} (is the NVIDIA driver loaded? try nvidia-smi)",
                             nvml.error_string(r)));
-  nvml.initialized_ = true;
+  nvml.session_.initialized(nvml.shutdown);
   return nvml;
 }
 
-NvmlLibrary::NvmlLibrary(NvmlLibrary&& other) noexcept { *this = std::move(other); }
-
-NvmlLibrary& NvmlLibrary::operator=(NvmlLibrary&& other) noexcept {
+NvmlLibrary::Session& NvmlLibrary::Session::operator=(Session&& other) noexcept {
   if (this != &other) {
     release();
     handle_ = std::exchange(other.handle_, nullptr);
-    initialized_ = std::exchange(other.initialized_, false);
-    init_v2 = other.init_v2;
-    shutdown = other.shutdown;
-    error_string_fn = other.error_string_fn;
-    device_get_handle_by_pci_bus_id_v2 = other.device_get_handle_by_pci_bus_id_v2;
-    device_get_nvlink_state = other.device_get_nvlink_state;
-    device_get_nvlink_version = other.device_get_nvlink_version;
-    device_get_nvlink_remote_pci_info_v2 = other.device_get_nvlink_remote_pci_info_v2;
-    device_get_nvlink_remote_device_type = other.device_get_nvlink_remote_device_type;
-    device_get_max_pcie_link_generation = other.device_get_max_pcie_link_generation;
-    device_get_max_pcie_link_width = other.device_get_max_pcie_link_width;
-    device_get_curr_pcie_link_generation = other.device_get_curr_pcie_link_generation;
-    device_get_curr_pcie_link_width = other.device_get_curr_pcie_link_width;
+    shutdown_ = std::exchange(other.shutdown_, nullptr);
   }
   return *this;
 }
 
-NvmlLibrary::~NvmlLibrary() { release(); }
-
-void NvmlLibrary::release() {
-  if (initialized_ && shutdown) shutdown();
-  initialized_ = false;
+void NvmlLibrary::Session::release() {
+  if (shutdown_) shutdown_();
+  shutdown_ = nullptr;
   if (handle_) dlclose(handle_);
   handle_ = nullptr;
 }

@@ -57,11 +57,10 @@ class NvmlLibrary {
   // why, e.g. "libnvidia-ml.so.1 not found: no NVIDIA driver is installed (...)". `path` is for tests.
   static std::optional<NvmlLibrary> load(std::string* why_not, const char* path = kDefaultPath);
 
-  NvmlLibrary(NvmlLibrary&& other) noexcept;
-  NvmlLibrary& operator=(NvmlLibrary&& other) noexcept;
-  NvmlLibrary(const NvmlLibrary&) = delete;
-  NvmlLibrary& operator=(const NvmlLibrary&) = delete;
-  ~NvmlLibrary();  // nvmlShutdown, then dlclose
+  // Movable, not copyable: the open library and NVML's initialisation go with the object (`session_`); the entry
+  // points are plain pointers and move with it member by member.
+  NvmlLibrary(NvmlLibrary&&) noexcept = default;
+  NvmlLibrary& operator=(NvmlLibrary&&) noexcept = default;
 
   // "NVML_ERROR_NOT_FOUND"-style text from nvmlErrorString, with the number.
   std::string error_string(nvml::Return result) const;
@@ -83,11 +82,25 @@ class NvmlLibrary {
   nvml::Return (*device_get_curr_pcie_link_width)(nvml::Device, unsigned int*) = nullptr;
 
  private:
-  explicit NvmlLibrary(void* handle) : handle_(handle) {}
-  void release();
+  // Owns the dlopen handle and, once nvmlInit_v2 succeeded, the matching nvmlShutdown; released on destruction,
+  // emptied by a move.
+  class Session {
+   public:
+    explicit Session(void* handle) : handle_(handle) {}
+    Session(Session&& other) noexcept { *this = std::move(other); }
+    Session& operator=(Session&& other) noexcept;
+    ~Session() { release(); }
+    void initialized(nvml::Return (*shutdown)()) { shutdown_ = shutdown; }
 
-  void* handle_ = nullptr;  // from dlopen; null after a move
-  bool initialized_ = false;
+   private:
+    void release();
+    void* handle_ = nullptr;
+    nvml::Return (*shutdown_)() = nullptr;  // set once NVML is initialised
+  };
+
+  explicit NvmlLibrary(void* handle) : session_(handle) {}
+
+  Session session_;
 };
 
 }  // namespace canopy
