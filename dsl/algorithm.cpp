@@ -26,26 +26,57 @@ std::string to_string(const ChunkRef& c) {
                       : fmt::format("rank {} {}[{}..{}]", c.rank, to_string(c.buffer), c.index, c.index + c.count - 1);
 }
 
-Program::Program(std::string name, Collective collective, int ranks, int chunks, int root)
-    : name_(std::move(name)), collective_(collective), ranks_(ranks), chunks_(chunks), root_(root) {
+Program::Program(std::string name, Goal goal, int ranks, int chunks, int root)
+    : name_(std::move(name)), goal_(std::move(goal)), ranks_(ranks), chunks_(chunks), root_(root) {
   if (ranks < 1) throw Error(fmt::format("algorithm '{}': {} ranks; a program needs at least 1", name_, ranks));
   if (chunks < 1) throw Error(fmt::format("algorithm '{}': {} chunks per buffer; use at least 1", name_, chunks));
   if (root < 0 || root >= ranks)
     throw Error(fmt::format("algorithm '{}': root {} is not a rank (0..{})", name_, root, ranks - 1));
+  if (const auto* custom = std::get_if<CustomGoal>(&goal_)) {
+    if (custom->name.empty())
+      throw Error(
+          fmt::format("algorithm '{}': its custom goal has no name: set CustomGoal::name (e.g. \"alltonext\")", name_));
+    if (!custom->output)
+      throw Error(
+          fmt::format("algorithm '{}': custom goal '{}' has no post-condition: set CustomGoal::output to say "
+                      "what each output chunk must hold",
+                      name_, custom->name));
+    if (custom->input_chunks < 0 || custom->output_chunks < 0)
+      throw Error(
+          fmt::format("algorithm '{}': custom goal '{}' has {} input and {} output chunks; use >= 1, or 0 for "
+                      "the program's chunks",
+                      name_, custom->name, custom->input_chunks, custom->output_chunks));
+  }
+}
+
+std::string Program::goal() const {
+  if (const auto* c = std::get_if<Collective>(&goal_)) return canopy::to_string(*c);
+  if (const auto* custom = std::get_if<CustomGoal>(&goal_)) return custom->name;
+  return "alltoall";
+}
+
+bool Program::reduces() const {
+  if (const auto* c = std::get_if<Collective>(&goal_)) return canopy::reduces(*c);
+  if (const auto* custom = std::get_if<CustomGoal>(&goal_)) return custom->reduces;
+  return false;
+}
+
+std::optional<Collective> Program::collective() const {
+  if (const auto* c = std::get_if<Collective>(&goal_)) return *c;
+  return std::nullopt;
 }
 
 int Program::buffer_chunks(Buffer buffer) const {
-  const bool gathered = collective_ == Collective::allgather;
-  const bool scattered = collective_ == Collective::reducescatter;
-  switch (buffer) {
-    case Buffer::input:
-      return scattered ? ranks_ * chunks_ : chunks_;
-    case Buffer::output:
-      return gathered ? ranks_ * chunks_ : chunks_;
-    case Buffer::scratch:
-      return scratch_chunks_;
+  if (buffer == Buffer::scratch) return scratch_chunks_;
+  const bool in = buffer == Buffer::input;
+  if (const auto* custom = std::get_if<CustomGoal>(&goal_)) {
+    const int n = in ? custom->input_chunks : custom->output_chunks;
+    return n > 0 ? n : chunks_;
   }
-  return 0;
+  if (std::holds_alternative<AllToAll>(goal_)) return ranks_ * chunks_;
+  const Collective c = std::get<Collective>(goal_);
+  const bool spread = in ? c == Collective::reducescatter : c == Collective::allgather;
+  return spread ? ranks_ * chunks_ : chunks_;
 }
 
 Chunk Program::ref(int rank, Buffer buffer, int index, int count) {
@@ -61,8 +92,7 @@ Chunk Program::ref(int rank, Buffer buffer, int index, int count) {
     throw Error(
         fmt::format("algorithm '{}': {}(rank {}, index {}, count {}) is past the end: a {} {} buffer holds "
                     "{} chunks",
-                    name_, to_string(buffer), rank, index, count, canopy::to_string(collective_), to_string(buffer),
-                    buffer_chunks(buffer)));
+                    name_, to_string(buffer), rank, index, count, goal(), to_string(buffer), buffer_chunks(buffer)));
   }
   return Chunk(this, ChunkRef{rank, buffer, index, count});
 }

@@ -13,11 +13,24 @@
 // Every statement records where it was written (std::source_location), so the checker (dsl/algorithm_check.hpp) can
 // name the line of a wrong step. Schedule hints: `Hints{channel, step}` puts a statement on a channel (a thread block
 // on the ranks it touches) at a position in that channel's order (default: program order).
+//
+// A program's goal is one of the planner's collectives, alltoall, or a custom collective that states its own
+// post-condition (and, if it differs from "rank r input[i] holds (r, i)", its precondition):
+//
+//   canopy::algo::CustomGoal next{.name = "alltonext", .output = [](int r, int i) -> std::optional<Contents> {
+//     if (r == 0) return std::nullopt;  // rank 0's output is free
+//     return Contents{{{r - 1, i}, 1}};  // rank r's output[i] holds rank r-1's input[i], once
+//   }};
+//   canopy::algo::Program p("alltonext", next, n, /*chunks=*/1);
 #pragma once
 
+#include <functional>
+#include <map>
 #include <optional>
 #include <source_location>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "planner/collective.hpp"
@@ -51,6 +64,27 @@ struct Op {
   int line = 0;  // where it was written: the C++ statement's line, or the XML element's for imported programs
 };
 
+// What a chunk holds symbolically: how many times each (rank, input index) was reduced in. Empty: nothing.
+using Contents = std::map<std::pair<int, int>, int>;
+
+// Alltoall: with C = chunks, rank r's input chunk q*C+c ends in rank q's output at r*C+c; both buffers hold ranks x C.
+struct AllToAll {};
+
+// A collective of the program's own. Buffer sizes are per rank (0: the program's `chunks`).
+struct CustomGoal {
+  std::string name = {};  // what Program::goal() reports, e.g. "alltonext"
+  // Post-condition: what output[index] of `rank` must hold at the end; nullopt leaves that chunk free. Required.
+  std::function<std::optional<Contents>(int rank, int index)> output = {};
+  bool reduces = false;  // whether outputs combine inputs (a runtime then applies the reduction operator)
+  int input_chunks = 0;
+  int output_chunks = 0;
+  // Precondition: what input[index] of `rank` holds (empty: nothing to read). Unset: {(rank, index)}.
+  std::function<Contents(int rank, int index)> input = {};
+};
+
+// What a program must achieve; a Collective converts implicitly.
+using Goal = std::variant<Collective, AllToAll, CustomGoal>;
+
 class Program;
 
 // A reference to chunks of a program's buffers; copy and reduce append statements to the program.
@@ -74,16 +108,24 @@ class Chunk {
 class Program {
  public:
   // `chunks`: how many chunks each rank's input holds for allreduce, broadcast and reduce; for allgather each rank's
-  // input holds `chunks` and its output ranks x chunks; reduce-scatter and alltoall inputs hold ranks x chunks.
-  // Throws canopy::Error on ranks < 1, chunks < 1 or a root outside the ranks.
-  Program(std::string name, Collective collective, int ranks, int chunks, int root = 0);
+  // input holds `chunks` and its output ranks x chunks; reduce-scatter inputs hold ranks x chunks, alltoall inputs
+  // and outputs both; a custom goal's buffers hold its input_chunks and output_chunks, or `chunks` where those are 0.
+  // Throws canopy::Error on ranks < 1, chunks < 1, a root outside the ranks, or a custom goal without a name, a
+  // post-condition or with negative sizes.
+  Program(std::string name, Goal goal, int ranks, int chunks, int root = 0);
 
   Chunk input(int rank, int index, int count = 1);
   Chunk output(int rank, int index, int count = 1);
   Chunk scratch(int rank, int index, int count = 1);
 
   const std::string& name() const { return name_; }
-  Collective collective() const { return collective_; }
+  const Goal& spec() const { return goal_; }
+  // The goal's name: "allreduce", ..., "reducescatter", "alltoall", or a custom goal's name.
+  std::string goal() const;
+  // Whether the goal combines inputs (reduce, allreduce, reduce-scatter, a custom goal that says so).
+  bool reduces() const;
+  // The planner's collective the program implements; nullopt for alltoall and custom goals.
+  std::optional<Collective> collective() const;
   int ranks() const { return ranks_; }
   int chunks() const { return chunks_; }
   int root() const { return root_; }
@@ -98,7 +140,7 @@ class Program {
   Chunk ref(int rank, Buffer buffer, int index, int count);
 
   std::string name_;
-  Collective collective_;
+  Goal goal_;
   int ranks_;
   int chunks_;
   int root_;

@@ -1,5 +1,6 @@
 // check_program (see algorithm_check.hpp): symbolic execution in program order, then the order graph (channel order
-// plus data dependences) for cycles and unordered conflicting accesses, then the collective's post-condition.
+// plus data dependences) for cycles and unordered conflicting accesses, then the goal's post-condition; and the
+// execution and the post-condition on their own (output_contents, expected_output).
 #include "dsl/algorithm_check.hpp"
 
 #include <fmt/format.h>
@@ -10,12 +11,14 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <variant>
+
+#include "dsl/error.hpp"
 
 namespace canopy::algo {
 namespace {
 
-// A symbolic value: how many times each (rank, input index) was reduced in. Empty: never written.
-using Value = std::map<std::pair<int, int>, int>;
+using Value = Contents;
 struct Slot {
   int rank;
   Buffer buffer;
@@ -35,11 +38,96 @@ std::string value_text(const Value& v) {
   return fmt::format("{}", fmt::join(parts, " + "));
 }
 
-// What output slot `s` must hold when the program ends, or nullopt when the collective leaves it free.
-std::optional<Value> expected(const Program& p, int rank, int index) {
+void check_slot(const Program& p, Buffer buffer, int rank, int index) {
+  if (rank < 0 || rank >= p.ranks() || index < 0 || index >= p.buffer_chunks(buffer))
+    throw Error(fmt::format(
+        "algorithm '{}': rank {} {}[{}] is not a chunk: ranks are 0..{} and a {} {} holds {} chunks", p.name(), rank,
+        to_string(buffer), index, p.ranks() - 1, p.goal(), to_string(buffer), p.buffer_chunks(buffer)));
+}
+
+// The statements executed on symbolic values in program order: the final values, the data dependences and every
+// access per slot. Problems met on the way go to `out` when given.
+struct Execution {
+  std::map<Slot, Value> state;
+  std::map<Slot, int> last_writer;
+  std::map<Slot, std::vector<std::pair<int, bool>>> accesses;  // (op, writes)
+  std::vector<std::set<int>> depends;                          // op -> ops whose data it reads
+};
+
+Execution execute(const Program& p, std::vector<Diagnostic>* out) {
+  const std::vector<Op>& ops = p.ops();
+  const int n_ops = static_cast<int>(ops.size());
+  auto report = [&](int k, std::string message) {
+    if (out) out->push_back({ops[k].line, std::move(message)});
+  };
+  auto op_text = [&](int k) {
+    return fmt::format("{} {} -> {}", ops[k].kind == OpKind::copy ? "copy" : "reduce", to_string(ops[k].src),
+                       to_string(ops[k].dst));
+  };
+  Execution x;
+  x.depends.resize(n_ops);
+  for (int r = 0; r < p.ranks(); ++r)
+    for (int i = 0; i < p.buffer_chunks(Buffer::input); ++i)
+      if (Value v = input_contents(p, r, i); !v.empty()) x.state[{r, Buffer::input, i}] = std::move(v);
+  for (int k = 0; k < n_ops; ++k) {
+    const Op& op = ops[k];
+    if (op.dst.buffer == Buffer::input) {
+      report(k, fmt::format("{} writes an input buffer: inputs are the caller's and stay unchanged; write to output or "
+                            "scratch",
+                            op_text(k)));
+      continue;
+    }
+    for (int j = 0; j < op.src.count; ++j) {
+      const Slot s{op.src.rank, op.src.buffer, op.src.index + j};
+      const Slot d{op.dst.rank, op.dst.buffer, op.dst.index + j};
+      const Value& from = x.state[s];
+      if (from.empty())
+        report(k, fmt::format("{} reads {}, which nothing has written yet (inputs hold data; outputs and scratch start "
+                              "empty)",
+                              op_text(k), slot_text(s)));
+      if (op.kind == OpKind::reduce && x.state[d].empty())
+        report(k, fmt::format("{} reduces into {}, which nothing has written yet: copy a first contribution there",
+                              op_text(k), slot_text(d)));
+      for (const Slot& read : op.kind == OpKind::reduce ? std::vector<Slot>{s, d} : std::vector<Slot>{s})
+        if (auto w = x.last_writer.find(read); w != x.last_writer.end()) x.depends[k].insert(w->second);
+      Value next = op.kind == OpKind::copy ? from : x.state[d];
+      if (op.kind == OpKind::reduce)
+        for (const auto& [key, count] : from) next[key] += count;
+      x.state[d] = next;
+      x.last_writer[d] = k;
+      x.accesses[s].push_back({k, false});
+      x.accesses[d].push_back({k, true});
+    }
+  }
+  return x;
+}
+
+}  // namespace
+
+Contents input_contents(const Program& p, int rank, int index) {
+  check_slot(p, Buffer::input, rank, index);
+  if (const auto* custom = std::get_if<CustomGoal>(&p.spec()); custom && custom->input)
+    return custom->input(rank, index);
+  return Contents{{{rank, index}, 1}};
+}
+
+std::vector<std::vector<Contents>> output_contents(const Program& p) {
+  Execution x = execute(p, nullptr);
+  std::vector<std::vector<Contents>> out(p.ranks(), std::vector<Contents>(p.buffer_chunks(Buffer::output)));
+  for (int r = 0; r < p.ranks(); ++r)
+    for (int i = 0; i < p.buffer_chunks(Buffer::output); ++i)
+      if (auto it = x.state.find({r, Buffer::output, i}); it != x.state.end()) out[r][i] = std::move(it->second);
+  return out;
+}
+
+std::optional<Contents> expected_output(const Program& p, int rank, int index) {
+  check_slot(p, Buffer::output, rank, index);
   const int n = p.ranks(), c = p.chunks();
+  if (const auto* custom = std::get_if<CustomGoal>(&p.spec())) return custom->output(rank, index);
+  if (std::holds_alternative<AllToAll>(p.spec()))  // output[q*C+c] of rank r: rank q's input[r*C+c]
+    return Value{{{index / c, rank * c + index % c}, 1}};
   Value all;
-  switch (p.collective()) {
+  switch (std::get<Collective>(p.spec())) {
     case Collective::allreduce:
       for (int q = 0; q < n; ++q) all[{q, index}] = 1;
       return all;
@@ -57,8 +145,6 @@ std::optional<Value> expected(const Program& p, int rank, int index) {
   }
   return std::nullopt;
 }
-
-}  // namespace
 
 std::string to_string(const Diagnostic& d, const std::string& program) {
   return d.line > 0 ? fmt::format("{}:{}: error: {}", program, d.line, d.message)
@@ -99,43 +185,10 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
   }
 
   // Symbolic execution in program order; data dependences and every access per slot.
-  std::map<Slot, Value> state;
-  for (int r = 0; r < p.ranks(); ++r)
-    for (int i = 0; i < p.buffer_chunks(Buffer::input); ++i) state[{r, Buffer::input, i}] = Value{{{r, i}, 1}};
-  std::map<Slot, int> last_writer;
-  std::map<Slot, std::vector<std::pair<int, bool>>> accesses;  // (op, writes)
-  std::vector<std::set<int>> depends(n_ops);                   // op -> ops whose data it reads
-  for (int k = 0; k < n_ops; ++k) {
-    const Op& op = ops[k];
-    if (op.dst.buffer == Buffer::input) {
-      out.push_back({line(k), fmt::format("{} writes an input buffer: inputs are the caller's and stay unchanged; "
-                                          "write to output or scratch",
-                                          op_text(k))});
-      continue;
-    }
-    for (int j = 0; j < op.src.count; ++j) {
-      const Slot s{op.src.rank, op.src.buffer, op.src.index + j};
-      const Slot d{op.dst.rank, op.dst.buffer, op.dst.index + j};
-      const Value& from = state[s];
-      if (from.empty())
-        out.push_back({line(k), fmt::format("{} reads {}, which nothing has written yet (inputs hold data; outputs and "
-                                            "scratch start empty)",
-                                            op_text(k), slot_text(s))});
-      if (op.kind == OpKind::reduce && state[d].empty())
-        out.push_back({line(k), fmt::format("{} reduces into {}, which nothing has written yet: copy a first "
-                                            "contribution there",
-                                            op_text(k), slot_text(d))});
-      for (const Slot& read : op.kind == OpKind::reduce ? std::vector<Slot>{s, d} : std::vector<Slot>{s})
-        if (auto w = last_writer.find(read); w != last_writer.end()) depends[k].insert(w->second);
-      Value next = op.kind == OpKind::copy ? from : state[d];
-      if (op.kind == OpKind::reduce)
-        for (const auto& [key, count] : from) next[key] += count;
-      state[d] = next;
-      last_writer[d] = k;
-      accesses[s].push_back({k, false});
-      accesses[d].push_back({k, true});
-    }
-  }
+  const Execution exec = execute(p, &out);
+  const std::vector<std::set<int>>& depends = exec.depends;
+  const auto& accesses = exec.accesses;
+  const auto& last_writer = exec.last_writer;
 
   // Order graph: data dependences plus, per rank and channel, the statements touching that rank in channel order.
   std::vector<std::set<int>> after(n_ops);  // edges k -> successors
@@ -228,10 +281,11 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
   int wrong = 0;
   for (int r = 0; r < p.ranks(); ++r)
     for (int i = 0; i < p.buffer_chunks(Buffer::output); ++i) {
-      const std::optional<Value> want = expected(p, r, i);
+      const std::optional<Value> want = expected_output(p, r, i);
       if (!want) continue;
       const Slot s{r, Buffer::output, i};
-      const Value& got = state[s];
+      const auto at = exec.state.find(s);
+      const Value got = at == exec.state.end() ? Value{} : at->second;
       if (got == *want) continue;
       if (++wrong > 8) continue;
       std::vector<std::string> why;
@@ -245,8 +299,8 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
       }
       const auto w = last_writer.find(s);
       out.push_back({w == last_writer.end() ? 0 : line(w->second),
-                     fmt::format("{} holds {} but {} promises {}: {}{}", slot_text(s), value_text(got),
-                                 canopy::to_string(p.collective()), value_text(*want), fmt::join(why, "; "),
+                     fmt::format("{} holds {} but {} promises {}: {}{}", slot_text(s), value_text(got), p.goal(),
+                                 value_text(*want), fmt::join(why, "; "),
                                  w == last_writer.end() ? " (nothing writes it)" : " (written last here)")});
     }
   if (wrong > 8) out.push_back({0, fmt::format("... and {} more output chunks are wrong", wrong - 8)});

@@ -179,7 +179,22 @@ std::string str_attr(std::string_view origin, const Element& e, const std::strin
   fail_at(origin, e.line, fmt::format("<{}> lacks attribute {}", e.name, key));
 }
 
-std::string coll_name(Collective c) { return c == Collective::reducescatter ? "reduce_scatter" : to_string(c); }
+// MSCCL's coll attribute: the collective's name (reduce_scatter with an underscore), alltoall, or custom.
+std::string coll_name(const Program& p) {
+  if (std::holds_alternative<CustomGoal>(p.spec())) return "custom";
+  return p.collective() == Collective::reducescatter ? "reduce_scatter" : p.goal();
+}
+
+// Whether any step combines (re, rrc, rrcs): an imported custom goal reduces then.
+bool has_reduce_steps(const std::vector<const Element*>& gpus) {
+  for (const Element* g : gpus)
+    for (const Element& t : g->children)
+      for (const Element& s : t.children)
+        if (const auto it = s.attrs.find("type");
+            it != s.attrs.end() && (it->second == "re" || it->second.starts_with("rrc")))
+          return true;
+  return false;
+}
 
 char buffer_letter(Buffer b) { return b == Buffer::input ? 'i' : b == Buffer::output ? 'o' : 's'; }
 
@@ -249,10 +264,8 @@ std::string to_msccl_xml(const Program& p) {
   std::string out = fmt::format(
       "<algo name=\"{}\" proto=\"Simple\" nchannels=\"{}\" nchunksperloop=\"{}\" ngpus=\"{}\" coll=\"{}\" "
       "inplace=\"0\"{}>\n",
-      p.name(), channels, total, n, coll_name(p.collective()),
-      p.collective() == Collective::broadcast || p.collective() == Collective::reduce
-          ? fmt::format(" root=\"{}\"", p.root())
-          : "");
+      p.name(), channels, total, n, coll_name(p),
+      p.collective() && has_root(*p.collective()) ? fmt::format(" root=\"{}\"", p.root()) : "");
   for (int g = 0; g < n; ++g) {
     // Final step indices once nops are inserted, and which steps others depend on.
     std::vector<std::vector<int>> index(blocks[g].size());
@@ -315,11 +328,13 @@ Program from_msccl_xml(std::string_view text, std::string_view origin) {
     fail_at(origin, algo.line, fmt::format("ngpus=\"{}\" but the file has {} <gpu> elements", n, gpus.size()));
   const std::string coll = str_attr(origin, algo, "coll");
   const std::optional<Collective> collective = parse_collective(coll == "reduce_scatter" ? "reducescatter" : coll);
-  if (!collective)
+  if (!collective && coll != "alltoall" && coll != "custom")
     fail_at(origin, algo.line,
-            fmt::format("coll=\"{}\": expected allreduce, allgather, reduce_scatter, broadcast or reduce", coll));
+            fmt::format("coll=\"{}\": expected allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall or "
+                        "custom",
+                        coll));
   const bool inplace = int_attr(origin, algo, "inplace", 0) != 0;
-  if (inplace && *collective != Collective::allreduce)
+  if (inplace && collective != Collective::allreduce)
     fail_at(origin, algo.line, "in-place programs are read for allreduce only");
   std::vector<const Element*> by_id(n, nullptr);
   for (const Element* g : gpus) {
@@ -329,15 +344,34 @@ Program from_msccl_xml(std::string_view text, std::string_view origin) {
     by_id[id] = g;
   }
   const int i_chunks = int_attr(origin, *by_id[0], "i_chunks"), o_chunks = int_attr(origin, *by_id[0], "o_chunks");
-  const int chunks = *collective == Collective::reducescatter ? o_chunks : i_chunks;
-  Program p(str_attr(origin, algo, "name", "imported"), *collective, n, std::max(1, chunks),
-            int_attr(origin, algo, "root", 0));
+  Program p = [&] {
+    const std::string name = str_attr(origin, algo, "name", "imported");
+    if (coll == "alltoall") {
+      if (i_chunks < n || i_chunks % n != 0)
+        fail_at(
+            origin, by_id[0]->line,
+            fmt::format("an alltoall over {} ranks has i_chunks that are a multiple of {}, not {}", n, n, i_chunks));
+      return Program(name, AllToAll{}, n, i_chunks / n);
+    }
+    if (coll == "custom") {  // MSCCL-IR has no post-condition: every output is free; the steps are still checked
+      if (i_chunks < 1 || o_chunks < 1) fail_at(origin, by_id[0]->line, "i_chunks and o_chunks must be >= 1");
+      return Program(name,
+                     CustomGoal{.name = "custom",
+                                .output = [](int, int) { return std::optional<Contents>(); },
+                                .reduces = has_reduce_steps(gpus),
+                                .input_chunks = i_chunks,
+                                .output_chunks = o_chunks},
+                     n, 1);
+    }
+    const int chunks = *collective == Collective::reducescatter ? o_chunks : i_chunks;
+    return Program(name, *collective, n, std::max(1, chunks), int_attr(origin, algo, "root", 0));
+  }();
   for (const Element* g : by_id)
     if (int_attr(origin, *g, "i_chunks") != p.buffer_chunks(Buffer::input) ||
         int_attr(origin, *g, "o_chunks") != p.buffer_chunks(Buffer::output))
       fail_at(origin, g->line,
-              fmt::format("a {} over {} ranks of {} chunks has inputs of {} and outputs of {} chunks", coll, n, chunks,
-                          p.buffer_chunks(Buffer::input), p.buffer_chunks(Buffer::output)));
+              fmt::format("a {} over {} ranks of {} chunks has inputs of {} and outputs of {} chunks", coll, n,
+                          p.chunks(), p.buffer_chunks(Buffer::input), p.buffer_chunks(Buffer::output)));
 
   struct Step {
     int gpu, tb, chan, send, recv, line;

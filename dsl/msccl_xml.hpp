@@ -11,7 +11,9 @@
 // cross-block dependences as depid/deps (extra ones as `nop` steps). Import reads steps of types s, r, rrc, rcs,
 // rrcs, cpy, re and nop, matches the k-th send of each connection and channel with its k-th receive, orders all steps
 // by thread-block order, dependences and matches, and gives the program back for the checker. In-place programs are
-// read for allreduce (the output starts as a copy of the input). Errors read ORIGIN:LINE: error: MESSAGE.
+// read for allreduce (the output starts as a copy of the input). coll is the collective's name, "alltoall", or
+// "custom" for a custom goal: MSCCL-IR carries no post-condition, so an imported custom program promises nothing
+// (every output is free; reads, races, deadlocks and sizes are still checked). Errors read ORIGIN:LINE: error: MESSAGE.
 #pragma once
 
 #include <string>

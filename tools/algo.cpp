@@ -33,10 +33,11 @@ void add_algo_command(CLI::App& app) {
   verify->add_option("--topology,-t", args->topology,
                      "also check every copy against this topology's links (a shipped name or a .topo file)");
   verify->footer(
-      "\nThe checker executes the program on symbolic chunks and proves the collective's post-condition (every output\n"
-      "chunk holds exactly the inputs it must, each once); it also rejects reads of unwritten chunks, writes to\n"
-      "inputs, copies between ranks without a link, unordered accesses of one chunk (races between channels) and\n"
-      "cycles of channel order and data (deadlocks). Errors read NAME:LINE: error: MESSAGE, LINE being the statement.\n"
+      "\nThe checker executes the program on symbolic chunks and proves its goal's post-condition (a collective's,\n"
+      "alltoall's or a custom one's: every output chunk holds exactly the inputs it must, each once); it also\n"
+      "rejects reads of unwritten chunks, writes to inputs, copies between ranks without a link, unordered accesses\n"
+      "of one chunk (races between channels) and cycles of channel order and data (deadlocks).\n"
+      "Errors read NAME:LINE: error: MESSAGE, LINE being the statement.\n"
       "Example: canopy algo verify ring-allreduce --ranks 8 -t dgx1-v100");
   verify->callback([args] {
     const algo::Program p = algo::shipped_algorithm(args->name, args->ranks);
@@ -47,8 +48,8 @@ void add_algo_command(CLI::App& app) {
     if (!found.empty())
       throw Error(
           fmt::format("{} on {} ranks: {} problem{}", p.name(), p.ranks(), found.size(), found.size() == 1 ? "" : "s"));
-    fmt::print("{}: ok: {} on {} ranks, {} chunk{} per buffer, {} statements{}\n", p.name(),
-               canopy::to_string(p.collective()), p.ranks(), p.chunks(), p.chunks() == 1 ? "" : "s", p.ops().size(),
+    fmt::print("{}: ok: {} on {} ranks, {} chunk{} per buffer, {} statements{}\n", p.name(), p.goal(), p.ranks(),
+               p.chunks(), p.chunks() == 1 ? "" : "s", p.ops().size(),
                topology ? ", every copy over a link of " + topology->name() : "");
   });
 }

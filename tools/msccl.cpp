@@ -59,9 +59,8 @@ void add_msccl_command(CLI::App& app) {
     for (const algo::Diagnostic& d : found) std::cerr << algo::to_string(d, args->file) << "\n";
     if (!found.empty())
       throw Error(fmt::format("{}: {} problem{}", args->file, found.size(), found.size() == 1 ? "" : "s"));
-    fmt::print("{}: ok: {} '{}' on {} ranks, {} statements verified{}\n", args->file, canopy::to_string(p.collective()),
-               p.name(), p.ranks(), p.ops().size(),
-               topology ? ", every transfer over a link of " + topology->name() : "");
+    fmt::print("{}: ok: {} '{}' on {} ranks, {} statements verified{}\n", args->file, p.goal(), p.name(), p.ranks(),
+               p.ops().size(), topology ? ", every transfer over a link of " + topology->name() : "");
   });
 }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <variant>
 
 #include "dsl/algorithm_check.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
@@ -43,6 +44,11 @@ TEST(MscclXml, ShippedAlgorithmsRoundTrip) {
         const std::string xml = to_msccl_xml(p);
         const Program q = from_msccl_xml(xml, "export.xml");
         EXPECT_EQ(q.collective(), p.collective());
+        if (!std::holds_alternative<CustomGoal>(p.spec())) {
+          EXPECT_EQ(q.goal(), p.goal());
+        }
+        EXPECT_EQ(q.buffer_chunks(Buffer::input), p.buffer_chunks(Buffer::input));
+        EXPECT_EQ(q.buffer_chunks(Buffer::output), p.buffer_chunks(Buffer::output));
         EXPECT_EQ(q.ranks(), n);
         EXPECT_EQ(statements(q), statements(p)) << a.name << " on " << n;
         EXPECT_TRUE(check_program(q).empty()) << a.name << " on " << n << "\n" << xml;
@@ -104,8 +110,12 @@ TEST(MscclXml, MalformedFilesNameTheLine) {
   EXPECT_THAT(
       import_error("<algo ngpus=\"1\" coll=\"allreduce\">\n<gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\">\n</algo>"),
       HasSubstr("bad.xml:3: error: </algo> closes <gpu> (line 2)"));
-  EXPECT_THAT(import_error("<algo ngpus=\"1\" coll=\"alltoall\"><gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\"/></algo>"),
-              HasSubstr("coll=\"alltoall\": expected allreduce"));
+  EXPECT_THAT(import_error("<algo ngpus=\"1\" coll=\"scan\"><gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\"/></algo>"),
+              HasSubstr("coll=\"scan\": expected allreduce, allgather, reduce_scatter, broadcast, reduce, alltoall or "
+                        "custom"));
+  EXPECT_THAT(import_error("<algo ngpus=\"2\" coll=\"alltoall\"><gpu id=\"0\" i_chunks=\"3\" o_chunks=\"3\"/>"
+                           "<gpu id=\"1\" i_chunks=\"3\" o_chunks=\"3\"/></algo>"),
+              HasSubstr("an alltoall over 2 ranks has i_chunks that are a multiple of 2, not 3"));
   EXPECT_THAT(import_error("<algo ngpus=\"2\" coll=\"allreduce\"><gpu id=\"0\" i_chunks=\"1\" o_chunks=\"1\"/></algo>"),
               HasSubstr("ngpus=\"2\" but the file has 1 <gpu> elements"));
   const std::string unmatched =
