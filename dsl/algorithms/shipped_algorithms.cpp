@@ -21,6 +21,12 @@ const std::vector<ShippedAlgorithm>& shipped_algorithms() {
       {"hierarchical-allreduce",
        "allreduce for 2 hosts: intra-host reduce-scatter, one inter-host swap per chunk, intra-host allgather",
        [](int n) { return n >= 2 && n % 2 == 0; }, hierarchical_allreduce},
+      {"two-step-alltoall",
+       "alltoall for 2 hosts: gather per remote peer inside each host, then one transfer per GPU pair across",
+       [](int n) { return n >= 2 && n % 2 == 0; }, two_step_alltoall},
+      {"alltonext",
+       "custom (rank r's input to rank r+1's output): direct copies; 2 hosts split the cross-host hop over all pairs",
+       [](int n) { return n >= 2; }, alltonext},
   };
   return list;
 }

@@ -26,5 +26,7 @@ Program ring_allreduce(int ranks);              // reduce-scatter then allgather
 Program allpairs_allgather(int ranks);          // every rank copies its chunk to every other, one channel each
 Program halving_doubling_allreduce(int ranks);  // recursive halving reduce-scatter, recursive doubling allgather
 Program hierarchical_allreduce(int ranks);      // 2 hosts: intra-host reduce-scatter, inter-host swap, allgather
+Program two_step_alltoall(int ranks);           // 2 hosts: gather per remote peer, one transfer per pair across
+Program alltonext(int ranks);                   // custom: rank r's input to rank r+1; 2 hosts split the cross hop
 
 }  // namespace canopy::algo

@@ -33,7 +33,8 @@ TEST(AlgorithmCheck, ShippedAlgorithmsVerify) {
         EXPECT_EQ(messages(a.build(n)), "") << a.name << " on " << n << " ranks";
       }
   const Topology two_hosts = load_topology("dgx1-v100-x2");
-  EXPECT_EQ(messages(shipped_algorithm("hierarchical-allreduce", 16), &two_hosts), "");
+  for (const char* name : {"hierarchical-allreduce", "two-step-alltoall", "alltonext"})
+    EXPECT_EQ(messages(shipped_algorithm(name, 16), &two_hosts), "") << name << " on dgx1-v100-x2";
   const Topology hgx = load_topology("hgx-h200");
   for (const char* name : {"ring-allreduce", "allpairs-allgather", "halving-doubling-allreduce"})
     EXPECT_EQ(messages(shipped_algorithm(name, 8), &hgx), "") << name << " on hgx-h200";

@@ -154,5 +154,20 @@ TEST(AlgorithmGoal, OutputContentsFollowProgramOrder) {
   EXPECT_FALSE(expected_output(p, 1, 0).has_value()) << "reduce leaves non-roots free";
 }
 
+TEST(AlgorithmGoal, ShippedGoalsMatchTheirPromises) {
+  for (const char* name : {"two-step-alltoall", "alltonext"})
+    for (int n : {2, 8}) {
+      const Program p = shipped_algorithm(name, n);
+      const std::vector<std::vector<Contents>> got = output_contents(p);
+      for (int r = 0; r < n; ++r)
+        for (int i = 0; i < p.buffer_chunks(Buffer::output); ++i)
+          if (const std::optional<Contents> want = expected_output(p, r, i)) {
+            EXPECT_EQ(got[r][i], *want) << name << " on " << n << ": rank " << r << " output " << i;
+          }
+    }
+  EXPECT_EQ(shipped_algorithm("alltonext", 8).goal(), "alltonext");
+  EXPECT_EQ(shipped_algorithm("two-step-alltoall", 8).goal(), "alltoall");
+}
+
 }  // namespace
 }  // namespace canopy::algo

@@ -67,6 +67,30 @@ TEST(MscclXml, ExportNamesThreadBlocksPeersAndDependences) {
   EXPECT_THAT(xml, HasSubstr("hasdep=\"1\""));
 }
 
+TEST(MscclXml, AlltoallAndCustomGoalsRoundTrip) {
+  const Program p = two_step_alltoall(4);
+  const std::string xml = to_msccl_xml(p);
+  EXPECT_THAT(xml, HasSubstr("coll=\"alltoall\""));
+  EXPECT_THAT(xml, HasSubstr("<gpu id=\"0\" i_chunks=\"4\" o_chunks=\"4\" s_chunks=\"2\">"));
+  EXPECT_THAT(xml, HasSubstr("cnt=\"2\""));  // step 2: one transfer of both gathered chunks per pair
+  const Program q = from_msccl_xml(xml, "a2a.xml");
+  EXPECT_EQ(q.goal(), "alltoall");
+  EXPECT_EQ(q.chunks(), 1);
+  EXPECT_EQ(statements(q), statements(p));
+  EXPECT_TRUE(check_program(q).empty());
+  // MSCCL-IR has no post-condition: a custom program comes back as coll="custom" promising nothing, still checked.
+  const Program next = alltonext(4);
+  const std::string custom_xml = to_msccl_xml(next);
+  EXPECT_THAT(custom_xml, HasSubstr("<algo name=\"alltonext\""));
+  EXPECT_THAT(custom_xml, HasSubstr("coll=\"custom\""));
+  const Program back = from_msccl_xml(custom_xml, "next.xml");
+  EXPECT_EQ(back.goal(), "custom");
+  EXPECT_FALSE(back.reduces());
+  EXPECT_FALSE(expected_output(back, 1, 0).has_value());
+  EXPECT_EQ(statements(back), statements(next));
+  EXPECT_TRUE(check_program(back).empty());
+}
+
 // In msccl-tools' style: an in-place allreduce on 2 GPUs, one thread block with both peers, a fused rrcs step.
 constexpr const char* kTwoGpuAllreduce = R"(<?xml version="1.0"?>
 <!-- two GPUs: each reduces the other's half into its own, then sends the result back -->

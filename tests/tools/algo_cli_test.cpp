@@ -24,6 +24,19 @@ TEST(AlgoCli, ListsTheShippedAlgorithms) {
   EXPECT_THAT(r.output, HasSubstr("ring-allreduce"));
   EXPECT_THAT(r.output, HasSubstr("allpairs-allgather"));
   EXPECT_THAT(r.output, HasSubstr("halving-doubling-allreduce"));
+  EXPECT_THAT(r.output, HasSubstr("two-step-alltoall            alltoall for 2 hosts"));
+  EXPECT_THAT(r.output, HasSubstr("alltonext                    custom (rank r's input to rank r+1's output)"));
+}
+
+TEST(AlgoCli, VerifiesAlltoallAndCustomGoalsOnTwoHosts) {
+  for (const char* name : {"two-step-alltoall", "alltonext"}) {
+    const testing::CommandRun r = canopy(std::string("algo verify ") + name + " --ranks 16 -t dgx1-v100-x2");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("every copy over a link of dgx1-v100-x2"));
+  }
+  EXPECT_THAT(canopy("algo verify two-step-alltoall --ranks 2").output,
+              HasSubstr("two-step-alltoall: ok: alltoall on 2 ranks"));
+  EXPECT_THAT(canopy("algo verify alltonext --ranks 8").output, HasSubstr("alltonext: ok: alltonext on 8 ranks"));
 }
 
 TEST(AlgoCli, VerifiesAgainstATopology) {
