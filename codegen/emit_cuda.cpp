@@ -49,6 +49,7 @@ std::string tree_text(const Schedule& s, int t) {
 }
 
 std::string range_rec(const RangeSpec& spec) {
+  if (spec.units > 0) return fmt::format("{{-1, 0, {{0, 0}}, {{0, 0}}, {}}}", spec.units);
   std::vector<RangeSplit> splits;
   for (const RangeSplit& sp : spec.splits)
     if (!(sp.lo == 0 && sp.hi == kSplitScale)) splits.push_back(sp);
@@ -81,6 +82,7 @@ const char* step_kind(StepKind k) {
 
 std::string buffer_rec(const BufferRef& b) {
   const char* kind = b.kind == BufferKind::send ? "kSend" : b.kind == BufferKind::recv ? "kRecv" : "kFifo";
+  if (b.unit >= 0) return fmt::format("{{{}, kUnit, {}, 0, {}}}", kind, b.rank, b.unit);
   const char* mode = b.block_local ? "kBlockLocal" : b.skip_if_source ? "kUnlessSource" : "kWhole";
   return fmt::format("{{{}, {}, {}, {}}}", kind, mode, b.rank, b.fifo_offset);
 }
@@ -133,19 +135,26 @@ Tables device_tables(const Schedule& s, const DeviceSchedule& d) {
   int step_count = 0, first_block = 0;
   for (std::size_t k = 0; k < d.lanes.size(); ++k) {
     const Lane& lane = s.lanes[d.lanes[k]];
-    const Tree& tree = s.plan.trees[lane.tree];
-    std::vector<std::string> children;
-    for (int c : lane.children) children.push_back(s.plan.ranks[c]);
     const int steps = static_cast<int>(lane.prologue.size() + lane.per_chunk.size() + lane.epilogue.size());
-    t.lanes += fmt::format("    // lane {}: tree {} ({}, root {}) on {}: {}{}{}; blocks {}-{}\n", k, lane.tree,
-                           to_string(tree.direction), tree.root, s.plan.ranks[lane.rank], to_string(lane.role),
-                           lane.parent >= 0 ? ", parent " + s.plan.ranks[lane.parent] : "",
-                           children.empty() ? "" : fmt::format(", children {}", fmt::join(children, " ")),
-                           first_block, first_block + lane.blocks - 1);
+    if (lane.tree < 0) {
+      const std::string what = lane.channel < 0 ? "no statements" : fmt::format("channel {}", lane.channel);
+      t.lanes += fmt::format("    // lane {}: {} on {}; blocks {}-{}\n", k, what, s.plan.ranks[lane.rank],
+                             first_block, first_block + lane.blocks - 1);
+      t.steps += fmt::format("    // lane {}: {} on {}\n", k, what, s.plan.ranks[lane.rank]);
+    } else {
+      const Tree& tree = s.plan.trees[lane.tree];
+      std::vector<std::string> children;
+      for (int c : lane.children) children.push_back(s.plan.ranks[c]);
+      t.lanes += fmt::format("    // lane {}: tree {} ({}, root {}) on {}: {}{}{}; blocks {}-{}\n", k, lane.tree,
+                             to_string(tree.direction), tree.root, s.plan.ranks[lane.rank], to_string(lane.role),
+                             lane.parent >= 0 ? ", parent " + s.plan.ranks[lane.parent] : "",
+                             children.empty() ? "" : fmt::format(", children {}", fmt::join(children, " ")),
+                             first_block, first_block + lane.blocks - 1);
+      t.steps += fmt::format("    // lane {}: tree {} on {}\n", k, lane.tree, s.plan.ranks[lane.rank]);
+    }
     t.lanes += fmt::format("    {{{}, {}, {}, {}, {}, {}}},\n", range_rec(lane.range), lane.blocks, step_count,
                            lane.prologue.size(), lane.per_chunk.size(), lane.epilogue.size());
-    CANOPY_INTERNAL_ASSERT(step_count + steps < 65536 && lane.per_chunk.size() < 256, "step table too large");
-    t.steps += fmt::format("    // lane {}: tree {} on {}\n", k, lane.tree, s.plan.ranks[lane.rank]);
+    CANOPY_INTERNAL_ASSERT(step_count + steps < 65536 && lane.per_chunk.size() < 65536, "step table too large");
     add_steps(t, s, local, lane.prologue, "prologue");
     add_steps(t, s, local, lane.per_chunk, "chunk i");
     add_steps(t, s, local, lane.epilogue, "epilogue");
@@ -161,14 +170,32 @@ Tables device_tables(const Schedule& s, const DeviceSchedule& d) {
   return t;
 }
 
-std::string banner(const Schedule& s, const KernelSource& k) {
+// The banner of a program schedule (codegen/lower_program.hpp): what it was lowered from instead of trees.
+std::string program_banner(const Schedule& s, const std::vector<std::string>& placed) {
+  const ProgramSummary& a = *s.program;
+  const CodegenOptions& o = s.options;
+  int channels = 0;
+  for (const Lane& lane : s.lanes) channels = std::max(channels, lane.channel + 1);
+  std::string out = fmt::format("// algorithm    {} ({}) over {} ranks: {}\n", a.name, a.goal, s.ranks,
+                                fmt::join(placed, " "));
+  out += fmt::format("// elements     {}{}\n", to_string(o.dtype), a.reduces ? ", op " + to_string(o.op) : "");
+  out += fmt::format("// buffers      {} chunks per count: input {} chunks, output {} chunks per rank\n", a.chunks,
+                     a.input_chunks, a.output_chunks);
+  out += fmt::format("// slices       {} ({} elements) of every chunk per step; scratch rings of {} slices; {} threads "
+                     "per block\n",
+                     format_byte_size(o.chunk_bytes), o.chunk_bytes / size_of(o.dtype), o.fifo_depth,
+                     o.threads_per_block);
+  out += fmt::format("// program      {} single-chunk statements fused into {} steps on {} lanes ({} channels), {} "
+                     "blocks each (see docs/algorithms.md)\n",
+                     a.statements, a.steps, s.lanes.size(), channels, s.lanes.empty() ? 0 : s.lanes[0].blocks);
+  return out;
+}
+
+// The banner lines of a tree schedule: collective, shape, rate and every tree.
+std::string tree_banner(const Schedule& s, const std::vector<std::string>& placed) {
   const Plan& p = s.plan;
   const CodegenOptions& o = s.options;
-  std::string out = fmt::format("// MACHINE GENERATED by canopy {} from templates/: do not edit; regenerate with `canopy gen`.\n",
-                                CANOPY_VERSION);
-  out += fmt::format("//\n// topology     {}\n", p.topology);
-  std::vector<std::string> placed;
-  for (int r = 0; r < s.ranks; ++r) placed.push_back(fmt::format("{}@dev{}", p.ranks[r], o.device_of_rank[r]));
+  std::string out;
   out += fmt::format("// collective   {} over {} ranks{}: {}\n", to_string(p.collective), s.ranks,
                      p.root ? ", root " + *p.root : "", fmt::join(placed, " "));
   out += fmt::format("// elements     {}{}\n", to_string(o.dtype), reduces(p.collective) ? ", op " + to_string(o.op) : "");
@@ -182,6 +209,18 @@ std::string banner(const Schedule& s, const KernelSource& k) {
   for (std::size_t t = 0; t < p.trees.size(); ++t)
     out += fmt::format("//   tree {:<3} {:<3} weight {:<6} blocks {:<2} {}\n", t, to_string(p.trees[t].direction),
                        s.tree_weights[t], s.tree_blocks[t], tree_text(s, static_cast<int>(t)));
+  return out;
+}
+
+std::string banner(const Schedule& s, const KernelSource& k) {
+  const Plan& p = s.plan;
+  const CodegenOptions& o = s.options;
+  std::string out = fmt::format("// MACHINE GENERATED by canopy {} from templates/: do not edit; regenerate with `canopy gen`.\n",
+                                CANOPY_VERSION);
+  out += fmt::format("//\n// topology     {}\n", p.topology);
+  std::vector<std::string> placed;
+  for (int r = 0; r < s.ranks; ++r) placed.push_back(fmt::format("{}@dev{}", p.ranks[r], o.device_of_rank[r]));
+  out += s.program ? program_banner(s, placed) : tree_banner(s, placed);
   out += fmt::format("// kernel       {}(args, device)\n", k.entry);
   for (const DeviceLaunch& l : k.launches) {
     std::vector<std::string> ranks;
@@ -194,7 +233,10 @@ std::string banner(const Schedule& s, const KernelSource& k) {
 }
 
 std::string schedule_key(const Schedule& s) {
-  return Sha256().update(plan_to_json(s.plan)).update("\n" + to_string(s.options)).hex_digest();
+  Sha256 h;
+  h.update(plan_to_json(s.plan)).update("\n" + to_string(s.options));
+  if (s.program) h.update("\n" + s.program->text);
+  return h.hex_digest();
 }
 
 std::string sanitize(const std::string& name) {
@@ -207,6 +249,11 @@ std::string sanitize(const std::string& name) {
 }  // namespace
 
 std::string kernel_base_name(const Schedule& s) {
+  if (s.program) {
+    std::string name = fmt::format("canopy_algo_{}_r{}_c{}_{}", sanitize(s.program->name), s.ranks,
+                                   chunk_tag(s.options.chunk_bytes), to_string(s.options.dtype));
+    return s.program->reduces ? name + "_" + to_string(s.options.op) : name;
+  }
   std::string name = fmt::format("canopy_{}_{}_t{}_c{}_{}", to_string(s.plan.collective), sanitize(s.plan.topology),
                                  s.plan.trees.size(), chunk_tag(s.options.chunk_bytes), to_string(s.options.dtype));
   if (reduces(s.plan.collective)) name += "_" + to_string(s.options.op);
@@ -253,15 +300,28 @@ KernelSource emit_cuda(const Schedule& s) {
   out += fmt::format("  static constexpr int kMaxSources = {};\n", max_sources);
   out += fmt::format("  static constexpr int kMaxDestinations = {};\n", max_destinations);
   int widest_copy = 0, widest_reduce = 0;  // destinations of copies, sources of reductions
+  int fused_sources = 0, fused_destinations = 0;  // steps that reduce and copy to several buffers (programs)
   for (const auto& [src, dst] : shapes) {
-    CANOPY_INTERNAL_ASSERT(src == 1 || dst == 1, "a step that both reduces and copies to several buffers");
+    if (src > 1 && dst > 1) {
+      fused_sources = std::max(fused_sources, src), fused_destinations = std::max(fused_destinations, dst);
+      continue;
+    }
     if (src == 1) widest_copy = std::max(widest_copy, dst);
     if (src > 1) widest_reduce = std::max(widest_reduce, src);
   }
-  out += "  // Two reduce_copy instances serve every step: the widest copy and the widest reduction.\n";
+  out += fused_sources > 0
+             ? "  // reduce_copy instances serve every step: the widest copy, the widest reduction and the widest step\n"
+               "  // that does both (a fused receive-reduce-send).\n"
+             : "  // Two reduce_copy instances serve every step: the widest copy and the widest reduction.\n";
   out += "  __device__ static void reduce_copy(int sources, int destinations, T* const* dst, const T* const* src,\n"
          "                                    unsigned long long n) {\n";
-  if (widest_reduce > 0 && widest_copy > 0) {
+  if (fused_sources > 0)
+    out += fmt::format("    if (sources > 1 && destinations > 1)\n"
+                       "      return reduce_copy_n<Op, T, {}, {}>(dst, destinations, src, sources, n);\n",
+                       fused_sources, fused_destinations);
+  if (widest_reduce == 0 && widest_copy == 0) {
+    out += "    (void)sources, (void)destinations, (void)dst, (void)src, (void)n;\n";
+  } else if (widest_reduce > 0 && widest_copy > 0) {
     out += fmt::format("    if (sources > 1) return reduce_copy_n<Op, T, {0}, 1>(dst, 1, src, sources, n);\n"
                        "    return reduce_copy_n<Op, T, 1, {1}>(dst, destinations, src, 1, n);\n",
                        widest_reduce, widest_copy);

@@ -5,6 +5,7 @@
 
 #include "codegen/emit_cuda.hpp"
 #include "codegen/lower.hpp"
+#include "codegen/lower_program.hpp"
 #include "codegen/template_bundle.hpp"
 #if CANOPY_WITH_CLANG
 #include "codegen/source_format.hpp"
@@ -14,7 +15,15 @@
 namespace canopy {
 
 KernelSource generate(const Plan& plan, const CodegenOptions& options, Schedule* schedule) {
-  Schedule lowered = lower(plan, options);
+  return generate(lower(plan, options), schedule);
+}
+
+KernelSource generate(const algo::Program& program, const Topology& topology, const CodegenOptions& options,
+                      Schedule* schedule) {
+  return generate(lower_program(program, options, topology), schedule);
+}
+
+KernelSource generate(Schedule lowered, Schedule* schedule) {
   KernelSource source = emit_cuda(lowered);
 #if CANOPY_WITH_CLANG
   source.file.text = format_cuda_source(source.file.text);
@@ -28,8 +37,14 @@ std::string manifest_json(const KernelSource& k, const Schedule& s) {
   ordered_json j;
   j["name"] = k.name;
   j["source"] = k.file.name;
-  j["plan"] = "plan.json";
-  j["collective"] = to_string(s.plan.collective);
+  if (!s.program) j["plan"] = "plan.json";
+  if (s.program) {
+    j["algorithm"] = s.program->name;
+    j["goal"] = s.program->goal;
+    j["chunks"] = s.program->chunks;
+  } else {
+    j["collective"] = to_string(s.plan.collective);
+  }
   j["topology"] = s.plan.topology;
   j["ranks"] = s.plan.ranks;
   j["dtype"] = to_string(s.options.dtype);

@@ -30,8 +30,9 @@ inline ElementRange block_part(ElementRange r, int b, int blocks, std::uint64_t 
                      static_cast<std::uint64_t>(b + 1) * kSplitScale / blocks, align);
 }
 
-// The elements a tree owns for a call of `count` elements per rank (NCCL convention).
+// The elements a tree owns for a call of `count` elements per rank (NCCL convention); a program lane's chunk.
 inline ElementRange tree_range(const RangeSpec& spec, std::uint64_t count, std::uint64_t align) {
+  if (spec.units > 0) return ElementRange{0, count / static_cast<std::uint64_t>(spec.units)};
   ElementRange r = spec.block_of < 0 ? ElementRange{0, count}
                                      : ElementRange{spec.block_of * count, (spec.block_of + 1) * count};
   for (const RangeSplit& sp : spec.splits) r = split_range(r, sp.lo, sp.hi, align);

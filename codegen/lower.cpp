@@ -272,6 +272,25 @@ void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
       }
 }
 
+void place_lanes_on_devices(Schedule& s) {
+  // Ranks grouped by device; lanes in (rank, lane id) order.
+  const int devices = *std::max_element(s.options.device_of_rank.begin(), s.options.device_of_rank.end()) + 1;
+  s.devices.assign(devices, {});
+  for (int d = 0; d < devices; ++d) s.devices[d].device = d;
+  for (int r = 0; r < s.ranks; ++r) s.devices[s.options.device_of_rank[r]].ranks.push_back(r);
+  for (const DeviceSchedule& d : s.devices)
+    if (d.ranks.empty())
+      throw Error(fmt::format("rank placement leaves device {} without ranks: number devices 0..{} without gaps",
+                              d.device, devices - 1));
+  for (DeviceSchedule& d : s.devices)
+    for (int r : d.ranks)
+      for (const Lane& lane : s.lanes)
+        if (lane.rank == r) {
+          d.lanes.push_back(lane.id);
+          d.blocks += lane.blocks;
+        }
+}
+
 Schedule lower(const Plan& plan, const CodegenOptions& options) {
   const int n = static_cast<int>(plan.ranks.size());
   if (n < 1) throw Error("the plan has no ranks");
@@ -505,22 +524,7 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
       release_owners(pulled_children);
     }
   }
-  // Devices: ranks grouped by device; lanes in (rank, tree) order.
-  const int devices = *std::max_element(s.options.device_of_rank.begin(), s.options.device_of_rank.end()) + 1;
-  s.devices.assign(devices, {});
-  for (int d = 0; d < devices; ++d) s.devices[d].device = d;
-  for (int r = 0; r < n; ++r) s.devices[s.options.device_of_rank[r]].ranks.push_back(r);
-  for (const DeviceSchedule& d : s.devices)
-    if (d.ranks.empty())
-      throw Error(fmt::format("rank placement leaves device {} without ranks: number devices 0..{} without gaps",
-                              d.device, devices - 1));
-  for (DeviceSchedule& d : s.devices)
-    for (int r : d.ranks)
-      for (const Lane& lane : s.lanes)
-        if (lane.rank == r) {
-          d.lanes.push_back(lane.id);
-          d.blocks += lane.blocks;
-        }
+  place_lanes_on_devices(s);
   return s;
 }
 

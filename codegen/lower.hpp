@@ -16,6 +16,10 @@ constexpr int kMaxCodegenRanks = 1000;
 // Throws canopy::Error naming the tree and edge when the plan cannot be lowered.
 Schedule lower(const Plan& plan, const CodegenOptions& options);
 
+// Fills s.devices from s.lanes and s.options.device_of_rank: each device's ranks, their lanes in (rank, lane id)
+// order, and its grid size. Throws when a device in 0..max has no rank.
+void place_lanes_on_devices(Schedule& s);
+
 // Throws canopy::Error when an edge of `plan` crosses a GPU of `topology` that is not a rank (a plan made with
 // --relay): generated kernels move data between ranks, peer to peer, and do not forward through other GPUs yet.
 void check_no_relay_gpus(const Plan& plan, const Topology& topology);

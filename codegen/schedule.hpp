@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@ struct BufferRef {
   bool block_local = false;      // send/recv holding only the rank's own block (allgather send, reduce-scatter
                                  // recv): addressed relative to the block's start
   bool skip_if_source = false;   // an out-of-place root's own recv: skipped when it is the source (in place)
+  std::int64_t unit = -1;        // program schedules (send/recv): the buffer's chunk `unit`, count / units elements
+                                 // from unit * count / units (RangeSpec::units); -1: addressed by the lane's range
   friend bool operator==(const BufferRef&, const BufferRef&) = default;
 };
 
@@ -78,16 +81,20 @@ struct RangeSplit {
 // A tree's elements: the whole buffer (block_of = -1: [0, count)) or rank block_of's block of an allgather /
 // reduce-scatter buffer ([r*count, (r+1)*count)), cut by each split in turn. Block l of a lane with L blocks
 // then takes [l*S/L, (l+1)*S/L) / S of it (S = kSplitScale, integer division).
+// Program lanes (lowered from an algorithm, codegen/lower_program.hpp) instead cover one chunk of the program's
+// buffers: [0, count / units), units > 0; each operand then names its chunk (BufferRef::unit).
 struct RangeSpec {
   int block_of = -1;
   std::vector<RangeSplit> splits;
+  int units = 0;
 };
 
 // A lane: one tree's work on one rank, run by `blocks` thread blocks side by side, block l on the l-th equal
 // part of the tree's range (each block is an independent pipeline with its own counters and FIFOs).
 struct Lane {
   int id = 0;    // index in Schedule::lanes
-  int tree = 0;  // index in plan.trees
+  int tree = 0;  // index in plan.trees; -1 in a program schedule (its lanes are channels)
+  int channel = -1;  // program schedules: the channel whose statements on `rank` this lane runs
   int blocks = 1;
   int rank = 0;
   LaneRole role = LaneRole::leaf;
@@ -112,8 +119,22 @@ struct RankResources {
   int flag_count = 0;
 };
 
+// What a program schedule was lowered from (codegen/lower_program.hpp).
+struct ProgramSummary {
+  std::string name;          // "ring-allreduce"
+  std::string goal;          // what it computes: "allreduce", ..., "alltoall" or a custom goal's name
+  int chunks = 1;            // chunks per count (RangeSpec::units): every chunk holds count / chunks elements
+  int input_chunks = 1;      // chunks of each rank's input (send) and output (recv) buffers
+  int output_chunks = 1;
+  bool reduces = false;      // some statement reduces: the kernel depends on the operator
+  int statements = 0;        // the program's statements, one chunk each after splitting multi-chunk ones
+  int steps = 0;             // reduce_copy steps after fusion
+  std::string text;          // every statement, canonically: part of the schedule key
+};
+
 struct Schedule {
-  Plan plan;
+  Plan plan;  // a program schedule's plan holds only the topology and the rank names
+  std::optional<ProgramSummary> program;
   CodegenOptions options;            // device_of_rank filled in
   int ranks = 0;
   std::vector<std::int64_t> tree_weights;  // per plan tree: its share of its group, in parts of kSplitScale

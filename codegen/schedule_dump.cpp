@@ -13,6 +13,7 @@ std::string flag_text(const Schedule& s, FlagRef f) {
 
 std::string buffer_text(const Schedule& s, const BufferRef& b) {
   const std::string& rank = s.plan.ranks[b.rank];
+  if (b.unit >= 0) return fmt::format("{}.{}[{}]", rank, b.kind == BufferKind::send ? "send" : "recv", b.unit);
   switch (b.kind) {
     case BufferKind::send: return fmt::format("{}.send{}", rank, b.block_local ? "(own block)" : "");
     case BufferKind::recv:
@@ -71,6 +72,7 @@ std::string step_text(const Schedule& s, const Step& step, bool aligned) {
 namespace {
 
 std::string range_text(const RangeSpec& r) {
+  if (r.units > 0) return fmt::format("one chunk = [0, count/{})", r.units);
   std::string text = r.block_of < 0 ? "[0, count)" : fmt::format("block {} = [{}*count, {}*count)", r.block_of,
                                                                    r.block_of, r.block_of + 1);
   for (const RangeSplit& sp : r.splits) text += fmt::format(" | {}..{}/{}", sp.lo, sp.hi, kSplitScale);
@@ -93,11 +95,16 @@ std::string Schedule::dump() const {
   const CodegenOptions& o = options;
   out += fmt::format("schedule {} on {}: {} ranks on {} devices, {} {}, chunk {} ({} elements), FIFO depth {}, "
                      "{} threads per block\n",
-                     to_string(plan.collective), plan.topology, ranks, devices.size(), to_string(o.dtype),
+                     program ? program->name : to_string(plan.collective), plan.topology, ranks, devices.size(), to_string(o.dtype),
                      to_string(o.op), format_byte_size(o.chunk_bytes), o.chunk_bytes / size_of(o.dtype),
                      o.fifo_depth, o.threads_per_block);
   if (o.pull != PullEdges::none) out += fmt::format("pulled edges: {}\n", to_string(o.pull));
-  out += "trees\n";
+  if (program)
+    out += fmt::format("algorithm {} ({}): {} chunks per count, input {} and output {} chunks; {} statements fused "
+                       "into {} steps\n",
+                       program->name, program->goal, program->chunks, program->input_chunks, program->output_chunks,
+                       program->statements, program->steps);
+  if (!plan.trees.empty()) out += "trees\n";
   for (std::size_t t = 0; t < plan.trees.size(); ++t) {
     const Tree& tree = plan.trees[t];
     std::vector<std::string> edges;
@@ -117,10 +124,15 @@ std::string Schedule::dump() const {
       const Lane& lane = lanes[id];
       std::vector<std::string> children;
       for (int c : lane.children) children.push_back(plan.ranks[c]);
-      out += fmt::format("  blocks {}-{} = lane {}: tree {} on {}, {}{}{}\n", first, first + lane.blocks - 1, lane.id,
-                         lane.tree, plan.ranks[lane.rank], to_string(lane.role),
-                         lane.parent >= 0 ? ", parent " + plan.ranks[lane.parent] : "",
-                         children.empty() ? "" : fmt::format(", children {}", fmt::join(children, " ")));
+      if (lane.tree < 0)
+        out += fmt::format("  blocks {}-{} = lane {}: {} on {}\n", first, first + lane.blocks - 1, lane.id,
+                           lane.channel < 0 ? "no statements" : fmt::format("channel {}", lane.channel),
+                           plan.ranks[lane.rank]);
+      else
+        out += fmt::format("  blocks {}-{} = lane {}: tree {} on {}, {}{}{}\n", first, first + lane.blocks - 1,
+                           lane.id, lane.tree, plan.ranks[lane.rank], to_string(lane.role),
+                           lane.parent >= 0 ? ", parent " + plan.ranks[lane.parent] : "",
+                           children.empty() ? "" : fmt::format(", children {}", fmt::join(children, " ")));
       first += lane.blocks;
       out += fmt::format("    range {} | block l of {}\n", range_text(lane.range), lane.blocks);
       auto section = [&](const char* title, const std::vector<Step>& steps) {

@@ -151,7 +151,8 @@ std::string to_string(const Diagnostic& d, const std::string& program) {
                     : fmt::format("{}: error: {}", program, d.message);
 }
 
-std::vector<Diagnostic> check_program(const Program& p, const Topology* topology) {
+std::vector<Diagnostic> check_program(const Program& p, const Topology* topology,
+                                      const std::vector<NodeId>* rank_gpus) {
   std::vector<Diagnostic> out;
   const std::vector<Op>& ops = p.ops();
   const int n_ops = static_cast<int>(ops.size());
@@ -163,7 +164,7 @@ std::vector<Diagnostic> check_program(const Program& p, const Topology* topology
 
   // Links.
   if (topology) {
-    const std::vector<NodeId> gpus = topology->gpu_ids();
+    const std::vector<NodeId> gpus = rank_gpus ? *rank_gpus : topology->gpu_ids();
     if (static_cast<int>(gpus.size()) < p.ranks()) {
       out.push_back({0, fmt::format("the program has {} ranks but topology {} has {} GPUs", p.ranks(), topology->name(),
                                     gpus.size())});

@@ -38,7 +38,9 @@ std::vector<std::vector<Contents>> output_contents(const Program& program);
 // canopy::Error when rank or index is outside the program's output buffers.
 std::optional<Contents> expected_output(const Program& program, int rank, int index);
 
-// Every problem found (empty: the program is correct). Ranks run on the topology's GPUs in order.
-std::vector<Diagnostic> check_program(const Program& program, const Topology* topology = nullptr);
+// Every problem found (empty: the program is correct). Ranks run on the topology's GPUs in order, or on
+// `rank_gpus` (one per rank, in rank order) when given.
+std::vector<Diagnostic> check_program(const Program& program, const Topology* topology = nullptr,
+                                      const std::vector<NodeId>* rank_gpus = nullptr);
 
 }  // namespace canopy::algo

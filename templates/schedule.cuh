@@ -16,14 +16,15 @@ enum StepKind : unsigned char { kWait = 0, kSync = 1, kReduceCopy = 2, kSignal =
 // What a wait waits for, in epoch e, for chunk i of the block's part with n chunks.
 enum WaitUntil : unsigned char { kUntilEpoch = 0, kUntilChunk = 1, kUntilSlotFree = 2, kUntilAll = 3, kUntilCovered = 4 };
 enum BufferKind : unsigned char { kSend = 0, kRecv = 1, kFifo = 2 };
-enum BufferMode : unsigned char { kWhole = 0, kBlockLocal = 1, kUnlessSource = 2 };
+enum BufferMode : unsigned char { kWhole = 0, kBlockLocal = 1, kUnlessSource = 2, kUnit = 3 };
 
 // [0, count) (block_of < 0) or block block_of of an allgather/reduce-scatter buffer, cut by `splits` splits
-// [lo, hi) / kSplitScale in turn.
+// [lo, hi) / kSplitScale in turn; or, in a program's lanes (units > 0), one chunk [0, count / units).
 struct RangeRec {
   int block_of;
   int splits;
   unsigned int lo[2], hi[2];
+  unsigned int units;  // 0 in tree lanes (rows leave it out)
 };
 
 struct BufferRec {
@@ -31,6 +32,7 @@ struct BufferRec {
   BufferMode mode;
   unsigned short rank;
   unsigned long long fifo_offset;  // kFifo: block 0's slots, in bytes into the rank's scratch
+  unsigned long long unit;         // kUnit: the program chunk addressed, at unit * (count / units)
 };
 
 struct FlagRec {
@@ -54,7 +56,7 @@ struct LaneRec {
   RangeRec range;
   int blocks;
   unsigned short first_step;  // steps[first_step ..]: prologue, then per-chunk, then epilogue steps
-  unsigned char prologue, per_chunk, epilogue;
+  unsigned short prologue, per_chunk, epilogue;
 };
 
 struct BlockRec {
@@ -72,6 +74,7 @@ struct Program {
 
 template <typename C>
 __device__ __forceinline__ Range tree_range(const typename C::Args& a, const RangeRec& rr) {
+  if (rr.units > 0) return Range{0, a.count / rr.units};
   Range r = rr.block_of < 0 ? Range{0, a.count} : Range{rr.block_of * a.count, (rr.block_of + 1) * a.count};
   for (int s = 0; s < rr.splits; ++s) r = split(r, rr.lo[s], rr.hi[s], C::kAlign);
   return r;
@@ -82,7 +85,9 @@ template <typename C>
 __device__ __forceinline__ typename C::T* buffer_at(const typename C::Args& a, const BufferRec& b, const RangeRec& rr,
                                                     int block, unsigned long long i, Range c) {
   typedef typename C::T T;
-  const unsigned long long at = b.mode == kBlockLocal ? c.begin - rr.block_of * a.count : c.begin;
+  const unsigned long long at = b.mode == kBlockLocal ? c.begin - rr.block_of * a.count
+                                : b.mode == kUnit     ? b.unit * (a.count / rr.units) + c.begin
+                                                      : c.begin;
   switch (b.kind) {
     case kSend: return const_cast<T*>(static_cast<const T*>(a.rank[b.rank].send)) + at;
     case kRecv: return static_cast<T*>(a.rank[b.rank].recv) + at;

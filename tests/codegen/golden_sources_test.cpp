@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "codegen/generate.hpp"
+#include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "tests/test_util.hpp"
@@ -41,6 +42,13 @@ INSTANTIATE_TEST_SUITE_P(ReferenceCases, GoldenSources,
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return name;
                          });
+
+// A collective-algorithm program's kernel (codegen/lower_program.hpp): the ring allreduce on two H200s.
+TEST(GoldenSources, RingAllreduceProgramMatchesGeneratedFolder) {
+  if (!CANOPY_WITH_CLANG) GTEST_SKIP() << "built with CANOPY_WITH_CLANG=OFF: sources are not formatted by libFormat";
+  const KernelSource k = generate(algo::ring_allreduce(2), load_topology("h200x2"), CodegenOptions{});
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
 
 TEST(GoldenSources, GenerationIsDeterministic) {
   const Plan p = plan(load_topology("dgx1-v100"), Collective::allreduce);

@@ -95,6 +95,7 @@ std::string ScheduleSimulator::run(const std::vector<SimLaunch>& launches, std::
     const SimBuffer& buf = b.kind == BufferKind::send ? L.send[b.rank] : L.recv[b.rank];
     std::uint64_t at = c.begin + j;
     if (b.block_local) at -= lane.range.block_of * L.count;
+    if (b.unit >= 0) at += b.unit * (L.count / lane.range.units);
     std::vector<double>& v = storage_[buf.storage];
     if (buf.offset + at >= v.size())
       return fmt::format("{} buffer of rank {} accessed at element {} past its end", b.kind == BufferKind::send ? "send" : "recv",
@@ -215,8 +216,8 @@ std::string ScheduleSimulator::run(const std::vector<SimLaunch>& launches, std::
           if (blk.section != 3) {
             const Schedule& s = *launches[launch_of[d]].schedule;
             const Lane& lane = s.lanes[blk.lane];
-            stuck += fmt::format(" [launch {} device {} tree {} rank {} block {} section {} chunk {}/{} step {}]", launch_of[d], d,
-                                 lane.tree, lane.rank, blk.block, blk.section, blk.i, blk.chunks, blk.step);
+            stuck += fmt::format(" [launch {} device {} tree {} channel {} rank {} block {} section {} chunk {}/{} step {}]",
+                                 launch_of[d], d, lane.tree, lane.channel, lane.rank, blk.block, blk.section, blk.i, blk.chunks, blk.step);
           }
       return stuck;
     }

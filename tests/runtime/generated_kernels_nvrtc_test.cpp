@@ -8,6 +8,7 @@
 
 #include "codegen/generate.hpp"
 #include "codegen/template_bundle.hpp"
+#include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
@@ -22,8 +23,7 @@ namespace {
 constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
                                DataType::i32, DataType::i64, DataType::u8};
 
-void expect_compiles(const Plan& p, const CodegenOptions& o) {
-  const KernelSource k = generate(p, o);
+void expect_compiles(const KernelSource& k, const CodegenOptions& o) {
   const std::string what = fmt::format("{} ({})", k.file.name, to_string(o.op));
   try {
     const CompiledModule m = compile_cuda(k.file, template_headers(), CompileOptions{});
@@ -39,6 +39,8 @@ void expect_compiles(const Plan& p, const CodegenOptions& o) {
     ADD_FAILURE() << what << ": the generator emitted code Clang flags:\n" << to_string(d);
 #endif
 }
+
+void expect_compiles(const Plan& p, const CodegenOptions& o) { expect_compiles(generate(p, o), o); }
 
 struct Case {
   std::string topology;
@@ -101,6 +103,25 @@ TEST(GeneratedKernelsOps, VirtualRanksAndSmallBlocksCompile) {
   o.blocks_per_rank = 1;
   o.chunk_bytes = 64 * 1024;
   expect_compiles(plan(load_topology("dgx1-v100"), Collective::allreduce), o);
+}
+
+// Every shipped collective-algorithm program (dsl/algorithms/), lowered for 2 and 8 ranks (and 16 for the two-host
+// ones, on the two-host machine), compiles for a copying and a reducing element type; one also on virtual ranks.
+TEST(GeneratedKernelsAlgorithms, EveryShippedAlgorithmCompiles) {
+  const Topology hgx = load_topology("hgx-h200"), two_hosts = load_topology("dgx1-v100-x2");
+  int compiled = 0;
+  for (const algo::ShippedAlgorithm& a : algo::shipped_algorithms())
+    for (int n : {2, 8, 16}) {
+      if (!a.supports(n)) continue;
+      for (DataType t : {DataType::f32, DataType::bf16}) {
+        CodegenOptions o;
+        o.dtype = t;
+        if (n == 8 && t == DataType::bf16) o.device_of_rank = block_placement(8, 1);
+        expect_compiles(generate(a.build(n), n == 16 ? two_hosts : hgx, o), o);
+        ++compiled;
+      }
+    }
+  EXPECT_GE(compiled, 2 * static_cast<int>(algo::shipped_algorithms().size()));
 }
 
 TEST(NvrtcCompiler, ReportsTheLineOfAnError) {
