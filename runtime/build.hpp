@@ -4,6 +4,7 @@
 // generated. The Builder is the small context that owns the caches (no singletons); thread-safe.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -12,6 +13,7 @@
 #include "codegen/codegen_options.hpp"
 #include "codegen/kernel_source.hpp"
 #include "codegen/schedule.hpp"
+#include "dsl/algorithm.hpp"
 #include "dsl/topology.hpp"
 #include "planner/planner.hpp"
 #include "runtime/jit.hpp"
@@ -43,11 +45,18 @@ class Builder {
   // Thread-safe, as build().
   std::shared_ptr<const BuiltCollective> build(const Plan& plan, const BuildOptions& options,
                                                CacheOutcome* outcome = nullptr);
+  // The same for a collective-algorithm program on the GPUs `rank_names` of `topology` (codegen/lower_program.hpp):
+  // lower_program -> emit -> format -> compile; options.plan is unused. The built plan holds only the ranks.
+  std::shared_ptr<const BuiltCollective> build(const algo::Program& program, const Topology& topology,
+                                               const std::vector<std::string>& rank_names, const BuildOptions& options,
+                                               CacheOutcome* outcome = nullptr);
   const Jit& jit() const { return jit_; }
 
  private:
-  std::shared_ptr<const BuiltCollective> build_keyed(const std::string& key, Plan plan, const BuildOptions& options,
-                                                     CacheOutcome* outcome);
+  // Looks `key` up, else generates (`generate_source` fills the schedule) and compiles.
+  std::shared_ptr<const BuiltCollective> build_keyed(const std::string& key, const BuildOptions& options,
+                                                     CacheOutcome* outcome,
+                                                     const std::function<KernelSource(Schedule*)>& generate_source);
   Jit jit_;
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const BuiltCollective>> built_;
@@ -56,5 +65,7 @@ class Builder {
 // The keys build() files a collective under.
 std::string build_inputs_key(const Topology& topology, Collective collective, const BuildOptions& options);
 std::string build_inputs_key(const Plan& plan, const BuildOptions& options);
+std::string build_inputs_key(const algo::Program& program, const Topology& topology,
+                             const std::vector<std::string>& rank_names, const BuildOptions& options);
 
 }  // namespace canopy

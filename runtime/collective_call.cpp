@@ -44,6 +44,10 @@ std::string call_name(Collective c) {
   return "?";
 }
 
+std::string call_name(const CollectiveCall& call) {
+  return call.program ? "algorithm " + call.program->name() : call_name(call.collective);
+}
+
 std::uint64_t send_elements(Collective collective, std::uint64_t count, int ranks, int rank, int root) {
   switch (collective) {
     case Collective::broadcast: return rank == root ? count : 0;
@@ -71,20 +75,31 @@ std::uint64_t max_count(Collective collective, DataType dtype, int ranks) {
   return std::min(elements, (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(size_of(dtype))) / per;
 }
 
+std::uint64_t max_count(const algo::Program& program, DataType dtype) {
+  const std::uint64_t widest =
+      static_cast<std::uint64_t>(std::max(program.buffer_chunks(algo::Buffer::input),
+                                          program.buffer_chunks(algo::Buffer::output)));
+  const std::uint64_t chunks = static_cast<std::uint64_t>(program.chunks());
+  return std::min(std::uint64_t{1} << 38, (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(size_of(dtype))) /
+         widest * chunks;
+}
+
 Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle) {
   const int n = static_cast<int>(device_of_rank.size());
-  const std::string name = call_name(call.collective);
+  const std::string name = call_name(call);
+  const algo::Program* program = call.program;
   auto invalid = [&](std::string message) {
     return Status(StatusCode::invalid_argument, fmt::format("{}: {}", name, message));
   };
-  if (static_cast<unsigned>(call.collective) > static_cast<unsigned>(Collective::reducescatter))
+  if (!program && static_cast<unsigned>(call.collective) > static_cast<unsigned>(Collective::reducescatter))
     return invalid(fmt::format("collective {} is not one of broadcast, reduce, allreduce, allgather, reduce_scatter",
                                static_cast<int>(call.collective)));
   if (static_cast<unsigned>(call.dtype) > static_cast<unsigned>(DataType::u8))
     return Status(StatusCode::unsupported,
                   fmt::format("{}: dtype {} is not supported; use f32, f16, bf16, f64, i32, i64 or u8", name,
                               static_cast<int>(call.dtype)));
-  if (reduces(call.collective) && static_cast<unsigned>(call.op) > static_cast<unsigned>(ReduceOp::max))
+  const bool combines = program ? program->reduces() : reduces(call.collective);
+  if (combines && static_cast<unsigned>(call.op) > static_cast<unsigned>(ReduceOp::max))
     return Status(StatusCode::unsupported, fmt::format("{}: reduction operator {} is not supported; use sum, prod, "
                                                        "min or max",
                                                        name, static_cast<int>(call.op)));
@@ -93,12 +108,21 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
     return invalid(fmt::format("got {} send buffers, {} receive buffers and {} streams for {} ranks: pass one of "
                                "each per rank, in rank order",
                                call.send.size(), call.recv.size(), call.streams.size(), n));
-  if (has_root(call.collective) && (call.root < 0 || call.root >= n))
+  if (program && program->ranks() != n)
+    return invalid(fmt::format("the program is written for {} ranks but the communicator has {}: build it for {}",
+                               program->ranks(), n, n));
+  if (!program && has_root(call.collective) && (call.root < 0 || call.root >= n))
     return invalid(fmt::format("root {} is not a rank: use 0 to {}", call.root, n - 1));
-  const std::uint64_t limit = max_count(call.collective, call.dtype, n);
+  const std::uint64_t limit = program ? max_count(*program, call.dtype) : max_count(call.collective, call.dtype, n);
   if (call.count > limit)
     return invalid(fmt::format("count {} is too large for {} ranks of {}: at most {} elements", call.count, n,
                                to_string(call.dtype), limit));
+  if (program && call.count % static_cast<std::uint64_t>(program->chunks()) != 0)
+    return invalid(fmt::format("count {} is not a multiple of the program's {} chunks (each chunk is count / {} "
+                               "elements): round it to {} or {}",
+                               call.count, program->chunks(), program->chunks(),
+                               call.count / program->chunks() * program->chunks(),
+                               (call.count / program->chunks() + 1) * program->chunks()));
 
   // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch).
   for (int r = 0; r < n; ++r) {
@@ -122,8 +146,15 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
   std::vector<Region> regions;
   for (int r = 0; r < n; ++r) {
-    const std::uint64_t send_bytes = send_elements(call.collective, call.count, n, r, call.root) * elem;
-    const std::uint64_t recv_bytes = recv_elements(call.collective, call.count, n, r, call.root) * elem;
+    const std::uint64_t unit = program ? call.count / static_cast<std::uint64_t>(program->chunks()) : 0;
+    const std::uint64_t send_bytes =
+        (program ? unit * program->buffer_chunks(algo::Buffer::input)
+                 : send_elements(call.collective, call.count, n, r, call.root)) *
+        elem;
+    const std::uint64_t recv_bytes =
+        (program ? unit * program->buffer_chunks(algo::Buffer::output)
+                 : recv_elements(call.collective, call.count, n, r, call.root)) *
+        elem;
     struct Use {
       const void* p;
       std::uint64_t bytes;
@@ -164,6 +195,10 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
                             : call.collective == Collective::reducescatter ? d == s + block
                                                                            : s == d;
       const bool disjoint = s + send_bytes <= d || d + recv_bytes <= s;
+      if (program && !disjoint)
+        return invalid(fmt::format("send[{}] and recv[{}] overlap: algorithm programs run out of place (their "
+                                   "statements read inputs after writing outputs); use separate buffers",
+                                   r, r));
       if (!in_place && !disjoint) {
         const char* rule = call.collective == Collective::allgather       ? "send = recv + rank x count elements"
                            : call.collective == Collective::reducescatter ? "recv = send + rank x count elements"

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "codegen/codegen_options.hpp"
+#include "dsl/algorithm.hpp"
 #include "planner/collective.hpp"
 #include "runtime/driver_api.hpp"
 #include "runtime/status.hpp"
@@ -33,9 +34,14 @@ struct CollectiveCall {
   ReduceOp op = ReduceOp::sum;
   int root = 0;
   std::span<const cudaStream_t> streams;
+  // Set: a collective-algorithm program runs instead (Communicator::run_program); `collective` and `root` are then
+  // ignored. count elements make the program's chunks (each count / chunks elements, so count must be a multiple);
+  // each rank sends input-buffer chunks and receives output-buffer chunks of that size, out of place.
+  const algo::Program* program = nullptr;
 };
 
 std::string call_name(Collective collective);  // "allreduce", "reduce_scatter", ... as the API spells them
+std::string call_name(const CollectiveCall& call);  // the same, or "algorithm NAME" for a program
 
 enum class MemoryKind { unregistered, host, device, managed };
 struct PointerFacts {
@@ -57,6 +63,7 @@ std::uint64_t recv_elements(Collective collective, std::uint64_t count, int rank
 // Largest count the generated kernels take for this collective and rank count (their range arithmetic needs
 // count x ranks < 2^47) that also keeps every byte size in 64 bits.
 std::uint64_t max_count(Collective collective, DataType dtype, int ranks);
+std::uint64_t max_count(const algo::Program& program, DataType dtype);  // the same for a program's call
 
 // The first problem with `call` for ranks placed on `device_of_rank` (CUDA ordinals), or ok. Rules: one send,
 // recv and stream per rank; a count the kernels can address; a known dtype and op; a root among the ranks;

@@ -25,6 +25,7 @@ void dump_collective(const BuiltCollective& b) {
       {name + ".manifest.json", manifest_json(b.source, b.schedule)},
   };
   for (const auto& [file, text] : files) {
+    if (b.schedule.program && file.ends_with(".plan.json")) continue;  // a program has no plan to show
     std::ofstream out(folder / file, std::ios::binary);
     if (!(out << text)) {
       static bool warned = false;

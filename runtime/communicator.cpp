@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "codegen/lower.hpp"
+#include "codegen/lower_program.hpp"
 #include "dsl/error.hpp"
 #include "dsl/topology_subset.hpp"
 #include "planner/planner.hpp"
@@ -32,14 +33,23 @@ namespace canopy {
 
 namespace {
 
-using SpecKey = std::tuple<int, int, int, int, bool>;  // collective, dtype, op, root (normalised), large
+// collective, dtype, op, root (normalised), large, program key ("" for planned collectives)
+using SpecKey = std::tuple<int, int, int, int, bool, std::string>;
 
 SpecKey key_of(const CollectiveSpec& s) {
+  if (s.program)
+    return {-1, static_cast<int>(s.dtype), s.program->reduces() ? static_cast<int>(s.op) : 0, 0, s.large,
+            program_key(*s.program)};
   return {static_cast<int>(s.collective), static_cast<int>(s.dtype), reduces(s.collective) ? static_cast<int>(s.op) : 0,
-          has_root(s.collective) ? s.root : 0, s.large};
+          has_root(s.collective) ? s.root : 0, s.large, ""};
 }
 
 std::string spec_text(const CollectiveSpec& s) {
+  if (s.program) {
+    std::string text = fmt::format("algorithm {} {}", s.program->name(), to_string(s.dtype));
+    if (s.program->reduces()) text += " " + to_string(s.op);
+    return s.large ? text + " (large messages)" : text;
+  }
   std::string text = fmt::format("{} {}", call_name(s.collective), to_string(s.dtype));
   if (reduces(s.collective)) text += " " + to_string(s.op);
   if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
@@ -101,6 +111,7 @@ struct Communicator::State {
   std::string broken_why;
   std::map<std::pair<int, int>, Plan> plans;  // (collective, root)
   std::map<SpecKey, std::unique_ptr<PreparedCollective>> prepared;
+  std::map<std::string, std::shared_ptr<const algo::Program>> programs;  // by program_key: run_program's copies
   std::vector<void*> scratch;                 // per rank
   std::vector<std::int64_t> scratch_bytes;    // per rank
   DeviceOrder order;
@@ -111,7 +122,11 @@ struct Communicator::State {
   void synchronize();  // waits for every launch of this communicator
   Plan plan_for(const CollectiveSpec& spec);
   CodegenOptions shape_for(const CollectiveSpec& spec, const Plan& plan) const;
+  CodegenOptions shape_for(const CollectiveSpec& spec) const;  // a program's
+  CodegenOptions shape_for(const CollectiveSpec& spec,
+                           const std::function<Schedule(const CodegenOptions&)>& lower_at) const;
   void check_peers(const Plan& plan) const;
+  void check_peers(const algo::Program& program) const;
   void load(const CollectiveSpec& spec, const std::vector<std::shared_ptr<const BuiltCollective>>& builds,
             const std::vector<std::string>& archs, CacheOutcome outcome);
   void grow_scratch(const std::vector<RankResources>& need);
@@ -169,6 +184,15 @@ Plan Communicator::State::plan_for(const CollectiveSpec& spec) {
 }
 
 CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec, const Plan& plan) const {
+  return shape_for(spec, [&](const CodegenOptions& o) { return lower(plan, o); });
+}
+
+CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec) const {
+  return shape_for(spec, [&](const CodegenOptions& o) { return lower_program(*spec.program, o, topology, rank_names); });
+}
+
+CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec,
+                                              const std::function<Schedule(const CodegenOptions&)>& lower_at) const {
   CodegenOptions o = shape;
   if (spec.large) o.blocks_per_rank = large_blocks;
   o.dtype = spec.dtype;
@@ -176,11 +200,24 @@ CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec, const 
   o.device_of_rank = device_of_rank;
   std::vector<DeviceLimits> limits;
   for (const GpuDevice& g : gpus) limits.push_back(g.limits);
-  return fit_launch_shape(plan, o, limits);
+  return fit_launch_shape(lower_at, o, limits);
 }
 
 void Communicator::State::check_peers(const Plan& plan) const {
   check_peer_access(plan, rank_names, device_of_rank, peer, ordinals);
+}
+
+// Every statement between ranks of different GPUs needs peer access both ways (the executing rank reads or writes
+// the other's memory; counters are raised both ways).
+void Communicator::State::check_peers(const algo::Program& program) const {
+  for (const algo::Op& op : program.ops()) {
+    const int a = device_of_rank[op.src.rank], b = device_of_rank[op.dst.rank];
+    if (a != b && !(peer[a][b] && peer[b][a]))
+      throw Error(fmt::format("algorithm {}, line {}: {} -> {} joins GPUs {} and {}, which cannot access each other's "
+                              "memory (no peer access): run it on GPUs with P2P (nvidia-smi topo -p2p r)",
+                              program.name(), op.line, algo::to_string(op.src), algo::to_string(op.dst), ordinals[a],
+                              ordinals[b]));
+  }
 }
 
 void Communicator::State::grow_scratch(const std::vector<RankResources>& need) {
@@ -286,15 +323,24 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
     const SpecKey key = key_of(spec);
     if (prepared.count(key) || !seen.insert(key).second) continue;
     const int n = static_cast<int>(rank_names.size());
-    if (has_root(spec.collective) && (spec.root < 0 || spec.root >= n))
+    if (!spec.program && has_root(spec.collective) && (spec.root < 0 || spec.root >= n))
       return Status(StatusCode::invalid_argument,
                     fmt::format("{}: root {} is not a rank: use 0 to {}", call_name(spec.collective), spec.root, n - 1));
     Job job;
     job.spec = spec;
+    if (spec.program && spec.program->ranks() != n)
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("{}: the program is written for {} ranks but the communicator has {}",
+                                spec_text(spec), spec.program->ranks(), n));
     try {
-      job.plan = plan_for(spec);
-      job.options.codegen = shape_for(spec, job.plan);
-      check_peers(job.plan);
+      if (spec.program) {
+        check_peers(*spec.program);
+        job.options.codegen = shape_for(spec);
+      } else {
+        job.plan = plan_for(spec);
+        job.options.codegen = shape_for(spec, job.plan);
+        check_peers(job.plan);
+      }
     } catch (const Error& e) {
       return Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(spec), e.what()));
     } catch (const InternalError& e) {
@@ -309,9 +355,10 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
     for (const std::string& arch : job.archs) {
       BuildOptions o = job.options;
       o.compile.arch = arch;
-      job.builds.push_back(std::async(std::launch::async, [this, plan = job.plan, o]() {
+      job.builds.push_back(std::async(std::launch::async, [this, plan = job.plan, program = job.spec.program, o]() {
         CacheOutcome outcome{};
-        auto built = builder->build(plan, o, &outcome);
+        auto built = program ? builder->build(*program, topology, rank_names, o, &outcome)
+                             : builder->build(plan, o, &outcome);
         return std::pair{built, outcome};
       }));
     }
@@ -497,8 +544,20 @@ Status Communicator::run(const CollectiveCall& call) {
   if (Status s = check_call(call, st.ordinal_of_rank, oracle); !s.ok()) return s;
   if (call.count == 0) return Status();
   PreparedCollective* p = nullptr;
-  const bool large = is_large(call.collective, call.count, call.dtype);
-  if (Status s = st.get(CollectiveSpec{call.collective, call.dtype, call.op, call.root, large}, &p); !s.ok()) return s;
+  CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, false};
+  if (call.program) {
+    const std::string key = program_key(*call.program);
+    auto it = st.programs.find(key);
+    if (it == st.programs.end()) it = st.programs.emplace(key, std::make_shared<algo::Program>(*call.program)).first;
+    spec.program = it->second;
+    const std::uint64_t widest = static_cast<std::uint64_t>(std::max(
+        call.program->buffer_chunks(algo::Buffer::input), call.program->buffer_chunks(algo::Buffer::output)));
+    spec.large = call.count / call.program->chunks() * widest * size_of(call.dtype) >=
+                 static_cast<std::uint64_t>(st.large_bytes);
+  } else {
+    spec.large = is_large(call.collective, call.count, call.dtype);
+  }
+  if (Status s = st.get(spec, &p); !s.ok()) return s;
   const LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
   CurrentDevice keep;
   bool partial = false;
@@ -509,9 +568,17 @@ Status Communicator::run(const CollectiveCall& call) {
   }
   if (s.ok() && st.watchdog) st.watchdog->watch(*p, call, st.ordinals, st.order);
   if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
-    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}", call_name(call.collective), call.count,
+    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}", call_name(call), call.count,
                                              p->epoch, p->built->source.entry));
   return s;
+}
+
+Status Communicator::run_program(const algo::Program& program, std::span<const void* const> send,
+                                 std::span<void* const> recv, std::uint64_t count, DataType dtype, ReduceOp op,
+                                 std::span<const cudaStream_t> streams) {
+  CollectiveCall call{Collective::allreduce, send, recv, count, dtype, op, 0, streams};
+  call.program = &program;
+  return run(call);
 }
 
 Status Communicator::broadcast(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,

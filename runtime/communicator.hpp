@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "codegen/codegen_options.hpp"
+#include "dsl/algorithm.hpp"
 #include "dsl/topology.hpp"
 #include "planner/collective.hpp"
 #include "planner/plan.hpp"
@@ -68,6 +69,8 @@ struct CollectiveSpec {
   // Calls whose per-rank buffers reach large_bytes run a kernel of their own, with more thread blocks (more SMs
   // pushing data over the links pays only for large messages).
   bool large = false;
+  // Set: this collective-algorithm program runs instead of planned trees (`collective` and `root` are ignored).
+  std::shared_ptr<const algo::Program> program = nullptr;
 };
 
 // What a prepared collective runs: its plan, kernel and shape, and where the binary came from.
@@ -109,7 +112,14 @@ class Communicator {
                    DataType dtype, std::span<const cudaStream_t> streams);
   Status reduce_scatter(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t recv_count,
                         DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams);
-  Status run(const CollectiveCall& call);  // any of the above
+  Status run(const CollectiveCall& call);  // any of the above, or a program's call (CollectiveCall::program)
+
+  // Runs a collective-algorithm program (dsl/algorithm.hpp) written for ranks() ranks: verified against the
+  // topology, lowered, generated and compiled on first use (then cached like the planned collectives). count
+  // elements make the program's chunks (a multiple of program.chunks()); each rank's send buffer holds its input
+  // chunks and its receive buffer its output chunks of count / chunks elements; out of place only.
+  Status run_program(const algo::Program& program, std::span<const void* const> send, std::span<void* const> recv,
+                     std::uint64_t count, DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams);
 
   // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
   bool is_large(Collective collective, std::uint64_t count, DataType dtype) const;

@@ -21,8 +21,13 @@ int blocks_per_sm_needed(int blocks, int threads, const DeviceLimits& l) {
 }  // namespace
 
 CodegenOptions fit_launch_shape(const Plan& plan, CodegenOptions options, const std::vector<DeviceLimits>& limits) {
+  return fit_launch_shape([&](const CodegenOptions& o) { return lower(plan, o); }, std::move(options), limits);
+}
+
+CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
+                                const std::vector<DeviceLimits>& limits) {
   for (;;) {
-    const Schedule s = lower(plan, options);
+    const Schedule s = lower_at(options);
     CANOPY_INTERNAL_ASSERT(limits.size() >= s.devices.size(), "device limits for fewer devices than the schedule uses");
     int cap = 1;
     int worst = -1;
@@ -45,9 +50,9 @@ CodegenOptions fit_launch_shape(const Plan& plan, CodegenOptions options, const 
     } else {
       const DeviceSchedule& d = s.devices[worst];
       const DeviceLimits& l = limits[worst];
-      throw Error(fmt::format("device {} runs {} ranks whose trees need {} thread blocks at once (one per tree and "
-                              "rank, {} threads each), but it holds {} ({} SMs x {}): place fewer ranks on it "
-                              "(more GPUs, or a plan over fewer GPUs)",
+      throw Error(fmt::format("device {} runs {} ranks whose lanes need {} thread blocks at once (one per tree or "
+                              "channel and rank, {} threads each), but it holds {} ({} SMs x {}): place fewer ranks "
+                              "on it (more GPUs, or a plan over fewer GPUs)",
                               worst, d.ranks.size(), d.blocks, options.threads_per_block,
                               l.sms * std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block),
                               l.sms, std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block)));

@@ -3,9 +3,11 @@
 // virtual ranks on one GPU (16 dgx2 ranks on one H100: 640 lanes) need small blocks and a register cap.
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "codegen/codegen_options.hpp"
+#include "codegen/schedule.hpp"
 #include "planner/plan.hpp"
 
 namespace canopy {
@@ -27,5 +29,9 @@ constexpr int kMinRegistersPerThread = 64;
 // has one entry per device (device d runs the ranks options.device_of_rank places on d). Throws canopy::Error
 // naming the device, the blocks it needs and what it holds when even that does not fit.
 CodegenOptions fit_launch_shape(const Plan& plan, CodegenOptions options, const std::vector<DeviceLimits>& limits);
+// The same for any lowering (a collective-algorithm program's, codegen/lower_program.hpp): `lower_at` lowers at the
+// options tried.
+CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
+                                const std::vector<DeviceLimits>& limits);
 
 }  // namespace canopy

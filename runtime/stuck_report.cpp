@@ -21,7 +21,11 @@ std::vector<std::string> stuck_report(const Schedule& s, std::uint64_t count, st
   for (const Lane& lane : s.lanes) {
     const int device = s.options.device_of_rank[lane.rank];
     if (!devices.empty() && std::find(devices.begin(), devices.end(), device) == devices.end()) continue;
-    const Tree& tree = s.plan.trees[lane.tree];
+    const std::string lane_text =
+        lane.tree >= 0 ? fmt::format("tree {} ({}, root {})", lane.tree, to_string(s.plan.trees[lane.tree].direction),
+                                     s.plan.trees[lane.tree].root)
+        : lane.channel >= 0 ? fmt::format("channel {}", lane.channel)
+                            : std::string("no statements");
     const ElementRange whole = tree_range(lane.range, count, align);
     for (int b = 0; b < lane.blocks; ++b) {
       const std::uint64_t n = chunk_count(block_part(whole, b, lane.blocks, align), chunk);
@@ -61,10 +65,8 @@ std::vector<std::string> stuck_report(const Schedule& s, std::uint64_t count, st
             what = fmt::format("a free FIFO slot: {} of {} chunks drained", at_step, n);
           else
             what = fmt::format("chunk {} of {} has not come", at_step + 1, n);
-          lines.push_back(fmt::format("GPU {} rank {}, tree {} ({}, root {}), block {}: {} ({}.flag[{}] = (launch {}, "
-                                      "step {}): {})",
-                                      device, s.plan.ranks[lane.rank], lane.tree, to_string(tree.direction), tree.root,
-                                      b, what, s.plan.ranks[step.flag.rank], index, at_epoch, at_step, step.note));
+          lines.push_back(fmt::format("GPU {} rank {}, {}, block {}: {} ({}.flag[{}] = (launch {}, step {}): {})",
+                                      device, s.plan.ranks[lane.rank], lane_text, b, what, s.plan.ranks[step.flag.rank], index, at_epoch, at_step, step.note));
         }
       }
     }

@@ -22,14 +22,15 @@ void add_algo_command(CLI::App& app) {
   });
   struct Args {
     std::string name;
-    int ranks = 8;
+    int ranks = 0;  // 0: 8, or an XML file's own
     std::string topology;
   };
   auto args = std::make_shared<Args>();
   CLI::App* verify =
       algo->add_subcommand("verify", "check an algorithm symbolically; exit 1 with the checker's messages");
-  verify->add_option("name", args->name, "a shipped algorithm (canopy algo list)")->required();
-  verify->add_option("--ranks,-n", args->ranks, "how many ranks to instantiate it for")->capture_default_str();
+  verify->add_option("name", args->name, "a shipped algorithm (canopy algo list) or MSCCL-IR XML (FILE.xml)")
+      ->required();
+  verify->add_option("--ranks,-n", args->ranks, "how many ranks to instantiate it for (an XML file says its own)");
   verify->add_option("--topology,-t", args->topology,
                      "also check every copy against this topology's links (a shipped name or a .topo file)");
   verify->footer(
@@ -40,7 +41,7 @@ void add_algo_command(CLI::App& app) {
       "Errors read NAME:LINE: error: MESSAGE, LINE being the statement.\n"
       "Example: canopy algo verify ring-allreduce --ranks 8 -t dgx1-v100");
   verify->callback([args] {
-    const algo::Program p = algo::shipped_algorithm(args->name, args->ranks);
+    const algo::Program p = program_option(args->name, args->ranks);
     std::optional<Topology> topology;
     if (!args->topology.empty()) topology = load_topology(args->topology);
     const std::vector<algo::Diagnostic> found = algo::check_program(p, topology ? &*topology : nullptr);

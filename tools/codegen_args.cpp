@@ -8,8 +8,10 @@
 
 #include "codegen/generate.hpp"
 #include "codegen/lower.hpp"
+#include "codegen/lower_program.hpp"
 #include "dsl/error.hpp"
 #include "dsl/shipped_topologies.hpp"
+#include "dsl/topology_subset.hpp"
 #include "planner/plan_json.hpp"
 #include "planner/planner.hpp"
 
@@ -20,6 +22,11 @@ void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
   cmd.add_option("--collective,-c", args.collective, "broadcast | reduce | allreduce | allgather | reducescatter");
   cmd.add_option("--root,-r", args.root, "root of broadcast or reduce (default: the first rank)");
   cmd.add_option("--plan", args.plan_file, "generate from this plan JSON (`canopy plan --json`) instead of planning");
+  cmd.add_option("--algorithm,-a", args.algorithm,
+                 "generate from a collective-algorithm program instead of trees: a shipped algorithm (canopy algo "
+                 "list) or MSCCL-IR XML");
+  cmd.add_option("--ranks,-n", args.ranks,
+                 "ranks of --algorithm (default: the topology's GPUs; without --topology, 8 GPUs on one switch)");
   cmd.add_option("--dtype", args.dtype, "element type: f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
   cmd.add_option("--op", args.op, "reduction: sum prod min max")->capture_default_str();
   cmd.add_option("--chunk", args.chunk, "bytes a lane moves per pipeline step, e.g. 64KiB, 1MiB")
@@ -44,9 +51,58 @@ std::string read_file(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
+
+// The options that say what the kernels are specialised for, for `ranks` ranks.
+CodegenOptions shape_options(const CodegenArgs& args, int ranks, const char* what) {
+  CodegenOptions o;
+  o.dtype = dtype_option(args.dtype);
+  o.op = op_option(args.op);
+  o.chunk_bytes = parse_byte_size(args.chunk, "--chunk");
+  o.fifo_depth = args.fifo_depth;
+  set_pull(o, args.pull, "--pull");
+  o.blocks_per_rank = args.blocks;
+  o.threads_per_block = args.threads;
+  if (args.devices < 0 || args.devices > ranks)
+    throw Error(fmt::format("--devices {}: use 1 to {} ({})", args.devices, ranks, what));
+  if (args.devices > 0) o.device_of_rank = block_placement(ranks, args.devices);
+  return o;
+}
+
+// --algorithm: the program on the topology's (or a switch's) GPUs, lowered instead of planned.
+Generated generate_program(const CodegenArgs& args) {
+  if (!args.collective.empty() || !args.plan_file.empty() || !args.root.empty())
+    throw Error("--algorithm says what runs: leave out --collective, --root and --plan");
+  if (args.pull != "auto") throw Error("--pull applies to planned trees; programs say what each rank reads and writes");
+  Generated g;
+  std::optional<Topology> topology;
+  std::vector<std::string> rank_names;
+  if (!args.topology.topology.empty()) {
+    topology = load_topology(args.topology.topology);
+    const std::vector<NodeId> gpus = args.topology.gpus.empty() ? topology->gpu_ids()
+                                                                : parse_gpu_list(*topology, args.topology.gpus);
+    for (NodeId id : gpus) rank_names.push_back(topology->node(id).name);
+  }
+  const int want = args.ranks > 0 ? args.ranks : topology ? static_cast<int>(rank_names.size()) : 0;
+  g.program = program_option(args.algorithm, want);
+  const int n = g.program->ranks();
+  if (!topology) {
+    topology = switch_topology(n);
+  } else if (static_cast<int>(rank_names.size()) < n) {
+    throw Error(fmt::format("{} runs {} ranks but {} offers {} GPUs{}: pass --ranks {} or a larger topology",
+                            g.program->name(), n, topology->name(), rank_names.size(),
+                            args.topology.gpus.empty() ? "" : " (--gpus)", rank_names.size()));
+  }
+  if (!rank_names.empty()) rank_names.resize(n);  // the program's ranks: the first n of the chosen GPUs
+  const CodegenOptions o = shape_options(args, n, "the program's rank count");
+  g.source = generate(lower_program(*g.program, o, *topology, rank_names), &g.schedule);
+  g.plan = g.schedule.plan;
+  return g;
+}
 }  // namespace
 
 Generated generate_from_args(const CodegenArgs& args) {
+  if (!args.algorithm.empty()) return generate_program(args);
+  if (args.ranks != 0) throw Error("--ranks sizes an --algorithm; planned collectives run on the topology's GPUs");
   Generated g;
   if (!args.plan_file.empty()) {
     if (!args.topology.topology.empty() || !args.collective.empty())
@@ -63,18 +119,7 @@ Generated generate_from_args(const CodegenArgs& args) {
     g.plan = plan(topology, collective, options);
     check_no_relay_gpus(g.plan, topology);
   }
-  CodegenOptions o;
-  o.dtype = dtype_option(args.dtype);
-  o.op = op_option(args.op);
-  o.chunk_bytes = parse_byte_size(args.chunk, "--chunk");
-  o.fifo_depth = args.fifo_depth;
-  set_pull(o, args.pull, "--pull");
-  o.blocks_per_rank = args.blocks;
-  o.threads_per_block = args.threads;
-  const int ranks = static_cast<int>(g.plan.ranks.size());
-  if (args.devices < 0 || args.devices > ranks)
-    throw Error(fmt::format("--devices {}: use 1 to {} (the plan's rank count)", args.devices, ranks));
-  if (args.devices > 0) o.device_of_rank = block_placement(ranks, args.devices);
+  const CodegenOptions o = shape_options(args, static_cast<int>(g.plan.ranks.size()), "the plan's rank count");
   g.source = generate(g.plan, o, &g.schedule);
   return g;
 }

@@ -1,8 +1,10 @@
 // The options `canopy gen` and `canopy compile` share: where the plan comes from (topology + collective, or a plan
-// JSON file) and what the kernels are specialised for (dtype, op, chunk, FIFO depth, blocks, threads, devices).
+// JSON file) or which collective-algorithm program runs instead (--algorithm NAME|FILE.xml --ranks N), and what the
+// kernels are specialised for (dtype, op, chunk, FIFO depth, blocks, threads, devices).
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 
 #include "codegen/kernel_source.hpp"
@@ -17,6 +19,8 @@ struct CodegenArgs {
   std::string collective;
   std::string root;
   std::string plan_file;
+  std::string algorithm;  // a shipped algorithm or MSCCL-IR XML: generate from the program instead of trees
+  int ranks = 0;          // the program's ranks (0: the topology's GPUs, else 8)
   std::string dtype = "f32";
   std::string op = "sum";
   std::string chunk = "256KiB";
@@ -30,7 +34,8 @@ struct CodegenArgs {
 void add_codegen_args(CLI::App& command, CodegenArgs& args);
 
 struct Generated {
-  Plan plan;
+  Plan plan;  // a program's: only the topology and rank names
+  std::optional<algo::Program> program;
   Schedule schedule;
   KernelSource source;
 };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "codegen/codegen_options.hpp"
+#include "dsl/algorithm.hpp"
 #include "dsl/topology.hpp"
 #include "planner/collective.hpp"
 
@@ -40,6 +41,12 @@ Collective collective_option(const std::string& name);
 // The values of `--dtype` and `--op`, or a canopy::Error listing the names (topology_option.cpp).
 DataType dtype_option(const std::string& name);
 ReduceOp op_option(const std::string& name);
+
+// `NAME|FILE.xml` as `canopy algo verify`, `gen` and `compile` take a program: a shipped algorithm built for `ranks`
+// (0: 8), or MSCCL-IR XML (whose rank count `ranks`, when > 0, must match). Throws canopy::Error (program_option.cpp).
+algo::Program program_option(const std::string& name_or_file, int ranks);
+// `gpus` GPUs on one NVSwitch, every pair joined at NVLink4 rate: where a program runs when no topology is named.
+Topology switch_topology(int gpus);
 
 // A message size as nccl-tests prints it: 8, 64K, 256M, 1G (bench.cpp).
 std::string size_text(std::uint64_t bytes);

@@ -23,7 +23,7 @@ void add_compile_command(CLI::App& app) {
     std::string ptx_out;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("compile", "generate a plan's kernel and compile it with NVRTC (cached)");
+  CLI::App* cmd = app.add_subcommand("compile", "generate a plan's (or a program's) kernel and compile it with NVRTC (cached)");
   add_codegen_args(*cmd, args->codegen);
   cmd->add_option("--arch", args->arch, "target GPU architecture, e.g. sm_90 (H100/H200), sm_80, sm_100")
       ->capture_default_str();
@@ -36,6 +36,7 @@ void add_compile_command(CLI::App& app) {
       "  canopy compile -t h200x2 -c allreduce --dtype bf16 --stats\n"
       "  canopy compile -t hgx-h200 -c allgather --arch sm_100 --ptx k.ptx\n"
       "  CANOPY_ALWAYS_COMPILE=1 canopy compile -t dgx2 -c broadcast   bypass the cache\n"
+      "  canopy compile --algorithm ring-allreduce --ranks 8            a program (canopy algo list) instead of trees\n"
       "Takes every option of `canopy gen`. The cache lives in $CANOPY_CACHE_DIR (see `canopy cache info`).");
   cmd->callback([args] {
     const Generated g = generate_from_args(args->codegen);

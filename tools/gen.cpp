@@ -6,6 +6,7 @@
 
 #include "codegen/generate.hpp"
 #include "dsl/error.hpp"
+#include "dsl/msccl_xml.hpp"
 #include "planner/plan_json.hpp"
 #include "tools/codegen_args.hpp"
 #include "tools/commands.hpp"
@@ -20,9 +21,11 @@ void add_gen_command(CLI::App& app) {
     bool schedule = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("gen", "generate the specialised CUDA source of a collective's plan");
+  CLI::App* cmd = app.add_subcommand(
+      "gen", "generate the specialised CUDA source of a collective's plan or of a collective-algorithm program");
   add_codegen_args(*cmd, args->codegen);
-  cmd->add_option("--out,-o", args->out, "write NAME.cu, plan.json and manifest.json into this directory");
+  cmd->add_option("--out,-o", args->out,
+                  "write NAME.cu, plan.json (a program's: program.xml, MSCCL-IR) and manifest.json into this directory");
   cmd->add_flag("--print", args->print, "print the CUDA source to stdout");
   cmd->add_flag("--schedule", args->schedule, "print the per-GPU schedule (the IR the source is emitted from)");
   cmd->footer(
@@ -31,7 +34,11 @@ void add_gen_command(CLI::App& app) {
       "  canopy gen -t hgx-h200 -c allgather --dtype bf16 --chunk 1MiB --out kernels/\n"
       "  canopy gen -t dgx1-v100 -c allreduce --devices 1 --schedule     8 virtual ranks on one GPU\n"
       "  canopy plan -t h200x2 -c allreduce --json > p.json && canopy gen --plan p.json --out k/\n"
-      "The source names every tree, lane, counter and FIFO it uses; docs/codegen.md explains the protocol.");
+      "  canopy gen --algorithm ring-allreduce -t h200x2 --print        a program (canopy algo list) instead of trees\n"
+      "  canopy gen -a two-step-alltoall -n 16 -t dgx1-v100-x2 --schedule\n"
+      "  canopy gen -a my_algo.xml --out k/                              MSCCL-IR XML (msccl-tools' output)\n"
+      "The source names every tree, lane, counter and FIFO it uses; docs/codegen.md explains the protocol, and\n"
+      "docs/algorithms.md how programs are lowered.");
   cmd->callback([args] {
     if (args->out.empty() && !args->print && !args->schedule)
       throw Error("say where the source goes: --out DIR, --print or --schedule");
@@ -44,9 +51,10 @@ void add_gen_command(CLI::App& app) {
       if (ec) throw Error(fmt::format("cannot create output directory '{}': {}", args->out, ec.message()));
       const std::filesystem::path dir(args->out);
       write_output((dir / g.source.file.name).string(), g.source.file.text);
-      write_output((dir / "plan.json").string(), plan_to_json(g.plan));
+      const std::string what = g.program ? "program.xml" : "plan.json";
+      write_output((dir / what).string(), g.program ? algo::to_msccl_xml(*g.program) : plan_to_json(g.plan));
       write_output((dir / "manifest.json").string(), manifest_json(g.source, g.schedule));
-      fmt::print(stderr, "wrote {}, plan.json and manifest.json to {}\n", g.source.file.name, args->out);
+      fmt::print(stderr, "wrote {}, {} and manifest.json to {}\n", g.source.file.name, what, args->out);
     }
   });
 }

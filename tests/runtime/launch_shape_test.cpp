@@ -58,7 +58,7 @@ TEST(LaunchShape, RefusesWhatCannotFit) {
     fit_launch_shape(p, o, {tiny});
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("device 0 runs 16 ranks whose trees need 640 thread blocks at once"),
+    EXPECT_NE(std::string(e.what()).find("device 0 runs 16 ranks whose lanes need 640 thread blocks at once"),
               std::string::npos)
         << e.what();
   }
