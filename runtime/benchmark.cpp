@@ -74,6 +74,18 @@ std::uint64_t bench_count(Collective c, std::uint64_t bytes, DataType dtype, int
   return elements;
 }
 
+std::uint64_t bench_count(const algo::Program& p, std::uint64_t bytes, DataType dtype) {
+  const std::uint64_t chunks = static_cast<std::uint64_t>(p.chunks());
+  const std::uint64_t widest =
+      static_cast<std::uint64_t>(std::max(p.buffer_chunks(algo::Buffer::input), p.buffer_chunks(algo::Buffer::output)));
+  return bytes / static_cast<std::uint64_t>(size_of(dtype)) / widest * chunks;
+}
+
+double busbw_factor(const algo::Program& p) {
+  if (const std::optional<Collective> c = p.collective()) return busbw_factor(*c, p.ranks());
+  return p.goal() == "alltoall" ? static_cast<double>(p.ranks() - 1) / p.ranks() : 1.0;
+}
+
 std::vector<std::uint64_t> parse_bench_sizes(const std::string& text) {
   std::vector<std::uint64_t> sizes;
   if (text.find(':') != std::string::npos) {
@@ -113,7 +125,16 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
   for (std::uint64_t s : o.sizes) top = std::max(top, s);
   // Buffers for the largest size of any collective (reduce-scatter sends S, allgather receives S).
   std::vector<CollectiveSpec> specs;
-  for (Collective c : o.collectives) specs.push_back(CollectiveSpec{c, o.dtype, o.op, o.root});
+  const algo::Program* program = o.program ? &o.program->program : nullptr;
+  const std::vector<Collective> collectives =
+      program ? std::vector<Collective>{program->collective().value_or(Collective::allreduce)} : o.collectives;
+  if (program) {
+    CollectiveSpec spec{collectives[0], o.dtype, o.op, 0};
+    spec.program = std::shared_ptr<const algo::Program>(o.program, program);
+    specs.push_back(spec);
+  }
+  for (Collective c : program ? std::vector<Collective>{} : o.collectives)
+    specs.push_back(CollectiveSpec{c, o.dtype, o.op, o.root});
   if (Status s = comm.prepare(specs); !s.ok()) return s;
   cudaDeviceProp prop{};
   if (const cudaError_t e = cudaGetDeviceProperties(&prop, comm.device_ordinals()[0]); e != cudaSuccess)
@@ -130,14 +151,22 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
   std::string device = prop.name;
   if (comm.devices() > 1) device = fmt::format("{} x{}", device, comm.devices());
   if (n > comm.devices()) device += fmt::format(" ({} virtual ranks)", n);
-  for (Collective c : o.collectives)
-    for (std::uint64_t bytes : o.sizes) {
-      const std::uint64_t count = bench_count(c, bytes, o.dtype, n);
+  for (Collective c : collectives)
+    for (std::uint64_t size : o.sizes) {
+      const std::uint64_t count = program ? bench_count(*program, size, o.dtype) : bench_count(c, size, o.dtype, n);
       if (count == 0) continue;
-      CheckSpec spec{c, o.dtype, o.op, o.root, n, count, 0x5eed0000u + bytes};
+      // A program's count is a multiple of its chunks: the size it moves may be a little below the size asked.
+      const std::uint64_t bytes = program ? bench_count(*program, size, o.dtype) / program->chunks() *
+                                                std::max(program->buffer_chunks(algo::Buffer::input),
+                                                         program->buffer_chunks(algo::Buffer::output)) *
+                                                size_of(o.dtype)
+                                          : size;
+      CheckSpec spec{c, o.dtype, o.op, program ? program->root() : o.root, n, count, 0x5eed0000u + size};
+      spec.program = o.program;
       CollectiveCall call;
       if (Status s = buffers->set_up(spec, o.in_place, &call); !s.ok()) return s;
       BenchRow row;
+      if (program) row.algorithm = program->name();
       row.collective = c;
       row.dtype = o.dtype;
       row.op = o.op;
@@ -158,13 +187,16 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
         return s;
       const double seconds = row.time_us * 1e-6;
       row.algbw_gbps = static_cast<double>(bytes) / seconds / 1e9;
-      row.busbw_gbps = row.algbw_gbps * busbw_factor(c, n);
-      if (nccl) {
-        if (Status s = time_calls(comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return nccl->run(call); },
+      const double factor = program ? busbw_factor(*program) : busbw_factor(c, n);
+      row.busbw_gbps = row.algbw_gbps * factor;
+      if (nccl && (!program || program->collective())) {  // a program: NCCL runs its goal on the same buffers
+        CollectiveCall same = call;
+        same.program = nullptr;
+        if (Status s = time_calls(comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return nccl->run(same); },
                                   &row.nccl_time_us);
             !s.ok())
           return s;
-        row.nccl_busbw_gbps = static_cast<double>(bytes) / (row.nccl_time_us * 1e-6) / 1e9 * busbw_factor(c, n);
+        row.nccl_busbw_gbps = static_cast<double>(bytes) / (row.nccl_time_us * 1e-6) / 1e9 * factor;
       }
       on_row(row);
     }
@@ -176,6 +208,7 @@ std::string bench_rows_json(const std::vector<BenchRow>& rows) {
   for (const BenchRow& r : rows) {
     nlohmann::ordered_json j;
     j["collective"] = to_string(r.collective);
+    if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
     j["dtype"] = to_string(r.dtype);
     j["op"] = to_string(r.op);
     j["bytes"] = r.bytes;

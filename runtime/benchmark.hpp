@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct BenchOptions {
   int repeats = 5;
   bool check = true;
   bool in_place = false;
+  // Set: time this collective-algorithm program instead of `collectives` (NCCL runs its goal's collective, when
+  // the goal is one of NCCL's).
+  std::shared_ptr<const ProgramOutputs> program = nullptr;
 };
 
 // One row of `canopy bench --json` (DESIGN.md "Bench JSON").
@@ -44,10 +48,15 @@ struct BenchRow {
   double nccl_time_us = 0;   // 0: NCCL not run
   double nccl_busbw_gbps = 0;
   std::string device;
+  std::string algorithm;  // a program's name; `collective` is then its goal's (allreduce for other goals)
 };
 
 // The element count of size S for `collective` over `ranks` (0 when S is smaller than one element per rank).
 std::uint64_t bench_count(Collective collective, std::uint64_t bytes, DataType dtype, int ranks);
+// The same for a program: S is its larger buffer per rank, the count a multiple of its chunks (0: too small).
+std::uint64_t bench_count(const algo::Program& program, std::uint64_t bytes, DataType dtype);
+// busbw / algbw for a program's goal: its collective's factor, (n-1)/n for alltoall, else 1.
+double busbw_factor(const algo::Program& program);
 
 // Parses "8:1G" (powers of two from 8 B to 1 GiB), "1M:64M:4" (factor 4) or "1K,64K,1M"; throws canopy::Error.
 std::vector<std::uint64_t> parse_bench_sizes(const std::string& text);

@@ -14,10 +14,6 @@ namespace {
 
 constexpr std::uint64_t kStagingBytes = std::uint64_t{256} << 20;
 
-std::uint64_t input_elements(const CheckSpec& s, int rank) {
-  return send_elements(s.collective, s.count, s.ranks, rank, s.root);
-}
-
 }  // namespace
 
 Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_bytes, std::uint64_t recv_bytes,
@@ -81,7 +77,11 @@ bool CollectiveBuffers::fits(const CheckSpec& s) const {
 Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCall* call) {
   const int n = s.ranks;
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
-  const ReduceOp input_op = reduces(s.collective) ? s.op : ReduceOp::sum;
+  const ReduceOp input_op = combines(s) ? s.op : ReduceOp::sum;
+  if (s.program && in_place)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("algorithm {}: programs run out of place; there is no in-place layout to set up",
+                              s.program->program.name()));
   const unsigned char poison = 0xff;  // NaN in every float type; -1 / 255 in the integer ones
   call_send_.assign(n, nullptr);
   call_recv_.assign(n, nullptr);
@@ -91,7 +91,8 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
     cudaStream_t stream = rank_streams_[r];
     char* send = static_cast<char*>(send_[r]);
     char* recv = static_cast<char*>(recv_[r]);
-    const std::uint64_t out_bytes = (s.collective == Collective::allgather ? s.count * n : s.count) * elem;
+    const std::uint64_t out_bytes =
+        (s.program ? output_elements(s, r) : s.collective == Collective::allgather ? s.count * n : s.count) * elem;
     auto fill = [&](void* dst, std::uint64_t elements) {
       return patterns_->fill(dst, elements, s.dtype, input_op, s.seed, r, 0, stream);
     };
@@ -129,6 +130,7 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
     if (!st.ok()) return st;
   }
   call->collective = s.collective;
+  call->program = s.program ? &s.program->program : nullptr;
   call->send = call_send_;
   call->recv = call_recv_;
   call->count = s.count;
@@ -157,9 +159,9 @@ Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, 
   // host and the others are compared with it bit for bit on the GPU.
   std::vector<int> host_ranks;
   std::vector<int> same_as_host;
-  if (s.collective == Collective::reduce) {
+  if (s.collective == Collective::reduce && !s.program) {
     host_ranks.push_back(s.root);
-  } else if (s.collective == Collective::reducescatter) {
+  } else if (s.collective == Collective::reducescatter || s.program) {
     for (int r = 0; r < s.ranks; ++r) host_ranks.push_back(r);
   } else {
     const int pick = static_cast<int>(s.seed % static_cast<std::uint64_t>(s.ranks));

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dsl/algorithm_check.hpp"
 #include "runtime/collective_call.hpp"
 #include "runtime/test_pattern.hpp"
 
@@ -82,13 +83,70 @@ void combine(Acc& a, double x, const CheckSpec& s) {
 
 }  // namespace
 
+ProgramOutputs::ProgramOutputs(algo::Program p) : program(std::move(p)) {
+  const std::vector<std::vector<algo::Contents>> contents = algo::output_contents(program);
+  sources.resize(program.ranks());
+  for (int r = 0; r < program.ranks(); ++r)
+    for (int c = 0; c < program.buffer_chunks(algo::Buffer::output); ++c) {
+      if (!algo::expected_output(program, r, c)) {
+        sources[r].push_back(std::nullopt);
+        continue;
+      }
+      std::vector<std::pair<int, int>> from;
+      for (const auto& [input, times] : contents[r][c])
+        for (int t = 0; t < times; ++t) from.push_back(input);
+      sources[r].push_back(std::move(from));
+    }
+}
+
+bool combines(const CheckSpec& s) { return s.program ? s.program->program.reduces() : reduces(s.collective); }
+
+std::uint64_t input_elements(const CheckSpec& s, int rank) {
+  if (s.program) return s.count / s.program->program.chunks() * s.program->program.buffer_chunks(algo::Buffer::input);
+  return send_elements(s.collective, s.count, s.ranks, rank, s.root);
+}
+
 std::uint64_t output_elements(const CheckSpec& s, int rank) {
+  if (s.program)
+    return s.count / s.program->program.chunks() * s.program->program.buffer_chunks(algo::Buffer::output);
   return recv_elements(s.collective, s.count, s.ranks, rank, s.root);
 }
 
+namespace {
+
+// The inputs (rank, input element) combined into output element j of `rank` of a program's call; null where the
+// goal leaves that element free.
+const std::vector<std::pair<int, int>>* program_sources(const CheckSpec& s, int rank, std::uint64_t j,
+                                                        std::uint64_t* offset) {
+  const std::uint64_t unit = s.count / s.program->program.chunks();
+  *offset = j % unit;
+  const auto& from = s.program->sources[rank][j / unit];
+  return from ? &*from : nullptr;
+}
+
+}  // namespace
+
 double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tolerance, std::int64_t* exact) {
   if (tolerance) *tolerance = 0;
-  const ReduceOp input_op = reduces(s.collective) ? s.op : ReduceOp::sum;
+  const ReduceOp input_op = combines(s) ? s.op : ReduceOp::sum;
+  if (s.program) {
+    std::uint64_t offset = 0;
+    const std::vector<std::pair<int, int>>* from = program_sources(s, rank, j, &offset);
+    if (!from || from->empty()) return 0;  // free, or never written
+    const std::uint64_t unit = s.count / s.program->program.chunks();
+    Acc acc;
+    for (const auto& [q, c] : *from) combine(acc, pattern_value(s.seed, q, c * unit + offset, s.dtype, input_op), s);
+    const double u = unit_roundoff(s.dtype);
+    if (u == 0) {
+      const std::int64_t v = wrap(acc.int_value, s.dtype);
+      if (exact) *exact = v;
+      return static_cast<double>(v);
+    }
+    if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod))
+      *tolerance = tolerance_scale(static_cast<int>(from->size()), u) * acc.magnitude;
+    if (exact) *exact = static_cast<std::int64_t>(acc.value);
+    return acc.value;
+  }
   switch (s.collective) {
     case Collective::broadcast:
     case Collective::allgather: {
@@ -120,65 +178,90 @@ CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsig
 
 namespace {
 
-// Checks outputs[k][j] (rank ranks[k], element first + j) for j in [begin, end).
+// The reference of one output element: the pattern values of inputs `at(0) .. at(n - 1)` ((rank, index) pairs)
+// combined with Op in double precision (integers exactly, wrapping at T's width), and its tolerance.
+struct Reference {
+  double want = 0, tol = 0;
+  std::int64_t exact = 0;
+};
+
+template <DataType T, ReduceOp Op, typename At>
+Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
+  constexpr bool kFloat = T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64;
+  constexpr bool kProd = Op == ReduceOp::prod;
+  Reference r;
+  if constexpr (kFloat) {
+    double acc = 0, mag = 0;
+    for (int q = 0; q < n; ++q) {
+      const auto [rank, index] = at(q);
+      const double v = pattern_value_of<T, kProd>(pattern_hash(seed, rank, index));
+      if (q == 0) acc = v, mag = std::fabs(v);
+      else if constexpr (Op == ReduceOp::sum) acc += v, mag += std::fabs(v);
+      else if constexpr (Op == ReduceOp::prod) acc *= v, mag = std::fabs(acc);
+      else if constexpr (Op == ReduceOp::min) acc = std::min(acc, v);
+      else acc = std::max(acc, v);
+    }
+    r.want = acc;
+    r.tol = (Op == ReduceOp::sum || Op == ReduceOp::prod) ? tol_scale * mag : 0;
+  } else {
+    std::uint64_t acc = 0;
+    for (int q = 0; q < n; ++q) {
+      const auto [rank, index] = at(q);
+      const std::uint64_t v = static_cast<std::uint64_t>(
+          static_cast<std::int64_t>(pattern_value_of<T, kProd>(pattern_hash(seed, rank, index))));
+      if (q == 0) acc = v;
+      else if constexpr (Op == ReduceOp::sum) acc += v;
+      else if constexpr (Op == ReduceOp::prod) acc *= v;
+      else if constexpr (Op == ReduceOp::min) acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+      else acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+    }
+    r.exact = wrap(static_cast<std::int64_t>(acc), T);
+    r.want = static_cast<double>(r.exact);
+  }
+  return r;
+}
+
+// Checks outputs[k][j] (rank ranks[k], element first + j) for j in [begin, end); a program's free elements are
+// skipped (the caller does not count them).
 template <DataType T, ReduceOp Op>
 void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::vector<const void*>& outputs,
                  std::uint64_t first, std::uint64_t begin, std::uint64_t end, std::uint64_t& wrong,
                  std::vector<std::string>& examples) {
-  constexpr bool kFloat = T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64;
-  constexpr bool kProd = Op == ReduceOp::prod;
   constexpr int kSize = T == DataType::f64 || T == DataType::i64 ? 8
                         : T == DataType::f32 || T == DataType::i32 ? 4
                         : T == DataType::u8                         ? 1
                                                                     : 2;
   constexpr double u = T == DataType::f16 ? 1.0 / 2048 : T == DataType::bf16 ? 1.0 / 256
                        : T == DataType::f32 ? 1.0 / 16777216 : T == DataType::f64 ? 1.0 / 9007199254740992.0 : 0;
-  const bool reduction = reduces(s.collective);
-  const bool same_for_all = s.collective != Collective::reducescatter;
+  const bool reduction = combines(s);
+  const bool same_for_all = !s.program && s.collective != Collective::reducescatter;
   const double tol_scale = tolerance_scale(s.ranks, u);
+  const std::uint64_t unit = s.program ? s.count / s.program->program.chunks() : 0;
   for (std::uint64_t j = begin; j < end; ++j) {
     double want = 0, tol = 0;
     std::int64_t exact = 0;
     for (std::size_t k = 0; k < ranks.size(); ++k) {
       if (k == 0 || !same_for_all) {
         const std::uint64_t e = first + j;
-        if (!reduction) {
+        Reference ref;
+        if (s.program) {
+          std::uint64_t offset = 0;
+          const std::vector<std::pair<int, int>>* from = program_sources(s, ranks[k], e, &offset);
+          if (!from) continue;
+          const int n = static_cast<int>(from->size());
+          ref = reduce_reference<T, Op>(s.seed, n, n > 1 ? tolerance_scale(n, u) : 0, [&](int q) {
+            return std::pair{(*from)[q].first, (*from)[q].second * unit + offset};
+          });
+        } else if (!reduction) {
           const int from = s.collective == Collective::broadcast ? s.root : static_cast<int>(e / s.count);
           const std::uint64_t index = s.collective == Collective::broadcast ? e : e % s.count;
-          want = pattern_value_of<T, false>(pattern_hash(s.seed, from, index));
-          exact = static_cast<std::int64_t>(want);
-          tol = 0;
+          ref = reduce_reference<T, ReduceOp::sum>(s.seed, 1, 0, [&](int) { return std::pair{from, index}; });
         } else {
           const std::uint64_t index =
               s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(ranks[k]) * s.count + e : e;
-          if constexpr (kFloat) {
-            double acc = 0, mag = 0;
-            for (int q = 0; q < s.ranks; ++q) {
-              const double v = pattern_value_of<T, kProd>(pattern_hash(s.seed, q, index));
-              if (q == 0) acc = v, mag = std::fabs(v);
-              else if constexpr (Op == ReduceOp::sum) acc += v, mag += std::fabs(v);
-              else if constexpr (Op == ReduceOp::prod) acc *= v, mag = std::fabs(acc);
-              else if constexpr (Op == ReduceOp::min) acc = std::min(acc, v);
-              else acc = std::max(acc, v);
-            }
-            want = acc;
-            tol = (Op == ReduceOp::sum || Op == ReduceOp::prod) ? tol_scale * mag : 0;
-          } else {
-            std::uint64_t acc = 0;
-            for (int q = 0; q < s.ranks; ++q) {
-              const std::uint64_t v = static_cast<std::uint64_t>(static_cast<std::int64_t>(
-                  pattern_value_of<T, kProd>(pattern_hash(s.seed, q, index))));
-              if (q == 0) acc = v;
-              else if constexpr (Op == ReduceOp::sum) acc += v;
-              else if constexpr (Op == ReduceOp::prod) acc *= v;
-              else if constexpr (Op == ReduceOp::min) acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
-              else acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
-            }
-            exact = wrap(static_cast<std::int64_t>(acc), T);
-            want = static_cast<double>(exact);
-            tol = 0;
-          }
+          ref = reduce_reference<T, Op>(s.seed, s.ranks, tol_scale, [&](int q) { return std::pair{q, index}; });
         }
+        want = ref.want, tol = ref.tol, exact = ref.exact;
       }
       const void* p = static_cast<const char*>(outputs[k]) + j * kSize;
       bool ok;
@@ -214,7 +297,7 @@ RangeChecker checker_for_op(ReduceOp op) {
 }
 
 RangeChecker checker_for(const CheckSpec& s) {
-  const bool reduction = reduces(s.collective);
+  const bool reduction = combines(s);
   const ReduceOp op = reduction ? s.op : ReduceOp::sum;
   switch (s.dtype) {
     case DataType::f32: return checker_for_op<DataType::f32>(op);
@@ -238,6 +321,13 @@ CheckResult check_outputs_part(const CheckSpec& s, const std::vector<int>& ranks
   const RangeChecker check = checker_for(s);
   CheckResult total;
   total.checked = n * ranks.size();
+  if (s.program) {  // a program's free chunks are not checked
+    const std::uint64_t unit = s.count / s.program->program.chunks();
+    for (int r : ranks)
+      for (std::uint64_t c = first / unit; unit > 0 && c * unit < first + n; ++c)
+        if (!s.program->sources[r][c])
+          total.checked -= std::min(first + n, (c + 1) * unit) - std::max(first, c * unit);
+  }
   std::mutex mutex;
   auto work = [&](std::uint64_t begin, std::uint64_t end) {
     std::uint64_t wrong = 0;

@@ -7,13 +7,26 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/codegen_options.hpp"
+#include "dsl/algorithm.hpp"
 #include "planner/collective.hpp"
 
 namespace canopy {
+
+// What a collective-algorithm program's outputs hold, from the checker's symbolic execution (which proved it is
+// what the program's goal promises): its calls are checked against it.
+struct ProgramOutputs {
+  explicit ProgramOutputs(algo::Program program);
+  algo::Program program;
+  // [rank][output chunk]: the (rank, input chunk) pairs combined into it, a pair once per time it is; nullopt where
+  // the goal leaves the chunk free (it is not checked).
+  std::vector<std::vector<std::optional<std::vector<std::pair<int, int>>>>> sources;
+};
 
 struct CheckSpec {
   Collective collective = Collective::allreduce;
@@ -23,7 +36,13 @@ struct CheckSpec {
   int ranks = 1;
   std::uint64_t count = 0;  // NCCL's count (see CollectiveCall)
   std::uint64_t seed = 0;
+  std::shared_ptr<const ProgramOutputs> program = nullptr;  // set: a program's call (collective and root ignored)
 };
+
+// Whether the inputs of `spec` are combined with spec.op (a reducing collective or program).
+bool combines(const CheckSpec& spec);
+// Elements of rank `rank`'s input (send buffer) for `spec`.
+std::uint64_t input_elements(const CheckSpec& spec, int rank);
 
 struct CheckResult {
   std::uint64_t checked = 0;

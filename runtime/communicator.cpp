@@ -518,6 +518,14 @@ bool Communicator::is_large(Collective collective, std::uint64_t count, DataType
   return bytes >= static_cast<std::uint64_t>(state_->large_bytes);
 }
 
+bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
+  const std::uint64_t widest = static_cast<std::uint64_t>(
+      std::max(program.buffer_chunks(algo::Buffer::input), program.buffer_chunks(algo::Buffer::output)));
+  const std::uint64_t bytes = count / static_cast<std::uint64_t>(program.chunks()) * widest *
+                              static_cast<std::uint64_t>(size_of(dtype));
+  return bytes >= static_cast<std::uint64_t>(state_->large_bytes);
+}
+
 Status Communicator::prepare(std::span<const CollectiveSpec> specs) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->prepare(specs);
@@ -550,10 +558,7 @@ Status Communicator::run(const CollectiveCall& call) {
     auto it = st.programs.find(key);
     if (it == st.programs.end()) it = st.programs.emplace(key, std::make_shared<algo::Program>(*call.program)).first;
     spec.program = it->second;
-    const std::uint64_t widest = static_cast<std::uint64_t>(std::max(
-        call.program->buffer_chunks(algo::Buffer::input), call.program->buffer_chunks(algo::Buffer::output)));
-    spec.large = call.count / call.program->chunks() * widest * size_of(call.dtype) >=
-                 static_cast<std::uint64_t>(st.large_bytes);
+    spec.large = is_large(*call.program, call.count, call.dtype);
   } else {
     spec.large = is_large(call.collective, call.count, call.dtype);
   }

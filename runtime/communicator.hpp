@@ -123,6 +123,7 @@ class Communicator {
 
   // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
   bool is_large(Collective collective, std::uint64_t count, DataType dtype) const;
+  bool is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const;  // its larger buffer
 
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);

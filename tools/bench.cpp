@@ -49,6 +49,7 @@ void add_bench_command(CLI::App& app) {
     bool check = false;
     bool in_place = false;
     std::string json;
+    std::string algorithm;
     std::string chunk;
     int blocks = 0;
     int threads = 0;
@@ -60,6 +61,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--collective,-c", args->collective,
                   "all, or a list of broadcast reduce allreduce allgather reducescatter")
       ->capture_default_str();
+  cmd->add_option("--algorithm,-a", args->algorithm,
+                  "time a collective-algorithm program instead (canopy algo list, or MSCCL-IR XML), built for the "
+                  "communicator's ranks; --vs-nccl times NCCL's collective of the program's goal");
   cmd->add_option("--sizes", args->sizes, "bytes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a list 1K,1M,1G")
       ->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
@@ -82,6 +86,7 @@ void add_bench_command(CLI::App& app) {
       "  canopy bench -c allreduce --sizes 1M:1G --vs-nccl   beside NCCL on the same GPUs and buffers\n"
       "  canopy bench -t dgx1-v100 -c allgather --sizes 1M   8 virtual ranks on the GPUs you have\n"
       "  canopy bench --json bench.json                      rows as DESIGN.md's bench JSON\n"
+      "  canopy bench -a ring-allreduce --vs-nccl            a program (docs/algorithms.md) beside NCCL\n"
       "Columns follow nccl-tests: size in bytes (allgather: output, reduce-scatter: input), count per rank,\n"
       "time in µs (median of --repeats loops of --iters launches, CUDA events, slowest GPU), algbw = size / time,\n"
       "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce-scatter), 1 (broadcast, reduce).\n"
@@ -118,6 +123,10 @@ void add_bench_command(CLI::App& app) {
     std::unique_ptr<Communicator> comm;
     if (Status s = Communicator::create(co, &comm); !s.ok()) throw Error(s.message());
 
+    if (!args->algorithm.empty()) {
+      if (args->in_place) throw Error("--in-place: algorithm programs run out of place");
+      o.program = std::make_shared<ProgramOutputs>(program_option(args->algorithm, comm->ranks()));
+    }
     std::unique_ptr<NcclLibrary> nccl;
     if (args->vs_nccl) {
       if (comm->ranks() != comm->devices())
@@ -142,11 +151,14 @@ void add_bench_command(CLI::App& app) {
       if (first || r.collective != current) {
         auto describe = [&](bool large) {
           CollectiveInfo info;
-          const Status i = comm->info(CollectiveSpec{r.collective, o.dtype, o.op, o.root, large}, &info);
+          CollectiveSpec spec{r.collective, o.dtype, o.op, o.root, large};
+          if (o.program) spec.program = std::shared_ptr<const algo::Program>(o.program, &o.program->program);
+          const Status i = comm->info(spec, &info);
           const std::size_t trees = info.plan.trees.size();
           const std::string pulled =
               info.options.pull != PullEdges::none ? ", pulled edges " + to_string(info.options.pull) : "";
-          return i.ok() ? fmt::format("{} tree{}, chunk {}, {} threads x {} blocks per GPU{}", trees, trees == 1 ? "" : "s",
+          const std::string what = o.program ? std::string("program") : fmt::format("{} tree{}", trees, trees == 1 ? "" : "s");
+          return i.ok() ? fmt::format("{}, chunk {}, {} threads x {} blocks per GPU{}", what,
                                       format_byte_size(info.options.chunk_bytes), info.options.threads_per_block,
                                       fmt::join(info.blocks_per_device, "/"), pulled)
                         : i.message();
@@ -154,12 +166,19 @@ void add_bench_command(CLI::App& app) {
         // Only the kernels this run's sizes use (describing one compiles it).
         bool small = false, large = false;
         for (std::uint64_t bytes : o.sizes)
-          if (const std::uint64_t count = bench_count(r.collective, bytes, o.dtype, comm->ranks()); count > 0)
+          if (o.program) {
+            if (const std::uint64_t count = bench_count(o.program->program, bytes, o.dtype); count > 0)
+              (comm->is_large(o.program->program, count, o.dtype) ? large : small) = true;
+          } else if (const std::uint64_t count = bench_count(r.collective, bytes, o.dtype, comm->ranks()); count > 0) {
             (comm->is_large(r.collective, count, o.dtype) ? large : small) = true;
+          }
         std::vector<std::string> kernels;
         if (small) kernels.push_back(describe(false));
         if (large) kernels.push_back("large messages: " + describe(true));
-        fmt::print(table, "\n# {}: {}\n", to_string(r.collective), fmt::join(kernels, "; "));
+        const std::string title =
+            o.program ? fmt::format("algorithm {} ({})", o.program->program.name(), o.program->program.goal())
+                      : to_string(r.collective);
+        fmt::print(table, "\n# {}: {}\n", title, fmt::join(kernels, "; "));
         fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}", "size", "count", "type", "redop",
                    "time(us)", "algbw", "busbw", "#wrong");
         if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
@@ -168,7 +187,8 @@ void add_bench_command(CLI::App& app) {
         first = false;
       }
       fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", size_text(r.bytes), r.count,
-                 to_string(r.dtype), reduces(r.collective) ? to_string(r.op) : "none", r.time_us, r.algbw_gbps, r.busbw_gbps,
+                 to_string(r.dtype),
+                 (o.program ? o.program->program.reduces() : reduces(r.collective)) ? to_string(r.op) : "none", r.time_us, r.algbw_gbps, r.busbw_gbps,
                  r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
       if (nccl)
         fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,

@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "dsl/algorithms/shipped_algorithms.hpp"
 #include "runtime/collective_call.hpp"
 
 namespace canopy {
@@ -219,6 +220,37 @@ TEST(CollectiveCallErrors, UnusedBuffersMayBeNull) {
   Call r = valid(Collective::reduce);  // non-root recv is not written
   r.recv[1] = nullptr;
   EXPECT_TRUE(check(r).ok()) << check(r).message();
+}
+
+// A program's call (Communicator::run_program): buffers sized by its chunks, counts a multiple of them, its own
+// rank count, out of place only.
+TEST(CollectiveCallErrors, ProgramCalls) {
+  const algo::Program ring = algo::ring_allreduce(2);            // 2 chunks in, 2 out
+  const algo::Program gather = algo::allpairs_allgather(2);      // 1 chunk in, 2 out
+  Call v = valid(Collective::broadcast);  // `collective` and `root` do not matter for a program
+  v.call.program = &ring;
+  v.call.root = 7;
+  EXPECT_TRUE(check(v).ok()) << check(v).message();
+  v.call.count = 1001;
+  EXPECT_EQ(check(v).message(),
+            "algorithm ring-allreduce: count 1001 is not a multiple of the program's 2 chunks (each chunk is count / "
+            "2 elements): round it to 1000 or 1002");
+  v.call.count = 1000;
+  v.recv[1] = const_cast<void*>(dev(1, 0x800));  // overlaps its send buffer (4000 bytes from 0)
+  EXPECT_EQ(check(v).message(),
+            "algorithm ring-allreduce: send[1] and recv[1] overlap: algorithm programs run out of place (their "
+            "statements read inputs after writing outputs); use separate buffers");
+  v.recv[1] = devw(1, 0);  // exactly in place is refused too
+  EXPECT_FALSE(check(v).ok());
+  v = valid(Collective::allreduce);
+  v.call.program = &gather;
+  v.recv[0] = devw(0, (1 << 20) - 6000);  // room for 1500 elements; the output needs 2 x 1000
+  EXPECT_NE(check(v).message().find("recv[0]"), std::string::npos) << check(v).message();
+  v = valid(Collective::allreduce);
+  const algo::Program four = algo::ring_allreduce(4);
+  v.call.program = &four;
+  EXPECT_EQ(check(v).message(),
+            "algorithm ring-allreduce: the program is written for 4 ranks but the communicator has 2: build it for 2");
 }
 
 }  // namespace

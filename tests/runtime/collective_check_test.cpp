@@ -1,11 +1,13 @@
 // The test pattern and the host reference: values are exact in their dtype and never all zero; the reference
 // accepts a correct output, built here element by element from the definition, and flags every kind of wrong one.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <set>
 
+#include "dsl/algorithms/shipped_algorithms.hpp"
 #include "runtime/collective_check.hpp"
 #include "runtime/test_pattern.hpp"
 
@@ -111,6 +113,40 @@ TEST(CollectiveCheck, AcceptsTheDefinitionAndCatchesMistakes) {
         // Poison (all bits set: NaN for floats).
         std::vector<unsigned char> poisoned(out.size(), 0xff);
         EXPECT_GT(check_output(s, rank, poisoned.data()).wrong, n / 2) << to_string(c) << " " << to_string(t);
+      }
+}
+
+// A program's call is checked against what its program computes: every shipped algorithm's own output passes,
+// a swapped element and poison do not, and chunks the goal leaves free (alltonext's rank 0) are not counted.
+TEST(CollectiveCheck, ProgramsAreCheckedAgainstWhatTheyCompute) {
+  for (const algo::ShippedAlgorithm& a : algo::shipped_algorithms())
+    for (DataType t : {DataType::f32, DataType::bf16, DataType::i64})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+        const int ranks = 4;
+        if (!a.supports(ranks)) continue;
+        CheckSpec s{Collective::allreduce, t, op, 0, ranks, 0, 7};
+        s.program = std::make_shared<ProgramOutputs>(a.build(ranks));
+        s.count = 30 * static_cast<std::uint64_t>(s.program->program.chunks());
+        for (int rank = 0; rank < ranks; ++rank) {
+          const std::uint64_t n = output_elements(s, rank);
+          std::vector<double> values(n);
+          std::vector<std::int64_t> ints(n);
+          std::uint64_t constrained = 0;
+          for (std::uint64_t j = 0; j < n; ++j) {
+            std::int64_t exact = 0;
+            values[j] = expected_value(s, rank, j, nullptr, &exact);
+            ints[j] = exact;
+            constrained += s.program->sources[rank][j / 30] ? 1 : 0;
+          }
+          const std::vector<unsigned char> out = encode(values, t, &ints);
+          const CheckResult ok = check_output(s, rank, out.data());
+          const std::string what = fmt::format("{} {} {} rank {}", a.name, to_string(t), to_string(op), rank);
+          EXPECT_EQ(ok.wrong, 0u) << what << ": " << (ok.examples.empty() ? "" : ok.examples[0]);
+          EXPECT_EQ(ok.checked, constrained) << what;
+          if (constrained == 0) continue;
+          std::vector<unsigned char> poisoned(out.size(), 0xff);
+          EXPECT_GE(check_output(s, rank, poisoned.data()).wrong, constrained / 2) << what;
+        }
       }
 }
 
