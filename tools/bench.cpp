@@ -190,9 +190,11 @@ void add_bench_command(CLI::App& app) {
                  to_string(r.dtype),
                  (o.program ? o.program->program.reduces() : reduces(r.collective)) ? to_string(r.op) : "none", r.time_us, r.algbw_gbps, r.busbw_gbps,
                  r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
-      if (nccl)
+      if (nccl && r.nccl_time_us > 0)
         fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,
                    r.busbw_gbps / r.nccl_busbw_gbps);
+      else if (nccl)  // a program whose goal NCCL has no collective for (alltoall, custom)
+        fmt::print(table, " {:>10} {:>10} {:>7}", "n/a", "n/a", "n/a");
       fmt::print(table, "\n");
       std::fflush(table);
       rows.push_back(r);
