@@ -204,9 +204,9 @@ GroupGraph group_graph(const std::vector<Unit>& units, const Dependences& deps, 
 }
 
 std::string program_text(const Program& p) {
-  std::string text = fmt::format("program {} goal {} ranks {} chunks {} root {} input {} output {}\n", p.name(),
-                                 p.goal(), p.ranks(), p.chunks(), p.root(), p.buffer_chunks(Buffer::input),
-                                 p.buffer_chunks(Buffer::output));
+  std::string text =
+      fmt::format("program {} goal {} ranks {} chunks {} root {} input {} output {}\n", p.name(), p.goal(), p.ranks(),
+                  p.chunks(), p.root(), p.buffer_chunks(Buffer::input), p.buffer_chunks(Buffer::output));
   for (const algo::Op& op : p.ops())
     text += fmt::format("{} {} -> {} channel {} step {} line {}\n", op.kind == OpKind::copy ? "copy" : "reduce",
                         algo::to_string(op.src), algo::to_string(op.dst), op.hints.channel,
@@ -231,22 +231,24 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
                        const std::vector<std::string>& rank_names) {
   const int n = p.ranks();
   if (n > kMaxCodegenRanks)
-    throw Error(fmt::format("algorithm '{}' has {} ranks; generated kernels take every rank's addresses as launch "
-                            "arguments, which fit {} ranks at most",
-                            p.name(), n, kMaxCodegenRanks));
+    throw Error(
+        fmt::format("algorithm '{}' has {} ranks; generated kernels take every rank's addresses as launch "
+                    "arguments, which fit {} ranks at most",
+                    p.name(), n, kMaxCodegenRanks));
   check_codegen_options(options, n);
   std::vector<NodeId> gpus = topology.gpu_ids();
   if (!rank_names.empty()) {
     if (static_cast<int>(rank_names.size()) != n)
-      throw Error(fmt::format("algorithm '{}' is written for {} ranks but {} GPUs were given for them ({}): build it "
-                              "for {} ranks",
-                              p.name(), n, rank_names.size(), fmt::join(rank_names, ", "), rank_names.size()));
+      throw Error(
+          fmt::format("algorithm '{}' is written for {} ranks but {} GPUs were given for them ({}): build it "
+                      "for {} ranks",
+                      p.name(), n, rank_names.size(), fmt::join(rank_names, ", "), rank_names.size()));
     gpus.clear();
     for (const std::string& name : rank_names) {
       const std::optional<NodeId> id = topology.find(name);
       if (!id || topology.node(*id).kind != NodeKind::gpu)
-        throw Error(fmt::format("algorithm '{}': rank GPU '{}' is not a GPU of topology {}", p.name(), name,
-                                topology.name()));
+        throw Error(
+            fmt::format("algorithm '{}': rank GPU '{}' is not a GPU of topology {}", p.name(), name, topology.name()));
       gpus.push_back(*id);
     }
   }
@@ -278,10 +280,11 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
     groups = group_units(units, deps, /*fuse=*/false, group_of);
     graph = group_graph(units, deps, groups, group_of, &cycle);
     if (graph.order.empty())
-      throw Error(fmt::format("algorithm '{}': the channel order of these statements (their step hints) runs "
-                              "against the order their data needs, so their thread blocks would wait on each other "
-                              "forever: {}; reorder the steps",
-                              p.name(), cycle));
+      throw Error(
+          fmt::format("algorithm '{}': the channel order of these statements (their step hints) runs "
+                      "against the order their data needs, so their thread blocks would wait on each other "
+                      "forever: {}; reorder the steps",
+                      p.name(), cycle));
   }
   const int G = static_cast<int>(groups.size());
 
@@ -337,7 +340,7 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
     return base;
   };
   std::map<std::pair<int, int>, int> done_flag;  // (group, waiting rank) -> counter at that rank
-  std::map<int, std::vector<FlagRef>> signals;    // group -> counters it raises after each chunk
+  std::map<int, std::vector<FlagRef>> signals;   // group -> counters it raises after each chunk
   auto done = [&](int x, int waiter) {
     auto [it, fresh] = done_flag.emplace(std::pair{x, waiter}, 0);
     if (fresh) {
@@ -462,7 +465,8 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
     }
   }
   for (auto& [id, flags] : reused) {
-    std::sort(flags.begin(), flags.end(), [](FlagRef a, FlagRef b) { return std::tie(a.rank, a.index) < std::tie(b.rank, b.index); });
+    std::sort(flags.begin(), flags.end(),
+              [](FlagRef a, FlagRef b) { return std::tie(a.rank, a.index) < std::tie(b.rank, b.index); });
     flags.erase(std::unique(flags.begin(), flags.end()), flags.end());
     Step sig;
     sig.kind = StepKind::signal;

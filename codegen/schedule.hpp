@@ -121,15 +121,15 @@ struct RankResources {
 
 // What a program schedule was lowered from (codegen/lower_program.hpp).
 struct ProgramSummary {
-  std::string name;          // "ring-allreduce"
-  std::string goal;          // what it computes: "allreduce", ..., "alltoall" or a custom goal's name
-  int chunks = 1;            // chunks per count (RangeSpec::units): every chunk holds count / chunks elements
-  int input_chunks = 1;      // chunks of each rank's input (send) and output (recv) buffers
+  std::string name;      // "ring-allreduce"
+  std::string goal;      // what it computes: "allreduce", ..., "alltoall" or a custom goal's name
+  int chunks = 1;        // chunks per count (RangeSpec::units): every chunk holds count / chunks elements
+  int input_chunks = 1;  // chunks of each rank's input (send) and output (recv) buffers
   int output_chunks = 1;
-  bool reduces = false;      // some statement reduces: the kernel depends on the operator
-  int statements = 0;        // the program's statements, one chunk each after splitting multi-chunk ones
-  int steps = 0;             // reduce_copy steps after fusion
-  std::string text;          // every statement, canonically: part of the schedule key
+  bool reduces = false;  // some statement reduces: the kernel depends on the operator
+  int statements = 0;    // the program's statements, one chunk each after splitting multi-chunk ones
+  int steps = 0;         // reduce_copy steps after fusion
+  std::string text;      // every statement, canonically: part of the schedule key
 };
 
 struct Schedule {

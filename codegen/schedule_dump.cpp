@@ -93,17 +93,19 @@ std::string to_string(LaneRole role) {
 std::string Schedule::dump() const {
   std::string out;
   const CodegenOptions& o = options;
-  out += fmt::format("schedule {} on {}: {} ranks on {} devices, {} {}, chunk {} ({} elements), FIFO depth {}, "
-                     "{} threads per block\n",
-                     program ? program->name : to_string(plan.collective), plan.topology, ranks, devices.size(), to_string(o.dtype),
-                     to_string(o.op), format_byte_size(o.chunk_bytes), o.chunk_bytes / size_of(o.dtype),
-                     o.fifo_depth, o.threads_per_block);
+  out += fmt::format(
+      "schedule {} on {}: {} ranks on {} devices, {} {}, chunk {} ({} elements), FIFO depth {}, "
+      "{} threads per block\n",
+      program ? program->name : to_string(plan.collective), plan.topology, ranks, devices.size(), to_string(o.dtype),
+      to_string(o.op), format_byte_size(o.chunk_bytes), o.chunk_bytes / size_of(o.dtype), o.fifo_depth,
+      o.threads_per_block);
   if (o.pull != PullEdges::none) out += fmt::format("pulled edges: {}\n", to_string(o.pull));
   if (program)
-    out += fmt::format("algorithm {} ({}): {} chunks per count, input {} and output {} chunks; {} statements fused "
-                       "into {} steps\n",
-                       program->name, program->goal, program->chunks, program->input_chunks, program->output_chunks,
-                       program->statements, program->steps);
+    out += fmt::format(
+        "algorithm {} ({}): {} chunks per count, input {} and output {} chunks; {} statements fused "
+        "into {} steps\n",
+        program->name, program->goal, program->chunks, program->input_chunks, program->output_chunks,
+        program->statements, program->steps);
   if (!plan.trees.empty()) out += "trees\n";
   for (std::size_t t = 0; t < plan.trees.size(); ++t) {
     const Tree& tree = plan.trees[t];
@@ -129,8 +131,8 @@ std::string Schedule::dump() const {
                            lane.channel < 0 ? "no statements" : fmt::format("channel {}", lane.channel),
                            plan.ranks[lane.rank]);
       else
-        out += fmt::format("  blocks {}-{} = lane {}: tree {} on {}, {}{}{}\n", first, first + lane.blocks - 1,
-                           lane.id, lane.tree, plan.ranks[lane.rank], to_string(lane.role),
+        out += fmt::format("  blocks {}-{} = lane {}: tree {} on {}, {}{}{}\n", first, first + lane.blocks - 1, lane.id,
+                           lane.tree, plan.ranks[lane.rank], to_string(lane.role),
                            lane.parent >= 0 ? ", parent " + plan.ranks[lane.parent] : "",
                            children.empty() ? "" : fmt::format(", children {}", fmt::join(children, " ")));
       first += lane.blocks;

@@ -192,8 +192,9 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       if (nccl && (!program || program->collective())) {  // a program: NCCL runs its goal on the same buffers
         CollectiveCall same = call;
         same.program = nullptr;
-        if (Status s = time_calls(comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return nccl->run(same); },
-                                  &row.nccl_time_us);
+        if (Status s = time_calls(
+                comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return nccl->run(same); },
+                &row.nccl_time_us);
             !s.ok())
           return s;
         row.nccl_busbw_gbps = static_cast<double>(bytes) / (row.nccl_time_us * 1e-6) / 1e9 * factor;

@@ -91,8 +91,10 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
     cudaStream_t stream = rank_streams_[r];
     char* send = static_cast<char*>(send_[r]);
     char* recv = static_cast<char*>(recv_[r]);
-    const std::uint64_t out_bytes =
-        (s.program ? output_elements(s, r) : s.collective == Collective::allgather ? s.count * n : s.count) * elem;
+    const std::uint64_t out_bytes = (s.program                               ? output_elements(s, r)
+                                     : s.collective == Collective::allgather ? s.count * n
+                                                                             : s.count) *
+                                    elem;
     auto fill = [&](void* dst, std::uint64_t elements) {
       return patterns_->fill(dst, elements, s.dtype, input_op, s.seed, r, 0, stream);
     };

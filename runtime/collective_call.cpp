@@ -76,9 +76,8 @@ std::uint64_t max_count(Collective collective, DataType dtype, int ranks) {
 }
 
 std::uint64_t max_count(const algo::Program& program, DataType dtype) {
-  const std::uint64_t widest =
-      static_cast<std::uint64_t>(std::max(program.buffer_chunks(algo::Buffer::input),
-                                          program.buffer_chunks(algo::Buffer::output)));
+  const std::uint64_t widest = static_cast<std::uint64_t>(
+      std::max(program.buffer_chunks(algo::Buffer::input), program.buffer_chunks(algo::Buffer::output)));
   const std::uint64_t chunks = static_cast<std::uint64_t>(program.chunks());
   return std::min(std::uint64_t{1} << 38, (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(size_of(dtype))) /
          widest * chunks;
@@ -118,11 +117,11 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
     return invalid(fmt::format("count {} is too large for {} ranks of {}: at most {} elements", call.count, n,
                                to_string(call.dtype), limit));
   if (program && call.count % static_cast<std::uint64_t>(program->chunks()) != 0)
-    return invalid(fmt::format("count {} is not a multiple of the program's {} chunks (each chunk is count / {} "
-                               "elements): round it to {} or {}",
-                               call.count, program->chunks(), program->chunks(),
-                               call.count / program->chunks() * program->chunks(),
-                               (call.count / program->chunks() + 1) * program->chunks()));
+    return invalid(fmt::format(
+        "count {} is not a multiple of the program's {} chunks (each chunk is count / {} "
+        "elements): round it to {} or {}",
+        call.count, program->chunks(), program->chunks(), call.count / program->chunks() * program->chunks(),
+        (call.count / program->chunks() + 1) * program->chunks()));
 
   // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch).
   for (int r = 0; r < n; ++r) {
@@ -147,14 +146,12 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   std::vector<Region> regions;
   for (int r = 0; r < n; ++r) {
     const std::uint64_t unit = program ? call.count / static_cast<std::uint64_t>(program->chunks()) : 0;
-    const std::uint64_t send_bytes =
-        (program ? unit * program->buffer_chunks(algo::Buffer::input)
-                 : send_elements(call.collective, call.count, n, r, call.root)) *
-        elem;
-    const std::uint64_t recv_bytes =
-        (program ? unit * program->buffer_chunks(algo::Buffer::output)
-                 : recv_elements(call.collective, call.count, n, r, call.root)) *
-        elem;
+    const std::uint64_t send_bytes = (program ? unit * program->buffer_chunks(algo::Buffer::input)
+                                              : send_elements(call.collective, call.count, n, r, call.root)) *
+                                     elem;
+    const std::uint64_t recv_bytes = (program ? unit * program->buffer_chunks(algo::Buffer::output)
+                                              : recv_elements(call.collective, call.count, n, r, call.root)) *
+                                     elem;
     struct Use {
       const void* p;
       std::uint64_t bytes;
@@ -196,9 +193,10 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
                                                                            : s == d;
       const bool disjoint = s + send_bytes <= d || d + recv_bytes <= s;
       if (program && !disjoint)
-        return invalid(fmt::format("send[{}] and recv[{}] overlap: algorithm programs run out of place (their "
-                                   "statements read inputs after writing outputs); use separate buffers",
-                                   r, r));
+        return invalid(
+            fmt::format("send[{}] and recv[{}] overlap: algorithm programs run out of place (their "
+                        "statements read inputs after writing outputs); use separate buffers",
+                        r, r));
       if (!in_place && !disjoint) {
         const char* rule = call.collective == Collective::allgather       ? "send = recv + rank x count elements"
                            : call.collective == Collective::reducescatter ? "recv = send + rank x count elements"

@@ -107,8 +107,7 @@ std::uint64_t input_elements(const CheckSpec& s, int rank) {
 }
 
 std::uint64_t output_elements(const CheckSpec& s, int rank) {
-  if (s.program)
-    return s.count / s.program->program.chunks() * s.program->program.buffer_chunks(algo::Buffer::output);
+  if (s.program) return s.count / s.program->program.chunks() * s.program->program.buffer_chunks(algo::Buffer::output);
   return recv_elements(s.collective, s.count, s.ranks, rank, s.root);
 }
 
@@ -195,11 +194,16 @@ Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
     for (int q = 0; q < n; ++q) {
       const auto [rank, index] = at(q);
       const double v = pattern_value_of<T, kProd>(pattern_hash(seed, rank, index));
-      if (q == 0) acc = v, mag = std::fabs(v);
-      else if constexpr (Op == ReduceOp::sum) acc += v, mag += std::fabs(v);
-      else if constexpr (Op == ReduceOp::prod) acc *= v, mag = std::fabs(acc);
-      else if constexpr (Op == ReduceOp::min) acc = std::min(acc, v);
-      else acc = std::max(acc, v);
+      if (q == 0)
+        acc = v, mag = std::fabs(v);
+      else if constexpr (Op == ReduceOp::sum)
+        acc += v, mag += std::fabs(v);
+      else if constexpr (Op == ReduceOp::prod)
+        acc *= v, mag = std::fabs(acc);
+      else if constexpr (Op == ReduceOp::min)
+        acc = std::min(acc, v);
+      else
+        acc = std::max(acc, v);
     }
     r.want = acc;
     r.tol = (Op == ReduceOp::sum || Op == ReduceOp::prod) ? tol_scale * mag : 0;
@@ -209,11 +213,16 @@ Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
       const auto [rank, index] = at(q);
       const std::uint64_t v = static_cast<std::uint64_t>(
           static_cast<std::int64_t>(pattern_value_of<T, kProd>(pattern_hash(seed, rank, index))));
-      if (q == 0) acc = v;
-      else if constexpr (Op == ReduceOp::sum) acc += v;
-      else if constexpr (Op == ReduceOp::prod) acc *= v;
-      else if constexpr (Op == ReduceOp::min) acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
-      else acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+      if (q == 0)
+        acc = v;
+      else if constexpr (Op == ReduceOp::sum)
+        acc += v;
+      else if constexpr (Op == ReduceOp::prod)
+        acc *= v;
+      else if constexpr (Op == ReduceOp::min)
+        acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+      else
+        acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
     }
     r.exact = wrap(static_cast<std::int64_t>(acc), T);
     r.want = static_cast<double>(r.exact);
@@ -325,8 +334,7 @@ CheckResult check_outputs_part(const CheckSpec& s, const std::vector<int>& ranks
     const std::uint64_t unit = s.count / s.program->program.chunks();
     for (int r : ranks)
       for (std::uint64_t c = first / unit; unit > 0 && c * unit < first + n; ++c)
-        if (!s.program->sources[r][c])
-          total.checked -= std::min(first + n, (c + 1) * unit) - std::max(first, c * unit);
+        if (!s.program->sources[r][c]) total.checked -= std::min(first + n, (c + 1) * unit) - std::max(first, c * unit);
   }
   std::mutex mutex;
   auto work = [&](std::uint64_t begin, std::uint64_t end) {

@@ -38,10 +38,14 @@ using SpecKey = std::tuple<int, int, int, int, bool, std::string>;
 
 SpecKey key_of(const CollectiveSpec& s) {
   if (s.program)
-    return {-1, static_cast<int>(s.dtype), s.program->reduces() ? static_cast<int>(s.op) : 0, 0, s.large,
-            program_key(*s.program)};
-  return {static_cast<int>(s.collective), static_cast<int>(s.dtype), reduces(s.collective) ? static_cast<int>(s.op) : 0,
-          has_root(s.collective) ? s.root : 0, s.large, ""};
+    return {-1,      static_cast<int>(s.dtype), s.program->reduces() ? static_cast<int>(s.op) : 0, 0,
+            s.large, program_key(*s.program)};
+  return {static_cast<int>(s.collective),
+          static_cast<int>(s.dtype),
+          reduces(s.collective) ? static_cast<int>(s.op) : 0,
+          has_root(s.collective) ? s.root : 0,
+          s.large,
+          ""};
 }
 
 std::string spec_text(const CollectiveSpec& s) {
@@ -188,7 +192,8 @@ CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec, const 
 }
 
 CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec) const {
-  return shape_for(spec, [&](const CodegenOptions& o) { return lower_program(*spec.program, o, topology, rank_names); });
+  return shape_for(spec,
+                   [&](const CodegenOptions& o) { return lower_program(*spec.program, o, topology, rank_names); });
 }
 
 CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec,
@@ -213,10 +218,10 @@ void Communicator::State::check_peers(const algo::Program& program) const {
   for (const algo::Op& op : program.ops()) {
     const int a = device_of_rank[op.src.rank], b = device_of_rank[op.dst.rank];
     if (a != b && !(peer[a][b] && peer[b][a]))
-      throw Error(fmt::format("algorithm {}, line {}: {} -> {} joins GPUs {} and {}, which cannot access each other's "
-                              "memory (no peer access): run it on GPUs with P2P (nvidia-smi topo -p2p r)",
-                              program.name(), op.line, algo::to_string(op.src), algo::to_string(op.dst), ordinals[a],
-                              ordinals[b]));
+      throw Error(fmt::format(
+          "algorithm {}, line {}: {} -> {} joins GPUs {} and {}, which cannot access each other's "
+          "memory (no peer access): run it on GPUs with P2P (nvidia-smi topo -p2p r)",
+          program.name(), op.line, algo::to_string(op.src), algo::to_string(op.dst), ordinals[a], ordinals[b]));
   }
 }
 
@@ -330,8 +335,8 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
     job.spec = spec;
     if (spec.program && spec.program->ranks() != n)
       return Status(StatusCode::invalid_argument,
-                    fmt::format("{}: the program is written for {} ranks but the communicator has {}",
-                                spec_text(spec), spec.program->ranks(), n));
+                    fmt::format("{}: the program is written for {} ranks but the communicator has {}", spec_text(spec),
+                                spec.program->ranks(), n));
     try {
       if (spec.program) {
         check_peers(*spec.program);
@@ -357,8 +362,8 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
       o.compile.arch = arch;
       job.builds.push_back(std::async(std::launch::async, [this, plan = job.plan, program = job.spec.program, o]() {
         CacheOutcome outcome{};
-        auto built = program ? builder->build(*program, topology, rank_names, o, &outcome)
-                             : builder->build(plan, o, &outcome);
+        auto built =
+            program ? builder->build(*program, topology, rank_names, o, &outcome) : builder->build(plan, o, &outcome);
         return std::pair{built, outcome};
       }));
     }
@@ -521,8 +526,8 @@ bool Communicator::is_large(Collective collective, std::uint64_t count, DataType
 bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
   const std::uint64_t widest = static_cast<std::uint64_t>(
       std::max(program.buffer_chunks(algo::Buffer::input), program.buffer_chunks(algo::Buffer::output)));
-  const std::uint64_t bytes = count / static_cast<std::uint64_t>(program.chunks()) * widest *
-                              static_cast<std::uint64_t>(size_of(dtype));
+  const std::uint64_t bytes =
+      count / static_cast<std::uint64_t>(program.chunks()) * widest * static_cast<std::uint64_t>(size_of(dtype));
   return bytes >= static_cast<std::uint64_t>(state_->large_bytes);
 }
 
@@ -573,8 +578,8 @@ Status Communicator::run(const CollectiveCall& call) {
   }
   if (s.ok() && st.watchdog) st.watchdog->watch(*p, call, st.ordinals, st.order);
   if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
-    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}", call_name(call), call.count,
-                                             p->epoch, p->built->source.entry));
+    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}", call_name(call), call.count, p->epoch,
+                                             p->built->source.entry));
   return s;
 }
 

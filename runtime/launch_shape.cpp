@@ -50,12 +50,13 @@ CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOption
     } else {
       const DeviceSchedule& d = s.devices[worst];
       const DeviceLimits& l = limits[worst];
-      throw Error(fmt::format("device {} runs {} ranks whose lanes need {} thread blocks at once (one per tree or "
-                              "channel and rank, {} threads each), but it holds {} ({} SMs x {}): place fewer ranks "
-                              "on it (more GPUs, or a plan over fewer GPUs)",
-                              worst, d.ranks.size(), d.blocks, options.threads_per_block,
-                              l.sms * std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block),
-                              l.sms, std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block)));
+      throw Error(
+          fmt::format("device {} runs {} ranks whose lanes need {} thread blocks at once (one per tree or "
+                      "channel and rank, {} threads each), but it holds {} ({} SMs x {}): place fewer ranks "
+                      "on it (more GPUs, or a plan over fewer GPUs)",
+                      worst, d.ranks.size(), d.blocks, options.threads_per_block,
+                      l.sms * std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block), l.sms,
+                      std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block)));
     }
   }
 }

@@ -66,7 +66,8 @@ std::vector<std::string> stuck_report(const Schedule& s, std::uint64_t count, st
           else
             what = fmt::format("chunk {} of {} has not come", at_step + 1, n);
           lines.push_back(fmt::format("GPU {} rank {}, {}, block {}: {} ({}.flag[{}] = (launch {}, step {}): {})",
-                                      device, s.plan.ranks[lane.rank], lane_text, b, what, s.plan.ranks[step.flag.rank], index, at_epoch, at_step, step.note));
+                                      device, s.plan.ranks[lane.rank], lane_text, b, what, s.plan.ranks[step.flag.rank],
+                                      index, at_epoch, at_step, step.note));
         }
       }
     }

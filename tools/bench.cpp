@@ -157,7 +157,8 @@ void add_bench_command(CLI::App& app) {
           const std::size_t trees = info.plan.trees.size();
           const std::string pulled =
               info.options.pull != PullEdges::none ? ", pulled edges " + to_string(info.options.pull) : "";
-          const std::string what = o.program ? std::string("program") : fmt::format("{} tree{}", trees, trees == 1 ? "" : "s");
+          const std::string what =
+              o.program ? std::string("program") : fmt::format("{} tree{}", trees, trees == 1 ? "" : "s");
           return i.ok() ? fmt::format("{}, chunk {}, {} threads x {} blocks per GPU{}", what,
                                       format_byte_size(info.options.chunk_bytes), info.options.threads_per_block,
                                       fmt::join(info.blocks_per_device, "/"), pulled)
@@ -188,8 +189,8 @@ void add_bench_command(CLI::App& app) {
       }
       fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", size_text(r.bytes), r.count,
                  to_string(r.dtype),
-                 (o.program ? o.program->program.reduces() : reduces(r.collective)) ? to_string(r.op) : "none", r.time_us, r.algbw_gbps, r.busbw_gbps,
-                 r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
+                 (o.program ? o.program->program.reduces() : reduces(r.collective)) ? to_string(r.op) : "none",
+                 r.time_us, r.algbw_gbps, r.busbw_gbps, r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
       if (nccl && r.nccl_time_us > 0)
         fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,
                    r.busbw_gbps / r.nccl_busbw_gbps);

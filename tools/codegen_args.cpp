@@ -78,8 +78,8 @@ Generated generate_program(const CodegenArgs& args) {
   std::vector<std::string> rank_names;
   if (!args.topology.topology.empty()) {
     topology = load_topology(args.topology.topology);
-    const std::vector<NodeId> gpus = args.topology.gpus.empty() ? topology->gpu_ids()
-                                                                : parse_gpu_list(*topology, args.topology.gpus);
+    const std::vector<NodeId> gpus =
+        args.topology.gpus.empty() ? topology->gpu_ids() : parse_gpu_list(*topology, args.topology.gpus);
     for (NodeId id : gpus) rank_names.push_back(topology->node(id).name);
   }
   const int want = args.ranks > 0 ? args.ranks : topology ? static_cast<int>(rank_names.size()) : 0;

@@ -23,7 +23,8 @@ void add_compile_command(CLI::App& app) {
     std::string ptx_out;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("compile", "generate a plan's (or a program's) kernel and compile it with NVRTC (cached)");
+  CLI::App* cmd =
+      app.add_subcommand("compile", "generate a plan's (or a program's) kernel and compile it with NVRTC (cached)");
   add_codegen_args(*cmd, args->codegen);
   cmd->add_option("--arch", args->arch, "target GPU architecture, e.g. sm_90 (H100/H200), sm_80, sm_100")
       ->capture_default_str();

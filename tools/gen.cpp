@@ -24,8 +24,9 @@ void add_gen_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "gen", "generate the specialised CUDA source of a collective's plan or of a collective-algorithm program");
   add_codegen_args(*cmd, args->codegen);
-  cmd->add_option("--out,-o", args->out,
-                  "write NAME.cu, plan.json (a program's: program.xml, MSCCL-IR) and manifest.json into this directory");
+  cmd->add_option(
+      "--out,-o", args->out,
+      "write NAME.cu, plan.json (a program's: program.xml, MSCCL-IR) and manifest.json into this directory");
   cmd->add_flag("--print", args->print, "print the CUDA source to stdout");
   cmd->add_flag("--schedule", args->schedule, "print the per-GPU schedule (the IR the source is emitted from)");
   cmd->footer(

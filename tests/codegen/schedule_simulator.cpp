@@ -216,8 +216,10 @@ std::string ScheduleSimulator::run(const std::vector<SimLaunch>& launches, std::
           if (blk.section != 3) {
             const Schedule& s = *launches[launch_of[d]].schedule;
             const Lane& lane = s.lanes[blk.lane];
-            stuck += fmt::format(" [launch {} device {} tree {} channel {} rank {} block {} section {} chunk {}/{} step {}]",
-                                 launch_of[d], d, lane.tree, lane.channel, lane.rank, blk.block, blk.section, blk.i, blk.chunks, blk.step);
+            stuck +=
+                fmt::format(" [launch {} device {} tree {} channel {} rank {} block {} section {} chunk {}/{} step {}]",
+                            launch_of[d], d, lane.tree, lane.channel, lane.rank, blk.block, blk.section, blk.i,
+                            blk.chunks, blk.step);
           }
       return stuck;
     }

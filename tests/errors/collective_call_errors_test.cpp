@@ -225,9 +225,9 @@ TEST(CollectiveCallErrors, UnusedBuffersMayBeNull) {
 // A program's call (Communicator::run_program): buffers sized by its chunks, counts a multiple of them, its own
 // rank count, out of place only.
 TEST(CollectiveCallErrors, ProgramCalls) {
-  const algo::Program ring = algo::ring_allreduce(2);            // 2 chunks in, 2 out
-  const algo::Program gather = algo::allpairs_allgather(2);      // 1 chunk in, 2 out
-  Call v = valid(Collective::broadcast);  // `collective` and `root` do not matter for a program
+  const algo::Program ring = algo::ring_allreduce(2);        // 2 chunks in, 2 out
+  const algo::Program gather = algo::allpairs_allgather(2);  // 1 chunk in, 2 out
+  Call v = valid(Collective::broadcast);                     // `collective` and `root` do not matter for a program
   v.call.program = &ring;
   v.call.root = 7;
   EXPECT_TRUE(check(v).ok()) << check(v).message();

@@ -53,8 +53,11 @@ TEST_P(AlgorithmsOnGpu, MatchWhatTheProgramComputes) {
   };
   std::vector<Kind> kinds;
   if (program.reduces())
-    kinds = {{DataType::f32, ReduceOp::sum}, {DataType::bf16, ReduceOp::sum}, {DataType::f32, ReduceOp::max},
-             {DataType::i64, ReduceOp::prod}, {DataType::u8, ReduceOp::min}};
+    kinds = {{DataType::f32, ReduceOp::sum},
+             {DataType::bf16, ReduceOp::sum},
+             {DataType::f32, ReduceOp::max},
+             {DataType::i64, ReduceOp::prod},
+             {DataType::u8, ReduceOp::min}};
   else
     kinds = {{DataType::f32, ReduceOp::sum}, {DataType::f16, ReduceOp::sum}, {DataType::u8, ReduceOp::sum}};
 
@@ -100,9 +103,9 @@ TEST_P(AlgorithmsOnGpu, MatchWhatTheProgramComputes) {
         ASSERT_TRUE(st.ok()) << st.message();
         ++runs;
         elements += result.checked;
-        EXPECT_EQ(result.wrong, 0u) << GetParam().topology << " " << program.name() << " "
-                                    << to_string(kind.dtype) << " " << to_string(kind.op) << " count " << count
-                                    << ": " << result.wrong << " of " << result.checked << " elements wrong, e.g. "
+        EXPECT_EQ(result.wrong, 0u) << GetParam().topology << " " << program.name() << " " << to_string(kind.dtype)
+                                    << " " << to_string(kind.op) << " count " << count << ": " << result.wrong << " of "
+                                    << result.checked << " elements wrong, e.g. "
                                     << (result.examples.empty() ? "" : result.examples[0]);
         s.seed ^= 0x5555;
       }

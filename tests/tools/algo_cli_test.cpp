@@ -97,5 +97,59 @@ TEST(MscclCli, ExportThenImportVerifiesAndABrokenStepIsNamed) {
   EXPECT_THAT(canopy("msccl import /nonexistent.xml").output, HasSubstr("cannot read '/nonexistent.xml'"));
 }
 
+// `canopy gen|compile --algorithm`: a program instead of trees, its schedule and source, and the mistakes.
+TEST(AlgoCli, GenerateFromAProgram) {
+  const testing::CommandRun sched = canopy("gen -a ring-allreduce -n 4 --schedule");
+  EXPECT_EQ(sched.status, 0) << sched.output;
+  EXPECT_THAT(sched.output, HasSubstr("schedule ring-allreduce on switch-4: 4 ranks on 4 devices"));
+  EXPECT_THAT(sched.output, HasSubstr("36 statements fused into 24 steps"));
+  EXPECT_THAT(sched.output, HasSubstr("lane 1: channel 1 on gpu0"));
+  const testing::CommandRun src = canopy("gen --algorithm halving-doubling-allreduce -t hgx-h200 --print");
+  EXPECT_EQ(src.status, 0) << src.output;
+  EXPECT_THAT(src.output, HasSubstr("// algorithm    halving-doubling-allreduce (allreduce) over 8 ranks"));
+  EXPECT_THAT(src.output, HasSubstr("extern \"C\" __global__ void"));
+  // --out writes the program as MSCCL-IR beside the source; it reads back and verifies.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "canopy-algo-gen-test";
+  std::filesystem::remove_all(dir);
+  const testing::CommandRun out = canopy("gen -a two-step-alltoall -n 16 -t dgx1-v100-x2 --out " + dir.string());
+  EXPECT_EQ(out.status, 0) << out.output;
+  EXPECT_THAT(out.output, HasSubstr("program.xml and manifest.json"));
+  const testing::CommandRun again = canopy("algo verify " + (dir / "program.xml").string() + " -t dgx1-v100-x2");
+  EXPECT_EQ(again.status, 0) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("alltoall on 16 ranks"));
+  const testing::CommandRun regen = canopy("gen -a " + (dir / "program.xml").string() + " -t dgx1-v100-x2 --schedule");
+  EXPECT_EQ(regen.status, 0) << regen.output;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(AlgoCli, GenerateFromAProgramRefusesWhatDoesNotFit) {
+  EXPECT_THAT(canopy("gen -a ring-allreduce -n 3 -t h200x2 --print").output,
+              HasSubstr("ring-allreduce runs 3 ranks but h200x2 offers 2 GPUs: pass --ranks 2 or a larger topology"));
+  EXPECT_THAT(canopy("gen -a ring-allreduce -c allreduce --print").output,
+              HasSubstr("--algorithm says what runs: leave out --collective, --root and --plan"));
+  EXPECT_THAT(canopy("gen -t h200x2 -c allreduce -n 2 --print").output, HasSubstr("--ranks sizes an --algorithm"));
+  EXPECT_THAT(canopy("gen -a halving-doubling-allreduce -n 6 --print").output, HasSubstr("is not written for 6 ranks"));
+  // A line of four GPUs has no link for the ring's closing hop: the checker's message, nothing generated.
+  const auto file =
+      std::filesystem::temp_directory_path() / ("canopy-algo-gen-line-" + std::to_string(::getpid()) + ".topo");
+  std::ofstream(file) << "topology line\ngpus 4\nlink gpu0 gpu1 25 nvlink2\nlink gpu1 gpu2 25 nvlink2\n"
+                         "link gpu2 gpu3 25 nvlink2\n";
+  const testing::CommandRun line = canopy("gen -a ring-allreduce -t " + file.string() + " --print");
+  std::filesystem::remove(file);
+  EXPECT_EQ(line.status, 1);
+  EXPECT_THAT(line.output, HasSubstr("algorithm 'ring-allreduce' does not verify on line, so it is not lowered:"));
+  EXPECT_THAT(line.output, HasSubstr("rank 3 (gpu3) has no link to rank 0 (gpu0) in topology line"));
+  EXPECT_THAT(line.output, ::testing::Not(HasSubstr("__global__")));
+  EXPECT_THAT(canopy("compile -a no-such-algorithm").output,
+              HasSubstr("no shipped algorithm 'no-such-algorithm': `canopy algo list` shows ring-allreduce"));
+}
+
+TEST(AlgoCli, CompileAProgram) {
+  const testing::CommandRun r = canopy("compile -a ring-allreduce -n 2 -t h200x2");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("canopy_algo_ringallreduce_r2_c256k_f32_sum"));
+  EXPECT_THAT(r.output, HasSubstr("registers"));
+}
+
 }  // namespace
 }  // namespace canopy
