@@ -143,6 +143,13 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
   return Status();
 }
 
+Status CollectiveBuffers::run_checked(Communicator& comm, const CheckSpec& spec, bool in_place, CheckResult* result) {
+  CollectiveCall call;
+  if (Status s = set_up(spec, in_place, &call); !s.ok()) return s;
+  if (Status s = comm.run(call); !s.ok()) return s;
+  return check(spec, call, result);
+}
+
 Status CollectiveBuffers::synchronize() {
   CurrentDevice keep;
   for (std::size_t d = 0; d < device_streams_.size(); ++d) {

@@ -35,6 +35,8 @@ class CollectiveBuffers {
   Status set_up(const CheckSpec& spec, bool in_place, CollectiveCall* call);
   // Waits for the streams, copies every rank's output to the host and checks it.
   Status check(const CheckSpec& spec, const CollectiveCall& call, CheckResult* result);
+  // set_up, one call through `comm`, check: a whole checked run.
+  Status run_checked(Communicator& comm, const CheckSpec& spec, bool in_place, CheckResult* result);
   Status synchronize();
 
   const std::vector<cudaStream_t>& streams() const { return rank_streams_; }  // per rank

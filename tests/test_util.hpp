@@ -1,8 +1,10 @@
-// Helpers shared by the test suites: source-tree paths, whole-file reads, golden-file comparison, seeded RNGs.
+// Helpers shared by the test suites: source-tree paths, whole-file reads, golden-file comparison, seeded RNGs, the
+// GPU tests' largest count and parameter names.
 #pragma once
 
 #include <sys/wait.h>
 
+#include <cctype>
 #include <cstdio>
 
 #include <gtest/gtest.h>
@@ -54,6 +56,20 @@ inline CommandRun run_command(const std::string& command) {
   const int status = pclose(pipe);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// The largest element count the GPU tests run: 2^26, or CANOPY_TEST_MAX_COUNT for quick runs.
+inline std::uint64_t test_max_count() {
+  std::uint64_t count = std::uint64_t{1} << 26;
+  if (const char* s = std::getenv("CANOPY_TEST_MAX_COUNT")) count = std::strtoull(s, nullptr, 10);
+  return count;
+}
+
+// `text` as a GoogleTest parameter name: every character but letters and digits becomes '_'.
+inline std::string test_name(std::string text) {
+  for (char& ch : text)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return text;
 }
 
 // A generator seeded from CANOPY_TEST_SEED or a fixed default; the seed is printed so failures can be replayed.

@@ -16,6 +16,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/jit.hpp"
+#include "tests/test_util.hpp"
 
 namespace canopy {
 namespace {
@@ -25,12 +26,6 @@ struct Param {
   std::string algorithm;
 };
 void PrintTo(const Param& p, std::ostream* os) { *os << p.topology << " " << p.algorithm; }
-
-std::uint64_t max_count() {
-  std::uint64_t count = std::uint64_t{1} << 26;
-  if (const char* s = std::getenv("CANOPY_TEST_MAX_COUNT")) count = std::strtoull(s, nullptr, 10);
-  return count;
-}
 
 class AlgorithmsOnGpu : public ::testing::TestWithParam<Param> {};
 
@@ -64,7 +59,7 @@ TEST_P(AlgorithmsOnGpu, MatchWhatTheProgramComputes) {
   const std::uint64_t chunks = static_cast<std::uint64_t>(program.chunks());
   const std::uint64_t in_chunks = static_cast<std::uint64_t>(program.buffer_chunks(algo::Buffer::input));
   const std::uint64_t out_chunks = static_cast<std::uint64_t>(program.buffer_chunks(algo::Buffer::output));
-  const std::uint64_t top = max_count() / chunks * chunks;
+  const std::uint64_t top = testing::test_max_count() / chunks * chunks;
   cudaDeviceProp prop{};
   ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
   const int ranks_per_gpu = (ranks + comm->devices() - 1) / comm->devices();
@@ -93,13 +88,8 @@ TEST_P(AlgorithmsOnGpu, MatchWhatTheProgramComputes) {
         continue;
       }
       for (int repeat = 0; repeat < 2; ++repeat) {  // the second call reuses counters, scratch and buffers
-        CollectiveCall call;
-        Status st = buffers->set_up(s, /*in_place=*/false, &call);
-        ASSERT_TRUE(st.ok()) << st.message();
-        st = comm->run(call);
-        ASSERT_TRUE(st.ok()) << st.message();
         CheckResult result;
-        st = buffers->check(s, call, &result);
+        const Status st = buffers->run_checked(*comm, s, /*in_place=*/false, &result);
         ASSERT_TRUE(st.ok()) << st.message();
         ++runs;
         elements += result.checked;
@@ -128,10 +118,7 @@ std::vector<Param> all_params() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shipped, AlgorithmsOnGpu, ::testing::ValuesIn(all_params()), [](const auto& info) {
-  std::string name = std::string(info.param.topology) + "_" + info.param.algorithm;
-  for (char& ch : name)
-    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return name;
+  return testing::test_name(std::string(info.param.topology) + "_" + info.param.algorithm);
 });
 
 }  // namespace

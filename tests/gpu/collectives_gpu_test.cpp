@@ -19,6 +19,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/jit.hpp"
+#include "tests/test_util.hpp"
 
 namespace canopy {
 namespace {
@@ -71,12 +72,6 @@ struct Param {
   Collective collective;
 };
 
-std::uint64_t max_count() {
-  std::uint64_t count = std::uint64_t{1} << 26;
-  if (const char* s = std::getenv("CANOPY_TEST_MAX_COUNT")) count = std::strtoull(s, nullptr, 10);
-  return count;
-}
-
 class CollectivesOnGpu : public ::testing::TestWithParam<Param> {};
 
 TEST_P(CollectivesOnGpu, MatchTheHostReference) {
@@ -107,7 +102,7 @@ TEST_P(CollectivesOnGpu, MatchTheHostReference) {
   const double compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   // Buffers for the largest count in the widest type, as far as the GPUs' memory allows.
-  const std::uint64_t top = max_count();
+  const std::uint64_t top = testing::test_max_count();
   const std::uint64_t send_mult = collective == Collective::reducescatter ? ranks : 1;
   const std::uint64_t recv_mult = collective == Collective::allgather ? ranks : 1;
   int ranks_per_gpu = (ranks + comm->devices() - 1) / comm->devices();
@@ -138,13 +133,8 @@ TEST_P(CollectivesOnGpu, MatchTheHostReference) {
             left_out.push_back(fmt::format("{} {} count {}", to_string(spec.dtype), to_string(spec.op), count));
           continue;
         }
-        CollectiveCall call;
-        Status st = buffers->set_up(s, in_place, &call);
-        ASSERT_TRUE(st.ok()) << st.message();
-        st = comm->run(call);
-        ASSERT_TRUE(st.ok()) << st.message();
         CheckResult result;
-        st = buffers->check(s, call, &result);
+        const Status st = buffers->run_checked(*comm, s, in_place, &result);
         ASSERT_TRUE(st.ok()) << st.message();
         ++runs;
         elements += result.checked;
