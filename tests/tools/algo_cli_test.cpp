@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "dsl/algorithms/shipped_algorithms.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {
@@ -144,11 +145,20 @@ TEST(AlgoCli, GenerateFromAProgramRefusesWhatDoesNotFit) {
               HasSubstr("no shipped algorithm 'no-such-algorithm': `canopy algo list` shows ring-allreduce"));
 }
 
-TEST(AlgoCli, CompileAProgram) {
-  const testing::CommandRun r = canopy("compile -a ring-allreduce -n 2 -t h200x2");
-  EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("canopy_algo_ringallreduce_r2_c256k_f32_sum"));
-  EXPECT_THAT(r.output, HasSubstr("registers"));
+// Every shipped algorithm goes through `canopy gen` and `canopy compile` (NVRTC) for 8 ranks, as a user runs them.
+TEST(AlgoCli, EveryShippedAlgorithmGeneratesAndCompiles) {
+  for (const algo::ShippedAlgorithm& a : algo::shipped_algorithms()) {
+    const std::string name(a.name);
+    const testing::CommandRun gen = canopy("gen -a " + name + " -n 8 -t hgx-h200 --print");
+    EXPECT_EQ(gen.status, 0) << gen.output;
+    EXPECT_THAT(gen.output, HasSubstr("// algorithm    " + name));
+    const testing::CommandRun r = canopy("compile -a " + name + " -n 8 --dtype bf16");
+    EXPECT_EQ(r.status, 0) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("registers")) << name;
+  }
+  const testing::CommandRun two = canopy("compile -a ring-allreduce -n 2 -t h200x2");
+  EXPECT_EQ(two.status, 0) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("canopy_algo_ringallreduce_r2_c256k_f32_sum"));
 }
 
 }  // namespace
