@@ -42,6 +42,7 @@ struct BenchRow {
   std::uint64_t count = 0;  // elements per rank, NCCL's count
   int ranks = 0;
   double time_us = 0;
+  double host_us = 0;  // the host's time per call while issuing them (not in the JSON)
   double algbw_gbps = 0;
   double busbw_gbps = 0;
   std::int64_t errors = -1;  // -1: not checked

@@ -67,6 +67,22 @@ std::shared_ptr<const BuiltCollective> Builder::build(const algo::Program& progr
                      });
 }
 
+std::shared_ptr<const BuiltCollective> Builder::build(const KernelSource& source,
+                                                      const std::vector<std::string>& rank_names,
+                                                      const CodegenOptions& shape, const CompileOptions& options,
+                                                      CacheOutcome* outcome) {
+  BuildOptions o;
+  o.codegen = shape;
+  o.compile = options;
+  const std::string key = Sha256().update("source\n" + source.file.text).update(codegen_and_compile_text(o)).hex_digest();
+  return build_keyed(key, o, outcome, [&](Schedule* schedule) {
+    schedule->plan.ranks = rank_names;
+    schedule->ranks = static_cast<int>(rank_names.size());
+    schedule->options = shape;
+    return source;
+  });
+}
+
 std::shared_ptr<const BuiltCollective> Builder::build_keyed(
     const std::string& key, const BuildOptions& options, CacheOutcome* outcome,
     const std::function<KernelSource(Schedule*)>& generate_source) {

@@ -50,6 +50,11 @@ class Builder {
   std::shared_ptr<const BuiltCollective> build(const algo::Program& program, const Topology& topology,
                                                const std::vector<std::string>& rank_names, const BuildOptions& options,
                                                CacheOutcome* outcome = nullptr);
+  // A kernel generated elsewhere (the low-latency kernels, codegen/low_latency_source.hpp): compiled through the
+  // caches; the built plan and schedule hold only the rank names and `shape`.
+  std::shared_ptr<const BuiltCollective> build(const KernelSource& source, const std::vector<std::string>& rank_names,
+                                               const CodegenOptions& shape, const CompileOptions& options,
+                                               CacheOutcome* outcome = nullptr);
   const Jit& jit() const { return jit_; }
 
  private:

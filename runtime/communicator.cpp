@@ -15,6 +15,7 @@
 
 #include "codegen/lower.hpp"
 #include "codegen/lower_program.hpp"
+#include "codegen/low_latency_source.hpp"
 #include "dsl/error.hpp"
 #include "dsl/topology_subset.hpp"
 #include "planner/planner.hpp"
@@ -33,19 +34,16 @@ namespace canopy {
 
 namespace {
 
-// collective, dtype, op, root (normalised), large, program key ("" for planned collectives)
-using SpecKey = std::tuple<int, int, int, int, bool, std::string>;
+// collective, dtype, op, root (normalised), large, low latency, program key ("" for planned collectives)
+using SpecKey = std::tuple<int, int, int, int, bool, bool, std::string>;
 
 SpecKey key_of(const CollectiveSpec& s) {
+  const int dtype = static_cast<int>(s.dtype);
   if (s.program)
-    return {-1,      static_cast<int>(s.dtype), s.program->reduces() ? static_cast<int>(s.op) : 0, 0,
-            s.large, program_key(*s.program)};
-  return {static_cast<int>(s.collective),
-          static_cast<int>(s.dtype),
-          reduces(s.collective) ? static_cast<int>(s.op) : 0,
-          has_root(s.collective) ? s.root : 0,
-          s.large,
-          ""};
+    return {-1, dtype, s.program->reduces() ? static_cast<int>(s.op) : 0, 0, s.large, false, program_key(*s.program)};
+  const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
+  return {static_cast<int>(s.collective), dtype, op, has_root(s.collective) ? s.root : 0, s.large && !s.low_latency,
+          s.low_latency, ""};
 }
 
 std::string spec_text(const CollectiveSpec& s) {
@@ -57,11 +55,25 @@ std::string spec_text(const CollectiveSpec& s) {
   std::string text = fmt::format("{} {}", call_name(s.collective), to_string(s.dtype));
   if (reduces(s.collective)) text += " " + to_string(s.op);
   if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
-  if (s.large) text += " (large messages)";
+  if (s.low_latency) text += " (low latency)";
+  else if (s.large) text += " (large messages)";
   return text;
 }
 
 PointerFacts pointer_facts(const void* p) {
+  // One driver call when it can answer (no device switch): a call's four or more pointers cost microseconds
+  // otherwise, which small messages feel (docs/performance.md).
+  if (const std::optional<DriverPointerFacts> d = driver_pointer_facts(p); d && d->memory_type != 0) {
+    PointerFacts f;
+    f.kind = d->managed                ? MemoryKind::managed
+             : d->memory_type == 2     ? MemoryKind::device
+             : d->memory_type == 1     ? MemoryKind::host
+                                       : MemoryKind::unregistered;
+    f.device = d->device;
+    if ((f.kind == MemoryKind::device || f.kind == MemoryKind::managed) && d->allocation.bytes > 0)
+      f.allocation = d->allocation;
+    return f;
+  }
   PointerFacts f;
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
@@ -108,6 +120,10 @@ struct Communicator::State {
   CodegenOptions shape;  // requested chunk, FIFO depth, blocks, threads
   int large_blocks = 128;             // blocks per rank of the large-message kernels
   std::int64_t large_bytes = 8 << 20;  // per-rank buffer bytes from which a call is large
+  LowLatencyShape low_latency;         // max_bytes 0: off
+  std::vector<void*> ll_buffers;       // per rank: the low-latency kernels' lines (2 parities x slot per rank)
+  std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block)
+  std::uint64_t ll_epoch = 0;          // low-latency launches so far, shared by every low-latency kernel
   std::unique_ptr<Builder> builder;
 
   std::mutex mutex;
@@ -135,6 +151,7 @@ struct Communicator::State {
             const std::vector<std::string>& archs, CacheOutcome outcome);
   void grow_scratch(const std::vector<RankResources>& need);
   Status get(const CollectiveSpec& spec, PreparedCollective** out);
+  void allocate_low_latency();  // the LL buffers and counters, once
   Status prepare(std::span<const CollectiveSpec> specs);
 };
 
@@ -145,6 +162,10 @@ Communicator::State::~State() {
   prepared.clear();
   for (std::size_t r = 0; r < scratch.size(); ++r)
     if (scratch[r]) (void)cudaFree(scratch[r]);
+  for (void* p : ll_buffers)
+    if (p) (void)cudaFree(p);
+  for (void* p : ll_acks)
+    if (p) (void)cudaFree(p);
   for (cudaEvent_t e : order.done)
     if (e) (void)cudaEventDestroy(e);
   for (cudaStream_t s : setup_stream)
@@ -157,7 +178,9 @@ void Communicator::State::synchronize() {
   for (std::size_t d = 0; d < order.done.size(); ++d)
     if (order.used[d]) {
       (void)cudaSetDevice(ordinals[d]);
-      (void)cudaEventSynchronize(order.done[d]);
+      // No event marks the last launch (DeviceOrder records one only on a stream switch), and its stream may be
+      // gone by now: wait for the whole GPU (this runs when scratch grows and when the communicator ends).
+      (void)cudaDeviceSynchronize();
     }
   (void)cudaGetLastError();
 }
@@ -225,6 +248,29 @@ void Communicator::State::check_peers(const algo::Program& program) const {
   }
 }
 
+void Communicator::State::allocate_low_latency() {
+  if (!ll_buffers.empty()) return;
+  const int n = static_cast<int>(rank_names.size());
+  const std::size_t bytes = static_cast<std::size_t>(low_latency_buffer_bytes(n, low_latency.max_bytes));
+  const std::size_t ack_bytes = static_cast<std::size_t>(n) * low_latency.blocks_per_rank * kFlagStride * 8;
+  CurrentDevice keep;
+  ll_buffers.assign(n, nullptr);
+  ll_acks.assign(n, nullptr);
+  for (int r = 0; r < n; ++r) {
+    CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
+    CANOPY_CUDA_CHECK(cudaMalloc(&ll_buffers[r], bytes));
+    CANOPY_CUDA_CHECK(cudaMalloc(&ll_acks[r], ack_bytes));
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(ll_buffers[r], 0, bytes, setup_stream[device_of_rank[r]]));
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(ll_acks[r], 0, ack_bytes, setup_stream[device_of_rank[r]]));
+  }
+  for (std::size_t d = 0; d < gpus.size(); ++d) {
+    CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
+    CANOPY_CUDA_CHECK(cudaStreamSynchronize(setup_stream[d]));
+  }
+  log.debug(LogSubsys::init, fmt::format("low-latency buffers: {} bytes and {} counters per rank", bytes,
+                                         n * low_latency.blocks_per_rank));
+}
+
 void Communicator::State::grow_scratch(const std::vector<RankResources>& need) {
   bool grow = false;
   for (std::size_t r = 0; r < need.size(); ++r) grow |= std::max<std::int64_t>(need[r].scratch_bytes, 16) > scratch_bytes[r];
@@ -270,6 +316,7 @@ void Communicator::State::load(const CollectiveSpec& spec,
     p->blocks.push_back(k.launches[d].blocks);
   }
   p->threads = k.launches[0].threads;
+  p->cooperative = !(spec.low_latency && rank_names.size() == gpus.size());
   // Every block of a launch must be resident at once (they wait on each other).
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -338,7 +385,14 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                     fmt::format("{}: the program is written for {} ranks but the communicator has {}", spec_text(spec),
                                 spec.program->ranks(), n));
     try {
-      if (spec.program) {
+      if (spec.low_latency) {
+        job.options.codegen.dtype = spec.dtype;
+        job.options.codegen.op = spec.op;
+        job.options.codegen.chunk_bytes = low_latency.max_bytes;
+        job.options.codegen.blocks_per_rank = low_latency.blocks_per_rank;
+        job.options.codegen.threads_per_block = low_latency.threads_per_block;
+        job.options.codegen.device_of_rank = device_of_rank;
+      } else if (spec.program) {
         check_peers(*spec.program);
         job.options.codegen = shape_for(spec);
       } else {
@@ -360,10 +414,19 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
     for (const std::string& arch : job.archs) {
       BuildOptions o = job.options;
       o.compile.arch = arch;
-      job.builds.push_back(std::async(std::launch::async, [this, plan = job.plan, program = job.spec.program, o]() {
+      job.builds.push_back(std::async(std::launch::async, [this, spec = job.spec, plan = job.plan, o]() {
         CacheOutcome outcome{};
-        auto built =
-            program ? builder->build(*program, topology, rank_names, o, &outcome) : builder->build(plan, o, &outcome);
+        std::shared_ptr<const BuiltCollective> built;
+        if (spec.low_latency) {
+          const LowLatencySpec ll{spec.collective, spec.dtype, spec.op, static_cast<int>(rank_names.size()),
+                                  spec.root, device_of_rank, low_latency.blocks_per_rank,
+                                  low_latency.threads_per_block, low_latency.max_bytes};
+          built = builder->build(low_latency_source(ll), rank_names, o.codegen, o.compile, &outcome);
+        } else if (spec.program) {
+          built = builder->build(*spec.program, topology, rank_names, o, &outcome);
+        } else {
+          built = builder->build(plan, o, &outcome);
+        }
         return std::pair{built, outcome};
       }));
     }
@@ -465,6 +528,19 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->large_blocks = options.large_blocks_per_rank.value_or(large.blocks_per_rank);
     st->large_bytes = options.large_bytes.value_or(large.min_bytes);
     if (options.blocks_per_rank && !options.large_blocks_per_rank) st->large_blocks = *options.blocks_per_rank;
+    st->low_latency = low_latency_shape_from_environment();
+    if (options.low_latency_bytes) st->low_latency.max_bytes = *options.low_latency_bytes;
+    if (st->low_latency.max_bytes < 0)
+      throw Error(fmt::format("low-latency limit {} bytes: use 0 (off) or a positive size", st->low_latency.max_bytes));
+    // One hop from every rank to every other: every pair of GPUs needs peer access.
+    for (std::size_t a = 0; a < st->gpus.size() && st->low_latency.max_bytes > 0; ++a)
+      for (std::size_t b = 0; b < st->gpus.size(); ++b)
+        if (a != b && !st->peer[a][b]) {
+          st->log.info(LogSubsys::init, fmt::format("low-latency protocol off: GPUs {} and {} have no peer access",
+                                                    st->gpus[a].ordinal, st->gpus[b].ordinal));
+          st->low_latency.max_bytes = 0;
+          break;
+        }
     check_codegen_options(st->shape, n);
     CodegenOptions large_check = st->shape;
     large_check.blocks_per_rank = st->large_blocks;
@@ -523,6 +599,17 @@ bool Communicator::is_large(Collective collective, std::uint64_t count, DataType
   return bytes >= static_cast<std::uint64_t>(state_->large_bytes);
 }
 
+bool Communicator::is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const {
+  // The size S of nccl-tests (allgather: its output, reduce-scatter: its input), which bounds every slot: the LL
+  // kernels move each rank's data in one hop at a few tens of GB/s, so what decides is the bytes a rank handles.
+  const std::uint64_t per = collective == Collective::allgather || collective == Collective::reducescatter
+                                ? static_cast<std::uint64_t>(ranks())
+                                : 1;
+  const std::uint64_t bytes = count * per * static_cast<std::uint64_t>(size_of(dtype));
+  return state_->low_latency.max_bytes > 0 && bytes <= static_cast<std::uint64_t>(state_->low_latency.max_bytes) &&
+         static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
+}
+
 bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
   const std::uint64_t widest = static_cast<std::uint64_t>(
       std::max(program.buffer_chunks(algo::Buffer::input), program.buffer_chunks(algo::Buffer::output)));
@@ -567,8 +654,20 @@ Status Communicator::run(const CollectiveCall& call) {
   } else {
     spec.large = is_large(call.collective, call.count, call.dtype);
   }
+  if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype))
+    spec.low_latency = true;
   if (Status s = st.get(spec, &p); !s.ok()) return s;
-  const LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
+  LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
+  if (spec.low_latency) {
+    try {
+      st.allocate_low_latency();
+    } catch (const Error& e) {
+      return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
+    }
+    target.scratch = st.ll_buffers;
+    target.flags = st.ll_acks;
+    target.epoch = &st.ll_epoch;
+  }
   CurrentDevice keep;
   bool partial = false;
   Status s = launch(*p, call, target, &partial);

@@ -56,6 +56,9 @@ struct CommunicatorOptions {
   // CANOPY_LARGE_BLOCKS, default 128). An explicit blocks_per_rank (or CANOPY_BLOCKS) applies to every size.
   std::optional<std::int64_t> large_bytes;
   std::optional<int> large_blocks_per_rank;
+  // Size (nccl-tests' S per rank) up to which calls take the low-latency protocol, one launch and no handshake
+  // (CANOPY_LL_BYTES, default 128 KiB; 0: never). It needs peer access between every pair of GPUs.
+  std::optional<std::int64_t> low_latency_bytes;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
   std::function<void(std::string_view)> log_sink;  // unset: log lines go to stderr
 };
@@ -71,6 +74,8 @@ struct CollectiveSpec {
   bool large = false;
   // Set: this collective-algorithm program runs instead of planned trees (`collective` and `root` are ignored).
   std::shared_ptr<const algo::Program> program = nullptr;
+  // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
+  bool low_latency = false;
 };
 
 // What a prepared collective runs: its plan, kernel and shape, and where the binary came from.
@@ -124,6 +129,8 @@ class Communicator {
   // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
   bool is_large(Collective collective, std::uint64_t count, DataType dtype) const;
   bool is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const;  // its larger buffer
+  // Whether a call of this collective and count runs the low-latency kernel.
+  bool is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const;
 
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);

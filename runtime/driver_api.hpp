@@ -18,4 +18,15 @@ struct AllocationRange {
 // or the driver cannot say (then callers skip the bounds check rather than refuse a valid call).
 std::optional<AllocationRange> allocation_range(const void* pointer);
 
+// What cuPointerGetAttributes says of a pointer in one driver call, with no device switch: its memory type (the
+// driver's CUmemorytype: 1 host, 2 device, 4 unified; 0 when CUDA does not know the pointer), whether it is
+// managed, its device ordinal and its allocation. nullopt when the driver entry point is missing.
+struct DriverPointerFacts {
+  unsigned int memory_type = 0;
+  bool managed = false;
+  int device = -1;
+  AllocationRange allocation;
+};
+std::optional<DriverPointerFacts> driver_pointer_facts(const void* pointer);
+
 }  // namespace canopy

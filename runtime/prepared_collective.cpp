@@ -19,12 +19,13 @@ PreparedCollective::~PreparedCollective() {
 
 Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target, bool* partial_launch) {
   const int ranks = static_cast<int>(p.flags.size());
-  const std::uint64_t epoch = ++p.epoch;
+  const std::uint64_t epoch = ++(target.epoch ? *target.epoch : p.epoch);
+  const std::span<void* const> flags = target.flags.empty() ? std::span<void* const>(p.flags) : target.flags;
   p.args.resize(16 + sizeof(RankPointers) * ranks);
   std::memcpy(p.args.data(), &call.count, 8);
   std::memcpy(p.args.data() + 8, &epoch, 8);
   for (int r = 0; r < ranks; ++r) {
-    const RankPointers rp{call.send[r], call.recv[r], target.scratch[r], static_cast<unsigned long long*>(p.flags[r])};
+    const RankPointers rp{call.send[r], call.recv[r], target.scratch[r], static_cast<unsigned long long*>(flags[r])};
     std::memcpy(p.args.data() + 16 + sizeof(RankPointers) * r, &rp, sizeof rp);
   }
   *partial_launch = false;
@@ -39,14 +40,16 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
     config.blockDim = dim3(p.threads);
     config.stream = call.streams[target.first_rank[d]];
     config.attrs = &cooperative;
-    config.numAttrs = 1;
+    config.numAttrs = p.cooperative ? 1 : 0;
     DeviceOrder& order = *target.order;
     cudaError_t e = cudaSetDevice(target.ordinal[d]);
-    if (e == cudaSuccess && order.used[d] && order.stream[d] != config.stream)
-      e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
+    // Another stream than last time: it first waits for everything issued on the last one (our launch included).
+    if (e == cudaSuccess && order.used[d] && order.stream[d] != config.stream) {
+      e = cudaEventRecord(order.done[d], order.stream[d]);
+      if (e == cudaSuccess) e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
+    }
     if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
     if (e == cudaSuccess) {
-      e = cudaEventRecord(order.done[d], config.stream);
       order.stream[d] = config.stream;
       order.used[d] = true;
     }
@@ -55,7 +58,7 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
       *partial_launch = d > 0;
       return Status(StatusCode::cuda_error,
                     fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {} ({}){}",
-                                call_name(call.collective), p.built->source.entry, target.ordinal[d], p.blocks[d],
+                                call_name(call), p.built->source.entry, target.ordinal[d], p.blocks[d],
                                 p.threads, cudaGetErrorString(e), cudaGetErrorName(e),
                                 d > 0 ? "; the launches already made on other GPUs wait for it forever: this "
                                         "communicator cannot be used again"

@@ -24,6 +24,9 @@ struct PreparedCollective {
   std::vector<cudaKernel_t> kernel;         // per device index
   std::vector<int> blocks;                  // per device index
   int threads = 0;
+  // Launched cooperatively (all blocks resident at once, or refused): needed wherever blocks of one launch wait on
+  // each other; the low-latency kernels with one rank per GPU only wait on other GPUs, and launch faster without.
+  bool cooperative = true;
   std::vector<void*> flags;                 // per rank: flag_count x 128 bytes, zeroed
   std::uint64_t epoch = 0;                  // launches so far
   std::vector<unsigned char> args;          // DeviceArgs<ranks> image
@@ -32,9 +35,10 @@ struct PreparedCollective {
 };
 
 // Launches of one communicator on one GPU must run in order (they share scratch): when a call comes on another
-// stream than the last one used on that GPU, the new stream first waits for the last launch's event.
+// stream than the last one used on that GPU, `done` is recorded on the last stream and the new stream waits for it
+// (recording only then keeps same-stream calls, the common case, to one API call per GPU).
 struct DeviceOrder {
-  std::vector<cudaEvent_t> done;      // per device index: recorded after every launch
+  std::vector<cudaEvent_t> done;      // per device index: recorded on `stream` when a call switches streams
   std::vector<cudaStream_t> stream;   // per device index: the stream of the last launch
   std::vector<bool> used;             // per device index: launched before
 };
@@ -45,6 +49,10 @@ struct LaunchTarget {
   std::span<const int> first_rank;  // per device index: its first rank (whose stream the launch uses)
   std::span<void* const> scratch;   // per rank
   DeviceOrder* order = nullptr;
+  // The low-latency kernels' memory, shared by all of them: counters per rank (empty: the prepared collective's
+  // own) and the launch counter (null: its own).
+  std::span<void* const> flags = {};
+  std::uint64_t* epoch = nullptr;
 };
 
 // Fills the DeviceArgs image (count, next epoch, every rank's pointers) and launches on every device, on the

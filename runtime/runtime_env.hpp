@@ -2,6 +2,8 @@
 //   CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (codegen options)
 //   CANOPY_PULL          auto | none | in | out | all: which tree edges the receiver reads directly (PullEdges)
 //   CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   from which per-rank size calls use how many blocks per rank
+//   CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   up to which size calls take the low-latency protocol
+//                        (0: never), and its blocks per rank and threads per block
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
 // A malformed value is a canopy::Error naming the variable and what it takes.
@@ -25,6 +27,16 @@ struct LargeMessageShape {
   int blocks_per_rank = 128;
 };
 LargeMessageShape large_shape_from_environment(int small_blocks);
+
+// CANOPY_LL_BYTES (default 128 KiB; 0 turns the low-latency protocol off), CANOPY_LL_BLOCKS (default 4),
+// CANOPY_LL_THREADS (default 256): calls whose size (nccl-tests' S: allgather its output, reduce-scatter its input,
+// else the buffer) is at most max_bytes run the one-launch low-latency kernels (codegen/low_latency_source.hpp).
+struct LowLatencyShape {
+  std::int64_t max_bytes = 128 << 10;
+  int blocks_per_rank = 4;
+  int threads_per_block = 256;
+};
+LowLatencyShape low_latency_shape_from_environment();
 
 // The plan in CANOPY_PLAN_FILE when it is a plan of `collective` over exactly `ranks` (and `root`, when the
 // collective has one); nullopt when unset or for another collective. Throws canopy::Error when the file cannot

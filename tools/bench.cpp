@@ -48,6 +48,7 @@ void add_bench_command(CLI::App& app) {
     bool no_check = false;
     bool check = false;
     bool in_place = false;
+    bool host_time = false;
     std::string json;
     std::string algorithm;
     std::string chunk;
@@ -76,6 +77,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--check", args->check, "check every output element (the default)");
   cmd->add_flag("--no-check", args->no_check, "skip the correctness run (#wrong shows -1)");
   cmd->add_flag("--in-place", args->in_place, "NCCL's in-place layouts instead of separate buffers");
+  cmd->add_flag("--host-time", args->host_time,
+                "also print host(us): the host's time per call while issuing them (near time(us): bound by the host)");
   cmd->add_option("--json", args->json, "also write the rows as JSON to this file ('-' = stdout, table to stderr)");
   cmd->add_option("--chunk", args->chunk, "kernel chunk size (default: CANOPY_CHUNK or 256KiB)");
   cmd->add_option("--blocks", args->blocks, "thread blocks per rank (default: CANOPY_BLOCKS or 24)");
@@ -165,15 +168,22 @@ void add_bench_command(CLI::App& app) {
                         : i.message();
         };
         // Only the kernels this run's sizes use (describing one compiles it).
-        bool small = false, large = false;
+        bool small = false, large = false, low_latency = false;
+        std::uint64_t ll_up_to = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
             if (const std::uint64_t count = bench_count(o.program->program, bytes, o.dtype); count > 0)
               (comm->is_large(o.program->program, count, o.dtype) ? large : small) = true;
           } else if (const std::uint64_t count = bench_count(r.collective, bytes, o.dtype, comm->ranks()); count > 0) {
-            (comm->is_large(r.collective, count, o.dtype) ? large : small) = true;
+            if (comm->is_low_latency(r.collective, count, o.dtype)) {
+              low_latency = true;
+              ll_up_to = std::max(ll_up_to, bytes);
+            } else {
+              (comm->is_large(r.collective, count, o.dtype) ? large : small) = true;
+            }
           }
         std::vector<std::string> kernels;
+        if (low_latency) kernels.push_back(fmt::format("up to {}: low-latency protocol, one launch", size_text(ll_up_to)));
         if (small) kernels.push_back(describe(false));
         if (large) kernels.push_back("large messages: " + describe(true));
         const std::string title =
@@ -182,6 +192,7 @@ void add_bench_command(CLI::App& app) {
         fmt::print(table, "\n# {}: {}\n", title, fmt::join(kernels, "; "));
         fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}", "size", "count", "type", "redop",
                    "time(us)", "algbw", "busbw", "#wrong");
+        if (args->host_time) fmt::print(table, " {:>8}", "host(us)");
         if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
         fmt::print(table, "\n");
         current = r.collective;
@@ -191,6 +202,7 @@ void add_bench_command(CLI::App& app) {
                  to_string(r.dtype),
                  (o.program ? o.program->program.reduces() : reduces(r.collective)) ? to_string(r.op) : "none",
                  r.time_us, r.algbw_gbps, r.busbw_gbps, r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
+      if (args->host_time) fmt::print(table, " {:>8.2f}", r.host_us);
       if (nccl && r.nccl_time_us > 0)
         fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,
                    r.busbw_gbps / r.nccl_busbw_gbps);

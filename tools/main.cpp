@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
       "                            init,plan,jit,run,watchdog picks subsystems)\n"
       "  CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (default 256KiB, 24, 512, 4)\n"
       "  CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   large-message kernel: from 8MiB per rank, 128 blocks per rank\n"
+      "  CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   low-latency protocol: up to 128KiB (nccl-tests' size; 0: off),\n"
+      "                       4 blocks per rank, 256 threads\n"
       "  CANOPY_PULL=auto|none|in|out|all   edges whose receiver reads the sender's input directly (auto: reduce)\n"
       "  CANOPY_PLAN_FILE          a plan JSON used instead of planning, for its collective\n"
       "  CANOPY_DUMP_DIR           write every prepared collective's plan, schedule, source and manifest there\n"

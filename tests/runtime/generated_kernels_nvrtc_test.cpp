@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "codegen/generate.hpp"
+#include "codegen/low_latency_source.hpp"
 #include "codegen/template_bundle.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/error.hpp"
@@ -122,6 +123,29 @@ TEST(GeneratedKernelsAlgorithms, EveryShippedAlgorithmCompiles) {
       }
     }
   EXPECT_GE(compiled, 2 * static_cast<int>(algo::shipped_algorithms().size()));
+}
+
+// The low-latency kernels (templates/low_latency.cuh): every collective x element type, every operator once, and
+// virtual ranks.
+TEST(GeneratedKernelsLowLatency, EveryCollectiveAndTypeCompiles) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter})
+    for (DataType t : kTypes) {
+      LowLatencySpec spec;
+      spec.collective = c;
+      spec.dtype = t;
+      spec.ranks = 2;
+      spec.root = 1;
+      expect_compiles(low_latency_source(spec), CodegenOptions{});
+    }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    LowLatencySpec spec;
+    spec.op = op;
+    spec.ranks = 8;
+    spec.device_of_rank = block_placement(8, 1);
+    spec.dtype = DataType::bf16;
+    expect_compiles(low_latency_source(spec), CodegenOptions{});
+  }
 }
 
 TEST(NvrtcCompiler, ReportsTheLineOfAnError) {

@@ -73,6 +73,26 @@ TEST(RuntimeEnv, ExplicitBlocksHoldForEverySize) {
   EXPECT_EQ(large_shape_from_environment(32).blocks_per_rank, 96);
 }
 
+TEST(RuntimeEnv, LowLatencyUpTo128KiBUnlessSet) {
+  {
+    ScopedEnv bytes("CANOPY_LL_BYTES", nullptr), blocks("CANOPY_LL_BLOCKS", nullptr), threads("CANOPY_LL_THREADS", nullptr);
+    const LowLatencyShape l = low_latency_shape_from_environment();
+    EXPECT_EQ(l.max_bytes, 128 << 10);
+    EXPECT_EQ(l.blocks_per_rank, 4);
+    EXPECT_EQ(l.threads_per_block, 256);
+  }
+  ScopedEnv off("CANOPY_LL_BYTES", "0"), blocks("CANOPY_LL_BLOCKS", "8");
+  EXPECT_EQ(low_latency_shape_from_environment().max_bytes, 0);
+  EXPECT_EQ(low_latency_shape_from_environment().blocks_per_rank, 8);
+  ScopedEnv bad("CANOPY_LL_BYTES", "lots");
+  try {
+    low_latency_shape_from_environment();
+    FAIL() << "accepted CANOPY_LL_BYTES=lots";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CANOPY_LL_BYTES"), std::string::npos) << e.what();
+  }
+}
+
 TEST(RuntimeEnv, WatchdogOffUnlessSet) {
   {
     ScopedEnv off("CANOPY_WATCHDOG_S", nullptr);

@@ -1,0 +1,35 @@
+// low_latency_source: the CUDA source of a small-message collective on the low-latency protocol
+// (templates/low_latency.cuh): one launch per call in which every rank stores its data, with flags beside it, into
+// its peers' LL buffers and combines what arrives. No plan: every rank sends to the ranks that need its data
+// directly (one hop), so it suits messages whose time is latency, on machines whose GPUs all reach each other
+// (NVLink, NVSwitch, or peer access through switches).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "codegen/kernel_source.hpp"
+#include "planner/collective.hpp"
+
+namespace canopy {
+
+struct LowLatencySpec {
+  Collective collective = Collective::allreduce;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int ranks = 2;
+  int root = 0;                     // broadcast and reduce
+  std::vector<int> device_of_rank;  // empty: rank i on device i
+  int blocks_per_rank = 4;          // each block carries an equal share of every slot
+  int threads_per_block = 256;
+  std::int64_t max_bytes = 64 * 1024;  // the largest slot (count x element size) the LL buffers hold
+};
+
+// Bytes of one rank's LL buffer for `spec` (two parities x one slot per rank x 16-byte lines of 8 data bytes).
+std::int64_t low_latency_buffer_bytes(int ranks, std::int64_t max_bytes);
+
+// Throws canopy::Error naming the field when `spec` is out of range.
+KernelSource low_latency_source(const LowLatencySpec& spec);
+
+}  // namespace canopy

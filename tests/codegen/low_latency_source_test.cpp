@@ -1,0 +1,55 @@
+// The low-latency kernels' source (codegen/low_latency_source.hpp): names, launches per device (virtual ranks),
+// the Config the template reads, buffer sizes, and refusals. NVRTC compiles them in
+// tests/runtime/generated_kernels_nvrtc_test.cpp and tests/gpu/ runs them.
+#include <gtest/gtest.h>
+
+#include "codegen/low_latency_source.hpp"
+#include "dsl/error.hpp"
+
+namespace canopy {
+namespace {
+
+TEST(LowLatencySource, OneLaunchPerDeviceWithItsRanks) {
+  LowLatencySpec spec;
+  spec.collective = Collective::reduce;
+  spec.dtype = DataType::bf16;
+  spec.op = ReduceOp::max;
+  spec.ranks = 8;
+  spec.root = 3;
+  spec.device_of_rank = block_placement(8, 2);
+  const KernelSource k = low_latency_source(spec);
+  EXPECT_EQ(k.name, "canopy_ll_reduce_r8_d2_b4_bf16_max_root3");
+  ASSERT_EQ(k.launches.size(), 2u);
+  EXPECT_EQ(k.launches[1].ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(k.launches[1].blocks, 4 * 4);
+  EXPECT_EQ(k.launches[1].threads, 256);
+  EXPECT_NE(k.file.text.find("static constexpr int kCollective = canopy::kLLReduce;"), std::string::npos);
+  EXPECT_NE(k.file.text.find("static constexpr int kRoot = 3;"), std::string::npos);
+  EXPECT_NE(k.file.text.find("static constexpr unsigned long long kLines = 8192;"), std::string::npos);  // 64 KiB
+  EXPECT_NE(k.file.text.find("__device__ const int kRanksOf1[] = {4, 5, 6, 7};"), std::string::npos);
+  EXPECT_EQ(low_latency_source(spec).file.text, k.file.text);  // deterministic
+}
+
+TEST(LowLatencySource, BuffersHoldTwoParitiesOfASlotPerRank) {
+  EXPECT_EQ(low_latency_buffer_bytes(2, 128 << 10), 2 * 2 * (128 << 10) / 8 * 16);
+  EXPECT_EQ(low_latency_buffer_bytes(8, 9), 2 * 8 * 2 * 16);  // 9 bytes: two 8-byte lines
+}
+
+TEST(LowLatencySource, RefusesWhatItCannotRun) {
+  LowLatencySpec spec;
+  spec.collective = Collective::broadcast;
+  spec.root = 2;
+  EXPECT_THROW(low_latency_source(spec), Error);  // 2 ranks
+  spec.root = 0;
+  spec.blocks_per_rank = 0;
+  EXPECT_THROW(low_latency_source(spec), Error);
+  spec.blocks_per_rank = 4;
+  spec.threads_per_block = 100;
+  EXPECT_THROW(low_latency_source(spec), Error);
+  spec.threads_per_block = 256;
+  spec.device_of_rank = {0, 2};
+  EXPECT_THROW(low_latency_source(spec), Error);  // device 1 runs nothing
+}
+
+}  // namespace
+}  // namespace canopy
