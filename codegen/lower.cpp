@@ -185,9 +185,19 @@ void weigh_trees(const Plan& plan, const std::vector<TreeShape>& shapes, Schedul
         throw Error(fmt::format("allreduce plan: out-tree {} is rooted at {}, which reduces nothing (no in-tree)", t,
                                 plan.trees[t].root));
   }
-  // Thread blocks: blocks_per_rank shared by fraction, at least one per tree.
-  double sum = 0;
+  // Thread blocks: blocks_per_rank shared by fraction, at least one per tree. An allreduce root's out-tree lane
+  // that fuse_allreduce_roots folds into its reducing lane frees its blocks: share them out too, so a rank still
+  // runs about blocks_per_rank blocks.
+  double sum = 0, fused = 0;
   for (const Tree& tree : plan.trees) sum += tree.fraction;
+  if (plan.collective == Collective::allreduce)
+    for (int r = 0; r < n; ++r) {
+      std::vector<int> in, out;
+      for (int t = 0; t < trees; ++t)
+        if (shapes[t].root == r) (plan.trees[t].direction == TreeDirection::in ? in : out).push_back(t);
+      if (in.size() == 1 && out.size() == 1) fused += plan.trees[out[0]].fraction / n;
+    }
+  if (fused > 0 && fused < sum) sum -= fused;
   s.tree_blocks.assign(trees, 1);
   for (int t = 0; t < trees; ++t)
     s.tree_blocks[t] =
@@ -255,6 +265,73 @@ Step signal_step(std::vector<FlagRef> flags, bool epoch_only, std::string note) 
   sig.epoch_only = epoch_only;
   sig.note = std::move(note);
   return sig;
+}
+
+// Allreduce: where a rank is the root of exactly one in-tree and one out-tree over the same range with the same
+// blocks, the out-tree's root lane only copies, chunk by chunk, what the in-tree's root lane has just reduced. Fused,
+// the reducing step writes its result to the out-tree children too (one reduce_copy with several destinations, the
+// data read once) and raises their data counters with its own signal; the copying lane goes away.
+void fuse_allreduce_roots(Schedule& s) {
+  auto same_range = [](const RangeSpec& a, const RangeSpec& b) {
+    if (a.block_of != b.block_of || a.units != b.units || a.splits.size() != b.splits.size()) return false;
+    for (std::size_t k = 0; k < a.splits.size(); ++k)
+      if (a.splits[k].lo != b.splits[k].lo || a.splits[k].hi != b.splits[k].hi) return false;
+    return true;
+  };
+  std::vector<bool> removed(s.lanes.size(), false);
+  for (int r = 0; r < s.ranks; ++r) {
+    std::vector<int> in, out;
+    for (const Lane& lane : s.lanes)
+      if (lane.rank == r && lane.role == LaneRole::root)
+        (s.plan.trees[lane.tree].direction == TreeDirection::in ? in : out).push_back(lane.id);
+    if (in.size() != 1 || out.size() != 1) continue;
+    Lane& reducer = s.lanes[in[0]];
+    Lane& copier = s.lanes[out[0]];
+    if (!same_range(reducer.range, copier.range) || reducer.blocks != copier.blocks) continue;
+    auto find = [](std::vector<Step>& steps, StepKind kind) {
+      return std::find_if(steps.begin(), steps.end(), [&](const Step& x) { return x.kind == kind; });
+    };
+    auto reduce = find(reducer.per_chunk, StepKind::reduce_copy);
+    auto copy = find(copier.per_chunk, StepKind::reduce_copy);
+    if (reduce == reducer.per_chunk.end() || copy == copier.per_chunk.end()) continue;
+    reduce->destinations.insert(reduce->destinations.end(), copy->destinations.begin(), copy->destinations.end());
+    reduce->note += "; and send it to every out-tree child (fused with tree " + std::to_string(copier.tree) + ")";
+    std::vector<FlagRef> data;
+    for (const Step& step : copier.per_chunk)
+      if (step.kind == StepKind::signal) data.insert(data.end(), step.flags.begin(), step.flags.end());
+    if (!data.empty()) {
+      auto sig = std::next(reduce);
+      if (sig == reducer.per_chunk.end() || sig->kind != StepKind::signal) {
+        Step fresh;
+        fresh.kind = StepKind::signal;
+        fresh.note = "chunk i is reduced";
+        sig = reducer.per_chunk.insert(sig, fresh);
+      }
+      sig->flags.insert(sig->flags.end(), data.begin(), data.end());
+      sig->note += "; chunk i is in my out-tree children's buffers";
+    }
+    reducer.prologue.insert(reducer.prologue.end(), copier.prologue.begin(), copier.prologue.end());
+    reducer.epilogue.insert(reducer.epilogue.end(), copier.epilogue.begin(), copier.epilogue.end());
+    removed[copier.id] = true;
+  }
+  // Renumber the lanes that remain (covered waits name lanes by id).
+  std::vector<int> id_of(s.lanes.size(), -1);
+  std::vector<Lane> kept;
+  for (Lane& lane : s.lanes) {
+    if (removed[lane.id]) continue;
+    id_of[lane.id] = static_cast<int>(kept.size());
+    kept.push_back(std::move(lane));
+  }
+  for (Lane& lane : kept) {
+    lane.id = id_of[lane.id];
+    for (std::vector<Step>* section : {&lane.prologue, &lane.per_chunk, &lane.epilogue})
+      for (Step& step : *section)
+        if (step.target == WaitTarget::covered && step.kind == StepKind::wait) {
+          CANOPY_INTERNAL_ASSERT(id_of[step.dependency] >= 0, "a covered wait on a fused lane");
+          step.dependency = id_of[step.dependency];
+        }
+  }
+  s.lanes = std::move(kept);
 }
 
 }  // namespace
@@ -524,6 +601,7 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
       release_owners(pulled_children);
     }
   }
+  if (plan.collective == Collective::allreduce) fuse_allreduce_roots(s);
   place_lanes_on_devices(s);
   return s;
 }

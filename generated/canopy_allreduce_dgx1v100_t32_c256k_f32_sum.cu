@@ -39,12 +39,12 @@
 //   tree 30  out weight 3658   blocks 1  gpu6[gpu4[gpu0[gpu1[gpu2] gpu3] gpu5[gpu7]]]
 //   tree 31  out weight 3658   blocks 1  gpu7[gpu5[gpu4[gpu0[gpu2[gpu1[gpu3]]] gpu6]]]
 // kernel       canopy_allreduce_dgx1v100_t32_c256k_f32_sum(args, device)
-//   device 0   44 blocks x 512 threads: gpu0
-//   device 1   44 blocks x 512 threads: gpu1
-//   device 2   44 blocks x 512 threads: gpu2
-//   device 3   44 blocks x 512 threads: gpu3
-//   device 4   44 blocks x 512 threads: gpu4
-//   device 5   44 blocks x 512 threads: gpu5
+//   device 0   42 blocks x 512 threads: gpu0
+//   device 1   42 blocks x 512 threads: gpu1
+//   device 2   42 blocks x 512 threads: gpu2
+//   device 3   42 blocks x 512 threads: gpu3
+//   device 4   42 blocks x 512 threads: gpu4
+//   device 5   42 blocks x 512 threads: gpu5
 //   device 6   44 blocks x 512 threads: gpu6
 //   device 7   44 blocks x 512 threads: gpu7
 // schedule key 437f0be2600212f19ddff3cc5c1b39bfc85269842f035f8d7b638685b1d10e28
@@ -67,9 +67,12 @@ struct Config {
   static constexpr unsigned long long kAlign = 4;           // elements per 16-byte vector
   static constexpr int kMaxSources = 5;
   static constexpr int kMaxDestinations = 4;
-  // Two reduce_copy instances serve every step: the widest copy and the widest reduction.
+  // reduce_copy instances serve every step: the widest copy, the widest reduction and the widest step
+  // that does both (a fused receive-reduce-send).
   __device__ static void reduce_copy(int sources, int destinations, T *const *dst, const T *const *src,
                                      unsigned long long n) {
+    if (sources > 1 && destinations > 1)
+      return reduce_copy_n<Op, T, 4, 4>(dst, destinations, src, sources, n);
     if (sources > 1)
       return reduce_copy_n<Op, T, 5, 1>(dst, 1, src, sources, n);
     return reduce_copy_n<Op, T, 1, 4>(dst, destinations, src, 1, n);
@@ -87,69 +90,67 @@ using namespace canopy;
 // first step, prologue steps, per-chunk steps, epilogue steps}.
 __device__ const LaneRec kLanes[] = {
     // lane 0: tree 0 (in, root gpu0) on gpu0: root, children gpu3 gpu4; blocks 0-1
-    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 0, 1, 5, 0},
+    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 0, 3, 5, 0},
     // lane 1: tree 1 (in, root gpu1) on gpu0: leaf, parent gpu3; blocks 2-3
-    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 6, 0, 4, 0},
+    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 8, 0, 4, 0},
     // lane 2: tree 2 (in, root gpu2) on gpu0: relay, parent gpu3, children gpu4; blocks 4-5
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 10, 1, 5, 0},
+    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 12, 1, 5, 0},
     // lane 3: tree 3 (in, root gpu3) on gpu0: leaf, parent gpu4; blocks 6-7
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 16, 0, 4, 0},
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 18, 0, 4, 0},
     // lane 4: tree 4 (in, root gpu4) on gpu0: relay, parent gpu4, children gpu3; blocks 8-9
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 20, 1, 5, 0},
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 22, 1, 5, 0},
     // lane 5: tree 5 (in, root gpu5) on gpu0: relay, parent gpu1, children gpu2; blocks 10-11
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 26, 1, 5, 0},
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 28, 1, 5, 0},
     // lane 6: tree 6 (in, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 12-12
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 32, 1, 5, 0},
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 34, 1, 5, 0},
     // lane 7: tree 7 (in, root gpu7) on gpu0: relay, parent gpu7, children gpu1; blocks 13-13
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 38, 1, 5, 0},
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 40, 1, 5, 0},
     // lane 8: tree 8 (in, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 14-14
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 44, 1, 5, 0},
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 46, 1, 5, 0},
     // lane 9: tree 9 (in, root gpu7) on gpu0: relay, parent gpu2, children gpu1; blocks 15-15
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 50, 1, 5, 0},
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 52, 1, 5, 0},
     // lane 10: tree 10 (in, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 16-16
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 56, 1, 5, 0},
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 58, 1, 5, 0},
     // lane 11: tree 11 (in, root gpu7) on gpu0: leaf, parent gpu3; blocks 17-17
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 62, 0, 4, 0},
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 64, 0, 4, 0},
     // lane 12: tree 12 (in, root gpu6) on gpu0: relay, parent gpu2, children gpu3 gpu4; blocks 18-18
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 66, 1, 6, 0},
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 68, 1, 6, 0},
     // lane 13: tree 13 (in, root gpu7) on gpu0: relay, parent gpu1, children gpu4; blocks 19-19
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 73, 1, 5, 0},
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 75, 1, 5, 0},
     // lane 14: tree 14 (in, root gpu6) on gpu0: relay, parent gpu4, children gpu1 gpu3; blocks 20-20
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 79, 1, 6, 0},
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 81, 1, 6, 0},
     // lane 15: tree 15 (in, root gpu7) on gpu0: relay, parent gpu4, children gpu2; blocks 21-21
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 86, 1, 5, 0},
-    // lane 16: tree 16 (out, root gpu0) on gpu0: root, children gpu3 gpu4; blocks 22-23
-    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 92, 2, 4, 0},
-    // lane 17: tree 17 (out, root gpu1) on gpu0: leaf, parent gpu3; blocks 24-25
-    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 98, 1, 0, 1},
-    // lane 18: tree 18 (out, root gpu2) on gpu0: relay, parent gpu3, children gpu4; blocks 26-27
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 100, 2, 4, 0},
-    // lane 19: tree 19 (out, root gpu3) on gpu0: leaf, parent gpu4; blocks 28-29
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 106, 1, 0, 1},
-    // lane 20: tree 20 (out, root gpu4) on gpu0: relay, parent gpu4, children gpu3; blocks 30-31
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 108, 2, 4, 0},
-    // lane 21: tree 21 (out, root gpu5) on gpu0: relay, parent gpu1, children gpu2; blocks 32-33
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 114, 2, 4, 0},
-    // lane 22: tree 22 (out, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 34-34
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 120, 2, 4, 0},
-    // lane 23: tree 23 (out, root gpu7) on gpu0: relay, parent gpu7, children gpu1; blocks 35-35
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 126, 2, 4, 0},
-    // lane 24: tree 24 (out, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 36-36
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 132, 2, 4, 0},
-    // lane 25: tree 25 (out, root gpu7) on gpu0: relay, parent gpu2, children gpu1; blocks 37-37
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 138, 2, 4, 0},
-    // lane 26: tree 26 (out, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 38-38
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 144, 2, 4, 0},
-    // lane 27: tree 27 (out, root gpu7) on gpu0: leaf, parent gpu3; blocks 39-39
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 150, 1, 0, 1},
-    // lane 28: tree 28 (out, root gpu6) on gpu0: relay, parent gpu2, children gpu3 gpu4; blocks 40-40
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 152, 3, 4, 0},
-    // lane 29: tree 29 (out, root gpu7) on gpu0: relay, parent gpu1, children gpu4; blocks 41-41
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 159, 2, 4, 0},
-    // lane 30: tree 30 (out, root gpu6) on gpu0: relay, parent gpu4, children gpu1 gpu3; blocks 42-42
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 165, 3, 4, 0},
-    // lane 31: tree 31 (out, root gpu7) on gpu0: relay, parent gpu4, children gpu2; blocks 43-43
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 172, 2, 4, 0},
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 88, 1, 5, 0},
+    // lane 16: tree 17 (out, root gpu1) on gpu0: leaf, parent gpu3; blocks 22-23
+    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 94, 1, 0, 1},
+    // lane 17: tree 18 (out, root gpu2) on gpu0: relay, parent gpu3, children gpu4; blocks 24-25
+    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 96, 2, 4, 0},
+    // lane 18: tree 19 (out, root gpu3) on gpu0: leaf, parent gpu4; blocks 26-27
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 102, 1, 0, 1},
+    // lane 19: tree 20 (out, root gpu4) on gpu0: relay, parent gpu4, children gpu3; blocks 28-29
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 104, 2, 4, 0},
+    // lane 20: tree 21 (out, root gpu5) on gpu0: relay, parent gpu1, children gpu2; blocks 30-31
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 110, 2, 4, 0},
+    // lane 21: tree 22 (out, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 32-32
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 116, 2, 4, 0},
+    // lane 22: tree 23 (out, root gpu7) on gpu0: relay, parent gpu7, children gpu1; blocks 33-33
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 122, 2, 4, 0},
+    // lane 23: tree 24 (out, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 34-34
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 128, 2, 4, 0},
+    // lane 24: tree 25 (out, root gpu7) on gpu0: relay, parent gpu2, children gpu1; blocks 35-35
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 134, 2, 4, 0},
+    // lane 25: tree 26 (out, root gpu6) on gpu0: relay, parent gpu2, children gpu1; blocks 36-36
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 140, 2, 4, 0},
+    // lane 26: tree 27 (out, root gpu7) on gpu0: leaf, parent gpu3; blocks 37-37
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 146, 1, 0, 1},
+    // lane 27: tree 28 (out, root gpu6) on gpu0: relay, parent gpu2, children gpu3 gpu4; blocks 38-38
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 148, 3, 4, 0},
+    // lane 28: tree 29 (out, root gpu7) on gpu0: relay, parent gpu1, children gpu4; blocks 39-39
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 155, 2, 4, 0},
+    // lane 29: tree 30 (out, root gpu6) on gpu0: relay, parent gpu4, children gpu1 gpu3; blocks 40-40
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 161, 3, 4, 0},
+    // lane 30: tree 31 (out, root gpu7) on gpu0: relay, parent gpu4, children gpu2; blocks 41-41
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 168, 2, 4, 0},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -157,28 +158,32 @@ __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu0
     // prologue: signal gpu3.flag[2+l], gpu4.flag[2+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
     {kSignal, kUntilEpoch, 0, 0, 2, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[43+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 43}, -1},
+    // prologue: wait gpu0.flag[45+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 45}, -1},
     // chunk i: wait gpu0.flag[0+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: wait gpu0.flag[2+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 2}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: reduce gpu0.send + gpu0.fifo@0+l*1048576 + gpu0.fifo@2097152+l*1048576 -> gpu0.recv (reduce my input with my children's partials into my output)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 0, 0, {0, 0}, -1},
-    // chunk i: signal gpu3.flag[2+l], gpu4.flag[2+l], gpu0.flag[4+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 2, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@0+l*1048576 + gpu0.fifo@2097152+l*1048576 -> gpu0.recv, gpu3.recv, gpu4.recv (reduce my input with my children's partials into my output; and send it to every out-tree child (fused with tree 16))
+    {kReduceCopy, kUntilEpoch, 3, 3, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[2+l], gpu4.flag[2+l], gpu0.flag[4+l], gpu3.flag[39+l], gpu4.flag[40+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again; chunk i is in my out-tree children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 5, 2, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu0
     // chunk i: wait gpu0.flag[6+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 6}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.send -> gpu3.fifo@2097152+l*1048576 (send my input to gpu3)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 6, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[4+l] := (e, i+1) (chunk i is in gpu3's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu0
     // prologue: signal gpu4.flag[8+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 6, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 8, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[8+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 8}, -1},
     // chunk i: wait gpu0.flag[10+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
@@ -186,21 +191,21 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@4194304+l*1048576 -> gpu3.fifo@4194304+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 6, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 8, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[8+l], gpu4.flag[8+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 7, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 9, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu0
     // chunk i: wait gpu0.flag[12+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 12}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.send -> gpu4.fifo@4194304+l*1048576 (send my input to gpu4)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[10+l] := (e, i+1) (chunk i is in gpu4's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu0
     // prologue: signal gpu3.flag[20+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[14+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 14}, -1},
     // chunk i: wait gpu0.flag[16+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
@@ -208,12 +213,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@6291456+l*1048576 -> gpu4.fifo@6291456+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 11, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 13, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[14+l], gpu3.flag[20+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 11, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 13, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu0
     // prologue: signal gpu2.flag[20+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 13, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 15, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[18+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 18}, -1},
     // chunk i: wait gpu0.flag[20+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
@@ -221,12 +226,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@8388608+l*1048576 -> gpu1.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 14, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 16, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[18+l], gpu2.flag[20+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 14, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 16, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu0
     // prologue: signal gpu1.flag[24+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[22+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 22}, -1},
     // chunk i: wait gpu0.flag[23+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
@@ -234,12 +239,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@10485760+l*1048576 -> gpu2.fifo@10485760+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 17, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 19, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[22+l], gpu1.flag[24+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 17, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 19, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu0
     // prologue: signal gpu1.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[24+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 24}, -1},
     // chunk i: wait gpu0.flag[25+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
@@ -247,12 +252,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@11534336+l*1048576 -> gpu7.fifo@10485760+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 22, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[23+l], gpu1.flag[26+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 22, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu0
     // prologue: signal gpu1.flag[27+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 24, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[26+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 26}, -1},
     // chunk i: wait gpu0.flag[27+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
@@ -260,12 +265,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@12582912+l*1048576 -> gpu2.fifo@12582912+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 25, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[26+l], gpu1.flag[27+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 25, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu0
     // prologue: signal gpu1.flag[28+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 25, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 27, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[28+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 28}, -1},
     // chunk i: wait gpu0.flag[29+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
@@ -273,12 +278,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@13631488+l*1048576 -> gpu2.fifo@13631488+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 26, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 28, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[28+l], gpu1.flag[28+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 26, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 28, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu0
     // prologue: signal gpu1.flag[29+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 28, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 30, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[30+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 30}, -1},
     // chunk i: wait gpu0.flag[31+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
@@ -286,21 +291,21 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@14680064+l*1048576 -> gpu2.fifo@14680064+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 29, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 31, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[30+l], gpu1.flag[29+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 29, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 31, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu0
     // chunk i: wait gpu0.flag[32+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 32}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.send -> gpu3.fifo@13631488+l*1048576 (send my input to gpu3)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 32, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 34, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[30+l] := (e, i+1) (chunk i is in gpu3's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 31, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 33, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu0
     // prologue: signal gpu3.flag[34+l], gpu4.flag[32+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 32, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 34, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[33+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 33}, -1},
     // chunk i: wait gpu0.flag[34+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
@@ -310,12 +315,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@15728640+l*1048576 + gpu0.fifo@16777216+l*1048576 -> gpu2.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 34, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 36, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[34+l], gpu3.flag[34+l], gpu4.flag[32+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 34, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 36, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu0
     // prologue: signal gpu4.flag[33+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 37, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[36+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 36}, -1},
     // chunk i: wait gpu0.flag[37+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
@@ -323,12 +328,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@17825792+l*1048576 -> gpu1.fifo@14680064+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 38, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 40, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[33+l], gpu4.flag[33+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 38, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu0
     // prologue: signal gpu1.flag[38+l], gpu3.flag[37+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 40, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 42, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[38+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 38}, -1},
     // chunk i: wait gpu0.flag[39+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
@@ -338,12 +343,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@18874368+l*1048576 + gpu0.fifo@19922944+l*1048576 -> gpu4.fifo@14680064+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 41, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 43, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[34+l], gpu1.flag[38+l], gpu3.flag[37+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 42, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 44, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu0
     // prologue: signal gpu2.flag[41+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},
     // chunk i: wait gpu0.flag[41+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 41}, -1},
     // chunk i: wait gpu0.flag[42+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
@@ -351,28 +356,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu0.send + gpu0.fifo@20971520+l*1048576 -> gpu4.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 45, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 47, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[37+l], gpu2.flag[41+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 46, 0, {0, 0}, -1},
-    // lane 16: tree 16 on gpu0
-    // prologue: wait gpu0.flag[43+l] >= (e, 0) (gpu3 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 43}, -1},
-    // prologue: wait gpu0.flag[45+l] >= (e, 0) (gpu4 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 45}, -1},
-    // chunk i: wait gpu0.flag[4+l] >= (e, step covering chunk i) of tree 0's block b, every b (tree 0 has reduced chunk i's elements)
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {0, 4}, 0},
-    // chunk i: sync
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu0.recv -> gpu3.recv, gpu4.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 48, 0, {0, 0}, -1},
-    // chunk i: signal gpu3.flag[39+l], gpu4.flag[40+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 48, 0, {0, 0}, -1},
-    // lane 17: tree 17 on gpu0
+    // lane 16: tree 17 on gpu0
     // prologue: signal gpu3.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
     // epilogue: wait gpu0.flag[47+l] >= (e, n) (every chunk from gpu3 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 47}, -1},
-    // lane 18: tree 18 on gpu0
+    // lane 17: tree 18 on gpu0
     // prologue: signal gpu3.flag[49+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 51, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[51+l] >= (e, 0) (gpu4 has entered this launch)
@@ -382,15 +374,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu4.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 50, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[46+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 52, 0, {0, 0}, -1},
-    // lane 19: tree 19 on gpu0
+    // lane 18: tree 19 on gpu0
     // prologue: signal gpu4.flag[52+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
     // epilogue: wait gpu0.flag[53+l] >= (e, n) (every chunk from gpu4 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 53}, -1},
-    // lane 20: tree 20 on gpu0
+    // lane 19: tree 20 on gpu0
     // prologue: signal gpu4.flag[54+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[57+l] >= (e, 0) (gpu3 has entered this launch)
@@ -400,10 +392,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu3.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 52, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[57+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 55, 0, {0, 0}, -1},
-    // lane 21: tree 21 on gpu0
+    // lane 20: tree 21 on gpu0
     // prologue: signal gpu1.flag[59+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[61+l] >= (e, 0) (gpu2 has entered this launch)
@@ -413,10 +405,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu2.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 54, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[60+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},
-    // lane 22: tree 22 on gpu0
+    // lane 21: tree 22 on gpu0
     // prologue: signal gpu2.flag[63+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[64+l] >= (e, 0) (gpu1 has entered this launch)
@@ -426,10 +418,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 56, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[63+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},
-    // lane 23: tree 23 on gpu0
+    // lane 22: tree 23 on gpu0
     // prologue: signal gpu7.flag[66+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[66+l] >= (e, 0) (gpu1 has entered this launch)
@@ -439,10 +431,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 59, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 58, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[64+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
-    // lane 24: tree 24 on gpu0
+    // lane 23: tree 24 on gpu0
     // prologue: signal gpu2.flag[67+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[68+l] >= (e, 0) (gpu1 has entered this launch)
@@ -452,10 +444,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 61, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[66+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},
-    // lane 25: tree 25 on gpu0
+    // lane 24: tree 25 on gpu0
     // prologue: signal gpu2.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[70+l] >= (e, 0) (gpu1 has entered this launch)
@@ -465,10 +457,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 63, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 62, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[67+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 65, 0, {0, 0}, -1},
-    // lane 26: tree 26 on gpu0
+    // lane 25: tree 26 on gpu0
     // prologue: signal gpu2.flag[71+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 66, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[72+l] >= (e, 0) (gpu1 has entered this launch)
@@ -478,15 +470,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 65, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 64, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[68+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 67, 0, {0, 0}, -1},
-    // lane 27: tree 27 on gpu0
+    // lane 26: tree 27 on gpu0
     // prologue: signal gpu3.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},
     // epilogue: wait gpu0.flag[73+l] >= (e, n) (every chunk from gpu3 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 73}, -1},
-    // lane 28: tree 28 on gpu0
+    // lane 27: tree 28 on gpu0
     // prologue: signal gpu2.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 69, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[75+l] >= (e, 0) (gpu3 has entered this launch)
@@ -498,10 +490,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu3.recv, gpu4.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 67, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 66, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[70+l], gpu4.flag[70+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 70, 0, {0, 0}, -1},
-    // lane 29: tree 29 on gpu0
+    // lane 28: tree 29 on gpu0
     // prologue: signal gpu1.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 72, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[78+l] >= (e, 0) (gpu4 has entered this launch)
@@ -511,10 +503,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu4.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 70, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 69, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[71+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 73, 0, {0, 0}, -1},
-    // lane 30: tree 30 on gpu0
+    // lane 29: tree 30 on gpu0
     // prologue: signal gpu4.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 74, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[80+l] >= (e, 0) (gpu1 has entered this launch)
@@ -526,10 +518,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu1.recv, gpu3.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 72, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 71, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[76+l], gpu3.flag[74+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 75, 0, {0, 0}, -1},
-    // lane 31: tree 31 on gpu0
+    // lane 30: tree 31 on gpu0
     // prologue: signal gpu4.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 77, 1, {0, 0}, -1},
     // prologue: wait gpu0.flag[83+l] >= (e, 0) (gpu2 has entered this launch)
@@ -539,7 +531,7 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.recv -> gpu2.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 75, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 74, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[80+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 78, 0, {0, 0}, -1},
 };
@@ -550,6 +542,8 @@ __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 0, 0},
     {kFifo, kWhole, 0, 2097152},
     {kRecv, kWhole, 0, 0},
+    {kRecv, kWhole, 3, 0},
+    {kRecv, kWhole, 4, 0},
     {kSend, kWhole, 0, 0},
     {kFifo, kWhole, 3, 2097152},
     {kSend, kWhole, 0, 0},
@@ -595,9 +589,6 @@ __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 0, 20971520},
     {kFifo, kWhole, 4, 16777216},
     {kRecv, kWhole, 0, 0},
-    {kRecv, kWhole, 3, 0},
-    {kRecv, kWhole, 4, 0},
-    {kRecv, kWhole, 0, 0},
     {kRecv, kWhole, 4, 0},
     {kRecv, kWhole, 0, 0},
     {kRecv, kWhole, 3, 0},
@@ -632,6 +623,8 @@ __device__ const FlagRec kFlags[] = {
     {3, 2},
     {4, 2},
     {0, 4},
+    {3, 39},
+    {4, 40},
     {3, 4},
     {4, 8},
     {3, 8},
@@ -675,8 +668,6 @@ __device__ const FlagRec kFlags[] = {
     {2, 41},
     {4, 37},
     {2, 41},
-    {3, 39},
-    {4, 40},
     {3, 45},
     {3, 49},
     {4, 46},
@@ -743,7 +734,6 @@ __device__ const BlockRec kBlocks[] = {
     {20, 0},
     {20, 1},
     {21, 0},
-    {21, 1},
     {22, 0},
     {23, 0},
     {24, 0},
@@ -753,7 +743,6 @@ __device__ const BlockRec kBlocks[] = {
     {28, 0},
     {29, 0},
     {30, 0},
-    {31, 0},
 };
 
 } // namespace dev0
@@ -769,67 +758,65 @@ __device__ const LaneRec kLanes[] = {
     // lane 0: tree 0 (in, root gpu0) on gpu1: relay, parent gpu2, children gpu5; blocks 0-1
     {{-1, 1, {0, 0}, {8192, 65536}}, 2, 0, 1, 5, 0},
     // lane 1: tree 1 (in, root gpu1) on gpu1: root, children gpu2 gpu5; blocks 2-3
-    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 6, 1, 5, 0},
+    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 6, 3, 5, 0},
     // lane 2: tree 2 (in, root gpu2) on gpu1: leaf, parent gpu2; blocks 4-5
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 12, 0, 4, 0},
+    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 14, 0, 4, 0},
     // lane 3: tree 3 (in, root gpu3) on gpu1: leaf, parent gpu3; blocks 6-7
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 16, 0, 4, 0},
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 18, 0, 4, 0},
     // lane 4: tree 4 (in, root gpu4) on gpu1: relay, parent gpu5, children gpu2; blocks 8-9
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 20, 1, 5, 0},
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 22, 1, 5, 0},
     // lane 5: tree 5 (in, root gpu5) on gpu1: relay, parent gpu5, children gpu0 gpu3; blocks 10-11
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 26, 1, 6, 0},
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 28, 1, 6, 0},
     // lane 6: tree 6 (in, root gpu6) on gpu1: leaf, parent gpu0; blocks 12-12
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 33, 0, 4, 0},
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 35, 0, 4, 0},
     // lane 7: tree 7 (in, root gpu7) on gpu1: relay, parent gpu0, children gpu2; blocks 13-13
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 37, 1, 5, 0},
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 39, 1, 5, 0},
     // lane 8: tree 8 (in, root gpu6) on gpu1: leaf, parent gpu0; blocks 14-14
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 43, 0, 4, 0},
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 45, 0, 4, 0},
     // lane 9: tree 9 (in, root gpu7) on gpu1: leaf, parent gpu0; blocks 15-15
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 47, 0, 4, 0},
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 49, 0, 4, 0},
     // lane 10: tree 10 (in, root gpu6) on gpu1: leaf, parent gpu0; blocks 16-16
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 51, 0, 4, 0},
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 53, 0, 4, 0},
     // lane 11: tree 11 (in, root gpu7) on gpu1: leaf, parent gpu5; blocks 17-17
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 55, 0, 4, 0},
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 57, 0, 4, 0},
     // lane 12: tree 12 (in, root gpu6) on gpu1: relay, parent gpu2, children gpu5; blocks 18-18
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 59, 1, 5, 0},
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 61, 1, 5, 0},
     // lane 13: tree 13 (in, root gpu7) on gpu1: relay, parent gpu3, children gpu0 gpu2 gpu5; blocks 19-19
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 65, 1, 7, 0},
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 67, 1, 7, 0},
     // lane 14: tree 14 (in, root gpu6) on gpu1: relay, parent gpu0, children gpu2; blocks 20-20
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 73, 1, 5, 0},
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 75, 1, 5, 0},
     // lane 15: tree 15 (in, root gpu7) on gpu1: relay, parent gpu2, children gpu3; blocks 21-21
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 79, 1, 5, 0},
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 81, 1, 5, 0},
     // lane 16: tree 16 (out, root gpu0) on gpu1: relay, parent gpu2, children gpu5; blocks 22-23
-    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 85, 2, 4, 0},
-    // lane 17: tree 17 (out, root gpu1) on gpu1: root, children gpu2 gpu5; blocks 24-25
-    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 91, 2, 4, 0},
-    // lane 18: tree 18 (out, root gpu2) on gpu1: leaf, parent gpu2; blocks 26-27
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 97, 1, 0, 1},
-    // lane 19: tree 19 (out, root gpu3) on gpu1: leaf, parent gpu3; blocks 28-29
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 99, 1, 0, 1},
-    // lane 20: tree 20 (out, root gpu4) on gpu1: relay, parent gpu5, children gpu2; blocks 30-31
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 101, 2, 4, 0},
-    // lane 21: tree 21 (out, root gpu5) on gpu1: relay, parent gpu5, children gpu0 gpu3; blocks 32-33
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 107, 3, 4, 0},
-    // lane 22: tree 22 (out, root gpu6) on gpu1: leaf, parent gpu0; blocks 34-34
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 114, 1, 0, 1},
-    // lane 23: tree 23 (out, root gpu7) on gpu1: relay, parent gpu0, children gpu2; blocks 35-35
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 116, 2, 4, 0},
-    // lane 24: tree 24 (out, root gpu6) on gpu1: leaf, parent gpu0; blocks 36-36
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 122, 1, 0, 1},
-    // lane 25: tree 25 (out, root gpu7) on gpu1: leaf, parent gpu0; blocks 37-37
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 124, 1, 0, 1},
-    // lane 26: tree 26 (out, root gpu6) on gpu1: leaf, parent gpu0; blocks 38-38
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 126, 1, 0, 1},
-    // lane 27: tree 27 (out, root gpu7) on gpu1: leaf, parent gpu5; blocks 39-39
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 128, 1, 0, 1},
-    // lane 28: tree 28 (out, root gpu6) on gpu1: relay, parent gpu2, children gpu5; blocks 40-40
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 130, 2, 4, 0},
-    // lane 29: tree 29 (out, root gpu7) on gpu1: relay, parent gpu3, children gpu0 gpu2 gpu5; blocks 41-41
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 136, 4, 4, 0},
-    // lane 30: tree 30 (out, root gpu6) on gpu1: relay, parent gpu0, children gpu2; blocks 42-42
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 144, 2, 4, 0},
-    // lane 31: tree 31 (out, root gpu7) on gpu1: relay, parent gpu2, children gpu3; blocks 43-43
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 150, 2, 4, 0},
+    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 87, 2, 4, 0},
+    // lane 17: tree 18 (out, root gpu2) on gpu1: leaf, parent gpu2; blocks 24-25
+    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 93, 1, 0, 1},
+    // lane 18: tree 19 (out, root gpu3) on gpu1: leaf, parent gpu3; blocks 26-27
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 95, 1, 0, 1},
+    // lane 19: tree 20 (out, root gpu4) on gpu1: relay, parent gpu5, children gpu2; blocks 28-29
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 97, 2, 4, 0},
+    // lane 20: tree 21 (out, root gpu5) on gpu1: relay, parent gpu5, children gpu0 gpu3; blocks 30-31
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 103, 3, 4, 0},
+    // lane 21: tree 22 (out, root gpu6) on gpu1: leaf, parent gpu0; blocks 32-32
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 110, 1, 0, 1},
+    // lane 22: tree 23 (out, root gpu7) on gpu1: relay, parent gpu0, children gpu2; blocks 33-33
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 112, 2, 4, 0},
+    // lane 23: tree 24 (out, root gpu6) on gpu1: leaf, parent gpu0; blocks 34-34
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 118, 1, 0, 1},
+    // lane 24: tree 25 (out, root gpu7) on gpu1: leaf, parent gpu0; blocks 35-35
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 120, 1, 0, 1},
+    // lane 25: tree 26 (out, root gpu6) on gpu1: leaf, parent gpu0; blocks 36-36
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 122, 1, 0, 1},
+    // lane 26: tree 27 (out, root gpu7) on gpu1: leaf, parent gpu5; blocks 37-37
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 124, 1, 0, 1},
+    // lane 27: tree 28 (out, root gpu6) on gpu1: relay, parent gpu2, children gpu5; blocks 38-38
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 126, 2, 4, 0},
+    // lane 28: tree 29 (out, root gpu7) on gpu1: relay, parent gpu3, children gpu0 gpu2 gpu5; blocks 39-39
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 132, 4, 4, 0},
+    // lane 29: tree 30 (out, root gpu6) on gpu1: relay, parent gpu0, children gpu2; blocks 40-40
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 140, 2, 4, 0},
+    // lane 30: tree 31 (out, root gpu7) on gpu1: relay, parent gpu2, children gpu3; blocks 41-41
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 146, 2, 4, 0},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -850,37 +837,41 @@ __device__ const StepRec kSteps[] = {
     // lane 1: tree 1 on gpu1
     // prologue: signal gpu2.flag[6+l], gpu5.flag[4+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
     {kSignal, kUntilEpoch, 0, 0, 2, 3, 1, {0, 0}, -1},
+    // prologue: wait gpu1.flag[45+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 45}, -1},
+    // prologue: wait gpu1.flag[47+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 47}, -1},
     // chunk i: wait gpu1.flag[4+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 4}, -1},
     // chunk i: wait gpu1.flag[6+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 6}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: reduce gpu1.send + gpu1.fifo@2097152+l*1048576 + gpu1.fifo@4194304+l*1048576 -> gpu1.recv (reduce my input with my children's partials into my output)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 3, 0, {0, 0}, -1},
-    // chunk i: signal gpu2.flag[6+l], gpu5.flag[4+l], gpu1.flag[8+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 5, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@2097152+l*1048576 + gpu1.fifo@4194304+l*1048576 -> gpu1.recv, gpu2.recv, gpu5.recv (reduce my input with my children's partials into my output; and send it to every out-tree child (fused with tree 17))
+    {kReduceCopy, kUntilEpoch, 3, 3, 0, 3, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[6+l], gpu5.flag[4+l], gpu1.flag[8+l], gpu2.flag[46+l], gpu5.flag[41+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again; chunk i is in my out-tree children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 5, 5, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu1
     // chunk i: wait gpu1.flag[10+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 10}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.send -> gpu2.fifo@4194304+l*1048576 (send my input to gpu2)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 7, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[8+l] := (e, i+1) (chunk i is in gpu2's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 8, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 10, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu1
     // chunk i: wait gpu1.flag[12+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 12}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.send -> gpu3.fifo@6291456+l*1048576 (send my input to gpu3)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 9, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 11, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[12+l] := (e, i+1) (chunk i is in gpu3's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 9, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 11, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu1
     // prologue: signal gpu2.flag[18+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 10, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 12, 1, {0, 0}, -1},
     // chunk i: wait gpu1.flag[14+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 14}, -1},
     // chunk i: wait gpu1.flag[16+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
@@ -888,12 +879,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu1.send + gpu1.fifo@6291456+l*1048576 -> gpu5.fifo@2097152+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 11, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 13, 0, {0, 0}, -1},
     // chunk i: signal gpu5.flag[10+l], gpu2.flag[18+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 11, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 13, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu1
     // prologue: signal gpu0.flag[20+l], gpu3.flag[22+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 13, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 15, 1, {0, 0}, -1},
     // chunk i: wait gpu1.flag[18+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 18}, -1},
     // chunk i: wait gpu1.flag[20+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
@@ -903,21 +894,21 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu1.send + gpu1.fifo@8388608+l*1048576 + gpu1.fifo@10485760+l*1048576 -> gpu5.fifo@6291456+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 14, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 16, 0, {0, 0}, -1},
     // chunk i: signal gpu5.flag[16+l], gpu0.flag[20+l], gpu3.flag[22+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 15, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 17, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu1
     // chunk i: wait gpu1.flag[24+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 24}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.send -> gpu0.fifo@10485760+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 20, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[22+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu1
     // prologue: signal gpu2.flag[25+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 1, {0, 0}, -1},
     // chunk i: wait gpu1.flag[25+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 25}, -1},
     // chunk i: wait gpu1.flag[26+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
@@ -925,48 +916,48 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu1.send + gpu1.fifo@12582912+l*1048576 -> gpu0.fifo@11534336+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 22, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[24+l], gpu2.flag[25+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 22, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu1
     // chunk i: wait gpu1.flag[27+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 27}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.send -> gpu0.fifo@12582912+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[26+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu1
     // chunk i: wait gpu1.flag[28+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 28}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.send -> gpu0.fifo@13631488+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[28+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 25, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu1
     // chunk i: wait gpu1.flag[29+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 29}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.send -> gpu0.fifo@14680064+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 29, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[30+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 26, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu1
     // chunk i: wait gpu1.flag[30+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {1, 30}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.send -> gpu5.fifo@13631488+l*1048576 (send my input to gpu5)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 29, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 31, 0, {0, 0}, -1},
     // chunk i: signal gpu5.flag[30+l] := (e, i+1) (chunk i is in gpu5's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 25, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 27, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu1
     // prologue: signal gpu5.flag[33+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 26, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 28, 1, {0, 0}, -1},
     // chunk i: wait gpu1.flag[31+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 31}, -1},
     // chunk i: wait gpu1.flag[32+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
@@ -974,12 +965,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu1.send + gpu1.fifo@13631488+l*1048576 -> gpu2.fifo@17825792+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 31, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 33, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[35+l], gpu5.flag[33+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 27, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 29, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu1
     // prologue: signal gpu0.flag[37+l], gpu2.flag[38+l], gpu5.flag[34+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 3, 29, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 31, 1, {0, 0}, -1},
     // chunk i: wait gpu1.flag[33+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 33}, -1},
     // chunk i: wait gpu1.flag[34+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
@@ -991,12 +982,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu1.send + gpu1.fifo@14680064+l*1048576 + gpu1.fifo@15728640+l*1048576 + gpu1.fifo@16777216+l*1048576 -> gpu3.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
-    {kReduceCopy, kUntilEpoch, 4, 1, 0, 34, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 4, 1, 0, 36, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[35+l], gpu0.flag[37+l], gpu2.flag[38+l], gpu5.flag[34+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 4, 32, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 4, 34, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu1
     // prologue: signal gpu2.flag[39+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 36, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 38, 1, {0, 0}, -1},
     // chunk i: wait gpu1.flag[37+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 37}, -1},
     // chunk i: wait gpu1.flag[38+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
@@ -1004,12 +995,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu1.send + gpu1.fifo@17825792+l*1048576 -> gpu0.fifo@18874368+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 41, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[38+l], gpu2.flag[39+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 37, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 39, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu1
     // prologue: signal gpu3.flag[38+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 41, 1, {0, 0}, -1},
     // chunk i: wait gpu1.flag[39+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 39}, -1},
     // chunk i: wait gpu1.flag[40+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
@@ -1017,12 +1008,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu1.send + gpu1.fifo@18874368+l*1048576 -> gpu2.fifo@19922944+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 42, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 44, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[40+l], gpu3.flag[38+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 42, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu1
     // prologue: signal gpu2.flag[44+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 44, 1, {0, 0}, -1},
     // prologue: wait gpu1.flag[43+l] >= (e, 0) (gpu5 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 43}, -1},
     // chunk i: wait gpu1.flag[41+l] >= (e, i+1) (chunk i from gpu2 has arrived)
@@ -1030,33 +1021,20 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.recv -> gpu5.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 45, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},
     // chunk i: signal gpu5.flag[39+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 0, {0, 0}, -1},
-    // lane 17: tree 17 on gpu1
-    // prologue: wait gpu1.flag[45+l] >= (e, 0) (gpu2 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 45}, -1},
-    // prologue: wait gpu1.flag[47+l] >= (e, 0) (gpu5 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 47}, -1},
-    // chunk i: wait gpu1.flag[8+l] >= (e, step covering chunk i) of tree 1's block b, every b (tree 1 has reduced chunk i's elements)
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {1, 8}, 1},
-    // chunk i: sync
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu1.recv -> gpu2.recv, gpu5.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 47, 0, {0, 0}, -1},
-    // chunk i: signal gpu2.flag[46+l], gpu5.flag[41+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},
-    // lane 18: tree 18 on gpu1
+    {kSignal, kUntilEpoch, 0, 0, 1, 45, 0, {0, 0}, -1},
+    // lane 17: tree 18 on gpu1
     // prologue: signal gpu2.flag[50+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},
     // epilogue: wait gpu1.flag[49+l] >= (e, n) (every chunk from gpu2 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 49}, -1},
-    // lane 19: tree 19 on gpu1
+    // lane 18: tree 19 on gpu1
     // prologue: signal gpu3.flag[51+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},
     // epilogue: wait gpu1.flag[51+l] >= (e, n) (every chunk from gpu3 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 51}, -1},
-    // lane 20: tree 20 on gpu1
+    // lane 19: tree 20 on gpu1
     // prologue: signal gpu5.flag[51+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},
     // prologue: wait gpu1.flag[55+l] >= (e, 0) (gpu2 has entered this launch)
@@ -1066,10 +1044,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 50, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[58+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},
-    // lane 21: tree 21 on gpu1
+    // lane 20: tree 21 on gpu1
     // prologue: signal gpu5.flag[55+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
     // prologue: wait gpu1.flag[59+l] >= (e, 0) (gpu0 has entered this launch)
@@ -1081,15 +1059,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.recv -> gpu0.recv, gpu3.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 52, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 51, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[59+l], gpu3.flag[59+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 51, 0, {0, 0}, -1},
-    // lane 22: tree 22 on gpu1
+    // lane 21: tree 22 on gpu1
     // prologue: signal gpu0.flag[64+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
     // epilogue: wait gpu1.flag[63+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 63}, -1},
-    // lane 23: tree 23 on gpu1
+    // lane 22: tree 23 on gpu1
     // prologue: signal gpu0.flag[66+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
     // prologue: wait gpu1.flag[65+l] >= (e, 0) (gpu2 has entered this launch)
@@ -1099,30 +1077,30 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 54, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[64+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 55, 0, {0, 0}, -1},
-    // lane 24: tree 24 on gpu1
+    // lane 23: tree 24 on gpu1
     // prologue: signal gpu0.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
     // epilogue: wait gpu1.flag[66+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 66}, -1},
-    // lane 25: tree 25 on gpu1
+    // lane 24: tree 25 on gpu1
     // prologue: signal gpu0.flag[70+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 57, 1, {0, 0}, -1},
     // epilogue: wait gpu1.flag[67+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 67}, -1},
-    // lane 26: tree 26 on gpu1
+    // lane 25: tree 26 on gpu1
     // prologue: signal gpu0.flag[72+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
     // epilogue: wait gpu1.flag[68+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 68}, -1},
-    // lane 27: tree 27 on gpu1
+    // lane 26: tree 27 on gpu1
     // prologue: signal gpu5.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},
     // epilogue: wait gpu1.flag[69+l] >= (e, n) (every chunk from gpu5 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 69}, -1},
-    // lane 28: tree 28 on gpu1
+    // lane 27: tree 28 on gpu1
     // prologue: signal gpu2.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
     // prologue: wait gpu1.flag[71+l] >= (e, 0) (gpu5 has entered this launch)
@@ -1132,10 +1110,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.recv -> gpu5.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 56, 0, {0, 0}, -1},
     // chunk i: signal gpu5.flag[70+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
-    // lane 29: tree 29 on gpu1
+    // lane 28: tree 29 on gpu1
     // prologue: signal gpu3.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
     // prologue: wait gpu1.flag[73+l] >= (e, 0) (gpu0 has entered this launch)
@@ -1149,10 +1127,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.recv -> gpu0.recv, gpu2.recv, gpu5.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 3, 0, 59, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 3, 0, 58, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[77+l], gpu2.flag[77+l], gpu5.flag[71+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 3, 63, 0, {0, 0}, -1},
-    // lane 30: tree 30 on gpu1
+    // lane 29: tree 30 on gpu1
     // prologue: signal gpu0.flag[80+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 66, 1, {0, 0}, -1},
     // prologue: wait gpu1.flag[77+l] >= (e, 0) (gpu2 has entered this launch)
@@ -1162,10 +1140,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.recv -> gpu2.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 63, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 62, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[79+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 67, 0, {0, 0}, -1},
-    // lane 31: tree 31 on gpu1
+    // lane 30: tree 31 on gpu1
     // prologue: signal gpu2.flag[81+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},
     // prologue: wait gpu1.flag[79+l] >= (e, 0) (gpu3 has entered this launch)
@@ -1175,7 +1153,7 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu1.recv -> gpu3.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 65, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 64, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[75+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 69, 0, {0, 0}, -1},
 };
@@ -1189,6 +1167,8 @@ __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 1, 2097152},
     {kFifo, kWhole, 1, 4194304},
     {kRecv, kWhole, 1, 0},
+    {kRecv, kWhole, 2, 0},
+    {kRecv, kWhole, 5, 0},
     {kSend, kWhole, 1, 0},
     {kFifo, kWhole, 2, 4194304},
     {kSend, kWhole, 1, 0},
@@ -1231,9 +1211,6 @@ __device__ const BufferRec kBuffers[] = {
     {kRecv, kWhole, 5, 0},
     {kRecv, kWhole, 1, 0},
     {kRecv, kWhole, 2, 0},
-    {kRecv, kWhole, 5, 0},
-    {kRecv, kWhole, 1, 0},
-    {kRecv, kWhole, 2, 0},
     {kRecv, kWhole, 1, 0},
     {kRecv, kWhole, 0, 0},
     {kRecv, kWhole, 3, 0},
@@ -1261,6 +1238,8 @@ __device__ const FlagRec kFlags[] = {
     {2, 6},
     {5, 4},
     {1, 8},
+    {2, 46},
+    {5, 41},
     {2, 8},
     {3, 12},
     {2, 18},
@@ -1297,8 +1276,6 @@ __device__ const FlagRec kFlags[] = {
     {3, 38},
     {2, 44},
     {5, 39},
-    {2, 46},
-    {5, 41},
     {2, 50},
     {3, 51},
     {5, 51},
@@ -1360,7 +1337,6 @@ __device__ const BlockRec kBlocks[] = {
     {20, 0},
     {20, 1},
     {21, 0},
-    {21, 1},
     {22, 0},
     {23, 0},
     {24, 0},
@@ -1370,7 +1346,6 @@ __device__ const BlockRec kBlocks[] = {
     {28, 0},
     {29, 0},
     {30, 0},
-    {31, 0},
 };
 
 } // namespace dev1
@@ -1388,65 +1363,63 @@ __device__ const LaneRec kLanes[] = {
     // lane 1: tree 1 (in, root gpu1) on gpu2: relay, parent gpu1, children gpu3; blocks 2-3
     {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 6, 1, 5, 0},
     // lane 2: tree 2 (in, root gpu2) on gpu2: root, children gpu1 gpu3; blocks 4-5
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 12, 1, 5, 0},
+    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 12, 3, 5, 0},
     // lane 3: tree 3 (in, root gpu3) on gpu2: relay, parent gpu3, children gpu6; blocks 6-7
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 18, 1, 5, 0},
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 20, 1, 5, 0},
     // lane 4: tree 4 (in, root gpu4) on gpu2: leaf, parent gpu1; blocks 8-9
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 24, 0, 4, 0},
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 26, 0, 4, 0},
     // lane 5: tree 5 (in, root gpu5) on gpu2: leaf, parent gpu0; blocks 10-11
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 28, 0, 4, 0},
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 30, 0, 4, 0},
     // lane 6: tree 6 (in, root gpu6) on gpu2: relay, parent gpu6, children gpu0; blocks 12-12
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 32, 1, 5, 0},
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 34, 1, 5, 0},
     // lane 7: tree 7 (in, root gpu7) on gpu2: relay, parent gpu1, children gpu3; blocks 13-13
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 38, 1, 5, 0},
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 40, 1, 5, 0},
     // lane 8: tree 8 (in, root gpu6) on gpu2: relay, parent gpu6, children gpu0; blocks 14-14
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 44, 1, 5, 0},
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 46, 1, 5, 0},
     // lane 9: tree 9 (in, root gpu7) on gpu2: relay, parent gpu6, children gpu0; blocks 15-15
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 50, 1, 5, 0},
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 52, 1, 5, 0},
     // lane 10: tree 10 (in, root gpu6) on gpu2: relay, parent gpu6, children gpu0 gpu3; blocks 16-16
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 56, 1, 6, 0},
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 58, 1, 6, 0},
     // lane 11: tree 11 (in, root gpu7) on gpu2: leaf, parent gpu3; blocks 17-17
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 63, 0, 4, 0},
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 65, 0, 4, 0},
     // lane 12: tree 12 (in, root gpu6) on gpu2: relay, parent gpu6, children gpu0 gpu1; blocks 18-18
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 67, 1, 6, 0},
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 69, 1, 6, 0},
     // lane 13: tree 13 (in, root gpu7) on gpu2: relay, parent gpu1, children gpu6; blocks 19-19
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 74, 1, 5, 0},
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 76, 1, 5, 0},
     // lane 14: tree 14 (in, root gpu6) on gpu2: leaf, parent gpu1; blocks 20-20
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 80, 0, 4, 0},
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 82, 0, 4, 0},
     // lane 15: tree 15 (in, root gpu7) on gpu2: relay, parent gpu0, children gpu1; blocks 21-21
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 84, 1, 5, 0},
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 86, 1, 5, 0},
     // lane 16: tree 16 (out, root gpu0) on gpu2: relay, parent gpu3, children gpu1; blocks 22-23
-    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 90, 2, 4, 0},
+    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 92, 2, 4, 0},
     // lane 17: tree 17 (out, root gpu1) on gpu2: relay, parent gpu1, children gpu3; blocks 24-25
-    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 96, 2, 4, 0},
-    // lane 18: tree 18 (out, root gpu2) on gpu2: root, children gpu1 gpu3; blocks 26-27
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 102, 2, 4, 0},
-    // lane 19: tree 19 (out, root gpu3) on gpu2: relay, parent gpu3, children gpu6; blocks 28-29
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 108, 2, 4, 0},
-    // lane 20: tree 20 (out, root gpu4) on gpu2: leaf, parent gpu1; blocks 30-31
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 114, 1, 0, 1},
-    // lane 21: tree 21 (out, root gpu5) on gpu2: leaf, parent gpu0; blocks 32-33
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 116, 1, 0, 1},
-    // lane 22: tree 22 (out, root gpu6) on gpu2: relay, parent gpu6, children gpu0; blocks 34-34
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 118, 2, 4, 0},
-    // lane 23: tree 23 (out, root gpu7) on gpu2: relay, parent gpu1, children gpu3; blocks 35-35
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 124, 2, 4, 0},
-    // lane 24: tree 24 (out, root gpu6) on gpu2: relay, parent gpu6, children gpu0; blocks 36-36
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 130, 2, 4, 0},
-    // lane 25: tree 25 (out, root gpu7) on gpu2: relay, parent gpu6, children gpu0; blocks 37-37
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 136, 2, 4, 0},
-    // lane 26: tree 26 (out, root gpu6) on gpu2: relay, parent gpu6, children gpu0 gpu3; blocks 38-38
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 142, 3, 4, 0},
-    // lane 27: tree 27 (out, root gpu7) on gpu2: leaf, parent gpu3; blocks 39-39
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 149, 1, 0, 1},
-    // lane 28: tree 28 (out, root gpu6) on gpu2: relay, parent gpu6, children gpu0 gpu1; blocks 40-40
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 151, 3, 4, 0},
-    // lane 29: tree 29 (out, root gpu7) on gpu2: relay, parent gpu1, children gpu6; blocks 41-41
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 158, 2, 4, 0},
-    // lane 30: tree 30 (out, root gpu6) on gpu2: leaf, parent gpu1; blocks 42-42
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 164, 1, 0, 1},
-    // lane 31: tree 31 (out, root gpu7) on gpu2: relay, parent gpu0, children gpu1; blocks 43-43
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 166, 2, 4, 0},
+    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 98, 2, 4, 0},
+    // lane 18: tree 19 (out, root gpu3) on gpu2: relay, parent gpu3, children gpu6; blocks 26-27
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 104, 2, 4, 0},
+    // lane 19: tree 20 (out, root gpu4) on gpu2: leaf, parent gpu1; blocks 28-29
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 110, 1, 0, 1},
+    // lane 20: tree 21 (out, root gpu5) on gpu2: leaf, parent gpu0; blocks 30-31
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 112, 1, 0, 1},
+    // lane 21: tree 22 (out, root gpu6) on gpu2: relay, parent gpu6, children gpu0; blocks 32-32
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 114, 2, 4, 0},
+    // lane 22: tree 23 (out, root gpu7) on gpu2: relay, parent gpu1, children gpu3; blocks 33-33
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 120, 2, 4, 0},
+    // lane 23: tree 24 (out, root gpu6) on gpu2: relay, parent gpu6, children gpu0; blocks 34-34
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 126, 2, 4, 0},
+    // lane 24: tree 25 (out, root gpu7) on gpu2: relay, parent gpu6, children gpu0; blocks 35-35
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 132, 2, 4, 0},
+    // lane 25: tree 26 (out, root gpu6) on gpu2: relay, parent gpu6, children gpu0 gpu3; blocks 36-36
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 138, 3, 4, 0},
+    // lane 26: tree 27 (out, root gpu7) on gpu2: leaf, parent gpu3; blocks 37-37
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 145, 1, 0, 1},
+    // lane 27: tree 28 (out, root gpu6) on gpu2: relay, parent gpu6, children gpu0 gpu1; blocks 38-38
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 147, 3, 4, 0},
+    // lane 28: tree 29 (out, root gpu7) on gpu2: relay, parent gpu1, children gpu6; blocks 39-39
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 154, 2, 4, 0},
+    // lane 29: tree 30 (out, root gpu6) on gpu2: leaf, parent gpu1; blocks 40-40
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 160, 1, 0, 1},
+    // lane 30: tree 31 (out, root gpu7) on gpu2: relay, parent gpu0, children gpu1; blocks 41-41
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 162, 2, 4, 0},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -1480,19 +1453,23 @@ __device__ const StepRec kSteps[] = {
     // lane 2: tree 2 on gpu2
     // prologue: signal gpu1.flag[10+l], gpu3.flag[10+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
     {kSignal, kUntilEpoch, 0, 0, 2, 6, 1, {0, 0}, -1},
+    // prologue: wait gpu2.flag[50+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 50}, -1},
+    // prologue: wait gpu2.flag[52+l] >= (e, 0) (gpu3 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 52}, -1},
     // chunk i: wait gpu2.flag[8+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 8}, -1},
     // chunk i: wait gpu2.flag[10+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 10}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: reduce gpu2.send + gpu2.fifo@4194304+l*1048576 + gpu2.fifo@6291456+l*1048576 -> gpu2.recv (reduce my input with my children's partials into my output)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 6, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[10+l], gpu3.flag[10+l], gpu2.flag[12+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 8, 0, {0, 0}, -1},
+    // chunk i: reduce gpu2.send + gpu2.fifo@4194304+l*1048576 + gpu2.fifo@6291456+l*1048576 -> gpu2.recv, gpu1.recv, gpu3.recv (reduce my input with my children's partials into my output; and send it to every out-tree child (fused with tree 18))
+    {kReduceCopy, kUntilEpoch, 3, 3, 0, 6, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[10+l], gpu3.flag[10+l], gpu2.flag[12+l], gpu1.flag[49+l], gpu3.flag[47+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again; chunk i is in my out-tree children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 5, 8, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu2
     // prologue: signal gpu6.flag[12+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 11, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 13, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[14+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 14}, -1},
     // chunk i: wait gpu2.flag[16+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
@@ -1500,30 +1477,30 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@8388608+l*1048576 -> gpu3.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 10, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 12, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[14+l], gpu6.flag[12+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 12, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 14, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu2
     // chunk i: wait gpu2.flag[18+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 18}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.send -> gpu1.fifo@6291456+l*1048576 (send my input to gpu1)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 13, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[14+l] := (e, i+1) (chunk i is in gpu1's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 14, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 16, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu2
     // chunk i: wait gpu2.flag[20+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 20}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.send -> gpu0.fifo@8388608+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 15, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[18+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu2
     // prologue: signal gpu0.flag[23+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 18, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[22+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 22}, -1},
     // chunk i: wait gpu2.flag[23+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
@@ -1531,12 +1508,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@10485760+l*1048576 -> gpu6.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 17, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 19, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[20+l], gpu0.flag[23+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 17, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 19, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu2
     // prologue: signal gpu3.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[24+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 24}, -1},
     // chunk i: wait gpu2.flag[25+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
@@ -1544,12 +1521,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@11534336+l*1048576 -> gpu1.fifo@12582912+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 22, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[25+l], gpu3.flag[26+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 22, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu2
     // prologue: signal gpu0.flag[27+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 24, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[26+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 26}, -1},
     // chunk i: wait gpu2.flag[27+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
@@ -1557,12 +1534,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@12582912+l*1048576 -> gpu6.fifo@11534336+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 25, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[25+l], gpu0.flag[27+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 25, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu2
     // prologue: signal gpu0.flag[29+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 25, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 27, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[28+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 28}, -1},
     // chunk i: wait gpu2.flag[29+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
@@ -1570,12 +1547,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@13631488+l*1048576 -> gpu6.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 26, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 28, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[30+l], gpu0.flag[29+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 26, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 28, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu2
     // prologue: signal gpu0.flag[31+l], gpu3.flag[29+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 28, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 30, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[30+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 30}, -1},
     // chunk i: wait gpu2.flag[31+l] >= (e, i+1) (gpu3's partial result for chunk i is in my FIFO)
@@ -1585,21 +1562,21 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@14680064+l*1048576 + gpu2.fifo@15728640+l*1048576 -> gpu6.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 31, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[32+l], gpu0.flag[31+l], gpu3.flag[29+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 30, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 32, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu2
     // chunk i: wait gpu2.flag[33+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 33}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.send -> gpu3.fifo@14680064+l*1048576 (send my input to gpu3)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 33, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 35, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[31+l] := (e, i+1) (chunk i is in gpu3's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 33, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 35, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu2
     // prologue: signal gpu0.flag[35+l], gpu1.flag[32+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 34, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 36, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[34+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 34}, -1},
     // chunk i: wait gpu2.flag[35+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
@@ -1609,12 +1586,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@16777216+l*1048576 + gpu2.fifo@17825792+l*1048576 -> gpu6.fifo@19922944+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 35, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 37, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[37+l], gpu0.flag[35+l], gpu1.flag[32+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 36, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 38, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu2
     // prologue: signal gpu6.flag[39+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 41, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[37+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 37}, -1},
     // chunk i: wait gpu2.flag[38+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
@@ -1622,21 +1599,21 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@18874368+l*1048576 -> gpu1.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu1's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 41, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[34+l], gpu6.flag[39+l] := (e, i+1) (chunk i is in gpu1's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 40, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 42, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu2
     // chunk i: wait gpu2.flag[39+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 39}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.send -> gpu1.fifo@17825792+l*1048576 (send my input to gpu1)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 42, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 44, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[37+l] := (e, i+1) (chunk i is in gpu1's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 44, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu2
     // prologue: signal gpu1.flag[40+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},
     // chunk i: wait gpu2.flag[40+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 40}, -1},
     // chunk i: wait gpu2.flag[41+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
@@ -1644,12 +1621,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu2.send + gpu2.fifo@19922944+l*1048576 -> gpu0.fifo@20971520+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 44, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 46, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[41+l], gpu1.flag[40+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 46, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu2
     // prologue: signal gpu3.flag[41+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[44+l] >= (e, 0) (gpu1 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 44}, -1},
     // chunk i: wait gpu2.flag[42+l] >= (e, i+1) (chunk i from gpu3 has arrived)
@@ -1657,12 +1634,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[41+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 47, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu2
     // prologue: signal gpu1.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[48+l] >= (e, 0) (gpu3 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 48}, -1},
     // chunk i: wait gpu2.flag[46+l] >= (e, i+1) (chunk i from gpu1 has arrived)
@@ -1670,23 +1647,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 49, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[43+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 49, 0, {0, 0}, -1},
-    // lane 18: tree 18 on gpu2
-    // prologue: wait gpu2.flag[50+l] >= (e, 0) (gpu1 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 50}, -1},
-    // prologue: wait gpu2.flag[52+l] >= (e, 0) (gpu3 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 52}, -1},
-    // chunk i: wait gpu2.flag[12+l] >= (e, step covering chunk i) of tree 2's block b, every b (tree 2 has reduced chunk i's elements)
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {2, 12}, 2},
-    // chunk i: sync
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu2.recv -> gpu1.recv, gpu3.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 51, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[49+l], gpu3.flag[47+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 2, 50, 0, {0, 0}, -1},
-    // lane 19: tree 19 on gpu2
+    {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},
+    // lane 18: tree 19 on gpu2
     // prologue: signal gpu3.flag[53+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[56+l] >= (e, 0) (gpu6 has entered this launch)
@@ -1696,20 +1660,20 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu6.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 54, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[53+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 53, 0, {0, 0}, -1},
-    // lane 20: tree 20 on gpu2
+    // lane 19: tree 20 on gpu2
     // prologue: signal gpu1.flag[55+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
     // epilogue: wait gpu2.flag[58+l] >= (e, n) (every chunk from gpu1 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 58}, -1},
-    // lane 21: tree 21 on gpu2
+    // lane 20: tree 21 on gpu2
     // prologue: signal gpu0.flag[61+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
     // epilogue: wait gpu2.flag[60+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 60}, -1},
-    // lane 22: tree 22 on gpu2
+    // lane 21: tree 22 on gpu2
     // prologue: signal gpu6.flag[63+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[63+l] >= (e, 0) (gpu0 has entered this launch)
@@ -1719,10 +1683,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu0.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 56, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[63+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},
-    // lane 23: tree 23 on gpu2
+    // lane 22: tree 23 on gpu2
     // prologue: signal gpu1.flag[65+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[65+l] >= (e, 0) (gpu3 has entered this launch)
@@ -1732,10 +1696,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu3.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 58, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[62+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},
-    // lane 24: tree 24 on gpu2
+    // lane 23: tree 24 on gpu2
     // prologue: signal gpu6.flag[67+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[67+l] >= (e, 0) (gpu0 has entered this launch)
@@ -1745,10 +1709,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu0.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 59, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[67+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
-    // lane 25: tree 25 on gpu2
+    // lane 24: tree 25 on gpu2
     // prologue: signal gpu6.flag[72+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[69+l] >= (e, 0) (gpu0 has entered this launch)
@@ -1758,10 +1722,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu0.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 62, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 61, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[69+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},
-    // lane 26: tree 26 on gpu2
+    // lane 25: tree 26 on gpu2
     // prologue: signal gpu6.flag[73+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[71+l] >= (e, 0) (gpu0 has entered this launch)
@@ -1773,15 +1737,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu0.recv, gpu3.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 64, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 63, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[71+l], gpu3.flag[66+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 65, 0, {0, 0}, -1},
-    // lane 27: tree 27 on gpu2
+    // lane 26: tree 27 on gpu2
     // prologue: signal gpu3.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 67, 1, {0, 0}, -1},
     // epilogue: wait gpu2.flag[73+l] >= (e, n) (every chunk from gpu3 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 73}, -1},
-    // lane 28: tree 28 on gpu2
+    // lane 27: tree 28 on gpu2
     // prologue: signal gpu6.flag[77+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 68, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[75+l] >= (e, 0) (gpu0 has entered this launch)
@@ -1793,10 +1757,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu0.recv, gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 67, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 66, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[74+l], gpu1.flag[70+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 69, 0, {0, 0}, -1},
-    // lane 29: tree 29 on gpu2
+    // lane 28: tree 29 on gpu2
     // prologue: signal gpu1.flag[74+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 71, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[78+l] >= (e, 0) (gpu6 has entered this launch)
@@ -1806,15 +1770,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu6.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 70, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 69, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[78+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 72, 0, {0, 0}, -1},
-    // lane 30: tree 30 on gpu2
+    // lane 29: tree 30 on gpu2
     // prologue: signal gpu1.flag[77+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 73, 1, {0, 0}, -1},
     // epilogue: wait gpu2.flag[79+l] >= (e, n) (every chunk from gpu1 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {2, 79}, -1},
-    // lane 31: tree 31 on gpu2
+    // lane 30: tree 31 on gpu2
     // prologue: signal gpu0.flag[83+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 74, 1, {0, 0}, -1},
     // prologue: wait gpu2.flag[81+l] >= (e, 0) (gpu1 has entered this launch)
@@ -1824,7 +1788,7 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu2.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 72, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 71, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[78+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 75, 0, {0, 0}, -1},
 };
@@ -1841,6 +1805,8 @@ __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 2, 4194304},
     {kFifo, kWhole, 2, 6291456},
     {kRecv, kWhole, 2, 0},
+    {kRecv, kWhole, 1, 0},
+    {kRecv, kWhole, 3, 0},
     {kSend, kWhole, 2, 0},
     {kFifo, kWhole, 2, 8388608},
     {kFifo, kWhole, 3, 8388608},
@@ -1883,9 +1849,6 @@ __device__ const BufferRec kBuffers[] = {
     {kRecv, kWhole, 2, 0},
     {kRecv, kWhole, 3, 0},
     {kRecv, kWhole, 2, 0},
-    {kRecv, kWhole, 1, 0},
-    {kRecv, kWhole, 3, 0},
-    {kRecv, kWhole, 2, 0},
     {kRecv, kWhole, 6, 0},
     {kRecv, kWhole, 2, 0},
     {kRecv, kWhole, 0, 0},
@@ -1920,6 +1883,8 @@ __device__ const FlagRec kFlags[] = {
     {1, 10},
     {3, 10},
     {2, 12},
+    {1, 49},
+    {3, 47},
     {6, 12},
     {3, 14},
     {6, 12},
@@ -1959,8 +1924,6 @@ __device__ const FlagRec kFlags[] = {
     {1, 41},
     {1, 45},
     {3, 43},
-    {1, 49},
-    {3, 47},
     {3, 53},
     {6, 53},
     {1, 55},
@@ -2022,7 +1985,6 @@ __device__ const BlockRec kBlocks[] = {
     {20, 0},
     {20, 1},
     {21, 0},
-    {21, 1},
     {22, 0},
     {23, 0},
     {24, 0},
@@ -2032,7 +1994,6 @@ __device__ const BlockRec kBlocks[] = {
     {28, 0},
     {29, 0},
     {30, 0},
-    {31, 0},
 };
 
 } // namespace dev2
@@ -2052,63 +2013,61 @@ __device__ const LaneRec kLanes[] = {
     // lane 2: tree 2 (in, root gpu2) on gpu3: relay, parent gpu2, children gpu0; blocks 4-5
     {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 12, 1, 5, 0},
     // lane 3: tree 3 (in, root gpu3) on gpu3: root, children gpu1 gpu2 gpu7; blocks 6-7
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 18, 1, 6, 0},
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 18, 4, 6, 0},
     // lane 4: tree 4 (in, root gpu4) on gpu3: leaf, parent gpu0; blocks 8-9
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 25, 0, 4, 0},
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 28, 0, 4, 0},
     // lane 5: tree 5 (in, root gpu5) on gpu3: leaf, parent gpu1; blocks 10-11
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 29, 0, 4, 0},
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 32, 0, 4, 0},
     // lane 6: tree 6 (in, root gpu6) on gpu3: leaf, parent gpu7; blocks 12-12
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 33, 0, 4, 0},
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 36, 0, 4, 0},
     // lane 7: tree 7 (in, root gpu7) on gpu3: relay, parent gpu2, children gpu4; blocks 13-13
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 37, 1, 5, 0},
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 40, 1, 5, 0},
     // lane 8: tree 8 (in, root gpu6) on gpu3: leaf, parent gpu7; blocks 14-14
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 43, 0, 4, 0},
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 46, 0, 4, 0},
     // lane 9: tree 9 (in, root gpu7) on gpu3: leaf, parent gpu7; blocks 15-15
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 47, 0, 4, 0},
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 50, 0, 4, 0},
     // lane 10: tree 10 (in, root gpu6) on gpu3: leaf, parent gpu2; blocks 16-16
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 51, 0, 4, 0},
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 54, 0, 4, 0},
     // lane 11: tree 11 (in, root gpu7) on gpu3: relay, parent gpu7, children gpu0 gpu2; blocks 17-17
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 55, 1, 6, 0},
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 58, 1, 6, 0},
     // lane 12: tree 12 (in, root gpu6) on gpu3: relay, parent gpu0, children gpu7; blocks 18-18
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 62, 1, 5, 0},
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 65, 1, 5, 0},
     // lane 13: tree 13 (in, root gpu7) on gpu3: relay, parent gpu7, children gpu1; blocks 19-19
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 68, 1, 5, 0},
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 71, 1, 5, 0},
     // lane 14: tree 14 (in, root gpu6) on gpu3: leaf, parent gpu0; blocks 20-20
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 74, 0, 4, 0},
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 77, 0, 4, 0},
     // lane 15: tree 15 (in, root gpu7) on gpu3: leaf, parent gpu1; blocks 21-21
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 78, 0, 4, 0},
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 81, 0, 4, 0},
     // lane 16: tree 16 (out, root gpu0) on gpu3: relay, parent gpu0, children gpu2; blocks 22-23
-    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 82, 2, 4, 0},
+    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 85, 2, 4, 0},
     // lane 17: tree 17 (out, root gpu1) on gpu3: relay, parent gpu2, children gpu0; blocks 24-25
-    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 88, 2, 4, 0},
+    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 91, 2, 4, 0},
     // lane 18: tree 18 (out, root gpu2) on gpu3: relay, parent gpu2, children gpu0; blocks 26-27
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 94, 2, 4, 0},
-    // lane 19: tree 19 (out, root gpu3) on gpu3: root, children gpu1 gpu2 gpu7; blocks 28-29
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 100, 3, 4, 0},
-    // lane 20: tree 20 (out, root gpu4) on gpu3: leaf, parent gpu0; blocks 30-31
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 107, 1, 0, 1},
-    // lane 21: tree 21 (out, root gpu5) on gpu3: leaf, parent gpu1; blocks 32-33
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 109, 1, 0, 1},
-    // lane 22: tree 22 (out, root gpu6) on gpu3: leaf, parent gpu7; blocks 34-34
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 111, 1, 0, 1},
-    // lane 23: tree 23 (out, root gpu7) on gpu3: relay, parent gpu2, children gpu4; blocks 35-35
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 113, 2, 4, 0},
-    // lane 24: tree 24 (out, root gpu6) on gpu3: leaf, parent gpu7; blocks 36-36
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 119, 1, 0, 1},
-    // lane 25: tree 25 (out, root gpu7) on gpu3: leaf, parent gpu7; blocks 37-37
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 121, 1, 0, 1},
-    // lane 26: tree 26 (out, root gpu6) on gpu3: leaf, parent gpu2; blocks 38-38
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 123, 1, 0, 1},
-    // lane 27: tree 27 (out, root gpu7) on gpu3: relay, parent gpu7, children gpu0 gpu2; blocks 39-39
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 125, 3, 4, 0},
-    // lane 28: tree 28 (out, root gpu6) on gpu3: relay, parent gpu0, children gpu7; blocks 40-40
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 132, 2, 4, 0},
-    // lane 29: tree 29 (out, root gpu7) on gpu3: relay, parent gpu7, children gpu1; blocks 41-41
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 138, 2, 4, 0},
-    // lane 30: tree 30 (out, root gpu6) on gpu3: leaf, parent gpu0; blocks 42-42
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 144, 1, 0, 1},
-    // lane 31: tree 31 (out, root gpu7) on gpu3: leaf, parent gpu1; blocks 43-43
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 146, 1, 0, 1},
+    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 97, 2, 4, 0},
+    // lane 19: tree 20 (out, root gpu4) on gpu3: leaf, parent gpu0; blocks 28-29
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 103, 1, 0, 1},
+    // lane 20: tree 21 (out, root gpu5) on gpu3: leaf, parent gpu1; blocks 30-31
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 105, 1, 0, 1},
+    // lane 21: tree 22 (out, root gpu6) on gpu3: leaf, parent gpu7; blocks 32-32
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 107, 1, 0, 1},
+    // lane 22: tree 23 (out, root gpu7) on gpu3: relay, parent gpu2, children gpu4; blocks 33-33
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 109, 2, 4, 0},
+    // lane 23: tree 24 (out, root gpu6) on gpu3: leaf, parent gpu7; blocks 34-34
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 115, 1, 0, 1},
+    // lane 24: tree 25 (out, root gpu7) on gpu3: leaf, parent gpu7; blocks 35-35
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 117, 1, 0, 1},
+    // lane 25: tree 26 (out, root gpu6) on gpu3: leaf, parent gpu2; blocks 36-36
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 119, 1, 0, 1},
+    // lane 26: tree 27 (out, root gpu7) on gpu3: relay, parent gpu7, children gpu0 gpu2; blocks 37-37
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 121, 3, 4, 0},
+    // lane 27: tree 28 (out, root gpu6) on gpu3: relay, parent gpu0, children gpu7; blocks 38-38
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 128, 2, 4, 0},
+    // lane 28: tree 29 (out, root gpu7) on gpu3: relay, parent gpu7, children gpu1; blocks 39-39
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 134, 2, 4, 0},
+    // lane 29: tree 30 (out, root gpu6) on gpu3: leaf, parent gpu0; blocks 40-40
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 140, 1, 0, 1},
+    // lane 30: tree 31 (out, root gpu7) on gpu3: leaf, parent gpu1; blocks 41-41
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 142, 1, 0, 1},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -2155,6 +2114,12 @@ __device__ const StepRec kSteps[] = {
     // lane 3: tree 3 on gpu3
     // prologue: signal gpu1.flag[12+l], gpu2.flag[16+l], gpu7.flag[14+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
     {kSignal, kUntilEpoch, 0, 0, 3, 9, 1, {0, 0}, -1},
+    // prologue: wait gpu3.flag[51+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 51}, -1},
+    // prologue: wait gpu3.flag[53+l] >= (e, 0) (gpu2 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 53}, -1},
+    // prologue: wait gpu3.flag[55+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 55}, -1},
     // chunk i: wait gpu3.flag[12+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 12}, -1},
     // chunk i: wait gpu3.flag[14+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
@@ -2163,40 +2128,40 @@ __device__ const StepRec kSteps[] = {
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 16}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: reduce gpu3.send + gpu3.fifo@6291456+l*1048576 + gpu3.fifo@8388608+l*1048576 + gpu3.fifo@10485760+l*1048576 -> gpu3.recv (reduce my input with my children's partials into my output)
-    {kReduceCopy, kUntilEpoch, 4, 1, 0, 9, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[12+l], gpu2.flag[16+l], gpu7.flag[14+l], gpu3.flag[18+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 4, 12, 0, {0, 0}, -1},
+    // chunk i: reduce gpu3.send + gpu3.fifo@6291456+l*1048576 + gpu3.fifo@8388608+l*1048576 + gpu3.fifo@10485760+l*1048576 -> gpu3.recv, gpu1.recv, gpu2.recv, gpu7.recv (reduce my input with my children's partials into my output; and send it to every out-tree child (fused with tree 19))
+    {kReduceCopy, kUntilEpoch, 4, 4, 0, 9, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[12+l], gpu2.flag[16+l], gpu7.flag[14+l], gpu3.flag[18+l], gpu1.flag[51+l], gpu2.flag[54+l], gpu7.flag[55+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again; chunk i is in my out-tree children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 7, 12, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu3
     // chunk i: wait gpu3.flag[20+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 20}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.send -> gpu0.fifo@6291456+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 14, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 17, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[14+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 16, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 19, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu3
     // chunk i: wait gpu3.flag[22+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 22}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.send -> gpu1.fifo@10485760+l*1048576 (send my input to gpu1)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 16, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 19, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[20+l] := (e, i+1) (chunk i is in gpu1's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 17, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu3
     // chunk i: wait gpu3.flag[24+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 24}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.send -> gpu7.fifo@8388608+l*1048576 (send my input to gpu7)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[20+l] := (e, i+1) (chunk i is in gpu7's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu3
     // prologue: signal gpu4.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
     // chunk i: wait gpu3.flag[25+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 25}, -1},
     // chunk i: wait gpu3.flag[26+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
@@ -2204,39 +2169,39 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu3.send + gpu3.fifo@12582912+l*1048576 -> gpu2.fifo@11534336+l*1048576 (reduce my input with my children's partials into gpu2's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[24+l], gpu4.flag[26+l] := (e, i+1) (chunk i is in gpu2's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu3
     // chunk i: wait gpu3.flag[27+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 27}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.send -> gpu7.fifo@11534336+l*1048576 (send my input to gpu7)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 26, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[25+l] := (e, i+1) (chunk i is in gpu7's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 25, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu3
     // chunk i: wait gpu3.flag[28+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 28}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.send -> gpu7.fifo@12582912+l*1048576 (send my input to gpu7)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 28, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[27+l] := (e, i+1) (chunk i is in gpu7's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 26, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu3
     // chunk i: wait gpu3.flag[29+l] >= (e, i+1-depth) (gpu2 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 29}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.send -> gpu2.fifo@15728640+l*1048576 (send my input to gpu2)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 30, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[31+l] := (e, i+1) (chunk i is in gpu2's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 27, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu3
     // prologue: signal gpu0.flag[32+l], gpu2.flag[33+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 25, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 28, 1, {0, 0}, -1},
     // chunk i: wait gpu3.flag[30+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 30}, -1},
     // chunk i: wait gpu3.flag[31+l] >= (e, i+1) (gpu2's partial result for chunk i is in my FIFO)
@@ -2246,12 +2211,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu3.send + gpu3.fifo@13631488+l*1048576 + gpu3.fifo@14680064+l*1048576 -> gpu7.fifo@17825792+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 32, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[34+l], gpu0.flag[32+l], gpu2.flag[33+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 27, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 30, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu3
     // prologue: signal gpu7.flag[37+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 30, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 33, 1, {0, 0}, -1},
     // chunk i: wait gpu3.flag[33+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 33}, -1},
     // chunk i: wait gpu3.flag[34+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
@@ -2259,12 +2224,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu3.send + gpu3.fifo@15728640+l*1048576 -> gpu0.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu0's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 33, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 36, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[33+l], gpu7.flag[37+l] := (e, i+1) (chunk i is in gpu0's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 31, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 34, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu3
     // prologue: signal gpu1.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 33, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 36, 1, {0, 0}, -1},
     // chunk i: wait gpu3.flag[35+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 35}, -1},
     // chunk i: wait gpu3.flag[36+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
@@ -2272,30 +2237,30 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu3.send + gpu3.fifo@16777216+l*1048576 -> gpu7.fifo@19922944+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 36, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 39, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[38+l], gpu1.flag[36+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 34, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 37, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu3
     // chunk i: wait gpu3.flag[37+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 37}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.send -> gpu0.fifo@19922944+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 39, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 42, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[39+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 36, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 39, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu3
     // chunk i: wait gpu3.flag[38+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 38}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.send -> gpu1.fifo@18874368+l*1048576 (send my input to gpu1)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 41, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 44, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[39+l] := (e, i+1) (chunk i is in gpu1's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 37, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 40, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu3
     // prologue: signal gpu0.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 38, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 41, 1, {0, 0}, -1},
     // prologue: wait gpu3.flag[41+l] >= (e, 0) (gpu2 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 41}, -1},
     // chunk i: wait gpu3.flag[39+l] >= (e, i+1) (chunk i from gpu0 has arrived)
@@ -2303,12 +2268,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.recv -> gpu2.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 43, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 46, 0, {0, 0}, -1},
     // chunk i: signal gpu2.flag[42+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu3
     // prologue: signal gpu2.flag[48+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 40, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},
     // prologue: wait gpu3.flag[45+l] >= (e, 0) (gpu0 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 45}, -1},
     // chunk i: wait gpu3.flag[43+l] >= (e, i+1) (chunk i from gpu2 has arrived)
@@ -2316,12 +2281,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.recv -> gpu0.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 45, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 48, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[47+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 41, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 44, 0, {0, 0}, -1},
     // lane 18: tree 18 on gpu3
     // prologue: signal gpu2.flag[52+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},
     // prologue: wait gpu3.flag[49+l] >= (e, 0) (gpu0 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 49}, -1},
     // chunk i: wait gpu3.flag[47+l] >= (e, i+1) (chunk i from gpu2 has arrived)
@@ -2329,40 +2294,25 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.recv -> gpu0.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 47, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 50, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[49+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 0, {0, 0}, -1},
-    // lane 19: tree 19 on gpu3
-    // prologue: wait gpu3.flag[51+l] >= (e, 0) (gpu1 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 51}, -1},
-    // prologue: wait gpu3.flag[53+l] >= (e, 0) (gpu2 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 53}, -1},
-    // prologue: wait gpu3.flag[55+l] >= (e, 0) (gpu7 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 55}, -1},
-    // chunk i: wait gpu3.flag[18+l] >= (e, step covering chunk i) of tree 3's block b, every b (tree 3 has reduced chunk i's elements)
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {3, 18}, 3},
-    // chunk i: sync
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu3.recv -> gpu1.recv, gpu2.recv, gpu7.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 3, 0, 49, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[51+l], gpu2.flag[54+l], gpu7.flag[55+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 3, 44, 0, {0, 0}, -1},
-    // lane 20: tree 20 on gpu3
+    {kSignal, kUntilEpoch, 0, 0, 1, 46, 0, {0, 0}, -1},
+    // lane 19: tree 20 on gpu3
     // prologue: signal gpu0.flag[57+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},
     // epilogue: wait gpu3.flag[57+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 57}, -1},
-    // lane 21: tree 21 on gpu3
+    // lane 20: tree 21 on gpu3
     // prologue: signal gpu1.flag[61+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 48, 1, {0, 0}, -1},
     // epilogue: wait gpu3.flag[59+l] >= (e, n) (every chunk from gpu1 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 59}, -1},
-    // lane 22: tree 22 on gpu3
+    // lane 21: tree 22 on gpu3
     // prologue: signal gpu7.flag[64+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},
     // epilogue: wait gpu3.flag[61+l] >= (e, n) (every chunk from gpu7 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 61}, -1},
-    // lane 23: tree 23 on gpu3
+    // lane 22: tree 23 on gpu3
     // prologue: signal gpu2.flag[65+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
     // prologue: wait gpu3.flag[63+l] >= (e, 0) (gpu4 has entered this launch)
@@ -2372,25 +2322,25 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.recv -> gpu4.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 52, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[63+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},
-    // lane 24: tree 24 on gpu3
+    // lane 23: tree 24 on gpu3
     // prologue: signal gpu7.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
     // epilogue: wait gpu3.flag[64+l] >= (e, n) (every chunk from gpu7 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 64}, -1},
-    // lane 25: tree 25 on gpu3
+    // lane 24: tree 25 on gpu3
     // prologue: signal gpu7.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
     // epilogue: wait gpu3.flag[65+l] >= (e, n) (every chunk from gpu7 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 65}, -1},
-    // lane 26: tree 26 on gpu3
+    // lane 25: tree 26 on gpu3
     // prologue: signal gpu2.flag[72+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
     // epilogue: wait gpu3.flag[66+l] >= (e, n) (every chunk from gpu2 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 66}, -1},
-    // lane 27: tree 27 on gpu3
+    // lane 26: tree 27 on gpu3
     // prologue: signal gpu7.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
     // prologue: wait gpu3.flag[68+l] >= (e, 0) (gpu0 has entered this launch)
@@ -2402,10 +2352,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.recv -> gpu0.recv, gpu2.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 55, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 54, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[73+l], gpu2.flag[73+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 56, 0, {0, 0}, -1},
-    // lane 28: tree 28 on gpu3
+    // lane 27: tree 28 on gpu3
     // prologue: signal gpu0.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
     // prologue: wait gpu3.flag[71+l] >= (e, 0) (gpu7 has entered this launch)
@@ -2415,10 +2365,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.recv -> gpu7.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 58, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[77+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 59, 0, {0, 0}, -1},
-    // lane 29: tree 29 on gpu3
+    // lane 28: tree 29 on gpu3
     // prologue: signal gpu7.flag[78+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
     // prologue: wait gpu3.flag[73+l] >= (e, 0) (gpu1 has entered this launch)
@@ -2428,15 +2378,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu3.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 60, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 59, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[72+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
-    // lane 30: tree 30 on gpu3
+    // lane 29: tree 30 on gpu3
     // prologue: signal gpu0.flag[81+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
     // epilogue: wait gpu3.flag[74+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {3, 74}, -1},
-    // lane 31: tree 31 on gpu3
+    // lane 30: tree 31 on gpu3
     // prologue: signal gpu1.flag[79+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 63, 1, {0, 0}, -1},
     // epilogue: wait gpu3.flag[75+l] >= (e, n) (every chunk from gpu1 has arrived)
@@ -2459,6 +2409,9 @@ __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 3, 8388608},
     {kFifo, kWhole, 3, 10485760},
     {kRecv, kWhole, 3, 0},
+    {kRecv, kWhole, 1, 0},
+    {kRecv, kWhole, 2, 0},
+    {kRecv, kWhole, 7, 0},
     {kSend, kWhole, 3, 0},
     {kFifo, kWhole, 0, 6291456},
     {kSend, kWhole, 3, 0},
@@ -2495,10 +2448,6 @@ __device__ const BufferRec kBuffers[] = {
     {kRecv, kWhole, 3, 0},
     {kRecv, kWhole, 0, 0},
     {kRecv, kWhole, 3, 0},
-    {kRecv, kWhole, 1, 0},
-    {kRecv, kWhole, 2, 0},
-    {kRecv, kWhole, 7, 0},
-    {kRecv, kWhole, 3, 0},
     {kRecv, kWhole, 4, 0},
     {kRecv, kWhole, 3, 0},
     {kRecv, kWhole, 0, 0},
@@ -2527,6 +2476,9 @@ __device__ const FlagRec kFlags[] = {
     {2, 16},
     {7, 14},
     {3, 18},
+    {1, 51},
+    {2, 54},
+    {7, 55},
     {0, 14},
     {1, 20},
     {7, 20},
@@ -2555,9 +2507,6 @@ __device__ const FlagRec kFlags[] = {
     {0, 47},
     {2, 52},
     {0, 49},
-    {1, 51},
-    {2, 54},
-    {7, 55},
     {0, 57},
     {1, 61},
     {7, 64},
@@ -2612,7 +2561,6 @@ __device__ const BlockRec kBlocks[] = {
     {20, 0},
     {20, 1},
     {21, 0},
-    {21, 1},
     {22, 0},
     {23, 0},
     {24, 0},
@@ -2622,7 +2570,6 @@ __device__ const BlockRec kBlocks[] = {
     {28, 0},
     {29, 0},
     {30, 0},
-    {31, 0},
 };
 
 } // namespace dev3
@@ -2644,61 +2591,59 @@ __device__ const LaneRec kLanes[] = {
     // lane 3: tree 3 (in, root gpu3) on gpu4: relay, parent gpu7, children gpu0; blocks 6-7
     {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 16, 1, 5, 0},
     // lane 4: tree 4 (in, root gpu4) on gpu4: root, children gpu0 gpu5; blocks 8-9
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 22, 1, 5, 0},
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 22, 3, 5, 0},
     // lane 5: tree 5 (in, root gpu5) on gpu4: relay, parent gpu5, children gpu6; blocks 10-11
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 28, 1, 5, 0},
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 30, 1, 5, 0},
     // lane 6: tree 6 (in, root gpu6) on gpu4: leaf, parent gpu6; blocks 12-12
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 34, 0, 4, 0},
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 36, 0, 4, 0},
     // lane 7: tree 7 (in, root gpu7) on gpu4: relay, parent gpu3, children gpu5; blocks 13-13
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 38, 1, 5, 0},
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 40, 1, 5, 0},
     // lane 8: tree 8 (in, root gpu6) on gpu4: leaf, parent gpu6; blocks 14-14
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 44, 0, 4, 0},
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 46, 0, 4, 0},
     // lane 9: tree 9 (in, root gpu7) on gpu4: leaf, parent gpu7; blocks 15-15
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 48, 0, 4, 0},
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 50, 0, 4, 0},
     // lane 10: tree 10 (in, root gpu6) on gpu4: relay, parent gpu6, children gpu7; blocks 16-16
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 52, 1, 5, 0},
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 54, 1, 5, 0},
     // lane 11: tree 11 (in, root gpu7) on gpu4: leaf, parent gpu6; blocks 17-17
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 58, 0, 4, 0},
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 60, 0, 4, 0},
     // lane 12: tree 12 (in, root gpu6) on gpu4: leaf, parent gpu0; blocks 18-18
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 62, 0, 4, 0},
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 64, 0, 4, 0},
     // lane 13: tree 13 (in, root gpu7) on gpu4: leaf, parent gpu0; blocks 19-19
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 66, 0, 4, 0},
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 68, 0, 4, 0},
     // lane 14: tree 14 (in, root gpu6) on gpu4: relay, parent gpu6, children gpu0 gpu5; blocks 20-20
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 70, 1, 6, 0},
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 72, 1, 6, 0},
     // lane 15: tree 15 (in, root gpu7) on gpu4: relay, parent gpu5, children gpu0 gpu6; blocks 21-21
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 77, 1, 6, 0},
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 79, 1, 6, 0},
     // lane 16: tree 16 (out, root gpu0) on gpu4: relay, parent gpu0, children gpu7; blocks 22-23
-    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 84, 2, 4, 0},
+    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 86, 2, 4, 0},
     // lane 17: tree 17 (out, root gpu1) on gpu4: leaf, parent gpu7; blocks 24-25
-    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 90, 1, 0, 1},
+    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 92, 1, 0, 1},
     // lane 18: tree 18 (out, root gpu2) on gpu4: relay, parent gpu0, children gpu7; blocks 26-27
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 92, 2, 4, 0},
+    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 94, 2, 4, 0},
     // lane 19: tree 19 (out, root gpu3) on gpu4: relay, parent gpu7, children gpu0; blocks 28-29
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 98, 2, 4, 0},
-    // lane 20: tree 20 (out, root gpu4) on gpu4: root, children gpu0 gpu5; blocks 30-31
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 104, 2, 4, 0},
-    // lane 21: tree 21 (out, root gpu5) on gpu4: relay, parent gpu5, children gpu6; blocks 32-33
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 110, 2, 4, 0},
-    // lane 22: tree 22 (out, root gpu6) on gpu4: leaf, parent gpu6; blocks 34-34
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 116, 1, 0, 1},
-    // lane 23: tree 23 (out, root gpu7) on gpu4: relay, parent gpu3, children gpu5; blocks 35-35
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 118, 2, 4, 0},
-    // lane 24: tree 24 (out, root gpu6) on gpu4: leaf, parent gpu6; blocks 36-36
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 124, 1, 0, 1},
-    // lane 25: tree 25 (out, root gpu7) on gpu4: leaf, parent gpu7; blocks 37-37
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 126, 1, 0, 1},
-    // lane 26: tree 26 (out, root gpu6) on gpu4: relay, parent gpu6, children gpu7; blocks 38-38
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 128, 2, 4, 0},
-    // lane 27: tree 27 (out, root gpu7) on gpu4: leaf, parent gpu6; blocks 39-39
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 134, 1, 0, 1},
-    // lane 28: tree 28 (out, root gpu6) on gpu4: leaf, parent gpu0; blocks 40-40
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 136, 1, 0, 1},
-    // lane 29: tree 29 (out, root gpu7) on gpu4: leaf, parent gpu0; blocks 41-41
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 138, 1, 0, 1},
-    // lane 30: tree 30 (out, root gpu6) on gpu4: relay, parent gpu6, children gpu0 gpu5; blocks 42-42
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 140, 3, 4, 0},
-    // lane 31: tree 31 (out, root gpu7) on gpu4: relay, parent gpu5, children gpu0 gpu6; blocks 43-43
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 147, 3, 4, 0},
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 100, 2, 4, 0},
+    // lane 20: tree 21 (out, root gpu5) on gpu4: relay, parent gpu5, children gpu6; blocks 30-31
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 106, 2, 4, 0},
+    // lane 21: tree 22 (out, root gpu6) on gpu4: leaf, parent gpu6; blocks 32-32
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 112, 1, 0, 1},
+    // lane 22: tree 23 (out, root gpu7) on gpu4: relay, parent gpu3, children gpu5; blocks 33-33
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 114, 2, 4, 0},
+    // lane 23: tree 24 (out, root gpu6) on gpu4: leaf, parent gpu6; blocks 34-34
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 120, 1, 0, 1},
+    // lane 24: tree 25 (out, root gpu7) on gpu4: leaf, parent gpu7; blocks 35-35
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 122, 1, 0, 1},
+    // lane 25: tree 26 (out, root gpu6) on gpu4: relay, parent gpu6, children gpu7; blocks 36-36
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 124, 2, 4, 0},
+    // lane 26: tree 27 (out, root gpu7) on gpu4: leaf, parent gpu6; blocks 37-37
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 130, 1, 0, 1},
+    // lane 27: tree 28 (out, root gpu6) on gpu4: leaf, parent gpu0; blocks 38-38
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 132, 1, 0, 1},
+    // lane 28: tree 29 (out, root gpu7) on gpu4: leaf, parent gpu0; blocks 39-39
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 134, 1, 0, 1},
+    // lane 29: tree 30 (out, root gpu6) on gpu4: relay, parent gpu6, children gpu0 gpu5; blocks 40-40
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 136, 3, 4, 0},
+    // lane 30: tree 31 (out, root gpu7) on gpu4: relay, parent gpu5, children gpu0 gpu6; blocks 41-41
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 143, 3, 4, 0},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -2754,19 +2699,23 @@ __device__ const StepRec kSteps[] = {
     // lane 4: tree 4 on gpu4
     // prologue: signal gpu0.flag[16+l], gpu5.flag[14+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
     {kSignal, kUntilEpoch, 0, 0, 2, 10, 1, {0, 0}, -1},
+    // prologue: wait gpu4.flag[54+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 54}, -1},
+    // prologue: wait gpu4.flag[56+l] >= (e, 0) (gpu5 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 56}, -1},
     // chunk i: wait gpu4.flag[14+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 14}, -1},
     // chunk i: wait gpu4.flag[16+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 16}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: reduce gpu4.send + gpu4.fifo@6291456+l*1048576 + gpu4.fifo@8388608+l*1048576 -> gpu4.recv (reduce my input with my children's partials into my output)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 11, 0, {0, 0}, -1},
-    // chunk i: signal gpu0.flag[16+l], gpu5.flag[14+l], gpu4.flag[18+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 12, 0, {0, 0}, -1},
+    // chunk i: reduce gpu4.send + gpu4.fifo@6291456+l*1048576 + gpu4.fifo@8388608+l*1048576 -> gpu4.recv, gpu0.recv, gpu5.recv (reduce my input with my children's partials into my output; and send it to every out-tree child (fused with tree 20))
+    {kReduceCopy, kUntilEpoch, 3, 3, 0, 11, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[16+l], gpu5.flag[14+l], gpu4.flag[18+l], gpu0.flag[55+l], gpu5.flag[49+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again; chunk i is in my out-tree children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 5, 12, 0, {0, 0}, -1},
     // lane 5: tree 5 on gpu4
     // prologue: signal gpu6.flag[18+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 15, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 17, 1, {0, 0}, -1},
     // chunk i: wait gpu4.flag[20+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 20}, -1},
     // chunk i: wait gpu4.flag[22+l] >= (e, i+1-depth) (gpu5 has a free FIFO slot for chunk i)
@@ -2774,21 +2723,21 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu4.send + gpu4.fifo@10485760+l*1048576 -> gpu5.fifo@8388608+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 15, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 17, 0, {0, 0}, -1},
     // chunk i: signal gpu5.flag[18+l], gpu6.flag[18+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 16, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 18, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu4
     // chunk i: wait gpu4.flag[24+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 24}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.send -> gpu6.fifo@9437184+l*1048576 (send my input to gpu6)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 20, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[21+l] := (e, i+1) (chunk i is in gpu6's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 20, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu4
     // prologue: signal gpu5.flag[26+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 1, {0, 0}, -1},
     // chunk i: wait gpu4.flag[25+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 25}, -1},
     // chunk i: wait gpu4.flag[26+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
@@ -2796,30 +2745,30 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu4.send + gpu4.fifo@12582912+l*1048576 -> gpu3.fifo@12582912+l*1048576 (reduce my input with my children's partials into gpu3's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 22, 0, {0, 0}, -1},
     // chunk i: signal gpu3.flag[25+l], gpu5.flag[26+l] := (e, i+1) (chunk i is in gpu3's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 22, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu4
     // chunk i: wait gpu4.flag[27+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 27}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.send -> gpu6.fifo@12582912+l*1048576 (send my input to gpu6)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[26+l] := (e, i+1) (chunk i is in gpu6's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu4
     // chunk i: wait gpu4.flag[28+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 28}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.send -> gpu7.fifo@13631488+l*1048576 (send my input to gpu7)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[28+l] := (e, i+1) (chunk i is in gpu7's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 25, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu4
     // prologue: signal gpu7.flag[33+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 24, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 26, 1, {0, 0}, -1},
     // chunk i: wait gpu4.flag[29+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 29}, -1},
     // chunk i: wait gpu4.flag[30+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
@@ -2827,39 +2776,39 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu4.send + gpu4.fifo@13631488+l*1048576 -> gpu6.fifo@17825792+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 27, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 29, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[33+l], gpu7.flag[33+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 25, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 27, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu4
     // chunk i: wait gpu4.flag[31+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 31}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.send -> gpu6.fifo@18874368+l*1048576 (send my input to gpu6)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 30, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 32, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[35+l] := (e, i+1) (chunk i is in gpu6's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 27, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 29, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu4
     // chunk i: wait gpu4.flag[32+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 32}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.send -> gpu0.fifo@16777216+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 32, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 34, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[34+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 28, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 30, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu4
     // chunk i: wait gpu4.flag[33+l] >= (e, i+1-depth) (gpu0 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 33}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.send -> gpu0.fifo@17825792+l*1048576 (send my input to gpu0)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 34, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 36, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[36+l] := (e, i+1) (chunk i is in gpu0's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 29, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 31, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu4
     // prologue: signal gpu0.flag[40+l], gpu5.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 30, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 32, 1, {0, 0}, -1},
     // chunk i: wait gpu4.flag[34+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 34}, -1},
     // chunk i: wait gpu4.flag[35+l] >= (e, i+1) (gpu5's partial result for chunk i is in my FIFO)
@@ -2869,12 +2818,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu4.send + gpu4.fifo@14680064+l*1048576 + gpu4.fifo@15728640+l*1048576 -> gpu6.fifo@20971520+l*1048576 (reduce my input with my children's partials into gpu6's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 36, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 38, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[40+l], gpu0.flag[40+l], gpu5.flag[36+l] := (e, i+1) (chunk i is in gpu6's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 32, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 34, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu4
     // prologue: signal gpu0.flag[42+l], gpu6.flag[42+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 35, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 37, 1, {0, 0}, -1},
     // chunk i: wait gpu4.flag[37+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {4, 37}, -1},
     // chunk i: wait gpu4.flag[38+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
@@ -2884,12 +2833,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu4.send + gpu4.fifo@16777216+l*1048576 + gpu4.fifo@17825792+l*1048576 -> gpu5.fifo@16777216+l*1048576 (reduce my input with my children's partials into gpu5's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 40, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 42, 0, {0, 0}, -1},
     // chunk i: signal gpu5.flag[37+l], gpu0.flag[42+l], gpu6.flag[42+l] := (e, i+1) (chunk i is in gpu5's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 37, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 39, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu4
     // prologue: signal gpu0.flag[45+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 40, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
     // prologue: wait gpu4.flag[42+l] >= (e, 0) (gpu7 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 42}, -1},
     // chunk i: wait gpu4.flag[40+l] >= (e, i+1) (chunk i from gpu0 has arrived)
@@ -2897,17 +2846,17 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.recv -> gpu7.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 44, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 46, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[43+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 41, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 0, {0, 0}, -1},
     // lane 17: tree 17 on gpu4
     // prologue: signal gpu7.flag[49+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 44, 1, {0, 0}, -1},
     // epilogue: wait gpu4.flag[44+l] >= (e, n) (every chunk from gpu7 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 44}, -1},
     // lane 18: tree 18 on gpu4
     // prologue: signal gpu0.flag[51+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},
     // prologue: wait gpu4.flag[48+l] >= (e, 0) (gpu7 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 48}, -1},
     // chunk i: wait gpu4.flag[46+l] >= (e, i+1) (chunk i from gpu0 has arrived)
@@ -2915,12 +2864,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.recv -> gpu7.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 46, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 48, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[51+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 44, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 46, 0, {0, 0}, -1},
     // lane 19: tree 19 on gpu4
     // prologue: signal gpu7.flag[57+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 47, 1, {0, 0}, -1},
     // prologue: wait gpu4.flag[52+l] >= (e, 0) (gpu0 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 52}, -1},
     // chunk i: wait gpu4.flag[50+l] >= (e, i+1) (chunk i from gpu7 has arrived)
@@ -2928,23 +2877,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.recv -> gpu0.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 48, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 50, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[53+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 46, 0, {0, 0}, -1},
-    // lane 20: tree 20 on gpu4
-    // prologue: wait gpu4.flag[54+l] >= (e, 0) (gpu0 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 54}, -1},
-    // prologue: wait gpu4.flag[56+l] >= (e, 0) (gpu5 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {4, 56}, -1},
-    // chunk i: wait gpu4.flag[18+l] >= (e, step covering chunk i) of tree 4's block b, every b (tree 4 has reduced chunk i's elements)
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {4, 18}, 4},
-    // chunk i: sync
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu4.recv -> gpu0.recv, gpu5.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 50, 0, {0, 0}, -1},
-    // chunk i: signal gpu0.flag[55+l], gpu5.flag[49+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 2, 47, 0, {0, 0}, -1},
-    // lane 21: tree 21 on gpu4
+    {kSignal, kUntilEpoch, 0, 0, 1, 48, 0, {0, 0}, -1},
+    // lane 20: tree 21 on gpu4
     // prologue: signal gpu5.flag[57+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},
     // prologue: wait gpu4.flag[60+l] >= (e, 0) (gpu6 has entered this launch)
@@ -2954,15 +2890,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.recv -> gpu6.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 53, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 52, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[61+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 50, 0, {0, 0}, -1},
-    // lane 22: tree 22 on gpu4
+    // lane 21: tree 22 on gpu4
     // prologue: signal gpu6.flag[64+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 51, 1, {0, 0}, -1},
     // epilogue: wait gpu4.flag[62+l] >= (e, n) (every chunk from gpu6 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 62}, -1},
-    // lane 23: tree 23 on gpu4
+    // lane 22: tree 23 on gpu4
     // prologue: signal gpu3.flag[63+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
     // prologue: wait gpu4.flag[64+l] >= (e, 0) (gpu5 has entered this launch)
@@ -2972,20 +2908,20 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.recv -> gpu5.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 55, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 54, 0, {0, 0}, -1},
     // chunk i: signal gpu5.flag[62+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 53, 0, {0, 0}, -1},
-    // lane 24: tree 24 on gpu4
+    // lane 23: tree 24 on gpu4
     // prologue: signal gpu6.flag[68+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
     // epilogue: wait gpu4.flag[65+l] >= (e, n) (every chunk from gpu6 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 65}, -1},
-    // lane 25: tree 25 on gpu4
+    // lane 24: tree 25 on gpu4
     // prologue: signal gpu7.flag[70+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
     // epilogue: wait gpu4.flag[66+l] >= (e, n) (every chunk from gpu7 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 66}, -1},
-    // lane 26: tree 26 on gpu4
+    // lane 25: tree 26 on gpu4
     // prologue: signal gpu6.flag[74+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 56, 1, {0, 0}, -1},
     // prologue: wait gpu4.flag[68+l] >= (e, 0) (gpu7 has entered this launch)
@@ -2995,25 +2931,25 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.recv -> gpu7.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 56, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[73+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 57, 0, {0, 0}, -1},
-    // lane 27: tree 27 on gpu4
+    // lane 26: tree 27 on gpu4
     // prologue: signal gpu6.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
     // epilogue: wait gpu4.flag[69+l] >= (e, n) (every chunk from gpu6 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 69}, -1},
-    // lane 28: tree 28 on gpu4
+    // lane 27: tree 28 on gpu4
     // prologue: signal gpu0.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},
     // epilogue: wait gpu4.flag[70+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 70}, -1},
-    // lane 29: tree 29 on gpu4
+    // lane 28: tree 29 on gpu4
     // prologue: signal gpu0.flag[78+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
     // epilogue: wait gpu4.flag[71+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {4, 71}, -1},
-    // lane 30: tree 30 on gpu4
+    // lane 29: tree 30 on gpu4
     // prologue: signal gpu6.flag[79+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 61, 1, {0, 0}, -1},
     // prologue: wait gpu4.flag[73+l] >= (e, 0) (gpu0 has entered this launch)
@@ -3025,10 +2961,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.recv -> gpu0.recv, gpu5.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 59, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 58, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[79+l], gpu5.flag[72+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 62, 0, {0, 0}, -1},
-    // lane 31: tree 31 on gpu4
+    // lane 30: tree 31 on gpu4
     // prologue: signal gpu5.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 64, 1, {0, 0}, -1},
     // prologue: wait gpu4.flag[76+l] >= (e, 0) (gpu0 has entered this launch)
@@ -3040,7 +2976,7 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu4.recv -> gpu0.recv, gpu6.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 62, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 61, 0, {0, 0}, -1},
     // chunk i: signal gpu0.flag[82+l], gpu6.flag[80+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 65, 0, {0, 0}, -1},
 };
@@ -3062,6 +2998,8 @@ __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 4, 6291456},
     {kFifo, kWhole, 4, 8388608},
     {kRecv, kWhole, 4, 0},
+    {kRecv, kWhole, 0, 0},
+    {kRecv, kWhole, 5, 0},
     {kSend, kWhole, 4, 0},
     {kFifo, kWhole, 4, 10485760},
     {kFifo, kWhole, 5, 8388608},
@@ -3098,9 +3036,6 @@ __device__ const BufferRec kBuffers[] = {
     {kRecv, kWhole, 4, 0},
     {kRecv, kWhole, 0, 0},
     {kRecv, kWhole, 4, 0},
-    {kRecv, kWhole, 0, 0},
-    {kRecv, kWhole, 5, 0},
-    {kRecv, kWhole, 4, 0},
     {kRecv, kWhole, 6, 0},
     {kRecv, kWhole, 4, 0},
     {kRecv, kWhole, 5, 0},
@@ -3131,6 +3066,8 @@ __device__ const FlagRec kFlags[] = {
     {0, 16},
     {5, 14},
     {4, 18},
+    {0, 55},
+    {5, 49},
     {6, 18},
     {5, 18},
     {6, 18},
@@ -3163,8 +3100,6 @@ __device__ const FlagRec kFlags[] = {
     {7, 51},
     {7, 57},
     {0, 53},
-    {0, 55},
-    {5, 49},
     {5, 57},
     {6, 61},
     {6, 64},
@@ -3220,7 +3155,6 @@ __device__ const BlockRec kBlocks[] = {
     {20, 0},
     {20, 1},
     {21, 0},
-    {21, 1},
     {22, 0},
     {23, 0},
     {24, 0},
@@ -3230,7 +3164,6 @@ __device__ const BlockRec kBlocks[] = {
     {28, 0},
     {29, 0},
     {30, 0},
-    {31, 0},
 };
 
 } // namespace dev4
@@ -3254,59 +3187,57 @@ __device__ const LaneRec kLanes[] = {
     // lane 4: tree 4 (in, root gpu4) on gpu5: relay, parent gpu4, children gpu1 gpu6; blocks 8-9
     {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 18, 1, 6, 0},
     // lane 5: tree 5 (in, root gpu5) on gpu5: root, children gpu1 gpu4 gpu7; blocks 10-11
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 25, 1, 6, 0},
+    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 25, 4, 6, 0},
     // lane 6: tree 6 (in, root gpu6) on gpu5: leaf, parent gpu7; blocks 12-12
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 32, 0, 4, 0},
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 35, 0, 4, 0},
     // lane 7: tree 7 (in, root gpu7) on gpu5: relay, parent gpu4, children gpu6; blocks 13-13
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 36, 1, 5, 0},
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 39, 1, 5, 0},
     // lane 8: tree 8 (in, root gpu6) on gpu5: leaf, parent gpu6; blocks 14-14
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 42, 0, 4, 0},
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 45, 0, 4, 0},
     // lane 9: tree 9 (in, root gpu7) on gpu5: leaf, parent gpu7; blocks 15-15
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 46, 0, 4, 0},
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 49, 0, 4, 0},
     // lane 10: tree 10 (in, root gpu6) on gpu5: leaf, parent gpu7; blocks 16-16
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 50, 0, 4, 0},
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 53, 0, 4, 0},
     // lane 11: tree 11 (in, root gpu7) on gpu5: relay, parent gpu7, children gpu1 gpu6; blocks 17-17
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 54, 1, 6, 0},
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 57, 1, 6, 0},
     // lane 12: tree 12 (in, root gpu6) on gpu5: leaf, parent gpu1; blocks 18-18
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 61, 0, 4, 0},
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 64, 0, 4, 0},
     // lane 13: tree 13 (in, root gpu7) on gpu5: leaf, parent gpu1; blocks 19-19
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 65, 0, 4, 0},
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 68, 0, 4, 0},
     // lane 14: tree 14 (in, root gpu6) on gpu5: relay, parent gpu4, children gpu7; blocks 20-20
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 69, 1, 5, 0},
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 72, 1, 5, 0},
     // lane 15: tree 15 (in, root gpu7) on gpu5: relay, parent gpu7, children gpu4; blocks 21-21
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 75, 1, 5, 0},
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 78, 1, 5, 0},
     // lane 16: tree 16 (out, root gpu0) on gpu5: leaf, parent gpu1; blocks 22-23
-    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 81, 1, 0, 1},
+    {{-1, 1, {0, 0}, {8192, 65536}}, 2, 84, 1, 0, 1},
     // lane 17: tree 17 (out, root gpu1) on gpu5: relay, parent gpu1, children gpu6; blocks 24-25
-    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 83, 2, 4, 0},
+    {{-1, 1, {8192, 0}, {16384, 65536}}, 2, 86, 2, 4, 0},
     // lane 18: tree 18 (out, root gpu2) on gpu5: leaf, parent gpu6; blocks 26-27
-    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 89, 1, 0, 1},
+    {{-1, 1, {16384, 0}, {24576, 65536}}, 2, 92, 1, 0, 1},
     // lane 19: tree 19 (out, root gpu3) on gpu5: leaf, parent gpu6; blocks 28-29
-    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 91, 1, 0, 1},
+    {{-1, 1, {24576, 0}, {32768, 65536}}, 2, 94, 1, 0, 1},
     // lane 20: tree 20 (out, root gpu4) on gpu5: relay, parent gpu4, children gpu1 gpu6; blocks 30-31
-    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 93, 3, 4, 0},
-    // lane 21: tree 21 (out, root gpu5) on gpu5: root, children gpu1 gpu4 gpu7; blocks 32-33
-    {{-1, 1, {40960, 0}, {49152, 65536}}, 2, 100, 3, 4, 0},
-    // lane 22: tree 22 (out, root gpu6) on gpu5: leaf, parent gpu7; blocks 34-34
-    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 107, 1, 0, 1},
-    // lane 23: tree 23 (out, root gpu7) on gpu5: relay, parent gpu4, children gpu6; blocks 35-35
-    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 109, 2, 4, 0},
-    // lane 24: tree 24 (out, root gpu6) on gpu5: leaf, parent gpu6; blocks 36-36
-    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 115, 1, 0, 1},
-    // lane 25: tree 25 (out, root gpu7) on gpu5: leaf, parent gpu7; blocks 37-37
-    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 117, 1, 0, 1},
-    // lane 26: tree 26 (out, root gpu6) on gpu5: leaf, parent gpu7; blocks 38-38
-    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 119, 1, 0, 1},
-    // lane 27: tree 27 (out, root gpu7) on gpu5: relay, parent gpu7, children gpu1 gpu6; blocks 39-39
-    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 121, 3, 4, 0},
-    // lane 28: tree 28 (out, root gpu6) on gpu5: leaf, parent gpu1; blocks 40-40
-    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 128, 1, 0, 1},
-    // lane 29: tree 29 (out, root gpu7) on gpu5: leaf, parent gpu1; blocks 41-41
-    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 130, 1, 0, 1},
-    // lane 30: tree 30 (out, root gpu6) on gpu5: relay, parent gpu4, children gpu7; blocks 42-42
-    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 132, 2, 4, 0},
-    // lane 31: tree 31 (out, root gpu7) on gpu5: relay, parent gpu7, children gpu4; blocks 43-43
-    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 138, 2, 4, 0},
+    {{-1, 1, {32768, 0}, {40960, 65536}}, 2, 96, 3, 4, 0},
+    // lane 21: tree 22 (out, root gpu6) on gpu5: leaf, parent gpu7; blocks 32-32
+    {{-1, 2, {49152, 0}, {57344, 43590}}, 1, 103, 1, 0, 1},
+    // lane 22: tree 23 (out, root gpu7) on gpu5: relay, parent gpu4, children gpu6; blocks 33-33
+    {{-1, 2, {57344, 0}, {65536, 43590}}, 1, 105, 2, 4, 0},
+    // lane 23: tree 24 (out, root gpu6) on gpu5: leaf, parent gpu6; blocks 34-34
+    {{-1, 2, {49152, 43590}, {57344, 50905}}, 1, 111, 1, 0, 1},
+    // lane 24: tree 25 (out, root gpu7) on gpu5: leaf, parent gpu7; blocks 35-35
+    {{-1, 2, {57344, 43590}, {65536, 50905}}, 1, 113, 1, 0, 1},
+    // lane 25: tree 26 (out, root gpu6) on gpu5: leaf, parent gpu7; blocks 36-36
+    {{-1, 2, {49152, 50905}, {57344, 58220}}, 1, 115, 1, 0, 1},
+    // lane 26: tree 27 (out, root gpu7) on gpu5: relay, parent gpu7, children gpu1 gpu6; blocks 37-37
+    {{-1, 2, {57344, 50905}, {65536, 58220}}, 1, 117, 3, 4, 0},
+    // lane 27: tree 28 (out, root gpu6) on gpu5: leaf, parent gpu1; blocks 38-38
+    {{-1, 2, {49152, 58220}, {57344, 61878}}, 1, 124, 1, 0, 1},
+    // lane 28: tree 29 (out, root gpu7) on gpu5: leaf, parent gpu1; blocks 39-39
+    {{-1, 2, {57344, 58220}, {65536, 61878}}, 1, 126, 1, 0, 1},
+    // lane 29: tree 30 (out, root gpu6) on gpu5: relay, parent gpu4, children gpu7; blocks 40-40
+    {{-1, 2, {49152, 61878}, {57344, 65536}}, 1, 128, 2, 4, 0},
+    // lane 30: tree 31 (out, root gpu7) on gpu5: relay, parent gpu7, children gpu4; blocks 41-41
+    {{-1, 2, {57344, 61878}, {65536, 65536}}, 1, 134, 2, 4, 0},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -3369,6 +3300,12 @@ __device__ const StepRec kSteps[] = {
     // lane 5: tree 5 on gpu5
     // prologue: signal gpu1.flag[22+l], gpu4.flag[22+l], gpu7.flag[18+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
     {kSignal, kUntilEpoch, 0, 0, 3, 11, 1, {0, 0}, -1},
+    // prologue: wait gpu5.flag[55+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 55}, -1},
+    // prologue: wait gpu5.flag[57+l] >= (e, 0) (gpu4 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 57}, -1},
+    // prologue: wait gpu5.flag[59+l] >= (e, 0) (gpu7 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 59}, -1},
     // chunk i: wait gpu5.flag[16+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 16}, -1},
     // chunk i: wait gpu5.flag[18+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
@@ -3377,22 +3314,22 @@ __device__ const StepRec kSteps[] = {
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 20}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: reduce gpu5.send + gpu5.fifo@6291456+l*1048576 + gpu5.fifo@8388608+l*1048576 + gpu5.fifo@10485760+l*1048576 -> gpu5.recv (reduce my input with my children's partials into my output)
-    {kReduceCopy, kUntilEpoch, 4, 1, 0, 13, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[22+l], gpu4.flag[22+l], gpu7.flag[18+l], gpu5.flag[22+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 4, 14, 0, {0, 0}, -1},
+    // chunk i: reduce gpu5.send + gpu5.fifo@6291456+l*1048576 + gpu5.fifo@8388608+l*1048576 + gpu5.fifo@10485760+l*1048576 -> gpu5.recv, gpu1.recv, gpu4.recv, gpu7.recv (reduce my input with my children's partials into my output; and send it to every out-tree child (fused with tree 21))
+    {kReduceCopy, kUntilEpoch, 4, 4, 0, 13, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[22+l], gpu4.flag[22+l], gpu7.flag[18+l], gpu5.flag[22+l], gpu1.flag[57+l], gpu4.flag[58+l], gpu7.flag[61+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again; chunk i is in my out-tree children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 7, 14, 0, {0, 0}, -1},
     // lane 6: tree 6 on gpu5
     // chunk i: wait gpu5.flag[24+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 24}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.send -> gpu7.fifo@9437184+l*1048576 (send my input to gpu7)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 18, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 21, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[21+l] := (e, i+1) (chunk i is in gpu7's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 18, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 21, 0, {0, 0}, -1},
     // lane 7: tree 7 on gpu5
     // prologue: signal gpu6.flag[24+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 19, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 22, 1, {0, 0}, -1},
     // chunk i: wait gpu5.flag[25+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 25}, -1},
     // chunk i: wait gpu5.flag[26+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
@@ -3400,39 +3337,39 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu5.send + gpu5.fifo@12582912+l*1048576 -> gpu4.fifo@12582912+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 20, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 23, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[25+l], gpu6.flag[24+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 20, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 23, 0, {0, 0}, -1},
     // lane 8: tree 8 on gpu5
     // chunk i: wait gpu5.flag[27+l] >= (e, i+1-depth) (gpu6 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 27}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.send -> gpu6.fifo@13631488+l*1048576 (send my input to gpu6)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 23, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 26, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[27+l] := (e, i+1) (chunk i is in gpu6's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 22, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 25, 0, {0, 0}, -1},
     // lane 9: tree 9 on gpu5
     // chunk i: wait gpu5.flag[28+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 28}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.send -> gpu7.fifo@14680064+l*1048576 (send my input to gpu7)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 25, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 28, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[29+l] := (e, i+1) (chunk i is in gpu7's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 23, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 26, 0, {0, 0}, -1},
     // lane 10: tree 10 on gpu5
     // chunk i: wait gpu5.flag[29+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 29}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.send -> gpu7.fifo@16777216+l*1048576 (send my input to gpu7)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 27, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 30, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[32+l] := (e, i+1) (chunk i is in gpu7's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 24, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 27, 0, {0, 0}, -1},
     // lane 11: tree 11 on gpu5
     // prologue: signal gpu1.flag[30+l], gpu6.flag[36+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 2, 25, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 28, 1, {0, 0}, -1},
     // chunk i: wait gpu5.flag[30+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 30}, -1},
     // chunk i: wait gpu5.flag[31+l] >= (e, i+1) (gpu6's partial result for chunk i is in my FIFO)
@@ -3442,30 +3379,30 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu5.send + gpu5.fifo@13631488+l*1048576 + gpu5.fifo@14680064+l*1048576 -> gpu7.fifo@18874368+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
-    {kReduceCopy, kUntilEpoch, 3, 1, 0, 29, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 3, 1, 0, 32, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[35+l], gpu1.flag[30+l], gpu6.flag[36+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 3, 27, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 3, 30, 0, {0, 0}, -1},
     // lane 12: tree 12 on gpu5
     // chunk i: wait gpu5.flag[33+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 33}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.send -> gpu1.fifo@13631488+l*1048576 (send my input to gpu1)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 33, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 36, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[31+l] := (e, i+1) (chunk i is in gpu1's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 30, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 33, 0, {0, 0}, -1},
     // lane 13: tree 13 on gpu5
     // chunk i: wait gpu5.flag[34+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 34}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.send -> gpu1.fifo@16777216+l*1048576 (send my input to gpu1)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 35, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 38, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[35+l] := (e, i+1) (chunk i is in gpu1's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 31, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 34, 0, {0, 0}, -1},
     // lane 14: tree 14 on gpu5
     // prologue: signal gpu7.flag[40+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 32, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 35, 1, {0, 0}, -1},
     // chunk i: wait gpu5.flag[35+l] >= (e, i+1) (gpu7's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 35}, -1},
     // chunk i: wait gpu5.flag[36+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
@@ -3473,12 +3410,12 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu5.send + gpu5.fifo@15728640+l*1048576 -> gpu4.fifo@15728640+l*1048576 (reduce my input with my children's partials into gpu4's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 37, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 40, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[35+l], gpu7.flag[40+l] := (e, i+1) (chunk i is in gpu4's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 33, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 36, 0, {0, 0}, -1},
     // lane 15: tree 15 on gpu5
     // prologue: signal gpu4.flag[39+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
-    {kSignal, kUntilEpoch, 0, 0, 1, 35, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 38, 1, {0, 0}, -1},
     // chunk i: wait gpu5.flag[37+l] >= (e, i+1) (gpu4's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 37}, -1},
     // chunk i: wait gpu5.flag[38+l] >= (e, i+1-depth) (gpu7 has a free FIFO slot for chunk i)
@@ -3486,17 +3423,17 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: reduce gpu5.send + gpu5.fifo@16777216+l*1048576 -> gpu7.fifo@20971520+l*1048576 (reduce my input with my children's partials into gpu7's FIFO)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 40, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 2, 1, 0, 43, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[41+l], gpu4.flag[39+l] := (e, i+1) (chunk i is in gpu7's FIFO; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 36, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 2, 39, 0, {0, 0}, -1},
     // lane 16: tree 16 on gpu5
     // prologue: signal gpu1.flag[43+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 38, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 41, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[39+l] >= (e, n) (every chunk from gpu1 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 39}, -1},
     // lane 17: tree 17 on gpu5
     // prologue: signal gpu1.flag[47+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 39, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
     // prologue: wait gpu5.flag[43+l] >= (e, 0) (gpu6 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 43}, -1},
     // chunk i: wait gpu5.flag[41+l] >= (e, i+1) (chunk i from gpu1 has arrived)
@@ -3504,22 +3441,22 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 43, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 46, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[45+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 40, 0, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 43, 0, {0, 0}, -1},
     // lane 18: tree 18 on gpu5
     // prologue: signal gpu6.flag[51+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 41, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 44, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[45+l] >= (e, n) (every chunk from gpu6 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 45}, -1},
     // lane 19: tree 19 on gpu5
     // prologue: signal gpu6.flag[55+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 42, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 45, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[47+l] >= (e, n) (every chunk from gpu6 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 47}, -1},
     // lane 20: tree 20 on gpu5
     // prologue: signal gpu4.flag[56+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 43, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 46, 1, {0, 0}, -1},
     // prologue: wait gpu5.flag[51+l] >= (e, 0) (gpu1 has entered this launch)
     {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 51}, -1},
     // prologue: wait gpu5.flag[53+l] >= (e, 0) (gpu6 has entered this launch)
@@ -3529,30 +3466,15 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.recv -> gpu1.recv, gpu6.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 45, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 48, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[53+l], gpu6.flag[57+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 2, 44, 0, {0, 0}, -1},
-    // lane 21: tree 21 on gpu5
-    // prologue: wait gpu5.flag[55+l] >= (e, 0) (gpu1 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 55}, -1},
-    // prologue: wait gpu5.flag[57+l] >= (e, 0) (gpu4 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 57}, -1},
-    // prologue: wait gpu5.flag[59+l] >= (e, 0) (gpu7 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 59}, -1},
-    // chunk i: wait gpu5.flag[22+l] >= (e, step covering chunk i) of tree 5's block b, every b (tree 5 has reduced chunk i's elements)
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {5, 22}, 5},
-    // chunk i: sync
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu5.recv -> gpu1.recv, gpu4.recv, gpu7.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 3, 0, 48, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[57+l], gpu4.flag[58+l], gpu7.flag[61+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 3, 46, 0, {0, 0}, -1},
-    // lane 22: tree 22 on gpu5
+    {kSignal, kUntilEpoch, 0, 0, 2, 47, 0, {0, 0}, -1},
+    // lane 21: tree 22 on gpu5
     // prologue: signal gpu7.flag[65+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 49, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[61+l] >= (e, n) (every chunk from gpu7 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 61}, -1},
-    // lane 23: tree 23 on gpu5
+    // lane 22: tree 23 on gpu5
     // prologue: signal gpu4.flag[64+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 50, 1, {0, 0}, -1},
     // prologue: wait gpu5.flag[63+l] >= (e, 0) (gpu6 has entered this launch)
@@ -3562,25 +3484,25 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.recv -> gpu6.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 52, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 51, 0, {0, 0}, -1},
     // chunk i: signal gpu6.flag[66+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 51, 0, {0, 0}, -1},
-    // lane 24: tree 24 on gpu5
+    // lane 23: tree 24 on gpu5
     // prologue: signal gpu6.flag[69+l] := (e, 0) (my receive buffer is free for this launch: gpu6 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 52, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[64+l] >= (e, n) (every chunk from gpu6 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 64}, -1},
-    // lane 25: tree 25 on gpu5
+    // lane 24: tree 25 on gpu5
     // prologue: signal gpu7.flag[71+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 53, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[65+l] >= (e, n) (every chunk from gpu7 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 65}, -1},
-    // lane 26: tree 26 on gpu5
+    // lane 25: tree 26 on gpu5
     // prologue: signal gpu7.flag[74+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 54, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[66+l] >= (e, n) (every chunk from gpu7 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 66}, -1},
-    // lane 27: tree 27 on gpu5
+    // lane 26: tree 27 on gpu5
     // prologue: signal gpu7.flag[76+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 55, 1, {0, 0}, -1},
     // prologue: wait gpu5.flag[68+l] >= (e, 0) (gpu1 has entered this launch)
@@ -3592,20 +3514,20 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.recv -> gpu1.recv, gpu6.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 2, 0, 54, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 2, 0, 53, 0, {0, 0}, -1},
     // chunk i: signal gpu1.flag[69+l], gpu6.flag[75+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 2, 56, 0, {0, 0}, -1},
-    // lane 28: tree 28 on gpu5
+    // lane 27: tree 28 on gpu5
     // prologue: signal gpu1.flag[71+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 58, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[70+l] >= (e, n) (every chunk from gpu1 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 70}, -1},
-    // lane 29: tree 29 on gpu5
+    // lane 28: tree 29 on gpu5
     // prologue: signal gpu1.flag[75+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 59, 1, {0, 0}, -1},
     // epilogue: wait gpu5.flag[71+l] >= (e, n) (every chunk from gpu1 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {5, 71}, -1},
-    // lane 30: tree 30 on gpu5
+    // lane 29: tree 30 on gpu5
     // prologue: signal gpu4.flag[74+l] := (e, 0) (my receive buffer is free for this launch: gpu4 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 60, 1, {0, 0}, -1},
     // prologue: wait gpu5.flag[73+l] >= (e, 0) (gpu7 has entered this launch)
@@ -3615,10 +3537,10 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.recv -> gpu7.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 57, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 56, 0, {0, 0}, -1},
     // chunk i: signal gpu7.flag[79+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 61, 0, {0, 0}, -1},
-    // lane 31: tree 31 on gpu5
+    // lane 30: tree 31 on gpu5
     // prologue: signal gpu7.flag[80+l] := (e, 0) (my receive buffer is free for this launch: gpu7 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 62, 1, {0, 0}, -1},
     // prologue: wait gpu5.flag[75+l] >= (e, 0) (gpu4 has entered this launch)
@@ -3628,7 +3550,7 @@ __device__ const StepRec kSteps[] = {
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu5.recv -> gpu4.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 59, 0, {0, 0}, -1},
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 58, 0, {0, 0}, -1},
     // chunk i: signal gpu4.flag[75+l] := (e, i+1) (chunk i is in my children's buffers)
     {kSignal, kUntilEpoch, 0, 0, 1, 63, 0, {0, 0}, -1},
 };
@@ -3653,6 +3575,9 @@ __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 5, 8388608},
     {kFifo, kWhole, 5, 10485760},
     {kRecv, kWhole, 5, 0},
+    {kRecv, kWhole, 1, 0},
+    {kRecv, kWhole, 4, 0},
+    {kRecv, kWhole, 7, 0},
     {kSend, kWhole, 5, 0},
     {kFifo, kWhole, 7, 9437184},
     {kSend, kWhole, 5, 0},
@@ -3684,10 +3609,6 @@ __device__ const BufferRec kBuffers[] = {
     {kRecv, kWhole, 1, 0},
     {kRecv, kWhole, 6, 0},
     {kRecv, kWhole, 5, 0},
-    {kRecv, kWhole, 1, 0},
-    {kRecv, kWhole, 4, 0},
-    {kRecv, kWhole, 7, 0},
-    {kRecv, kWhole, 5, 0},
     {kRecv, kWhole, 6, 0},
     {kRecv, kWhole, 5, 0},
     {kRecv, kWhole, 1, 0},
@@ -3718,6 +3639,9 @@ __device__ const FlagRec kFlags[] = {
     {4, 22},
     {7, 18},
     {5, 22},
+    {1, 57},
+    {4, 58},
+    {7, 61},
     {7, 21},
     {6, 24},
     {4, 25},
@@ -3746,9 +3670,6 @@ __device__ const FlagRec kFlags[] = {
     {4, 56},
     {1, 53},
     {6, 57},
-    {1, 57},
-    {4, 58},
-    {7, 61},
     {7, 65},
     {4, 64},
     {6, 66},
@@ -3801,7 +3722,6 @@ __device__ const BlockRec kBlocks[] = {
     {20, 0},
     {20, 1},
     {21, 0},
-    {21, 1},
     {22, 0},
     {23, 0},
     {24, 0},
@@ -3811,7 +3731,6 @@ __device__ const BlockRec kBlocks[] = {
     {28, 0},
     {29, 0},
     {30, 0},
-    {31, 0},
 };
 
 } // namespace dev5

@@ -6,10 +6,10 @@
 // chunk        256 KiB (65536 elements) per lane step; FIFO depth 4; 512 threads per block
 // rate         predicted algbw 478.12 GB/s, bound 478.12 GB/s
 // trees        4 (weights are parts of their group's total; see docs/codegen.md)
-//   tree 0   in  weight 65536  blocks 6  gpu0[gpu1]
-//   tree 1   in  weight 65536  blocks 6  gpu1[gpu0]
-//   tree 2   out weight 65536  blocks 6  gpu0[gpu1]
-//   tree 3   out weight 65536  blocks 6  gpu1[gpu0]
+//   tree 0   in  weight 65536  blocks 8  gpu0[gpu1]
+//   tree 1   in  weight 65536  blocks 8  gpu1[gpu0]
+//   tree 2   out weight 65536  blocks 8  gpu0[gpu1]
+//   tree 3   out weight 65536  blocks 8  gpu1[gpu0]
 // kernel       canopy_allreduce_h200x2_t4_c256k_f32_sum(args, device)
 //   device 0   24 blocks x 512 threads: gpu0
 //   device 1   24 blocks x 512 threads: gpu1
@@ -32,12 +32,13 @@ struct Config {
   static constexpr unsigned long long kFifoBytes = 1048576; // one block's FIFO on one edge
   static constexpr unsigned long long kAlign = 4;           // elements per 16-byte vector
   static constexpr int kMaxSources = 2;
-  static constexpr int kMaxDestinations = 1;
-  // Two reduce_copy instances serve every step: the widest copy and the widest reduction.
+  static constexpr int kMaxDestinations = 2;
+  // reduce_copy instances serve every step: the widest copy, the widest reduction and the widest step
+  // that does both (a fused receive-reduce-send).
   __device__ static void reduce_copy(int sources, int destinations, T *const *dst, const T *const *src,
                                      unsigned long long n) {
-    if (sources > 1)
-      return reduce_copy_n<Op, T, 2, 1>(dst, 1, src, sources, n);
+    if (sources > 1 && destinations > 1)
+      return reduce_copy_n<Op, T, 2, 2>(dst, destinations, src, sources, n);
     return reduce_copy_n<Op, T, 1, 1>(dst, destinations, src, 1, n);
   }
 };
@@ -52,14 +53,12 @@ using namespace canopy;
 // One row per tree this GPU's ranks take part in: {range {block_of, splits, lo, hi}, blocks,
 // first step, prologue steps, per-chunk steps, epilogue steps}.
 __device__ const LaneRec kLanes[] = {
-    // lane 0: tree 0 (in, root gpu0) on gpu0: root, children gpu1; blocks 0-5
-    {{-1, 1, {0, 0}, {32768, 65536}}, 6, 0, 1, 4, 0},
-    // lane 1: tree 1 (in, root gpu1) on gpu0: leaf, parent gpu1; blocks 6-11
-    {{-1, 1, {32768, 0}, {65536, 65536}}, 6, 5, 0, 4, 0},
-    // lane 2: tree 2 (out, root gpu0) on gpu0: root, children gpu1; blocks 12-17
-    {{-1, 1, {0, 0}, {32768, 65536}}, 6, 9, 1, 4, 0},
-    // lane 3: tree 3 (out, root gpu1) on gpu0: leaf, parent gpu1; blocks 18-23
-    {{-1, 1, {32768, 0}, {65536, 65536}}, 6, 14, 1, 0, 1},
+    // lane 0: tree 0 (in, root gpu0) on gpu0: root, children gpu1; blocks 0-7
+    {{-1, 1, {0, 0}, {32768, 65536}}, 8, 0, 2, 4, 0},
+    // lane 1: tree 1 (in, root gpu1) on gpu0: leaf, parent gpu1; blocks 8-15
+    {{-1, 1, {32768, 0}, {65536, 65536}}, 8, 6, 0, 4, 0},
+    // lane 2: tree 3 (out, root gpu1) on gpu0: leaf, parent gpu1; blocks 16-23
+    {{-1, 1, {32768, 0}, {65536, 65536}}, 8, 10, 1, 0, 1},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -67,39 +66,30 @@ __device__ const StepRec kSteps[] = {
     // lane 0: tree 0 on gpu0
     // prologue: signal gpu1.flag[0+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
     {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
+    // prologue: wait gpu0.flag[24+l] >= (e, 0) (gpu1 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 24}, -1},
     // chunk i: wait gpu0.flag[0+l] >= (e, i+1) (gpu1's partial result for chunk i is in my FIFO)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: reduce gpu0.send + gpu0.fifo@0+l*1048576 -> gpu0.recv (reduce my input with my children's partials into my output)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 0, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[0+l], gpu0.flag[6+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
+    // chunk i: reduce gpu0.send + gpu0.fifo@0+l*1048576 -> gpu0.recv, gpu1.recv (reduce my input with my children's partials into my output; and send it to every out-tree child (fused with tree 2))
+    {kReduceCopy, kUntilEpoch, 2, 2, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[0+l], gpu0.flag[8+l], gpu1.flag[24+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again; chunk i is in my out-tree children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 3, 1, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu0
-    // chunk i: wait gpu0.flag[12+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
-    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 12}, -1},
+    // chunk i: wait gpu0.flag[16+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {0, 16}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.send -> gpu1.fifo@0+l*1048576 (send my input to gpu1)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 3, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[6+l] := (e, i+1) (chunk i is in gpu1's FIFO)
-    {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
-    // lane 2: tree 2 on gpu0
-    // prologue: wait gpu0.flag[18+l] >= (e, 0) (gpu1 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {0, 18}, -1},
-    // chunk i: wait gpu0.flag[6+l] >= (e, step covering chunk i) of tree 0's block b, every b (tree 0 has reduced chunk i's elements)
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {0, 6}, 0},
-    // chunk i: sync
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu0.recv -> gpu1.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[18+l] := (e, i+1) (chunk i is in my children's buffers)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu1.flag[8+l] := (e, i+1) (chunk i is in gpu1's FIFO)
     {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
-    // lane 3: tree 3 on gpu0
-    // prologue: signal gpu1.flag[24+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
+    // lane 2: tree 3 on gpu0
+    // prologue: signal gpu1.flag[32+l] := (e, 0) (my receive buffer is free for this launch: gpu1 may write)
     {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
-    // epilogue: wait gpu0.flag[24+l] >= (e, n) (every chunk from gpu1 has arrived)
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 24}, -1},
+    // epilogue: wait gpu0.flag[32+l] >= (e, n) (every chunk from gpu1 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {0, 32}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -107,20 +97,19 @@ __device__ const BufferRec kBuffers[] = {
     {kSend, kWhole, 0, 0},
     {kFifo, kWhole, 0, 0},
     {kRecv, kWhole, 0, 0},
+    {kRecv, kWhole, 1, 0},
     {kSend, kWhole, 0, 0},
     {kFifo, kWhole, 1, 0},
-    {kRecv, kWhole, 0, 0},
-    {kRecv, kWhole, 1, 0},
 };
 
 // Counters signals raise {rank, index}, in step order.
 __device__ const FlagRec kFlags[] = {
     {1, 0},
     {1, 0},
-    {0, 6},
-    {1, 6},
-    {1, 18},
+    {0, 8},
     {1, 24},
+    {1, 8},
+    {1, 32},
 };
 
 // blockIdx.x -> {lane, block within the lane}.
@@ -131,24 +120,24 @@ __device__ const BlockRec kBlocks[] = {
     {0, 3},
     {0, 4},
     {0, 5},
+    {0, 6},
+    {0, 7},
     {1, 0},
     {1, 1},
     {1, 2},
     {1, 3},
     {1, 4},
     {1, 5},
+    {1, 6},
+    {1, 7},
     {2, 0},
     {2, 1},
     {2, 2},
     {2, 3},
     {2, 4},
     {2, 5},
-    {3, 0},
-    {3, 1},
-    {3, 2},
-    {3, 3},
-    {3, 4},
-    {3, 5},
+    {2, 6},
+    {2, 7},
 };
 
 } // namespace dev0
@@ -161,14 +150,12 @@ using namespace canopy;
 // One row per tree this GPU's ranks take part in: {range {block_of, splits, lo, hi}, blocks,
 // first step, prologue steps, per-chunk steps, epilogue steps}.
 __device__ const LaneRec kLanes[] = {
-    // lane 0: tree 0 (in, root gpu0) on gpu1: leaf, parent gpu0; blocks 0-5
-    {{-1, 1, {0, 0}, {32768, 65536}}, 6, 0, 0, 4, 0},
-    // lane 1: tree 1 (in, root gpu1) on gpu1: root, children gpu0; blocks 6-11
-    {{-1, 1, {32768, 0}, {65536, 65536}}, 6, 4, 1, 4, 0},
-    // lane 2: tree 2 (out, root gpu0) on gpu1: leaf, parent gpu0; blocks 12-17
-    {{-1, 1, {0, 0}, {32768, 65536}}, 6, 9, 1, 0, 1},
-    // lane 3: tree 3 (out, root gpu1) on gpu1: root, children gpu0; blocks 18-23
-    {{-1, 1, {32768, 0}, {65536, 65536}}, 6, 11, 1, 4, 0},
+    // lane 0: tree 0 (in, root gpu0) on gpu1: leaf, parent gpu0; blocks 0-7
+    {{-1, 1, {0, 0}, {32768, 65536}}, 8, 0, 0, 4, 0},
+    // lane 1: tree 1 (in, root gpu1) on gpu1: root, children gpu0; blocks 8-15
+    {{-1, 1, {32768, 0}, {65536, 65536}}, 8, 4, 2, 4, 0},
+    // lane 2: tree 2 (out, root gpu0) on gpu1: leaf, parent gpu0; blocks 16-23
+    {{-1, 1, {0, 0}, {32768, 65536}}, 8, 10, 1, 0, 1},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -183,32 +170,23 @@ __device__ const StepRec kSteps[] = {
     // chunk i: signal gpu0.flag[0+l] := (e, i+1) (chunk i is in gpu0's FIFO)
     {kSignal, kUntilEpoch, 0, 0, 1, 0, 0, {0, 0}, -1},
     // lane 1: tree 1 on gpu1
-    // prologue: signal gpu0.flag[12+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
+    // prologue: signal gpu0.flag[16+l] := (e, 0) (my FIFOs are free for this launch: children may fill them)
     {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},
-    // chunk i: wait gpu1.flag[6+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
-    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 6}, -1},
+    // prologue: wait gpu1.flag[32+l] >= (e, 0) (gpu0 has entered this launch)
+    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 32}, -1},
+    // chunk i: wait gpu1.flag[8+l] >= (e, i+1) (gpu0's partial result for chunk i is in my FIFO)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 8}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: reduce gpu1.send + gpu1.fifo@0+l*1048576 -> gpu1.recv (reduce my input with my children's partials into my output)
-    {kReduceCopy, kUntilEpoch, 2, 1, 0, 2, 0, {0, 0}, -1},
-    // chunk i: signal gpu0.flag[12+l], gpu1.flag[12+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again)
-    {kSignal, kUntilEpoch, 0, 0, 2, 2, 0, {0, 0}, -1},
+    // chunk i: reduce gpu1.send + gpu1.fifo@0+l*1048576 -> gpu1.recv, gpu0.recv (reduce my input with my children's partials into my output; and send it to every out-tree child (fused with tree 3))
+    {kReduceCopy, kUntilEpoch, 2, 2, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu0.flag[16+l], gpu1.flag[16+l], gpu0.flag[32+l] := (e, i+1) (chunk i is reduced; my FIFO slots are free again; chunk i is in my out-tree children's buffers)
+    {kSignal, kUntilEpoch, 0, 0, 3, 2, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu1
-    // prologue: signal gpu0.flag[18+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
-    // epilogue: wait gpu1.flag[18+l] >= (e, n) (every chunk from gpu0 has arrived)
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 18}, -1},
-    // lane 3: tree 3 on gpu1
-    // prologue: wait gpu1.flag[24+l] >= (e, 0) (gpu0 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {1, 24}, -1},
-    // chunk i: wait gpu1.flag[12+l] >= (e, step covering chunk i) of tree 1's block b, every b (tree 1 has reduced chunk i's elements)
-    {kWait, kUntilCovered, 0, 0, 0, 0, 0, {1, 12}, 1},
-    // chunk i: sync
-    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu1.recv -> gpu0.recv (forward chunk i to every child)
-    {kReduceCopy, kUntilEpoch, 1, 1, 0, 5, 0, {0, 0}, -1},
-    // chunk i: signal gpu0.flag[24+l] := (e, i+1) (chunk i is in my children's buffers)
-    {kSignal, kUntilEpoch, 0, 0, 1, 5, 0, {0, 0}, -1},
+    // prologue: signal gpu0.flag[24+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
+    // epilogue: wait gpu1.flag[24+l] >= (e, n) (every chunk from gpu0 has arrived)
+    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 24}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
@@ -218,17 +196,16 @@ __device__ const BufferRec kBuffers[] = {
     {kSend, kWhole, 1, 0},
     {kFifo, kWhole, 1, 0},
     {kRecv, kWhole, 1, 0},
-    {kRecv, kWhole, 1, 0},
     {kRecv, kWhole, 0, 0},
 };
 
 // Counters signals raise {rank, index}, in step order.
 __device__ const FlagRec kFlags[] = {
     {0, 0},
-    {0, 12},
-    {0, 12},
-    {1, 12},
-    {0, 18},
+    {0, 16},
+    {0, 16},
+    {1, 16},
+    {0, 32},
     {0, 24},
 };
 
@@ -240,24 +217,24 @@ __device__ const BlockRec kBlocks[] = {
     {0, 3},
     {0, 4},
     {0, 5},
+    {0, 6},
+    {0, 7},
     {1, 0},
     {1, 1},
     {1, 2},
     {1, 3},
     {1, 4},
     {1, 5},
+    {1, 6},
+    {1, 7},
     {2, 0},
     {2, 1},
     {2, 2},
     {2, 3},
     {2, 4},
     {2, 5},
-    {3, 0},
-    {3, 1},
-    {3, 2},
-    {3, 3},
-    {3, 4},
-    {3, 5},
+    {2, 6},
+    {2, 7},
 };
 
 } // namespace dev1

@@ -32,7 +32,16 @@ TEST(Lower, EveryRankRunsEveryTreeWithOneParent) {
                        Collective::reducescatter}) {
     const Plan p = dgx1(c);
     const Schedule s = lower(p, {});
-    ASSERT_EQ(s.lanes.size(), p.trees.size() * 8) << to_string(c);
+    // Allreduce: an out-tree's root lane fused into its rank's reducing lane (FusedAllreduceRoots) is gone.
+    int fused = 0;
+    for (const Lane& lane : s.lanes)
+      for (const Step& step : lane.per_chunk)
+        if (step.kind == StepKind::reduce_copy && step.note.find("fused with tree") != std::string::npos) ++fused;
+    EXPECT_EQ(fused > 0, c == Collective::allreduce) << to_string(c);
+    ASSERT_EQ(s.lanes.size() + fused, p.trees.size() * 8) << to_string(c);
+    std::set<std::pair<int, int>> tree_rank;
+    for (const Lane& lane : s.lanes) tree_rank.insert({lane.tree, lane.rank});
+    EXPECT_EQ(tree_rank.size(), s.lanes.size()) << "one lane per tree and rank";
     for (const Lane& lane : s.lanes) {
       EXPECT_EQ(lane.role == LaneRole::root, lane.parent < 0);
       EXPECT_EQ(lane.role == LaneRole::leaf, lane.children.empty() && lane.parent >= 0);
@@ -53,11 +62,38 @@ TEST(Lower, BlocksFollowFractionsAndEachTreeGetsOne) {
   CodegenOptions o;
   o.blocks_per_rank = 24;
   const Schedule s = lower(plan(load_topology("h200x2"), Collective::allreduce), o);
-  EXPECT_EQ(std::accumulate(s.tree_blocks.begin(), s.tree_blocks.end(), 0), 24);
+  // Four trees of 8 blocks; each rank's out-tree root lane is fused away, so each GPU still runs 24.
+  EXPECT_EQ(std::accumulate(s.tree_blocks.begin(), s.tree_blocks.end(), 0), 32);
+  for (const DeviceSchedule& d : s.devices) EXPECT_EQ(d.blocks, 24);
+  const Schedule b = lower(plan(load_topology("h200x2"), Collective::broadcast), o);
+  EXPECT_EQ(std::accumulate(b.tree_blocks.begin(), b.tree_blocks.end(), 0), 24);
   o.blocks_per_rank = 1;
   const Schedule one = lower(dgx1(Collective::allreduce), o);
   for (int b : one.tree_blocks) EXPECT_EQ(b, 1);
-  for (const DeviceSchedule& d : one.devices) EXPECT_EQ(d.blocks, static_cast<int>(one.plan.trees.size()));
+  for (const DeviceSchedule& d : one.devices) EXPECT_EQ(d.blocks, static_cast<int>(d.lanes.size()));
+}
+
+// Two H200s: each rank roots one in-tree and one out-tree over the same half of the buffer, so its reducing lane
+// also sends the reduced chunk to the other rank (a fused reduce-and-forward) and no lane waits for another's
+// progress.
+TEST(Lower, FusedAllreduceRoots) {
+  const Schedule s = lower(plan(load_topology("h200x2"), Collective::allreduce), {});
+  ASSERT_EQ(s.lanes.size(), 6u);  // 4 trees x 2 ranks, less the two out-tree roots
+  int fused = 0;
+  for (const Lane& lane : s.lanes) {
+    for (const Step& step : lane.per_chunk) {
+      EXPECT_NE(step.target == WaitTarget::covered && step.kind == StepKind::wait, true) << "lane " << lane.id;
+      if (step.kind != StepKind::reduce_copy || lane.role != LaneRole::root) continue;
+      if (s.plan.trees[lane.tree].direction != TreeDirection::in) continue;
+      ++fused;
+      ASSERT_EQ(step.destinations.size(), 2u);
+      EXPECT_EQ(step.destinations[0].rank, lane.rank);      // my output
+      EXPECT_EQ(step.destinations[1].rank, 1 - lane.rank);  // the other rank's output
+    }
+  }
+  EXPECT_EQ(fused, 2);
+  // Without the shared range there is nothing to fuse: broadcast keeps its one lane per tree and rank.
+  EXPECT_EQ(lower(plan(load_topology("h200x2"), Collective::broadcast), {}).lanes.size(), 2u);
 }
 
 TEST(Lower, CountersAndFifosAreDistinctPerRank) {
