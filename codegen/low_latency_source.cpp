@@ -15,21 +15,30 @@ namespace {
 
 const char* ll_collective(Collective c) {
   switch (c) {
-    case Collective::broadcast: return "kLLBroadcast";
-    case Collective::reduce: return "kLLReduce";
-    case Collective::allreduce: return "kLLAllReduce";
-    case Collective::allgather: return "kLLAllGather";
-    case Collective::reducescatter: return "kLLReduceScatter";
+    case Collective::broadcast:
+      return "kLLBroadcast";
+    case Collective::reduce:
+      return "kLLReduce";
+    case Collective::allreduce:
+      return "kLLAllReduce";
+    case Collective::allgather:
+      return "kLLAllGather";
+    case Collective::reducescatter:
+      return "kLLReduceScatter";
   }
   return "?";
 }
 
 std::string op_type(ReduceOp op) {
   switch (op) {
-    case ReduceOp::sum: return "canopy::OpSum";
-    case ReduceOp::prod: return "canopy::OpProd";
-    case ReduceOp::min: return "canopy::OpMin";
-    case ReduceOp::max: return "canopy::OpMax";
+    case ReduceOp::sum:
+      return "canopy::OpSum";
+    case ReduceOp::prod:
+      return "canopy::OpProd";
+    case ReduceOp::min:
+      return "canopy::OpMin";
+    case ReduceOp::max:
+      return "canopy::OpMax";
   }
   return "?";
 }

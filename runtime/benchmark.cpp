@@ -49,7 +49,8 @@ Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& ran
     const auto issued = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i)
       if (Status s = launch(); !s.ok()) return cleanup(), s;
-    hosts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() / iters);
+    hosts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
+                    iters);
     for (std::size_t d = 0; d < ordinals.size(); ++d) {
       cudaSetDevice(ordinals[d]);
       cudaEventRecord(stop[d], streams[d]);
@@ -188,8 +189,9 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
         row.errors = static_cast<std::int64_t>(result.wrong);
         for (const std::string& e : result.examples) fmt::print(stderr, "canopy bench: wrong: {}\n", e);
       }
-      if (Status s = time_calls(comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return comm.run(call); },
-                                &row.time_us, &row.host_us);
+      if (Status s = time_calls(
+              comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return comm.run(call); }, &row.time_us,
+              &row.host_us);
           !s.ok())
         return s;
       const double seconds = row.time_us * 1e-6;

@@ -74,7 +74,8 @@ std::shared_ptr<const BuiltCollective> Builder::build(const KernelSource& source
   BuildOptions o;
   o.codegen = shape;
   o.compile = options;
-  const std::string key = Sha256().update("source\n" + source.file.text).update(codegen_and_compile_text(o)).hex_digest();
+  const std::string key =
+      Sha256().update("source\n" + source.file.text).update(codegen_and_compile_text(o)).hex_digest();
   return build_keyed(key, o, outcome, [&](Schedule* schedule) {
     schedule->plan.ranks = rank_names;
     schedule->ranks = static_cast<int>(rank_names.size());

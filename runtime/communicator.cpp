@@ -42,8 +42,8 @@ SpecKey key_of(const CollectiveSpec& s) {
   if (s.program)
     return {-1, dtype, s.program->reduces() ? static_cast<int>(s.op) : 0, 0, s.large, false, program_key(*s.program)};
   const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
-  return {static_cast<int>(s.collective), dtype, op, has_root(s.collective) ? s.root : 0, s.large && !s.low_latency,
-          s.low_latency, ""};
+  return {static_cast<int>(s.collective), dtype,         op, has_root(s.collective) ? s.root : 0,
+          s.large && !s.low_latency,      s.low_latency, ""};
 }
 
 std::string spec_text(const CollectiveSpec& s) {
@@ -55,8 +55,10 @@ std::string spec_text(const CollectiveSpec& s) {
   std::string text = fmt::format("{} {}", call_name(s.collective), to_string(s.dtype));
   if (reduces(s.collective)) text += " " + to_string(s.op);
   if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
-  if (s.low_latency) text += " (low latency)";
-  else if (s.large) text += " (large messages)";
+  if (s.low_latency)
+    text += " (low latency)";
+  else if (s.large)
+    text += " (large messages)";
   return text;
 }
 
@@ -65,10 +67,10 @@ PointerFacts pointer_facts(const void* p) {
   // otherwise, which small messages feel (docs/performance.md).
   if (const std::optional<DriverPointerFacts> d = driver_pointer_facts(p); d && d->memory_type != 0) {
     PointerFacts f;
-    f.kind = d->managed                ? MemoryKind::managed
-             : d->memory_type == 2     ? MemoryKind::device
-             : d->memory_type == 1     ? MemoryKind::host
-                                       : MemoryKind::unregistered;
+    f.kind = d->managed            ? MemoryKind::managed
+             : d->memory_type == 2 ? MemoryKind::device
+             : d->memory_type == 1 ? MemoryKind::host
+                                   : MemoryKind::unregistered;
     f.device = d->device;
     if ((f.kind == MemoryKind::device || f.kind == MemoryKind::managed) && d->allocation.bytes > 0)
       f.allocation = d->allocation;
@@ -418,9 +420,15 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
         CacheOutcome outcome{};
         std::shared_ptr<const BuiltCollective> built;
         if (spec.low_latency) {
-          const LowLatencySpec ll{spec.collective, spec.dtype, spec.op, static_cast<int>(rank_names.size()),
-                                  spec.root, device_of_rank, low_latency.blocks_per_rank,
-                                  low_latency.threads_per_block, low_latency.max_bytes};
+          const LowLatencySpec ll{spec.collective,
+                                  spec.dtype,
+                                  spec.op,
+                                  static_cast<int>(rank_names.size()),
+                                  spec.root,
+                                  device_of_rank,
+                                  low_latency.blocks_per_rank,
+                                  low_latency.threads_per_block,
+                                  low_latency.max_bytes};
           built = builder->build(low_latency_source(ll), rank_names, o.codegen, o.compile, &outcome);
         } else if (spec.program) {
           built = builder->build(*spec.program, topology, rank_names, o, &outcome);
@@ -532,6 +540,18 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     if (options.low_latency_bytes) st->low_latency.max_bytes = *options.low_latency_bytes;
     if (st->low_latency.max_bytes < 0)
       throw Error(fmt::format("low-latency limit {} bytes: use 0 (off) or a positive size", st->low_latency.max_bytes));
+    // LL buffers grow with the square of the ranks a GPU runs (each rank holds a slot per rank): past 1 GiB on a GPU
+    // the protocol is left off rather than take memory the caller may need.
+    if (st->low_latency.max_bytes > 0) {
+      const std::int64_t per_gpu =
+          low_latency_buffer_bytes(n, st->low_latency.max_bytes) * ((n + devices - 1) / devices);
+      if (per_gpu > (std::int64_t{1} << 30)) {
+        st->log.info(LogSubsys::init, fmt::format("low-latency protocol off: its buffers would take {} per GPU for {} "
+                                                  "ranks (lower CANOPY_LL_BYTES to use it)",
+                                                  format_byte_size(per_gpu), n));
+        st->low_latency.max_bytes = 0;
+      }
+    }
     // One hop from every rank to every other: every pair of GPUs needs peer access.
     for (std::size_t a = 0; a < st->gpus.size() && st->low_latency.max_bytes > 0; ++a)
       for (std::size_t b = 0; b < st->gpus.size(); ++b)

@@ -58,8 +58,8 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
       *partial_launch = d > 0;
       return Status(StatusCode::cuda_error,
                     fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {} ({}){}",
-                                call_name(call), p.built->source.entry, target.ordinal[d], p.blocks[d],
-                                p.threads, cudaGetErrorString(e), cudaGetErrorName(e),
+                                call_name(call), p.built->source.entry, target.ordinal[d], p.blocks[d], p.threads,
+                                cudaGetErrorString(e), cudaGetErrorName(e),
                                 d > 0 ? "; the launches already made on other GPUs wait for it forever: this "
                                         "communicator cannot be used again"
                                       : ""));

@@ -183,7 +183,8 @@ void add_bench_command(CLI::App& app) {
             }
           }
         std::vector<std::string> kernels;
-        if (low_latency) kernels.push_back(fmt::format("up to {}: low-latency protocol, one launch", size_text(ll_up_to)));
+        if (low_latency)
+          kernels.push_back(fmt::format("up to {}: low-latency protocol, one launch", size_text(ll_up_to)));
         if (small) kernels.push_back(describe(false));
         if (large) kernels.push_back("large messages: " + describe(true));
         const std::string title =

@@ -75,7 +75,8 @@ TEST(RuntimeEnv, ExplicitBlocksHoldForEverySize) {
 
 TEST(RuntimeEnv, LowLatencyUpTo128KiBUnlessSet) {
   {
-    ScopedEnv bytes("CANOPY_LL_BYTES", nullptr), blocks("CANOPY_LL_BLOCKS", nullptr), threads("CANOPY_LL_THREADS", nullptr);
+    ScopedEnv bytes("CANOPY_LL_BYTES", nullptr), blocks("CANOPY_LL_BLOCKS", nullptr),
+        threads("CANOPY_LL_THREADS", nullptr);
     const LowLatencyShape l = low_latency_shape_from_environment();
     EXPECT_EQ(l.max_bytes, 128 << 10);
     EXPECT_EQ(l.blocks_per_rank, 4);
