@@ -213,6 +213,11 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
   return buffers->synchronize();
 }
 
+Status time_call(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, const CollectiveCall& call,
+                 int warmup, int iters, int repeats, double* time_us) {
+  return time_calls(comm, rank_streams, warmup, iters, repeats, [&] { return comm.run(call); }, time_us);
+}
+
 std::string bench_rows_json(const std::vector<BenchRow>& rows) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const BenchRow& r : rows) {

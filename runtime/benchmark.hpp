@@ -68,4 +68,9 @@ Status run_benchmark(Communicator& comm, const BenchOptions& options, NcclLibrar
 
 std::string bench_rows_json(const std::vector<BenchRow>& rows);
 
+// The median time per call of `repeats` loops of `iters` calls of `call` after `warmup` (CUDA events on every GPU's
+// stream, the slowest GPU's loop), as run_benchmark times a row.
+Status time_call(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, const CollectiveCall& call,
+                 int warmup, int iters, int repeats, double* time_us);
+
 }  // namespace canopy

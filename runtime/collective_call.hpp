@@ -38,6 +38,9 @@ struct CollectiveCall {
   // ignored. count elements make the program's chunks (each count / chunks elements, so count must be a multiple);
   // each rank sends input-buffer chunks and receives output-buffer chunks of that size, out of place.
   const algo::Program* program = nullptr;
+  // > 0: run the planned kernel specialised for this chunk size (what `canopy tune` measures); 0: the tuned one
+  // (tuning.json), else the communicator's.
+  std::int64_t chunk_bytes = 0;
 };
 
 std::string call_name(Collective collective);  // "allreduce", "reduce_scatter", ... as the API spells them

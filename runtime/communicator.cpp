@@ -14,9 +14,11 @@
 #include <tuple>
 
 #include "codegen/lower.hpp"
+#include "codegen/sha256.hpp"
 #include "codegen/lower_program.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "dsl/error.hpp"
+#include "dsl/topo_writer.hpp"
 #include "dsl/topology_subset.hpp"
 #include "planner/planner.hpp"
 #include "runtime/collective_dump.hpp"
@@ -27,6 +29,7 @@
 #include "runtime/peer_access_check.hpp"
 #include "runtime/prepared_collective.hpp"
 #include "runtime/runtime_env.hpp"
+#include "runtime/tuning_file.hpp"
 #include "runtime/watchdog.hpp"
 #include "templates/device_args.cuh"
 
@@ -34,7 +37,7 @@ namespace canopy {
 
 namespace {
 
-// collective, dtype, op, root (normalised), large, low latency, program key ("" for planned collectives)
+// collective, dtype, op, root (normalised), large, low latency, program key (planned: "" or its chunk)
 using SpecKey = std::tuple<int, int, int, int, bool, bool, std::string>;
 
 SpecKey key_of(const CollectiveSpec& s) {
@@ -42,8 +45,10 @@ SpecKey key_of(const CollectiveSpec& s) {
   if (s.program)
     return {-1, dtype, s.program->reduces() ? static_cast<int>(s.op) : 0, 0, s.large, false, program_key(*s.program)};
   const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
-  return {static_cast<int>(s.collective), dtype,         op, has_root(s.collective) ? s.root : 0,
-          s.large && !s.low_latency,      s.low_latency, ""};
+  const int root = has_root(s.collective) ? s.root : 0;
+  // A planned kernel's chunk, when not the communicator's: the program-key slot names it.
+  std::string chunk = s.chunk_bytes > 0 && !s.low_latency ? fmt::format("chunk {}", s.chunk_bytes) : "";
+  return {static_cast<int>(s.collective), dtype, op, root, s.large && !s.low_latency, s.low_latency, chunk};
 }
 
 std::string spec_text(const CollectiveSpec& s) {
@@ -59,6 +64,7 @@ std::string spec_text(const CollectiveSpec& s) {
     text += " (low latency)";
   else if (s.large)
     text += " (large messages)";
+  if (s.chunk_bytes > 0 && !s.low_latency) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
   return text;
 }
 
@@ -126,6 +132,10 @@ struct Communicator::State {
   std::vector<void*> ll_buffers;       // per rank: the low-latency kernels' lines (2 parities x slot per rank)
   std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block)
   std::uint64_t ll_epoch = 0;          // low-latency launches so far, shared by every low-latency kernel
+  std::string machine;                 // sha256 of the topology's canonical text: its key in tuning.json
+  std::filesystem::path tuning_path;
+  std::unique_ptr<TuningFile> tuning;  // read once at creation
+  bool chunk_fixed = false;            // CANOPY_CHUNK or CommunicatorOptions::chunk_bytes: tuning does not apply
   std::unique_ptr<Builder> builder;
 
   std::mutex mutex;
@@ -225,6 +235,7 @@ CodegenOptions Communicator::State::shape_for(const CollectiveSpec& spec,
                                               const std::function<Schedule(const CodegenOptions&)>& lower_at) const {
   CodegenOptions o = shape;
   if (spec.large) o.blocks_per_rank = large_blocks;
+  if (spec.chunk_bytes > 0) o.chunk_bytes = spec.chunk_bytes;
   o.dtype = spec.dtype;
   o.op = spec.op;
   o.device_of_rank = device_of_rank;
@@ -567,6 +578,15 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     check_codegen_options(large_check, n);
     st->builder = std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir)
                                                               : DiskCache::from_environment());
+    // Tuned chunk sizes (canopy tune) for this machine, unless the chunk is fixed.
+    st->chunk_fixed = options.chunk_bytes.has_value() || std::getenv("CANOPY_CHUNK") != nullptr;
+    st->machine = Sha256().update(write_topo(st->topology)).hex_digest();
+    st->tuning_path = TuningFile::default_path(st->builder->jit().disk().directory());
+    std::string tuning_warning;
+    st->tuning = std::make_unique<TuningFile>(st->tuning_path, &tuning_warning);
+    if (!tuning_warning.empty()) st->log.info(LogSubsys::init, tuning_warning);
+    if (!st->chunk_fixed && !st->tuning->entries().empty())
+      st->log.info(LogSubsys::init, fmt::format("tuned chunk sizes from {}", st->tuning_path.string()));
     st->scratch.assign(n, nullptr);
     st->scratch_bytes.assign(n, 0);
     st->order.done.assign(devices, nullptr);
@@ -617,6 +637,20 @@ bool Communicator::is_large(Collective collective, std::uint64_t count, DataType
                                 : 1;
   const std::uint64_t bytes = count * per * static_cast<std::uint64_t>(size_of(dtype));
   return bytes >= static_cast<std::uint64_t>(state_->large_bytes);
+}
+
+const std::string& Communicator::machine_key() const { return state_->machine; }
+std::filesystem::path Communicator::tuning_path() const { return state_->tuning_path; }
+
+std::int64_t Communicator::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
+  const State& st = *state_;
+  if (st.chunk_fixed || !st.tuning || st.tuning->entries().empty()) return 0;
+  const std::uint64_t per = collective == Collective::allgather || collective == Collective::reducescatter
+                                ? static_cast<std::uint64_t>(ranks())
+                                : 1;
+  const std::uint64_t bytes = count * per * static_cast<std::uint64_t>(size_of(dtype));
+  const std::optional<TuningEntry> e = st.tuning->find({st.machine, collective, dtype, tuning_bucket(bytes)});
+  return e ? e->chunk_bytes : 0;
 }
 
 bool Communicator::is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const {
@@ -676,6 +710,8 @@ Status Communicator::run(const CollectiveCall& call) {
   }
   if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype))
     spec.low_latency = true;
+  if (!call.program && !spec.low_latency)
+    spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   if (Status s = st.get(spec, &p); !s.ok()) return s;
   LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
   if (spec.low_latency) {

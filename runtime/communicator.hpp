@@ -76,6 +76,8 @@ struct CollectiveSpec {
   std::shared_ptr<const algo::Program> program = nullptr;
   // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
   bool low_latency = false;
+  // > 0: the planned kernel for this chunk size (tuned, or asked for by CollectiveCall::chunk_bytes).
+  std::int64_t chunk_bytes = 0;
 };
 
 // What a prepared collective runs: its plan, kernel and shape, and where the binary came from.
@@ -129,6 +131,12 @@ class Communicator {
   // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
   bool is_large(Collective collective, std::uint64_t count, DataType dtype) const;
   bool is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const;  // its larger buffer
+  // Chunk tuning (runtime/tuning_file.hpp): this machine's key in tuning.json, the file, and the chunk a call of
+  // this size would take from it (0: none, or CANOPY_CHUNK / CommunicatorOptions::chunk_bytes fixes the chunk).
+  const std::string& machine_key() const;
+  std::filesystem::path tuning_path() const;
+  std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
+
   // Whether a call of this collective and count runs the low-latency kernel.
   bool is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const;
 

@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   canopy::cli::add_simulate_command(app);
   canopy::cli::add_algo_command(app);
   canopy::cli::add_msccl_command(app);
+  canopy::cli::add_tune_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

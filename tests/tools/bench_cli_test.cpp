@@ -1,4 +1,4 @@
-// `canopy bench` as users run it where no GPU is visible (CUDA_VISIBLE_DEVICES=-1): exit 1 with a message, never a
+// `canopy bench` and `canopy tune` as users run them where no GPU is visible (CUDA_VISIBLE_DEVICES=-1): exit 1 with a message, never a
 // crash; bad options are refused before any GPU is asked for; --help teaches the columns.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -33,6 +33,23 @@ TEST(BenchCli, HelpExplainsTheColumns) {
   EXPECT_EQ(r.status, 0);
   EXPECT_THAT(r.output, HasSubstr("--vs-nccl"));
   EXPECT_THAT(r.output, HasSubstr("busbw = algbw x 2(n-1)/n (allreduce)"));
+}
+
+TEST(TuneCli, WithoutAGpuExitsOneAndBadOptionsAreRefusedFirst) {
+  const testing::CommandRun r = canopy("tune -t h200x2 -c allreduce --sizes 16M --dry-run");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("canopy: error: no CUDA device is visible"));
+  EXPECT_THAT(canopy("tune -c allsum").output, HasSubstr("--collective 'allsum': expected broadcast"));
+  EXPECT_THAT(canopy("tune --sizes 0").output, HasSubstr("--sizes '0': sizes must be positive"));
+  EXPECT_THAT(canopy("tune --repeats 0").output, HasSubstr("--iters and --repeats take at least 1"));
+  EXPECT_THAT(canopy("tune --devices x").output, HasSubstr("--devices 'x': expected CUDA device numbers such as 0,1"));
+}
+
+TEST(TuneCli, HelpSaysWhereTheChoiceGoes) {
+  const testing::CommandRun r = canopy("tune --help");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.output, HasSubstr("tuning.json"));
+  EXPECT_THAT(r.output, HasSubstr("CANOPY_CHUNK overrides it"));
 }
 
 }  // namespace

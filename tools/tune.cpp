@@ -1,0 +1,141 @@
+// `canopy tune`: chunk-size tuning on this machine's GPUs (Blink's run-time tuning). For each collective and size it
+// starts from the simulator's predicted chunk, measures, doubles (or halves) while that helps and refines by a
+// quarter (runtime/chunk_tuner.hpp), checks the chosen kernel's output, prints every step, and remembers the choice
+// in tuning.json beside the kernel cache, where every later Communicator on this machine finds it.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "dsl/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "planner/simulate.hpp"
+#include "runtime/benchmark.hpp"
+#include "runtime/chunk_tuner.hpp"
+#include "runtime/collective_buffers.hpp"
+#include "runtime/gpu_devices.hpp"
+#include "runtime/tuning_file.hpp"
+#include "tools/commands.hpp"
+
+namespace canopy::cli {
+
+void add_tune_command(CLI::App& app) {
+  struct Args {
+    TopologyArgs topology;
+    std::string devices;
+    std::string collective = "allreduce";
+    std::string sizes = "1M:1G:4";
+    std::string dtype = "f32";
+    std::string op = "sum";
+    int iters = 10;
+    int warmup = 3;
+    int repeats = 3;
+    bool dry_run = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("tune", "find the fastest chunk size per collective and size, and remember it");
+  add_topology_args(*cmd, args->topology, /*positional=*/false, /*required=*/false);
+  cmd->add_option("--devices", args->devices, "CUDA devices to use, e.g. 0,1 (default: as many as the ranks)");
+  cmd->add_option("--collective,-c", args->collective, "a list of broadcast reduce allreduce allgather reducescatter")
+      ->capture_default_str();
+  cmd->add_option("--sizes", args->sizes, "bytes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a list 1M,16M")
+      ->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
+  cmd->add_option("--op", args->op, "sum prod min max")->capture_default_str();
+  cmd->add_option("--iters", args->iters, "timed calls per repeat")->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "untimed calls first")->capture_default_str();
+  cmd->add_option("--repeats", args->repeats, "timed loops; the median counts")->capture_default_str();
+  cmd->add_flag("--dry-run", args->dry_run, "measure and print, but do not write tuning.json");
+  cmd->footer(
+      "Examples:\n"
+      "  canopy tune                                   allreduce, 1 MiB - 1 GiB, this machine's GPUs\n"
+      "  canopy tune -c allreduce,allgather --sizes 1M,16M,256M\n"
+      "Each size's bucket (the power of two at or below it) gets the fastest chunk; sizes the low-latency protocol\n"
+      "runs are skipped. Calls of that collective, element type and bucket then use it (CANOPY_LOG=info says so);\n"
+      "CANOPY_CHUNK overrides it. The file is $CANOPY_CACHE_DIR/tuning.json (see `canopy cache info`).");
+  cmd->callback([args] {
+    std::vector<Collective> collectives;
+    for (const std::string& name : CLI::detail::split(args->collective, ',')) collectives.push_back(collective_option(name));
+    const std::vector<std::uint64_t> sizes = parse_bench_sizes(args->sizes);
+    const DataType dtype = dtype_option(args->dtype);
+    const ReduceOp op = op_option(args->op);
+    if (args->iters < 1 || args->repeats < 1 || args->warmup < 0)
+      throw Error("--iters and --repeats take at least 1, --warmup at least 0");
+    CommunicatorOptions co;
+    if (!args->topology.topology.empty()) co.topology = load_topology(args->topology.topology);
+    if (!args->topology.gpus.empty()) co.gpus = CLI::detail::split(args->topology.gpus, ',');
+    for (const std::string& d : args->devices.empty() ? std::vector<std::string>{} : CLI::detail::split(args->devices, ','))
+      try {
+        co.devices.push_back(std::stoi(d));
+      } catch (const std::exception&) {
+        throw Error(fmt::format("--devices '{}': expected CUDA device numbers such as 0,1", args->devices));
+      }
+    std::unique_ptr<Communicator> comm;
+    if (Status s = Communicator::create(co, &comm); !s.ok()) throw Error(s.message());
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, comm->device_ordinals()[0]) != cudaSuccess)
+      throw Error("cudaGetDeviceProperties failed on the first GPU");
+    Jit jit(DiskCache::from_environment());
+    PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
+    std::uint64_t top = 0;
+    for (std::uint64_t s : sizes) top = std::max(top, s);
+    std::unique_ptr<CollectiveBuffers> buffers;
+    if (Status s = CollectiveBuffers::create(*comm, top, top, patterns, &buffers); !s.ok()) throw Error(s.message());
+    TuningFile file(comm->tuning_path());
+    fmt::print("# canopy tune: topology {} ({}), {} ranks on {} GPUs, {}; results to {}\n", comm->topology().name(),
+               comm->topology_source(), comm->ranks(), comm->devices(), to_string(dtype),
+               args->dry_run ? "nowhere (--dry-run)" : comm->tuning_path().string());
+    const SimOptions sim;  // launch cost and per-chunk cost as docs/simulator.md calibrates them by default
+    for (Collective c : collectives)
+      for (std::uint64_t bytes : sizes) {
+        const std::uint64_t count = bench_count(c, bytes, dtype, comm->ranks());
+        if (count == 0 || comm->is_low_latency(c, count, dtype)) continue;
+        // The simulator's best chunk for the whole pipeline, spread over the blocks that run it.
+        CollectiveInfo info;
+        const bool large = comm->is_large(c, count, dtype);
+        if (Status s = comm->info(CollectiveSpec{c, dtype, op, 0, large}, &info); !s.ok()) throw Error(s.message());
+        const SimResult predicted = best_chunk(
+            [&](const SimOptions& o) { return simulate_plan(comm->topology(), info.plan, bytes, o); }, sim,
+            static_cast<std::int64_t>(bytes));
+        const std::int64_t per_block = std::max<std::int64_t>(
+            1, info.options.blocks_per_rank / std::max<std::int64_t>(1, static_cast<std::int64_t>(info.plan.trees.size())));
+        const std::int64_t start = std::clamp<std::int64_t>(predicted.chunk_bytes / per_block / 16 * 16, 1024, 16 << 20);
+        CheckSpec spec{c, dtype, op, 0, comm->ranks(), count, 0x7e57u + bytes};
+        CollectiveCall call;
+        if (Status s = buffers->set_up(spec, false, &call); !s.ok()) throw Error(s.message());
+        auto measure = [&](std::int64_t chunk) {
+          call.chunk_bytes = chunk;
+          double us = 0;
+          if (Status s = time_call(*comm, buffers->streams(), call, args->warmup, args->iters, args->repeats, &us); !s.ok())
+            throw Error(s.message());
+          return us;
+        };
+        const double default_us = measure(info.options.chunk_bytes);
+        const ChunkTuneResult r = tune_chunk(start, measure);
+        std::vector<std::string> steps;
+        for (const ChunkTuneStep& t : r.tried) steps.push_back(fmt::format("{} {:.1f}us", format_byte_size(t.chunk_bytes), t.time_us));
+        // The chosen kernel must still be right.
+        call.chunk_bytes = r.chunk_bytes;
+        if (Status s = buffers->set_up(spec, false, &call); !s.ok()) throw Error(s.message());
+        call.chunk_bytes = r.chunk_bytes;
+        CheckResult checked;
+        if (Status s = comm->run(call); !s.ok()) throw Error(s.message());
+        if (Status s = buffers->check(spec, call, &checked); !s.ok()) throw Error(s.message());
+        if (checked.wrong > 0)
+          throw Error(fmt::format("{} {}: chunk {} gave {} wrong elements ({}); nothing was written",
+                                  to_string(c), size_text(bytes), format_byte_size(r.chunk_bytes), checked.wrong,
+                                  checked.examples.empty() ? "" : checked.examples[0]));
+        fmt::print("{:<14} {:>6}: predicted {} -> {}: chose {} ({:.1f} us; default {} {:.1f} us, {:.2f}x)\n",
+                   to_string(c), size_text(bytes), format_byte_size(start), fmt::join(steps, ", "),
+                   format_byte_size(r.chunk_bytes), r.time_us, format_byte_size(info.options.chunk_bytes), default_us,
+                   default_us / r.time_us);
+        file.set({comm->machine_key(), c, dtype, tuning_bucket(bytes)},
+                 {comm->topology().name(), r.chunk_bytes, r.time_us, default_us});
+      }
+    if (!args->dry_run) {
+      file.save();
+      fmt::print("# wrote {} ({} entries)\n", file.path().string(), file.entries().size());
+    }
+  });
+}
+
+}  // namespace canopy::cli
