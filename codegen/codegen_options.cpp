@@ -39,6 +39,16 @@ constexpr const char* kOps[] = {"sum", "prod", "min", "max"};
 std::string to_string(DataType t) { return info(t).name; }
 std::string to_string(ReduceOp op) { return kOps[static_cast<int>(op)]; }
 int size_of(DataType t) { return info(t).size; }
+std::string cuda_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return "canopy::OpSum";
+    case ReduceOp::prod: return "canopy::OpProd";
+    case ReduceOp::min: return "canopy::OpMin";
+    case ReduceOp::max: return "canopy::OpMax";
+  }
+  return "?";
+}
+
 std::string cuda_type_name(DataType t) { return info(t).cuda; }
 
 std::optional<DataType> parse_data_type(std::string_view name) {

@@ -19,6 +19,7 @@ std::optional<DataType> parse_data_type(std::string_view name);  // f32 f16 bf16
 std::optional<ReduceOp> parse_reduce_op(std::string_view name);   // sum prod min max
 int size_of(DataType t);
 std::string cuda_type_name(DataType t);  // the type templates/ use: float, canopy::half_t, ...
+std::string cuda_op_name(ReduceOp op);   // the operator templates/ use: canopy::OpSum, ...
 
 // Parses "256KiB", "1MiB", "65536", "64k": bytes. Throws canopy::Error naming `what` on bad input.
 std::int64_t parse_byte_size(std::string_view text, std::string_view what);

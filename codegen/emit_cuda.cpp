@@ -15,16 +15,6 @@
 namespace canopy {
 namespace {
 
-std::string op_type(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return "canopy::OpSum";
-    case ReduceOp::prod: return "canopy::OpProd";
-    case ReduceOp::min: return "canopy::OpMin";
-    case ReduceOp::max: return "canopy::OpMax";
-  }
-  return "?";
-}
-
 std::string chunk_tag(std::int64_t bytes) {
   if (bytes % (1024 * 1024) == 0) return fmt::format("{}m", bytes / (1024 * 1024));
   if (bytes % 1024 == 0) return fmt::format("{}k", bytes / 1024);
@@ -288,7 +278,7 @@ KernelSource emit_cuda(const Schedule& s) {
   out += "// What these kernels are specialised for (templates/schedule.cuh reads these).\n";
   out += "struct Config {\n";
   out += fmt::format("  typedef {} T;\n", cuda_type_name(o.dtype));
-  out += fmt::format("  typedef {} Op;\n", op_type(o.op));
+  out += fmt::format("  typedef {} Op;\n", cuda_op_name(o.op));
   out += fmt::format("  typedef DeviceArgs<{}> Args;\n", s.ranks);
   out += fmt::format("  static constexpr unsigned long long kChunkBytes = {};  // {}\n", o.chunk_bytes,
                      format_byte_size(o.chunk_bytes));

@@ -29,20 +29,6 @@ const char* ll_collective(Collective c) {
   return "?";
 }
 
-std::string op_type(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum:
-      return "canopy::OpSum";
-    case ReduceOp::prod:
-      return "canopy::OpProd";
-    case ReduceOp::min:
-      return "canopy::OpMin";
-    case ReduceOp::max:
-      return "canopy::OpMax";
-  }
-  return "?";
-}
-
 }  // namespace
 
 std::int64_t low_latency_buffer_bytes(int ranks, std::int64_t max_bytes) {
@@ -102,7 +88,7 @@ KernelSource low_latency_source(const LowLatencySpec& spec) {
   out += "// What this kernel is specialised for (templates/low_latency.cuh reads these).\n";
   out += "struct Config {\n";
   out += fmt::format("  typedef {} T;\n", cuda_type_name(spec.dtype));
-  out += fmt::format("  typedef {} Op;\n", op_type(spec.op));
+  out += fmt::format("  typedef {} Op;\n", cuda_op_name(spec.op));
   out += fmt::format("  typedef canopy::DeviceArgs<{}> Args;\n", n);
   out += fmt::format("  static constexpr int kCollective = canopy::{};\n", ll_collective(spec.collective));
   out += fmt::format("  static constexpr int kRanks = {};\n", n);
