@@ -49,8 +49,10 @@ void add_algo_command(CLI::App& app) {
     if (!found.empty())
       throw Error(
           fmt::format("{} on {} ranks: {} problem{}", p.name(), p.ranks(), found.size(), found.size() == 1 ? "" : "s"));
-    fmt::print("{}: ok: {} on {} ranks, {} chunk{} per buffer, {} statements{}\n", p.name(), p.goal(), p.ranks(),
-               p.chunks(), p.chunks() == 1 ? "" : "s", p.ops().size(),
+    const int in = p.buffer_chunks(algo::Buffer::input), out = p.buffer_chunks(algo::Buffer::output);
+    const std::string buffers = in == out ? fmt::format("{} chunk{} per buffer", in, in == 1 ? "" : "s")
+                                          : fmt::format("{} input and {} output chunks per rank", in, out);
+    fmt::print("{}: ok: {} on {} ranks, {}, {} statements{}\n", p.name(), p.goal(), p.ranks(), buffers, p.ops().size(),
                topology ? ", every copy over a link of " + topology->name() : "");
   });
 }

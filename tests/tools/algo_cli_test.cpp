@@ -44,6 +44,9 @@ TEST(AlgoCli, VerifiesAgainstATopology) {
   const testing::CommandRun r = canopy("algo verify ring-allreduce --ranks 8 -t hgx-h200");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("ring-allreduce: ok: allreduce on 8 ranks, 8 chunks per buffer"));
+  // Buffers of different sizes say so (allgather: one chunk in, one per rank out).
+  EXPECT_THAT(canopy("algo verify allpairs-allgather --ranks 4").output,
+              HasSubstr("allpairs-allgather: ok: allgather on 4 ranks, 1 input and 4 output chunks per rank"));
   EXPECT_THAT(r.output, HasSubstr("every copy over a link of hgx-h200"));
 }
 
