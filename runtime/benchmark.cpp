@@ -83,10 +83,8 @@ std::uint64_t bench_count(Collective c, std::uint64_t bytes, DataType dtype, int
 }
 
 std::uint64_t bench_count(const algo::Program& p, std::uint64_t bytes, DataType dtype) {
-  const std::uint64_t chunks = static_cast<std::uint64_t>(p.chunks());
-  const std::uint64_t widest =
-      static_cast<std::uint64_t>(std::max(p.buffer_chunks(algo::Buffer::input), p.buffer_chunks(algo::Buffer::output)));
-  return bytes / static_cast<std::uint64_t>(size_of(dtype)) / widest * chunks;
+  return bytes / static_cast<std::uint64_t>(size_of(dtype)) / static_cast<std::uint64_t>(widest_buffer_chunks(p)) *
+         static_cast<std::uint64_t>(p.chunks());
 }
 
 double busbw_factor(const algo::Program& p) {
@@ -164,11 +162,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       const std::uint64_t count = program ? bench_count(*program, size, o.dtype) : bench_count(c, size, o.dtype, n);
       if (count == 0) continue;
       // A program's count is a multiple of its chunks: the size it moves may be a little below the size asked.
-      const std::uint64_t bytes = program ? bench_count(*program, size, o.dtype) / program->chunks() *
-                                                std::max(program->buffer_chunks(algo::Buffer::input),
-                                                         program->buffer_chunks(algo::Buffer::output)) *
-                                                size_of(o.dtype)
-                                          : size;
+      const std::uint64_t bytes = program ? size_bytes(*program, count, o.dtype) : size;
       CheckSpec spec{c, o.dtype, o.op, program ? program->root() : o.root, n, count, 0x5eed0000u + size};
       spec.program = o.program;
       CollectiveCall call;

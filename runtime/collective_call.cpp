@@ -75,9 +75,24 @@ std::uint64_t max_count(Collective collective, DataType dtype, int ranks) {
   return std::min(elements, (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(size_of(dtype))) / per;
 }
 
+std::uint64_t size_bytes(Collective collective, std::uint64_t count, DataType dtype, int ranks) {
+  const std::uint64_t per = collective == Collective::allgather || collective == Collective::reducescatter
+                                ? static_cast<std::uint64_t>(ranks)
+                                : 1;
+  return count * per * static_cast<std::uint64_t>(size_of(dtype));
+}
+
+int widest_buffer_chunks(const algo::Program& program) {
+  return std::max(program.buffer_chunks(algo::Buffer::input), program.buffer_chunks(algo::Buffer::output));
+}
+
+std::uint64_t size_bytes(const algo::Program& program, std::uint64_t count, DataType dtype) {
+  return count / static_cast<std::uint64_t>(program.chunks()) *
+         static_cast<std::uint64_t>(widest_buffer_chunks(program)) * static_cast<std::uint64_t>(size_of(dtype));
+}
+
 std::uint64_t max_count(const algo::Program& program, DataType dtype) {
-  const std::uint64_t widest = static_cast<std::uint64_t>(
-      std::max(program.buffer_chunks(algo::Buffer::input), program.buffer_chunks(algo::Buffer::output)));
+  const std::uint64_t widest = static_cast<std::uint64_t>(widest_buffer_chunks(program));
   const std::uint64_t chunks = static_cast<std::uint64_t>(program.chunks());
   return std::min(std::uint64_t{1} << 38, (std::uint64_t{1} << 62) / static_cast<std::uint64_t>(size_of(dtype))) /
          widest * chunks;

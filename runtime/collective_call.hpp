@@ -63,6 +63,13 @@ struct CallOracle {
 std::uint64_t send_elements(Collective collective, std::uint64_t count, int ranks, int rank, int root);
 std::uint64_t recv_elements(Collective collective, std::uint64_t count, int ranks, int rank, int root);
 
+// nccl-tests' size S of a call, in bytes: allgather's output, reduce-scatter's input, otherwise the buffer; for a
+// program, its larger buffer per rank. What message classes (large, low latency) and tuning buckets go by.
+std::uint64_t size_bytes(Collective collective, std::uint64_t count, DataType dtype, int ranks);
+std::uint64_t size_bytes(const algo::Program& program, std::uint64_t count, DataType dtype);
+// The chunks of a program's larger buffer (input or output) per rank.
+int widest_buffer_chunks(const algo::Program& program);
+
 // Largest count the generated kernels take for this collective and rank count (their range arithmetic needs
 // count x ranks < 2^47) that also keeps every byte size in 64 bits.
 std::uint64_t max_count(Collective collective, DataType dtype, int ranks);

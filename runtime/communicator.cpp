@@ -632,11 +632,7 @@ const Topology& Communicator::topology() const { return state_->topology; }
 std::string Communicator::topology_source() const { return state_->topology_source; }
 
 bool Communicator::is_large(Collective collective, std::uint64_t count, DataType dtype) const {
-  const std::uint64_t per = collective == Collective::allgather || collective == Collective::reducescatter
-                                ? static_cast<std::uint64_t>(ranks())
-                                : 1;
-  const std::uint64_t bytes = count * per * static_cast<std::uint64_t>(size_of(dtype));
-  return bytes >= static_cast<std::uint64_t>(state_->large_bytes);
+  return size_bytes(collective, count, dtype, ranks()) >= static_cast<std::uint64_t>(state_->large_bytes);
 }
 
 const std::string& Communicator::machine_key() const { return state_->machine; }
@@ -645,31 +641,21 @@ std::filesystem::path Communicator::tuning_path() const { return state_->tuning_
 std::int64_t Communicator::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
   const State& st = *state_;
   if (st.chunk_fixed || !st.tuning || st.tuning->entries().empty()) return 0;
-  const std::uint64_t per = collective == Collective::allgather || collective == Collective::reducescatter
-                                ? static_cast<std::uint64_t>(ranks())
-                                : 1;
-  const std::uint64_t bytes = count * per * static_cast<std::uint64_t>(size_of(dtype));
-  const std::optional<TuningEntry> e = st.tuning->find({st.machine, collective, dtype, tuning_bucket(bytes)});
+  const std::uint64_t bucket = tuning_bucket(size_bytes(collective, count, dtype, ranks()));
+  const std::optional<TuningEntry> e = st.tuning->find({st.machine, collective, dtype, bucket});
   return e ? e->chunk_bytes : 0;
 }
 
 bool Communicator::is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const {
   // The size S of nccl-tests (allgather: its output, reduce-scatter: its input), which bounds every slot: the LL
   // kernels move each rank's data in one hop at a few tens of GB/s, so what decides is the bytes a rank handles.
-  const std::uint64_t per = collective == Collective::allgather || collective == Collective::reducescatter
-                                ? static_cast<std::uint64_t>(ranks())
-                                : 1;
-  const std::uint64_t bytes = count * per * static_cast<std::uint64_t>(size_of(dtype));
+  const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
   return state_->low_latency.max_bytes > 0 && bytes <= static_cast<std::uint64_t>(state_->low_latency.max_bytes) &&
          static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
 }
 
 bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
-  const std::uint64_t widest = static_cast<std::uint64_t>(
-      std::max(program.buffer_chunks(algo::Buffer::input), program.buffer_chunks(algo::Buffer::output)));
-  const std::uint64_t bytes =
-      count / static_cast<std::uint64_t>(program.chunks()) * widest * static_cast<std::uint64_t>(size_of(dtype));
-  return bytes >= static_cast<std::uint64_t>(state_->large_bytes);
+  return size_bytes(program, count, dtype) >= static_cast<std::uint64_t>(state_->large_bytes);
 }
 
 Status Communicator::prepare(std::span<const CollectiveSpec> specs) {

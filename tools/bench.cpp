@@ -109,17 +109,7 @@ void add_bench_command(CLI::App& app) {
     o.check = !args->no_check;
     o.in_place = args->in_place;
 
-    CommunicatorOptions co;
-    if (!args->topology.topology.empty()) co.topology = load_topology(args->topology.topology);
-    if (!args->topology.gpus.empty()) co.gpus = CLI::detail::split(args->topology.gpus, ',');
-    if (!args->devices.empty())
-      for (const std::string& d : CLI::detail::split(args->devices, ',')) {
-        try {
-          co.devices.push_back(std::stoi(d));
-        } catch (const std::exception&) {
-          throw Error(fmt::format("--devices '{}': expected CUDA device numbers such as 0,1", args->devices));
-        }
-      }
+    CommunicatorOptions co = communicator_options(args->topology, args->devices);
     if (!args->chunk.empty()) co.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
     if (args->blocks) co.blocks_per_rank = args->blocks;
     if (args->threads) co.threads_per_block = args->threads;

@@ -9,6 +9,7 @@
 #include "dsl/algorithm.hpp"
 #include "dsl/topology.hpp"
 #include "planner/collective.hpp"
+#include "runtime/communicator.hpp"
 
 namespace canopy::cli {
 
@@ -35,6 +36,11 @@ struct TopologyArgs {
 };
 void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional, bool required = true);
 Topology resolve_topology(const TopologyArgs& args);
+
+// The Communicator that `-t/--gpus` and `--devices 0,1` describe, as `canopy bench` and `canopy tune` take them
+// (topology_option.cpp): a named topology or the detected one, its chosen GPUs, the CUDA devices. Throws
+// canopy::Error naming a bad --devices list.
+CommunicatorOptions communicator_options(const TopologyArgs& topology, const std::string& devices);
 
 // The value of `--collective`, or a canopy::Error listing the five names (topology_option.cpp).
 Collective collective_option(const std::string& name);

@@ -28,6 +28,21 @@ Topology resolve_topology(const TopologyArgs& args) {
   return select_gpus(t, parse_gpu_list(t, args.gpus));
 }
 
+CommunicatorOptions communicator_options(const TopologyArgs& topology, const std::string& devices) {
+  CommunicatorOptions co;
+  if (!topology.topology.empty()) co.topology = load_topology(topology.topology);
+  if (!topology.gpus.empty()) co.gpus = CLI::detail::split(topology.gpus, ',');
+  if (devices.empty()) return co;
+  for (const std::string& d : CLI::detail::split(devices, ',')) {
+    try {
+      co.devices.push_back(std::stoi(d));
+    } catch (const std::exception&) {
+      throw Error(fmt::format("--devices '{}': expected CUDA device numbers such as 0,1", devices));
+    }
+  }
+  return co;
+}
+
 Collective collective_option(const std::string& name) {
   const auto collective = parse_collective(name);
   if (!collective)

@@ -60,15 +60,7 @@ void add_tune_command(CLI::App& app) {
     const ReduceOp op = op_option(args->op);
     if (args->iters < 1 || args->repeats < 1 || args->warmup < 0)
       throw Error("--iters and --repeats take at least 1, --warmup at least 0");
-    CommunicatorOptions co;
-    if (!args->topology.topology.empty()) co.topology = load_topology(args->topology.topology);
-    if (!args->topology.gpus.empty()) co.gpus = CLI::detail::split(args->topology.gpus, ',');
-    for (const std::string& d : args->devices.empty() ? std::vector<std::string>{} : CLI::detail::split(args->devices, ','))
-      try {
-        co.devices.push_back(std::stoi(d));
-      } catch (const std::exception&) {
-        throw Error(fmt::format("--devices '{}': expected CUDA device numbers such as 0,1", args->devices));
-      }
+    const CommunicatorOptions co = communicator_options(args->topology, args->devices);
     std::unique_ptr<Communicator> comm;
     if (Status s = Communicator::create(co, &comm); !s.ok()) throw Error(s.message());
     cudaDeviceProp prop{};
@@ -113,8 +105,7 @@ void add_tune_command(CLI::App& app) {
         const ChunkTuneResult r = tune_chunk(start, measure);
         std::vector<std::string> steps;
         for (const ChunkTuneStep& t : r.tried) steps.push_back(fmt::format("{} {:.1f}us", format_byte_size(t.chunk_bytes), t.time_us));
-        // The chosen kernel must still be right.
-        call.chunk_bytes = r.chunk_bytes;
+        // The chosen kernel must still be right (set_up rewrites the inputs and poisons the outputs).
         if (Status s = buffers->set_up(spec, false, &call); !s.ok()) throw Error(s.message());
         call.chunk_bytes = r.chunk_bytes;
         CheckResult checked;
