@@ -40,15 +40,34 @@ namespace {
 // collective, dtype, op, root (normalised), large, low latency, program key (planned: "" or its chunk)
 using SpecKey = std::tuple<int, int, int, int, bool, bool, std::string>;
 
+// A program spec must be canonical (State::canonical): one object per distinct program, so its address names it.
 SpecKey key_of(const CollectiveSpec& s) {
   const int dtype = static_cast<int>(s.dtype);
   if (s.program)
-    return {-1, dtype, s.program->reduces() ? static_cast<int>(s.op) : 0, 0, s.large, false, program_key(*s.program)};
+    return {-1,      dtype, s.program->reduces() ? static_cast<int>(s.op) : 0,   0,
+            s.large, false, fmt::format("program@{}", fmt::ptr(s.program.get()))};
   const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
   const int root = has_root(s.collective) ? s.root : 0;
   // A planned kernel's chunk, when not the communicator's: the program-key slot names it.
   std::string chunk = s.chunk_bytes > 0 && !s.low_latency ? fmt::format("chunk {}", s.chunk_bytes) : "";
   return {static_cast<int>(s.collective), dtype, op, root, s.large && !s.low_latency, s.low_latency, chunk};
+}
+
+// Whether two programs have everything program_key hashes the same (cheap: no text, no hash).
+bool same_program(const algo::Program& a, const algo::Program& b) {
+  if (&a == &b) return true;
+  if (a.name() != b.name() || a.goal() != b.goal() || a.ranks() != b.ranks() || a.chunks() != b.chunks() ||
+      a.root() != b.root() || a.ops().size() != b.ops().size())
+    return false;
+  for (algo::Buffer buffer : {algo::Buffer::input, algo::Buffer::output})
+    if (a.buffer_chunks(buffer) != b.buffer_chunks(buffer)) return false;
+  for (std::size_t k = 0; k < a.ops().size(); ++k) {
+    const algo::Op &x = a.ops()[k], &y = b.ops()[k];
+    if (x.kind != y.kind || !(x.src == y.src) || !(x.dst == y.dst) || x.hints.channel != y.hints.channel ||
+        x.hints.step != y.hints.step || x.line != y.line)
+      return false;
+  }
+  return true;
 }
 
 std::string spec_text(const CollectiveSpec& s) {
@@ -143,7 +162,11 @@ struct Communicator::State {
   std::string broken_why;
   std::map<std::pair<int, int>, Plan> plans;  // (collective, root)
   std::map<SpecKey, std::unique_ptr<PreparedCollective>> prepared;
-  std::map<std::string, std::shared_ptr<const algo::Program>> programs;  // by program_key: run_program's copies
+  // Programs: one copy per distinct program (by program_key), and the copy each caller's object last matched, so a
+  // repeated call compares statements instead of hashing their text.
+  std::map<std::string, std::shared_ptr<const algo::Program>> programs;
+  std::map<const algo::Program*, std::shared_ptr<const algo::Program>> program_of_caller;
+  CollectiveSpec canonical(CollectiveSpec spec);
   std::vector<void*> scratch;                 // per rank
   std::vector<std::int64_t> scratch_bytes;    // per rank
   DeviceOrder order;
@@ -384,7 +407,8 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
   };
   std::vector<Job> jobs;
   std::set<SpecKey> seen;
-  for (const CollectiveSpec& spec : specs) {
+  for (const CollectiveSpec& given : specs) {
+    const CollectiveSpec spec = canonical(given);
     const SpecKey key = key_of(spec);
     if (prepared.count(key) || !seen.insert(key).second) continue;
     const int n = static_cast<int>(rank_names.size());
@@ -474,7 +498,23 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
   return status;
 }
 
-Status Communicator::State::get(const CollectiveSpec& spec, PreparedCollective** out) {
+CollectiveSpec Communicator::State::canonical(CollectiveSpec spec) {
+  if (!spec.program) return spec;
+  const algo::Program* caller = spec.program.get();
+  if (auto it = program_of_caller.find(caller); it != program_of_caller.end() && same_program(*caller, *it->second)) {
+    spec.program = it->second;
+    return spec;
+  }
+  auto [it, fresh] = programs.emplace(program_key(*caller), nullptr);
+  if (fresh) it->second = std::make_shared<algo::Program>(*caller);
+  program_of_caller[caller] = it->second;
+  program_of_caller[it->second.get()] = it->second;
+  spec.program = it->second;
+  return spec;
+}
+
+Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective** out) {
+  const CollectiveSpec spec = canonical(given);
   if (auto it = prepared.find(key_of(spec)); it != prepared.end()) {
     *out = it->second.get();
     return Status();
@@ -686,10 +726,9 @@ Status Communicator::run(const CollectiveCall& call) {
   PreparedCollective* p = nullptr;
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, false};
   if (call.program) {
-    const std::string key = program_key(*call.program);
-    auto it = st.programs.find(key);
-    if (it == st.programs.end()) it = st.programs.emplace(key, std::make_shared<algo::Program>(*call.program)).first;
-    spec.program = it->second;
+    // Not owned: canonical() copies it the first time, and only compares it with that copy afterwards.
+    spec.program = std::shared_ptr<const algo::Program>(std::shared_ptr<const algo::Program>(), call.program);
+    spec = st.canonical(spec);
     spec.large = is_large(*call.program, call.count, call.dtype);
   } else {
     spec.large = is_large(call.collective, call.count, call.dtype);
