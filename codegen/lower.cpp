@@ -241,31 +241,7 @@ bool is_pulled(const Schedule& s, const TreeShape& shape, int t, int parent, int
          s.plan.collective != Collective::allreduce;
 }
 
-Step step_of(StepKind kind) {
-  Step step;
-  step.kind = kind;
-  return step;
-}
-
 std::string rank_name(const Schedule& s, int r) { return s.plan.ranks[r]; }
-
-// A wait until counter `flag` reaches `target` (see WaitTarget), `note` saying why.
-Step wait_step(FlagRef flag, WaitTarget target, std::string note) {
-  Step w = step_of(StepKind::wait);
-  w.flag = flag;
-  w.target = target;
-  w.note = std::move(note);
-  return w;
-}
-
-// A signal raising every counter of `flags` to (e, 0) when `epoch_only`, else to (e, i + 1).
-Step signal_step(std::vector<FlagRef> flags, bool epoch_only, std::string note) {
-  Step sig = step_of(StepKind::signal);
-  sig.flags = std::move(flags);
-  sig.epoch_only = epoch_only;
-  sig.note = std::move(note);
-  return sig;
-}
 
 // Allreduce: where a rank is the root of exactly one in-tree and one out-tree over the same range with the same
 // blocks, the out-tree's root lane only copies, chunk by chunk, what the in-tree's root lane has just reduced. Fused,
@@ -302,10 +278,7 @@ void fuse_allreduce_roots(Schedule& s) {
     if (!data.empty()) {
       auto sig = std::next(reduce);
       if (sig == reducer.per_chunk.end() || sig->kind != StepKind::signal) {
-        Step fresh;
-        fresh.kind = StepKind::signal;
-        fresh.note = "chunk i is reduced";
-        sig = reducer.per_chunk.insert(sig, fresh);
+        sig = reducer.per_chunk.insert(sig, signal_step({}, false, "chunk i is reduced"));
       }
       sig->flags.insert(sig->flags.end(), data.begin(), data.end());
       sig->note += "; chunk i is in my out-tree children's buffers";

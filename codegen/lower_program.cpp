@@ -214,15 +214,6 @@ std::string program_text(const Program& p) {
   return text;
 }
 
-Step wait_on(FlagRef flag, WaitTarget target, std::string note) {
-  Step w;
-  w.kind = StepKind::wait;
-  w.flag = flag;
-  w.target = target;
-  w.note = std::move(note);
-  return w;
-}
-
 }  // namespace
 
 std::string program_key(const Program& p) { return Sha256().update(program_text(p)).hex_digest(); }
@@ -341,6 +332,7 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
   };
   std::map<std::pair<int, int>, int> done_flag;  // (group, waiting rank) -> counter at that rank
   std::map<int, std::vector<FlagRef>> signals;   // group -> counters it raises after each chunk
+  std::map<int, std::pair<int, std::size_t>> signal_at;  // group -> (lane, per-chunk index) of its signal step
   auto done = [&](int x, int waiter) {
     auto [it, fresh] = done_flag.emplace(std::pair{x, waiter}, 0);
     if (fresh) {
@@ -402,21 +394,17 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
     for (const auto& [key, index] : entered)
       if (key.second == r) flags.push_back({key.first, index}), ranks.insert(key.first);
     if (flags.empty()) continue;
-    Step sig;
-    sig.kind = StepKind::signal;
-    sig.flags = flags;
-    sig.epoch_only = true;
     std::vector<std::string> names;
     for (int q : ranks) names.push_back(s.plan.ranks[q]);
-    sig.note = fmt::format("my buffers are free for this launch: {} may use them", fmt::join(names, ", "));
-    s.lanes[first_lane[r]].prologue.push_back(sig);
+    s.lanes[first_lane[r]].prologue.push_back(signal_step(
+        flags, true, fmt::format("my buffers are free for this launch: {} may use them", fmt::join(names, ", "))));
   }
   for (const auto& [key, list] : graph.lanes) {
     Lane& lane = s.lanes[lane_id.at(key)];
     std::set<int> owners;
     for (int x : list) owners.insert(remote[x].begin(), remote[x].end());
     for (int y : owners)
-      lane.prologue.push_back(wait_on({lane.rank, entered.at({lane.rank, y})}, WaitTarget::epoch,
+      lane.prologue.push_back(wait_step({lane.rank, entered.at({lane.rank, y})}, WaitTarget::epoch,
                                       fmt::format("{} has entered this launch", s.plan.ranks[y])));
     for (int x : list) {
       const std::vector<int>& members = groups[x].units;
@@ -431,7 +419,7 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
         for (int o : needs) implied = implied || (o != q && reaches(q, o));
         if (!implied)
           lane.per_chunk.push_back(
-              wait_on(done(q, lane.rank), WaitTarget::chunk,
+              wait_step(done(q, lane.rank), WaitTarget::chunk,
                       fmt::format("{} has finished chunk i", unit_text(units[groups[q].units.front()]))));
       }
       // Scratch slots this group writes: their last users of the same ring slot, in other lanes.
@@ -447,59 +435,41 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
       }
       for (int a : users) {
         reused[lane_of_group(a)].push_back(done(a, lane.rank));
-        lane.per_chunk.push_back(wait_on(
+        lane.per_chunk.push_back(wait_step(
             done(a, lane.rank), WaitTarget::slot_free,
             fmt::format("{} is done with the scratch slot chunk i reuses", unit_text(units[groups[a].units.front()]))));
       }
-      Step sync;
-      sync.kind = StepKind::sync;
-      lane.per_chunk.push_back(sync);
-      Step move;
-      move.kind = StepKind::reduce_copy;
+      lane.per_chunk.push_back(step_of(StepKind::sync));
+      Step move = step_of(StepKind::reduce_copy);
       move.sources = {operand(first.kind == OpKind::reduce ? first.dst : first.src)};
       if (first.kind == OpKind::reduce) move.sources.push_back(operand(first.src));
       std::vector<std::string> what;
       for (int k : members) move.destinations.push_back(operand(units[k].dst)), what.push_back(unit_text(units[k]));
       move.note = fmt::format("{}", fmt::join(what, ", "));
       lane.per_chunk.push_back(move);
+      // Its signal: the counters are known only once every lane has said what it waits for (filled below).
+      signal_at[x] = {lane.id, lane.per_chunk.size()};
+      lane.per_chunk.push_back(signal_step({}, false, "chunk i is done"));
     }
   }
   for (auto& [id, flags] : reused) {
     std::sort(flags.begin(), flags.end(),
               [](FlagRef a, FlagRef b) { return std::tie(a.rank, a.index) < std::tie(b.rank, b.index); });
     flags.erase(std::unique(flags.begin(), flags.end()), flags.end());
-    Step sig;
-    sig.kind = StepKind::signal;
-    sig.flags = flags;
-    sig.epoch_only = true;
-    sig.note = "my scratch slots are free for this launch";
-    s.lanes[id].prologue.push_back(sig);
+    s.lanes[id].prologue.push_back(signal_step(flags, true, "my scratch slots are free for this launch"));
   }
   // Exits, then the signals (every counter is known only now): a rank waits until every group of another device
   // that touches its memory is done with the launch's last slice.
   for (const auto& [y, xs] : touched_by)
     for (int x : xs)
       s.lanes[first_lane[y]].epilogue.push_back(
-          wait_on(done(x, y), WaitTarget::all,
+          wait_step(done(x, y), WaitTarget::all,
                   fmt::format("{} on {} has finished with my memory", unit_text(units[groups[x].units.front()]),
                               s.plan.ranks[groups[x].executor])));
-  for (auto& [key, list] : graph.lanes) {
-    Lane& lane = s.lanes[lane_id.at(key)];
-    std::vector<Step> steps;
-    std::size_t next = 0;
-    for (int x : list) {  // each group's steps end with its reduce_copy; its signal follows
-      while (lane.per_chunk[next].kind != StepKind::reduce_copy) steps.push_back(lane.per_chunk[next++]);
-      steps.push_back(lane.per_chunk[next++]);
-      if (auto it = signals.find(x); it != signals.end()) {
-        Step sig;
-        sig.kind = StepKind::signal;
-        sig.flags = it->second;
-        sig.note = "chunk i is done";
-        steps.push_back(sig);
-      }
-    }
-    lane.per_chunk = std::move(steps);
-  }
+  for (const auto& [x, at] : signal_at)
+    if (auto it = signals.find(x); it != signals.end()) s.lanes[at.first].per_chunk[at.second].flags = it->second;
+  for (Lane& lane : s.lanes)  // groups nothing waits for raise no counter
+    std::erase_if(lane.per_chunk, [](const Step& st) { return st.kind == StepKind::signal && st.flags.empty(); });
 
   ProgramSummary& summary = s.program.emplace();
   summary.name = p.name();

@@ -147,6 +147,29 @@ struct Schedule {
   std::string dump() const;
 };
 
+// Step constructors the lowerings share (codegen/lower.cpp, codegen/lower_program.cpp).
+inline Step step_of(StepKind kind) {
+  Step step;
+  step.kind = kind;
+  return step;
+}
+// A wait until counter `flag` reaches `target` (see WaitTarget), `note` saying why.
+inline Step wait_step(FlagRef flag, WaitTarget target, std::string note) {
+  Step w = step_of(StepKind::wait);
+  w.flag = flag;
+  w.target = target;
+  w.note = std::move(note);
+  return w;
+}
+// A signal raising every counter of `flags` to (e, 0) when `epoch_only`, else to (e, i + 1).
+inline Step signal_step(std::vector<FlagRef> flags, bool epoch_only, std::string note) {
+  Step sig = step_of(StepKind::signal);
+  sig.flags = std::move(flags);
+  sig.epoch_only = epoch_only;
+  sig.note = std::move(note);
+  return sig;
+}
+
 // One step as the dump shows it ("wait    gpu0.flag[3+l] >= (e, i+1)   # why"), or compact for a comment
 // ("wait gpu0.flag[3+l] >= (e, i+1) (why)").
 std::string step_text(const Schedule& schedule, const Step& step, bool aligned = true);
