@@ -125,9 +125,25 @@ const std::vector<std::pair<int, int>>* program_sources(const CheckSpec& s, int 
 
 }  // namespace
 
+namespace {
+// A reduction's expected value from its accumulator: integers exact (wrapping at the type's width), floats with
+// `scale` x the magnitude as tolerance for sums and products.
+double reference_of(const Acc& acc, double scale, const CheckSpec& s, double* tolerance, std::int64_t* exact) {
+  if (unit_roundoff(s.dtype) == 0) {
+    const std::int64_t v = wrap(acc.int_value, s.dtype);
+    if (exact) *exact = v;
+    return static_cast<double>(v);
+  }
+  if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod)) *tolerance = scale * acc.magnitude;
+  if (exact) *exact = static_cast<std::int64_t>(acc.value);
+  return acc.value;
+}
+}  // namespace
+
 double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tolerance, std::int64_t* exact) {
   if (tolerance) *tolerance = 0;
   const ReduceOp input_op = combines(s) ? s.op : ReduceOp::sum;
+  const double u = unit_roundoff(s.dtype);
   if (s.program) {
     std::uint64_t offset = 0;
     const std::vector<std::pair<int, int>>* from = program_sources(s, rank, j, &offset);
@@ -135,16 +151,7 @@ double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tol
     const std::uint64_t unit = s.count / s.program->program.chunks();
     Acc acc;
     for (const auto& [q, c] : *from) combine(acc, pattern_value(s.seed, q, c * unit + offset, s.dtype, input_op), s);
-    const double u = unit_roundoff(s.dtype);
-    if (u == 0) {
-      const std::int64_t v = wrap(acc.int_value, s.dtype);
-      if (exact) *exact = v;
-      return static_cast<double>(v);
-    }
-    if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod))
-      *tolerance = tolerance_scale(static_cast<int>(from->size()), u) * acc.magnitude;
-    if (exact) *exact = static_cast<std::int64_t>(acc.value);
-    return acc.value;
+    return reference_of(acc, tolerance_scale(static_cast<int>(from->size()), u), s, tolerance, exact);
   }
   switch (s.collective) {
     case Collective::broadcast:
@@ -160,15 +167,7 @@ double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tol
   const std::uint64_t k = s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(rank) * s.count + j : j;
   Acc acc;
   for (int q = 0; q < s.ranks; ++q) combine(acc, pattern_value(s.seed, q, k, s.dtype, s.op), s);
-  const double u = unit_roundoff(s.dtype);
-  if (u == 0) {  // integers: exact, wrapping at the type's width
-    const std::int64_t v = wrap(acc.int_value, s.dtype);
-    if (exact) *exact = v;
-    return static_cast<double>(v);
-  }
-  if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod))
-    *tolerance = tolerance_scale(s.ranks, u) * acc.magnitude;
-  return acc.value;
+  return reference_of(acc, tolerance_scale(s.ranks, u), s, tolerance, exact);
 }
 
 CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsigned threads) {
