@@ -178,6 +178,12 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
       if (u.bytes == 0) continue;
       if (u.p == nullptr)
         return invalid(fmt::format("{}[{}] is null; rank {} needs {} bytes there", u.what, r, r, u.bytes));
+      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(u.p);
+      if (at % elem != 0)
+        return invalid(fmt::format("{}[{}] ({}) is not aligned to {}'s {} bytes", u.what, r, pointer_text(u.p),
+                                   to_string(call.dtype), elem));
+      regions.push_back({at, at + u.bytes, r, u.written, u.what});
+      if (!oracle.pointer) continue;
       const PointerFacts f = oracle.pointer(u.p);
       if (f.kind != MemoryKind::device && f.kind != MemoryKind::managed)
         return invalid(fmt::format("{}[{}] ({}) is {}, not device memory: allocate it with cudaMalloc on GPU {}", u.what,
@@ -185,10 +191,6 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
       if (f.kind == MemoryKind::device && f.device != device_of_rank[r])
         return invalid(fmt::format("{}[{}] ({}) is on GPU {}, but rank {} runs on GPU {}: allocate it on GPU {}", u.what,
                                    r, pointer_text(u.p), f.device, r, device_of_rank[r], device_of_rank[r]));
-      const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(u.p);
-      if (at % elem != 0)
-        return invalid(fmt::format("{}[{}] ({}) is not aligned to {}'s {} bytes", u.what, r, pointer_text(u.p),
-                                   to_string(call.dtype), elem));
       if (f.allocation && (at < f.allocation->base || at - f.allocation->base > f.allocation->bytes ||
                            u.bytes > f.allocation->bytes - (at - f.allocation->base)))
         return invalid(fmt::format("{}[{}] ({}) needs {} bytes ({} x {} elements) but its allocation ends {} bytes "
@@ -196,7 +198,6 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
                                    u.what, r, pointer_text(u.p), u.bytes, u.bytes / elem, to_string(call.dtype),
                                    f.allocation->base + f.allocation->bytes - std::min(at, f.allocation->base +
                                                                                                f.allocation->bytes)));
-      regions.push_back({at, at + u.bytes, r, u.written, u.what});
     }
     // In place, NCCL's way, or disjoint.
     if (send_bytes > 0 && recv_bytes > 0) {

@@ -54,6 +54,7 @@ struct PointerFacts {
 };
 
 struct CallOracle {
+  // Empty: pointers are not asked about (CANOPY_CHECK_POINTERS=0): no memory-kind, GPU or bounds check.
   std::function<PointerFacts(const void*)> pointer;
   std::function<std::optional<int>(cudaStream_t)> stream_device;  // nullopt: not a valid stream
 };

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
@@ -16,6 +17,7 @@
 #include "codegen/lower.hpp"
 #include "codegen/sha256.hpp"
 #include "codegen/lower_program.hpp"
+#include "codegen/direct_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "dsl/error.hpp"
 #include "dsl/topo_writer.hpp"
@@ -37,20 +39,23 @@ namespace canopy {
 
 namespace {
 
-// collective, dtype, op, root (normalised), large, low latency, program key (planned: "" or its chunk)
-using SpecKey = std::tuple<int, int, int, int, bool, bool, std::string>;
+// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct), program key
+// (planned: "" or its chunk)
+using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
 
 // A program spec must be canonical (State::canonical): one object per distinct program, so its address names it.
 SpecKey key_of(const CollectiveSpec& s) {
   const int dtype = static_cast<int>(s.dtype);
   if (s.program)
     return {-1,      dtype, s.program->reduces() ? static_cast<int>(s.op) : 0,   0,
-            s.large, false, fmt::format("program@{}", fmt::ptr(s.program.get()))};
+            s.large, 0,     fmt::format("program@{}", fmt::ptr(s.program.get()))};
   const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
   const int root = has_root(s.collective) ? s.root : 0;
   // A planned kernel's chunk, when not the communicator's: the program-key slot names it.
-  std::string chunk = s.chunk_bytes > 0 && !s.low_latency ? fmt::format("chunk {}", s.chunk_bytes) : "";
-  return {static_cast<int>(s.collective), dtype, op, root, s.large && !s.low_latency, s.low_latency, chunk};
+  const bool planned = !s.low_latency && !s.direct;
+  std::string chunk = s.chunk_bytes > 0 && planned ? fmt::format("chunk {}", s.chunk_bytes) : "";
+  return {static_cast<int>(s.collective), dtype, op, root, s.large && planned, s.low_latency ? 1 : s.direct ? 2 : 0,
+          chunk};
 }
 
 // Whether two programs have everything program_key hashes the same (cheap: no text, no hash).
@@ -81,10 +86,19 @@ std::string spec_text(const CollectiveSpec& s) {
   if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
   if (s.low_latency)
     text += " (low latency)";
+  else if (s.direct)
+    text += " (direct)";
   else if (s.large)
     text += " (large messages)";
-  if (s.chunk_bytes > 0 && !s.low_latency) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
+  if (s.chunk_bytes > 0 && !s.low_latency && !s.direct) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
   return text;
+}
+
+// Whether some rank's receive buffer is its send buffer (check_call refuses any other overlap).
+bool in_place(const CollectiveCall& call) {
+  for (std::size_t r = 0; r < call.send.size() && r < call.recv.size(); ++r)
+    if (call.send[r] == call.recv[r]) return true;
+  return false;
 }
 
 PointerFacts pointer_facts(const void* p) {
@@ -151,6 +165,10 @@ struct Communicator::State {
   std::vector<void*> ll_buffers;       // per rank: the low-latency kernels' lines (2 parities x slot per rank)
   std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block)
   std::uint64_t ll_epoch = 0;          // low-latency launches so far, shared by every low-latency kernel
+  CallOracle oracle{pointer_facts, stream_device};  // CANOPY_CHECK_POINTERS=0: no pointer queries
+  DirectShape direct;                  // max_bytes 0: off
+  std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
+  std::uint64_t direct_epoch = 0;      // direct launches so far, shared by every direct kernel
   std::string machine;                 // sha256 of the topology's canonical text: its key in tuning.json
   std::filesystem::path tuning_path;
   std::unique_ptr<TuningFile> tuning;  // read once at creation
@@ -187,6 +205,7 @@ struct Communicator::State {
   void grow_scratch(const std::vector<RankResources>& need);
   Status get(const CollectiveSpec& spec, PreparedCollective** out);
   void allocate_low_latency();  // the LL buffers and counters, once
+  void allocate_direct();       // the direct kernels' counters, once
   Status prepare(std::span<const CollectiveSpec> specs);
 };
 
@@ -200,6 +219,8 @@ Communicator::State::~State() {
   for (void* p : ll_buffers)
     if (p) (void)cudaFree(p);
   for (void* p : ll_acks)
+    if (p) (void)cudaFree(p);
+  for (void* p : direct_flags)
     if (p) (void)cudaFree(p);
   for (cudaEvent_t e : order.done)
     if (e) (void)cudaEventDestroy(e);
@@ -307,6 +328,25 @@ void Communicator::State::allocate_low_latency() {
                                          n * low_latency.blocks_per_rank));
 }
 
+void Communicator::State::allocate_direct() {
+  if (!direct_flags.empty()) return;
+  const int n = static_cast<int>(rank_names.size());
+  const std::size_t bytes =
+      static_cast<std::size_t>(direct_flag_count(n, direct.blocks_per_rank)) * kFlagStride * sizeof(std::uint64_t);
+  CurrentDevice keep;
+  direct_flags.assign(n, nullptr);
+  for (int r = 0; r < n; ++r) {
+    CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
+    CANOPY_CUDA_CHECK(cudaMalloc(&direct_flags[r], bytes));
+    CANOPY_CUDA_CHECK(cudaMemsetAsync(direct_flags[r], 0, bytes, setup_stream[device_of_rank[r]]));
+  }
+  for (std::size_t d = 0; d < gpus.size(); ++d) {
+    CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
+    CANOPY_CUDA_CHECK(cudaStreamSynchronize(setup_stream[d]));
+  }
+  log.debug(LogSubsys::init, fmt::format("direct counters: {} bytes per rank", bytes));
+}
+
 void Communicator::State::grow_scratch(const std::vector<RankResources>& need) {
   bool grow = false;
   for (std::size_t r = 0; r < need.size(); ++r) grow |= std::max<std::int64_t>(need[r].scratch_bytes, 16) > scratch_bytes[r];
@@ -352,7 +392,7 @@ void Communicator::State::load(const CollectiveSpec& spec,
     p->blocks.push_back(k.launches[d].blocks);
   }
   p->threads = k.launches[0].threads;
-  p->cooperative = !(spec.low_latency && rank_names.size() == gpus.size());
+  p->cooperative = !((spec.low_latency || spec.direct) && rank_names.size() == gpus.size());
   // Every block of a launch must be resident at once (they wait on each other).
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -422,12 +462,13 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                     fmt::format("{}: the program is written for {} ranks but the communicator has {}", spec_text(spec),
                                 spec.program->ranks(), n));
     try {
-      if (spec.low_latency) {
+      if (spec.low_latency || spec.direct) {
         job.options.codegen.dtype = spec.dtype;
         job.options.codegen.op = spec.op;
-        job.options.codegen.chunk_bytes = low_latency.max_bytes;
-        job.options.codegen.blocks_per_rank = low_latency.blocks_per_rank;
-        job.options.codegen.threads_per_block = low_latency.threads_per_block;
+        job.options.codegen.chunk_bytes = spec.low_latency ? low_latency.max_bytes : 0;
+        job.options.codegen.blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank : direct.blocks_per_rank;
+        job.options.codegen.threads_per_block =
+            spec.low_latency ? low_latency.threads_per_block : direct.threads_per_block;
         job.options.codegen.device_of_rank = device_of_rank;
       } else if (spec.program) {
         check_peers(*spec.program);
@@ -465,6 +506,16 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                                   low_latency.threads_per_block,
                                   low_latency.max_bytes};
           built = builder->build(low_latency_source(ll), rank_names, o.codegen, o.compile, &outcome);
+        } else if (spec.direct) {
+          const DirectSpec ds{spec.collective,
+                              spec.dtype,
+                              spec.op,
+                              static_cast<int>(rank_names.size()),
+                              spec.root,
+                              device_of_rank,
+                              direct.blocks_per_rank,
+                              direct.threads_per_block};
+          built = builder->build(direct_source(ds), rank_names, o.codegen, o.compile, &outcome);
         } else if (spec.program) {
           built = builder->build(*spec.program, topology, rank_names, o, &outcome);
         } else {
@@ -523,6 +574,40 @@ Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective*
   if (Status s = prepare(one); !s.ok()) return s;
   *out = prepared.at(key_of(spec)).get();
   return Status();
+}
+
+// Why the direct protocol cannot run on this communicator ("" when it can): every rank reads the others' buffers in
+// one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
+// one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
+// per SM for each rank a GPU runs, so every block of a launch is resident.
+static std::string direct_unusable(Communicator::State& st) {
+  for (std::size_t a = 0; a < st.gpus.size(); ++a)
+    for (std::size_t b = 0; b < st.gpus.size(); ++b)
+      if (a != b && !st.peer[a][b])
+        return fmt::format("GPUs {} and {} have no peer access", st.gpus[a].ordinal, st.gpus[b].ordinal);
+  const int n = static_cast<int>(st.rank_names.size());
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (st.device_of_rank[a] == st.device_of_rank[b]) continue;
+      const std::vector<NodeId> path =
+          switch_path(st.topology, *st.topology.find(st.rank_names[a]), *st.topology.find(st.rank_names[b]),
+                      [](const Arc& arc) { return is_nvlink(arc); });
+      if (path.empty() || path.size() > 3)
+        return fmt::format("{} and {} are not one NVLink hop apart (directly or through one switch) in topology {}",
+                           st.rank_names[a], st.rank_names[b], st.topology.name());
+    }
+  const int devices = static_cast<int>(st.gpus.size());
+  const int per_gpu = (n + devices - 1) / devices;
+  int sms = std::numeric_limits<int>::max();
+  for (const GpuDevice& g : st.gpus) sms = std::min(sms, g.limits.sms);
+  if (st.direct.blocks_per_rank * per_gpu > sms) {
+    const int fit = std::max(1, sms / per_gpu);
+    st.log.info(LogSubsys::init, fmt::format("direct kernels: {} blocks per rank instead of {}, so the {} ranks of a "
+                                             "GPU fit its {} SMs at one block each",
+                                             fit, st.direct.blocks_per_rank, per_gpu, sms));
+    st.direct.blocks_per_rank = fit;
+  }
+  return "";
 }
 
 Communicator::Communicator(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -612,6 +697,18 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
           st->low_latency.max_bytes = 0;
           break;
         }
+    if (!check_pointers_from_environment()) st->oracle.pointer = nullptr;
+    st->direct = direct_shape_from_environment();
+    if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;
+    if (st->direct.max_bytes < 0)
+      throw Error(fmt::format("direct-protocol limit {} bytes: use 0 (off) or a positive size", st->direct.max_bytes));
+    if (st->direct.max_bytes > 0) {
+      const std::string why = direct_unusable(*st);
+      if (!why.empty()) {
+        st->log.info(LogSubsys::init, "direct protocol off: " + why);
+        st->direct.max_bytes = 0;
+      }
+    }
     check_codegen_options(st->shape, n);
     CodegenOptions large_check = st->shape;
     large_check.blocks_per_rank = st->large_blocks;
@@ -694,6 +791,12 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
          static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
 }
 
+bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype) const {
+  const std::uint64_t read = direct_read_bytes(collective, size_bytes(collective, count, dtype, ranks()), ranks());
+  return state_->direct.max_bytes > 0 && read <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
+         !is_low_latency(collective, count, dtype);
+}
+
 bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
   return size_bytes(program, count, dtype) >= static_cast<std::uint64_t>(state_->large_bytes);
 }
@@ -720,8 +823,7 @@ Status Communicator::run(const CollectiveCall& call) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
-  const CallOracle oracle{pointer_facts, stream_device};
-  if (Status s = check_call(call, st.ordinal_of_rank, oracle); !s.ok()) return s;
+  if (Status s = check_call(call, st.ordinal_of_rank, st.oracle); !s.ok()) return s;
   if (call.count == 0) return Status();
   PreparedCollective* p = nullptr;
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, false};
@@ -735,7 +837,11 @@ Status Communicator::run(const CollectiveCall& call) {
   }
   if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype))
     spec.low_latency = true;
-  if (!call.program && !spec.low_latency)
+  // In place, an allreduce's ranks would read inputs their owners are overwriting: the trees take it.
+  else if (!call.program && is_direct(call.collective, call.count, call.dtype) &&
+           !(call.collective == Collective::allreduce && in_place(call)))
+    spec.direct = true;
+  if (!call.program && !spec.low_latency && !spec.direct)
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   if (Status s = st.get(spec, &p); !s.ok()) return s;
   LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
@@ -748,6 +854,14 @@ Status Communicator::run(const CollectiveCall& call) {
     target.scratch = st.ll_buffers;
     target.flags = st.ll_acks;
     target.epoch = &st.ll_epoch;
+  } else if (spec.direct) {
+    try {
+      st.allocate_direct();
+    } catch (const Error& e) {
+      return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
+    }
+    target.flags = st.direct_flags;
+    target.epoch = &st.direct_epoch;
   }
   CurrentDevice keep;
   bool partial = false;

@@ -59,6 +59,12 @@ struct CommunicatorOptions {
   // Size (nccl-tests' S per rank) up to which calls take the low-latency protocol, one launch and no handshake
   // (CANOPY_LL_BYTES, default 128 KiB; 0: never). It needs peer access between every pair of GPUs.
   std::optional<std::int64_t> low_latency_bytes;
+  // Bytes a rank reads from the others (direct_read_bytes: broadcast S, allreduce (ranks - 1) x S, ...) up to which
+  // larger calls take the direct protocol: one launch in which every rank reads the send buffers it needs straight
+  // from the other ranks (CANOPY_DIRECT_BYTES, default 64 MiB; 0: never). It needs peer access between every pair of
+  // GPUs and an NVLink hop (direct or through one switch) between them in the topology; an in-place allreduce takes
+  // the trees.
+  std::optional<std::int64_t> direct_bytes;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
   std::function<void(std::string_view)> log_sink;  // unset: log lines go to stderr
 };
@@ -76,6 +82,8 @@ struct CollectiveSpec {
   std::shared_ptr<const algo::Program> program = nullptr;
   // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
   bool low_latency = false;
+  // The direct kernel of mid-size calls (CommunicatorOptions::direct_bytes) instead of planned trees.
+  bool direct = false;
   // > 0: the planned kernel for this chunk size (tuned, or asked for by CollectiveCall::chunk_bytes).
   std::int64_t chunk_bytes = 0;
 };
@@ -139,6 +147,9 @@ class Communicator {
 
   // Whether a call of this collective and count runs the low-latency kernel.
   bool is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const;
+  // Whether an out-of-place call of this collective and count runs the direct kernel (an in-place allreduce never
+  // does). Never for sizes the low-latency kernel takes.
+  bool is_direct(Collective collective, std::uint64_t count, DataType dtype) const;
 
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);

@@ -57,6 +57,18 @@ LowLatencyShape low_latency_shape_from_environment() {
   return l;
 }
 
+bool check_pointers_from_environment() {
+  return env_int("CANOPY_CHECK_POINTERS", 1, "0 (skip the driver's pointer queries) or 1") != 0;
+}
+
+DirectShape direct_shape_from_environment() {
+  DirectShape d;
+  if (const auto bytes = env("CANOPY_DIRECT_BYTES")) d.max_bytes = parse_byte_size(*bytes, "CANOPY_DIRECT_BYTES");
+  d.blocks_per_rank = env_int("CANOPY_DIRECT_BLOCKS", d.blocks_per_rank, "thread blocks per rank, e.g. 32");
+  d.threads_per_block = env_int("CANOPY_DIRECT_THREADS", d.threads_per_block, "threads per block, e.g. 512");
+  return d;
+}
+
 std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::string>& ranks,
                                   const std::string& root) {
   const auto path = env("CANOPY_PLAN_FILE");

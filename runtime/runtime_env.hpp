@@ -38,6 +38,20 @@ struct LowLatencyShape {
 };
 LowLatencyShape low_latency_shape_from_environment();
 
+// CANOPY_DIRECT_BYTES (default 64 MiB; 0 turns the direct protocol off), CANOPY_DIRECT_BLOCKS (default 32),
+// CANOPY_DIRECT_THREADS (default 512): calls above the low-latency limit in which a rank reads at most max_bytes
+// from the others (direct_read_bytes) run the one-launch direct kernels (codegen/direct_source.hpp).
+struct DirectShape {
+  std::int64_t max_bytes = 64 << 20;
+  int blocks_per_rank = 32;
+  int threads_per_block = 512;
+};
+DirectShape direct_shape_from_environment();
+
+// CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
+// bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.
+bool check_pointers_from_environment();
+
 // The plan in CANOPY_PLAN_FILE when it is a plan of `collective` over exactly `ranks` (and `root`, when the
 // collective has one); nullopt when unset or for another collective. Throws canopy::Error when the file cannot
 // be read, is malformed, or plans this collective over other ranks.

@@ -65,6 +65,16 @@ inline std::uint64_t test_max_count() {
   return count;
 }
 
+// The share of a GPU's memory one GPU test may fill with buffers: `fallback`, or CANOPY_TEST_MEMORY_FRACTION when
+// several tests share the GPUs at once (bench/device-run runs them in parallel and divides the memory).
+inline double test_memory_fraction(double fallback) {
+  if (const char* s = std::getenv("CANOPY_TEST_MEMORY_FRACTION")) {
+    const double f = std::strtod(s, nullptr);
+    if (f > 0 && f <= 1) return f;
+  }
+  return fallback;
+}
+
 // `text` as a GoogleTest parameter name: every character but letters and digits becomes '_'.
 inline std::string test_name(std::string text) {
   for (char& ch : text)

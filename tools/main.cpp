@@ -39,6 +39,8 @@ int main(int argc, char** argv) {
       "  CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   low-latency protocol: up to 128KiB (nccl-tests' size; "
       "0: off),\n"
       "                       4 blocks per rank, 256 threads\n"
+      "  CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   direct protocol (ranks read peers' buffers):\n"
+      "                       up to 64MiB read per rank (0: off), 32 blocks per rank, 512 threads\n"
       "  CANOPY_PULL=auto|none|in|out|all   edges whose receiver reads the sender's input directly (auto: reduce)\n"
       "  CANOPY_PLAN_FILE          a plan JSON used instead of planning, for its collective\n"
       "  CANOPY_DUMP_DIR           write every prepared collective's plan, schedule, source and manifest there\n"

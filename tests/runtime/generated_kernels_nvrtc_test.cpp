@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "codegen/generate.hpp"
+#include "codegen/direct_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "codegen/template_bundle.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
@@ -145,6 +146,30 @@ TEST(GeneratedKernelsLowLatency, EveryCollectiveAndTypeCompiles) {
     spec.device_of_rank = block_placement(8, 1);
     spec.dtype = DataType::bf16;
     expect_compiles(low_latency_source(spec), CodegenOptions{});
+  }
+}
+
+// The direct kernels (templates/direct.cuh): every collective x element type, every operator once, and virtual
+// ranks (16 ranks on 2 devices: the widest reduction, 16 sources).
+TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter})
+    for (DataType t : kTypes) {
+      DirectSpec spec;
+      spec.collective = c;
+      spec.dtype = t;
+      spec.ranks = 2;
+      spec.root = 1;
+      expect_compiles(direct_source(spec), CodegenOptions{});
+    }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    DirectSpec spec;
+    spec.op = op;
+    spec.ranks = 16;
+    spec.device_of_rank = block_placement(16, 2);
+    spec.dtype = DataType::bf16;
+    spec.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
+    expect_compiles(direct_source(spec), CodegenOptions{});
   }
 }
 

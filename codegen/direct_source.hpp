@@ -1,0 +1,39 @@
+// direct_source: the CUDA source of a mid-size collective on the direct protocol (templates/direct.cuh): one
+// launch per call in which every rank reads what it needs straight from the other ranks' send buffers and writes
+// only its own receive buffer. No plan: every rank reads the ranks whose data it needs (one hop), so it suits
+// machines whose GPUs all reach each other over NVLink (directly or through NVSwitch), at sizes where a call's time
+// is a few handshakes plus the bytes of one hop.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "codegen/kernel_source.hpp"
+#include "planner/collective.hpp"
+
+namespace canopy {
+
+struct DirectSpec {
+  Collective collective = Collective::allreduce;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int ranks = 2;
+  int root = 0;                     // broadcast and reduce
+  std::vector<int> device_of_rank;  // empty: rank i on device i
+  int blocks_per_rank = 32;         // each block moves an equal share of the elements
+  int threads_per_block = 512;
+};
+
+// Counters of one rank's direct flag area: "entered" and "done" per peer and block.
+int direct_flag_count(int ranks, int blocks_per_rank);
+
+// The bytes one rank reads from other ranks' memory in one call of `collective` whose nccl-tests size S is `bytes`
+// (broadcast S, reduce at the root and allreduce (ranks - 1) x S, allgather and reduce-scatter (ranks - 1) x S /
+// ranks): what the direct protocol's size threshold bounds.
+std::uint64_t direct_read_bytes(Collective collective, std::uint64_t bytes, int ranks);
+
+// Throws canopy::Error naming the field when `spec` is out of range.
+KernelSource direct_source(const DirectSpec& spec);
+
+}  // namespace canopy

@@ -1,0 +1,126 @@
+// The direct protocol for mid-size messages: one launch per call in which every rank reads the inputs it needs
+// straight from the other ranks' send buffers (peer loads over NVLink) and writes only its own receive buffer. No
+// FIFO, no intermediate copy, no per-chunk counter: two handshakes per block and call. Block b of a rank first
+// tells the ranks that read its input that they may ("entered": its stream has reached this call, so the input is
+// ready) and waits for the same word from the ranks it reads; it then moves its share of the elements with
+// reduce_copy (16-byte vectors, several in flight per thread); last it tells the ranks it read that it is done and
+// waits until its own readers are, so the caller may overwrite its input once the launch ends. Block b of one
+// rank pairs with block b of every other, so every block of every kernel waits for its readers. The counters
+// carry the call's epoch and only grow. Contributions are combined in rank order on every rank. Generated code
+// (codegen/direct_source.hpp) supplies the Config: element type, operator, collective, ranks, root, blocks per rank
+// and which ranks each device runs.
+//
+// Allgather pushes instead: every rank stores its input into its block of every other rank's receive buffer, so
+// there "entered" means "my receive buffer may be written" and "done" means "my stores into yours are complete";
+// the handshakes are the same, as every pair of ranks is both.
+//
+// In place is safe for every collective but allreduce, whose ranks read the buffer its owner overwrites: the
+// runtime sends an in-place allreduce to the trees.
+#pragma once
+
+#include "canopy/device_args.cuh"
+#include "canopy/flags.cuh"
+#include "canopy/reduce_copy.cuh"
+
+namespace canopy {
+
+enum DirectCollective : int {
+  kDirectBroadcast = 0,
+  kDirectReduce = 1,
+  kDirectAllReduce = 2,
+  kDirectAllGather = 3,
+  kDirectReduceScatter = 4
+};
+
+// Whether rank `me` reads rank `peer`'s send buffer in collective C::kCollective (allgather: writes its receive
+// buffer; every pair of ranks does both).
+template <typename C>
+__device__ __forceinline__ bool direct_reads(int me, int peer) {
+  if (me == peer) return false;
+  if (C::kCollective == kDirectBroadcast) return peer == C::kRoot;
+  if (C::kCollective == kDirectReduce) return me == C::kRoot;
+  return true;
+}
+
+// Counter indices in a rank's direct flag area: "peer entered" and "peer done reading", per peer and block.
+template <typename C>
+__device__ __forceinline__ int direct_entered(int peer, int b) {
+  return peer * C::kBlocks + b;
+}
+template <typename C>
+__device__ __forceinline__ int direct_done(int peer, int b) {
+  return (C::kRanks + peer) * C::kBlocks + b;
+}
+
+template <typename C>
+__device__ __forceinline__ void run_direct_block(const typename C::Args& a, int me, int b) {
+  typedef typename C::T T;
+  typedef typename C::Op Op;
+  const unsigned long long n = a.count, e = a.epoch;
+  // Block b's elements: whole 16-byte vectors for every block but the last, which also takes the tail.
+  const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
+  const unsigned long long first = vectors * b / C::kBlocks * vec;
+  const unsigned long long last = b + 1 == C::kBlocks ? n : vectors * (b + 1) / C::kBlocks * vec;
+  const unsigned long long len = last - first;
+
+  // 1. Entered: my readers may read my input; wait until the ranks I read have entered too.
+  if (leader()) {
+    for (int q = 0; q < C::kRanks; ++q)
+      if (direct_reads<C>(q, me)) store_release(flag(a.rank[q], direct_entered<C>(me, b)), e);
+    for (int q = 0; q < C::kRanks; ++q)
+      if (direct_reads<C>(me, q)) wait(flag(a.rank[me], direct_entered<C>(q, b)), e);
+  }
+  sync();
+
+  // 2. Move: my receive buffer from the send buffers, in rank order (allgather: my input into every receive buffer).
+  T* out = static_cast<T*>(a.rank[me].recv);
+  if (len > 0) {
+    if (C::kCollective == kDirectAllGather) {
+      // Pushed, not pulled: my input into block `me` of every rank's receive buffer (stores to a peer's memory
+      // need fewer bytes in flight than loads from it), starting after myself so ranks spread their stores.
+      const T* in = static_cast<const T*>(a.rank[me].send) + first;
+      for (int k = 1; k <= C::kRanks; ++k) {
+        const int q = (me + k) % C::kRanks;
+        Pointers<T, 1> d;
+        Pointers<const T, 1> s;
+        d.p[0] = static_cast<T*>(a.rank[q].recv) + static_cast<unsigned long long>(me) * n + first;
+        s.p[0] = in;
+        if (q == me && d.p[0] == s.p[0]) continue;  // in place: my block is already there
+        reduce_copy<Op, T, 1, 1>(d, s, 1, len);
+      }
+    } else if (C::kCollective == kDirectBroadcast) {
+      Pointers<T, 1> d;
+      Pointers<const T, 1> s;
+      d.p[0] = out + first;
+      s.p[0] = static_cast<const T*>(a.rank[C::kRoot].send) + first;
+      if (d.p[0] != s.p[0]) reduce_copy<Op, T, 1, 1>(d, s, 1, len);
+    } else if (C::kCollective != kDirectReduce || me == C::kRoot) {
+      // allreduce, reduce-scatter (my block of every rank's input), reduce at the root
+      const unsigned long long at = C::kCollective == kDirectReduceScatter ? static_cast<unsigned long long>(me) * n : 0;
+      Pointers<T, 1> d;
+      Pointers<const T, C::kRanks> s;
+      d.p[0] = out + first;
+#pragma unroll
+      for (int q = 0; q < C::kRanks; ++q) s.p[q] = static_cast<const T*>(a.rank[q].send) + at + first;
+      reduce_copy<Op, T, C::kRanks, 1>(d, s, C::kRanks, len);
+    }
+  }
+
+  // 3. Done: the ranks I read may let their callers overwrite their input; wait until my readers are done with mine.
+  __syncthreads();
+  if (leader()) {
+    __threadfence_system();  // every thread's stores to peers (allgather) before the word that they are done
+    for (int q = 0; q < C::kRanks; ++q)
+      if (direct_reads<C>(me, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), e);
+    for (int q = 0; q < C::kRanks; ++q)
+      if (direct_reads<C>(q, me)) wait(flag(a.rank[me], direct_done<C>(q, b)), e);
+  }
+}
+
+// blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of this device.
+template <typename C>
+__device__ __forceinline__ void run_direct(const typename C::Args& a, const int* ranks) {
+  run_direct_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks);
+}
+
+}  // namespace canopy
