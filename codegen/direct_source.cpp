@@ -31,6 +31,18 @@ const char* direct_collective(Collective c) {
 
 int direct_flag_count(int ranks, int blocks_per_rank) { return 2 * ranks * blocks_per_rank; }
 
+bool direct_reads(Collective collective, int root, int me, int peer) {
+  if (me == peer) return false;
+  if (collective == Collective::broadcast) return peer == root;
+  if (collective == Collective::reduce) return me == root;
+  return true;
+}
+
+int direct_entered_index(int, int blocks_per_rank, int peer, int block) { return peer * blocks_per_rank + block; }
+int direct_done_index(int ranks, int blocks_per_rank, int peer, int block) {
+  return (ranks + peer) * blocks_per_rank + block;
+}
+
 std::uint64_t direct_read_bytes(Collective collective, std::uint64_t bytes, int ranks) {
   const std::uint64_t others = ranks > 1 ? static_cast<std::uint64_t>(ranks - 1) : 0;
   switch (collective) {

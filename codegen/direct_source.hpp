@@ -33,6 +33,14 @@ int direct_flag_count(int ranks, int blocks_per_rank);
 // ranks): what the direct protocol's size threshold bounds.
 std::uint64_t direct_read_bytes(Collective collective, std::uint64_t bytes, int ranks);
 
+// Whether rank `me` reads rank `peer`'s send buffer (allgather: writes its receive buffer) in a direct call: what
+// templates/direct.cuh's direct_reads decides on the GPU, and the watchdog's report on the host.
+bool direct_reads(Collective collective, int root, int me, int peer);
+
+// The counter of `peer`'s "entered" and "done" words in a rank's direct flag area, for block `block`.
+int direct_entered_index(int ranks, int blocks_per_rank, int peer, int block);
+int direct_done_index(int ranks, int blocks_per_rank, int peer, int block);
+
 // Throws canopy::Error naming the field when `spec` is out of range.
 KernelSource direct_source(const DirectSpec& spec);
 

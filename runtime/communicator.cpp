@@ -393,6 +393,12 @@ void Communicator::State::load(const CollectiveSpec& spec,
   }
   p->threads = k.launches[0].threads;
   p->cooperative = !((spec.low_latency || spec.direct) && rank_names.size() == gpus.size());
+  p->protocol = spec.low_latency ? PreparedCollective::Protocol::low_latency
+                : spec.direct    ? PreparedCollective::Protocol::direct
+                                 : PreparedCollective::Protocol::trees;
+  p->collective = spec.collective;
+  p->root = spec.root;
+  p->blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank : spec.direct ? direct.blocks_per_rank : 0;
   // Every block of a launch must be resident at once (they wait on each other).
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -737,7 +743,7 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
       CANOPY_CUDA_CHECK(cudaStreamCreateWithFlags(&st->setup_stream[d], cudaStreamNonBlocking));
     }
     if (const std::optional<double> seconds = watchdog_seconds_from_environment())
-      st->watchdog = std::make_unique<Watchdog>(*seconds, st->log);
+      st->watchdog = std::make_unique<Watchdog>(*seconds, st->log, st->rank_names, st->device_of_rank);
     if (st->log.enabled(LogLevel::info, LogSubsys::init)) {
       std::string placed;
       for (int d = 0; d < devices; ++d) {
@@ -870,7 +876,7 @@ Status Communicator::run(const CollectiveCall& call) {
     st.broken = true;
     st.broken_why = s.message();
   }
-  if (s.ok() && st.watchdog) st.watchdog->watch(*p, call, st.ordinals, st.order);
+  if (s.ok() && st.watchdog) st.watchdog->watch(*p, call, st.ordinals, st.order, launch_flags(*p, target));
   if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
     st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}", call_name(call), call.count, p->epoch,
                                              p->built->source.entry));

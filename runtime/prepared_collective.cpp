@@ -17,10 +17,15 @@ PreparedCollective::~PreparedCollective() {
   (void)cudaGetLastError();
 }
 
+std::span<void* const> launch_flags(const PreparedCollective& p, const LaunchTarget& target) {
+  return target.flags.empty() ? std::span<void* const>(p.flags) : target.flags;
+}
+
 Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target, bool* partial_launch) {
   const int ranks = static_cast<int>(p.flags.size());
   const std::uint64_t epoch = ++(target.epoch ? *target.epoch : p.epoch);
-  const std::span<void* const> flags = target.flags.empty() ? std::span<void* const>(p.flags) : target.flags;
+  p.last_epoch = epoch;
+  const std::span<void* const> flags = launch_flags(p, target);
   p.args.resize(16 + sizeof(RankPointers) * ranks);
   std::memcpy(p.args.data(), &call.count, 8);
   std::memcpy(p.args.data() + 8, &epoch, 8);

@@ -29,6 +29,13 @@ struct PreparedCollective {
   bool cooperative = true;
   std::vector<void*> flags;                 // per rank: flag_count x 128 bytes, zeroed
   std::uint64_t epoch = 0;                  // launches so far
+  // The plan-free kernels (templates/low_latency.cuh, direct.cuh) count launches in the communicator and use its
+  // counters; the watchdog reads those by the protocol's layout.
+  enum class Protocol { trees, low_latency, direct } protocol = Protocol::trees;
+  Collective collective = Collective::allreduce;
+  int root = 0;
+  int blocks_per_rank = 0;       // plan-free kernels
+  std::uint64_t last_epoch = 0;  // the latest launch's epoch, wherever it is counted
   std::vector<unsigned char> args;          // DeviceArgs<ranks> image
 
   ~PreparedCollective();  // unloads the libraries and frees the counters (the caller has synchronised)
@@ -60,5 +67,8 @@ struct LaunchTarget {
 // so and the communicator must not be used again.
 Status launch(PreparedCollective& prepared, const CollectiveCall& call, const LaunchTarget& target,
               bool* partial_launch);
+
+// The counters a launch with `target` uses, per rank: the target's, else the prepared collective's own.
+std::span<void* const> launch_flags(const PreparedCollective& prepared, const LaunchTarget& target);
 
 }  // namespace canopy

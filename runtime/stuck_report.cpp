@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "codegen/direct_source.hpp"
 #include "codegen/lane_range.hpp"
 
 namespace canopy {
@@ -70,6 +71,48 @@ std::vector<std::string> stuck_report(const Schedule& s, std::uint64_t count, st
                                       index, at_epoch, at_step, step.note));
         }
       }
+    }
+  }
+  if (more > 0) lines.push_back(fmt::format("... and {} more waits", more));
+  return lines;
+}
+
+std::vector<std::string> direct_stuck_report(Collective collective, int root, const std::vector<std::string>& names,
+                                             const std::vector<int>& device_of_rank, int blocks, std::uint64_t epoch,
+                                             const std::vector<std::vector<std::uint64_t>>& flags,
+                                             const std::vector<int>& devices, int max_lines) {
+  const int n = static_cast<int>(names.size());
+  const auto value = [&](int rank, int index) {
+    return rank < static_cast<int>(flags.size()) && index < static_cast<int>(flags[rank].size()) ? flags[rank][index]
+                                                                                                 : 0;
+  };
+  const bool pushes = collective == Collective::allgather;
+  std::vector<std::string> lines;
+  int more = 0;
+  for (int me = 0; me < n; ++me) {
+    if (!devices.empty() && std::find(devices.begin(), devices.end(), device_of_rank[me]) == devices.end()) continue;
+    for (int b = 0; b < blocks; ++b) {
+      // A block first waits for the ranks it reads to enter, then for the ranks reading it to be done: the first
+      // word short of this launch is what it waits for now.
+      std::string what;
+      int index = -1;
+      for (int q = 0; q < n && index < 0; ++q)
+        if (direct_reads(collective, root, me, q) && value(me, direct_entered_index(n, blocks, q, b)) < epoch) {
+          index = direct_entered_index(n, blocks, q, b);
+          what = fmt::format("the peer has not entered this launch ({} entered", names[q]);
+        }
+      for (int q = 0; q < n && index < 0; ++q)
+        if (direct_reads(collective, root, q, me) && value(me, direct_done_index(n, blocks, q, b)) < epoch) {
+          index = direct_done_index(n, blocks, q, b);
+          what = fmt::format("the peer has not finished {} my buffer ({} done", pushes ? "writing" : "reading", names[q]);
+        }
+      if (index < 0) continue;
+      if (static_cast<int>(lines.size()) >= max_lines) {
+        ++more;
+        continue;
+      }
+      lines.push_back(fmt::format("GPU {} rank {}, direct {}, block {}: {}: {}.flag[{}] = launch {})", device_of_rank[me],
+                                  names[me], to_string(collective), b, what, names[me], index, value(me, index)));
     }
   }
   if (more > 0) lines.push_back(fmt::format("... and {} more waits", more));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "codegen/schedule.hpp"
+#include "planner/collective.hpp"
 
 namespace canopy {
 
@@ -19,5 +20,15 @@ namespace canopy {
 std::vector<std::string> stuck_report(const Schedule& schedule, std::uint64_t count, std::uint64_t epoch,
                                       const std::vector<std::vector<std::uint64_t>>& flags,
                                       const std::vector<int>& devices = {}, int max_lines = 24);
+
+// The same for a direct-protocol launch (templates/direct.cuh): `flags[r]` is rank r's direct flag area (entered
+// and done words per peer and block), `device_of_rank` the device index per rank, `names` the ranks' names. Each
+// block on `devices` still short of a peer's word for this launch becomes one line, e.g.
+//   GPU 0 rank gpu0, direct allreduce, block 3: the peer has not entered this launch (gpu1 entered: gpu0.flag[35] =
+//   launch 5)
+std::vector<std::string> direct_stuck_report(Collective collective, int root, const std::vector<std::string>& names,
+                                             const std::vector<int>& device_of_rank, int blocks_per_rank,
+                                             std::uint64_t epoch, const std::vector<std::vector<std::uint64_t>>& flags,
+                                             const std::vector<int>& devices = {}, int max_lines = 24);
 
 }  // namespace canopy

@@ -3,13 +3,15 @@
 
 #include <fmt/format.h>
 
+#include "codegen/direct_source.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/stuck_report.hpp"
 #include "templates/device_args.cuh"
 
 namespace canopy {
 
-Watchdog::Watchdog(double seconds, Logger log) : seconds_(seconds), log_(std::move(log)) {
+Watchdog::Watchdog(double seconds, Logger log, std::vector<std::string> names, std::vector<int> device_of_rank)
+    : seconds_(seconds), log_(std::move(log)), names_(std::move(names)), device_of_rank_(std::move(device_of_rank)) {
   log_.info(LogSubsys::watchdog, fmt::format("on: collectives still running after {} s are reported", seconds_));
   thread_ = std::thread([this] { loop(); });
 }
@@ -29,13 +31,17 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
-                     const DeviceOrder& order) {
+                     const DeviceOrder& order, std::span<void* const> flags) {
   Pending p;
   p.built = prepared.built;
-  p.flags = prepared.flags;
+  p.protocol = prepared.protocol;
+  p.collective = prepared.collective;
+  p.root = prepared.root;
+  p.blocks_per_rank = prepared.blocks_per_rank;
+  p.flags.assign(flags.begin(), flags.end());
   p.ordinals = ordinals;
   p.count = call.count;
-  p.epoch = prepared.epoch;
+  p.epoch = prepared.last_epoch;
   p.start = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> lock(mutex_);
   for (std::size_t d = 0; d < ordinals.size(); ++d) {
@@ -91,29 +97,36 @@ void Watchdog::loop() {
   }
 }
 
+std::string Watchdog::read_flags(const Pending& p, int r, int ordinal, int count, std::vector<std::uint64_t>* out) {
+  std::vector<std::uint64_t> raw(static_cast<std::size_t>(count) * kFlagStride);
+  cudaStream_t side = nullptr;
+  cudaError_t e = cudaSetDevice(ordinal);
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(raw.data(), p.flags[r], raw.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, side);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(side);
+  if (side) (void)cudaStreamDestroy(side);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return fmt::format("reading rank {}'s counters on GPU {} failed: {}", r, ordinal, cudaGetErrorString(e));
+  }
+  out->clear();
+  for (int k = 0; k < count; ++k) out->push_back(raw[static_cast<std::size_t>(k) * kFlagStride]);
+  return "";
+}
+
 void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
+  using Protocol = PreparedCollective::Protocol;
   const Schedule& s = p.built->schedule;
-  std::vector<std::vector<std::uint64_t>> flags(s.ranks);
+  const int ranks = p.protocol == Protocol::trees ? s.ranks : static_cast<int>(names_.size());
+  std::vector<std::vector<std::uint64_t>> flags(ranks);
   CurrentDevice keep;
   std::string failure;
-  for (int r = 0; r < s.ranks; ++r) {
-    const int count = std::max(1, s.resources[r].flag_count);
-    std::vector<std::uint64_t> raw(static_cast<std::size_t>(count) * kFlagStride);
-    const int ordinal = p.ordinals[s.options.device_of_rank[r]];
-    cudaStream_t side = nullptr;
-    cudaError_t e = cudaSetDevice(ordinal);
-    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-      e = cudaMemcpyAsync(raw.data(), p.flags[r], raw.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, side);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(side);
-    if (side) (void)cudaStreamDestroy(side);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      failure = fmt::format("reading rank {}'s counters on GPU {} failed: {}", s.plan.ranks[r], ordinal,
-                            cudaGetErrorString(e));
-      break;
-    }
-    for (int k = 0; k < count; ++k) flags[r].push_back(raw[static_cast<std::size_t>(k) * kFlagStride]);
+  for (int r = 0; r < ranks && p.protocol != Protocol::low_latency && failure.empty(); ++r) {
+    const bool trees = p.protocol == Protocol::trees;
+    const int count = trees ? std::max(1, s.resources[r].flag_count) : direct_flag_count(ranks, p.blocks_per_rank);
+    const int ordinal = p.ordinals[trees ? s.options.device_of_rank[r] : device_of_rank_[r]];
+    failure = read_flags(p, r, ordinal, count, &flags[r]);
   }
   std::vector<int> stuck_ordinals;
   for (int d : stuck) stuck_ordinals.push_back(p.ordinals[d]);
@@ -124,8 +137,17 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
     log_.warn(LogSubsys::watchdog, "  " + failure);
     return;
   }
-  for (const std::string& line : stuck_report(s, p.count, p.epoch, flags, stuck))
-    log_.warn(LogSubsys::watchdog, "  " + line);
+  std::vector<std::string> lines;
+  if (p.protocol == Protocol::trees)
+    lines = stuck_report(s, p.count, p.epoch, flags, stuck);
+  else if (p.protocol == Protocol::direct)
+    lines = direct_stuck_report(p.collective, p.root, names_, device_of_rank_, p.blocks_per_rank, p.epoch, flags, stuck);
+  else
+    lines = {fmt::format("low-latency kernel: its blocks wait for the peers' lines of launch {}, or for their "
+                         "acknowledgements of launch {} (a peer has not entered this launch, or one before it has "
+                         "not finished)",
+                         p.epoch, p.epoch > 2 ? p.epoch - 2 : 0)};
+  for (const std::string& line : lines) log_.warn(LogSubsys::watchdog, "  " + line);
 }
 
 }  // namespace canopy

@@ -10,6 +10,8 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <span>
+#include <string>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -23,19 +25,24 @@ namespace canopy {
 
 class Watchdog {
  public:
-  Watchdog(double seconds, Logger log);
+  // `names` and `device_of_rank` (device index per rank): the communicator's ranks, for plan-free kernels' reports.
+  Watchdog(double seconds, Logger log, std::vector<std::string> names = {}, std::vector<int> device_of_rank = {});
   ~Watchdog();  // stops the thread (launches still running are not waited for)
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
   // After a successful launch: records an event behind it on every device's stream. `ordinals`: per device
-  // index; the launch used the streams `order` last recorded.
+  // index; the launch used the streams `order` last recorded and the counters `flags` (per rank).
   void watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
-             const DeviceOrder& order);
+             const DeviceOrder& order, std::span<void* const> flags);
 
  private:
   struct Pending {
     std::shared_ptr<const BuiltCollective> built;
+    PreparedCollective::Protocol protocol = PreparedCollective::Protocol::trees;
+    Collective collective = Collective::allreduce;
+    int root = 0;
+    int blocks_per_rank = 0;
     std::vector<void*> flags;  // per rank
     std::vector<int> ordinal_of_rank;
     std::vector<int> ordinals;  // per device index
@@ -47,9 +54,13 @@ class Watchdog {
   };
   void loop();
   void report(Pending& p, const std::vector<int>& stuck_devices);
+  // Rank r's first `count` counters (kFlagStride apart), or "" with `out` filled; else what failed.
+  std::string read_flags(const Pending& p, int r, int ordinal, int count, std::vector<std::uint64_t>* out);
 
   double seconds_;
   Logger log_;
+  std::vector<std::string> names_;
+  std::vector<int> device_of_rank_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

@@ -76,18 +76,19 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
   T* out = static_cast<T*>(a.rank[me].recv);
   if (len > 0) {
     if (C::kCollective == kDirectAllGather) {
-      // Pushed, not pulled: my input into block `me` of every rank's receive buffer (stores to a peer's memory
-      // need fewer bytes in flight than loads from it), starting after myself so ranks spread their stores.
-      const T* in = static_cast<const T*>(a.rank[me].send) + first;
-      for (int k = 1; k <= C::kRanks; ++k) {
-        const int q = (me + k) % C::kRanks;
-        Pointers<T, 1> d;
-        Pointers<const T, 1> s;
-        d.p[0] = static_cast<T*>(a.rank[q].recv) + static_cast<unsigned long long>(me) * n + first;
-        s.p[0] = in;
-        if (q == me && d.p[0] == s.p[0]) continue;  // in place: my block is already there
-        reduce_copy<Op, T, 1, 1>(d, s, 1, len);
+      // Pushed, not pulled: my input, read once, into block `me` of every rank's receive buffer, mine included
+      // (stores to a peer need fewer bytes in flight than loads from it, and one pass keeps the local copy from
+      // following the remote one).
+      Pointers<T, C::kRanks> d;
+      Pointers<const T, 1> s;
+      s.p[0] = static_cast<const T*>(a.rank[me].send) + first;
+#pragma unroll
+      for (int k = 0; k < C::kRanks; ++k) {  // starting after myself, so ranks spread their stores over the peers
+        const int q = (me + 1 + k) % C::kRanks;
+        d.p[k] = static_cast<T*>(a.rank[q].recv) + static_cast<unsigned long long>(me) * n + first;
+        if (q == me && d.p[k] == s.p[0]) d.p[k] = nullptr;  // in place: my block is already there
       }
+      reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, len);
     } else if (C::kCollective == kDirectBroadcast) {
       Pointers<T, 1> d;
       Pointers<const T, 1> s;

@@ -24,13 +24,18 @@ void CUDART_CB hold(void* gate) {
   static_cast<std::shared_future<void>*>(gate)->wait_for(std::chrono::seconds(20));
 }
 
-TEST(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
+// A 4 MiB allreduce: the direct protocol's kernel by default, the planned trees' with the direct protocol off.
+class WatchdogOnGpu : public ::testing::TestWithParam<bool> {};
+
+TEST_P(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
   if (visible_gpu_count() < 2) GTEST_SKIP() << "needs two GPUs (a launch on each that can wait for the other)";
+  const bool direct = GetParam();
   setenv("CANOPY_WATCHDOG_S", "0.5", 1);
   std::mutex mutex;
   std::string log;
   CommunicatorOptions o;
   o.topology = load_topology("h200x2");
+  if (!direct) o.direct_bytes = 0;
   o.log_sink = [&](std::string_view line) {
     std::lock_guard<std::mutex> lock(mutex);
     log += std::string(line) + "\n";
@@ -57,6 +62,7 @@ TEST(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
   std::shared_future<void> gate = release.get_future().share();
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   ASSERT_EQ(cudaLaunchHostFunc(buffers->streams()[1], hold, &gate), cudaSuccess);
+  ASSERT_EQ(comm->is_direct(Collective::allreduce, spec.count, DataType::f32), direct);
   const Status launched = comm->run(call);
   ASSERT_TRUE(launched.ok()) << launched.message();
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
@@ -65,6 +71,7 @@ TEST(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
     EXPECT_NE(log.find("has not finished after 0.5 s on GPU 0"), std::string::npos) << log;
     EXPECT_NE(log.find("GPU 0 rank gpu0"), std::string::npos) << log;
     EXPECT_NE(log.find("the peer has not entered this launch"), std::string::npos) << log;
+    if (direct) EXPECT_NE(log.find("direct allreduce, block 0"), std::string::npos) << log;
   }
   release.set_value();
   CheckResult result;
@@ -75,6 +82,9 @@ TEST(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
   EXPECT_NE(log.find("finished after"), std::string::npos) << log;
   std::cout << log;
 }
+
+INSTANTIATE_TEST_SUITE_P(Protocols, WatchdogOnGpu, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) { return info.param ? "direct" : "trees"; });
 
 }  // namespace
 }  // namespace canopy
