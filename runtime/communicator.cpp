@@ -422,6 +422,10 @@ void Communicator::State::load(const CollectiveSpec& spec,
     CANOPY_CUDA_CHECK(cudaMemsetAsync(p->flags[r], 0, bytes, setup_stream[device_of_rank[r]]));
   }
   grow_scratch(k.resources);
+  // The plan-free kernels' memory is the communicator's, made with the first of them: here, not at the first call,
+  // where a cudaMalloc could wait for the caller's work on the GPU.
+  if (spec.low_latency) allocate_low_latency();
+  if (spec.direct) allocate_direct();
   // The counters are zero before any launch; the caller's own work on its streams is not waited for.
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -851,21 +855,11 @@ Status Communicator::run(const CollectiveCall& call) {
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   if (Status s = st.get(spec, &p); !s.ok()) return s;
   LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
-  if (spec.low_latency) {
-    try {
-      st.allocate_low_latency();
-    } catch (const Error& e) {
-      return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
-    }
+  if (spec.low_latency) {  // its memory was made when the kernel was loaded
     target.scratch = st.ll_buffers;
     target.flags = st.ll_acks;
     target.epoch = &st.ll_epoch;
   } else if (spec.direct) {
-    try {
-      st.allocate_direct();
-    } catch (const Error& e) {
-      return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
-    }
     target.flags = st.direct_flags;
     target.epoch = &st.direct_epoch;
   }
