@@ -465,6 +465,11 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
     if (!spec.program && has_root(spec.collective) && (spec.root < 0 || spec.root >= n))
       return Status(StatusCode::invalid_argument,
                     fmt::format("{}: root {} is not a rank: use 0 to {}", call_name(spec.collective), spec.root, n - 1));
+    if ((spec.low_latency && low_latency.max_bytes == 0) || (spec.direct && direct.max_bytes == 0))
+      return Status(StatusCode::unsupported,
+                    fmt::format("{}: the {} protocol is off on this communicator (CANOPY_LOG=info says why): prepare "
+                                "the spec without it",
+                                spec_text(spec), spec.low_latency ? "low-latency" : "direct"));
     Job job;
     job.spec = spec;
     if (spec.program && spec.program->ranks() != n)
