@@ -59,9 +59,9 @@ std::uint64_t direct_read_bytes(Collective collective, std::uint64_t bytes, int 
 }
 
 KernelSource direct_source(const DirectSpec& spec) {
-  const OneHopShape shape{spec.collective, spec.dtype,          spec.op, spec.ranks,
-                          spec.root,       &spec.device_of_rank, spec.blocks_per_rank,
-                          1024,            spec.threads_per_block};
+  const OneHopShape shape{spec.collective,      spec.dtype, spec.op,
+                          spec.ranks,           spec.root,  &spec.device_of_rank,
+                          spec.blocks_per_rank, 1024,       spec.threads_per_block};
   KernelSource k = one_hop_kernel(shape, "canopy_direct", "direct kernels");
   const int n = spec.ranks;
   const bool reduces_ = reduces(spec.collective);

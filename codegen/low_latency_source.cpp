@@ -36,9 +36,9 @@ std::int64_t low_latency_buffer_bytes(int ranks, std::int64_t max_bytes) {
 KernelSource low_latency_source(const LowLatencySpec& spec) {
   if (spec.max_bytes < 8 || spec.max_bytes > (std::int64_t{1} << 30))
     throw Error(fmt::format("low-latency kernels: a {}-byte limit; use 8 B to 1 GiB", spec.max_bytes));
-  const OneHopShape shape{spec.collective, spec.dtype,          spec.op, spec.ranks,
-                          spec.root,       &spec.device_of_rank, spec.blocks_per_rank,
-                          64,              spec.threads_per_block};
+  const OneHopShape shape{spec.collective,      spec.dtype, spec.op,
+                          spec.ranks,           spec.root,  &spec.device_of_rank,
+                          spec.blocks_per_rank, 64,         spec.threads_per_block};
   KernelSource k = one_hop_kernel(shape, "canopy_ll", "low-latency kernels");
   const int n = spec.ranks;
   const bool reduces_ = reduces(spec.collective);

@@ -189,15 +189,15 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
         return invalid(fmt::format("{}[{}] ({}) is {}, not device memory: allocate it with cudaMalloc on GPU {}", u.what,
                                    r, pointer_text(u.p), memory_text(f.kind), device_of_rank[r]));
       if (f.kind == MemoryKind::device && f.device != device_of_rank[r])
-        return invalid(fmt::format("{}[{}] ({}) is on GPU {}, but rank {} runs on GPU {}: allocate it on GPU {}", u.what,
-                                   r, pointer_text(u.p), f.device, r, device_of_rank[r], device_of_rank[r]));
+        return invalid(fmt::format("{}[{}] ({}) is on GPU {}, but rank {} runs on GPU {}: allocate it on GPU {}",
+                                   u.what, r, pointer_text(u.p), f.device, r, device_of_rank[r], device_of_rank[r]));
       if (f.allocation && (at < f.allocation->base || at - f.allocation->base > f.allocation->bytes ||
                            u.bytes > f.allocation->bytes - (at - f.allocation->base)))
-        return invalid(fmt::format("{}[{}] ({}) needs {} bytes ({} x {} elements) but its allocation ends {} bytes "
-                                   "after it: pass a smaller count or a larger buffer",
-                                   u.what, r, pointer_text(u.p), u.bytes, u.bytes / elem, to_string(call.dtype),
-                                   f.allocation->base + f.allocation->bytes - std::min(at, f.allocation->base +
-                                                                                               f.allocation->bytes)));
+        return invalid(fmt::format(
+            "{}[{}] ({}) needs {} bytes ({} x {} elements) but its allocation ends {} bytes "
+            "after it: pass a smaller count or a larger buffer",
+            u.what, r, pointer_text(u.p), u.bytes, u.bytes / elem, to_string(call.dtype),
+            f.allocation->base + f.allocation->bytes - std::min(at, f.allocation->base + f.allocation->bytes)));
     }
     // In place, NCCL's way, or disjoint.
     if (send_bytes > 0 && recv_bytes > 0) {

@@ -54,8 +54,8 @@ SpecKey key_of(const CollectiveSpec& s) {
   // A planned kernel's chunk, when not the communicator's: the program-key slot names it.
   const bool planned = !s.low_latency && !s.direct;
   std::string chunk = s.chunk_bytes > 0 && planned ? fmt::format("chunk {}", s.chunk_bytes) : "";
-  return {static_cast<int>(s.collective), dtype, op, root, s.large && planned, s.low_latency ? 1 : s.direct ? 2 : 0,
-          chunk};
+  return {static_cast<int>(s.collective),       dtype, op, root, s.large && planned,
+          s.low_latency ? 1 : s.direct ? 2 : 0, chunk};
 }
 
 // Whether two programs have everything program_key hashes the same (cheap: no text, no hash).
@@ -90,7 +90,8 @@ std::string spec_text(const CollectiveSpec& s) {
     text += " (direct)";
   else if (s.large)
     text += " (large messages)";
-  if (s.chunk_bytes > 0 && !s.low_latency && !s.direct) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
+  if (s.chunk_bytes > 0 && !s.low_latency && !s.direct)
+    text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
   return text;
 }
 
@@ -166,7 +167,7 @@ struct Communicator::State {
   std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block)
   std::uint64_t ll_epoch = 0;          // low-latency launches so far, shared by every low-latency kernel
   CallOracle oracle{pointer_facts, stream_device};  // CANOPY_CHECK_POINTERS=0: no pointer queries
-  DirectShape direct;                  // max_bytes 0: off
+  DirectShape direct;                               // max_bytes 0: off
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
   std::uint64_t direct_epoch = 0;      // direct launches so far, shared by every direct kernel
   std::string machine;                 // sha256 of the topology's canonical text: its key in tuning.json

@@ -34,8 +34,8 @@ struct PreparedCollective {
   enum class Protocol { trees, low_latency, direct } protocol = Protocol::trees;
   Collective collective = Collective::allreduce;
   int root = 0;
-  int blocks_per_rank = 0;       // plan-free kernels
-  std::uint64_t last_epoch = 0;  // the latest launch's epoch, wherever it is counted
+  int blocks_per_rank = 0;                  // plan-free kernels
+  std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
   std::vector<unsigned char> args;          // DeviceArgs<ranks> image
 
   ~PreparedCollective();  // unloads the libraries and frees the counters (the caller has synchronised)

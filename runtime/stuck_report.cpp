@@ -104,15 +104,17 @@ std::vector<std::string> direct_stuck_report(Collective collective, int root, co
       for (int q = 0; q < n && index < 0; ++q)
         if (direct_reads(collective, root, q, me) && value(me, direct_done_index(n, blocks, q, b)) < epoch) {
           index = direct_done_index(n, blocks, q, b);
-          what = fmt::format("the peer has not finished {} my buffer ({} done", pushes ? "writing" : "reading", names[q]);
+          what =
+              fmt::format("the peer has not finished {} my buffer ({} done", pushes ? "writing" : "reading", names[q]);
         }
       if (index < 0) continue;
       if (static_cast<int>(lines.size()) >= max_lines) {
         ++more;
         continue;
       }
-      lines.push_back(fmt::format("GPU {} rank {}, direct {}, block {}: {}: {}.flag[{}] = launch {})", device_of_rank[me],
-                                  names[me], to_string(collective), b, what, names[me], index, value(me, index)));
+      lines.push_back(fmt::format("GPU {} rank {}, direct {}, block {}: {}: {}.flag[{}] = launch {})",
+                                  device_of_rank[me], names[me], to_string(collective), b, what, names[me], index,
+                                  value(me, index)));
     }
   }
   if (more > 0) lines.push_back(fmt::format("... and {} more waits", more));

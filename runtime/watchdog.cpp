@@ -141,12 +141,14 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
   if (p.protocol == Protocol::trees)
     lines = stuck_report(s, p.count, p.epoch, flags, stuck);
   else if (p.protocol == Protocol::direct)
-    lines = direct_stuck_report(p.collective, p.root, names_, device_of_rank_, p.blocks_per_rank, p.epoch, flags, stuck);
+    lines =
+        direct_stuck_report(p.collective, p.root, names_, device_of_rank_, p.blocks_per_rank, p.epoch, flags, stuck);
   else
-    lines = {fmt::format("low-latency kernel: its blocks wait for the peers' lines of launch {}, or for their "
-                         "acknowledgements of launch {} (a peer has not entered this launch, or one before it has "
-                         "not finished)",
-                         p.epoch, p.epoch > 2 ? p.epoch - 2 : 0)};
+    lines = {
+        fmt::format("low-latency kernel: its blocks wait for the peers' lines of launch {}, or for their "
+                    "acknowledgements of launch {} (a peer has not entered this launch, or one before it has "
+                    "not finished)",
+                    p.epoch, p.epoch > 2 ? p.epoch - 2 : 0)};
   for (const std::string& line : lines) log_.warn(LogSubsys::watchdog, "  " + line);
 }
 

@@ -50,7 +50,8 @@ void add_tune_command(CLI::App& app) {
       "  canopy tune                                   allreduce, 1 MiB - 1 GiB, this machine's GPUs\n"
       "  canopy tune -c allreduce,allgather --sizes 1M,16M,256M\n"
       "Each size's bucket (the power of two at or below it) gets the fastest chunk; sizes the low-latency or direct\n"
-      "protocol runs are skipped. Calls of that collective, element type and bucket then use it (CANOPY_LOG=info says so);\n"
+      "protocol runs are skipped. Calls of that collective, element type and bucket then use it (CANOPY_LOG=info says "
+      "so);\n"
       "CANOPY_CHUNK overrides it. The file is $CANOPY_CACHE_DIR/tuning.json (see `canopy cache info`).");
   cmd->callback([args] {
     std::vector<Collective> collectives;

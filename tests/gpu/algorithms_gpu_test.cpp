@@ -63,7 +63,8 @@ TEST_P(AlgorithmsOnGpu, MatchWhatTheProgramComputes) {
   cudaDeviceProp prop{};
   ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
   const int ranks_per_gpu = (ranks + comm->devices() - 1) / comm->devices();
-  const std::uint64_t budget = static_cast<std::uint64_t>(prop.totalGlobalMem * testing::test_memory_fraction(0.6)) / ranks_per_gpu;
+  const std::uint64_t budget =
+      static_cast<std::uint64_t>(prop.totalGlobalMem * testing::test_memory_fraction(0.6)) / ranks_per_gpu;
   const std::uint64_t capacity = std::min(top, budget / (8 * (in_chunks + out_chunks) / chunks + 8));
   Jit jit(DiskCache::from_environment());
   PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));

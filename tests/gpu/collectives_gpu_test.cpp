@@ -108,7 +108,8 @@ TEST_P(CollectivesOnGpu, MatchTheHostReference) {
   int ranks_per_gpu = (ranks + comm->devices() - 1) / comm->devices();
   cudaDeviceProp prop{};
   ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  const std::uint64_t budget = static_cast<std::uint64_t>(prop.totalGlobalMem * testing::test_memory_fraction(0.7)) / ranks_per_gpu;
+  const std::uint64_t budget =
+      static_cast<std::uint64_t>(prop.totalGlobalMem * testing::test_memory_fraction(0.7)) / ranks_per_gpu;
   std::uint64_t bytes_per_elem_slot = 8 * (send_mult + recv_mult);
   std::uint64_t capacity = std::min(top, budget / bytes_per_elem_slot);
   Jit jit(DiskCache::from_environment());
@@ -151,8 +152,8 @@ TEST_P(CollectivesOnGpu, MatchTheHostReference) {
                            compile_s, total_s);
   if (!left_out.empty())
     std::cout << fmt::format("[ note ] left out, more than {:.0f}% of GPU memory ({} GiB): {}\n",
-                             100 * testing::test_memory_fraction(0.7),
-                             prop.totalGlobalMem >> 30, fmt::join(left_out, "; "));
+                             100 * testing::test_memory_fraction(0.7), prop.totalGlobalMem >> 30,
+                             fmt::join(left_out, "; "));
 }
 
 std::vector<Param> all_params() {

@@ -53,9 +53,8 @@ TEST_P(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
   ASSERT_TRUE(buffers->set_up(spec, false, &call).ok());
   ASSERT_TRUE(buffers->synchronize().ok());
   // Compile and load before holding GPU 1: loading a module may wait for the GPU's work.
-  CollectiveSpec prepared[] = {
-      {Collective::allreduce, DataType::f32, ReduceOp::sum, 0, comm->is_large(Collective::allreduce, spec.count,
-                                                                              DataType::f32)}};
+  CollectiveSpec prepared[] = {{Collective::allreduce, DataType::f32, ReduceOp::sum, 0,
+                                comm->is_large(Collective::allreduce, spec.count, DataType::f32)}};
   prepared[0].direct = direct;
   ASSERT_TRUE(comm->prepare(prepared).ok());
 
