@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
       "  CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   direct protocol (ranks read peers' "
       "buffers):\n"
       "                       up to 32MiB read per rank (0: off), 32 blocks per rank, 512 threads\n"
+      "  CANOPY_CHECK_POINTERS=0   skip the driver query of each call's buffers (kind, GPU, bounds), as NCCL does\n"
       "  CANOPY_PULL=auto|none|in|out|all   edges whose receiver reads the sender's input directly (auto: reduce)\n"
       "  CANOPY_PLAN_FILE          a plan JSON used instead of planning, for its collective\n"
       "  CANOPY_DUMP_DIR           write every prepared collective's plan, schedule, source and manifest there\n"
