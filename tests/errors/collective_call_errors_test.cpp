@@ -253,5 +253,66 @@ TEST(CollectiveCallErrors, ProgramCalls) {
             "algorithm ring-allreduce: the program is written for 4 ranks but the communicator has 2: build it for 2");
 }
 
+// CANOPY_CHECK_POINTERS=0: the oracle has no `pointer`, so memory kind, GPU and allocation bounds go unchecked;
+// what needs no driver query (null, alignment, overlaps) is still refused with the same messages.
+Status check_without_pointer_queries(Call& v, const std::vector<int>& devices = {0, 1}) {
+  v.call.send = v.send;
+  v.call.recv = v.recv;
+  v.call.streams = v.streams;
+  CallOracle o = fake_oracle();
+  o.pointer = nullptr;
+  return check_call(v.call, devices, o);
+}
+
+TEST(CollectiveCallErrors, WithoutPointerQueriesHostAndForeignMemoryPass) {
+  Call v = valid(Collective::allreduce);
+  v.send[0] = reinterpret_cast<const void*>(0x5000);  // host memory CUDA does not know, to the oracle
+  ASSERT_FALSE(check(v).ok());                        // refused when the oracle is asked
+  EXPECT_TRUE(check_without_pointer_queries(v).ok()) << check_without_pointer_queries(v).message();
+  v.send[0] = reinterpret_cast<const void*>(0xA0000000);  // pinned host memory
+  EXPECT_TRUE(check_without_pointer_queries(v).ok()) << check_without_pointer_queries(v).message();
+  v = valid(Collective::allreduce);
+  v.recv[1] = devw(0, 0x40000);  // on GPU 0 for rank 1
+  ASSERT_FALSE(check(v).ok());
+  EXPECT_TRUE(check_without_pointer_queries(v).ok()) << check_without_pointer_queries(v).message();
+  Call g = valid(Collective::allgather);
+  g.recv[0] = devw(0, (1 << 20) - 4000);  // past its allocation's end
+  ASSERT_FALSE(check(g).ok());
+  EXPECT_TRUE(check_without_pointer_queries(g).ok()) << check_without_pointer_queries(g).message();
+}
+
+TEST(CollectiveCallErrors, WithoutPointerQueriesNullMisalignedAndOverlapsAreRefused) {
+  Call v = valid(Collective::allreduce);
+  v.send[0] = reinterpret_cast<const void*>(0x5000);  // not asked about: the next problem is what is reported
+  v.recv[1] = nullptr;
+  EXPECT_EQ(check_without_pointer_queries(v).message(), "allreduce: recv[1] is null; rank 1 needs 4000 bytes there");
+  EXPECT_EQ(check_without_pointer_queries(v).code(), StatusCode::invalid_argument);
+
+  v = valid(Collective::allreduce);
+  v.call.dtype = DataType::f64;
+  v.send[1] = reinterpret_cast<const void*>(0x5004);  // host memory, misaligned for f64
+  EXPECT_EQ(check_without_pointer_queries(v).message(), "allreduce: send[1] (0x5004) is not aligned to f64's 8 bytes");
+
+  v = valid(Collective::allreduce);
+  v.recv[0] = devw(0, 400);  // inside send[0]
+  EXPECT_EQ(check_without_pointer_queries(v).message(),
+            "allreduce: send[0] and recv[0] overlap without being in place (send = recv): use separate buffers or "
+            "exactly that layout");
+
+  v = valid(Collective::allreduce);  // both ranks on GPU 0, receive buffers overlapping
+  v.send = {dev(0), dev(0, 0x10000)};
+  v.recv = {devw(0, 0x80000), devw(0, 0x80000 + 2000)};
+  v.streams = {stream(0), stream(0)};
+  EXPECT_EQ(check_without_pointer_queries(v, {0, 0}).message(),
+            "allreduce: recv[0] and recv[1] overlap: ranks must not share buffers they write");
+
+  Call h = valid(Collective::allreduce);  // host buffers of two ranks overlapping: no GPU facts needed to see it
+  h.send = {reinterpret_cast<const void*>(0x5000), reinterpret_cast<const void*>(0x9000)};
+  h.recv = {reinterpret_cast<void*>(0x7000), reinterpret_cast<void*>(0x9000 + 400)};
+  EXPECT_EQ(check_without_pointer_queries(h).message(),
+            "allreduce: send[1] and recv[1] overlap without being in place (send = recv): use separate buffers or "
+            "exactly that layout");
+}
+
 }  // namespace
 }  // namespace canopy
