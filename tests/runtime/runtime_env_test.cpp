@@ -1,5 +1,5 @@
-// The runtime's CANOPY_ variables: kernel shape, large-message shape, watchdog, plan file, and the logger's
-// level and subsystems. Each test sets what it reads and restores it.
+// The runtime's CANOPY_ variables: kernel shape, large-message, low-latency and direct shapes, pointer checks,
+// watchdog, plan file, and the logger's level and subsystems. Each test sets what it reads and restores it.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -73,12 +73,12 @@ TEST(RuntimeEnv, ExplicitBlocksHoldForEverySize) {
   EXPECT_EQ(large_shape_from_environment(32).blocks_per_rank, 96);
 }
 
-TEST(RuntimeEnv, LowLatencyUpTo128KiBUnlessSet) {
+TEST(RuntimeEnv, LowLatencyUpTo64KiBUnlessSet) {
   {
     ScopedEnv bytes("CANOPY_LL_BYTES", nullptr), blocks("CANOPY_LL_BLOCKS", nullptr),
         threads("CANOPY_LL_THREADS", nullptr);
     const LowLatencyShape l = low_latency_shape_from_environment();
-    EXPECT_EQ(l.max_bytes, 128 << 10);
+    EXPECT_EQ(l.max_bytes, 64 << 10);  // the direct protocol is faster from 128 KiB
     EXPECT_EQ(l.blocks_per_rank, 4);
     EXPECT_EQ(l.threads_per_block, 256);
   }
@@ -91,6 +91,67 @@ TEST(RuntimeEnv, LowLatencyUpTo128KiBUnlessSet) {
     FAIL() << "accepted CANOPY_LL_BYTES=lots";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("CANOPY_LL_BYTES"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RuntimeEnv, DirectUpTo32MiBReadPerRankUnlessSet) {
+  {
+    ScopedEnv bytes("CANOPY_DIRECT_BYTES", nullptr), blocks("CANOPY_DIRECT_BLOCKS", nullptr),
+        threads("CANOPY_DIRECT_THREADS", nullptr);
+    const DirectShape d = direct_shape_from_environment();
+    EXPECT_EQ(d.max_bytes, 32 << 20);
+    EXPECT_EQ(d.blocks_per_rank, 32);
+    EXPECT_EQ(d.threads_per_block, 512);
+  }
+  {
+    ScopedEnv bytes("CANOPY_DIRECT_BYTES", "1MiB"), blocks("CANOPY_DIRECT_BLOCKS", "16"),
+        threads("CANOPY_DIRECT_THREADS", "256");
+    const DirectShape d = direct_shape_from_environment();
+    EXPECT_EQ(d.max_bytes, 1 << 20);
+    EXPECT_EQ(d.blocks_per_rank, 16);
+    EXPECT_EQ(d.threads_per_block, 256);
+  }
+  {
+    ScopedEnv off("CANOPY_DIRECT_BYTES", "0");
+    EXPECT_EQ(direct_shape_from_environment().max_bytes, 0);
+  }
+  {
+    ScopedEnv bad("CANOPY_DIRECT_BYTES", "lots");
+    try {
+      direct_shape_from_environment();
+      FAIL() << "accepted CANOPY_DIRECT_BYTES=lots";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("CANOPY_DIRECT_BYTES"), std::string::npos) << e.what();
+    }
+  }
+  ScopedEnv bytes("CANOPY_DIRECT_BYTES", nullptr), blocks("CANOPY_DIRECT_BLOCKS", "many");
+  try {
+    direct_shape_from_environment();
+    FAIL() << "accepted CANOPY_DIRECT_BLOCKS=many";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "CANOPY_DIRECT_BLOCKS='many': expected thread blocks per rank, e.g. 32");
+  }
+}
+
+TEST(RuntimeEnv, PointerChecksOnUnlessZero) {
+  {
+    ScopedEnv unset("CANOPY_CHECK_POINTERS", nullptr);
+    EXPECT_TRUE(check_pointers_from_environment());
+  }
+  {
+    ScopedEnv off("CANOPY_CHECK_POINTERS", "0");
+    EXPECT_FALSE(check_pointers_from_environment());
+  }
+  {
+    ScopedEnv on("CANOPY_CHECK_POINTERS", "1");
+    EXPECT_TRUE(check_pointers_from_environment());
+  }
+  ScopedEnv bad("CANOPY_CHECK_POINTERS", "no");
+  try {
+    check_pointers_from_environment();
+    FAIL() << "accepted CANOPY_CHECK_POINTERS=no";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CANOPY_CHECK_POINTERS='no'"), std::string::npos) << e.what();
   }
 }
 
