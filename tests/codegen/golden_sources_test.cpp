@@ -5,7 +5,9 @@
 
 #include <ostream>
 
+#include "codegen/direct_source.hpp"
 #include "codegen/generate.hpp"
+#include "codegen/low_latency_source.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
@@ -47,6 +49,20 @@ INSTANTIATE_TEST_SUITE_P(ReferenceCases, GoldenSources,
 TEST(GoldenSources, RingAllreduceProgramMatchesGeneratedFolder) {
   if (!CANOPY_WITH_CLANG) GTEST_SKIP() << "built with CANOPY_WITH_CLANG=OFF: sources are not formatted by libFormat";
   const KernelSource k = generate(algo::ring_allreduce(2), load_topology("h200x2"), CodegenOptions{});
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
+// The plan-free kernels (templates/direct.cuh, templates/low_latency.cuh): their sources are written without
+// libFormat, so these compare on every build. Allreduce of f32 with sum over 2 ranks, default shape.
+TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
+  const KernelSource k = direct_source(DirectSpec{});
+  EXPECT_EQ(k.file.name, "canopy_direct_allreduce_r2_d2_b32_f32_sum.cu");
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
+TEST(GoldenSources, LowLatencyAllreduceMatchesGeneratedFolder) {
+  const KernelSource k = low_latency_source(LowLatencySpec{});
+  EXPECT_EQ(k.file.name, "canopy_ll_allreduce_r2_d2_b4_f32_sum.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 
