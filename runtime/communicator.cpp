@@ -809,7 +809,8 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
 
 bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype) const {
   const std::uint64_t read = direct_read_bytes(collective, size_bytes(collective, count, dtype, ranks()), ranks());
-  return state_->direct.max_bytes > 0 && read <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
+  // One rank reads nothing from others: its call is a local copy, which the trees' kernel does with more blocks.
+  return state_->direct.max_bytes > 0 && ranks() > 1 && read <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
          !is_low_latency(collective, count, dtype);
 }
 

@@ -58,7 +58,10 @@ LowLatencyShape low_latency_shape_from_environment() {
 }
 
 bool check_pointers_from_environment() {
-  return env_int("CANOPY_CHECK_POINTERS", 1, "0 (skip the driver's pointer queries) or 1") != 0;
+  const int v = env_int("CANOPY_CHECK_POINTERS", 1, "0 (skip the driver's pointer queries) or 1");
+  if (v != 0 && v != 1)
+    throw Error(fmt::format("CANOPY_CHECK_POINTERS={}: use 0 (skip the driver's pointer queries) or 1 (the default)", v));
+  return v == 1;
 }
 
 DirectShape direct_shape_from_environment() {

@@ -153,6 +153,13 @@ TEST(RuntimeEnv, PointerChecksOnUnlessZero) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("CANOPY_CHECK_POINTERS='no'"), std::string::npos) << e.what();
   }
+  ScopedEnv two("CANOPY_CHECK_POINTERS", "2");  // neither off nor on: refused, not taken for "on"
+  try {
+    check_pointers_from_environment();
+    FAIL() << "accepted CANOPY_CHECK_POINTERS=2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("CANOPY_CHECK_POINTERS=2: use 0"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RuntimeEnv, WatchdogOffUnlessSet) {
