@@ -60,7 +60,8 @@ LowLatencyShape low_latency_shape_from_environment() {
 bool check_pointers_from_environment() {
   const int v = env_int("CANOPY_CHECK_POINTERS", 1, "0 (skip the driver's pointer queries) or 1");
   if (v != 0 && v != 1)
-    throw Error(fmt::format("CANOPY_CHECK_POINTERS={}: use 0 (skip the driver's pointer queries) or 1 (the default)", v));
+    throw Error(
+        fmt::format("CANOPY_CHECK_POINTERS={}: use 0 (skip the driver's pointer queries) or 1 (the default)", v));
   return v == 1;
 }
 
