@@ -27,8 +27,19 @@ struct OneHopShape {
 // Throws canopy::Error, naming `what` ("low-latency kernels"), when the shape is out of range.
 KernelSource one_hop_kernel(const OneHopShape& shape, const char* prefix, const char* what);
 
-// The source's per-device rank tables (kRanksOf<device>[] and kRanksOf[]) inside the anonymous namespace's end,
-// and the entry `entry(const Config::Args a, int device)` whose body calls `run`(a, kRanksOf[device]).
-std::string one_hop_tables_and_entry(const KernelSource& k, int threads_per_block, const char* run);
+// What differs between the plan-free kernels' sources.
+struct OneHopProtocol {
+  const char* name;         // the banner's word: "low-latency", "direct"
+  const char* header;       // the template: "low_latency.cuh"
+  const char* enum_prefix;  // its collective enumerators' prefix: "kLL" for kLLBroadcast ... kLLReduceScatter
+  const char* run;          // the template's entry: "canopy::run_ll"
+  std::string detail;       // the banner's second line
+  std::string config;       // extra Config members, whole lines
+};
+
+// Fills k.file and k.schedule_key: a banner, the template's include, a Config (element type, operator, Args,
+// kCollective, kRanks, kRoot, kBlocks, then the protocol's own members), each device's rank table
+// (kRanksOf<device>[], kRanksOf[]) and the entry `entry(const Config::Args a, int device)` calling `run`.
+void write_one_hop_source(const OneHopShape& shape, const OneHopProtocol& protocol, KernelSource* k);
 
 }  // namespace canopy
