@@ -21,13 +21,13 @@ KernelSource low_latency_source(const LowLatencySpec& spec) {
                           spec.blocks_per_rank, 64,         spec.threads_per_block};
   KernelSource k = one_hop_kernel(shape, "canopy_ll", "low-latency kernels");
   const std::int64_t lines = (spec.max_bytes + 7) / 8;
-  write_one_hop_source(shape,
-                       {"low-latency", "low_latency.cuh", "kLL", "canopy::run_ll",
-                        fmt::format("slots of up to {} ({} lines of 8 data bytes); {} blocks x {} threads per rank",
-                                    format_byte_size(spec.max_bytes), lines, spec.blocks_per_rank,
-                                    spec.threads_per_block),
-                        fmt::format("  static constexpr unsigned long long kLines = {};  // per slot\n", lines)},
-                       &k);
+  write_one_hop_source(
+      shape,
+      {"low-latency", "low_latency.cuh", "kLL", "canopy::run_ll",
+       fmt::format("slots of up to {} ({} lines of 8 data bytes); {} blocks x {} threads per rank",
+                   format_byte_size(spec.max_bytes), lines, spec.blocks_per_rank, spec.threads_per_block),
+       fmt::format("  static constexpr unsigned long long kLines = {};  // per slot\n", lines)},
+      &k);
   return k;
 }
 
