@@ -71,7 +71,9 @@ TEST_P(WatchdogOnGpu, NamesWhatAStuckCollectiveWaitsFor) {
     EXPECT_NE(log.find("has not finished after 0.5 s on GPU 0"), std::string::npos) << log;
     EXPECT_NE(log.find("GPU 0 rank gpu0"), std::string::npos) << log;
     EXPECT_NE(log.find("the peer has not entered this launch"), std::string::npos) << log;
-    if (direct) EXPECT_NE(log.find("direct allreduce, block 0"), std::string::npos) << log;
+    if (direct) {
+      EXPECT_NE(log.find("direct allreduce, block 0"), std::string::npos) << log;
+    }
   }
   release.set_value();
   CheckResult result;
