@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <future>
 #include <limits>
 #include <map>
@@ -205,8 +206,10 @@ struct Communicator::State {
             const std::vector<std::string>& archs, CacheOutcome outcome);
   void grow_scratch(const std::vector<RankResources>& need);
   Status get(const CollectiveSpec& spec, PreparedCollective** out);
-  void allocate_low_latency();  // the LL buffers and counters, once
-  void allocate_direct();       // the direct kernels' counters, once
+  // Per rank: bytes(rank) of memory on its GPU, zeroed on the setup streams (whoever allocates waits for them).
+  std::vector<void*> zeroed_per_rank(const std::function<std::size_t(int)>& bytes);
+  void allocate_low_latency();  // the LL buffers and counters, once (from load)
+  void allocate_direct();       // the direct kernels' counters, once (from load)
   Status prepare(std::span<const CollectiveSpec> specs);
 };
 
@@ -306,25 +309,31 @@ void Communicator::State::check_peers(const algo::Program& program) const {
   }
 }
 
+std::vector<void*> Communicator::State::zeroed_per_rank(const std::function<std::size_t(int)>& bytes) {
+  CurrentDevice keep;
+  std::vector<void*> out(rank_names.size(), nullptr);
+  try {
+    for (std::size_t r = 0; r < out.size(); ++r) {
+      const std::size_t b = bytes(static_cast<int>(r));
+      CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
+      CANOPY_CUDA_CHECK(cudaMalloc(&out[r], b));
+      CANOPY_CUDA_CHECK(cudaMemsetAsync(out[r], 0, b, setup_stream[device_of_rank[r]]));
+    }
+  } catch (...) {
+    for (void* q : out)
+      if (q) (void)cudaFree(q);
+    throw;
+  }
+  return out;
+}
+
 void Communicator::State::allocate_low_latency() {
   if (!ll_buffers.empty()) return;
   const int n = static_cast<int>(rank_names.size());
   const std::size_t bytes = static_cast<std::size_t>(low_latency_buffer_bytes(n, low_latency.max_bytes));
   const std::size_t ack_bytes = static_cast<std::size_t>(n) * low_latency.blocks_per_rank * kFlagStride * 8;
-  CurrentDevice keep;
-  ll_buffers.assign(n, nullptr);
-  ll_acks.assign(n, nullptr);
-  for (int r = 0; r < n; ++r) {
-    CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
-    CANOPY_CUDA_CHECK(cudaMalloc(&ll_buffers[r], bytes));
-    CANOPY_CUDA_CHECK(cudaMalloc(&ll_acks[r], ack_bytes));
-    CANOPY_CUDA_CHECK(cudaMemsetAsync(ll_buffers[r], 0, bytes, setup_stream[device_of_rank[r]]));
-    CANOPY_CUDA_CHECK(cudaMemsetAsync(ll_acks[r], 0, ack_bytes, setup_stream[device_of_rank[r]]));
-  }
-  for (std::size_t d = 0; d < gpus.size(); ++d) {
-    CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
-    CANOPY_CUDA_CHECK(cudaStreamSynchronize(setup_stream[d]));
-  }
+  ll_buffers = zeroed_per_rank([&](int) { return bytes; });
+  ll_acks = zeroed_per_rank([&](int) { return ack_bytes; });
   log.debug(LogSubsys::init, fmt::format("low-latency buffers: {} bytes and {} counters per rank", bytes,
                                          n * low_latency.blocks_per_rank));
 }
@@ -334,17 +343,7 @@ void Communicator::State::allocate_direct() {
   const int n = static_cast<int>(rank_names.size());
   const std::size_t bytes =
       static_cast<std::size_t>(direct_flag_count(n, direct.blocks_per_rank)) * kFlagStride * sizeof(std::uint64_t);
-  CurrentDevice keep;
-  direct_flags.assign(n, nullptr);
-  for (int r = 0; r < n; ++r) {
-    CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
-    CANOPY_CUDA_CHECK(cudaMalloc(&direct_flags[r], bytes));
-    CANOPY_CUDA_CHECK(cudaMemsetAsync(direct_flags[r], 0, bytes, setup_stream[device_of_rank[r]]));
-  }
-  for (std::size_t d = 0; d < gpus.size(); ++d) {
-    CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
-    CANOPY_CUDA_CHECK(cudaStreamSynchronize(setup_stream[d]));
-  }
+  direct_flags = zeroed_per_rank([&](int) { return bytes; });
   log.debug(LogSubsys::init, fmt::format("direct counters: {} bytes per rank", bytes));
 }
 
@@ -414,14 +413,8 @@ void Communicator::State::load(const CollectiveSpec& spec,
                               "CANOPY_BLOCKS or CANOPY_THREADS, or place fewer ranks on it",
                               k.entry, p->blocks[d], p->threads, gpus[d].ordinal, per_sm * gpus[d].limits.sms, per_sm));
   }
-  const int n = static_cast<int>(rank_names.size());
-  p->flags.assign(n, nullptr);
-  for (int r = 0; r < n; ++r) {
-    const std::size_t bytes = std::max(1, k.resources[r].flag_count) * sizeof(unsigned long long) * kFlagStride;
-    CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_of_rank[r]));
-    CANOPY_CUDA_CHECK(cudaMalloc(&p->flags[r], bytes));
-    CANOPY_CUDA_CHECK(cudaMemsetAsync(p->flags[r], 0, bytes, setup_stream[device_of_rank[r]]));
-  }
+  p->flags = zeroed_per_rank(
+      [&](int r) { return std::max(1, k.resources[r].flag_count) * sizeof(unsigned long long) * kFlagStride; });
   grow_scratch(k.resources);
   // The plan-free kernels' memory is the communicator's, made with the first of them: here, not at the first call,
   // where a cudaMalloc could wait for the caller's work on the GPU.
@@ -592,15 +585,22 @@ Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective*
   return Status();
 }
 
+// The first pair of the communicator's GPUs without peer access, as text ("" when every pair has it): the one-hop
+// protocols need it, as every rank touches every other's memory.
+static std::string missing_peer_access(const Communicator::State& st) {
+  for (std::size_t a = 0; a < st.gpus.size(); ++a)
+    for (std::size_t b = 0; b < st.gpus.size(); ++b)
+      if (a != b && !st.peer[a][b])
+        return fmt::format("GPUs {} and {} have no peer access", st.gpus[a].ordinal, st.gpus[b].ordinal);
+  return "";
+}
+
 // Why the direct protocol cannot run on this communicator ("" when it can): every rank reads the others' buffers in
 // one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
 // one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
 // per SM for each rank a GPU runs, so every block of a launch is resident.
 static std::string direct_unusable(Communicator::State& st) {
-  for (std::size_t a = 0; a < st.gpus.size(); ++a)
-    for (std::size_t b = 0; b < st.gpus.size(); ++b)
-      if (a != b && !st.peer[a][b])
-        return fmt::format("GPUs {} and {} have no peer access", st.gpus[a].ordinal, st.gpus[b].ordinal);
+  if (std::string why = missing_peer_access(st); !why.empty()) return why;
   const int n = static_cast<int>(st.rank_names.size());
   for (int a = 0; a < n; ++a)
     for (int b = 0; b < n; ++b) {
@@ -705,14 +705,11 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
       }
     }
     // One hop from every rank to every other: every pair of GPUs needs peer access.
-    for (std::size_t a = 0; a < st->gpus.size() && st->low_latency.max_bytes > 0; ++a)
-      for (std::size_t b = 0; b < st->gpus.size(); ++b)
-        if (a != b && !st->peer[a][b]) {
-          st->log.info(LogSubsys::init, fmt::format("low-latency protocol off: GPUs {} and {} have no peer access",
-                                                    st->gpus[a].ordinal, st->gpus[b].ordinal));
-          st->low_latency.max_bytes = 0;
-          break;
-        }
+    if (st->low_latency.max_bytes > 0)
+      if (const std::string why = missing_peer_access(*st); !why.empty()) {
+        st->log.info(LogSubsys::init, "low-latency protocol off: " + why);
+        st->low_latency.max_bytes = 0;
+      }
     if (!check_pointers_from_environment()) st->oracle.pointer = nullptr;
     st->direct = direct_shape_from_environment();
     if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;
