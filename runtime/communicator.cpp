@@ -192,6 +192,7 @@ struct Communicator::State {
   DeviceOrder order;
   std::vector<cudaStream_t> setup_stream;  // per device index: non-blocking, for zeroing counters
   std::unique_ptr<Watchdog> watchdog;
+  std::unique_ptr<LaunchCrew> crew;  // several GPUs and launch threads on: launches on all at once
 
   ~State();
   void synchronize();  // waits for every launch of this communicator
@@ -215,6 +216,7 @@ struct Communicator::State {
 
 Communicator::State::~State() {
   watchdog.reset();
+  crew.reset();
   synchronize();
   CurrentDevice keep;
   prepared.clear();
@@ -749,6 +751,13 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
       CANOPY_CUDA_CHECK(cudaEventCreateWithFlags(&st->order.done[d], cudaEventDisableTiming));
       CANOPY_CUDA_CHECK(cudaStreamCreateWithFlags(&st->setup_stream[d], cudaStreamNonBlocking));
     }
+    LaunchThreads threads = launch_threads_from_environment();
+    if (options.launch_threads) threads.enabled = *options.launch_threads;
+    if (options.launch_spin) threads.spin = *options.launch_spin;
+    if (threads.spin.count() < 1)
+      throw Error(fmt::format("launch_spin {} us: use at least 1 us (launch_threads = false turns the helpers off)",
+                              threads.spin.count()));
+    if (threads.enabled && devices > 1) st->crew = std::make_unique<LaunchCrew>(st->ordinals, threads.spin);
     if (const std::optional<double> seconds = watchdog_seconds_from_environment())
       st->watchdog = std::make_unique<Watchdog>(*seconds, st->log, st->rank_names, st->device_of_rank);
     if (st->log.enabled(LogLevel::info, LogSubsys::init)) {
@@ -859,6 +868,7 @@ Status Communicator::run(const CollectiveCall& call) {
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   if (Status s = st.get(spec, &p); !s.ok()) return s;
   LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
+  target.crew = st.crew.get();
   if (spec.low_latency) {  // its memory was made when the kernel was loaded
     target.scratch = st.ll_buffers;
     target.flags = st.ll_acks;

@@ -17,6 +17,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -65,6 +66,11 @@ struct CommunicatorOptions {
   // GPUs and an NVLink hop (direct or through one switch) between them in the topology; an in-place allreduce takes
   // the trees.
   std::optional<std::int64_t> direct_bytes;
+  // With several GPUs: launch on all of them at once, through a helper thread per GPU after the first that waits
+  // for work (spinning) for `launch_spin` after its last launch, then sleeps (CANOPY_LAUNCH_THREADS, default on;
+  // CANOPY_LAUNCH_SPIN_US, default 200 us). Off: the caller launches on each GPU in turn, ~3 us more per GPU.
+  std::optional<bool> launch_threads;
+  std::optional<std::chrono::microseconds> launch_spin;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
   std::function<void(std::string_view)> log_sink;  // unset: log lines go to stderr
 };

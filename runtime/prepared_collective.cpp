@@ -21,6 +21,54 @@ std::span<void* const> launch_flags(const PreparedCollective& p, const LaunchTar
   return target.flags.empty() ? std::span<void* const>(p.flags) : target.flags;
 }
 
+namespace {
+
+// One launch's shared state while its devices are launched, from the caller and the launch crew's helpers.
+struct LaunchJob {
+  PreparedCollective* p;
+  const CollectiveCall* call;
+  const LaunchTarget* target;
+};
+
+// Launches on device index d: its own DeviceOrder entries, the shared args image (read only).
+Status launch_on_device(void* context, int d) {
+  const LaunchJob& job = *static_cast<const LaunchJob*>(context);
+  PreparedCollective& p = *job.p;
+  const CollectiveCall& call = *job.call;
+  const LaunchTarget& target = *job.target;
+  int device = d;
+  void* params[] = {p.args.data(), &device};
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;  // refuse, rather than hang, a grid that cannot be resident
+  cooperative.val.cooperative = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(p.blocks[d]);
+  config.blockDim = dim3(p.threads);
+  config.stream = call.streams[target.first_rank[d]];
+  config.attrs = &cooperative;
+  config.numAttrs = p.cooperative ? 1 : 0;
+  DeviceOrder& order = *target.order;
+  cudaError_t e = cudaSetDevice(target.ordinal[d]);
+  // Another stream than last time: it first waits for everything issued on the last one (our launch included).
+  if (e == cudaSuccess && order.used[d] && order.stream[d] != config.stream) {
+    e = cudaEventRecord(order.done[d], order.stream[d]);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
+  }
+  if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
+  if (e == cudaSuccess) {
+    order.stream[d] = config.stream;
+    order.used[d] = 1;
+    return Status();
+  }
+  (void)cudaGetLastError();
+  return Status(StatusCode::cuda_error,
+                fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {} ({})", call_name(call),
+                            p.built->source.entry, target.ordinal[d], p.blocks[d], p.threads, cudaGetErrorString(e),
+                            cudaGetErrorName(e)));
+}
+
+}  // namespace
+
 Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target, bool* partial_launch) {
   const int ranks = static_cast<int>(p.flags.size());
   const std::uint64_t epoch = ++(target.epoch ? *target.epoch : p.epoch);
@@ -34,43 +82,34 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
     std::memcpy(p.args.data() + 16 + sizeof(RankPointers) * r, &rp, sizeof rp);
   }
   *partial_launch = false;
-  for (std::size_t d = 0; d < p.kernel.size(); ++d) {
-    int device = static_cast<int>(d);
-    void* params[] = {p.args.data(), &device};
-    cudaLaunchAttribute cooperative{};
-    cooperative.id = cudaLaunchAttributeCooperative;  // refuse, rather than hang, a grid that cannot be resident
-    cooperative.val.cooperative = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(p.blocks[d]);
-    config.blockDim = dim3(p.threads);
-    config.stream = call.streams[target.first_rank[d]];
-    config.attrs = &cooperative;
-    config.numAttrs = p.cooperative ? 1 : 0;
-    DeviceOrder& order = *target.order;
-    cudaError_t e = cudaSetDevice(target.ordinal[d]);
-    // Another stream than last time: it first waits for everything issued on the last one (our launch included).
-    if (e == cudaSuccess && order.used[d] && order.stream[d] != config.stream) {
-      e = cudaEventRecord(order.done[d], order.stream[d]);
-      if (e == cudaSuccess) e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
-    }
-    if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
-    if (e == cudaSuccess) {
-      order.stream[d] = config.stream;
-      order.used[d] = true;
-    }
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      *partial_launch = d > 0;
-      return Status(StatusCode::cuda_error,
-                    fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {} ({}){}",
-                                call_name(call), p.built->source.entry, target.ordinal[d], p.blocks[d], p.threads,
-                                cudaGetErrorString(e), cudaGetErrorName(e),
-                                d > 0 ? "; the launches already made on other GPUs wait for it forever: this "
-                                        "communicator cannot be used again"
-                                      : ""));
+  LaunchJob job{&p, &call, &target};
+  const std::size_t devices = p.kernel.size();
+  int launched = 0;
+  const Status* failed = nullptr;
+  if (target.crew && devices > 1) {  // every device at once: the failures and the successes are both known
+    target.crew->run(DeviceJob{&job, launch_on_device}, &p.results);
+    for (const Status& s : p.results)
+      if (s.ok())
+        ++launched;
+      else if (!failed)
+        failed = &s;
+  } else {  // one after another, stopping at the first failure
+    p.results.resize(devices);
+    for (std::size_t d = 0; d < devices && !failed; ++d) {
+      p.results[d] = launch_on_device(&job, static_cast<int>(d));
+      if (p.results[d].ok())
+        ++launched;
+      else
+        failed = &p.results[d];
     }
   }
-  return Status();
+  if (!failed) return Status();
+  *partial_launch = launched > 0;
+  if (!*partial_launch) return *failed;
+  return Status(StatusCode::cuda_error,
+                failed->message() +
+                    "; the launches already made on other GPUs wait for it forever: this communicator cannot be "
+                    "used again");
 }
 
 }  // namespace canopy

@@ -13,6 +13,7 @@
 
 #include "runtime/build.hpp"
 #include "runtime/collective_call.hpp"
+#include "runtime/launch_crew.hpp"
 #include "runtime/status.hpp"
 
 namespace canopy {
@@ -37,6 +38,7 @@ struct PreparedCollective {
   int blocks_per_rank = 0;                  // plan-free kernels
   std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
   std::vector<unsigned char> args;          // DeviceArgs<ranks> image
+  std::vector<Status> results;              // per device index: the latest launch's outcome
 
   ~PreparedCollective();  // unloads the libraries and frees the counters (the caller has synchronised)
 };
@@ -47,7 +49,7 @@ struct PreparedCollective {
 struct DeviceOrder {
   std::vector<cudaEvent_t> done;      // per device index: recorded on `stream` when a call switches streams
   std::vector<cudaStream_t> stream;   // per device index: the stream of the last launch
-  std::vector<bool> used;             // per device index: launched before
+  std::vector<char> used;  // per device index: launched before (not vector<bool>: helpers set theirs at once)
 };
 
 // Where every rank's memory and each device's stream are, for one launch (views of the communicator's state).
@@ -60,11 +62,13 @@ struct LaunchTarget {
   // own) and the launch counter (null: its own).
   std::span<void* const> flags = {};
   std::uint64_t* epoch = nullptr;
+  LaunchCrew* crew = nullptr;  // launches every device at once through its helpers; null: one after another
 };
 
 // Fills the DeviceArgs image (count, next epoch, every rank's pointers) and launches on every device, on the
-// stream of the device's first rank. A failed launch leaves the other devices' kernels waiting: the Status says
-// so and the communicator must not be used again.
+// stream of the device's first rank: all at once through target.crew, else one after another (stopping at the
+// first failure). A failed launch leaves the other devices' kernels waiting: the Status says so, *partial_launch
+// is set, and the communicator must not be used again.
 Status launch(PreparedCollective& prepared, const CollectiveCall& call, const LaunchTarget& target,
               bool* partial_launch);
 

@@ -65,6 +65,24 @@ bool check_pointers_from_environment() {
   return v == 1;
 }
 
+LaunchThreads launch_threads_from_environment() {
+  LaunchThreads t;
+  const int on = env_int("CANOPY_LAUNCH_THREADS", 1, "0 (launch on every GPU from the caller) or 1");
+  if (on != 0 && on != 1)
+    throw Error(fmt::format(
+        "CANOPY_LAUNCH_THREADS={}: use 1 (a helper thread per GPU after the first, the default) or 0 (none)", on));
+  t.enabled = on == 1;
+  const int spin = env_int("CANOPY_LAUNCH_SPIN_US", static_cast<int>(t.spin.count()),
+                           "microseconds a launch helper waits for work before sleeping, e.g. 200");
+  if (spin < 1 || spin > 10'000'000)
+    throw Error(
+        fmt::format("CANOPY_LAUNCH_SPIN_US={}: use 1 to 10000000 microseconds (default 200); "
+                    "CANOPY_LAUNCH_THREADS=0 turns the helpers off",
+                    spin));
+  t.spin = std::chrono::microseconds(spin);
+  return t;
+}
+
 DirectShape direct_shape_from_environment() {
   DirectShape d;
   if (const auto bytes = env("CANOPY_DIRECT_BYTES")) d.max_bytes = parse_byte_size(*bytes, "CANOPY_DIRECT_BYTES");

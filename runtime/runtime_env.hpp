@@ -5,10 +5,12 @@
 //   CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   up to which size calls take the low-latency protocol
 //                        (0: never), and its blocks per rank and threads per block
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
+//   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
 //   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
 // A malformed value is a canopy::Error naming the variable and what it takes.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -51,6 +53,14 @@ DirectShape direct_shape_from_environment();
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
 // bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.
 bool check_pointers_from_environment();
+
+// CANOPY_LAUNCH_THREADS (default 1; 0: off) and CANOPY_LAUNCH_SPIN_US (default 200): a communicator of several GPUs
+// launches on them at once through helper threads that wait `spin` for work before sleeping (launch_crew.hpp).
+struct LaunchThreads {
+  bool enabled = true;
+  std::chrono::microseconds spin{200};
+};
+LaunchThreads launch_threads_from_environment();
 
 // The plan in CANOPY_PLAN_FILE when it is a plan of `collective` over exactly `ranks` (and `root`, when the
 // collective has one); nullopt when unset or for another collective. Throws canopy::Error when the file cannot

@@ -162,6 +162,35 @@ TEST(RuntimeEnv, PointerChecksOnUnlessZero) {
   }
 }
 
+TEST(RuntimeEnv, LaunchThreadsOnWithTwoHundredMicrosecondSpin) {
+  {
+    ScopedEnv on("CANOPY_LAUNCH_THREADS", nullptr), spin("CANOPY_LAUNCH_SPIN_US", nullptr);
+    const LaunchThreads t = launch_threads_from_environment();
+    EXPECT_TRUE(t.enabled);
+    EXPECT_EQ(t.spin.count(), 200);
+  }
+  {
+    ScopedEnv off("CANOPY_LAUNCH_THREADS", "0"), spin("CANOPY_LAUNCH_SPIN_US", "5000");
+    const LaunchThreads t = launch_threads_from_environment();
+    EXPECT_FALSE(t.enabled);
+    EXPECT_EQ(t.spin.count(), 5000);
+  }
+  const std::pair<const char*, const char*> refused[] = {{"CANOPY_LAUNCH_THREADS", "2"},
+                                                         {"CANOPY_LAUNCH_THREADS", "yes"},
+                                                         {"CANOPY_LAUNCH_SPIN_US", "0"},
+                                                         {"CANOPY_LAUNCH_SPIN_US", "-3"},
+                                                         {"CANOPY_LAUNCH_SPIN_US", "fast"}};
+  for (const auto& [name, value] : refused) {
+    ScopedEnv bad(name, value);
+    try {
+      launch_threads_from_environment();
+      ADD_FAILURE() << "accepted " << name << "=" << value;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(RuntimeEnv, WatchdogOffUnlessSet) {
   {
     ScopedEnv off("CANOPY_WATCHDOG_S", nullptr);
