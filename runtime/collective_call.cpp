@@ -98,35 +98,7 @@ std::uint64_t max_count(const algo::Program& program, DataType dtype) {
          widest * chunks;
 }
 
-namespace {
-
-struct BufferUse {
-  const void* p;
-  std::uint64_t bytes;
-  const char* what;
-  bool written;
-};
-struct RankBuffers {
-  BufferUse uses[2];  // send, recv
-};
-
-// Rank r's send and receive buffers and the bytes the call uses of each.
-RankBuffers rank_buffers(const CollectiveCall& call, int n, int r) {
-  const algo::Program* program = call.program;
-  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
-  const std::uint64_t unit = program ? call.count / static_cast<std::uint64_t>(program->chunks()) : 0;
-  const std::uint64_t send_bytes = (program ? unit * program->buffer_chunks(algo::Buffer::input)
-                                            : send_elements(call.collective, call.count, n, r, call.root)) *
-                                   elem;
-  const std::uint64_t recv_bytes = (program ? unit * program->buffer_chunks(algo::Buffer::output)
-                                            : recv_elements(call.collective, call.count, n, r, call.root)) *
-                                   elem;
-  return RankBuffers{{{call.send[r], send_bytes, "send", false}, {call.recv[r], recv_bytes, "recv", true}}};
-}
-
-}  // namespace
-
-Status check_call_shape(const CollectiveCall& call, const std::vector<int>& device_of_rank) {
+Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle) {
   const int n = static_cast<int>(device_of_rank.size());
   const std::string name = call_name(call);
   const algo::Program* program = call.program;
@@ -166,9 +138,17 @@ Status check_call_shape(const CollectiveCall& call, const std::vector<int>& devi
         call.count, program->chunks(), program->chunks(), call.count / program->chunks() * program->chunks(),
         (call.count / program->chunks() + 1) * program->chunks()));
 
-  // Ranks of one GPU share one stream (they run in one launch); check_rank_memory asks where each stream is.
+  // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch).
   for (int r = 0; r < n; ++r) {
     const cudaStream_t s = call.streams[r];
+    if (!is_default_stream(s)) {
+      const std::optional<int> d = oracle.stream_device(s);
+      if (!d)
+        return invalid(fmt::format("streams[{}] ({}) is not a valid CUDA stream", r, pointer_text(s)));
+      if (*d != device_of_rank[r])
+        return invalid(fmt::format("streams[{}] belongs to GPU {}, but rank {} runs on GPU {}: create it on GPU {}", r,
+                                   *d, r, device_of_rank[r], device_of_rank[r]));
+    }
     for (int q = 0; q < r; ++q)
       if (device_of_rank[q] == device_of_rank[r] && call.streams[q] != s)
         return invalid(fmt::format("ranks {} and {} both run on GPU {} (one launch) but were given different streams "
@@ -180,9 +160,21 @@ Status check_call_shape(const CollectiveCall& call, const std::vector<int>& devi
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
   std::vector<Region> regions;
   for (int r = 0; r < n; ++r) {
-    const RankBuffers b = rank_buffers(call, n, r);
-    const std::uint64_t send_bytes = b.uses[0].bytes, recv_bytes = b.uses[1].bytes;
-    for (const BufferUse& u : b.uses) {
+    const std::uint64_t unit = program ? call.count / static_cast<std::uint64_t>(program->chunks()) : 0;
+    const std::uint64_t send_bytes = (program ? unit * program->buffer_chunks(algo::Buffer::input)
+                                              : send_elements(call.collective, call.count, n, r, call.root)) *
+                                     elem;
+    const std::uint64_t recv_bytes = (program ? unit * program->buffer_chunks(algo::Buffer::output)
+                                              : recv_elements(call.collective, call.count, n, r, call.root)) *
+                                     elem;
+    struct Use {
+      const void* p;
+      std::uint64_t bytes;
+      const char* what;
+      bool written;
+    };
+    const Use uses[] = {{call.send[r], send_bytes, "send", false}, {call.recv[r], recv_bytes, "recv", true}};
+    for (const Use& u : uses) {
       if (u.bytes == 0) continue;
       if (u.p == nullptr)
         return invalid(fmt::format("{}[{}] is null; rank {} needs {} bytes there", u.what, r, r, u.bytes));
@@ -191,6 +183,21 @@ Status check_call_shape(const CollectiveCall& call, const std::vector<int>& devi
         return invalid(fmt::format("{}[{}] ({}) is not aligned to {}'s {} bytes", u.what, r, pointer_text(u.p),
                                    to_string(call.dtype), elem));
       regions.push_back({at, at + u.bytes, r, u.written, u.what});
+      if (!oracle.pointer) continue;
+      const PointerFacts f = oracle.pointer(u.p);
+      if (f.kind != MemoryKind::device && f.kind != MemoryKind::managed)
+        return invalid(fmt::format("{}[{}] ({}) is {}, not device memory: allocate it with cudaMalloc on GPU {}", u.what,
+                                   r, pointer_text(u.p), memory_text(f.kind), device_of_rank[r]));
+      if (f.kind == MemoryKind::device && f.device != device_of_rank[r])
+        return invalid(fmt::format("{}[{}] ({}) is on GPU {}, but rank {} runs on GPU {}: allocate it on GPU {}",
+                                   u.what, r, pointer_text(u.p), f.device, r, device_of_rank[r], device_of_rank[r]));
+      if (f.allocation && (at < f.allocation->base || at - f.allocation->base > f.allocation->bytes ||
+                           u.bytes > f.allocation->bytes - (at - f.allocation->base)))
+        return invalid(fmt::format(
+            "{}[{}] ({}) needs {} bytes ({} x {} elements) but its allocation ends {} bytes "
+            "after it: pass a smaller count or a larger buffer",
+            u.what, r, pointer_text(u.p), u.bytes, u.bytes / elem, to_string(call.dtype),
+            f.allocation->base + f.allocation->bytes - std::min(at, f.allocation->base + f.allocation->bytes)));
     }
     // In place, NCCL's way, or disjoint.
     if (send_bytes > 0 && recv_bytes > 0) {
@@ -225,49 +232,6 @@ Status check_call_shape(const CollectiveCall& call, const std::vector<int>& devi
                                  widest->rank, g.what, g.rank));
     if (!widest || g.end > widest->end) widest = &g;
   }
-  return Status();
-}
-
-Status check_rank_memory(const CollectiveCall& call, int r, const std::vector<int>& device_of_rank,
-                         const CallOracle& oracle) {
-  auto invalid = [&](std::string message) {
-    return Status(StatusCode::invalid_argument, fmt::format("{}: {}", call_name(call), message));
-  };
-  const cudaStream_t s = call.streams[r];
-  if (!is_default_stream(s) && oracle.stream_device) {
-    const std::optional<int> d = oracle.stream_device(s);
-    if (!d) return invalid(fmt::format("streams[{}] ({}) is not a valid CUDA stream", r, pointer_text(s)));
-    if (*d != device_of_rank[r])
-      return invalid(fmt::format("streams[{}] belongs to GPU {}, but rank {} runs on GPU {}: create it on GPU {}", r, *d,
-                                 r, device_of_rank[r], device_of_rank[r]));
-  }
-  if (!oracle.pointer || call.count == 0) return Status();
-  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
-  for (const BufferUse& u : rank_buffers(call, static_cast<int>(device_of_rank.size()), r).uses) {
-    if (u.bytes == 0) continue;
-    const std::uintptr_t at = reinterpret_cast<std::uintptr_t>(u.p);
-    const PointerFacts f = oracle.pointer(u.p);
-    if (f.kind != MemoryKind::device && f.kind != MemoryKind::managed)
-      return invalid(fmt::format("{}[{}] ({}) is {}, not device memory: allocate it with cudaMalloc on GPU {}", u.what,
-                                 r, pointer_text(u.p), memory_text(f.kind), device_of_rank[r]));
-    if (f.kind == MemoryKind::device && f.device != device_of_rank[r])
-      return invalid(fmt::format("{}[{}] ({}) is on GPU {}, but rank {} runs on GPU {}: allocate it on GPU {}", u.what,
-                                 r, pointer_text(u.p), f.device, r, device_of_rank[r], device_of_rank[r]));
-    if (f.allocation && (at < f.allocation->base || at - f.allocation->base > f.allocation->bytes ||
-                         u.bytes > f.allocation->bytes - (at - f.allocation->base)))
-      return invalid(fmt::format(
-          "{}[{}] ({}) needs {} bytes ({} x {} elements) but its allocation ends {} bytes "
-          "after it: pass a smaller count or a larger buffer",
-          u.what, r, pointer_text(u.p), u.bytes, u.bytes / elem, to_string(call.dtype),
-          f.allocation->base + f.allocation->bytes - std::min(at, f.allocation->base + f.allocation->bytes)));
-  }
-  return Status();
-}
-
-Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle) {
-  if (Status s = check_call_shape(call, device_of_rank); !s.ok()) return s;
-  for (int r = 0; r < static_cast<int>(device_of_rank.size()); ++r)
-    if (Status s = check_rank_memory(call, r, device_of_rank, oracle); !s.ok()) return s;
   return Status();
 }
 

@@ -83,13 +83,4 @@ std::uint64_t max_count(const algo::Program& program, DataType dtype);  // the s
 // memory; each stream on its rank's GPU, and ranks of one GPU on one stream (they run in one launch).
 Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle);
 
-// check_call in two parts, so the driver queries of several GPUs can run at once (Communicator::run asks them on
-// its launch helpers): everything that needs no query (the shape: counts, root, dtype and op, null, alignment,
-// in-place layouts, overlaps, one stream per GPU), then, once the shape is valid, rank r's stream and buffers as
-// the oracle sees them (stream on the rank's GPU; memory kind, GPU and allocation bounds). check_call is the shape,
-// then every rank in order.
-Status check_call_shape(const CollectiveCall& call, const std::vector<int>& device_of_rank);
-Status check_rank_memory(const CollectiveCall& call, int rank, const std::vector<int>& device_of_rank,
-                         const CallOracle& oracle);
-
 }  // namespace canopy

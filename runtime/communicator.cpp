@@ -842,46 +842,12 @@ Status Communicator::info(const CollectiveSpec& spec, CollectiveInfo* out) {
   return Status();
 }
 
-namespace {
-// Communicator::run's per-GPU check: the ranks of one device index, in rank order (check_rank_memory).
-struct MemoryCheck {
-  const CollectiveCall* call;
-  const Communicator::State* st;
-};
-
-Status check_device_memory(void* context, int device_index) {
-  const MemoryCheck& m = *static_cast<const MemoryCheck*>(context);
-  for (int r = 0; r < static_cast<int>(m.st->device_of_rank.size()); ++r)
-    if (m.st->device_of_rank[r] == device_index)
-      if (Status s = check_rank_memory(*m.call, r, m.st->ordinal_of_rank, m.st->oracle); !s.ok()) return s;
-  return Status();
-}
-
-// Ends a begun LaunchCrew call that did not reach launch() (an early return or an exception).
-struct CrewCallGuard {
-  LaunchCrew* crew;
-  ~CrewCallGuard() {
-    if (crew) crew->cancel();
-  }
-};
-}  // namespace
-
 Status Communicator::run(const CollectiveCall& call) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
-  if (Status s = check_call_shape(call, st.ordinal_of_rank); !s.ok()) return s;
-  // The driver's view of each GPU's buffers and stream: asked on that GPU's launch helper while this thread goes
-  // on, else here, before anything is launched.
-  MemoryCheck memory{&call, &st};
-  if (st.crew && call.count > 0) {
-    st.crew->begin(DeviceJob{&memory, check_device_memory});
-  } else {
-    for (int d = 0; d < static_cast<int>(st.ordinals.size()); ++d)
-      if (Status s = check_device_memory(&memory, d); !s.ok()) return s;
-    if (call.count == 0) return Status();
-  }
-  CrewCallGuard guard{st.crew.get()};  // launch() finishes the helpers' part; anything before that cancels it
+  if (Status s = check_call(call, st.ordinal_of_rank, st.oracle); !s.ok()) return s;
+  if (call.count == 0) return Status();
   PreparedCollective* p = nullptr;
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, false};
   if (call.program) {

@@ -86,11 +86,8 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
   const std::size_t devices = p.kernel.size();
   int launched = 0;
   const Status* failed = nullptr;
-  if (target.crew) {  // every device at once, once every device's check passed
-    if (!target.crew->finish(DeviceJob{&job, launch_on_device}, &p.results)) {
-      for (const Status& s : p.results)
-        if (!s.ok()) return s;  // the lowest device index's, so the lowest rank's
-    }
+  if (target.crew && devices > 1) {  // every device at once: the failures and the successes are both known
+    target.crew->run(DeviceJob{&job, launch_on_device}, &p.results);
     for (const Status& s : p.results)
       if (s.ok())
         ++launched;

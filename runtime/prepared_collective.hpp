@@ -62,14 +62,12 @@ struct LaunchTarget {
   // own) and the launch counter (null: its own).
   std::span<void* const> flags = {};
   std::uint64_t* epoch = nullptr;
-  // Set: a call begun on this crew (LaunchCrew::begin, with the buffer checks); launch() finishes it, launching on
-  // every device at once if every check passed. Null: one device after another, checked before.
-  LaunchCrew* crew = nullptr;
+  LaunchCrew* crew = nullptr;  // launches every device at once through its helpers; null: one after another
 };
 
 // Fills the DeviceArgs image (count, next epoch, every rank's pointers) and launches on every device, on the
-// stream of the device's first rank: all at once through target.crew (nothing when a helper's check failed: that
-// Status is returned), else one after another (stopping at the first failure). A failed launch leaves the other devices' kernels waiting: the Status says so, *partial_launch
+// stream of the device's first rank: all at once through target.crew, else one after another (stopping at the
+// first failure). A failed launch leaves the other devices' kernels waiting: the Status says so, *partial_launch
 // is set, and the communicator must not be used again.
 Status launch(PreparedCollective& prepared, const CollectiveCall& call, const LaunchTarget& target,
               bool* partial_launch);

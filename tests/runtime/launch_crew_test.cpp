@@ -1,13 +1,9 @@
 // LaunchCrew: every device index runs once per call, on its own helper while helpers spin, on the caller while they
-// sleep; results come back per index; a burst of calls wakes sleeping helpers; a failed check launches nothing, and
-// a cancelled call ends cleanly.
+// sleep; results come back per index; a burst of calls wakes sleeping helpers.
 #include "runtime/launch_crew.hpp"
 
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
-#include <atomic>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -86,75 +82,6 @@ TEST(LaunchCrew, SleepingHelpersLeaveTheirJobToTheCallerThenWakeForABurst) {
   }
   EXPECT_TRUE(handed) << "a burst of calls wakes the helper";
   for (const Status& s : results) EXPECT_TRUE(s.ok());
-}
-
-struct Counts {
-  std::atomic<int> checks{0}, launches{0};
-  int failing = -1;  // the device index whose check fails
-};
-Status count_check(void* context, int d) {
-  Counts& c = *static_cast<Counts*>(context);
-  ++c.checks;
-  return d == c.failing ? Status(StatusCode::invalid_argument, fmt::format("device index {} is bad", d)) : Status();
-}
-Status count_launch(void* context, int) {
-  ++static_cast<Counts*>(context)->launches;
-  return Status();
-}
-
-TEST(LaunchCrew, EveryCheckPassesThenEveryDeviceLaunches) {
-  LaunchCrew crew({0, 1, 2}, 10s);
-  for (int call = 0; call < 20; ++call) {
-    Counts c;
-    std::vector<Status> results;
-    crew.begin(DeviceJob{&c, count_check});
-    ASSERT_TRUE(crew.finish(DeviceJob{&c, count_launch}, &results));
-    EXPECT_EQ(c.checks.load(), 3);
-    EXPECT_EQ(c.launches.load(), 3);
-    ASSERT_EQ(results.size(), 3u);
-    for (const Status& s : results) EXPECT_TRUE(s.ok());
-  }
-}
-
-TEST(LaunchCrew, AFailedCheckLaunchesNothing) {
-  for (int failing : {0, 2}) {  // on the caller, on a helper
-    LaunchCrew crew({0, 1, 2}, 10s);
-    std::this_thread::sleep_for(5ms);
-    Counts c;
-    c.failing = failing;
-    std::vector<Status> results;
-    crew.begin(DeviceJob{&c, count_check});
-    EXPECT_FALSE(crew.finish(DeviceJob{&c, count_launch}, &results));
-    EXPECT_EQ(c.checks.load(), 3);
-    EXPECT_EQ(c.launches.load(), 0) << "no device launches when any check failed";
-    ASSERT_EQ(results.size(), 3u);
-    for (int d = 0; d < 3; ++d) EXPECT_EQ(results[d].ok(), d != failing) << d;
-    EXPECT_EQ(results[failing].message(), fmt::format("device index {} is bad", failing));
-    // The crew goes on working afterwards.
-    Counts next;
-    crew.begin(DeviceJob{&next, count_check});
-    ASSERT_TRUE(crew.finish(DeviceJob{&next, count_launch}, &results));
-    EXPECT_EQ(next.launches.load(), 3);
-  }
-}
-
-TEST(LaunchCrew, CancelDropsTheChecksAndTheCrewGoesOn) {
-  LaunchCrew crew({0, 1, 2, 3}, 10s);
-  for (int call = 0; call < 20; ++call) {
-    Counts c;
-    crew.begin(DeviceJob{&c, count_check});
-    crew.cancel();
-    crew.cancel();  // nothing begun: nothing to do
-    EXPECT_EQ(c.launches.load(), 0);
-    EXPECT_LE(c.checks.load(), 3) << "the helpers' checks at most; the caller's own never ran";
-  }
-  Counts c;
-  std::vector<Status> results;
-  crew.begin(DeviceJob{&c, count_check});
-  ASSERT_TRUE(crew.finish(DeviceJob{&c, count_launch}, &results));
-  EXPECT_EQ(c.checks.load(), 4);
-  EXPECT_EQ(c.launches.load(), 4);
-  crew.cancel();  // after finish: nothing to do
 }
 
 TEST(LaunchCrew, OneDeviceHasNoHelpers) {
