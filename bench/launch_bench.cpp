@@ -7,6 +7,8 @@
 //   GPUs in turn, drv   cuCtxSetCurrent + cuLaunchKernel through the driver entry points
 //   thread per GPU      the caller launches on GPU 0 while one spinning helper thread per other GPU launches on its
 //                       own, and waits for them (a call returns only once every launch is queued)
+// Then the per-call host work of Communicator::run beside its parts: the driver's pointer query, the stream
+// queries, and an 8-byte allreduce with the defaults, without pointer checks, and without launch helpers.
 // Usage: canopy-bench-launch [calls, default 20000]. Needs a GPU; with none it says so and exits 0.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -19,6 +21,10 @@
 #include <functional>
 #include <thread>
 #include <vector>
+
+#include "dsl/shipped_topologies.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/driver_api.hpp"
 
 namespace {
 
@@ -209,5 +215,65 @@ int main(int argc, char** argv) {
   });
   quit.store(true, std::memory_order_release);
   for (std::thread& t : helpers) t.join();
+
+  // The host work of a call, piece by piece (GPU 0's buffer and stream).
+  void* buffer = nullptr;
+  CHECK(cudaSetDevice(0));
+  CHECK(cudaMalloc(&buffer, 1 << 20));
+  const auto per_call = [&](const char* name, const std::function<void()>& work) {
+    for (int i = 0; i < 200; ++i) work();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) work();
+    fmt::print("{:<40} host {:6.3f} us/call\n", name,
+               std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
+  };
+  per_call("cuPointerGetAttributes (5 attributes)", [&] { (void)canopy::driver_pointer_facts(buffer); });
+  per_call("cudaStreamGetDevice", [&] {
+    int d = 0;
+    CHECK(cudaStreamGetDevice(g0.stream, &d));
+  });
+  per_call("cudaStreamIsCapturing", [&] {
+    cudaStreamCaptureStatus c{};
+    CHECK(cudaStreamIsCapturing(g0.stream, &c));
+  });
+
+  // Whole calls: an 8-byte allreduce over the GPUs (2 elements of f32), the host's time per call.
+  const auto allreduce = [&](const char* name, bool threads, bool check_pointers) {
+    setenv("CANOPY_CHECK_POINTERS", check_pointers ? "1" : "0", 1);
+    canopy::CommunicatorOptions o;
+    for (Gpu& g : gpus) o.devices.push_back(g.ordinal);
+    o.launch_threads = threads;
+    std::unique_ptr<canopy::Communicator> comm;
+    if (canopy::Status s = canopy::Communicator::create(o, &comm); !s.ok()) {
+      fmt::print("{}: {}\n", name, s.message());
+      return;
+    }
+    std::vector<void*> bufs(gpus.size());
+    std::vector<const void*> send(gpus.size());
+    std::vector<cudaStream_t> streams(gpus.size());
+    for (std::size_t d = 0; d < gpus.size(); ++d) {
+      CHECK(cudaSetDevice(gpus[d].ordinal));
+      CHECK(cudaMalloc(&bufs[d], 1 << 20));
+      send[d] = static_cast<char*>(bufs[d]) + (512 << 10);
+      streams[d] = gpus[d].stream;
+    }
+    measure(name, all, calls, [&] {
+      if (canopy::Status s = comm->allreduce(send, bufs, 2, canopy::DataType::f32, canopy::ReduceOp::sum, streams);
+          !s.ok()) {
+        fmt::print("{}\n", s.message());
+        std::exit(1);
+      }
+    });
+    for (std::size_t d = 0; d < gpus.size(); ++d) {
+      CHECK(cudaSetDevice(gpus[d].ordinal));
+      CHECK(cudaDeviceSynchronize());
+    }
+    comm.reset();
+    for (void* b : bufs) CHECK(cudaFree(b));
+  };
+  allreduce("allreduce 8 B (helpers, pointer checks)", true, true);
+  allreduce("allreduce 8 B (helpers, no pointer checks)", true, false);
+  allreduce("allreduce 8 B (in turn, pointer checks)", false, true);
+  allreduce("allreduce 8 B (in turn, no pointer checks)", false, false);
   return 0;
 }
