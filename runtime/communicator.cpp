@@ -20,7 +20,6 @@
 #include "codegen/lower_program.hpp"
 #include "codegen/direct_source.hpp"
 #include "codegen/low_latency_source.hpp"
-#include "codegen/staged_source.hpp"
 #include "dsl/error.hpp"
 #include "dsl/topo_writer.hpp"
 #include "dsl/topology_subset.hpp"
@@ -41,7 +40,7 @@ namespace canopy {
 
 namespace {
 
-// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct, 3 staged), program key
+// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct), program key
 // (planned: "" or its chunk)
 using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
 
@@ -54,10 +53,10 @@ SpecKey key_of(const CollectiveSpec& s) {
   const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
   const int root = has_root(s.collective) ? s.root : 0;
   // A planned kernel's chunk, when not the communicator's: the program-key slot names it.
-  const bool planned = !s.low_latency && !s.direct && !s.staged;
+  const bool planned = !s.low_latency && !s.direct;
   std::string chunk = s.chunk_bytes > 0 && planned ? fmt::format("chunk {}", s.chunk_bytes) : "";
   return {static_cast<int>(s.collective),       dtype, op, root, s.large && planned,
-          s.low_latency ? 1 : s.direct ? 2 : s.staged ? 3 : 0, chunk};
+          s.low_latency ? 1 : s.direct ? 2 : 0, chunk};
 }
 
 // Whether two programs have everything program_key hashes the same (cheap: no text, no hash).
@@ -90,11 +89,9 @@ std::string spec_text(const CollectiveSpec& s) {
     text += " (low latency)";
   else if (s.direct)
     text += " (direct)";
-  else if (s.staged)
-    text += " (staged)";
   else if (s.large)
     text += " (large messages)";
-  if (s.chunk_bytes > 0 && !s.low_latency && !s.direct && !s.staged)
+  if (s.chunk_bytes > 0 && !s.low_latency && !s.direct)
     text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
   return text;
 }
@@ -174,10 +171,6 @@ struct Communicator::State {
   DirectShape direct;                               // max_bytes 0: off
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
   std::uint64_t direct_epoch = 0;      // direct launches so far, shared by every direct kernel
-  StagedShape staged;                  // max_bytes 0: off
-  std::vector<void*> staged_buffers;   // per rank: the staged kernels' slots (2 parities x slot per rank)
-  std::vector<void*> staged_flags;     // per rank: their counters (ready per sender, block, chunk; acknowledged)
-  std::uint64_t staged_epoch = 0;      // staged launches so far, shared by every staged kernel
   std::string machine;                 // sha256 of the topology's canonical text: its key in tuning.json
   std::filesystem::path tuning_path;
   std::unique_ptr<TuningFile> tuning;  // read once at creation
@@ -218,7 +211,6 @@ struct Communicator::State {
   std::vector<void*> zeroed_per_rank(const std::function<std::size_t(int)>& bytes);
   void allocate_low_latency();  // the LL buffers and counters, once (from load)
   void allocate_direct();       // the direct kernels' counters, once (from load)
-  void allocate_staged();       // the staged kernels' slots and counters, once (from load)
   Status prepare(std::span<const CollectiveSpec> specs);
 };
 
@@ -235,10 +227,6 @@ Communicator::State::~State() {
   for (void* p : ll_acks)
     if (p) (void)cudaFree(p);
   for (void* p : direct_flags)
-    if (p) (void)cudaFree(p);
-  for (void* p : staged_buffers)
-    if (p) (void)cudaFree(p);
-  for (void* p : staged_flags)
     if (p) (void)cudaFree(p);
   for (cudaEvent_t e : order.done)
     if (e) (void)cudaEventDestroy(e);
@@ -361,19 +349,6 @@ void Communicator::State::allocate_direct() {
   log.debug(LogSubsys::init, fmt::format("direct counters: {} bytes per rank", bytes));
 }
 
-void Communicator::State::allocate_staged() {
-  if (!staged_buffers.empty()) return;
-  const int n = static_cast<int>(rank_names.size());
-  const std::size_t bytes = static_cast<std::size_t>(staged_buffer_bytes(n, staged.max_bytes));
-  const std::size_t flag_bytes =
-      static_cast<std::size_t>(staged_flag_count(n, staged.blocks_per_rank, staged.chunks_per_block)) * kFlagStride *
-      sizeof(std::uint64_t);
-  staged_buffers = zeroed_per_rank([&](int) { return bytes; });
-  staged_flags = zeroed_per_rank([&](int) { return flag_bytes; });
-  log.debug(LogSubsys::init, fmt::format("staged buffers: {} and {} bytes of counters per rank",
-                                         format_byte_size(static_cast<std::int64_t>(bytes)), flag_bytes));
-}
-
 void Communicator::State::grow_scratch(const std::vector<RankResources>& need) {
   bool grow = false;
   for (std::size_t r = 0; r < need.size(); ++r) grow |= std::max<std::int64_t>(need[r].scratch_bytes, 16) > scratch_bytes[r];
@@ -419,18 +394,13 @@ void Communicator::State::load(const CollectiveSpec& spec,
     p->blocks.push_back(k.launches[d].blocks);
   }
   p->threads = k.launches[0].threads;
-  p->cooperative = !((spec.low_latency || spec.direct || spec.staged) && rank_names.size() == gpus.size());
+  p->cooperative = !((spec.low_latency || spec.direct) && rank_names.size() == gpus.size());
   p->protocol = spec.low_latency ? PreparedCollective::Protocol::low_latency
                 : spec.direct    ? PreparedCollective::Protocol::direct
-                : spec.staged    ? PreparedCollective::Protocol::staged
                                  : PreparedCollective::Protocol::trees;
   p->collective = spec.collective;
   p->root = spec.root;
-  p->blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank
-                       : spec.direct    ? direct.blocks_per_rank
-                       : spec.staged    ? staged.blocks_per_rank
-                                        : 0;
-  p->chunks_per_block = spec.staged ? staged.chunks_per_block : 0;
+  p->blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank : spec.direct ? direct.blocks_per_rank : 0;
   // Every block of a launch must be resident at once (they wait on each other).
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -452,7 +422,6 @@ void Communicator::State::load(const CollectiveSpec& spec,
   // where a cudaMalloc could wait for the caller's work on the GPU.
   if (spec.low_latency) allocate_low_latency();
   if (spec.direct) allocate_direct();
-  if (spec.staged) allocate_staged();
   // The counters are zero before any launch; the caller's own work on its streams is not waited for.
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -492,15 +461,11 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
     if (!spec.program && has_root(spec.collective) && (spec.root < 0 || spec.root >= n))
       return Status(StatusCode::invalid_argument,
                     fmt::format("{}: root {} is not a rank: use 0 to {}", call_name(spec.collective), spec.root, n - 1));
-    if ((spec.low_latency && low_latency.max_bytes == 0) || (spec.direct && direct.max_bytes == 0) ||
-        (spec.staged && staged.max_bytes == 0))
+    if ((spec.low_latency && low_latency.max_bytes == 0) || (spec.direct && direct.max_bytes == 0))
       return Status(StatusCode::unsupported,
                     fmt::format("{}: the {} protocol is off on this communicator (CANOPY_LOG=info says why): prepare "
                                 "the spec without it",
-                                spec_text(spec),
-                                spec.low_latency ? "low-latency"
-                                : spec.direct    ? "direct"
-                                                 : "staged"));
+                                spec_text(spec), spec.low_latency ? "low-latency" : "direct"));
     Job job;
     job.spec = spec;
     if (spec.program && spec.program->ranks() != n)
@@ -508,16 +473,13 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                     fmt::format("{}: the program is written for {} ranks but the communicator has {}", spec_text(spec),
                                 spec.program->ranks(), n));
     try {
-      if (spec.low_latency || spec.direct || spec.staged) {
+      if (spec.low_latency || spec.direct) {
         job.options.codegen.dtype = spec.dtype;
         job.options.codegen.op = spec.op;
-        job.options.codegen.chunk_bytes = spec.low_latency ? low_latency.max_bytes : spec.staged ? staged.max_bytes : 0;
-        job.options.codegen.blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank
-                                              : spec.staged    ? staged.blocks_per_rank
-                                                               : direct.blocks_per_rank;
-        job.options.codegen.threads_per_block = spec.low_latency ? low_latency.threads_per_block
-                                                : spec.staged    ? staged.threads_per_block
-                                                                 : direct.threads_per_block;
+        job.options.codegen.chunk_bytes = spec.low_latency ? low_latency.max_bytes : 0;
+        job.options.codegen.blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank : direct.blocks_per_rank;
+        job.options.codegen.threads_per_block =
+            spec.low_latency ? low_latency.threads_per_block : direct.threads_per_block;
         job.options.codegen.device_of_rank = device_of_rank;
       } else if (spec.program) {
         check_peers(*spec.program);
@@ -565,19 +527,6 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                               direct.blocks_per_rank,
                               direct.threads_per_block};
           built = builder->build(direct_source(ds), rank_names, o.codegen, o.compile, &outcome);
-        } else if (spec.staged) {
-          StagedSpec ss;
-          ss.collective = spec.collective;
-          ss.dtype = spec.dtype;
-          ss.op = spec.op;
-          ss.ranks = static_cast<int>(rank_names.size());
-          ss.root = spec.root;
-          ss.device_of_rank = device_of_rank;
-          ss.blocks_per_rank = staged.blocks_per_rank;
-          ss.threads_per_block = staged.threads_per_block;
-          ss.chunks_per_block = staged.chunks_per_block;
-          ss.max_bytes = staged.max_bytes;
-          built = builder->build(staged_source(ss), rank_names, o.codegen, o.compile, &outcome);
         } else if (spec.program) {
           built = builder->build(*spec.program, topology, rank_names, o, &outcome);
         } else {
@@ -652,7 +601,7 @@ static std::string missing_peer_access(const Communicator::State& st) {
 // one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
 // one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
 // per SM for each rank a GPU runs, so every block of a launch is resident.
-static std::string one_nvlink_hop_missing(const Communicator::State& st) {
+static std::string direct_unusable(Communicator::State& st) {
   if (std::string why = missing_peer_access(st); !why.empty()) return why;
   const int n = static_cast<int>(st.rank_names.size());
   for (int a = 0; a < n; ++a)
@@ -665,44 +614,17 @@ static std::string one_nvlink_hop_missing(const Communicator::State& st) {
         return fmt::format("{} and {} are not one NVLink hop apart (directly or through one switch) in topology {}",
                            st.rank_names[a], st.rank_names[b], st.topology.name());
     }
-  return "";
-}
-
-// Fits `blocks_per_rank` (a plan-free protocol's, named `what`) to one block per SM for each rank a GPU runs, so
-// every block of a launch is resident.
-static void fit_blocks(Communicator::State& st, const char* what, int* blocks_per_rank) {
-  const int n = static_cast<int>(st.rank_names.size());
   const int devices = static_cast<int>(st.gpus.size());
   const int per_gpu = (n + devices - 1) / devices;
   int sms = std::numeric_limits<int>::max();
   for (const GpuDevice& g : st.gpus) sms = std::min(sms, g.limits.sms);
-  if (*blocks_per_rank * per_gpu > sms) {
+  if (st.direct.blocks_per_rank * per_gpu > sms) {
     const int fit = std::max(1, sms / per_gpu);
-    st.log.info(LogSubsys::init, fmt::format("{} kernels: {} blocks per rank instead of {}, so the {} ranks of a "
+    st.log.info(LogSubsys::init, fmt::format("direct kernels: {} blocks per rank instead of {}, so the {} ranks of a "
                                              "GPU fit its {} SMs at one block each",
-                                             what, fit, *blocks_per_rank, per_gpu, sms));
-    *blocks_per_rank = fit;
+                                             fit, st.direct.blocks_per_rank, per_gpu, sms));
+    st.direct.blocks_per_rank = fit;
   }
-}
-
-// Why the direct protocol cannot run on this communicator ("" when it can), after fitting its blocks.
-static std::string direct_unusable(Communicator::State& st) {
-  if (std::string why = one_nvlink_hop_missing(st); !why.empty()) return why;
-  fit_blocks(st, "direct", &st.direct.blocks_per_rank);
-  return "";
-}
-
-// Why the staged protocol cannot run on this communicator ("" when it can): as direct's, and its staging buffers
-// (two parities x a slot per rank, per rank a GPU runs) must stay under 1 GiB per GPU.
-static std::string staged_unusable(Communicator::State& st) {
-  if (std::string why = one_nvlink_hop_missing(st); !why.empty()) return why;
-  const int n = static_cast<int>(st.rank_names.size());
-  const int devices = static_cast<int>(st.gpus.size());
-  const std::int64_t per_gpu = staged_buffer_bytes(n, st.staged.max_bytes) * ((n + devices - 1) / devices);
-  if (per_gpu > (std::int64_t{1} << 30))
-    return fmt::format("its buffers would take {} per GPU for {} ranks (lower CANOPY_STAGED_BYTES to use it)",
-                       format_byte_size(per_gpu), n);
-  fit_blocks(st, "staged", &st.staged.blocks_per_rank);
   return "";
 }
 
@@ -802,17 +724,6 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
         st->direct.max_bytes = 0;
       }
     }
-    st->staged = staged_shape_from_environment();
-    if (options.staged_bytes) st->staged.max_bytes = *options.staged_bytes;
-    if (st->staged.max_bytes < 0)
-      throw Error(fmt::format("staged-protocol limit {} bytes: use 0 (off) or a positive size", st->staged.max_bytes));
-    if (st->staged.max_bytes > 0) {
-      const std::string why = staged_unusable(*st);
-      if (!why.empty()) {
-        st->log.info(LogSubsys::init, "staged protocol off: " + why);
-        st->staged.max_bytes = 0;
-      }
-    }
     check_codegen_options(st->shape, n);
     CodegenOptions large_check = st->shape;
     large_check.blocks_per_rank = st->large_blocks;
@@ -902,19 +813,11 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
          static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
 }
 
-bool Communicator::is_staged(Collective collective, std::uint64_t count, DataType dtype) const {
-  // Like the LL protocol's, the size S of nccl-tests bounds every slot.
-  const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
-  return state_->staged.max_bytes > 0 && ranks() > 1 && bytes <= static_cast<std::uint64_t>(state_->staged.max_bytes) &&
-         static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter) &&
-         !is_low_latency(collective, count, dtype);
-}
-
 bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype) const {
   const std::uint64_t read = direct_read_bytes(collective, size_bytes(collective, count, dtype, ranks()), ranks());
   // One rank reads nothing from others: its call is a local copy, which the trees' kernel does with more blocks.
   return state_->direct.max_bytes > 0 && ranks() > 1 && read <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
-         !is_low_latency(collective, count, dtype) && !is_staged(collective, count, dtype);
+         !is_low_latency(collective, count, dtype);
 }
 
 bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
@@ -957,13 +860,11 @@ Status Communicator::run(const CollectiveCall& call) {
   }
   if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype))
     spec.low_latency = true;
-  else if (!call.program && is_staged(call.collective, call.count, call.dtype))
-    spec.staged = true;
   // In place, an allreduce's ranks would read inputs their owners are overwriting: the trees take it.
   else if (!call.program && is_direct(call.collective, call.count, call.dtype) &&
            !(call.collective == Collective::allreduce && in_place(call)))
     spec.direct = true;
-  if (!call.program && !spec.low_latency && !spec.direct && !spec.staged)
+  if (!call.program && !spec.low_latency && !spec.direct)
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   if (Status s = st.get(spec, &p); !s.ok()) return s;
   LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
@@ -975,10 +876,6 @@ Status Communicator::run(const CollectiveCall& call) {
   } else if (spec.direct) {
     target.flags = st.direct_flags;
     target.epoch = &st.direct_epoch;
-  } else if (spec.staged) {
-    target.scratch = st.staged_buffers;
-    target.flags = st.staged_flags;
-    target.epoch = &st.staged_epoch;
   }
   CurrentDevice keep;
   bool partial = false;

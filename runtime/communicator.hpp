@@ -66,11 +66,6 @@ struct CommunicatorOptions {
   // GPUs and an NVLink hop (direct or through one switch) between them in the topology; an in-place allreduce takes
   // the trees.
   std::optional<std::int64_t> direct_bytes;
-  // Size (nccl-tests' S) up to which calls above the low-latency limit take the staged protocol: one launch in which
-  // every rank stores its peers' data into their staging buffers (communicator memory, 2 x ranks x this size per
-  // rank), so no rank waits for another to enter or leave the launch (CANOPY_STAGED_BYTES, default 16 MiB; 0: never).
-  // Needs what the direct protocol needs.
-  std::optional<std::int64_t> staged_bytes;
   // With several GPUs: launch on all of them at once, through a helper thread per GPU after the first that waits
   // for work (spinning) for `launch_spin` after its last launch, then sleeps (CANOPY_LAUNCH_THREADS, default on;
   // CANOPY_LAUNCH_SPIN_US, default 200 us). Off: the caller launches on each GPU in turn, ~3 us more per GPU.
@@ -95,8 +90,6 @@ struct CollectiveSpec {
   bool low_latency = false;
   // The direct kernel of mid-size calls (CommunicatorOptions::direct_bytes) instead of planned trees.
   bool direct = false;
-  // The staged kernel of mid-size calls (CommunicatorOptions::staged_bytes) instead of direct or planned trees.
-  bool staged = false;
   // > 0: the planned kernel for this chunk size (tuned, or asked for by CollectiveCall::chunk_bytes).
   std::int64_t chunk_bytes = 0;
 };
@@ -163,9 +156,6 @@ class Communicator {
   // Whether an out-of-place call of this collective and count runs the direct kernel (an in-place allreduce never
   // does). Never for sizes the low-latency kernel takes.
   bool is_direct(Collective collective, std::uint64_t count, DataType dtype) const;
-  // Whether a call of this collective and count runs the staged kernel. Never for sizes the low-latency kernel takes;
-  // the direct kernel never takes the sizes it takes.
-  bool is_staged(Collective collective, std::uint64_t count, DataType dtype) const;
 
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);

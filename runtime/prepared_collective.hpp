@@ -30,13 +30,12 @@ struct PreparedCollective {
   bool cooperative = true;
   std::vector<void*> flags;                 // per rank: flag_count x 128 bytes, zeroed
   std::uint64_t epoch = 0;                  // launches so far
-  // The plan-free kernels (templates/low_latency.cuh, direct.cuh, staged.cuh) count launches in the communicator and use its
+  // The plan-free kernels (templates/low_latency.cuh, direct.cuh) count launches in the communicator and use its
   // counters; the watchdog reads those by the protocol's layout.
-  enum class Protocol { trees, low_latency, direct, staged } protocol = Protocol::trees;
+  enum class Protocol { trees, low_latency, direct } protocol = Protocol::trees;
   Collective collective = Collective::allreduce;
   int root = 0;
   int blocks_per_rank = 0;                  // plan-free kernels
-  int chunks_per_block = 0;                 // staged kernels
   std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
   std::vector<unsigned char> args;          // DeviceArgs<ranks> image
   std::vector<Status> results;              // per device index: the latest launch's outcome

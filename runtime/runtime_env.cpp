@@ -83,15 +83,6 @@ LaunchThreads launch_threads_from_environment() {
   return t;
 }
 
-StagedShape staged_shape_from_environment() {
-  StagedShape t;
-  if (const auto bytes = env("CANOPY_STAGED_BYTES")) t.max_bytes = parse_byte_size(*bytes, "CANOPY_STAGED_BYTES");
-  t.blocks_per_rank = env_int("CANOPY_STAGED_BLOCKS", t.blocks_per_rank, "thread blocks per rank, e.g. 32");
-  t.threads_per_block = env_int("CANOPY_STAGED_THREADS", t.threads_per_block, "threads per block, e.g. 512");
-  t.chunks_per_block = env_int("CANOPY_STAGED_CHUNKS", t.chunks_per_block, "chunks per block, e.g. 4");
-  return t;
-}
-
 DirectShape direct_shape_from_environment() {
   DirectShape d;
   if (const auto bytes = env("CANOPY_DIRECT_BYTES")) d.max_bytes = parse_byte_size(*bytes, "CANOPY_DIRECT_BYTES");

@@ -50,17 +50,6 @@ struct DirectShape {
 };
 DirectShape direct_shape_from_environment();
 
-// CANOPY_STAGED_BYTES (default 16 MiB; 0 turns the staged protocol off), CANOPY_STAGED_BLOCKS (default 32),
-// CANOPY_STAGED_THREADS (default 512), CANOPY_STAGED_CHUNKS (default 4, per block): calls above the low-latency
-// limit whose size (nccl-tests' S) is at most max_bytes run the one-launch staged kernels (codegen/staged_source.hpp).
-struct StagedShape {
-  std::int64_t max_bytes = 16 << 20;
-  int blocks_per_rank = 32;
-  int threads_per_block = 512;
-  int chunks_per_block = 4;
-};
-StagedShape staged_shape_from_environment();
-
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
 // bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.
 bool check_pointers_from_environment();

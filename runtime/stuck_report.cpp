@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "codegen/direct_source.hpp"
-#include "codegen/staged_source.hpp"
 #include "codegen/lane_range.hpp"
 
 namespace canopy {
@@ -114,51 +113,6 @@ std::vector<std::string> direct_stuck_report(Collective collective, int root, co
         continue;
       }
       lines.push_back(fmt::format("GPU {} rank {}, direct {}, block {}: {}: {}.flag[{}] = launch {})",
-                                  device_of_rank[me], names[me], to_string(collective), b, what, names[me], index,
-                                  value(me, index)));
-    }
-  }
-  if (more > 0) lines.push_back(fmt::format("... and {} more waits", more));
-  return lines;
-}
-
-std::vector<std::string> staged_stuck_report(Collective collective, int root, const std::vector<std::string>& names,
-                                             const std::vector<int>& device_of_rank, int blocks, int chunks,
-                                             std::uint64_t epoch, const std::vector<std::vector<std::uint64_t>>& flags,
-                                             const std::vector<int>& devices, int max_lines) {
-  const int n = static_cast<int>(names.size());
-  const auto value = [&](int rank, int index) {
-    return rank < static_cast<int>(flags.size()) && index < static_cast<int>(flags[rank].size()) ? flags[rank][index]
-                                                                                                 : 0;
-  };
-  std::vector<std::string> lines;
-  int more = 0;
-  for (int me = 0; me < n; ++me) {
-    if (!devices.empty() && std::find(devices.begin(), devices.end(), device_of_rank[me]) == devices.end()) continue;
-    for (int b = 0; b < blocks; ++b) {
-      // A block first waits for its receivers' acknowledgements of launch epoch - 2, then chunk by chunk for its
-      // senders' data: the first word short of its target is what it waits for now.
-      std::string what;
-      int index = -1;
-      for (int d = 0; d < n && index < 0 && epoch > 2; ++d)
-        if (staged_sends(collective, root, me, d) &&
-            value(me, staged_ack_index(n, blocks, chunks, d, b)) < epoch - 2) {
-          index = staged_ack_index(n, blocks, chunks, d, b);
-          what = fmt::format("the peer has not acknowledged launch {} ({} acknowledged", epoch - 2, names[d]);
-        }
-      for (int c = 0; c < chunks && index < 0; ++c)
-        for (int q = 0; q < n && index < 0; ++q)
-          if (staged_sends(collective, root, q, me) &&
-              value(me, staged_ready_index(n, blocks, chunks, q, b, c)) < epoch) {
-            index = staged_ready_index(n, blocks, chunks, q, b, c);
-            what = fmt::format("chunk {} from the peer has not arrived ({} ready", c, names[q]);
-          }
-      if (index < 0) continue;
-      if (static_cast<int>(lines.size()) >= max_lines) {
-        ++more;
-        continue;
-      }
-      lines.push_back(fmt::format("GPU {} rank {}, staged {}, block {}: {}: {}.flag[{}] = launch {})",
                                   device_of_rank[me], names[me], to_string(collective), b, what, names[me], index,
                                   value(me, index)));
     }

@@ -31,14 +31,4 @@ std::vector<std::string> direct_stuck_report(Collective collective, int root, co
                                              std::uint64_t epoch, const std::vector<std::vector<std::uint64_t>>& flags,
                                              const std::vector<int>& devices = {}, int max_lines = 24);
 
-// The same for a staged-protocol launch (templates/staged.cuh): `flags[r]` is rank r's staged flag area (ready per
-// sender, block and chunk; acknowledged per receiver and block), e.g.
-//   GPU 1 rank gpu1, staged allreduce, block 3: chunk 0 from the peer has not arrived (gpu0 ready: gpu1.flag[12] =
-//   launch 4)
-std::vector<std::string> staged_stuck_report(Collective collective, int root, const std::vector<std::string>& names,
-                                             const std::vector<int>& device_of_rank, int blocks_per_rank,
-                                             int chunks_per_block, std::uint64_t epoch,
-                                             const std::vector<std::vector<std::uint64_t>>& flags,
-                                             const std::vector<int>& devices = {}, int max_lines = 24);
-
 }  // namespace canopy

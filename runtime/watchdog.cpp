@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include "codegen/direct_source.hpp"
-#include "codegen/staged_source.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/stuck_report.hpp"
 #include "templates/device_args.cuh"
@@ -39,7 +38,6 @@ void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& c
   p.collective = prepared.collective;
   p.root = prepared.root;
   p.blocks_per_rank = prepared.blocks_per_rank;
-  p.chunks_per_block = prepared.chunks_per_block;
   p.flags.assign(flags.begin(), flags.end());
   p.ordinals = ordinals;
   p.count = call.count;
@@ -126,9 +124,7 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
   std::string failure;
   for (int r = 0; r < ranks && p.protocol != Protocol::low_latency && failure.empty(); ++r) {
     const bool trees = p.protocol == Protocol::trees;
-    const int count = trees                              ? std::max(1, s.resources[r].flag_count)
-                      : p.protocol == Protocol::staged ? staged_flag_count(ranks, p.blocks_per_rank, p.chunks_per_block)
-                                                       : direct_flag_count(ranks, p.blocks_per_rank);
+    const int count = trees ? std::max(1, s.resources[r].flag_count) : direct_flag_count(ranks, p.blocks_per_rank);
     const int ordinal = p.ordinals[trees ? s.options.device_of_rank[r] : device_of_rank_[r]];
     failure = read_flags(p, r, ordinal, count, &flags[r]);
   }
@@ -147,9 +143,6 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
   else if (p.protocol == Protocol::direct)
     lines =
         direct_stuck_report(p.collective, p.root, names_, device_of_rank_, p.blocks_per_rank, p.epoch, flags, stuck);
-  else if (p.protocol == Protocol::staged)
-    lines = staged_stuck_report(p.collective, p.root, names_, device_of_rank_, p.blocks_per_rank, p.chunks_per_block,
-                                p.epoch, flags, stuck);
   else
     lines = {
         fmt::format("low-latency kernel: its blocks wait for the peers' lines of launch {}, or for their "

@@ -43,7 +43,6 @@ class Watchdog {
     Collective collective = Collective::allreduce;
     int root = 0;
     int blocks_per_rank = 0;
-    int chunks_per_block = 0;  // staged kernels
     std::vector<void*> flags;  // per rank
     std::vector<int> ordinal_of_rank;
     std::vector<int> ordinals;  // per device index

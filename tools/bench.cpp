@@ -159,7 +159,7 @@ void add_bench_command(CLI::App& app) {
         };
         // Only the kernels this run's sizes use (describing one compiles it).
         bool small = false, large = false, low_latency = false;
-        std::uint64_t ll_up_to = 0, direct_from = 0, direct_to = 0, staged_from = 0, staged_to = 0;
+        std::uint64_t ll_up_to = 0, direct_from = 0, direct_to = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
             if (const std::uint64_t count = bench_count(o.program->program, bytes, o.dtype); count > 0)
@@ -168,9 +168,6 @@ void add_bench_command(CLI::App& app) {
             if (comm->is_low_latency(r.collective, count, o.dtype)) {
               low_latency = true;
               ll_up_to = std::max(ll_up_to, bytes);
-            } else if (comm->is_staged(r.collective, count, o.dtype)) {
-              staged_from = staged_from ? std::min(staged_from, bytes) : bytes;
-              staged_to = std::max(staged_to, bytes);
             } else if (comm->is_direct(r.collective, count, o.dtype)) {
               direct_from = direct_from ? std::min(direct_from, bytes) : bytes;
               direct_to = std::max(direct_to, bytes);
@@ -181,9 +178,6 @@ void add_bench_command(CLI::App& app) {
         std::vector<std::string> kernels;
         if (low_latency)
           kernels.push_back(fmt::format("up to {}: low-latency protocol, one launch", size_text(ll_up_to)));
-        if (staged_to > 0)
-          kernels.push_back(fmt::format("{} to {}: staged protocol, one launch, through the peers' staging buffers",
-                                        size_text(staged_from), size_text(staged_to)));
         if (direct_to > 0)
           kernels.push_back(fmt::format("{} to {}: direct protocol, one launch, peers' buffers read in place",
                                         size_text(direct_from), size_text(direct_to)));

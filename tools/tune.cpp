@@ -49,7 +49,7 @@ void add_tune_command(CLI::App& app) {
       "Examples:\n"
       "  canopy tune                                   allreduce, 1 MiB - 1 GiB, this machine's GPUs\n"
       "  canopy tune -c allreduce,allgather --sizes 1M,16M,256M\n"
-      "Each size's bucket (the power of two at or below it) gets the fastest chunk; sizes the low-latency, staged or direct\n"
+      "Each size's bucket (the power of two at or below it) gets the fastest chunk; sizes the low-latency or direct\n"
       "protocol runs are skipped. Calls of that collective, element type and bucket then use it (CANOPY_LOG=info says "
       "so);\n"
       "CANOPY_CHUNK overrides it. The file is $CANOPY_CACHE_DIR/tuning.json (see `canopy cache info`).");
@@ -81,9 +81,7 @@ void add_tune_command(CLI::App& app) {
     for (Collective c : collectives)
       for (std::uint64_t bytes : sizes) {
         const std::uint64_t count = bench_count(c, bytes, dtype, comm->ranks());
-        if (count == 0 || comm->is_low_latency(c, count, dtype) || comm->is_staged(c, count, dtype) ||
-            comm->is_direct(c, count, dtype))
-          continue;
+        if (count == 0 || comm->is_low_latency(c, count, dtype) || comm->is_direct(c, count, dtype)) continue;
         // The simulator's best chunk for the whole pipeline, spread over the blocks that run it.
         CollectiveInfo info;
         const bool large = comm->is_large(c, count, dtype);

@@ -6,7 +6,6 @@
 #include <ostream>
 
 #include "codegen/direct_source.hpp"
-#include "codegen/staged_source.hpp"
 #include "codegen/generate.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
@@ -53,17 +52,11 @@ TEST(GoldenSources, RingAllreduceProgramMatchesGeneratedFolder) {
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 
-// The plan-free kernels (templates/direct.cuh, staged.cuh, low_latency.cuh): their sources are written without
+// The plan-free kernels (templates/direct.cuh, templates/low_latency.cuh): their sources are written without
 // libFormat, so these compare on every build. Allreduce of f32 with sum over 2 ranks, default shape.
 TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
   const KernelSource k = direct_source(DirectSpec{});
   EXPECT_EQ(k.file.name, "canopy_direct_allreduce_r2_d2_b32_f32_sum.cu");
-  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
-}
-
-TEST(GoldenSources, StagedAllreduceMatchesGeneratedFolder) {
-  const KernelSource k = staged_source(StagedSpec{});
-  EXPECT_EQ(k.file.name, "canopy_staged_allreduce_r2_d2_b32_f32_sum.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 

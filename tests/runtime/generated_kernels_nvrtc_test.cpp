@@ -9,7 +9,6 @@
 #include "codegen/generate.hpp"
 #include "codegen/direct_source.hpp"
 #include "codegen/low_latency_source.hpp"
-#include "codegen/staged_source.hpp"
 #include "codegen/template_bundle.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/error.hpp"
@@ -171,29 +170,6 @@ TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
     spec.dtype = DataType::bf16;
     spec.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
     expect_compiles(direct_source(spec), CodegenOptions{});
-  }
-}
-
-// The staged kernels (templates/staged.cuh): every collective x element type, every operator once, and virtual
-// ranks (16 ranks on 2 devices: the widest reduction, 16 sources).
-TEST(GeneratedKernelsStaged, EveryCollectiveAndTypeCompiles) {
-  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
-                       Collective::reducescatter})
-    for (DataType t : kTypes) {
-      StagedSpec spec;
-      spec.collective = c;
-      spec.dtype = t;
-      spec.root = 1;
-      expect_compiles(staged_source(spec), CodegenOptions{});
-    }
-  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
-    StagedSpec spec;
-    spec.op = op;
-    spec.ranks = 16;
-    spec.device_of_rank = block_placement(16, 2);
-    spec.dtype = DataType::bf16;
-    spec.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
-    expect_compiles(staged_source(spec), CodegenOptions{});
   }
 }
 
