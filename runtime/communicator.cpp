@@ -601,6 +601,23 @@ static std::string missing_peer_access(const Communicator::State& st) {
 // one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
 // one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
 // per SM for each rank a GPU runs, so every block of a launch is resident.
+// Fits `blocks_per_rank` (a plan-free protocol's, named `what`) to one block per SM for each rank a GPU runs, so
+// every block of a launch is resident.
+static void fit_blocks(Communicator::State& st, const char* what, int* blocks_per_rank) {
+  const int n = static_cast<int>(st.rank_names.size());
+  const int devices = static_cast<int>(st.gpus.size());
+  const int per_gpu = (n + devices - 1) / devices;
+  int sms = std::numeric_limits<int>::max();
+  for (const GpuDevice& g : st.gpus) sms = std::min(sms, g.limits.sms);
+  if (*blocks_per_rank * per_gpu > sms) {
+    const int fit = std::max(1, sms / per_gpu);
+    st.log.info(LogSubsys::init, fmt::format("{} kernels: {} blocks per rank instead of {}, so the {} ranks of a "
+                                             "GPU fit its {} SMs at one block each",
+                                             what, fit, *blocks_per_rank, per_gpu, sms));
+    *blocks_per_rank = fit;
+  }
+}
+
 static std::string direct_unusable(Communicator::State& st) {
   if (std::string why = missing_peer_access(st); !why.empty()) return why;
   const int n = static_cast<int>(st.rank_names.size());
@@ -614,17 +631,7 @@ static std::string direct_unusable(Communicator::State& st) {
         return fmt::format("{} and {} are not one NVLink hop apart (directly or through one switch) in topology {}",
                            st.rank_names[a], st.rank_names[b], st.topology.name());
     }
-  const int devices = static_cast<int>(st.gpus.size());
-  const int per_gpu = (n + devices - 1) / devices;
-  int sms = std::numeric_limits<int>::max();
-  for (const GpuDevice& g : st.gpus) sms = std::min(sms, g.limits.sms);
-  if (st.direct.blocks_per_rank * per_gpu > sms) {
-    const int fit = std::max(1, sms / per_gpu);
-    st.log.info(LogSubsys::init, fmt::format("direct kernels: {} blocks per rank instead of {}, so the {} ranks of a "
-                                             "GPU fit its {} SMs at one block each",
-                                             fit, st.direct.blocks_per_rank, per_gpu, sms));
-    st.direct.blocks_per_rank = fit;
-  }
+  fit_blocks(st, "direct", &st.direct.blocks_per_rank);
   return "";
 }
 
@@ -712,6 +719,7 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
         st->log.info(LogSubsys::init, "low-latency protocol off: " + why);
         st->low_latency.max_bytes = 0;
       }
+    if (st->low_latency.max_bytes > 0) fit_blocks(*st, "low-latency", &st->low_latency.blocks_per_rank);
     if (!check_pointers_from_environment()) st->oracle.pointer = nullptr;
     st->direct = direct_shape_from_environment();
     if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;

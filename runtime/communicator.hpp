@@ -58,7 +58,7 @@ struct CommunicatorOptions {
   std::optional<std::int64_t> large_bytes;
   std::optional<int> large_blocks_per_rank;
   // Size (nccl-tests' S per rank) up to which calls take the low-latency protocol, one launch and no handshake
-  // (CANOPY_LL_BYTES, default 64 KiB; 0: never). It needs peer access between every pair of GPUs.
+  // (CANOPY_LL_BYTES, default 256 KiB; 0: never). It needs peer access between every pair of GPUs.
   std::optional<std::int64_t> low_latency_bytes;
   // Bytes a rank reads from the others (direct_read_bytes: broadcast S, allreduce (ranks - 1) x S, ...) up to which
   // larger calls take the direct protocol: one launch in which every rank reads the send buffers it needs straight

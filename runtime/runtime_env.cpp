@@ -52,7 +52,7 @@ LargeMessageShape large_shape_from_environment(int small_blocks) {
 LowLatencyShape low_latency_shape_from_environment() {
   LowLatencyShape l;
   if (const auto bytes = env("CANOPY_LL_BYTES")) l.max_bytes = parse_byte_size(*bytes, "CANOPY_LL_BYTES");
-  l.blocks_per_rank = env_int("CANOPY_LL_BLOCKS", l.blocks_per_rank, "thread blocks per rank, e.g. 4");
+  l.blocks_per_rank = env_int("CANOPY_LL_BLOCKS", l.blocks_per_rank, "thread blocks per rank, e.g. 32");
   l.threads_per_block = env_int("CANOPY_LL_THREADS", l.threads_per_block, "threads per block, e.g. 256");
   return l;
 }

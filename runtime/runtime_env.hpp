@@ -30,13 +30,13 @@ struct LargeMessageShape {
 };
 LargeMessageShape large_shape_from_environment(int small_blocks);
 
-// CANOPY_LL_BYTES (default 64 KiB; 0 turns the low-latency protocol off), CANOPY_LL_BLOCKS (default 4),
-// CANOPY_LL_THREADS (default 256): calls whose size (nccl-tests' S: allgather its output, reduce-scatter its input,
+// CANOPY_LL_BYTES (default 256 KiB; 0 turns the low-latency protocol off), CANOPY_LL_BLOCKS (default 32),
+// CANOPY_LL_THREADS (default 512): calls whose size (nccl-tests' S: allgather its output, reduce-scatter its input,
 // else the buffer) is at most max_bytes run the one-launch low-latency kernels (codegen/low_latency_source.hpp).
 struct LowLatencyShape {
-  std::int64_t max_bytes = 64 << 10;
-  int blocks_per_rank = 4;
-  int threads_per_block = 256;
+  std::int64_t max_bytes = 256 << 10;
+  int blocks_per_rank = 32;
+  int threads_per_block = 512;
 };
 LowLatencyShape low_latency_shape_from_environment();
 

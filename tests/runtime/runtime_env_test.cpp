@@ -73,14 +73,14 @@ TEST(RuntimeEnv, ExplicitBlocksHoldForEverySize) {
   EXPECT_EQ(large_shape_from_environment(32).blocks_per_rank, 96);
 }
 
-TEST(RuntimeEnv, LowLatencyUpTo64KiBUnlessSet) {
+TEST(RuntimeEnv, LowLatencyUpTo256KiBUnlessSet) {
   {
     ScopedEnv bytes("CANOPY_LL_BYTES", nullptr), blocks("CANOPY_LL_BLOCKS", nullptr),
         threads("CANOPY_LL_THREADS", nullptr);
     const LowLatencyShape l = low_latency_shape_from_environment();
-    EXPECT_EQ(l.max_bytes, 64 << 10);  // the direct protocol is faster from 128 KiB
-    EXPECT_EQ(l.blocks_per_rank, 4);
-    EXPECT_EQ(l.threads_per_block, 256);
+    EXPECT_EQ(l.max_bytes, 256 << 10);  // with 32 blocks LL beats the direct protocol up to 256 KiB
+    EXPECT_EQ(l.blocks_per_rank, 32);
+    EXPECT_EQ(l.threads_per_block, 512);
   }
   ScopedEnv off("CANOPY_LL_BYTES", "0"), blocks("CANOPY_LL_BLOCKS", "8");
   EXPECT_EQ(low_latency_shape_from_environment().max_bytes, 0);
