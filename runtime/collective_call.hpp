@@ -57,6 +57,9 @@ struct CallOracle {
   // Empty: pointers are not asked about (CANOPY_CHECK_POINTERS=0): no memory-kind, GPU or bounds check.
   std::function<PointerFacts(const void*)> pointer;
   std::function<std::optional<int>(cudaStream_t)> stream_device;  // nullopt: not a valid stream
+  // Whether work issued to the stream is being captured into a CUDA graph (empty: not asked). Canopy's kernels get
+  // their launch number from the host at each call, so a replayed graph would repeat one launch's counters.
+  std::function<bool(cudaStream_t)> stream_capturing;
 };
 
 // Elements of rank r's send and receive buffers for a call of `count` (0 where the rank does not use that

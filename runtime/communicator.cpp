@@ -147,6 +147,15 @@ std::optional<int> stream_device(cudaStream_t s) {
   return d;
 }
 
+bool stream_capturing(cudaStream_t s) {
+  cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(s, &c) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;  // an invalid stream: stream_device says so
+  }
+  return c != cudaStreamCaptureStatusNone;
+}
+
 }  // namespace
 
 struct Communicator::State {
@@ -167,7 +176,7 @@ struct Communicator::State {
   std::vector<void*> ll_buffers;       // per rank: the low-latency kernels' lines (2 parities x slot per rank)
   std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block)
   std::uint64_t ll_epoch = 0;          // low-latency launches so far, shared by every low-latency kernel
-  CallOracle oracle{pointer_facts, stream_device};  // CANOPY_CHECK_POINTERS=0: no pointer queries
+  CallOracle oracle{pointer_facts, stream_device, stream_capturing};  // CANOPY_CHECK_POINTERS=0: no pointer queries
   DirectShape direct;                               // max_bytes 0: off
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
   std::uint64_t direct_epoch = 0;      // direct launches so far, shared by every direct kernel

@@ -1,6 +1,7 @@
 // The mistakes users make when calling a collective, and the exact message each gets (check_call in
 // runtime/collective_call.hpp). Pointers and streams are described by a table instead of the CUDA runtime, so
 // every rule runs on any CPU; tests/gpu/communicator_errors_gpu_test.cpp makes the same mistakes on real GPUs.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -38,6 +39,8 @@ CallOracle fake_oracle() {
     if (a >= 0x1000 && a < 0x1100) return static_cast<int>(a - 0x1000) % 8;
     return std::nullopt;
   };
+  // stream(49) (on GPU 1) is capturing a CUDA graph.
+  o.stream_capturing = [](cudaStream_t s) { return s == stream(49); };
   return o;
 }
 
@@ -190,6 +193,19 @@ TEST(CollectiveCallErrors, StreamOnAnotherGpu) {
   Call v = valid(Collective::allreduce);
   v.streams[1] = stream(0);
   EXPECT_EQ(check(v).message(), "allreduce: streams[1] belongs to GPU 0, but rank 1 runs on GPU 1: create it on GPU 1");
+}
+
+// A launch number baked into a captured graph would repeat on every replay: capture is refused, not left to hang.
+TEST(CollectiveCallErrors, StreamCapturingAGraphIsRefused) {
+  Call v = valid(Collective::allreduce);
+  v.streams[1] = stream(49);
+  const Status s = check(v);
+  EXPECT_EQ(s.code(), StatusCode::unsupported);
+  EXPECT_EQ(s.message(), fmt::format("allreduce: streams[1] ({}) is capturing a CUDA graph: Canopy's kernels take "
+                                     "their launch number from the host at each call, so a replay would repeat this "
+                                     "launch's counters and wait forever; call outside stream capture (graph capture "
+                                     "is not supported yet)",
+                                     static_cast<const void*>(stream(49))));
 }
 
 TEST(CollectiveCallErrors, NotAStream) {

@@ -1,7 +1,7 @@
 // The Communicator's errors on real GPUs (label gpu; SKIPPED without one): a real host pointer, a device buffer
 // too small for the count, a buffer and a stream on the wrong GPU, an out-of-range root, a count past the kernels'
-// range, a communicator asked for more devices than ranks. Each is a Status naming the argument, never a crash;
-// the communicator keeps working afterwards. tests/errors/collective_call_errors_test.cpp pins the wording.
+// range, a communicator asked for more devices than ranks, a stream capturing a CUDA graph. Each is a Status naming
+// the argument, never a crash; the communicator keeps working afterwards. tests/errors/collective_call_errors_test.cpp pins the wording.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -96,6 +96,41 @@ TEST_F(CommunicatorErrorsOnGpu, BufferAndStreamOnTheWrongGpu) {
   s = comm_->allreduce(good_send, recv, kCount, DataType::f32, ReduceOp::sum, wrong);
   EXPECT_TRUE(contains(s.message(), "streams[1] belongs to GPU 0, but rank 1 runs on GPU 1")) << s.message();
   cudaStreamDestroy(gpu0_stream);
+}
+
+// A call on a stream capturing a CUDA graph is refused before anything is queued (a replay would repeat the
+// launch's counters and hang); the capture stays usable and the communicator keeps working.
+TEST_F(CommunicatorErrorsOnGpu, StreamCaptureIsRefused) {
+  std::vector<cudaStream_t> streams(2);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+    if (r == 0 || comm_->device_of_rank(1) != comm_->device_of_rank(0))
+      ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+    else
+      streams[1] = streams[0];  // both ranks on one GPU share its stream
+  }
+  const std::vector<const void*> send{send_[0], send_[1]};
+  const std::vector<void*> recv{recv_[0], recv_[1]};
+  ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(0)), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const Status s = comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(streams[0], &graph), cudaSuccess) << "the refused call broke the capture";
+  EXPECT_EQ(s.code(), StatusCode::unsupported) << s.message();
+  EXPECT_TRUE(contains(s.message(), "streams[0]") && contains(s.message(), "is capturing a CUDA graph"))
+      << s.message();
+  size_t nodes = 1;
+  ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
+  EXPECT_EQ(nodes, 0u) << "nothing was queued into the graph";
+  cudaGraphDestroy(graph);
+  const Status after = comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
+  EXPECT_TRUE(after.ok()) << after.message();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
+  }
+  cudaStreamDestroy(streams[0]);
+  if (streams[1] != streams[0]) cudaStreamDestroy(streams[1]);
 }
 
 TEST(CommunicatorCreateOnGpu, MoreDevicesThanRanksIsRefused) {
