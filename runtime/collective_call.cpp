@@ -141,6 +141,13 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch).
   for (int r = 0; r < n; ++r) {
     const cudaStream_t s = call.streams[r];
+    // First: asking a capturing stream for its device (cuStreamGetDevice) invalidates the capture.
+    if (oracle.stream_capturing && oracle.stream_capturing(s))
+      return Status(StatusCode::unsupported,
+                    fmt::format("{}: streams[{}] ({}) is capturing a CUDA graph: Canopy's kernels take their launch "
+                                "number from the host at each call, so a replay would repeat this launch's counters "
+                                "and wait forever; call outside stream capture (graph capture is not supported yet)",
+                                name, r, pointer_text(s)));
     if (!is_default_stream(s)) {
       const std::optional<int> d = oracle.stream_device(s);
       if (!d)
@@ -149,12 +156,6 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
         return invalid(fmt::format("streams[{}] belongs to GPU {}, but rank {} runs on GPU {}: create it on GPU {}", r,
                                    *d, r, device_of_rank[r], device_of_rank[r]));
     }
-    if (oracle.stream_capturing && oracle.stream_capturing(s))
-      return Status(StatusCode::unsupported,
-                    fmt::format("{}: streams[{}] ({}) is capturing a CUDA graph: Canopy's kernels take their launch "
-                                "number from the host at each call, so a replay would repeat this launch's counters "
-                                "and wait forever; call outside stream capture (graph capture is not supported yet)",
-                                name, r, pointer_text(s)));
     for (int q = 0; q < r; ++q)
       if (device_of_rank[q] == device_of_rank[r] && call.streams[q] != s)
         return invalid(fmt::format("ranks {} and {} both run on GPU {} (one launch) but were given different streams "

@@ -206,6 +206,19 @@ TEST(CollectiveCallErrors, StreamCapturingAGraphIsRefused) {
                                      "launch's counters and wait forever; call outside stream capture (graph capture "
                                      "is not supported yet)",
                                      static_cast<const void*>(stream(49))));
+  // The capturing stream is never asked for its device: cuStreamGetDevice invalidates a capture.
+  CallOracle o = fake_oracle();
+  bool asked = false;
+  const auto device = o.stream_device;
+  o.stream_device = [&](cudaStream_t st) {
+    asked |= st == stream(49);
+    return device(st);
+  };
+  v.call.send = v.send;
+  v.call.recv = v.recv;
+  v.call.streams = v.streams;
+  EXPECT_EQ(check_call(v.call, {0, 1}, o).code(), StatusCode::unsupported);
+  EXPECT_FALSE(asked);
 }
 
 TEST(CollectiveCallErrors, NotAStream) {
