@@ -40,12 +40,12 @@ struct Args {
   unsigned char bytes[80] = {};
 };
 
-#define CHECK(x)                                                                           \
-  do {                                                                                     \
-    if (cudaError_t e_ = (x); e_ != cudaSuccess) {                                         \
+#define CHECK(x)                                                                                    \
+  do {                                                                                              \
+    if (cudaError_t e_ = (x); e_ != cudaSuccess) {                                                  \
       fmt::print(stderr, "{}:{}: {} failed: {}\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+      std::exit(1);                                                                                 \
+    }                                                                                               \
   } while (0)
 
 template <typename Fn>

@@ -1,7 +1,8 @@
 // The Communicator's errors on real GPUs (label gpu; SKIPPED without one): a real host pointer, a device buffer
 // too small for the count, a buffer and a stream on the wrong GPU, an out-of-range root, a count past the kernels'
 // range, a communicator asked for more devices than ranks, a stream capturing a CUDA graph. Each is a Status naming
-// the argument, never a crash; the communicator keeps working afterwards. tests/errors/collective_call_errors_test.cpp pins the wording.
+// the argument, never a crash; the communicator keeps working afterwards. tests/errors/collective_call_errors_test.cpp
+// pins the wording.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -117,8 +118,7 @@ TEST_F(CommunicatorErrorsOnGpu, StreamCaptureIsRefused) {
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamEndCapture(streams[0], &graph), cudaSuccess) << "the refused call broke the capture";
   EXPECT_EQ(s.code(), StatusCode::unsupported) << s.message();
-  EXPECT_TRUE(contains(s.message(), "streams[0]") && contains(s.message(), "is capturing a CUDA graph"))
-      << s.message();
+  EXPECT_TRUE(contains(s.message(), "streams[0]") && contains(s.message(), "is capturing a CUDA graph")) << s.message();
   size_t nodes = 1;
   ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
   EXPECT_EQ(nodes, 0u) << "nothing was queued into the graph";
