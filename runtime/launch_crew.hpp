@@ -4,7 +4,8 @@
 //
 // A call returns only once every GPU's launch is queued (the caller may enqueue more work on the same streams
 // next). Helpers spin for work for `spin` after their last job, then sleep; while a helper sleeps the caller
-// launches that GPU itself and wakes it for the next call, so a first call after a pause never waits for a wake-up.
+// launches that GPU itself, so a call after a pause never waits for a wake-up, and wakes it only when calls come in
+// a burst (a second one within `spin`).
 // CANOPY_LAUNCH_THREADS=0 turns the helpers off; CANOPY_LAUNCH_SPIN_US sets `spin` (runtime_env.hpp).
 #pragma once
 
