@@ -50,12 +50,7 @@ struct Args {
 
 template <typename Fn>
 Fn driver_entry(const char* name, int version) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess)
-    return nullptr;
-  return reinterpret_cast<Fn>(p);
+  return reinterpret_cast<Fn>(canopy::driver_entry_point(name, version));
 }
 
 struct Gpu {

@@ -6,20 +6,24 @@
 
 namespace canopy {
 
+void* driver_entry_point(const char* name, int version) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
 namespace {
 using MemGetAddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 using PointerGetAttributes = CUresult (*)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr);
 
 template <typename Fn>
 Fn driver_entry(const char* name, int version) {
-  void* p = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &found) != cudaSuccess ||
-      found != cudaDriverEntryPointSuccess) {
-    (void)cudaGetLastError();
-    return Fn{nullptr};
-  }
-  return reinterpret_cast<Fn>(p);
+  return reinterpret_cast<Fn>(driver_entry_point(name, version));
 }
 
 MemGetAddressRange mem_get_address_range() {

@@ -8,6 +8,10 @@
 
 namespace canopy {
 
+// A driver entry point by name and ABI version (cudaGetDriverEntryPointByVersion), or null when the driver lacks it
+// (or there is no driver). Cast it to the function's type from cuda.h.
+void* driver_entry_point(const char* name, int version);
+
 // The allocation (cudaMalloc, cudaMallocManaged, ...) that holds a device pointer.
 struct AllocationRange {
   std::uintptr_t base = 0;
