@@ -29,6 +29,14 @@ int env_int(const char* name, int fallback, const char* takes) {
     throw Error(fmt::format("{}='{}': expected {}", name, *v, takes));
   return value;
 }
+
+// A 0/1 variable (default `fallback`); anything else is refused, naming what each value does.
+bool env_switch(const char* name, bool fallback, const char* off, const char* on) {
+  const std::string takes = fmt::format("0 ({}) or 1 ({})", off, on);
+  const int v = env_int(name, fallback ? 1 : 0, takes.c_str());
+  if (v != 0 && v != 1) throw Error(fmt::format("{}={}: use {}", name, v, takes));
+  return v == 1;
+}
 }  // namespace
 
 CodegenOptions shape_from_environment() {
@@ -53,25 +61,18 @@ LowLatencyShape low_latency_shape_from_environment() {
   LowLatencyShape l;
   if (const auto bytes = env("CANOPY_LL_BYTES")) l.max_bytes = parse_byte_size(*bytes, "CANOPY_LL_BYTES");
   l.blocks_per_rank = env_int("CANOPY_LL_BLOCKS", l.blocks_per_rank, "thread blocks per rank, e.g. 32");
-  l.threads_per_block = env_int("CANOPY_LL_THREADS", l.threads_per_block, "threads per block, e.g. 256");
+  l.threads_per_block = env_int("CANOPY_LL_THREADS", l.threads_per_block, "threads per block, e.g. 512");
   return l;
 }
 
 bool check_pointers_from_environment() {
-  const int v = env_int("CANOPY_CHECK_POINTERS", 1, "0 (skip the driver's pointer queries) or 1");
-  if (v != 0 && v != 1)
-    throw Error(
-        fmt::format("CANOPY_CHECK_POINTERS={}: use 0 (skip the driver's pointer queries) or 1 (the default)", v));
-  return v == 1;
+  return env_switch("CANOPY_CHECK_POINTERS", true, "skip the driver's pointer queries", "ask them, the default");
 }
 
 LaunchThreads launch_threads_from_environment() {
   LaunchThreads t;
-  const int on = env_int("CANOPY_LAUNCH_THREADS", 1, "0 (launch on every GPU from the caller) or 1");
-  if (on != 0 && on != 1)
-    throw Error(fmt::format(
-        "CANOPY_LAUNCH_THREADS={}: use 1 (a helper thread per GPU after the first, the default) or 0 (none)", on));
-  t.enabled = on == 1;
+  t.enabled = env_switch("CANOPY_LAUNCH_THREADS", true, "launch on every GPU from the caller",
+                         "a helper thread per GPU after the first, the default");
   const int spin = env_int("CANOPY_LAUNCH_SPIN_US", static_cast<int>(t.spin.count()),
                            "microseconds a launch helper waits for work before sleeping, e.g. 200");
   if (spin < 1 || spin > 10'000'000)
