@@ -141,14 +141,17 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch).
   for (int r = 0; r < n; ++r) {
     const cudaStream_t s = call.streams[r];
+    // An earlier rank of this GPU with this stream had it asked about already (virtual ranks share one).
+    bool asked = false;
+    for (int q = 0; q < r && !asked; ++q) asked = device_of_rank[q] == device_of_rank[r] && call.streams[q] == s;
     // First: asking a capturing stream for its device (cuStreamGetDevice) invalidates the capture.
-    if (oracle.stream_capturing && oracle.stream_capturing(s))
+    if (!asked && oracle.stream_capturing && oracle.stream_capturing(s))
       return Status(StatusCode::unsupported,
                     fmt::format("{}: streams[{}] ({}) is capturing a CUDA graph: Canopy's kernels take their launch "
                                 "number from the host at each call, so a replay would repeat this launch's counters "
                                 "and wait forever; call outside stream capture (graph capture is not supported yet)",
                                 name, r, pointer_text(s)));
-    if (!is_default_stream(s)) {
+    if (!asked && !is_default_stream(s)) {
       const std::optional<int> d = oracle.stream_device(s);
       if (!d)
         return invalid(fmt::format("streams[{}] ({}) is not a valid CUDA stream", r, pointer_text(s)));

@@ -221,6 +221,33 @@ TEST(CollectiveCallErrors, StreamCapturingAGraphIsRefused) {
   EXPECT_FALSE(asked);
 }
 
+// Ranks of one GPU share its stream: the driver is asked about each stream once per call, not once per rank.
+TEST(CollectiveCallErrors, ASharedStreamIsAskedAboutOnce) {
+  CallOracle o = fake_oracle();
+  int device_queries = 0, capture_queries = 0;
+  const auto device = o.stream_device;
+  o.stream_device = [&](cudaStream_t st) {
+    ++device_queries;
+    return device(st);
+  };
+  o.stream_capturing = [&](cudaStream_t) {
+    ++capture_queries;
+    return false;
+  };
+  const std::vector<const void*> send{dev(0), dev(0, 0x1000), dev(1), dev(1, 0x1000)};
+  const std::vector<void*> recv{devw(0, 0x80000), devw(0, 0x90000), devw(1, 0x80000), devw(1, 0x90000)};
+  const std::vector<cudaStream_t> streams{stream(0), stream(0), stream(1), stream(1)};
+  CollectiveCall call;
+  call.send = send;
+  call.recv = recv;
+  call.streams = streams;
+  call.count = 100;
+  const Status s = check_call(call, {0, 0, 1, 1}, o);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(device_queries, 2);  // one per stream, not one per rank
+  EXPECT_EQ(capture_queries, 2);
+}
+
 TEST(CollectiveCallErrors, NotAStream) {
   Call v = valid(Collective::allreduce);
   v.streams[0] = reinterpret_cast<cudaStream_t>(0x77);
