@@ -47,4 +47,10 @@ ChunkTuneResult tune_chunk(std::int64_t start, const std::function<double(std::i
   return r;
 }
 
+ChunkTuneStep choose_over_incumbent(const ChunkTuneResult& tuned, const ChunkTuneStep& incumbent, double gain) {
+  if (tuned.chunk_bytes != incumbent.chunk_bytes && tuned.time_us < incumbent.time_us * (1 - gain))
+    return {tuned.chunk_bytes, tuned.time_us};
+  return incumbent;
+}
+
 }  // namespace canopy

@@ -17,7 +17,7 @@ struct ChunkTuneStep {
 };
 
 struct ChunkTuneResult {
-  std::int64_t chunk_bytes = 0;  // the fastest tried
+  std::int64_t chunk_bytes = 0;  // the last candidate that beat the one before it by more than the gain
   double time_us = 0;
   std::vector<ChunkTuneStep> tried;  // in the order measured
 };
@@ -31,5 +31,10 @@ struct ChunkTuneLimits {
 // Throws canopy::Error when `start` is outside the limits or not a multiple of 16.
 ChunkTuneResult tune_chunk(std::int64_t start, const std::function<double(std::int64_t chunk_bytes)>& measure_us,
                            const ChunkTuneLimits& limits = {});
+
+// What to keep: the tuned chunk, or the incumbent (the chunk calls use untuned, measured the same way) unless the
+// tuned one beats it by more than `gain`. Tuning never writes down a chunk it did not show to be faster than the
+// default: a search that started elsewhere can end within noise of the default, yet slower.
+ChunkTuneStep choose_over_incumbent(const ChunkTuneResult& tuned, const ChunkTuneStep& incumbent, double gain);
 
 }  // namespace canopy

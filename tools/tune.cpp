@@ -104,24 +104,25 @@ void add_tune_command(CLI::App& app) {
         };
         const double default_us = measure(info.options.chunk_bytes);
         const ChunkTuneResult r = tune_chunk(start, measure);
+        const ChunkTuneStep chosen = choose_over_incumbent(r, {info.options.chunk_bytes, default_us}, ChunkTuneLimits{}.gain);
         std::vector<std::string> steps;
         for (const ChunkTuneStep& t : r.tried) steps.push_back(fmt::format("{} {:.1f}us", format_byte_size(t.chunk_bytes), t.time_us));
         // The chosen kernel must still be right (set_up rewrites the inputs and poisons the outputs).
         if (Status s = buffers->set_up(spec, false, &call); !s.ok()) throw Error(s.message());
-        call.chunk_bytes = r.chunk_bytes;
+        call.chunk_bytes = chosen.chunk_bytes;
         CheckResult checked;
         if (Status s = comm->run(call); !s.ok()) throw Error(s.message());
         if (Status s = buffers->check(spec, call, &checked); !s.ok()) throw Error(s.message());
         if (checked.wrong > 0)
           throw Error(fmt::format("{} {}: chunk {} gave {} wrong elements ({}); nothing was written",
-                                  to_string(c), size_text(bytes), format_byte_size(r.chunk_bytes), checked.wrong,
+                                  to_string(c), size_text(bytes), format_byte_size(chosen.chunk_bytes), checked.wrong,
                                   checked.examples.empty() ? "" : checked.examples[0]));
         fmt::print("{:<14} {:>6}: predicted {} -> {}: chose {} ({:.1f} us; default {} {:.1f} us, {:.2f}x)\n",
                    to_string(c), size_text(bytes), format_byte_size(start), fmt::join(steps, ", "),
-                   format_byte_size(r.chunk_bytes), r.time_us, format_byte_size(info.options.chunk_bytes), default_us,
-                   default_us / r.time_us);
+                   format_byte_size(chosen.chunk_bytes), chosen.time_us, format_byte_size(info.options.chunk_bytes),
+                   default_us, default_us / chosen.time_us);
         file.set({comm->machine_key(), c, dtype, tuning_bucket(bytes)},
-                 {comm->topology().name(), r.chunk_bytes, r.time_us, default_us});
+                 {comm->topology().name(), chosen.chunk_bytes, chosen.time_us, default_us});
       }
     if (!args->dry_run) {
       file.save();

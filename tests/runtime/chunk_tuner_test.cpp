@@ -59,5 +59,24 @@ TEST(ChunkTuner, NoiseBelowTheGainDoesNotMoveIt) {
   EXPECT_EQ(r.chunk_bytes, 256 << 10);
 }
 
+TEST(ChunkTuner, TheDefaultStaysUnlessBeatenByTheGain) {
+  // As `canopy tune` met it on the GPU: a search from 32 KiB ended at 128 KiB (3056.6 us) because 256 KiB was only
+  // 1.3% faster, while the default 256 KiB had measured 3016.9 us. The default stays.
+  ChunkTuneResult tuned;
+  tuned.chunk_bytes = 128 << 10;
+  tuned.time_us = 3056.6;
+  const ChunkTuneStep kept = choose_over_incumbent(tuned, {256 << 10, 3016.9}, 0.02);
+  EXPECT_EQ(kept.chunk_bytes, 256 << 10);
+  EXPECT_DOUBLE_EQ(kept.time_us, 3016.9);
+  // Faster, but by less than the gain: still the default.
+  tuned.time_us = 3000.0;
+  EXPECT_EQ(choose_over_incumbent(tuned, {256 << 10, 3016.9}, 0.02).chunk_bytes, 256 << 10);
+  // Faster by more than the gain: the tuned chunk.
+  tuned.time_us = 2900.0;
+  const ChunkTuneStep taken = choose_over_incumbent(tuned, {256 << 10, 3016.9}, 0.02);
+  EXPECT_EQ(taken.chunk_bytes, 128 << 10);
+  EXPECT_DOUBLE_EQ(taken.time_us, 2900.0);
+}
+
 }  // namespace
 }  // namespace canopy
