@@ -106,9 +106,10 @@ class Reader {
   void statement(const std::vector<Token>& t) {
     const std::string_view word = t[0].text;
     if (word == "topology") return topology_statement(t);
-    if (word != "gpus" && word != "gpu" && word != "switch" && word != "link" && word != "arc") {
-      return error(t[0].at, fmt::format("unknown statement '{}' (expected topology, gpus, gpu, switch, link or arc)",
-                                        word));
+    if (word != "gpus" && word != "gpu" && word != "switch" && word != "link" && word != "arc" && word != "host") {
+      return error(
+          t[0].at,
+          fmt::format("unknown statement '{}' (expected topology, gpus, gpu, switch, link, arc or host)", word));
     }
     if (!topology_) {
       if (!reported_missing_topology_) {
@@ -120,6 +121,7 @@ class Reader {
     }
     if (word == "gpus") return gpus_statement(t);
     if (word == "gpu" || word == "switch") return node_statement(t, word == "gpu" ? NodeKind::gpu : NodeKind::relay);
+    if (word == "host") return host_statement(t);
     return link_statement(t, word == "link");
   }
 
@@ -200,10 +202,13 @@ class Reader {
       topology_->relay(std::move(name));
   }
 
-  std::optional<NodeId> node_named(const Token& tok) {
+  // `gpu_only`: the statement takes a GPU, so an unknown name is to be declared with `gpu`.
+  std::optional<NodeId> node_named(const Token& tok, bool gpu_only = false) {
     if (auto id = topology_->find(tok.text)) return id;
     if (invalid_name_reason(tok.text)) {
       check_name(tok, "node name");
+    } else if (gpu_only) {
+      error(tok.at, fmt::format("unknown node '{}': declare it before this line with 'gpu {}'", tok.text, tok.text));
     } else {
       error(tok.at, fmt::format("unknown node '{}': declare it before this line with 'gpu {}' or 'switch {}'",
                                 tok.text, tok.text, tok.text));
@@ -322,6 +327,50 @@ class Reader {
     if (both_ways) latency_given_at_.try_emplace({b->index, a->index, bw.kind}, bw.latency_us, at);
   }
 
+  // `host GPU GBPS [KIND]`: the GPU's path to pinned host memory, one per GPU (not a link of the graph).
+  void host_statement(const std::vector<Token>& t) {
+    const char* usage = "host GPU GBPS [KIND]";
+    if (!expect_words(t, 3, 4, usage)) return;
+    // An index, not an optional: GCC's -Wmaybe-uninitialized misreads an optional NodeId across the checks below.
+    int gpu = -1;
+    if (const std::optional<NodeId> named = node_named(t[1], /*gpu_only=*/true)) gpu = named->index;
+    if (gpu >= 0 && topology_->node(NodeId{gpu}).kind != NodeKind::gpu) {
+      error(t[1].at, fmt::format("'{}' is a switch: only a GPU has a host link (its copy engines' path to pinned host "
+                                 "memory); name a GPU",
+                                 t[1].text));
+      gpu = -1;
+    } else if (gpu >= 0) {  // recorded even when this statement has another problem: a repeat is an error anyway
+      const auto [first, inserted] = host_given_at_.try_emplace(gpu, t[1].at);
+      if (!inserted) {
+        error(t[1].at, fmt::format("a second host link for '{}' (the first is at {}:{}): a GPU has one host link; "
+                                   "give its total bandwidth once",
+                                   t[1].text, first->second.line, first->second.column));
+        gpu = -1;
+      }
+    }
+    const auto gbps = bandwidth(t[2]);
+    Bandwidth bw;
+    bool kind_ok = true;
+    if (t.size() == 4) {
+      if (t[3].text.find('=') != std::string_view::npos) {
+        error(t[3].at,
+              fmt::format("unexpected '{}': a host link takes no attributes; the statement is '{}'", t[3].text, usage));
+        kind_ok = false;
+      } else if (check_name(t[3], "link kind")) {
+        bw.kind = std::string(t[3].text);
+      } else {
+        kind_ok = false;
+      }
+    }
+    if (gpu < 0 || !gbps || !kind_ok) return;
+    bw.gbps = *gbps;
+    try {
+      topology_->host_link(NodeId{gpu}, bw);
+    } catch (const Error& e) {  // not expected: every check above comes first; still reported at its line
+      error(t[0].at, e.what());
+    }
+  }
+
   // A repeated link adds bandwidth to one arc, which has one latency: a second, different one is an error.
   bool latency_agrees(NodeId from, NodeId to, const Bandwidth& bw, const std::vector<Token>& t) {
     if (bw.latency_us < 0) return true;
@@ -355,6 +404,7 @@ class Reader {
   std::map<std::string, Location, std::less<>> declared_at_;
   std::vector<Location> node_at_;  // by node index
   std::map<std::tuple<int, int, std::string>, std::pair<double, Location>> latency_given_at_;  // (from, to, kind)
+  std::map<int, Location> host_given_at_;  // by GPU index: where its `host` statement names it
   std::string errors_;
   int error_count_ = 0;
 };

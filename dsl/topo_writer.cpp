@@ -33,6 +33,12 @@ std::string write_topo(const Topology& t) {
     if (l.latency_us >= 0) out += " latency=" + format_gbps(l.latency_us);  // only when given: unset stays unset
     out += "\n";
   }
+  if (!t.host_links().empty()) out += "\n";
+  for (const HostLink& h : t.host_links()) {
+    out += fmt::format("host {} {}", t.node(h.gpu).name, format_gbps(h.gbps));
+    if (!h.kind.empty()) out += " " + h.kind;
+    out += "\n";
+  }
   return out;
 }
 

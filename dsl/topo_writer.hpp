@@ -1,5 +1,6 @@
 // The `.topo` writer: a Topology back to text in canonical form (`gpus N` for a gpu0.. prefix, `link` for
-// symmetric pairs, `arc` otherwise, arcs in sorted order, `latency=` only where one was given).
+// symmetric pairs, `arc` otherwise, arcs in sorted order, `latency=` only where one was given, then `host` lines
+// in GPU order).
 // read_topo(write_topo(t)) == t for every valid t.
 #pragma once
 

@@ -1,4 +1,5 @@
-// The Topology builder: declares nodes, adds up links, and refuses malformed ones at the call that made them.
+// The Topology builder: declares nodes, adds up links, gives GPUs host links, and refuses malformed ones at the call
+// that made them.
 #include "dsl/topology.hpp"
 
 #include <fmt/format.h>
@@ -149,6 +150,40 @@ Topology& Topology::link(NodeId a, NodeId b, const Bandwidth& bandwidth) {
   add_arc(a, b, bandwidth);
   add_arc(b, a, bandwidth);
   return *this;
+}
+
+Topology& Topology::host_link(NodeId gpu, const Bandwidth& bandwidth) {
+  check_id(gpu, "host_link");
+  const Node& n = node(gpu);
+  if (n.kind != NodeKind::gpu)
+    throw Error(
+        fmt::format("host link of '{}': it is a switch; only a GPU has a host link (its copy engines' path "
+                    "to pinned host memory), so pass a GPU's id",
+                    n.name));
+  if (!std::isfinite(bandwidth.gbps) || bandwidth.gbps <= 0)
+    throw Error(fmt::format("host link of '{}': bandwidth must be a finite number of GB/s > 0, got {}", n.name,
+                            bandwidth.gbps));
+  if (!bandwidth.kind.empty()) {
+    if (auto why = invalid_name_reason(bandwidth.kind))
+      throw Error(fmt::format("invalid link kind '{}': {}", bandwidth.kind, *why));
+  }
+  auto it = std::lower_bound(host_links_.begin(), host_links_.end(), gpu,
+                             [](const HostLink& h, NodeId id) { return h.gpu < id; });
+  if (it != host_links_.end() && it->gpu == gpu)
+    throw Error(
+        fmt::format("host link of '{}' given twice (first {} GB/s{}): a GPU has one host link; give its "
+                    "total bandwidth once",
+                    n.name, it->gbps, it->kind.empty() ? "" : " " + it->kind));
+  host_links_.insert(it, HostLink{gpu, bandwidth.gbps, bandwidth.kind});
+  return *this;
+}
+
+std::optional<double> Topology::host_gbps(NodeId gpu) const {
+  check_id(gpu, "host_gbps");
+  const auto it = std::lower_bound(host_links_.begin(), host_links_.end(), gpu,
+                                   [](const HostLink& h, NodeId id) { return h.gpu < id; });
+  if (it == host_links_.end() || it->gpu != gpu) return std::nullopt;
+  return it->gbps;
 }
 
 void Topology::validate() const {

@@ -87,6 +87,16 @@ double default_latency_us(std::string_view kind);
 // The arc's latency as given, else default_latency_us(arc.kind).
 double latency_of(const Arc& arc);
 
+// A GPU's path to pinned host memory: its copy engines over PCIe, both directions at `gbps`. Not a link of the graph:
+// trees never cross it. The runtime stages a share of large broadcasts through it beside the trees (Blink's hybrid
+// transfers; planner/host_share.hpp says how much). `.topo`: `host gpu0 55.2 pcie5`.
+struct HostLink {
+  NodeId gpu;
+  double gbps = 0;   // per direction
+  std::string kind;  // informative: "pcie5", ...
+  friend bool operator==(const HostLink&, const HostLink&) = default;
+};
+
 class Topology {
  public:
   static constexpr int kMaxNodes = 4096;
@@ -110,6 +120,11 @@ class Topology {
   const std::string& name() const { return name_; }
   const std::vector<Node>& nodes() const { return nodes_; }
   const std::vector<Arc>& arcs() const { return arcs_; }  // sorted by (from, to, kind)
+  // Host paths. `host_link` throws canopy::Error unless `gpu` is a GPU without one yet and the bandwidth is finite
+  // and > 0 (a latency is not used); a refused call leaves the topology unchanged.
+  Topology& host_link(NodeId gpu, const Bandwidth& bandwidth);
+  const std::vector<HostLink>& host_links() const { return host_links_; }  // sorted by GPU index
+  std::optional<double> host_gbps(NodeId gpu) const;                       // nullopt: no host path given
   const Node& node(NodeId id) const;
   std::optional<NodeId> find(std::string_view name) const;
   std::vector<NodeId> gpu_ids() const;  // in declaration order: this is rank order
@@ -126,6 +141,7 @@ class Topology {
   std::string name_;
   std::vector<Node> nodes_;
   std::vector<Arc> arcs_;
+  std::vector<HostLink> host_links_;
 };
 
 // An arc, or a pair of opposite arcs with equal kind, bandwidth and latency folded into one bidirectional link: how

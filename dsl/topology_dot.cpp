@@ -27,9 +27,14 @@ std::string topology_dot(const Topology& t) {
   out += "  graph [layout=neato, overlap=false, splines=true, sep=\"+12\", fontname=\"Helvetica\"];\n";
   out += "  node [fontname=\"Helvetica\", style=filled];\n";
   out += "  edge [fontname=\"Helvetica\", fontsize=10];\n";
-  for (const Node& n : t.nodes()) {
+  std::vector<std::string> host_tooltip(t.nodes().size());  // a GPU's host link: no edge, as it is no graph link
+  for (const HostLink& h : t.host_links())
+    host_tooltip[h.gpu.index] =
+        fmt::format(", tooltip=\"host link {} GB/s{}\"", format_gbps(h.gbps), h.kind.empty() ? "" : " " + h.kind);
+  for (std::size_t i = 0; i < t.nodes().size(); ++i) {
+    const Node& n = t.nodes()[i];
     if (n.kind == NodeKind::gpu)
-      out += fmt::format("  \"{}\" [shape=box, fillcolor=\"#c8e6c9\"];\n", n.name);
+      out += fmt::format("  \"{}\" [shape=box, fillcolor=\"#c8e6c9\"{}];\n", n.name, host_tooltip[i]);
     else
       out += fmt::format("  \"{}\" [shape=ellipse, fillcolor=\"#e0e0e0\", fontsize=10];\n", n.name);
   }

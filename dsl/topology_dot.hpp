@@ -1,5 +1,6 @@
 // Graphviz DOT for a topology (`canopy topo dot`): GPUs as boxes, switches as ellipses, one edge per link
 // (a symmetric pair is drawn once with arrows at both ends), line width proportional to bandwidth, colour by kind.
+// A GPU's host link is no edge: it shows as the box's tooltip.
 #pragma once
 
 #include <string>

@@ -105,6 +105,8 @@ Topology select_gpus(const Topology& t, const std::vector<NodeId>& gpus) {
   for (const Arc& a : t.arcs())
     if (keep[a.from.index] && keep[a.to.index])
       sub.arc(new_id[a.from.index], new_id[a.to.index], {a.gbps, a.kind, a.latency_us});
+  for (const HostLink& h : t.host_links())
+    if (keep[h.gpu.index]) sub.host_link(new_id[h.gpu.index], {h.gbps, h.kind});
 
   const auto problems = find_problems(sub);
   if (!problems.empty()) {

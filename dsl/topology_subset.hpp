@@ -12,9 +12,9 @@ namespace canopy {
 // Unknown names, switches, repeats and empty items are canopy::Errors naming the item and what exists.
 std::vector<NodeId> parse_gpu_list(const Topology& topology, std::string_view list);
 
-// Keeps the chosen GPUs (in the topology's order), every switch that still joins two or more kept nodes, and the
-// links among what is kept. Other GPUs are dropped, so they relay nothing. Throws canopy::Error if the chosen GPUs
-// cannot all reach one another this way.
+// Keeps the chosen GPUs (in the topology's order) with their host links, every switch that still joins two or more
+// kept nodes, and the links among what is kept. Other GPUs are dropped, so they relay nothing. Throws canopy::Error
+// if the chosen GPUs cannot all reach one another this way.
 Topology select_gpus(const Topology& topology, const std::vector<NodeId>& gpus);
 
 }  // namespace canopy

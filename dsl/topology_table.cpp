@@ -1,4 +1,4 @@
-// describe_topology: takes a Topology, returns a fixed-width text table (nodes, then links).
+// describe_topology: takes a Topology, returns a fixed-width text table (nodes, then links, then host links).
 #include "dsl/topology_table.hpp"
 
 #include <fmt/format.h>
@@ -24,6 +24,17 @@ std::string pad_left(const std::string& s, std::size_t width) {
   return std::string(width - std::min(width, s.size()), ' ') + s;
 }
 
+// Host links are no links of the graph: their own section, each GPU's path to pinned host memory ("" when none).
+std::string host_links_table(const Topology& t) {
+  if (t.host_links().empty()) return "";
+  std::size_t gpu_w = 9;  // "host link"
+  for (const HostLink& h : t.host_links()) gpu_w = std::max(gpu_w, t.node(h.gpu).name.size());
+  std::string out = fmt::format("\n{}  {}  kind\n", pad("host link", gpu_w), pad_left("GB/s", 9));
+  for (const HostLink& h : t.host_links())
+    out += fmt::format("{}  {}  {}\n", pad(t.node(h.gpu).name, gpu_w), pad_left(format_gbps(h.gbps), 9), h.kind);
+  return out;
+}
+
 }  // namespace
 
 std::string describe_topology(const Topology& t) {
@@ -38,9 +49,11 @@ std::string describe_topology(const Topology& t) {
 
   const int gpus = t.gpu_count();
   const int switches = static_cast<int>(t.nodes().size()) - gpus;
-  std::string out = fmt::format("topology {}: {} GPU{}, {} switch{}, {} link{} (bandwidths in GB/s per direction)\n\n",
-                                t.name(), gpus, gpus == 1 ? "" : "s", switches, switches == 1 ? "" : "es",
-                                links.size(), links.size() == 1 ? "" : "s");
+  const std::size_t hosts = t.host_links().size();
+  std::string out = fmt::format(
+      "topology {}: {} GPU{}, {} switch{}, {} link{}{} (bandwidths in GB/s per direction)\n\n", t.name(), gpus,
+      gpus == 1 ? "" : "s", switches, switches == 1 ? "" : "es", links.size(), links.size() == 1 ? "" : "s",
+      hosts ? fmt::format(", {} host link{}", hosts, hosts == 1 ? "" : "s") : "");
 
   std::size_t name_w = 4;
   for (const Node& n : t.nodes()) name_w = std::max(name_w, n.name.size());
@@ -59,7 +72,7 @@ std::string describe_topology(const Topology& t) {
     }
   }
 
-  if (links.empty()) return out;
+  if (links.empty()) return out + host_links_table(t);
   std::size_t link_w = 4;
   auto link_text = [&](const LinkView& l) {
     return fmt::format("{} {} {}", t.node(l.a).name, l.both_ways ? "<->" : "->", t.node(l.b).name);
@@ -75,7 +88,7 @@ std::string describe_topology(const Topology& t) {
                                   : fmt::format("  {} (default)", format_gbps(default_latency_us(l.kind)));
     out += fmt::format("{}  {}  {}{}\n", pad(link_text(l), link_w), pad_left(format_gbps(l.gbps), 9), l.kind, latency);
   }
-  return out;
+  return out + host_links_table(t);
 }
 
 }  // namespace canopy

@@ -1,5 +1,5 @@
 // The readable summary of a topology that `canopy topo show` prints: nodes with their per-direction bandwidth
-// totals (split by link kind), then every link.
+// totals (split by link kind), then every link, then the GPUs' host links.
 #pragma once
 
 #include <string>

@@ -13,9 +13,10 @@ namespace canopy {
 
 inline constexpr const char* kDetectedTopologyName = "detected";
 
-// `devices`: CUDA device ordinals in rank order (empty: every visible device). `measure`: time peer copies and use
-// the measured rates instead of nominal bandwidths (seconds; allocates 512 MiB per GPU while it runs). Throws
-// canopy::Error "no CUDA device visible ..." without a GPU, and for bad ordinals or failing CUDA calls.
+// `devices`: CUDA device ordinals in rank order (empty: every visible device). `measure`: time peer copies and each
+// GPU's copies to and from pinned host memory, and use the measured rates instead of nominal bandwidths (seconds;
+// allocates 512 MiB per GPU and 512 MiB of pinned host memory while it runs). Throws canopy::Error "no CUDA device
+// visible ..." without a GPU, and for bad ordinals or failing CUDA calls.
 DetectedTopology detect_topology(const std::vector<int>& devices = {}, bool measure = false,
                                  const std::string& name = kDetectedTopologyName);
 

@@ -1,4 +1,4 @@
-// measure_links: timed peer copies (GPU), and the pure rules that turn copy rates into link figures.
+// measure_links: timed peer and host copies (GPU), and the pure rules that turn copy rates into link figures.
 #include "runtime/measure_links.hpp"
 
 #include <cuda_runtime_api.h>
@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <set>
@@ -77,6 +78,23 @@ void scale_to(const ArcIndex& index, const std::vector<std::size_t>& arcs, doubl
   for (std::size_t i : arcs) gbps[i] = round_centi(nominal.arcs()[i].gbps * total / sum);
 }
 
+// `t` with the arcs' bandwidths `arc_gbps` (in arcs() order) and the host links `hosts`; everything else kept.
+Topology rebuilt(const Topology& t, const std::vector<double>& arc_gbps, const std::vector<HostLink>& hosts) {
+  Topology out(t.name());
+  for (const Node& node : t.nodes())
+    if (node.kind == NodeKind::gpu)
+      out.gpu(node.name);
+    else
+      out.relay(node.name);
+  for (std::size_t i = 0; i < t.arcs().size(); ++i) {
+    const Arc& a = t.arcs()[i];
+    out.arc(a.from, a.to, {arc_gbps[i], a.kind, a.latency_us});  // copies measure bandwidth only
+  }
+  for (const HostLink& h : hosts) out.host_link(h.gpu, {h.gbps, h.kind});
+  out.validate();
+  return out;
+}
+
 // --- timing on the GPUs ------------------------------------------------------------------------------------------
 
 // Everything measure_copy_rates allocates or switches on, released (errors ignored) however it ends.
@@ -86,6 +104,8 @@ struct CopyResources {
   std::map<int, cudaStream_t> streams;
   std::map<int, std::pair<cudaEvent_t, cudaEvent_t>> events;
   std::vector<std::pair<int, int>> peer_access;  // (device, peer) this code enabled
+  void* host_src = nullptr;                      // pinned (cudaHostAlloc), shared by every GPU's host copies
+  void* host_dst = nullptr;
 
   ~CopyResources() {
     for (const auto& [device, peer] : peer_access)
@@ -100,6 +120,8 @@ struct CopyResources {
     for (auto* buffers : {&src, &dst})
       for (const auto& [device, p] : *buffers)
         if (cudaSetDevice(device) == cudaSuccess) (void)cudaFree(p);
+    for (void* p : {host_src, host_dst})
+      if (p) (void)cudaFreeHost(p);
     (void)cudaSetDevice(previous_device);
     (void)cudaGetLastError();
   }
@@ -126,6 +148,15 @@ void prepare_device(CopyResources& r, int device, std::size_t bytes) {
   CANOPY_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
+// The pinned host buffers of the host copies: portable, so every GPU's copies use them as pinned memory.
+void prepare_host(CopyResources& r, std::size_t bytes) {
+  if (r.host_src) return;
+  CANOPY_CUDA_CHECK(cudaHostAlloc(&r.host_src, bytes, cudaHostAllocPortable));
+  std::memset(r.host_src, 1, bytes);
+  CANOPY_CUDA_CHECK(cudaHostAlloc(&r.host_dst, bytes, cudaHostAllocPortable));
+  std::memset(r.host_dst, 0, bytes);
+}
+
 // Lets `device` reach `peer`'s memory when the hardware allows it; without it, peer copies are staged through the
 // host. Returns whether peer access is on.
 bool enable_peer_access(CopyResources& r, int device, int peer) {
@@ -147,14 +178,17 @@ bool enable_peer_access(CopyResources& r, int device, int peer) {
   return true;
 }
 
-double time_copies(CopyResources& r, int from, int to, const MeasureOptions& options) {
-  CANOPY_CUDA_CHECK(cudaSetDevice(from));
-  const cudaStream_t s = r.streams.at(from);
-  const auto [start, stop] = r.events.at(from);
+// The rate of the copy `enqueue(stream)` puts on `device`'s stream: the median of options.repeats timed copies
+// after options.warmups untimed ones, GB/s.
+template <typename Enqueue>
+double time_copies_on(CopyResources& r, int device, const MeasureOptions& options, const Enqueue& enqueue) {
+  CANOPY_CUDA_CHECK(cudaSetDevice(device));
+  const cudaStream_t s = r.streams.at(device);
+  const auto [start, stop] = r.events.at(device);
   std::vector<float> ms;
   for (int i = 0; i < options.warmups + options.repeats; ++i) {
     CANOPY_CUDA_CHECK(cudaEventRecord(start, s));
-    CANOPY_CUDA_CHECK(cudaMemcpyPeerAsync(r.dst.at(to), to, r.src.at(from), from, options.bytes, s));
+    enqueue(s);
     CANOPY_CUDA_CHECK(cudaEventRecord(stop, s));
     CANOPY_CUDA_CHECK(cudaEventSynchronize(stop));
     float elapsed = 0;
@@ -164,6 +198,22 @@ double time_copies(CopyResources& r, int from, int to, const MeasureOptions& opt
   std::sort(ms.begin(), ms.end());
   const double median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
   return static_cast<double>(options.bytes) / (std::max(median, 1e-6) * 1e-3) / 1e9;
+}
+
+double time_copies(CopyResources& r, int from, int to, const MeasureOptions& options) {
+  return time_copies_on(r, from, options, [&](cudaStream_t s) {
+    CANOPY_CUDA_CHECK(cudaMemcpyPeerAsync(r.dst.at(to), to, r.src.at(from), from, options.bytes, s));
+  });
+}
+
+// Copies between `device` and the pinned host buffers: device to host when `to_host`, else host to device.
+double time_host_copies(CopyResources& r, int device, bool to_host, const MeasureOptions& options) {
+  return time_copies_on(r, device, options, [&](cudaStream_t s) {
+    if (to_host)
+      CANOPY_CUDA_CHECK(cudaMemcpyAsync(r.host_dst, r.src.at(device), options.bytes, cudaMemcpyDeviceToHost, s));
+    else
+      CANOPY_CUDA_CHECK(cudaMemcpyAsync(r.dst.at(device), r.host_src, options.bytes, cudaMemcpyHostToDevice, s));
+  });
 }
 
 std::string size_text(std::size_t bytes) {
@@ -289,18 +339,40 @@ Topology apply_copy_rates(const Topology& nominal, const std::vector<CopyRate>& 
                                 same ? " (directions within 5%: their mean)" : "", fmt::join(parts, "; ")));
   }
 
-  Topology measured_topology(nominal.name());
-  for (const Node& node : nominal.nodes())
-    if (node.kind == NodeKind::gpu)
-      measured_topology.gpu(node.name);
-    else
-      measured_topology.relay(node.name);
-  for (std::size_t i = 0; i < nominal.arcs().size(); ++i) {
-    const Arc& a = nominal.arcs()[i];
-    measured_topology.arc(a.from, a.to, {gbps[i], a.kind, a.latency_us});  // copies measure bandwidth only
+  return rebuilt(nominal, gbps, nominal.host_links());
+}
+
+Topology apply_host_rates(const Topology& nominal, const std::vector<HostRate>& rates,
+                          std::vector<std::string>& notes) {
+  const std::vector<NodeId> gpus = nominal.gpu_ids();
+  const int n = static_cast<int>(gpus.size());
+  std::map<int, double> slower;  // by GPU index; a later rate for the same GPU wins
+  for (const HostRate& r : rates) {
+    if (r.gpu < 0 || r.gpu >= n || !(r.to_host_gbps > 0) || !(r.from_host_gbps > 0) || !std::isfinite(r.to_host_gbps) ||
+        !std::isfinite(r.from_host_gbps))
+      throw Error(
+          fmt::format("host copy rates of gpu index {} ({} GB/s to the host, {} from it) do not fit topology "
+                      "'{}' with {} GPUs: rates need a GPU index and two positive figures",
+                      r.gpu, r.to_host_gbps, r.from_host_gbps, nominal.name(), n));
+    slower[r.gpu] = round_centi(std::min(r.to_host_gbps, r.from_host_gbps));
   }
-  measured_topology.validate();
-  return measured_topology;
+  std::vector<HostLink> hosts = nominal.host_links();
+  for (const auto& [g, gbps] : slower) {
+    const auto it = std::find_if(hosts.begin(), hosts.end(), [&](const HostLink& h) { return h.gpu == gpus[g]; });
+    const std::string& name = nominal.node(gpus[g]).name;
+    if (it == hosts.end()) {
+      notes.push_back(
+          fmt::format("{}'s host link: {} GB/s, the slower direction (none was given)", name, format_gbps(gbps)));
+      hosts.push_back({gpus[g], gbps, ""});  // rebuilt() gives them to host_link, which keeps them sorted
+    } else {
+      notes.push_back(fmt::format("{}'s host link: {} GB/s, the slower direction (nominal {}{})", name,
+                                  format_gbps(gbps), format_gbps(it->gbps), it->kind.empty() ? "" : " " + it->kind));
+      it->gbps = gbps;
+    }
+  }
+  std::vector<double> arc_gbps;
+  for (const Arc& a : nominal.arcs()) arc_gbps.push_back(a.gbps);
+  return rebuilt(nominal, arc_gbps, hosts);
 }
 
 MeasuredLinks measure_links(const Topology& nominal, const std::vector<int>& devices, const MeasureOptions& options) {
@@ -311,12 +383,9 @@ MeasuredLinks measure_links(const Topology& nominal, const std::vector<int>& dev
   if (options.bytes == 0 || options.repeats < 1 || options.warmups < 0)
     throw Error("measure options: bytes and repeats must be positive and warmups not negative");
 
-  MeasuredLinks result{nominal, {}, {}};
+  MeasuredLinks result{nominal, {}, {}, {}};
   const std::vector<std::pair<int, int>> pairs = pairs_to_measure(nominal);
-  if (pairs.empty()) {
-    result.notes.push_back("measure: no two GPUs share a link or a switch, nothing to time");
-    return result;
-  }
+  if (pairs.empty()) result.notes.push_back("measure: no two GPUs share a link or a switch, no peer copy to time");
   CopyResources resources;
   CANOPY_CUDA_CHECK(cudaGetDevice(&resources.previous_device));
   std::map<std::pair<int, int>, bool> p2p;
@@ -337,6 +406,20 @@ MeasuredLinks measure_links(const Topology& nominal, const std::vector<int>& dev
                                        p2p[{a, b}] ? "" : "; no P2P access: staged through host memory"));
   }
   result.topology = apply_copy_rates(nominal, result.rates, result.notes);
+
+  prepare_host(resources, options.bytes);
+  for (int k = 0; k < n; ++k) {
+    prepare_device(resources, devices[k], options.bytes);
+    const double to_host = time_host_copies(resources, devices[k], /*to_host=*/true, options);
+    const double from_host = time_host_copies(resources, devices[k], /*to_host=*/false, options);
+    result.host_rates.push_back({k, to_host, from_host});
+    result.notes.push_back(
+        fmt::format("measured {} <-> pinned host memory: {} GB/s device to host, {} GB/s host to "
+                    "device (cudaMemcpyAsync, median of {} copies of {} after {} warm-up{})",
+                    nominal.node(gpus[k]).name, figure(to_host), figure(from_host), options.repeats,
+                    size_text(options.bytes), options.warmups, options.warmups == 1 ? "" : "s"));
+  }
+  result.topology = apply_host_rates(result.topology, result.host_rates, result.notes);
   return result;
 }
 

@@ -6,7 +6,10 @@
 //   - a GPU's links to switches are scaled, keeping their proportions, so that their total matches the best copy
 //     rate from that GPU to a peer it reaches through them (and into it, for the reverse direction), the 5% rule
 //     likewise; switch-to-switch links stay nominal.
-// measure_links needs the GPUs; apply_copy_rates and pairs_to_measure are pure, and tested on any CPU.
+// It also times each GPU's copies to and from pinned host memory (cudaMemcpyAsync, the same way) and sets the GPU's
+// host link (Topology::host_link) to the slower direction.
+// measure_links needs the GPUs; apply_copy_rates, apply_host_rates and pairs_to_measure are pure, and tested on any
+// CPU.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +28,13 @@ struct CopyRate {
   double gbps = 0;
 };
 
+// The rates of copies between GPU `gpu` (an index into Topology::gpu_ids()) and pinned host memory, GB/s.
+struct HostRate {
+  int gpu = 0;
+  double to_host_gbps = 0;    // device to host
+  double from_host_gbps = 0;  // host to device
+};
+
 struct MeasureOptions {
   std::size_t bytes = std::size_t{256} << 20;  // per copy
   int warmups = 2;
@@ -32,13 +42,15 @@ struct MeasureOptions {
 };
 
 struct MeasuredLinks {
-  Topology topology;              // the input, measured figures in place of nominal ones
-  std::vector<CopyRate> rates;    // every pair timed, in pairs_to_measure order
-  std::vector<std::string> notes; // every figure measured and what it replaced
+  Topology topology;                 // the input, measured figures in place of nominal ones
+  std::vector<CopyRate> rates;       // every pair timed, in pairs_to_measure order
+  std::vector<HostRate> host_rates;  // every GPU, in rank order
+  std::vector<std::string> notes;    // every figure measured and what it replaced
 };
 
 // `devices[k]` is the CUDA ordinal of the topology's k-th GPU. Throws canopy::Error when the counts differ, or a
-// CUDA call fails (e.g. out of memory for the 2 x options.bytes each GPU needs).
+// CUDA call fails (e.g. out of memory for the 2 x options.bytes each GPU needs, or for the 2 x options.bytes of
+// pinned host memory the host copies share); whatever it allocated or enabled is released first.
 MeasuredLinks measure_links(const Topology& nominal, const std::vector<int>& devices,
                             const MeasureOptions& options = {});
 
@@ -49,5 +61,10 @@ std::vector<std::pair<int, int>> pairs_to_measure(const Topology& topology);
 // changed. Pairs without a rate keep their nominal figures.
 Topology apply_copy_rates(const Topology& nominal, const std::vector<CopyRate>& rates,
                           std::vector<std::string>& notes);
+
+// The topology with each GPU of `rates` given a host link at the slower of its two directions (rounded to
+// 0.01 GB/s; the kind of the host link it had, if any, is kept); appends to `notes` what changed. GPUs without a
+// rate keep their host links; the arcs are unchanged.
+Topology apply_host_rates(const Topology& nominal, const std::vector<HostRate>& rates, std::vector<std::string>& notes);
 
 }  // namespace canopy

@@ -1,4 +1,5 @@
-// topology_from_facts: NVLink pairs, NVSwitches, then PCIe and host nodes where NVLink leaves GPUs apart.
+// topology_from_facts: NVLink pairs, NVSwitches, then PCIe and host nodes where NVLink leaves GPUs apart, and every
+// GPU's host link.
 #include "runtime/topology_from_facts.hpp"
 
 #include <fmt/format.h>
@@ -319,7 +320,30 @@ DetectedTopology topology_from_facts(const MachineFacts& facts, const std::strin
           fmt::join(apart, ", "), host ? "host0" : "pcie0"));
   }
 
-  topology.gpus(n);
+  // Host links: each GPU's copy-engine path to pinned host memory, at its PCIe rate when NVML gave both numbers.
+  const std::vector<NodeId> gpu_ids = topology.gpus(n);
+  std::vector<std::string> no_host;
+  bool any_host = false;
+  for (int k = 0; k < n; ++k) {
+    const GpuFacts& g = facts.gpus[k];
+    const auto b = g.pcie_width > 0 ? pcie_bandwidth(g.pcie_generation, g.pcie_width) : std::nullopt;
+    if (!b) {
+      no_host.push_back(gpu_node(k));
+      continue;
+    }
+    topology.host_link(gpu_ids[k], *b);
+    any_host = true;
+  }
+  if (any_host)
+    notes.push_back(
+        "host links: each GPU's PCIe rate (x16 = 15.75 / 31.5 / 63 GB/s for gen3 / 4 / 5, scaled by "
+        "width/16), the nominal path of its copy engines to pinned host memory; `canopy detect --measure` "
+        "measures them");
+  if (!no_host.empty())
+    notes.push_back(
+        fmt::format("PCIe generation or width unknown for {}: no host link (`canopy detect --measure` "
+                    "measures one)",
+                    fmt::join(no_host, ", ")));
   for (const std::string& r : relays) topology.relay(r);
   for (const Link& l : links) topology.link(*topology.find(l.a), *topology.find(l.b), l.bandwidth);
   topology.validate();

@@ -9,6 +9,8 @@
 //     gen4 31.5, gen5 63 GB/s; unknown: gen4 x16). Groups of one GPU, and the PCIe switches when there are several
 //     groups, hang off one host node (host0), so the graph stays connected; pairs without P2P are named in a note.
 //   - Lanes to a GPU not among the facts, to a CPU, or to an unknown end are left out, with a note.
+//   - Every GPU whose PCIe generation and width are known gets a host link (Topology::host_link) at that PCIe rate,
+//     kind pcieG; without them, none, with a note.
 // Per-lane NVLink figures: nvlink1..nvlink4 from dsl/topology.hpp; NVLink5 53.125 (2 x 212.5 Gb/s raw, as nvlink4
 // is 2 x 106.25); GA10x (sm_86) bridge lanes 14.0625 (112.5 GB/s both ways over 4); an unknown version is taken
 // for nvlink4 with a note.

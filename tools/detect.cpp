@@ -76,7 +76,8 @@ void add_detect_command(CLI::App& app) {
       "detect", "print this machine's GPUs as a .topo topology (NVLink from NVML, P2P from the CUDA runtime)");
   cmd->add_option("--out,-o", args->out, "write the .topo text to this file instead of printing it");
   cmd->add_flag("--measure", args->measure,
-                "time peer copies between linked GPUs and use the measured rates instead of nominal bandwidths");
+                "time peer copies between linked GPUs, and each GPU's copies to and from pinned host memory, and use "
+                "the measured rates instead of nominal bandwidths");
   cmd->add_option("--devices,-d", args->devices,
                   "CUDA device ordinals to describe, in rank order, e.g. 0,1 (default: every visible device)");
   cmd->add_option("--name", args->name, "the topology's name (default: detected)");

@@ -21,8 +21,10 @@ void add_topo_check(CLI::App& topo) {
     for (const std::string& f : *files) {
       try {
         const Topology t = load_topology(f);
-        fmt::print("{}: ok: topology {} with {} GPUs, {} nodes, {} arcs\n", f, t.name(), t.gpu_count(),
-                   t.nodes().size(), t.arcs().size());
+        const std::size_t hosts = t.host_links().size();
+        fmt::print("{}: ok: topology {} with {} GPUs, {} nodes, {} arcs{}\n", f, t.name(), t.gpu_count(),
+                   t.nodes().size(), t.arcs().size(),
+                   hosts ? fmt::format(", {} host link{}", hosts, hosts == 1 ? "" : "s") : "");
       } catch (const Error& e) {
         std::cerr << e.what() << "\n";
         ++failed;

@@ -38,6 +38,36 @@ TEST(TopoReader, ReadsEveryStatement) {
   EXPECT_EQ(t.arcs().size(), 2u + 2 + 2 + 2);
 }
 
+TEST(TopoReader, ReadsHostLinksAnywhereAfterTheGpu) {
+  const Topology t = read_topo(
+      "topology t\n"
+      "gpus 3\n"
+      "host gpu2 63 pcie5      # before the links: fine\n"
+      "link gpu0 gpu1 50 nvlink2\n"
+      "link gpu1 gpu2 50 nvlink2\n"
+      "host\tgpu0 55.2 pcie5\n"
+      "host gpu1 1e1\n",
+      "host.topo");
+  const auto g0 = *t.find("gpu0"), g1 = *t.find("gpu1"), g2 = *t.find("gpu2");
+  EXPECT_EQ(t.host_links(), (std::vector<HostLink>{{g0, 55.2, "pcie5"}, {g1, 10, ""}, {g2, 63, "pcie5"}}));
+  EXPECT_EQ(t.arcs().size(), 4u) << "host links are not arcs";
+}
+
+TEST(TopoReader, RejectsBadHostLinksAtTheirLineAndColumn) {
+  try {
+    read_topo("topology t\ngpus 2\nswitch s\nlink gpu0 s 25\nlink gpu1 s 25\nhost gpu0 20\nhost s 20\nhost gpu0 -1\n",
+              "bad.topo");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "bad.topo:7:6: error: 's' is a switch: only a GPU has a host link (its copy engines' path to pinned "
+              "host memory); name a GPU\n"
+              "bad.topo:8:6: error: a second host link for 'gpu0' (the first is at 6:6): a GPU has one host link; "
+              "give its total bandwidth once\n"
+              "bad.topo:8:11: error: bandwidth must be > 0 and at most 1000000 GB/s, got '-1'");
+  }
+}
+
 TEST(TopoReader, AcceptsTabsCarriageReturnsAndNoFinalNewline) {
   const Topology a = read_topo("topology t\r\ngpus 2\r\n\tlink\tgpu0 gpu1\t25   nvlink2\r\n", "crlf.topo");
   const Topology b = read_topo("topology t\ngpus 2\nlink gpu0 gpu1 25 nvlink2", "lf.topo");

@@ -1,4 +1,4 @@
-// The .topo writer: canonical text, and read(write(t)) == t for shipped and random topologies.
+// The .topo writer: canonical text, host links included, and read(write(t)) == t for shipped and random topologies.
 #include <gtest/gtest.h>
 
 #include "dsl/error.hpp"
@@ -54,6 +54,36 @@ TEST(TopoWriter, WritesLatencyOnlyWhereGiven) {
   const Topology again = read_topo(text, "lat.topo");
   EXPECT_EQ(again, t);
   EXPECT_EQ(write_topo(again), text);
+}
+
+TEST(TopoWriter, WritesHostLinksAfterTheLinksInGpuOrder) {
+  Topology t("hybrid");
+  auto g = t.gpus(2);
+  auto odd = t.gpu("odd");
+  t.link(g[0], g[1], nvlink4 * 18).link(g[1], odd, pcie4);
+  t.host_link(odd, {12.5, ""});
+  t.host_link(g[1], {55.2, "pcie5"});
+  t.host_link(g[0], pcie5);
+  const std::string text = write_topo(t);
+  EXPECT_EQ(text,
+            "topology hybrid\n"
+            "gpus 2\n"
+            "gpu odd\n"
+            "\n"
+            "link gpu0 gpu1 478.125 nvlink4\n"
+            "link gpu1 odd 31.5 pcie4\n"
+            "\n"
+            "host gpu0 63 pcie5\n"
+            "host gpu1 55.2 pcie5\n"
+            "host odd 12.5\n");
+  const Topology again = read_topo(text, "hybrid.topo");
+  EXPECT_EQ(again, t);
+  EXPECT_EQ(write_topo(again), text);
+
+  Topology one("one");  // no links: the host line still reads back
+  one.host_link(one.gpus(1)[0], {1.0 / 3.0, "pcie3"});
+  EXPECT_EQ(write_topo(one), "topology one\ngpus 1\n\nhost gpu0 0.3333333333333333 pcie3\n");
+  EXPECT_EQ(read_topo(write_topo(one), "one.topo"), one);
 }
 
 TEST(TopoWriter, LatencyTellsOtherwiseEqualTopologiesApart) {
@@ -117,6 +147,12 @@ TEST(TopoWriter, RoundTripsRandomTopologies) {
     }
     // Connect everything both ways so the result is valid to read back.
     for (int i = 1; i < n; ++i) t.link(nodes[i - 1], nodes[i], {1.0 / 3.0, "ring"});
+    // Host links on about half the GPUs, given in random order.
+    for (int i = 0; i < n; ++i) {
+      const NodeId id = nodes[rng() % n];
+      if (t.node(id).kind == NodeKind::gpu && !t.host_gbps(id) && rng() % 2)
+        t.host_link(id, {0.01 * static_cast<double>(1 + rng() % 10000), kinds[rng() % 4]});
+    }
     const std::string text = write_topo(t);
     ASSERT_EQ(read_topo(text, "random.topo"), t) << text;
   }

@@ -1,8 +1,9 @@
-// The Topology builder: nodes, links that add up, one-way arcs, and the mistakes it refuses at the call.
+// The Topology builder: nodes, links that add up, one-way arcs, host links, and the mistakes it refuses at the call.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 
 #include "canopy.hpp"  // the one public include compiles on its own
 #include "dsl/error.hpp"
@@ -179,6 +180,73 @@ TEST(TopologyBuilder, RefusesMistakesWithMessagesThatNameThem) {
   EXPECT_TRUE(t.arcs().empty()) << "a refused call must leave the topology unchanged";
 }
 
+TEST(TopologyBuilder, HostLinksAreNoArcsAndStaySortedByGpu) {
+  Topology t("t");
+  auto g = t.gpus(3);
+  auto plx = t.relay("plx0");
+  for (auto gpu : g) t.link(gpu, plx, pcie4);
+  const std::vector<Arc> arcs = t.arcs();
+  t.host_link(g[2], pcie5).host_link(g[0], {55.2, "pcie5"});
+  t.host_link(g[1], pcie4.with_latency(2));  // a latency is not used
+  EXPECT_EQ(t.host_links(), (std::vector<HostLink>{{g[0], 55.2, "pcie5"}, {g[1], 31.5, "pcie4"}, {g[2], 63, "pcie5"}}));
+  EXPECT_EQ(t.arcs(), arcs) << "host links are not links of the graph";
+  EXPECT_EQ(t.host_gbps(g[0]), 55.2);
+  EXPECT_EQ(t.host_gbps(g[2]), 63);
+  EXPECT_FALSE(t.host_gbps(plx));
+  EXPECT_THROW((void)t.host_gbps(NodeId{9}), Error);
+
+  Topology bare("t");
+  auto b = bare.gpus(1);
+  EXPECT_FALSE(bare.host_gbps(b[0]));
+  EXPECT_EQ(bare.host_link(b[0], {12, ""}).host_links(), (std::vector<HostLink>{{b[0], 12, ""}}));
+}
+
+TEST(TopologyBuilder, HostLinksTellOtherwiseEqualTopologiesApart) {
+  auto make = [](std::optional<Bandwidth> host) {
+    Topology t("t");
+    auto g = t.gpus(2);
+    t.link(g[0], g[1], nvlink4 * 18);
+    if (host) t.host_link(g[1], *host);
+    return t;
+  };
+  EXPECT_EQ(make(pcie5), make(pcie5));
+  EXPECT_NE(make(pcie5), make(std::nullopt));
+  EXPECT_NE(make(pcie5), make(Bandwidth{55.2, "pcie5"}));
+  EXPECT_NE(make(pcie5), make(Bandwidth{63, ""}));
+}
+
+TEST(TopologyBuilder, RefusesBadHostLinksAndChangesNothing) {
+  Topology t("t");
+  auto g = t.gpus(2);
+  auto plx = t.relay("plx0");
+  t.link(g[0], plx, pcie5).link(g[1], plx, pcie5);
+  t.host_link(g[0], {55.2, "pcie5"});
+  const Topology before = t;
+  auto expect_error = [](auto&& call, const char* text) {
+    try {
+      call();
+      ADD_FAILURE() << "expected an error containing: " << text;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(text));
+    }
+  };
+  expect_error([&] { t.host_link(plx, pcie5); },
+               "host link of 'plx0': it is a switch; only a GPU has a host link (its copy engines' path to pinned "
+               "host memory), so pass a GPU's id");
+  expect_error([&] { t.host_link(g[0], pcie5); },
+               "host link of 'gpu0' given twice (first 55.2 GB/s pcie5): a GPU has one host link; give its total "
+               "bandwidth once");
+  const Bandwidth zero{0, "pcie5"};
+  expect_error([&] { t.host_link(g[1], zero); },
+               "host link of 'gpu1': bandwidth must be a finite number of GB/s > 0, got 0");
+  expect_error([&] { t.host_link(g[1], {-3, ""}); }, "got -3");
+  expect_error([&] { t.host_link(g[1], {std::nan(""), ""}); }, "got nan");
+  expect_error([&] { t.host_link(g[1], {INFINITY, ""}); }, "got inf");
+  expect_error([&] { t.host_link(g[1], {25, "pcie 5"}); }, "invalid link kind 'pcie 5'");
+  expect_error([&] { t.host_link(NodeId{7}, pcie5); }, "host_link: node id 7 does not belong to topology 't'");
+  EXPECT_EQ(t, before) << "a refused call must leave the topology unchanged";
+}
+
 TEST(TopologyBuilder, ValidateNamesEveryProblem) {
   Topology t("t");
   auto g = t.gpus(3);
@@ -199,6 +267,7 @@ TEST(TopologyBuilder, BuildsTheSameTopologyAsTheShippedFile) {
   Topology box("h200x2");
   auto g = box.gpus(2);
   box.link(g[0], g[1], nvlink4 * 18);
+  for (auto gpu : g) box.host_link(gpu, {55.2, "pcie5"});  // measured, below the nominal pcie5 63
   EXPECT_EQ(box, load_topology("h200x2"));
 
   Topology pcie("pcie-4gpu");

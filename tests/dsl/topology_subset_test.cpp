@@ -95,6 +95,22 @@ TEST(SelectGpus, CarriesLatencies) {
   EXPECT_EQ(pair.arcs().front(), (Arc{*pair.find("gpu0"), *pair.find("gpu1"), "nvlink2", 25, 0.9}));
 }
 
+TEST(SelectGpus, KeepsTheHostLinksOfTheGpusKept) {
+  Topology t("t");
+  auto g = t.gpus(4);
+  auto sw = t.relay("sw0");
+  for (auto gpu : g) t.link(gpu, sw, pcie5);
+  t.host_link(g[0], {55.2, "pcie5"}).host_link(g[1], pcie5).host_link(g[3], {12.5, ""});
+  const Topology sub = select_gpus(t, parse_gpu_list(t, "gpu3,gpu1,gpu2"));
+  const auto s1 = *sub.find("gpu1"), s2 = *sub.find("gpu2"), s3 = *sub.find("gpu3");
+  EXPECT_EQ(sub.host_links(), (std::vector<HostLink>{{s1, 63, "pcie5"}, {s3, 12.5, ""}}))
+      << "gpu0 is dropped with its host link; gpu2 had none";
+  EXPECT_FALSE(sub.host_gbps(s2));
+  const Topology shipped = load_topology("h200x2");
+  const Topology one = select_gpus(shipped, parse_gpu_list(shipped, "1"));
+  EXPECT_EQ(one.host_links(), (std::vector<HostLink>{{*one.find("gpu1"), 55.2, "pcie5"}}));
+}
+
 TEST(SelectGpus, AOneGpuAllocationIsValid) {
   const Topology t = load_topology("h200x2");
   const Topology one = select_gpus(t, parse_gpu_list(t, "1"));

@@ -1,8 +1,10 @@
 // detect_topology on the machine's real GPUs (label gpu; SKIPPED without one): one gpuK per visible device, a valid
-// topology, a path between GPUs with P2P, and with measurement positive copy rates between every joined pair.
+// topology, a path between GPUs with P2P, and with measurement positive copy rates between every joined pair and
+// to and from pinned host memory.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
 #include <vector>
 
@@ -101,6 +103,31 @@ TEST(DetectOnGpu, MeasuredCopyRatesArePositive) {
   const DetectedTopology measured = detect_topology({}, /*measure=*/true);
   EXPECT_GT(measured.notes.size(), nominal.notes.size());
   print(measured);
+}
+
+TEST(DetectOnGpu, MeasuredHostRatesArePositiveAndSetEveryHostLink) {
+  std::string why;
+  const int n = gpu_count(why);
+  if (n == 0) GTEST_SKIP() << why;
+  const DetectedTopology nominal = detect_topology();
+  std::vector<int> devices;
+  for (int k = 0; k < n; ++k) devices.push_back(k);
+  MeasureOptions options;
+  options.bytes = std::size_t{64} << 20;
+  const MeasuredLinks m = measure_links(nominal.topology, devices, options);
+  ASSERT_EQ(m.host_rates.size(), static_cast<std::size_t>(n));
+  const std::vector<NodeId> gpus = m.topology.gpu_ids();
+  for (const HostRate& r : m.host_rates) {
+    std::cout << "gpu" << r.gpu << " -> host: " << r.to_host_gbps << " GB/s, host -> gpu" << r.gpu << ": "
+              << r.from_host_gbps << " GB/s\n";
+    EXPECT_GT(r.to_host_gbps, 0) << r.gpu;
+    EXPECT_GT(r.from_host_gbps, 0) << r.gpu;
+    const auto gbps = m.topology.host_gbps(gpus[r.gpu]);
+    ASSERT_TRUE(gbps) << "gpu" << r.gpu << " has no host link after measuring";
+    EXPECT_NEAR(*gbps, std::min(r.to_host_gbps, r.from_host_gbps), 0.0051) << r.gpu;
+  }
+  EXPECT_EQ(m.topology.host_links().size(), static_cast<std::size_t>(n));
+  EXPECT_EQ(m.topology.arcs().size(), nominal.topology.arcs().size());
 }
 
 }  // namespace

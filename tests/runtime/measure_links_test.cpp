@@ -1,9 +1,12 @@
 // The rules of `canopy detect --measure`, without a GPU: which pairs are timed, and how copy rates replace nominal
-// figures (directions within 5% share their mean; switch links scale to the best copy, keeping proportions).
+// figures (directions within 5% share their mean; switch links scale to the best copy, keeping proportions; host
+// links take the slower of their two directions).
 #include "runtime/measure_links.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "dsl/error.hpp"
 #include "dsl/shipped_topologies.hpp"
@@ -33,7 +36,8 @@ TEST(MeasureLinks, PairsAreThoseALinkOrOneSwitchJoins) {
 TEST(MeasureLinks, CloseDirectionsShareTheirMean) {
   std::vector<std::string> notes;
   const Topology t = apply_copy_rates(load_topology("h200x2"), {{0, 1, 390.0}, {1, 0, 392.0}}, notes);
-  EXPECT_EQ(write_topo(t), "topology h200x2\ngpus 2\n\nlink gpu0 gpu1 391 nvlink4\n");
+  EXPECT_EQ(write_topo(t),
+            "topology h200x2\ngpus 2\n\nlink gpu0 gpu1 391 nvlink4\n\nhost gpu0 55.2 pcie5\nhost gpu1 55.2 pcie5\n");
   EXPECT_THAT(joined(notes), HasSubstr("gpu0 <-> gpu1: the two directions are within 5%: 391 GB/s each way "
                                        "(nominal 478.125)"));
 }
@@ -41,7 +45,9 @@ TEST(MeasureLinks, CloseDirectionsShareTheirMean) {
 TEST(MeasureLinks, DistantDirectionsBecomeTwoArcs) {
   std::vector<std::string> notes;
   const Topology t = apply_copy_rates(load_topology("h200x2"), {{0, 1, 390.123}, {1, 0, 300.0}}, notes);
-  EXPECT_EQ(write_topo(t), "topology h200x2\ngpus 2\n\narc gpu0 gpu1 390.12 nvlink4\narc gpu1 gpu0 300 nvlink4\n");
+  EXPECT_EQ(write_topo(t),
+            "topology h200x2\ngpus 2\n\narc gpu0 gpu1 390.12 nvlink4\narc gpu1 gpu0 300 nvlink4\n\n"
+            "host gpu0 55.2 pcie5\nhost gpu1 55.2 pcie5\n");
   EXPECT_THAT(joined(notes), HasSubstr("gpu1 -> gpu0: 300 GB/s (nominal 478.125)"));
 }
 
@@ -84,6 +90,30 @@ TEST(MeasureLinks, MixedTopologiesScaleOnlyTheSwitchesOnTheWay) {
   EXPECT_EQ(write_topo(apply_copy_rates(nominal, rates, notes)),
             "topology mixed\ngpus 3\nswitch pcie0\n\nlink gpu0 gpu1 90 nvlink4\nlink gpu0 pcie0 25 pcie4\n"
             "link gpu1 pcie0 25 pcie4\nlink gpu2 pcie0 25 pcie4\n");
+}
+
+TEST(MeasureLinks, HostLinksTakeTheSlowerDirectionAndKeepTheirKind) {
+  Topology nominal("t");
+  auto g = nominal.gpus(3);
+  nominal.link(g[0], g[1], nvlink4 * 18).link(g[1], g[2], nvlink4 * 18);
+  nominal.host_link(g[0], pcie5).host_link(g[1], pcie5);  // gpu2: none known
+  std::vector<std::string> notes;
+  const Topology t = apply_host_rates(nominal, {{0, 55.237, 56.0}, {2, 26.1, 25.904}}, notes);
+  EXPECT_EQ(t.host_links(), (std::vector<HostLink>{{g[0], 55.24, "pcie5"}, {g[1], 63, "pcie5"}, {g[2], 25.9, ""}}));
+  EXPECT_EQ(t.arcs(), nominal.arcs());
+  EXPECT_EQ(joined(notes),
+            "gpu0's host link: 55.24 GB/s, the slower direction (nominal 63 pcie5)\n"
+            "gpu2's host link: 25.9 GB/s, the slower direction (none was given)\n");
+  EXPECT_EQ(apply_host_rates(nominal, {}, notes), nominal);
+  EXPECT_THROW(apply_host_rates(nominal, {{3, 50, 50}}, notes), Error);
+  EXPECT_THROW(apply_host_rates(nominal, {{0, 50, 0}}, notes), Error);
+  EXPECT_THROW(apply_host_rates(nominal, {{0, std::nan(""), 50}}, notes), Error);
+}
+
+TEST(MeasureLinks, CopyRatesKeepTheHostLinks) {
+  const Topology nominal = load_topology("h200x2");
+  std::vector<std::string> notes;
+  EXPECT_EQ(apply_copy_rates(nominal, {{0, 1, 390.0}, {1, 0, 392.0}}, notes).host_links(), nominal.host_links());
 }
 
 TEST(MeasureLinks, CountsMustMatch) {
