@@ -4,7 +4,7 @@
 //   pcie d2h / h2d / all four          copy engines between one GPU and pinned memory, then every direction at once
 //   staged 0->1 (chunk C)              GPU 0 -> pinned ring (4 slots of C) -> GPU 1, copy engines, events between
 //   staged both ways                   the same in both directions at once (what an allreduce would move)
-//   canopy broadcast / allreduce N     the Communicator alone, defaults (NVLink)
+//   canopy broadcast / allreduce N     the Communicator alone, its own host path off (NVLink)
 //   hybrid broadcast f                 the Communicator's broadcast of (1 - f) N beside the staged copy of f N
 //   hybrid allreduce traffic f         the Communicator's allreduce of (1 - f) N beside staged copies of f N both ways
 //                                      (the traffic of an allreduce whose f share crosses PCIe; its reduction, a
@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
 
   canopy::CommunicatorOptions o;
   o.devices = {0, 1};
+  o.hybrid_bytes = 0;  // the Communicator's own host path off: its calls measure NVLink alone
   std::unique_ptr<canopy::Communicator> comm;
   must(canopy::Communicator::create(o, &comm));
 

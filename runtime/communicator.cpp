@@ -23,11 +23,13 @@
 #include "dsl/error.hpp"
 #include "dsl/topo_writer.hpp"
 #include "dsl/topology_subset.hpp"
+#include "planner/host_share.hpp"
 #include "planner/planner.hpp"
 #include "runtime/collective_dump.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/detect_topology.hpp"
 #include "runtime/gpu_devices.hpp"
+#include "runtime/host_staging.hpp"
 #include "runtime/logger.hpp"
 #include "runtime/peer_access_check.hpp"
 #include "runtime/prepared_collective.hpp"
@@ -202,6 +204,9 @@ struct Communicator::State {
   std::vector<cudaStream_t> setup_stream;  // per device index: non-blocking, for zeroing counters
   std::unique_ptr<Watchdog> watchdog;
   std::unique_ptr<LaunchCrew> crew;  // several GPUs and launch threads on: launches on all at once
+  HybridShape hybrid;                // min_bytes 0: off
+  std::map<int, double> host_share_of_root;  // broadcast root -> the host path's share (planner/host_share.hpp)
+  std::unique_ptr<HostStaging> staging;      // made by the first call that stages
 
   ~State();
   void synchronize();  // waits for every launch of this communicator
@@ -221,6 +226,8 @@ struct Communicator::State {
   void allocate_low_latency();  // the LL buffers and counters, once (from load)
   void allocate_direct();       // the direct kernels' counters, once (from load)
   Status prepare(std::span<const CollectiveSpec> specs);
+  std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root);
+  Status stage(const CollectiveCall& call, std::uint64_t staged, const std::vector<cudaStream_t>& streams);
 };
 
 Communicator::State::~State() {
@@ -644,6 +651,50 @@ static std::string direct_unusable(Communicator::State& st) {
   return "";
 }
 
+std::uint64_t Communicator::State::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) {
+  if (collective != Collective::broadcast || hybrid.min_bytes <= 0 || gpus.size() < 2 || root < 0 ||
+      root >= static_cast<int>(rank_names.size()))
+    return 0;
+  const auto element = static_cast<std::uint64_t>(size_of(dtype));
+  if (count * element < static_cast<std::uint64_t>(hybrid.min_bytes)) return 0;
+  double share = 0;
+  if (hybrid.share) {
+    share = *hybrid.share;
+  } else if (auto it = host_share_of_root.find(root); it != host_share_of_root.end()) {
+    share = it->second;
+  } else {
+    const Plan& p = plan_for(CollectiveSpec{collective, dtype, ReduceOp::sum, root});
+    share = host_share(topology, p);
+    host_share_of_root[root] = share;
+    log.info(LogSubsys::plan,
+             share > 0 ? fmt::format("broadcast root {}: {:.1f}% of calls from {} staged through host memory beside "
+                                     "the trees (host links vs predicted {:.1f} GB/s)",
+                                     rank_names[root], 100 * share, format_byte_size(hybrid.min_bytes), p.algbw_gbps)
+                       : fmt::format("broadcast root {}: no host path (the topology gives some rank's GPU no host "
+                                     "link)",
+                                     rank_names[root]));
+  }
+  // The kernels keep the head, rounded up to 4 KiB; the host path takes the tail.
+  const std::uint64_t align = std::max<std::uint64_t>(1, 4096 / element);
+  const auto kept = static_cast<std::uint64_t>(static_cast<double>(count) * (1 - share));
+  const std::uint64_t head = std::min(count, (kept + align - 1) / align * align);
+  return count - head;
+}
+
+Status Communicator::State::stage(const CollectiveCall& call, std::uint64_t staged,
+                                  const std::vector<cudaStream_t>& streams) {
+  const auto element = static_cast<std::uint64_t>(size_of(call.dtype));
+  const std::uint64_t offset = (call.count - staged) * element;
+  std::vector<StagedTarget> targets;
+  for (int r = 0; r < static_cast<int>(rank_names.size()); ++r) {
+    if (r == call.root && call.recv[r] == call.send[r]) continue;  // in place: the root's bytes are there
+    targets.push_back({device_of_rank[r], static_cast<char*>(call.recv[r]) + offset});
+  }
+  const void* src = static_cast<const char*>(call.send[call.root]) + offset;
+  if (Status s = staging->broadcast(device_of_rank[call.root], src, targets, staged * element); !s.ok()) return s;
+  return staging->join(streams);
+}
+
 Communicator::Communicator(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Communicator::~Communicator() = default;
 
@@ -775,6 +826,14 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
       throw Error(fmt::format("launch_spin {} us: use at least 1 us (launch_threads = false turns the helpers off)",
                               threads.spin.count()));
     if (threads.enabled && devices > 1) st->crew = std::make_unique<LaunchCrew>(st->ordinals, threads.spin);
+    st->hybrid = hybrid_shape_from_environment();
+    if (options.hybrid_bytes) st->hybrid.min_bytes = *options.hybrid_bytes;
+    if (options.hybrid_share) st->hybrid.share = *options.hybrid_share;
+    if (st->hybrid.min_bytes < 0)
+      throw Error(fmt::format("hybrid limit {} bytes: use 0 (off) or a positive size", st->hybrid.min_bytes));
+    if (st->hybrid.share && !(*st->hybrid.share >= 0 && *st->hybrid.share <= 0.5))
+      throw Error(
+          fmt::format("hybrid share {}: use 0 to 0.5 (unset: from the topology's link rates)", *st->hybrid.share));
     if (const std::optional<double> seconds = watchdog_seconds_from_environment())
       st->watchdog = std::make_unique<Watchdog>(*seconds, st->log, st->rank_names, st->device_of_rank);
     if (st->log.enabled(LogLevel::info, LogSubsys::init)) {
@@ -837,6 +896,11 @@ bool Communicator::is_direct(Collective collective, std::uint64_t count, DataTyp
          !is_low_latency(collective, count, dtype);
 }
 
+std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->staged_count(collective, count, dtype, root);
+}
+
 bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
   return size_bytes(program, count, dtype) >= static_cast<std::uint64_t>(state_->large_bytes);
 }
@@ -859,12 +923,26 @@ Status Communicator::info(const CollectiveSpec& spec, CollectiveInfo* out) {
   return Status();
 }
 
-Status Communicator::run(const CollectiveCall& call) {
+Status Communicator::run(const CollectiveCall& given) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
-  if (Status s = check_call(call, st.ordinal_of_rank, st.oracle); !s.ok()) return s;
-  if (call.count == 0) return Status();
+  if (Status s = check_call(given, st.ordinal_of_rank, st.oracle); !s.ok()) return s;
+  if (given.count == 0) return Status();
+  // Hybrid transfers: a large broadcast's tail crosses PCIe through host memory while the kernels move the rest.
+  const std::uint64_t staged =
+      given.program ? 0 : st.staged_count(given.collective, given.count, given.dtype, given.root);
+  CollectiveCall call = given;
+  call.count -= staged;
+  std::vector<cudaStream_t> device_streams;
+  if (staged > 0) {
+    for (int first : st.first_rank) device_streams.push_back(given.streams[first]);
+    CurrentDevice keep;
+    if (!st.staging)
+      if (Status s = HostStaging::create(st.ordinals, &st.staging); !s.ok()) return s;
+    // Before the kernels are queued: the copies wait only for what came before the call.
+    if (Status s = st.staging->fork(device_streams); !s.ok()) return s;
+  }
   PreparedCollective* p = nullptr;
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, false};
   if (call.program) {
@@ -903,8 +981,10 @@ Status Communicator::run(const CollectiveCall& call) {
   }
   if (s.ok() && st.watchdog) st.watchdog->watch(*p, call, st.ordinals, st.order, launch_flags(*p, target));
   if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
-    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}", call_name(call), call.count, p->epoch,
-                                             p->built->source.entry));
+    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p->epoch,
+                                             p->built->source.entry,
+                                             staged ? fmt::format(", {} elements through host memory", staged) : ""));
+  if (s.ok() && staged > 0) s = st.stage(given, staged, device_streams);
   return s;
 }
 

@@ -71,6 +71,14 @@ struct CommunicatorOptions {
   // CANOPY_LAUNCH_SPIN_US, default 200 us). Off: the caller launches on each GPU in turn, ~3 us more per GPU.
   std::optional<bool> launch_threads;
   std::optional<std::chrono::microseconds> launch_spin;
+  // Hybrid transfers (Blink): broadcasts of at least `hybrid_bytes` (CANOPY_HYBRID_BYTES, default 64 MiB; 0: never)
+  // move a share of their bytes, the tail, from the root through pinned host memory to the other GPUs with copy
+  // engines over PCIe while the kernels move the rest over NVLink. The share: `hybrid_share` (CANOPY_HYBRID_SHARE,
+  // 0 to 0.5), else the one that ends both paths together from the topology's rates (planner/host_share.hpp), which
+  // is 0 unless the topology gives every rank's GPU a host link (`host` in .topo; detected and measured by
+  // `canopy detect`).
+  std::optional<std::int64_t> hybrid_bytes;
+  std::optional<double> hybrid_share;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
   std::function<void(std::string_view)> log_sink;  // unset: log lines go to stderr
 };
@@ -156,6 +164,10 @@ class Communicator {
   // Whether an out-of-place call of this collective and count runs the direct kernel (an in-place allreduce never
   // does). Never for sizes the low-latency kernel takes.
   bool is_direct(Collective collective, std::uint64_t count, DataType dtype) const;
+
+  // How many of a call's elements (its tail) cross the host path beside the kernels (hybrid_bytes above): 0 for
+  // calls below hybrid_bytes, other collectives, one GPU, or topologies without a host link on every rank's GPU.
+  std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const;
 
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);

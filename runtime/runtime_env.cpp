@@ -92,6 +92,22 @@ DirectShape direct_shape_from_environment() {
   return d;
 }
 
+HybridShape hybrid_shape_from_environment() {
+  HybridShape h;
+  if (const auto bytes = env("CANOPY_HYBRID_BYTES")) h.min_bytes = parse_byte_size(*bytes, "CANOPY_HYBRID_BYTES");
+  if (const auto v = env("CANOPY_HYBRID_SHARE")) {
+    double share = -1;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), share);
+    if (ec != std::errc() || end != v->data() + v->size() || !(share >= 0 && share <= 0.5))
+      throw Error(
+          fmt::format("CANOPY_HYBRID_SHARE='{}': expected the share of a broadcast's bytes staged through "
+                      "host memory, 0 to 0.5, e.g. 0.12 (unset: from the topology's link rates)",
+                      *v));
+    h.share = share;
+  }
+  return h;
+}
+
 std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::string>& ranks,
                                   const std::string& root) {
   const auto path = env("CANOPY_PLAN_FILE");

@@ -6,6 +6,7 @@
 //                        (0: never), and its blocks per rank and threads per block
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
+//   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts staging a share through host memory (below)
 //   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
 // A malformed value is a canopy::Error naming the variable and what it takes.
 #pragma once
@@ -61,6 +62,15 @@ struct LaunchThreads {
   std::chrono::microseconds spin{200};
 };
 LaunchThreads launch_threads_from_environment();
+
+// CANOPY_HYBRID_BYTES (default 64 MiB; 0: off) and CANOPY_HYBRID_SHARE (unset: planner/host_share.hpp's split, from
+// the topology; else 0 to 0.5): broadcasts of at least min_bytes move a share of their bytes through pinned host
+// memory beside the kernels (runtime/host_staging.hpp), where the topology gives every rank's GPU a host link.
+struct HybridShape {
+  std::int64_t min_bytes = std::int64_t{64} << 20;
+  std::optional<double> share;
+};
+HybridShape hybrid_shape_from_environment();
 
 // The plan in CANOPY_PLAN_FILE when it is a plan of `collective` over exactly `ranks` (and `root`, when the
 // collective has one); nullopt when unset or for another collective. Throws canopy::Error when the file cannot

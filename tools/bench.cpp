@@ -159,7 +159,8 @@ void add_bench_command(CLI::App& app) {
         };
         // Only the kernels this run's sizes use (describing one compiles it).
         bool small = false, large = false, low_latency = false;
-        std::uint64_t ll_up_to = 0, direct_from = 0, direct_to = 0;
+        std::uint64_t ll_up_to = 0, direct_from = 0, direct_to = 0, staged_from = 0;
+        double staged_share = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
             if (const std::uint64_t count = bench_count(o.program->program, bytes, o.dtype); count > 0)
@@ -174,6 +175,10 @@ void add_bench_command(CLI::App& app) {
             } else {
               (comm->is_large(r.collective, count, o.dtype) ? large : small) = true;
             }
+            if (const std::uint64_t staged = comm->staged_count(r.collective, count, o.dtype, o.root); staged > 0) {
+              staged_from = staged_from ? std::min(staged_from, bytes) : bytes;
+              staged_share = static_cast<double>(staged) / static_cast<double>(count);
+            }
           }
         std::vector<std::string> kernels;
         if (low_latency)
@@ -183,6 +188,11 @@ void add_bench_command(CLI::App& app) {
                                         size_text(direct_from), size_text(direct_to)));
         if (small) kernels.push_back(describe(false));
         if (large) kernels.push_back("large messages: " + describe(true));
+        if (staged_from > 0)
+          kernels.push_back(
+              fmt::format("from {}: {:.1f}% of the bytes through pinned host memory (PCIe copy engines) "
+                          "beside the kernels",
+                          size_text(staged_from), 100 * staged_share));
         const std::string title =
             o.program ? fmt::format("algorithm {} ({})", o.program->program.name(), o.program->program.goal())
                       : to_string(r.collective);

@@ -1,5 +1,6 @@
 // The runtime's CANOPY_ variables: kernel shape, large-message, low-latency and direct shapes, pointer checks,
 // watchdog, plan file, and the logger's level and subsystems. Each test sets what it reads and restores it.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -131,6 +132,36 @@ TEST(RuntimeEnv, DirectUpTo32MiBReadPerRankUnlessSet) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "CANOPY_DIRECT_BLOCKS='many': expected thread blocks per rank, e.g. 32");
   }
+}
+
+TEST(RuntimeEnv, HybridFrom64MiBWithTheTopologysShareUnlessSet) {
+  {
+    ScopedEnv bytes("CANOPY_HYBRID_BYTES", nullptr), share("CANOPY_HYBRID_SHARE", nullptr);
+    const HybridShape h = hybrid_shape_from_environment();
+    EXPECT_EQ(h.min_bytes, 64 << 20);
+    EXPECT_FALSE(h.share.has_value());
+  }
+  {
+    ScopedEnv bytes("CANOPY_HYBRID_BYTES", "0"), share("CANOPY_HYBRID_SHARE", "0.125");
+    const HybridShape h = hybrid_shape_from_environment();
+    EXPECT_EQ(h.min_bytes, 0);
+    ASSERT_TRUE(h.share.has_value());
+    EXPECT_DOUBLE_EQ(*h.share, 0.125);
+  }
+  for (const char* bad : {"0.6", "-0.1", "half", "0.1x"}) {
+    ScopedEnv share("CANOPY_HYBRID_SHARE", bad);
+    try {
+      hybrid_shape_from_environment();
+      FAIL() << "accepted CANOPY_HYBRID_SHARE=" << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), fmt::format("CANOPY_HYBRID_SHARE='{}': expected the share of a broadcast's "
+                                                   "bytes staged through host memory, 0 to 0.5, e.g. 0.12 (unset: "
+                                                   "from the topology's link rates)",
+                                                   bad));
+    }
+  }
+  ScopedEnv bytes("CANOPY_HYBRID_BYTES", "big");
+  EXPECT_THROW(hybrid_shape_from_environment(), Error);
 }
 
 TEST(RuntimeEnv, PointerChecksOnUnlessZero) {

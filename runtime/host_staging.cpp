@@ -1,0 +1,157 @@
+// HostStaging (see host_staging.hpp): pinned ring, side streams and the events that order them.
+#include "runtime/host_staging.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "runtime/cuda_check.hpp"
+
+namespace canopy {
+
+struct HostStaging::Device {
+  int ordinal = 0;
+  cudaStream_t side = nullptr;
+  cudaEvent_t ready = nullptr;                // on the caller's stream: what the call must start after
+  cudaEvent_t done = nullptr;                 // on the side stream: the call's copies
+  std::array<cudaEvent_t, kSlots> filled{};   // this device, as root, filled the slot
+  std::array<cudaEvent_t, kSlots> drained{};  // this device read the slot
+  bool used = false;                          // has copies since fork
+};
+
+namespace {
+
+// Every call of a step: names the device, since a failure on one GPU is not a failure on another.
+Status on_device(cudaError_t e, const char* what, int ordinal) {
+  return e == cudaSuccess ? Status() : cuda_status(e, fmt::format("host staging on GPU {}: {}", ordinal, what));
+}
+
+#define CANOPY_STAGE(call, ordinal)                                           \
+  do {                                                                        \
+    if (Status s_ = on_device((call), #call, (ordinal)); !s_.ok()) return s_; \
+  } while (0)
+
+}  // namespace
+
+Status HostStaging::create(std::vector<int> ordinals, std::unique_ptr<HostStaging>* out) {
+  std::unique_ptr<HostStaging> h(new HostStaging());
+  h->ordinals_ = std::move(ordinals);
+  h->devices_.resize(h->ordinals_.size());
+  for (std::size_t d = 0; d < h->devices_.size(); ++d) {
+    Device& dev = h->devices_[d];
+    dev.ordinal = h->ordinals_[d];
+    CANOPY_STAGE(cudaSetDevice(dev.ordinal), dev.ordinal);
+    CANOPY_STAGE(cudaStreamCreateWithFlags(&dev.side, cudaStreamNonBlocking), dev.ordinal);
+    for (cudaEvent_t* e : {&dev.ready, &dev.done})
+      CANOPY_STAGE(cudaEventCreateWithFlags(e, cudaEventDisableTiming), dev.ordinal);
+    for (int s = 0; s < kSlots; ++s) {
+      CANOPY_STAGE(cudaEventCreateWithFlags(&dev.filled[s], cudaEventDisableTiming), dev.ordinal);
+      CANOPY_STAGE(cudaEventCreateWithFlags(&dev.drained[s], cudaEventDisableTiming), dev.ordinal);
+    }
+  }
+  CANOPY_STAGE(cudaHostAlloc(reinterpret_cast<void**>(&h->ring_), kSlots * kSlotBytes, cudaHostAllocPortable),
+               h->ordinals_.empty() ? 0 : h->ordinals_[0]);
+  *out = std::move(h);
+  return Status();
+}
+
+HostStaging::~HostStaging() {
+  for (Device& dev : devices_) {
+    if (dev.side == nullptr) continue;
+    cudaSetDevice(dev.ordinal);
+    cudaStreamSynchronize(dev.side);
+  }
+  for (Device& dev : devices_) {
+    cudaSetDevice(dev.ordinal);
+    for (cudaEvent_t e : dev.filled) cudaEventDestroy(e);
+    for (cudaEvent_t e : dev.drained) cudaEventDestroy(e);
+    if (dev.ready) cudaEventDestroy(dev.ready);
+    if (dev.done) cudaEventDestroy(dev.done);
+    if (dev.side) cudaStreamDestroy(dev.side);
+  }
+  if (ring_) cudaFreeHost(ring_);
+  cudaGetLastError();  // a teardown failure must not stick to the caller's next call
+}
+
+std::size_t HostStaging::chunk_for(std::size_t bytes) {
+  constexpr std::size_t kAlign = 64 << 10;
+  const std::size_t eighth = (bytes / 8 + kAlign - 1) / kAlign * kAlign;
+  return std::clamp<std::size_t>(eighth, 256 << 10, kSlotBytes);
+}
+
+Status HostStaging::fork(std::span<const cudaStream_t> streams) {
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    Device& dev = devices_[d];
+    CANOPY_STAGE(cudaSetDevice(dev.ordinal), dev.ordinal);
+    CANOPY_STAGE(cudaEventRecord(dev.ready, streams[d]), dev.ordinal);
+    CANOPY_STAGE(cudaStreamWaitEvent(dev.side, dev.ready), dev.ordinal);
+    dev.used = false;
+  }
+  return Status();
+}
+
+// Before the root refills a slot, every other device must have drained what it held (the root's own earlier
+// drains are behind it on its side stream). A never-recorded event is no wait.
+Status HostStaging::wait_drained(int root, int slot) {
+  const int ordinal = devices_[root].ordinal;
+  for (std::size_t d = 0; d < devices_.size(); ++d)
+    if (static_cast<int>(d) != root)
+      CANOPY_STAGE(cudaStreamWaitEvent(devices_[root].side, devices_[d].drained[slot]), ordinal);
+  return Status();
+}
+
+Status HostStaging::broadcast(int root, const void* src, std::span<const StagedTarget> targets, std::size_t bytes) {
+  Device& from = devices_[root];
+  const char* source = static_cast<const char*>(src);
+  from.used = true;
+  // The root's own ranks: device copies, which need no slot.
+  CANOPY_STAGE(cudaSetDevice(from.ordinal), from.ordinal);
+  for (const StagedTarget& t : targets)
+    if (t.device == root)
+      CANOPY_STAGE(cudaMemcpyAsync(t.dst, source, bytes, cudaMemcpyDeviceToDevice, from.side), from.ordinal);
+  const bool others =
+      std::any_of(targets.begin(), targets.end(), [&](const StagedTarget& t) { return t.device != root; });
+  if (!others) return Status();
+  const std::size_t chunk = chunk_for(bytes);
+  for (std::size_t off = 0; off < bytes; off += chunk) {
+    const std::size_t n = std::min(chunk, bytes - off);
+    const int slot = static_cast<int>(next_slot_++ % kSlots);
+    char* staged = ring_ + static_cast<std::size_t>(slot) * kSlotBytes;
+    CANOPY_STAGE(cudaSetDevice(from.ordinal), from.ordinal);
+    if (Status s = wait_drained(root, slot); !s.ok()) return s;
+    CANOPY_STAGE(cudaMemcpyAsync(staged, source + off, n, cudaMemcpyDeviceToHost, from.side), from.ordinal);
+    CANOPY_STAGE(cudaEventRecord(from.filled[slot], from.side), from.ordinal);
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      if (static_cast<int>(d) == root) continue;
+      Device& to = devices_[d];
+      bool waited = false;
+      for (const StagedTarget& t : targets) {
+        if (t.device != static_cast<int>(d)) continue;
+        if (!waited) {
+          CANOPY_STAGE(cudaSetDevice(to.ordinal), to.ordinal);
+          CANOPY_STAGE(cudaStreamWaitEvent(to.side, from.filled[slot]), to.ordinal);
+          waited = true;
+          to.used = true;
+        }
+        CANOPY_STAGE(cudaMemcpyAsync(static_cast<char*>(t.dst) + off, staged, n, cudaMemcpyHostToDevice, to.side),
+                     to.ordinal);
+      }
+      if (waited) CANOPY_STAGE(cudaEventRecord(to.drained[slot], to.side), to.ordinal);
+    }
+  }
+  return Status();
+}
+
+Status HostStaging::join(std::span<const cudaStream_t> streams) {
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    Device& dev = devices_[d];
+    if (!dev.used) continue;
+    CANOPY_STAGE(cudaSetDevice(dev.ordinal), dev.ordinal);
+    CANOPY_STAGE(cudaEventRecord(dev.done, dev.side), dev.ordinal);
+    CANOPY_STAGE(cudaStreamWaitEvent(streams[d], dev.done), dev.ordinal);
+  }
+  return Status();
+}
+
+}  // namespace canopy

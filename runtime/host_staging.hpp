@@ -1,0 +1,61 @@
+// HostStaging: the second path of Blink's hybrid transfers. Beside the kernels that drive NVLink, a broadcast's
+// share of bytes crosses PCIe through pinned host memory: the root GPU's copy engine fills a slot of a pinned ring,
+// every other GPU's copy engine drains it into its ranks' buffers, and events order a slot's refill after its
+// drains, so the two directions of PCIe and the fill and drain of neighbouring slots overlap. The copies run on
+// side streams of their own, forked from the caller's streams before the kernels are queued (they start once the
+// work queued before the call is done) and joined back after (the caller's streams wait for them), so a call keeps
+// its stream semantics and the kernels never wait for the copies. How large a share: planner/host_share.hpp.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/status.hpp"
+
+namespace canopy {
+
+// Where one rank's staged bytes go.
+struct StagedTarget {
+  int device = 0;       // device index (position in the ordinals HostStaging was made with)
+  void* dst = nullptr;  // on that device
+};
+
+class HostStaging {
+ public:
+  static constexpr int kSlots = 4;
+  static constexpr std::size_t kSlotBytes = std::size_t{4} << 20;  // the fastest of 1, 4 and 16 MiB on H200 x2
+
+  // Side streams and events on every device (CUDA ordinals, by device index) and a pinned ring of kSlots slots.
+  static Status create(std::vector<int> ordinals, std::unique_ptr<HostStaging>* out);
+  ~HostStaging();  // waits for its copies, then frees
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+
+  // The side streams start after what `streams` (the caller's, by device index) hold now.
+  Status fork(std::span<const cudaStream_t> streams);
+  // `bytes` from `src` on device `root` to every target: through the ring to other devices, by a device copy on the
+  // root's own. Between fork and join.
+  Status broadcast(int root, const void* src, std::span<const StagedTarget> targets, std::size_t bytes);
+  // The caller's streams wait for every copy queued since fork.
+  Status join(std::span<const cudaStream_t> streams);
+
+  // The chunk a staged broadcast of `bytes` moves per slot: an eighth of it (so the pipeline fills quickly),
+  // 64 KiB-aligned, within [256 KiB, kSlotBytes].
+  static std::size_t chunk_for(std::size_t bytes);
+
+ private:
+  struct Device;
+  HostStaging() = default;
+  Status wait_drained(int root, int slot);
+
+  std::vector<int> ordinals_;
+  std::vector<Device> devices_;
+  char* ring_ = nullptr;
+  std::size_t next_slot_ = 0;  // slots used so far, over every call: the ring position
+};
+
+}  // namespace canopy
