@@ -39,16 +39,25 @@ bool trees_on_nvlink(const Topology& topology, const Plan& plan) {
 
 }  // namespace
 
-double host_share(const Topology& topology, const Plan& plan) {
-  if (plan.collective != Collective::broadcast || plan.ranks.size() < 2 || !(plan.algbw_gbps > 0)) return 0;
+HostPath host_path(const Topology& topology, const Plan& plan) {
+  HostPath path{plan.algbw_gbps, 0};
+  if (plan.collective != Collective::broadcast || plan.ranks.size() < 2 || !(plan.algbw_gbps > 0)) return path;
   double slowest = std::numeric_limits<double>::infinity();
   for (const std::string& name : plan.ranks) {
     const std::optional<double> gbps = topology.host_gbps(node_of(topology, name));
-    if (!gbps) return 0;
+    if (!gbps) return path;
     slowest = std::min(slowest, *gbps);
   }
-  if (!trees_on_nvlink(topology, plan)) return 0;
-  return slowest / (plan.algbw_gbps + slowest);
+  if (trees_on_nvlink(topology, plan)) path.host_gbps = slowest;
+  return path;
+}
+
+double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel& model) {
+  if (!(path.host_gbps > 0) || !(path.trees_gbps > 0) || bytes == 0) return 0;
+  const double s = static_cast<double>(bytes) / 1e3;  // bytes / (GB/s) in µs: S / 1e9 * 1e6
+  const double trees_us = s / path.trees_gbps;
+  const double host_us = (1 + 1.0 / std::max(1, model.chunks)) * s / path.host_gbps;
+  return std::clamp((trees_us - model.fixed_us) / (trees_us + host_us), 0.0, 0.5);
 }
 
 }  // namespace canopy

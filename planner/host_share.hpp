@@ -1,19 +1,41 @@
 // host_share: Blink's hybrid transfers for a broadcast. Beside its trees, which move data at the plan's predicted
-// algbw t, the root can stage a share of the bytes through pinned host memory: its copy engine writes each chunk
-// over its PCIe link once and every other GPU's copy engine reads it over its own (Topology::host_links). Both paths
-// end together when the host path carries f = h / (t + h) of the bytes, h being the slowest host link among the
-// ranks' GPUs. The runtime moves that share (runtime/host_staging.hpp). Only where the trees cross NVLink alone: trees
-// over PCIe would share their links with the host path, which would then add nothing.
+// algbw t, the root can stage a share f of the bytes through pinned host memory: its copy engine writes each chunk
+// over its PCIe link once and every other GPU's copy engine reads it over its own (Topology::host_links), at h, the
+// slowest host link among the ranks' GPUs. Only where the trees cross NVLink alone: trees over PCIe would share their
+// links with the host path, which would then add nothing. The runtime moves the share (runtime/host_staging.hpp).
+//
+// The share ends both paths together. For S bytes the trees take (1 - f) S / t; the host path takes a fixed cost D
+// (events between the GPUs' streams, the copies' start, the slowing of NVLink while PCIe runs) plus (1 + 1/k) f S / h,
+// its k chunks in a two-copy pipeline that one chunk fills. So f = (S/t - D) / (S/t + (1 + 1/k) S/h), clamped to
+// [0, 0.5]: h / ((1 + 1/k) t + h) for large S, less for smaller S, 0 where S/t <= D.
 #pragma once
+
+#include <cstdint>
 
 #include "dsl/topology.hpp"
 #include "planner/plan.hpp"
 
 namespace canopy {
 
-// The share of a broadcast's bytes for the host path, in [0, 1): 0 unless the plan is a broadcast over at least two
-// ranks whose GPUs all have a host link, its predicted algbw is positive, and every hop of its trees has an NVLink.
-// Throws canopy::Error when the plan names a node the topology lacks.
-double host_share(const Topology& topology, const Plan& plan);
+// The two paths of a broadcast plan: host_gbps 0 when there is no host path (see host_path).
+struct HostPath {
+  double trees_gbps = 0;  // the plan's predicted algbw
+  double host_gbps = 0;   // the slowest host link among the ranks' GPUs
+};
+
+// D and k above. D was calibrated on nvidia-h200-x2 (docs/performance.md, section 4: the best of six shares at
+// 64 MiB – 1 GiB); k is the runtime's chunk count (HostStaging::chunk_for: an eighth of the bytes per chunk).
+struct HostPathModel {
+  double fixed_us = 60;
+  int chunks = 8;
+};
+
+// A broadcast plan's paths: host_gbps 0 unless the plan is a broadcast over at least two ranks whose GPUs all have a
+// host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws canopy::Error when the
+// plan names a node the topology lacks.
+HostPath host_path(const Topology& topology, const Plan& plan);
+
+// The share f of `bytes` for the host path, in [0, 0.5] (formula above); 0 when host_gbps is 0.
+double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel& model = {});
 
 }  // namespace canopy

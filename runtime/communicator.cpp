@@ -205,7 +205,7 @@ struct Communicator::State {
   std::unique_ptr<Watchdog> watchdog;
   std::unique_ptr<LaunchCrew> crew;  // several GPUs and launch threads on: launches on all at once
   HybridShape hybrid;                // min_bytes 0: off
-  std::map<int, double> host_share_of_root;  // broadcast root -> the host path's share (planner/host_share.hpp)
+  std::map<int, HostPath> host_path_of_root;  // broadcast root -> its trees' and host path's rates (host_share.hpp)
   std::unique_ptr<HostStaging> staging;      // made by the first call that stages
 
   ~State();
@@ -660,19 +660,23 @@ std::uint64_t Communicator::State::staged_count(Collective collective, std::uint
   double share = 0;
   if (hybrid.share) {
     share = *hybrid.share;
-  } else if (auto it = host_share_of_root.find(root); it != host_share_of_root.end()) {
-    share = it->second;
   } else {
-    const Plan& p = plan_for(CollectiveSpec{collective, dtype, ReduceOp::sum, root});
-    share = host_share(topology, p);
-    host_share_of_root[root] = share;
-    log.info(LogSubsys::plan,
-             share > 0 ? fmt::format("broadcast root {}: {:.1f}% of calls from {} staged through host memory beside "
-                                     "the trees (host links vs predicted {:.1f} GB/s)",
-                                     rank_names[root], 100 * share, format_byte_size(hybrid.min_bytes), p.algbw_gbps)
-                       : fmt::format("broadcast root {}: no host path (the topology gives some rank's GPU no host "
-                                     "link)",
-                                     rank_names[root]));
+    auto it = host_path_of_root.find(root);
+    if (it == host_path_of_root.end()) {
+      const HostPath path = host_path(topology, plan_for(CollectiveSpec{collective, dtype, ReduceOp::sum, root}));
+      it = host_path_of_root.emplace(root, path).first;
+      log.info(LogSubsys::plan,
+               path.host_gbps > 0
+                   ? fmt::format("broadcast root {}: host path {:.1f} GB/s beside the trees' {:.1f} GB/s; calls from "
+                                 "{} stage a share through host memory ({:.1f}% at 64 MiB, {:.1f}% at 1 GiB)",
+                                 rank_names[root], path.host_gbps, path.trees_gbps, format_byte_size(hybrid.min_bytes),
+                                 100 * host_share(path, std::uint64_t{64} << 20),
+                                 100 * host_share(path, std::uint64_t{1} << 30))
+                   : fmt::format("broadcast root {}: no host path (the topology gives some rank's GPU no host link, "
+                                 "or the trees cross PCIe)",
+                                 rank_names[root]));
+    }
+    share = host_share(it->second, count * element);
   }
   // The kernels keep the head, rounded up to 4 KiB; the host path takes the tail.
   const std::uint64_t align = std::max<std::uint64_t>(1, 4096 / element);

@@ -1,5 +1,6 @@
-// The hybrid split of a broadcast (planner/host_share.hpp): the host path's share makes both paths end together,
-// it is bounded by the slowest GPU's host link, and it is 0 wherever the host path cannot or need not carry any.
+// The hybrid split of a broadcast (planner/host_share.hpp): the host path's share ends both paths together, it is
+// bounded by the slowest GPU's host link, it shrinks as the host path's fixed cost weighs more, and it is 0 wherever
+// the host path cannot or need not carry any.
 #include <gtest/gtest.h>
 
 #include "dsl/error.hpp"
@@ -19,30 +20,64 @@ Topology pair(double second_host) {
   return t;
 }
 
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
 TEST(HostShare, BothPathsEndTogether) {
   const Topology t = pair(50);
-  const Plan p = plan(t, Collective::broadcast);
-  ASSERT_NEAR(p.algbw_gbps, 400, 1e-6);
-  const double f = host_share(t, p);
-  EXPECT_NEAR(f, 50.0 / 450.0, 1e-12);
-  // The trees carry (1 - f) S at 400 GB/s, the host path f S at 50: the same time.
-  EXPECT_NEAR((1 - f) / 400, f / 50, 1e-12);
+  const HostPath path = host_path(t, plan(t, Collective::broadcast));
+  EXPECT_NEAR(path.trees_gbps, 400, 1e-6);
+  EXPECT_NEAR(path.host_gbps, 50, 1e-12);
+  const HostPathModel model{20, 8};
+  const double s = static_cast<double>(kGiB) / 1e3;  // µs at 1 GB/s
+  const double f = host_share(path, kGiB, model);
+  // The trees carry (1 - f) S at 400 GB/s; the host path pays 20 us, then f S at 50 GB/s and one chunk in eight more.
+  EXPECT_NEAR((1 - f) * s / 400, 20 + 1.125 * f * s / 50, 1e-6);
+  // Without a fixed cost and with many chunks: h / (t + h).
+  EXPECT_NEAR(host_share(path, kGiB, {0, 1'000'000}), 50.0 / 450.0, 1e-6);
+}
+
+TEST(HostShare, SmallerCallsStageLessAndTheSmallestNothing) {
+  const Topology t = pair(50);
+  const HostPath path = host_path(t, plan(t, Collective::broadcast));
+  const HostPathModel model{60, 8};
+  double before = 1;
+  for (std::uint64_t bytes = kGiB; bytes >= (std::uint64_t{64} << 20); bytes /= 2) {
+    const double f = host_share(path, bytes, model);
+    EXPECT_GT(f, 0) << bytes;
+    EXPECT_LT(f, before) << bytes;
+    before = f;
+  }
+  // 60 us of fixed cost is 24 MB of the trees' time at 400 GB/s: below that, nothing.
+  EXPECT_EQ(host_share(path, 16 << 20, model), 0);
+  EXPECT_EQ(host_share(path, 0, model), 0);
 }
 
 TEST(HostShare, TheSlowestHostLinkBounds) {
   const Topology t = pair(20);
-  EXPECT_NEAR(host_share(t, plan(t, Collective::broadcast)), 20.0 / 420.0, 1e-12);
+  const HostPath path = host_path(t, plan(t, Collective::broadcast));
+  EXPECT_EQ(path.host_gbps, 20);
+  EXPECT_NEAR(host_share(path, kGiB, {0, 1'000'000}), 20.0 / 420.0, 1e-6);
+}
+
+TEST(HostShare, AtMostHalf) {
+  Topology t("slow-nvlink");
+  const std::vector<NodeId> g = t.gpus(2);
+  t.link(g[0], g[1], {10, "nvlink1"});
+  for (NodeId gpu : g) t.host_link(gpu, {60, "pcie5"});
+  EXPECT_EQ(host_share(host_path(t, plan(t, Collective::broadcast)), kGiB), 0.5);
 }
 
 TEST(HostShare, NoneWithoutAHostLinkOnEveryRank) {
   const Topology t = pair(0);
-  EXPECT_EQ(host_share(t, plan(t, Collective::broadcast)), 0);
+  const HostPath path = host_path(t, plan(t, Collective::broadcast));
+  EXPECT_EQ(path.host_gbps, 0);
+  EXPECT_EQ(host_share(path, kGiB), 0);
 }
 
 TEST(HostShare, OnlyBroadcastsStageThroughTheHost) {
   const Topology t = pair(50);
   for (Collective c : {Collective::reduce, Collective::allreduce, Collective::allgather, Collective::reducescatter})
-    EXPECT_EQ(host_share(t, plan(t, c)), 0) << to_string(c);
+    EXPECT_EQ(host_path(t, plan(t, c)).host_gbps, 0) << to_string(c);
 }
 
 TEST(HostShare, NoneWhereTheTreesCrossPcie) {
@@ -54,7 +89,7 @@ TEST(HostShare, NoneWhereTheTreesCrossPcie) {
     t.link(gpu, sw, {31.5, "pcie4"});
     t.host_link(gpu, {25, "pcie4"});
   }
-  EXPECT_EQ(host_share(t, plan(t, Collective::broadcast)), 0);
+  EXPECT_EQ(host_path(t, plan(t, Collective::broadcast)).host_gbps, 0);
   // Through an NVSwitch it stages.
   Topology nvs("nvswitch-pair");
   const std::vector<NodeId> h = nvs.gpus(2);
@@ -63,7 +98,7 @@ TEST(HostShare, NoneWhereTheTreesCrossPcie) {
     nvs.link(gpu, s0, {400, "nvlink4"});
     nvs.host_link(gpu, {50, "pcie5"});
   }
-  EXPECT_NEAR(host_share(nvs, plan(nvs, Collective::broadcast)), 50.0 / 450.0, 1e-9);
+  EXPECT_EQ(host_path(nvs, plan(nvs, Collective::broadcast)).host_gbps, 50);
 }
 
 TEST(HostShare, APlanNamingAnUnknownRankIsRefused) {
@@ -71,7 +106,7 @@ TEST(HostShare, APlanNamingAnUnknownRankIsRefused) {
   Plan p = plan(t, Collective::broadcast);
   p.ranks[1] = "gpu7";
   try {
-    (void)host_share(t, p);
+    (void)host_path(t, p);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "host share: the plan's node 'gpu7' is not in topology 'pair'");
