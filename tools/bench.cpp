@@ -160,7 +160,7 @@ void add_bench_command(CLI::App& app) {
         // Only the kernels this run's sizes use (describing one compiles it).
         bool small = false, large = false, low_latency = false;
         std::uint64_t ll_up_to = 0, direct_from = 0, direct_to = 0, staged_from = 0;
-        double staged_share = 0;
+        double least_share = 1, most_share = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
             if (const std::uint64_t count = bench_count(o.program->program, bytes, o.dtype); count > 0)
@@ -177,7 +177,9 @@ void add_bench_command(CLI::App& app) {
             }
             if (const std::uint64_t staged = comm->staged_count(r.collective, count, o.dtype, o.root); staged > 0) {
               staged_from = staged_from ? std::min(staged_from, bytes) : bytes;
-              staged_share = static_cast<double>(staged) / static_cast<double>(count);
+              const double share = static_cast<double>(staged) / static_cast<double>(count);
+              least_share = std::min(least_share, share);
+              most_share = std::max(most_share, share);
             }
           }
         std::vector<std::string> kernels;
@@ -189,10 +191,12 @@ void add_bench_command(CLI::App& app) {
         if (small) kernels.push_back(describe(false));
         if (large) kernels.push_back("large messages: " + describe(true));
         if (staged_from > 0)
-          kernels.push_back(
-              fmt::format("from {}: {:.1f}% of the bytes through pinned host memory (PCIe copy engines) "
-                          "beside the kernels",
-                          size_text(staged_from), 100 * staged_share));
+          kernels.push_back(fmt::format("from {}: {} of the bytes through pinned host memory (PCIe copy engines) "
+                                        "beside the kernels",
+                                        size_text(staged_from),
+                                        most_share - least_share < 0.0005
+                                            ? fmt::format("{:.1f}%", 100 * most_share)
+                                            : fmt::format("{:.1f}–{:.1f}%", 100 * least_share, 100 * most_share)));
         const std::string title =
             o.program ? fmt::format("algorithm {} ({})", o.program->program.name(), o.program->program.goal())
                       : to_string(r.collective);
