@@ -1,4 +1,4 @@
-// host_share (see host_share.hpp): the split of a broadcast between its trees and the host path.
+// host_share (see host_share.hpp): the split of a broadcast or a reduce between its trees and the host path.
 #include "planner/host_share.hpp"
 
 #include <fmt/format.h>
@@ -41,12 +41,17 @@ bool trees_on_nvlink(const Topology& topology, const Plan& plan) {
 
 HostPath host_path(const Topology& topology, const Plan& plan) {
   HostPath path{plan.algbw_gbps, 0};
-  if (plan.collective != Collective::broadcast || plan.ranks.size() < 2 || !(plan.algbw_gbps > 0)) return path;
+  const bool reduce = plan.collective == Collective::reduce;
+  if ((plan.collective != Collective::broadcast && !reduce) || plan.ranks.size() < 2 || !(plan.algbw_gbps > 0) ||
+      !plan.root)
+    return path;
   double slowest = std::numeric_limits<double>::infinity();
   for (const std::string& name : plan.ranks) {
     const std::optional<double> gbps = topology.host_gbps(node_of(topology, name));
     if (!gbps) return path;
-    slowest = std::min(slowest, *gbps);
+    // A reduce's root reads every other rank's share over its one link.
+    const bool gathering_root = reduce && name == *plan.root;
+    slowest = std::min(slowest, gathering_root ? *gbps / static_cast<double>(plan.ranks.size() - 1) : *gbps);
   }
   if (trees_on_nvlink(topology, plan)) path.host_gbps = slowest;
   return path;

@@ -1,8 +1,10 @@
-// host_share: Blink's hybrid transfers for a broadcast. Beside its trees, which move data at the plan's predicted
-// algbw t, the root can stage a share f of the bytes through pinned host memory: its copy engine writes each chunk
-// over its PCIe link once and every other GPU's copy engine reads it over its own (Topology::host_links), at h, the
-// slowest host link among the ranks' GPUs. Only where the trees cross NVLink alone: trees over PCIe would share their
-// links with the host path, which would then add nothing. The runtime moves the share (runtime/host_staging.hpp).
+// host_share: Blink's hybrid transfers for a broadcast or a reduce. Beside its trees, which move data at the plan's
+// predicted algbw t, a share f of the bytes can cross PCIe through pinned host memory (Topology::host_links). A
+// broadcast's root writes each chunk over its PCIe link once and every other GPU reads it over its own: h is the
+// slowest host link among the ranks' GPUs. A reduce's ranks each write their share of the chunk and the root reads
+// all of them over its one link: h is the lesser of the root's link over (ranks - 1) and the others' slowest. Only
+// where the trees cross NVLink alone: trees over PCIe would share their links with the host path, which would then
+// add nothing. The runtime moves the share (runtime/host_staging.hpp).
 //
 // The share ends both paths together. For S bytes the trees take (1 - f) S / t; the host path takes a fixed cost D
 // (events between the GPUs' streams, the copies' start, the slowing of NVLink while PCIe runs) plus (1 + 1/k) f S / h,
@@ -20,7 +22,7 @@ namespace canopy {
 // The two paths of a broadcast plan: host_gbps 0 when there is no host path (see host_path).
 struct HostPath {
   double trees_gbps = 0;  // the plan's predicted algbw
-  double host_gbps = 0;   // the slowest host link among the ranks' GPUs
+  double host_gbps = 0;   // the host path's rate per byte of S (above)
 };
 
 // D and k above. D was calibrated on nvidia-h200-x2 (docs/performance.md, section 4: the best of six shares at
@@ -30,7 +32,7 @@ struct HostPathModel {
   int chunks = 8;
 };
 
-// A broadcast plan's paths: host_gbps 0 unless the plan is a broadcast over at least two ranks whose GPUs all have a
+// A plan's paths: host_gbps 0 unless the plan is a broadcast or a reduce over at least two ranks whose GPUs all have a
 // host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws canopy::Error when the
 // plan names a node the topology lacks.
 HostPath host_path(const Topology& topology, const Plan& plan);

@@ -56,6 +56,7 @@ class Builder {
                                                const CodegenOptions& shape, const CompileOptions& options,
                                                CacheOutcome* outcome = nullptr);
   const Jit& jit() const { return jit_; }
+  Jit& jit() { return jit_; }  // for modules outside collectives (the hybrid reduce's combining kernels)
 
  private:
   // Looks `key` up, else generates (`generate_source` fills the schedule) and compiles.

@@ -29,6 +29,7 @@
 #include "runtime/cuda_check.hpp"
 #include "runtime/detect_topology.hpp"
 #include "runtime/gpu_devices.hpp"
+#include "runtime/combine_kernels.hpp"
 #include "runtime/host_staging.hpp"
 #include "runtime/logger.hpp"
 #include "runtime/peer_access_check.hpp"
@@ -205,8 +206,9 @@ struct Communicator::State {
   std::unique_ptr<Watchdog> watchdog;
   std::unique_ptr<LaunchCrew> crew;  // several GPUs and launch threads on: launches on all at once
   HybridShape hybrid;                // min_bytes 0: off
-  std::map<int, HostPath> host_path_of_root;  // broadcast root -> its trees' and host path's rates (host_share.hpp)
+  std::map<std::pair<int, int>, HostPath> host_paths;  // (collective, root) -> trees' and host path's rates
   std::unique_ptr<HostStaging> staging;      // made by the first call that stages
+  std::unique_ptr<CombineKernels> combine;   // made by the first reduce that stages
 
   ~State();
   void synchronize();  // waits for every launch of this communicator
@@ -234,6 +236,8 @@ Communicator::State::~State() {
   watchdog.reset();
   crew.reset();
   synchronize();
+  staging.reset();  // its copies and the combining kernels it queued are done: the GPUs are idle
+  combine.reset();
   CurrentDevice keep;
   prepared.clear();
   for (std::size_t r = 0; r < scratch.size(); ++r)
@@ -652,8 +656,9 @@ static std::string direct_unusable(Communicator::State& st) {
 }
 
 std::uint64_t Communicator::State::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) {
-  if (collective != Collective::broadcast || hybrid.min_bytes <= 0 || gpus.size() < 2 || root < 0 ||
-      root >= static_cast<int>(rank_names.size()))
+  if ((collective != Collective::broadcast && collective != Collective::reduce) || hybrid.min_bytes <= 0 ||
+      gpus.size() < 2 || root < 0 || root >= static_cast<int>(rank_names.size()) ||
+      (collective == Collective::reduce && rank_names.size() > static_cast<std::size_t>(CombineKernels::kMaxSources)))
     return 0;
   const auto element = static_cast<std::uint64_t>(size_of(dtype));
   if (count * element < static_cast<std::uint64_t>(hybrid.min_bytes)) return 0;
@@ -661,20 +666,21 @@ std::uint64_t Communicator::State::staged_count(Collective collective, std::uint
   if (hybrid.share) {
     share = *hybrid.share;
   } else {
-    auto it = host_path_of_root.find(root);
-    if (it == host_path_of_root.end()) {
+    const std::pair<int, int> key{static_cast<int>(collective), root};
+    auto it = host_paths.find(key);
+    if (it == host_paths.end()) {
       const HostPath path = host_path(topology, plan_for(CollectiveSpec{collective, dtype, ReduceOp::sum, root}));
-      it = host_path_of_root.emplace(root, path).first;
+      it = host_paths.emplace(key, path).first;
       log.info(LogSubsys::plan,
                path.host_gbps > 0
-                   ? fmt::format("broadcast root {}: host path {:.1f} GB/s beside the trees' {:.1f} GB/s; calls from "
-                                 "{} stage a share through host memory ({:.1f}% at 64 MiB, {:.1f}% at 1 GiB)",
-                                 rank_names[root], path.host_gbps, path.trees_gbps, format_byte_size(hybrid.min_bytes),
-                                 100 * host_share(path, std::uint64_t{64} << 20),
+                   ? fmt::format("{} root {}: host path {:.1f} GB/s beside the trees' {:.1f} GB/s; calls from {} "
+                                 "stage a share through host memory ({:.1f}% at 64 MiB, {:.1f}% at 1 GiB)",
+                                 call_name(collective), rank_names[root], path.host_gbps, path.trees_gbps,
+                                 format_byte_size(hybrid.min_bytes), 100 * host_share(path, std::uint64_t{64} << 20),
                                  100 * host_share(path, std::uint64_t{1} << 30))
-                   : fmt::format("broadcast root {}: no host path (the topology gives some rank's GPU no host link, "
-                                 "or the trees cross PCIe)",
-                                 rank_names[root]));
+                   : fmt::format("{} root {}: no host path (the topology gives some rank's GPU no host link, or the "
+                                 "trees cross PCIe)",
+                                 call_name(collective), rank_names[root]));
     }
     share = host_share(it->second, count * element);
   }
@@ -689,13 +695,30 @@ Status Communicator::State::stage(const CollectiveCall& call, std::uint64_t stag
                                   const std::vector<cudaStream_t>& streams) {
   const auto element = static_cast<std::uint64_t>(size_of(call.dtype));
   const std::uint64_t offset = (call.count - staged) * element;
+  const int root_device = device_of_rank[call.root];
+  if (call.collective == Collective::reduce) {
+    if (!combine) {
+      try {
+        combine = std::make_unique<CombineKernels>(builder->jit(), gpus[root_device].arch);
+      } catch (const Error& e) {
+        return Status(StatusCode::cuda_error, fmt::format("hybrid reduce: {}", e.what()));
+      }
+    }
+    std::vector<StagedSource> sources;
+    for (int r = 0; r < static_cast<int>(rank_names.size()); ++r)
+      sources.push_back({device_of_rank[r], static_cast<const char*>(call.send[r]) + offset});
+    void* dst = static_cast<char*>(call.recv[call.root]) + offset;
+    if (Status s = staging->reduce(root_device, dst, sources, staged * element, call.dtype, call.op, *combine); !s.ok())
+      return s;
+    return staging->join(streams);
+  }
   std::vector<StagedTarget> targets;
   for (int r = 0; r < static_cast<int>(rank_names.size()); ++r) {
     if (r == call.root && call.recv[r] == call.send[r]) continue;  // in place: the root's bytes are there
     targets.push_back({device_of_rank[r], static_cast<char*>(call.recv[r]) + offset});
   }
   const void* src = static_cast<const char*>(call.send[call.root]) + offset;
-  if (Status s = staging->broadcast(device_of_rank[call.root], src, targets, staged * element); !s.ok()) return s;
+  if (Status s = staging->broadcast(root_device, src, targets, staged * element); !s.ok()) return s;
   return staging->join(streams);
 }
 
@@ -933,7 +956,8 @@ Status Communicator::run(const CollectiveCall& given) {
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
   if (Status s = check_call(given, st.ordinal_of_rank, st.oracle); !s.ok()) return s;
   if (given.count == 0) return Status();
-  // Hybrid transfers: a large broadcast's tail crosses PCIe through host memory while the kernels move the rest.
+  // Hybrid transfers: a large broadcast's or reduce's tail crosses PCIe through host memory while the kernels move the
+  // rest.
   const std::uint64_t staged =
       given.program ? 0 : st.staged_count(given.collective, given.count, given.dtype, given.root);
   CollectiveCall call = given;

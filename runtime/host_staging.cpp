@@ -18,6 +18,7 @@ struct HostStaging::Device {
   std::array<cudaEvent_t, kSlots> filled{};   // this device, as root, filled the slot
   std::array<cudaEvent_t, kSlots> drained{};  // this device read the slot
   bool used = false;                          // has copies since fork
+  char* landing = nullptr;                    // kSlots x kSlotBytes of device memory, made by its first reduce
 };
 
 namespace {
@@ -69,6 +70,7 @@ HostStaging::~HostStaging() {
     if (dev.ready) cudaEventDestroy(dev.ready);
     if (dev.done) cudaEventDestroy(dev.done);
     if (dev.side) cudaStreamDestroy(dev.side);
+    if (dev.landing) cudaFree(dev.landing);
   }
   if (ring_) cudaFreeHost(ring_);
   cudaGetLastError();  // a teardown failure must not stick to the caller's next call
@@ -91,13 +93,21 @@ Status HostStaging::fork(std::span<const cudaStream_t> streams) {
   return Status();
 }
 
-// Before the root refills a slot, every other device must have drained what it held (the root's own earlier
-// drains are behind it on its side stream). A never-recorded event is no wait.
-Status HostStaging::wait_drained(int root, int slot) {
-  const int ordinal = devices_[root].ordinal;
-  for (std::size_t d = 0; d < devices_.size(); ++d)
-    if (static_cast<int>(d) != root)
-      CANOPY_STAGE(cudaStreamWaitEvent(devices_[root].side, devices_[d].drained[slot]), ordinal);
+Status HostStaging::wait_free(int writer, int slot) {
+  const int ordinal = devices_[writer].ordinal;
+  for (int reader : readers_[slot])
+    if (reader != writer)
+      CANOPY_STAGE(cudaStreamWaitEvent(devices_[writer].side, devices_[reader].drained[slot]), ordinal);
+  return Status();
+}
+
+Status HostStaging::landing_on(int device, char** out) {
+  Device& dev = devices_[device];
+  if (!dev.landing) {
+    CANOPY_STAGE(cudaSetDevice(dev.ordinal), dev.ordinal);
+    CANOPY_STAGE(cudaMalloc(reinterpret_cast<void**>(&dev.landing), kSlots * kSlotBytes), dev.ordinal);
+  }
+  *out = dev.landing;
   return Status();
 }
 
@@ -119,7 +129,8 @@ Status HostStaging::broadcast(int root, const void* src, std::span<const StagedT
     const int slot = static_cast<int>(next_slot_++ % kSlots);
     char* staged = ring_ + static_cast<std::size_t>(slot) * kSlotBytes;
     CANOPY_STAGE(cudaSetDevice(from.ordinal), from.ordinal);
-    if (Status s = wait_drained(root, slot); !s.ok()) return s;
+    if (Status s = wait_free(root, slot); !s.ok()) return s;
+    readers_[slot].clear();
     CANOPY_STAGE(cudaMemcpyAsync(staged, source + off, n, cudaMemcpyDeviceToHost, from.side), from.ordinal);
     CANOPY_STAGE(cudaEventRecord(from.filled[slot], from.side), from.ordinal);
     for (std::size_t d = 0; d < devices_.size(); ++d) {
@@ -137,8 +148,76 @@ Status HostStaging::broadcast(int root, const void* src, std::span<const StagedT
         CANOPY_STAGE(cudaMemcpyAsync(static_cast<char*>(t.dst) + off, staged, n, cudaMemcpyHostToDevice, to.side),
                      to.ordinal);
       }
-      if (waited) CANOPY_STAGE(cudaEventRecord(to.drained[slot], to.side), to.ordinal);
+      if (waited) {
+        CANOPY_STAGE(cudaEventRecord(to.drained[slot], to.side), to.ordinal);
+        readers_[slot].push_back(static_cast<int>(d));
+      }
     }
+  }
+  return Status();
+}
+
+Status HostStaging::reduce(int root, void* dst, std::span<const StagedSource> sources, std::size_t bytes,
+                           DataType dtype, ReduceOp op, const CombineKernels& combine) {
+  Device& to = devices_[root];
+  const auto element = static_cast<std::size_t>(size_of(dtype));
+  std::vector<int> remote_index(sources.size(), -1);  // a remote source's place in each slot
+  int remote = 0;
+  for (std::size_t k = 0; k < sources.size(); ++k)
+    if (sources[k].device != root) remote_index[k] = remote++;
+  char* landing = nullptr;
+  if (remote > 0)
+    if (Status s = landing_on(root, &landing); !s.ok()) return s;
+  // Every remote source's chunk shares one slot: a chunk is at most a slot over their count, in whole 4 KiB.
+  const std::size_t chunk =
+      remote == 0 ? bytes : std::max<std::size_t>(4096, std::min(chunk_for(bytes), kSlotBytes / remote / 4096 * 4096));
+  to.used = true;
+  std::vector<const void*> inputs(sources.size());
+  for (std::size_t off = 0; off < bytes; off += chunk) {
+    const std::size_t n = std::min(chunk, bytes - off);
+    const int slot = static_cast<int>(next_slot_++ % kSlots);
+    char* staged = ring_ + static_cast<std::size_t>(slot) * kSlotBytes;
+    char* landed = landing ? landing + static_cast<std::size_t>(slot) * kSlotBytes : nullptr;
+    // Each other device writes its ranks' chunks into the slot.
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      if (static_cast<int>(d) == root) continue;
+      Device& from = devices_[d];
+      bool waited = false;
+      for (std::size_t k = 0; k < sources.size(); ++k) {
+        if (sources[k].device != static_cast<int>(d)) continue;
+        if (!waited) {
+          CANOPY_STAGE(cudaSetDevice(from.ordinal), from.ordinal);
+          if (Status s = wait_free(static_cast<int>(d), slot); !s.ok()) return s;
+          waited = true;
+          from.used = true;
+        }
+        CANOPY_STAGE(
+            cudaMemcpyAsync(staged + static_cast<std::size_t>(remote_index[k]) * chunk,
+                            static_cast<const char*>(sources[k].src) + off, n, cudaMemcpyDeviceToHost, from.side),
+            from.ordinal);
+      }
+      if (waited) CANOPY_STAGE(cudaEventRecord(from.filled[slot], from.side), from.ordinal);
+    }
+    // The root brings them to its GPU, then combines everything in rank order.
+    CANOPY_STAGE(cudaSetDevice(to.ordinal), to.ordinal);
+    if (remote > 0) {
+      for (std::size_t d = 0; d < devices_.size(); ++d)
+        if (static_cast<int>(d) != root && std::any_of(sources.begin(), sources.end(), [&](const StagedSource& x) {
+              return x.device == static_cast<int>(d);
+            }))
+          CANOPY_STAGE(cudaStreamWaitEvent(to.side, devices_[d].filled[slot]), to.ordinal);
+      CANOPY_STAGE(
+          cudaMemcpyAsync(landed, staged, static_cast<std::size_t>(remote) * chunk, cudaMemcpyHostToDevice, to.side),
+          to.ordinal);
+      CANOPY_STAGE(cudaEventRecord(to.drained[slot], to.side), to.ordinal);
+      readers_[slot].assign(1, root);
+    }
+    for (std::size_t k = 0; k < sources.size(); ++k)
+      inputs[k] = remote_index[k] >= 0
+                      ? static_cast<const void*>(landed + static_cast<std::size_t>(remote_index[k]) * chunk)
+                      : static_cast<const char*>(sources[k].src) + off;
+    if (Status s = combine.run(static_cast<char*>(dst) + off, inputs, n / element, dtype, op, to.side); !s.ok())
+      return s;
   }
   return Status();
 }

@@ -1,10 +1,14 @@
-// HostStaging: the second path of Blink's hybrid transfers. Beside the kernels that drive NVLink, a broadcast's
-// share of bytes crosses PCIe through pinned host memory: the root GPU's copy engine fills a slot of a pinned ring,
-// every other GPU's copy engine drains it into its ranks' buffers, and events order a slot's refill after its
-// drains, so the two directions of PCIe and the fill and drain of neighbouring slots overlap. The copies run on
-// side streams of their own, forked from the caller's streams before the kernels are queued (they start once the
-// work queued before the call is done) and joined back after (the caller's streams wait for them), so a call keeps
-// its stream semantics and the kernels never wait for the copies. How large a share: planner/host_share.hpp.
+// HostStaging: the second path of Blink's hybrid transfers. Beside the kernels that drive NVLink, a share of a
+// broadcast's or a reduce's bytes crosses PCIe through pinned host memory, chunk by chunk through a ring of slots:
+// - broadcast: the root GPU's copy engine fills a slot, every other GPU's copy engine drains it into its ranks'
+//   buffers;
+// - reduce: every other GPU's copy engine writes its ranks' chunks into a slot, the root's copy engine brings them
+//   into a ring on the root GPU, and a combining kernel (combine_kernels.hpp) reduces them with the root GPU's own
+//   ranks' chunks, in rank order, into the root's buffer.
+// Events order a slot's refill after its last reads, so the fill and drain of neighbouring slots overlap. The copies
+// run on side streams of their own, forked from the caller's streams before the kernels are queued (they start once
+// the work queued before the call is done) and joined back after (the caller's streams wait for them), so a call
+// keeps its stream semantics and the kernels never wait for the copies. How large a share: planner/host_share.hpp.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,6 +18,8 @@
 #include <span>
 #include <vector>
 
+#include "codegen/codegen_options.hpp"
+#include "runtime/combine_kernels.hpp"
 #include "runtime/status.hpp"
 
 namespace canopy {
@@ -22,6 +28,12 @@ namespace canopy {
 struct StagedTarget {
   int device = 0;       // device index (position in the ordinals HostStaging was made with)
   void* dst = nullptr;  // on that device
+};
+
+// One rank's input to a staged reduce.
+struct StagedSource {
+  int device = 0;             // device index
+  const void* src = nullptr;  // on that device
 };
 
 class HostStaging {
@@ -40,6 +52,11 @@ class HostStaging {
   // `bytes` from `src` on device `root` to every target: through the ring to other devices, by a device copy on the
   // root's own. Between fork and join.
   Status broadcast(int root, const void* src, std::span<const StagedTarget> targets, std::size_t bytes);
+  // `bytes` (a multiple of the dtype's size) of every source, reduced with `op` in source order, into `dst` on device
+  // `root`: through the ring from other devices, read in place on the root's own. Between fork and join; at most
+  // CombineKernels::kMaxSources sources.
+  Status reduce(int root, void* dst, std::span<const StagedSource> sources, std::size_t bytes, DataType dtype,
+                ReduceOp op, const CombineKernels& combine);
   // The caller's streams wait for every copy queued since fork.
   Status join(std::span<const cudaStream_t> streams);
 
@@ -50,11 +67,15 @@ class HostStaging {
  private:
   struct Device;
   HostStaging() = default;
-  Status wait_drained(int root, int slot);
+  // Before `writer` refills a slot, its side stream waits until the slot's last readers are done (its own earlier
+  // reads are behind it on its stream). A never-recorded event is no wait.
+  Status wait_free(int writer, int slot);
+  Status landing_on(int device, char** out);  // the device ring a reduce's root brings staged chunks into
 
   std::vector<int> ordinals_;
   std::vector<Device> devices_;
   char* ring_ = nullptr;
+  std::vector<int> readers_[kSlots];  // devices whose `drained` event marks the slot's last read
   std::size_t next_slot_ = 0;  // slots used so far, over every call: the ring position
 };
 

@@ -74,10 +74,24 @@ TEST(HostShare, NoneWithoutAHostLinkOnEveryRank) {
   EXPECT_EQ(host_share(path, kGiB), 0);
 }
 
-TEST(HostShare, OnlyBroadcastsStageThroughTheHost) {
+TEST(HostShare, OnlyBroadcastsAndReducesStageThroughTheHost) {
   const Topology t = pair(50);
-  for (Collective c : {Collective::reduce, Collective::allreduce, Collective::allgather, Collective::reducescatter})
+  EXPECT_EQ(host_path(t, plan(t, Collective::reduce)).host_gbps, 50);
+  for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reducescatter})
     EXPECT_EQ(host_path(t, plan(t, c)).host_gbps, 0) << to_string(c);
+}
+
+TEST(HostShare, AReducesRootReadsEveryShareOverItsOneLink) {
+  Topology t("quad");
+  const std::vector<NodeId> g = t.gpus(4);
+  for (int a = 0; a < 4; ++a) {
+    t.host_link(g[a], {60, "pcie5"});
+    for (int b = a + 1; b < 4; ++b) t.link(g[a], g[b], {100, "nvlink4"});
+  }
+  PlanOptions o;
+  o.root = "gpu2";
+  EXPECT_EQ(host_path(t, plan(t, Collective::reduce, o)).host_gbps, 20);     // 60 over three senders
+  EXPECT_EQ(host_path(t, plan(t, Collective::broadcast, o)).host_gbps, 60);  // one write, fanned out in host memory
 }
 
 TEST(HostShare, NoneWhereTheTreesCrossPcie) {

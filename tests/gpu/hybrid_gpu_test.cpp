@@ -1,8 +1,9 @@
-// Hybrid broadcasts on GPUs (label gpu; SKIPPED with fewer than two): a share of the bytes crosses PCIe through
-// pinned host memory (runtime/host_staging.hpp) while the kernels move the rest over NVLink. Every output element
-// is checked: out of place and in place, roots changing between calls (the pinned ring's slots change writers),
-// sizes that are not multiples of a chunk, shares from the topology and given, the caller's streams changing, and
-// virtual ranks (several per GPU: device copies on the root's GPU, several targets per slot elsewhere).
+// Hybrid broadcasts and reduces on GPUs (label gpu; SKIPPED with fewer than two): a share of the bytes crosses PCIe
+// through pinned host memory (runtime/host_staging.hpp) while the kernels move the rest over NVLink. Every output
+// element is checked: out of place and in place, roots changing between calls (the pinned ring's slots change
+// writers and readers), sizes that are not multiples of a chunk, shares from the topology and given, the caller's
+// streams changing, virtual ranks (several per GPU: device copies or sources read in place on the root's GPU,
+// several targets or sources per slot elsewhere), and for reduces several element types and operators.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -29,13 +30,14 @@ Topology four_with_host_links() {
 
 struct HybridCase {
   const char* name;
+  Collective collective;
   bool virtual_ranks;
   std::optional<double> share;  // unset: the topology's
 };
 
-class HybridBroadcastOnGpu : public ::testing::TestWithParam<HybridCase> {};
+class HybridOnGpu : public ::testing::TestWithParam<HybridCase> {};
 
-TEST_P(HybridBroadcastOnGpu, EveryElementArrives) {
+TEST_P(HybridOnGpu, EveryElementArrives) {
   if (visible_gpu_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices visible: the host path joins two GPUs";
   const HybridCase& c = GetParam();
   CommunicatorOptions o;
@@ -72,16 +74,24 @@ TEST_P(HybridBroadcastOnGpu, EveryElementArrives) {
     for (int repeat = 0; repeat < 4; ++repeat) {
       const int root = (repeat + runs) % ranks;
       const bool in_place = repeat % 2 == 1;
-      const std::uint64_t staged = comm->staged_count(Collective::broadcast, count, DataType::f32, root);
+      // Reduces rotate through element types and operators, over the same bytes.
+      static constexpr std::pair<DataType, ReduceOp> kKinds[] = {{DataType::f32, ReduceOp::sum},
+                                                                 {DataType::i32, ReduceOp::max},
+                                                                 {DataType::bf16, ReduceOp::sum},
+                                                                 {DataType::f64, ReduceOp::prod}};
+      const auto [dtype, op] =
+          c.collective == Collective::reduce ? kKinds[repeat] : std::pair{DataType::f32, ReduceOp::sum};
+      const std::uint64_t elements = count * 4 / static_cast<std::uint64_t>(size_of(dtype));
+      const std::uint64_t staged = comm->staged_count(c.collective, elements, dtype, root);
       if (c.share || count > (std::uint64_t{1} << 18)) {
-        ASSERT_GT(staged, 0u) << "count " << count << " root " << root;
+        ASSERT_GT(staged, 0u) << "count " << elements << " root " << root;
       } else {
-        EXPECT_EQ(staged, 0u) << "count " << count << " root " << root;
+        EXPECT_EQ(staged, 0u) << "count " << elements << " root " << root;
       }
       if (c.share) {
-        EXPECT_NEAR(static_cast<double>(staged) / static_cast<double>(count), *c.share, 1e-2);
+        EXPECT_NEAR(static_cast<double>(staged) / static_cast<double>(elements), *c.share, 1e-2);
       }
-      CheckSpec s{Collective::broadcast, DataType::f32, ReduceOp::sum, root, ranks, count, 0};
+      CheckSpec s{c.collective, dtype, op, root, ranks, elements, 0};
       s.seed = 104729u * static_cast<std::uint64_t>(++runs);
       CollectiveCall call;
       ASSERT_TRUE(buffers->set_up(s, in_place, &call).ok());
@@ -97,7 +107,8 @@ TEST_P(HybridBroadcastOnGpu, EveryElementArrives) {
       }
       CheckResult result;
       ASSERT_TRUE(buffers->check(s, call, &result).ok());
-      EXPECT_EQ(result.wrong, 0u) << "count " << count << " root " << root << (in_place ? " in place" : "") << ": "
+      EXPECT_EQ(result.wrong, 0u) << to_string(c.collective) << " " << to_string(dtype) << " " << to_string(op)
+                                  << " count " << elements << " root " << root << (in_place ? " in place" : "") << ": "
                                   << (result.examples.empty() ? "" : result.examples[0]);
       EXPECT_GT(result.checked, 0u);
     }
@@ -105,14 +116,19 @@ TEST_P(HybridBroadcastOnGpu, EveryElementArrives) {
     if (r == 0 || other[r] != other[r - 1]) (void)cudaStreamDestroy(other[r]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, HybridBroadcastOnGpu,
-                         ::testing::Values(HybridCase{"topology_share", false, std::nullopt},
-                                           HybridCase{"half", false, 0.5},
-                                           HybridCase{"virtual_ranks", true, std::nullopt},
-                                           HybridCase{"virtual_ranks_quarter", true, 0.25}),
-                         [](const auto& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, HybridOnGpu,
+    ::testing::Values(HybridCase{"broadcast_topology_share", Collective::broadcast, false, std::nullopt},
+                      HybridCase{"broadcast_half", Collective::broadcast, false, 0.5},
+                      HybridCase{"broadcast_virtual_ranks", Collective::broadcast, true, std::nullopt},
+                      HybridCase{"broadcast_virtual_ranks_quarter", Collective::broadcast, true, 0.25},
+                      HybridCase{"reduce_topology_share", Collective::reduce, false, std::nullopt},
+                      HybridCase{"reduce_half", Collective::reduce, false, 0.5},
+                      HybridCase{"reduce_virtual_ranks", Collective::reduce, true, std::nullopt},
+                      HybridCase{"reduce_virtual_ranks_quarter", Collective::reduce, true, 0.25}),
+    [](const auto& info) { return std::string(info.param.name); });
 
-TEST(HybridBroadcastOnOneGpu, NothingIsStaged) {
+TEST(HybridOnOneGpu, NothingIsStaged) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible";
   CommunicatorOptions o;
   o.topology = load_topology("h200x2");
@@ -122,6 +138,7 @@ TEST(HybridBroadcastOnOneGpu, NothingIsStaged) {
   const Status created = Communicator::create(o, &comm);
   ASSERT_TRUE(created.ok()) << created.message();
   EXPECT_EQ(comm->staged_count(Collective::broadcast, std::uint64_t{1} << 24, DataType::f32, 0), 0u);
+  EXPECT_EQ(comm->staged_count(Collective::reduce, std::uint64_t{1} << 24, DataType::f32, 0), 0u);
 }
 
 }  // namespace

@@ -1,0 +1,89 @@
+// CombineKernels (see combine_kernels.hpp): the source, its loading, and the launch.
+#include "runtime/combine_kernels.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "runtime/cuda_check.hpp"
+
+namespace canopy {
+namespace {
+
+const char* kCombineSource =
+    R"(// Element-wise reduction of up to 32 sources into one output, for a hybrid reduce's root (host_staging.hpp).
+#include "canopy/dtypes.cuh"
+typedef unsigned long long u64;
+struct Sources {
+  const void* p[32];
+};
+template <typename T, typename Op>
+__device__ __forceinline__ void combine(T* out, const Sources& s, int n, u64 count) {
+  typedef typename canopy::Elem<T>::Math M;
+  for (u64 j = blockIdx.x * (u64)blockDim.x + threadIdx.x; j < count; j += (u64)gridDim.x * blockDim.x) {
+    M acc = canopy::Elem<T>::in(static_cast<const T*>(s.p[0])[j]);
+    for (int k = 1; k < n; ++k) acc = Op::apply(acc, canopy::Elem<T>::in(static_cast<const T*>(s.p[k])[j]));
+    out[j] = canopy::Elem<T>::out(acc);
+  }
+}
+#define CANOPY_COMBINE(NAME, T, OP) \
+  extern "C" __global__ void NAME(T* out, Sources s, int n, u64 count) { combine<T, canopy::OP>(out, s, n, count); }
+#define CANOPY_COMBINE_OPS(TYPE, T)                         \
+  CANOPY_COMBINE(canopy_combine_##TYPE##_sum, T, OpSum)     \
+  CANOPY_COMBINE(canopy_combine_##TYPE##_prod, T, OpProd)   \
+  CANOPY_COMBINE(canopy_combine_##TYPE##_min, T, OpMin)     \
+  CANOPY_COMBINE(canopy_combine_##TYPE##_max, T, OpMax)
+CANOPY_COMBINE_OPS(f32, float)
+CANOPY_COMBINE_OPS(f16, canopy::half_t)
+CANOPY_COMBINE_OPS(bf16, canopy::bfloat16_t)
+CANOPY_COMBINE_OPS(f64, double)
+CANOPY_COMBINE_OPS(i32, int)
+CANOPY_COMBINE_OPS(i64, long long)
+CANOPY_COMBINE_OPS(u8, unsigned char)
+)";
+
+struct Sources {
+  const void* p[CombineKernels::kMaxSources];
+};
+
+}  // namespace
+
+SourceFile combine_kernel_source() { return SourceFile{"canopy_combine.cu", kCombineSource}; }
+
+CombineKernels::CombineKernels(Jit& jit, const std::string& arch) {
+  CompileOptions options;
+  options.arch = arch;
+  const auto module = jit.get("canopy-combine-v1", combine_kernel_source, options);
+  CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  for (int t = 0; t < 7; ++t)
+    for (int o = 0; o < 4; ++o) {
+      const std::string name =
+          fmt::format("canopy_combine_{}_{}", to_string(static_cast<DataType>(t)), to_string(static_cast<ReduceOp>(o)));
+      CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t][o], library_, name.c_str()));
+    }
+}
+
+CombineKernels::~CombineKernels() {
+  if (library_) (void)cudaLibraryUnload(library_);
+}
+
+Status CombineKernels::run(void* out, std::span<const void* const> sources, std::uint64_t count, DataType dtype,
+                           ReduceOp op, cudaStream_t stream) const {
+  if (sources.empty() || sources.size() > static_cast<std::size_t>(kMaxSources))
+    return Status(StatusCode::internal,
+                  fmt::format("combine: {} sources; it takes 1 to {}", sources.size(), kMaxSources));
+  if (count == 0) return Status();
+  Sources s{};
+  std::copy(sources.begin(), sources.end(), s.p);
+  int n = static_cast<int>(sources.size());
+  unsigned long long elements = count;
+  void* params[] = {&out, &s, &n, &elements};
+  const unsigned blocks = static_cast<unsigned>(std::min<std::uint64_t>((count + 511) / 512, 1024));
+  const cudaError_t e =
+      cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[static_cast<int>(dtype)][static_cast<int>(op)]),
+                       dim3(blocks), dim3(512), params, 0, stream);
+  if (e != cudaSuccess) return cuda_status(e, "combine kernel launch");
+  return Status();
+}
+
+}  // namespace canopy
