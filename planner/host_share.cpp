@@ -57,6 +57,10 @@ HostPath host_path(const Topology& topology, const Plan& plan) {
   return path;
 }
 
+HostPathModel host_path_model(Collective collective) {
+  return collective == Collective::reduce ? HostPathModel{120, 8} : HostPathModel{60, 8};
+}
+
 double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel& model) {
   if (!(path.host_gbps > 0) || !(path.trees_gbps > 0) || bytes == 0) return 0;
   const double s = static_cast<double>(bytes) / 1e3;  // bytes / (GB/s) in µs: S / 1e9 * 1e6

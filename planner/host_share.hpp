@@ -25,12 +25,15 @@ struct HostPath {
   double host_gbps = 0;   // the host path's rate per byte of S (above)
 };
 
-// D and k above. D was calibrated on nvidia-h200-x2 (docs/performance.md, section 4: the best of six shares at
-// 64 MiB – 1 GiB); k is the runtime's chunk count (HostStaging::chunk_for: an eighth of the bytes per chunk).
+// D and k above. k is the runtime's chunk count (HostStaging::chunk_for: an eighth of the bytes per chunk). D was
+// calibrated on nvidia-h200-x2 (docs/performance.md, section 4): 60 µs for a broadcast (the best of six shares from
+// 64 MiB to 1 GiB), 120 µs for a reduce, whose root combines what the host path brought in one pass after the trees'
+// kernel has let go of the SMs.
 struct HostPathModel {
   double fixed_us = 60;
   int chunks = 8;
 };
+HostPathModel host_path_model(Collective collective);
 
 // A plan's paths: host_gbps 0 unless the plan is a broadcast or a reduce over at least two ranks whose GPUs all have a
 // host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws canopy::Error when the
@@ -38,6 +41,6 @@ struct HostPathModel {
 HostPath host_path(const Topology& topology, const Plan& plan);
 
 // The share f of `bytes` for the host path, in [0, 0.5] (formula above); 0 when host_gbps is 0.
-double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel& model = {});
+double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel& model);
 
 }  // namespace canopy

@@ -676,13 +676,14 @@ std::uint64_t Communicator::State::staged_count(Collective collective, std::uint
                    ? fmt::format("{} root {}: host path {:.1f} GB/s beside the trees' {:.1f} GB/s; calls from {} "
                                  "stage a share through host memory ({:.1f}% at 64 MiB, {:.1f}% at 1 GiB)",
                                  call_name(collective), rank_names[root], path.host_gbps, path.trees_gbps,
-                                 format_byte_size(hybrid.min_bytes), 100 * host_share(path, std::uint64_t{64} << 20),
-                                 100 * host_share(path, std::uint64_t{1} << 30))
+                                 format_byte_size(hybrid.min_bytes),
+                                 100 * host_share(path, std::uint64_t{64} << 20, host_path_model(collective)),
+                                 100 * host_share(path, std::uint64_t{1} << 30, host_path_model(collective)))
                    : fmt::format("{} root {}: no host path (the topology gives some rank's GPU no host link, or the "
                                  "trees cross PCIe)",
                                  call_name(collective), rank_names[root]));
     }
-    share = host_share(it->second, count * element);
+    share = host_share(it->second, count * element, host_path_model(collective));
   }
   // The kernels keep the head, rounded up to 4 KiB; the host path takes the tail.
   const std::uint64_t align = std::max<std::uint64_t>(1, 4096 / element);

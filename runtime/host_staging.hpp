@@ -3,8 +3,9 @@
 // - broadcast: the root GPU's copy engine fills a slot, every other GPU's copy engine drains it into its ranks'
 //   buffers;
 // - reduce: every other GPU's copy engine writes its ranks' chunks into a slot, the root's copy engine brings them
-//   into a ring on the root GPU, and a combining kernel (combine_kernels.hpp) reduces them with the root GPU's own
-//   ranks' chunks, in rank order, into the root's buffer.
+//   into a gathering buffer on the root GPU ((ranks on other GPUs) x the staged bytes, kept and grown), and once all
+//   are there one combining kernel (combine_kernels.hpp) reduces them with the root GPU's own ranks' inputs, in rank
+//   order, into the root's buffer.
 // Events order a slot's refill after its last reads, so the fill and drain of neighbouring slots overlap. The copies
 // run on side streams of their own, forked from the caller's streams before the kernels are queued (they start once
 // the work queued before the call is done) and joined back after (the caller's streams wait for them), so a call
@@ -70,7 +71,7 @@ class HostStaging {
   // Before `writer` refills a slot, its side stream waits until the slot's last readers are done (its own earlier
   // reads are behind it on its stream). A never-recorded event is no wait.
   Status wait_free(int writer, int slot);
-  Status landing_on(int device, char** out);  // the device ring a reduce's root brings staged chunks into
+  Status gathering_on(int device, std::size_t bytes, char** out);  // a reduce root's gathering buffer, grown
 
   std::vector<int> ordinals_;
   std::vector<Device> devices_;

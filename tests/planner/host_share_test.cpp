@@ -52,6 +52,15 @@ TEST(HostShare, SmallerCallsStageLessAndTheSmallestNothing) {
   EXPECT_EQ(host_share(path, 0, model), 0);
 }
 
+TEST(HostShare, AReduceCountsItsCombiningPassAsFixedCost) {
+  EXPECT_EQ(host_path_model(Collective::broadcast).fixed_us, 60);
+  EXPECT_EQ(host_path_model(Collective::reduce).fixed_us, 120);
+  const Topology t = pair(50);
+  const HostPath path = host_path(t, plan(t, Collective::reduce));
+  EXPECT_LT(host_share(path, 256 << 20, host_path_model(Collective::reduce)),
+            host_share(path, 256 << 20, host_path_model(Collective::broadcast)));
+}
+
 TEST(HostShare, TheSlowestHostLinkBounds) {
   const Topology t = pair(20);
   const HostPath path = host_path(t, plan(t, Collective::broadcast));
@@ -64,14 +73,14 @@ TEST(HostShare, AtMostHalf) {
   const std::vector<NodeId> g = t.gpus(2);
   t.link(g[0], g[1], {10, "nvlink1"});
   for (NodeId gpu : g) t.host_link(gpu, {60, "pcie5"});
-  EXPECT_EQ(host_share(host_path(t, plan(t, Collective::broadcast)), kGiB), 0.5);
+  EXPECT_EQ(host_share(host_path(t, plan(t, Collective::broadcast)), kGiB, {60, 8}), 0.5);
 }
 
 TEST(HostShare, NoneWithoutAHostLinkOnEveryRank) {
   const Topology t = pair(0);
   const HostPath path = host_path(t, plan(t, Collective::broadcast));
   EXPECT_EQ(path.host_gbps, 0);
-  EXPECT_EQ(host_share(path, kGiB), 0);
+  EXPECT_EQ(host_share(path, kGiB, host_path_model(Collective::broadcast)), 0);
 }
 
 TEST(HostShare, OnlyBroadcastsAndReducesStageThroughTheHost) {
