@@ -82,13 +82,13 @@ TEST_P(HybridOnGpu, EveryElementArrives) {
           c.collective == Collective::reduce ? kKinds[repeat] : std::pair{DataType::f32, ReduceOp::sum};
       const std::uint64_t elements = count * 4 / static_cast<std::uint64_t>(size_of(dtype));
       const std::uint64_t staged = comm->staged_count(c.collective, elements, dtype, root);
-      // Given a share, every size stages; the topology's share stages at 64 MiB and nothing at 1 MiB (at ~48 MiB a
-      // broadcast does, a reduce, whose fixed cost is larger, does not).
+      // Given a share, every size stages; the topology's share stages at 64 MiB and nothing at 1 MiB; on h200x2 at
+      // ~48 MiB a broadcast stages and a reduce, whose fixed cost is larger, does not.
       if (c.share || count == top) {
         ASSERT_GT(staged, 0u) << "count " << elements << " root " << root;
       } else if (count == (std::uint64_t{1} << 18)) {
         EXPECT_EQ(staged, 0u) << "count " << elements << " root " << root;
-      } else {
+      } else if (!c.virtual_ranks) {
         EXPECT_EQ(staged > 0, c.collective == Collective::broadcast) << "count " << elements << " root " << root;
       }
       if (c.share) {
