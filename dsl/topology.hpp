@@ -88,8 +88,8 @@ double default_latency_us(std::string_view kind);
 double latency_of(const Arc& arc);
 
 // A GPU's path to pinned host memory: its copy engines over PCIe, both directions at `gbps`. Not a link of the graph:
-// trees never cross it. The runtime stages a share of large broadcasts through it beside the trees (Blink's hybrid
-// transfers; planner/host_share.hpp says how much). `.topo`: `host gpu0 55.2 pcie5`.
+// trees never cross it. The runtime stages a share of large broadcasts and reduces through it beside the trees
+// (Blink's hybrid transfers; planner/host_share.hpp says how much). `.topo`: `host gpu0 55.2 pcie5`.
 struct HostLink {
   NodeId gpu;
   double gbps = 0;   // per direction

@@ -71,12 +71,12 @@ struct CommunicatorOptions {
   // CANOPY_LAUNCH_SPIN_US, default 200 us). Off: the caller launches on each GPU in turn, ~3 us more per GPU.
   std::optional<bool> launch_threads;
   std::optional<std::chrono::microseconds> launch_spin;
-  // Hybrid transfers (Blink): broadcasts of at least `hybrid_bytes` (CANOPY_HYBRID_BYTES, default 64 MiB; 0: never)
-  // move a share of their bytes, the tail, from the root through pinned host memory to the other GPUs with copy
-  // engines over PCIe while the kernels move the rest over NVLink. The share: `hybrid_share` (CANOPY_HYBRID_SHARE,
-  // 0 to 0.5), else the one that ends both paths together from the topology's rates (planner/host_share.hpp), which
-  // is 0 unless the topology gives every rank's GPU a host link (`host` in .topo; detected and measured by
-  // `canopy detect`).
+  // Hybrid transfers (Blink): broadcasts and reduces of at least `hybrid_bytes` (CANOPY_HYBRID_BYTES, default 64 MiB;
+  // 0: never) move a share of their bytes, the tail, through pinned host memory with copy engines over PCIe (from the
+  // root to the others; from the others to the root, combined there) while the kernels move the rest over NVLink.
+  // The share: `hybrid_share` (CANOPY_HYBRID_SHARE, 0 to 0.5), else the one that ends both paths together from the
+  // topology's rates and the call's size (planner/host_share.hpp), which is 0 unless the topology gives every rank's
+  // GPU a host link (`host` in .topo; detected and measured by `canopy detect`) and the trees are on NVLink.
   std::optional<std::int64_t> hybrid_bytes;
   std::optional<double> hybrid_share;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)

@@ -64,8 +64,9 @@ struct LaunchThreads {
 LaunchThreads launch_threads_from_environment();
 
 // CANOPY_HYBRID_BYTES (default 64 MiB; 0: off) and CANOPY_HYBRID_SHARE (unset: planner/host_share.hpp's split, from
-// the topology; else 0 to 0.5): broadcasts of at least min_bytes move a share of their bytes through pinned host
-// memory beside the kernels (runtime/host_staging.hpp), where the topology gives every rank's GPU a host link.
+// the topology; else 0 to 0.5): broadcasts and reduces of at least min_bytes move a share of their bytes through
+// pinned host memory beside the kernels (runtime/host_staging.hpp), where the topology gives every rank's GPU a host
+// link.
 struct HybridShape {
   std::int64_t min_bytes = std::int64_t{64} << 20;
   std::optional<double> share;
