@@ -22,19 +22,12 @@
 #include <memory>
 #include <vector>
 
+#include "bench/bench_check.hpp"
 #include "runtime/communicator.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-#define CHECK(x)                                                                                    \
-  do {                                                                                              \
-    if (cudaError_t e_ = (x); e_ != cudaSuccess) {                                                  \
-      fmt::print(stderr, "{}:{}: {} failed: {}\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                 \
-    }                                                                                               \
-  } while (0)
 
 constexpr int kGpus = 2;
 constexpr int kSlots = 4;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "dsl/shipped_topologies.hpp"
+#include "bench/bench_check.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/driver_api.hpp"
 
@@ -39,14 +40,6 @@ const char* kEmptyPtx = R"(.version 8.0
 struct Args {
   unsigned char bytes[80] = {};
 };
-
-#define CHECK(x)                                                                                    \
-  do {                                                                                              \
-    if (cudaError_t e_ = (x); e_ != cudaSuccess) {                                                  \
-      fmt::print(stderr, "{}:{}: {} failed: {}\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                                 \
-    }                                                                                               \
-  } while (0)
 
 template <typename Fn>
 Fn driver_entry(const char* name, int version) {

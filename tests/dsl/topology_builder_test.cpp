@@ -15,6 +15,17 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// `call` throws a canopy::Error whose message contains `text`.
+template <typename Call>
+void expect_error(Call&& call, const char* text) {
+  try {
+    call();
+    ADD_FAILURE() << "expected an error containing: " << text;
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr(text));
+  }
+}
+
 double gbps_between(const Topology& t, const char* a, const char* b) {
   double total = 0;
   for (const Arc& arc : t.arcs())
@@ -148,14 +159,6 @@ TEST(TopologyBuilder, PairedLinksFoldOnlyEqualLatencies) {
 TEST(TopologyBuilder, RefusesMistakesWithMessagesThatNameThem) {
   Topology t("t");
   auto g = t.gpus(2);
-  auto expect_error = [](auto&& call, const char* text) {
-    try {
-      call();
-      ADD_FAILURE() << "expected an error containing: " << text;
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(text));
-    }
-  };
   expect_error([&] { t.link(g[0], g[0], nvlink2); }, "self-link: 'gpu0' cannot link to itself");
   expect_error([&] { t.link(g[0], g[1], {0, "x"}); }, "bandwidth must be a finite number of GB/s > 0, got 0");
   expect_error([&] { t.link(g[0], g[1], {-3, ""}); }, "got -3");
@@ -222,14 +225,6 @@ TEST(TopologyBuilder, RefusesBadHostLinksAndChangesNothing) {
   t.link(g[0], plx, pcie5).link(g[1], plx, pcie5);
   t.host_link(g[0], {55.2, "pcie5"});
   const Topology before = t;
-  auto expect_error = [](auto&& call, const char* text) {
-    try {
-      call();
-      ADD_FAILURE() << "expected an error containing: " << text;
-    } catch (const Error& e) {
-      EXPECT_THAT(e.what(), HasSubstr(text));
-    }
-  };
   expect_error([&] { t.host_link(plx, pcie5); },
                "host link of 'plx0': it is a switch; only a GPU has a host link (its copy engines' path to pinned "
                "host memory), so pass a GPU's id");

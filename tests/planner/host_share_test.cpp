@@ -104,24 +104,20 @@ TEST(HostShare, AReducesRootReadsEveryShareOverItsOneLink) {
 }
 
 TEST(HostShare, NoneWhereTheTreesCrossPcie) {
-  // GPUs joined through a PCIe switch: the host path would share the links the trees use.
-  Topology t("pcie-pair");
-  const std::vector<NodeId> g = t.gpus(2);
-  const NodeId sw = t.relay("plx0");
-  for (NodeId gpu : g) {
-    t.link(gpu, sw, {31.5, "pcie4"});
-    t.host_link(gpu, {25, "pcie4"});
-  }
-  EXPECT_EQ(host_path(t, plan(t, Collective::broadcast)).host_gbps, 0);
-  // Through an NVSwitch it stages.
-  Topology nvs("nvswitch-pair");
-  const std::vector<NodeId> h = nvs.gpus(2);
-  const NodeId s0 = nvs.relay("nvs0");
-  for (NodeId gpu : h) {
-    nvs.link(gpu, s0, {400, "nvlink4"});
-    nvs.host_link(gpu, {50, "pcie5"});
-  }
-  EXPECT_EQ(host_path(nvs, plan(nvs, Collective::broadcast)).host_gbps, 50);
+  // Two GPUs joined through a switch by links of `kind`, each with a 50 GB/s host link.
+  const auto through_switch = [](const char* kind) {
+    Topology t(std::string(kind) + "-pair");
+    const NodeId sw = t.relay("sw0");
+    for (NodeId gpu : t.gpus(2)) {
+      t.link(gpu, sw, {100, kind});
+      t.host_link(gpu, {50, "pcie5"});
+    }
+    return t;
+  };
+  // Through a PCIe switch the host path would share the links the trees use; through an NVSwitch it stages.
+  const Topology pcie = through_switch("pcie4"), nvswitch = through_switch("nvlink4");
+  EXPECT_EQ(host_path(pcie, plan(pcie, Collective::broadcast)).host_gbps, 0);
+  EXPECT_EQ(host_path(nvswitch, plan(nvswitch, Collective::broadcast)).host_gbps, 50);
 }
 
 TEST(HostShare, APlanNamingAnUnknownRankIsRefused) {
