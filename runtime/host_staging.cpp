@@ -15,7 +15,7 @@ struct HostStaging::Device {
   cudaStream_t side = nullptr;
   cudaEvent_t ready = nullptr;                // on the caller's stream: what the call must start after
   cudaEvent_t done = nullptr;                 // on the side stream: the call's copies
-  std::array<cudaEvent_t, kSlots> filled{};   // this device, as root, filled the slot
+  std::array<cudaEvent_t, kSlots> filled{};   // this device wrote the slot (a broadcast's root, a reduce's sender)
   std::array<cudaEvent_t, kSlots> drained{};  // this device read the slot
   bool used = false;                          // has copies since fork
   char* gathering = nullptr;                  // device memory a reduce's root gathers staged inputs in (grows)
