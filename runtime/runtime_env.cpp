@@ -57,12 +57,21 @@ LargeMessageShape large_shape_from_environment(int small_blocks) {
   return l;
 }
 
+// PREFIX_BYTES, PREFIX_BLOCKS and PREFIX_THREADS over the defaults in `shape`.
+static OneLaunchShape one_launch_shape_from_environment(const std::string& prefix, OneLaunchShape shape) {
+  const std::string bytes = prefix + "_BYTES", blocks = prefix + "_BLOCKS", threads = prefix + "_THREADS";
+  if (const auto v = env(bytes.c_str())) shape.max_bytes = parse_byte_size(*v, bytes);
+  shape.blocks_per_rank = env_int(blocks.c_str(), shape.blocks_per_rank, "thread blocks per rank, e.g. 32");
+  shape.threads_per_block = env_int(threads.c_str(), shape.threads_per_block, "threads per block, e.g. 512");
+  return shape;
+}
+
 LowLatencyShape low_latency_shape_from_environment() {
-  LowLatencyShape l;
-  if (const auto bytes = env("CANOPY_LL_BYTES")) l.max_bytes = parse_byte_size(*bytes, "CANOPY_LL_BYTES");
-  l.blocks_per_rank = env_int("CANOPY_LL_BLOCKS", l.blocks_per_rank, "thread blocks per rank, e.g. 32");
-  l.threads_per_block = env_int("CANOPY_LL_THREADS", l.threads_per_block, "threads per block, e.g. 512");
-  return l;
+  return one_launch_shape_from_environment("CANOPY_LL", {std::int64_t{256} << 10, 32, 512});
+}
+
+DirectShape direct_shape_from_environment() {
+  return one_launch_shape_from_environment("CANOPY_DIRECT", {std::int64_t{32} << 20, 32, 512});
 }
 
 bool check_pointers_from_environment() {
@@ -82,14 +91,6 @@ LaunchThreads launch_threads_from_environment() {
                     spin));
   t.spin = std::chrono::microseconds(spin);
   return t;
-}
-
-DirectShape direct_shape_from_environment() {
-  DirectShape d;
-  if (const auto bytes = env("CANOPY_DIRECT_BYTES")) d.max_bytes = parse_byte_size(*bytes, "CANOPY_DIRECT_BYTES");
-  d.blocks_per_rank = env_int("CANOPY_DIRECT_BLOCKS", d.blocks_per_rank, "thread blocks per rank, e.g. 32");
-  d.threads_per_block = env_int("CANOPY_DIRECT_THREADS", d.threads_per_block, "threads per block, e.g. 512");
-  return d;
 }
 
 HybridShape hybrid_shape_from_environment() {

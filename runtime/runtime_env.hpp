@@ -31,24 +31,24 @@ struct LargeMessageShape {
 };
 LargeMessageShape large_shape_from_environment(int small_blocks);
 
-// CANOPY_LL_BYTES (default 256 KiB; 0 turns the low-latency protocol off), CANOPY_LL_BLOCKS (default 32),
-// CANOPY_LL_THREADS (default 512): calls whose size (nccl-tests' S: allgather its output, reduce-scatter its input,
-// else the buffer) is at most max_bytes run the one-launch low-latency kernels (codegen/low_latency_source.hpp).
-struct LowLatencyShape {
-  std::int64_t max_bytes = 256 << 10;
+// A one-launch protocol's reach and launch shape: calls up to max_bytes (0: the protocol is off) take it, with
+// blocks_per_rank blocks of threads_per_block threads per rank. Read from PREFIX_BYTES, PREFIX_BLOCKS, PREFIX_THREADS.
+struct OneLaunchShape {
+  std::int64_t max_bytes = 0;
   int blocks_per_rank = 32;
   int threads_per_block = 512;
 };
+
+// CANOPY_LL_BYTES (default 256 KiB), CANOPY_LL_BLOCKS (default 32), CANOPY_LL_THREADS (default 512): calls whose
+// size (nccl-tests' S: allgather its output, reduce-scatter its input, else the buffer) is at most max_bytes run the
+// low-latency kernels (codegen/low_latency_source.hpp).
+using LowLatencyShape = OneLaunchShape;
 LowLatencyShape low_latency_shape_from_environment();
 
-// CANOPY_DIRECT_BYTES (default 32 MiB; 0 turns the direct protocol off), CANOPY_DIRECT_BLOCKS (default 32),
-// CANOPY_DIRECT_THREADS (default 512): calls above the low-latency limit in which a rank reads at most max_bytes
-// from the others (direct_read_bytes) run the one-launch direct kernels (codegen/direct_source.hpp).
-struct DirectShape {
-  std::int64_t max_bytes = 32 << 20;
-  int blocks_per_rank = 32;
-  int threads_per_block = 512;
-};
+// CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32), CANOPY_DIRECT_THREADS (default 512): calls
+// above the low-latency limit in which a rank reads at most max_bytes from the others (direct_read_bytes) run the
+// direct kernels (codegen/direct_source.hpp).
+using DirectShape = OneLaunchShape;
 DirectShape direct_shape_from_environment();
 
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
