@@ -207,8 +207,10 @@ struct Communicator::State {
   std::unique_ptr<LaunchCrew> crew;  // several GPUs and launch threads on: launches on all at once
   HybridShape hybrid;                // min_bytes 0: off
   std::map<std::pair<int, int>, HostPath> host_paths;  // (collective, root) -> trees' and host path's rates
-  std::unique_ptr<HostStaging> staging;      // made by the first call that stages
-  std::unique_ptr<CombineKernels> combine;   // made by the first reduce that stages
+  // The host path's ring and side streams, and per GPU architecture the hybrid reduce's combining kernels: made by
+  // load() for a large broadcast or reduce that may stage, else by the first call that stages (ready_staging).
+  std::unique_ptr<HostStaging> staging;
+  std::map<std::string, std::unique_ptr<CombineKernels>> combine;
 
   ~State();
   void synchronize();  // waits for every launch of this communicator
@@ -228,7 +230,13 @@ struct Communicator::State {
   void allocate_low_latency();  // the LL buffers and counters, once (from load)
   void allocate_direct();       // the direct kernels' counters, once (from load)
   Status prepare(std::span<const CollectiveSpec> specs);
+  // The trees' and the host path's rates for (collective, root), planned and logged once.
+  const HostPath& host_path_for(Collective collective, DataType dtype, int root);
+  // Whether calls of this collective and root can stage at some size: hybrid on, several GPUs, a broadcast or a
+  // reduce (of at most CombineKernels::kMaxSources ranks), and a share given or a host path.
+  bool may_stage(Collective collective, DataType dtype, int root);
   std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root);
+  Status ready_staging(Collective collective, int root);  // makes what stage() needs, once
   Status stage(const CollectiveCall& call, std::uint64_t staged, const std::vector<cudaStream_t>& streams);
 };
 
@@ -237,7 +245,7 @@ Communicator::State::~State() {
   crew.reset();
   synchronize();
   staging.reset();  // its copies and the combining kernels it queued are done: the GPUs are idle
-  combine.reset();
+  combine.clear();
   CurrentDevice keep;
   prepared.clear();
   for (std::size_t r = 0; r < scratch.size(); ++r)
@@ -442,6 +450,9 @@ void Communicator::State::load(const CollectiveSpec& spec,
   // where a cudaMalloc could wait for the caller's work on the GPU.
   if (spec.low_latency) allocate_low_latency();
   if (spec.direct) allocate_direct();
+  // Likewise the host path of large broadcasts and reduces, and a reduce's combining kernels (an NVRTC compile).
+  if (spec.large && !spec.program && may_stage(spec.collective, spec.dtype, spec.root))
+    if (Status s = ready_staging(spec.collective, spec.root); !s.ok()) throw Error(s.message());
   // The counters are zero before any launch; the caller's own work on its streams is not waited for.
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -617,10 +628,6 @@ static std::string missing_peer_access(const Communicator::State& st) {
   return "";
 }
 
-// Why the direct protocol cannot run on this communicator ("" when it can): every rank reads the others' buffers in
-// one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
-// one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
-// per SM for each rank a GPU runs, so every block of a launch is resident.
 // Fits `blocks_per_rank` (a plan-free protocol's, named `what`) to one block per SM for each rank a GPU runs, so
 // every block of a launch is resident.
 static void fit_blocks(Communicator::State& st, const char* what, int* blocks_per_rank) {
@@ -638,6 +645,10 @@ static void fit_blocks(Communicator::State& st, const char* what, int* blocks_pe
   }
 }
 
+// Why the direct protocol cannot run on this communicator ("" when it can): every rank reads the others' buffers in
+// one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
+// one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
+// per SM for each rank a GPU runs, so every block of a launch is resident.
 static std::string direct_unusable(Communicator::State& st) {
   if (std::string why = missing_peer_access(st); !why.empty()) return why;
   const int n = static_cast<int>(st.rank_names.size());
@@ -655,36 +666,38 @@ static std::string direct_unusable(Communicator::State& st) {
   return "";
 }
 
-std::uint64_t Communicator::State::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) {
+const HostPath& Communicator::State::host_path_for(Collective collective, DataType dtype, int root) {
+  const std::pair<int, int> key{static_cast<int>(collective), root};
+  if (auto it = host_paths.find(key); it != host_paths.end()) return it->second;
+  const HostPath path = host_path(topology, plan_for(CollectiveSpec{collective, dtype, ReduceOp::sum, root}));
+  const HostPathModel model = host_path_model(collective);
+  log.info(LogSubsys::plan,
+           path.host_gbps > 0
+               ? fmt::format("{} root {}: host path {:.1f} GB/s beside the trees' {:.1f} GB/s; calls from {} stage "
+                             "a share through host memory ({:.1f}% at 64 MiB, {:.1f}% at 1 GiB)",
+                             call_name(collective), rank_names[root], path.host_gbps, path.trees_gbps,
+                             format_byte_size(hybrid.min_bytes), 100 * host_share(path, std::uint64_t{64} << 20, model),
+                             100 * host_share(path, std::uint64_t{1} << 30, model))
+               : fmt::format("{} root {}: no host path (the topology gives some rank's GPU no host link, or the "
+                             "trees cross PCIe)",
+                             call_name(collective), rank_names[root]));
+  return host_paths.emplace(key, path).first->second;
+}
+
+bool Communicator::State::may_stage(Collective collective, DataType dtype, int root) {
   if ((collective != Collective::broadcast && collective != Collective::reduce) || hybrid.min_bytes <= 0 ||
       gpus.size() < 2 || root < 0 || root >= static_cast<int>(rank_names.size()) ||
       (collective == Collective::reduce && rank_names.size() > static_cast<std::size_t>(CombineKernels::kMaxSources)))
-    return 0;
+    return false;
+  return hybrid.share ? *hybrid.share > 0 : host_path_for(collective, dtype, root).host_gbps > 0;
+}
+
+std::uint64_t Communicator::State::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) {
   const auto element = static_cast<std::uint64_t>(size_of(dtype));
-  if (count * element < static_cast<std::uint64_t>(hybrid.min_bytes)) return 0;
-  double share = 0;
-  if (hybrid.share) {
-    share = *hybrid.share;
-  } else {
-    const std::pair<int, int> key{static_cast<int>(collective), root};
-    auto it = host_paths.find(key);
-    if (it == host_paths.end()) {
-      const HostPath path = host_path(topology, plan_for(CollectiveSpec{collective, dtype, ReduceOp::sum, root}));
-      it = host_paths.emplace(key, path).first;
-      log.info(LogSubsys::plan,
-               path.host_gbps > 0
-                   ? fmt::format("{} root {}: host path {:.1f} GB/s beside the trees' {:.1f} GB/s; calls from {} "
-                                 "stage a share through host memory ({:.1f}% at 64 MiB, {:.1f}% at 1 GiB)",
-                                 call_name(collective), rank_names[root], path.host_gbps, path.trees_gbps,
-                                 format_byte_size(hybrid.min_bytes),
-                                 100 * host_share(path, std::uint64_t{64} << 20, host_path_model(collective)),
-                                 100 * host_share(path, std::uint64_t{1} << 30, host_path_model(collective)))
-                   : fmt::format("{} root {}: no host path (the topology gives some rank's GPU no host link, or the "
-                                 "trees cross PCIe)",
-                                 call_name(collective), rank_names[root]));
-    }
-    share = host_share(it->second, count * element, host_path_model(collective));
-  }
+  if (count * element < static_cast<std::uint64_t>(hybrid.min_bytes) || !may_stage(collective, dtype, root)) return 0;
+  const double share =
+      hybrid.share ? *hybrid.share
+                   : host_share(host_path_for(collective, dtype, root), count * element, host_path_model(collective));
   // The kernels keep the head, rounded up to 4 KiB; the host path takes the tail.
   const std::uint64_t align = std::max<std::uint64_t>(1, 4096 / element);
   const auto kept = static_cast<std::uint64_t>(static_cast<double>(count) * (1 - share));
@@ -698,18 +711,12 @@ Status Communicator::State::stage(const CollectiveCall& call, std::uint64_t stag
   const std::uint64_t offset = (call.count - staged) * element;
   const int root_device = device_of_rank[call.root];
   if (call.collective == Collective::reduce) {
-    if (!combine) {
-      try {
-        combine = std::make_unique<CombineKernels>(builder->jit(), gpus[root_device].arch);
-      } catch (const Error& e) {
-        return Status(StatusCode::cuda_error, fmt::format("hybrid reduce: {}", e.what()));
-      }
-    }
     std::vector<StagedSource> sources;
     for (int r = 0; r < static_cast<int>(rank_names.size()); ++r)
       sources.push_back({device_of_rank[r], static_cast<const char*>(call.send[r]) + offset});
     void* dst = static_cast<char*>(call.recv[call.root]) + offset;
-    if (Status s = staging->reduce(root_device, dst, sources, staged * element, call.dtype, call.op, *combine); !s.ok())
+    const CombineKernels& kernels = *combine.at(gpus[root_device].arch);
+    if (Status s = staging->reduce(root_device, dst, sources, staged * element, call.dtype, call.op, kernels); !s.ok())
       return s;
     return staging->join(streams);
   }
@@ -721,6 +728,21 @@ Status Communicator::State::stage(const CollectiveCall& call, std::uint64_t stag
   const void* src = static_cast<const char*>(call.send[call.root]) + offset;
   if (Status s = staging->broadcast(root_device, src, targets, staged * element); !s.ok()) return s;
   return staging->join(streams);
+}
+
+Status Communicator::State::ready_staging(Collective collective, int root) {
+  CurrentDevice keep;
+  if (!staging)
+    if (Status s = HostStaging::create(ordinals, &staging); !s.ok()) return s;
+  if (collective != Collective::reduce) return Status();
+  const std::string& arch = gpus[device_of_rank[root]].arch;
+  if (combine.count(arch)) return Status();
+  try {
+    combine[arch] = std::make_unique<CombineKernels>(builder->jit(), arch);
+  } catch (const Error& e) {
+    return Status(StatusCode::cuda_error, fmt::format("hybrid reduce: {}", e.what()));
+  }
+  return Status();
 }
 
 Communicator::Communicator(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -966,9 +988,8 @@ Status Communicator::run(const CollectiveCall& given) {
   std::vector<cudaStream_t> device_streams;
   if (staged > 0) {
     for (int first : st.first_rank) device_streams.push_back(given.streams[first]);
+    if (Status s = st.ready_staging(given.collective, given.root); !s.ok()) return s;
     CurrentDevice keep;
-    if (!st.staging)
-      if (Status s = HostStaging::create(st.ordinals, &st.staging); !s.ok()) return s;
     // Before the kernels are queued: the copies wait only for what came before the call.
     if (Status s = st.staging->fork(device_streams); !s.ok()) return s;
   }
