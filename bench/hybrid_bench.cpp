@@ -9,6 +9,13 @@
 //   hybrid allreduce traffic f         the Communicator's allreduce of (1 - f) N beside staged copies of f N both ways
 //                                      (the traffic of an allreduce whose f share crosses PCIe; its reduction, a
 //                                      pass over HBM, is left out)
+//   engine 0->1 push / pull (chunk C)  NVLink through the copy engines instead of SM kernels: cudaMemcpyAsync
+//                                      between the GPUs on the source's (push) or the destination's (pull) stream
+//   engine both ways                   both directions at once (what an allreduce's link carries)
+//   engine broadcast + staged f        the copy engines' broadcast beside the host path
+//   engine reduce / allreduce (chunk C) the copy engines move each chunk, a combining kernel adds it (i32 sum,
+//                                      checked): reduce = push to the root, combine; allreduce = each GPU pushes the
+//                                      peer's half, combines its own half, pushes it back; pipelined over chunks
 // The staged bytes are checked once against the source. Usage: canopy-bench-hybrid [MiB ...] (default 16 256 1024).
 // Needs two GPUs; with fewer it says so and exits 0.
 #include <cuda_runtime_api.h>
@@ -23,7 +30,10 @@
 #include <vector>
 
 #include "bench/bench_check.hpp"
+#include "runtime/combine_kernels.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/disk_cache.hpp"
+#include "runtime/jit.hpp"
 
 namespace {
 
@@ -79,6 +89,113 @@ struct StagedPath {
   }
 };
 
+// Copy-engine collectives between GPU 0 and GPU 1, chunk by chunk: copies on one stream per GPU and direction,
+// combining kernels on another, events between them (a pool, reused in order).
+struct EnginePipe {
+  cudaStream_t copy[kGpus]{}, back[kGpus]{}, add[kGpus]{};
+  std::vector<cudaEvent_t> events[kGpus];
+  std::size_t next[kGpus]{};
+  const canopy::CombineKernels* combine[kGpus]{};
+
+  EnginePipe() {
+    for (int d = 0; d < kGpus; ++d) {
+      CHECK(cudaSetDevice(d));
+      CHECK(cudaStreamCreateWithFlags(&copy[d], cudaStreamNonBlocking));
+      CHECK(cudaStreamCreateWithFlags(&back[d], cudaStreamNonBlocking));
+      CHECK(cudaStreamCreateWithFlags(&add[d], cudaStreamNonBlocking));
+      events[d].resize(4096);
+      for (cudaEvent_t& e : events[d]) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    }
+  }
+  ~EnginePipe() {
+    for (int d = 0; d < kGpus; ++d) {
+      for (cudaEvent_t e : events[d]) cudaEventDestroy(e);
+      cudaStreamDestroy(copy[d]);
+      cudaStreamDestroy(back[d]);
+      cudaStreamDestroy(add[d]);
+    }
+  }
+  EnginePipe(const EnginePipe&) = delete;
+  EnginePipe& operator=(const EnginePipe&) = delete;
+
+  cudaEvent_t mark(int d, cudaStream_t s) {
+    CHECK(cudaSetDevice(d));
+    cudaEvent_t e = events[d][next[d]++ % events[d].size()];
+    CHECK(cudaEventRecord(e, s));
+    return e;
+  }
+  void wait(int d, cudaStream_t s, cudaEvent_t e) {
+    CHECK(cudaSetDevice(d));
+    CHECK(cudaStreamWaitEvent(s, e));
+  }
+  void move(int d, cudaStream_t s, void* dst, const void* src, std::size_t n) {
+    CHECK(cudaSetDevice(d));
+    CHECK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, s));
+  }
+  void add_i32(int d, int* out, const int* a, const int* b, std::size_t n) {
+    CHECK(cudaSetDevice(d));
+    const void* sources[] = {a, b};
+    const canopy::Status s = combine[d]->run(out, sources, n / 4, canopy::DataType::i32, canopy::ReduceOp::sum, add[d]);
+    if (!s.ok()) {
+      fmt::print(stderr, "combine: {}\n", s.message());
+      std::exit(1);
+    }
+  }
+
+  // One way, chunk by chunk, on the source's stream (push) or the destination's (pull).
+  void copy_peer(int from, int to, bool pull, const char* src, char* dst, std::size_t bytes, std::size_t chunk) {
+    const int d = pull ? to : from;
+    for (std::size_t off = 0; off < bytes; off += chunk)
+      move(d, copy[d], dst + off, src + off, std::min(chunk, bytes - off));
+  }
+  // Reduce to GPU 0: GPU 1 pushes each chunk into GPU 0's recv, GPU 0 adds its send to it there.
+  void reduce(char* const* send, char* const* recv, std::size_t bytes, std::size_t chunk) {
+    for (std::size_t off = 0; off < bytes; off += chunk) {
+      const std::size_t n = std::min(chunk, bytes - off);
+      move(1, copy[1], recv[0] + off, send[1] + off, n);
+      wait(0, add[0], mark(1, copy[1]));
+      add_i32(0, reinterpret_cast<int*>(recv[0] + off), reinterpret_cast<const int*>(send[0] + off),
+              reinterpret_cast<const int*>(recv[0] + off), n);
+    }
+  }
+  // Allreduce: GPU d reduces half d of each chunk. Each pushes the peer's half of its send into the peer's recv,
+  // the peer adds its own send to it there, then pushes the sum into this GPU's recv.
+  void allreduce(char* const* send, char* const* recv, std::size_t bytes, std::size_t chunk) {
+    for (std::size_t off = 0; off < bytes; off += chunk) {
+      const std::size_t n = std::min(chunk, bytes - off);
+      const std::size_t half = n / 2 / 16 * 16;
+      for (int d = 0; d < kGpus; ++d) {
+        const int p = 1 - d;
+        const std::size_t at = off + (p == 0 ? 0 : half), len = p == 0 ? half : n - half;  // the peer's half
+        move(d, copy[d], recv[p] + at, send[d] + at, len);
+      }
+      cudaEvent_t pushed[kGpus] = {mark(0, copy[0]), mark(1, copy[1])};
+      for (int d = 0; d < kGpus; ++d) {
+        const std::size_t at = off + (d == 0 ? 0 : half), len = d == 0 ? half : n - half;  // its own half
+        wait(d, add[d], pushed[1 - d]);
+        add_i32(d, reinterpret_cast<int*>(recv[d] + at), reinterpret_cast<const int*>(send[d] + at),
+                reinterpret_cast<const int*>(recv[d] + at), len);
+        wait(d, back[d], mark(d, add[d]));
+        move(d, back[d], recv[1 - d] + at, recv[d] + at, len);
+      }
+    }
+  }
+  void join() {
+    for (int d = 0; d < kGpus; ++d)
+      for (cudaStream_t s : {copy[d], back[d], add[d]}) {
+        CHECK(cudaSetDevice(d));
+        CHECK(cudaStreamSynchronize(s));
+      }
+  }
+};
+
+// Bytes of `p` on the GPU that are not `want`.
+std::size_t wrong_bytes(const char* p, std::size_t n, unsigned char want) {
+  std::vector<unsigned char> got(n);
+  CHECK(cudaMemcpy(got.data(), p, n, cudaMemcpyDefault));
+  return static_cast<std::size_t>(std::count_if(got.begin(), got.end(), [&](unsigned char c) { return c != want; }));
+}
+
 void sync_all() {
   for (int d = 0; d < kGpus; ++d) {
     CHECK(cudaSetDevice(d));
@@ -131,6 +248,7 @@ int main(int argc, char** argv) {
   canopy::CommunicatorOptions o;
   o.devices = {0, 1};
   o.hybrid_bytes = 0;  // the Communicator's own host path off: its calls measure NVLink alone
+  o.engine_bytes = 0;  // and its copy engines off: its calls are the SM kernels' (the engines are measured below)
   std::unique_ptr<canopy::Communicator> comm;
   must(canopy::Communicator::create(o, &comm));
 
@@ -244,6 +362,95 @@ int main(int argc, char** argv) {
                back.copy(send[1] + nv, recv[0] + nv, staged);
              }),
              allreduce);
+    }
+  }
+  // NVLink through the copy engines.
+  {
+    for (int d = 0; d < kGpus; ++d) {
+      CHECK(cudaSetDevice(d));
+      const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CHECK(e);
+      (void)cudaGetLastError();
+    }
+    canopy::Jit jit(canopy::DiskCache::from_environment());
+    std::vector<std::unique_ptr<canopy::CombineKernels>> combine;
+    EnginePipe pipe;
+    for (int d = 0; d < kGpus; ++d) {
+      cudaDeviceProp p{};
+      CHECK(cudaGetDeviceProperties(&p, d));
+      CHECK(cudaSetDevice(d));
+      combine.push_back(std::make_unique<canopy::CombineKernels>(jit, fmt::format("sm_{}{}", p.major, p.minor)));
+      pipe.combine[d] = combine.back().get();
+    }
+    const auto run = [&](const std::function<void()>& enqueue) {
+      return timed(repeats, [&] {
+        enqueue();
+        pipe.join();
+      });
+    };
+    // Checks: i32 sums of the bytes 0x11 and 0x22 in every byte lane make 0x33 (no carries).
+    {
+      const std::size_t n = std::min<std::size_t>(largest, 64ull << 20);
+      for (int d = 0; d < kGpus; ++d) {
+        CHECK(cudaSetDevice(d));
+        CHECK(cudaMemset(recv[d], 0, n));
+      }
+      sync_all();
+      pipe.reduce(send, recv, n, 4 << 20);
+      pipe.join();
+      fmt::print("engine reduce check: {} of {} bytes wrong\n", wrong_bytes(recv[0], n, 0x33), n);
+      for (int d = 0; d < kGpus; ++d) {
+        CHECK(cudaSetDevice(d));
+        CHECK(cudaMemset(recv[d], 0, n));
+      }
+      sync_all();
+      pipe.allreduce(send, recv, n - 4096 * 3, 4 << 20);
+      pipe.join();
+      fmt::print("engine allreduce check: {} + {} of {} bytes wrong\n", wrong_bytes(recv[0], n - 4096 * 3, 0x33),
+                 wrong_bytes(recv[1], n - 4096 * 3, 0x33), n - 4096 * 3);
+    }
+    for (std::size_t bytes : sizes) {
+      fmt::print("-- {} MiB, copy engines\n", bytes >> 20);
+      const double sm = timed(
+          repeats, [&] { must(comm->broadcast(sends, at(recv, 0), bytes / 4, canopy::DataType::f32, 0, streams)); });
+      report("canopy broadcast (SM kernels)", bytes, sm);
+      for (std::size_t chunk : {std::size_t{4} << 20, std::size_t{16} << 20, std::size_t{64} << 20}) {
+        if (chunk > bytes) continue;
+        report(fmt::format("engine 0->1 push (chunk {} MiB)", chunk >> 20), bytes,
+               run([&] { pipe.copy_peer(0, 1, false, send[0], recv[1], bytes, chunk); }), sm);
+        report(fmt::format("engine 0->1 pull (chunk {} MiB)", chunk >> 20), bytes,
+               run([&] { pipe.copy_peer(0, 1, true, send[0], recv[1], bytes, chunk); }), sm);
+        report(fmt::format("engine both ways, each (chunk {} MiB)", chunk >> 20), bytes, run([&] {
+                 pipe.copy_peer(0, 1, false, send[0], recv[1], bytes, chunk);
+                 pipe.copy_peer(1, 0, false, send[1], recv[0], bytes, chunk);
+               }));
+      }
+      for (double f : {0.08, 0.10, 0.12}) {
+        const std::size_t staged = static_cast<std::size_t>(f * static_cast<double>(bytes)) / 4096 * 4096;
+        const std::size_t nv = bytes - staged;
+        report(fmt::format("engine broadcast + staged f={:.2f}", f), bytes, run([&] {
+                 pipe.copy_peer(0, 1, false, send[0], recv[1], nv, 16 << 20);
+                 there.copy(send[0] + nv, recv[1] + nv, staged);
+               }),
+               sm);
+      }
+      const double smr = timed(repeats, [&] {
+        must(comm->reduce(sends, at(recv, 0), bytes / 4, canopy::DataType::i32, canopy::ReduceOp::sum, 0, streams));
+      });
+      report("canopy reduce (SM kernels)", bytes, smr);
+      for (std::size_t chunk : {std::size_t{4} << 20, std::size_t{16} << 20, std::size_t{64} << 20})
+        if (chunk <= bytes)
+          report(fmt::format("engine reduce (chunk {} MiB)", chunk >> 20), bytes,
+                 run([&] { pipe.reduce(send, recv, bytes, chunk); }), smr);
+      const double sma = timed(repeats, [&] {
+        must(comm->allreduce(sends, at(recv, 0), bytes / 4, canopy::DataType::i32, canopy::ReduceOp::sum, streams));
+      });
+      report("canopy allreduce (SM kernels, busbw)", bytes, sma);
+      for (std::size_t chunk :
+           {std::size_t{4} << 20, std::size_t{16} << 20, std::size_t{32} << 20, std::size_t{64} << 20})
+        if (chunk <= bytes)
+          report(fmt::format("engine allreduce (chunk {} MiB, busbw)", chunk >> 20), bytes,
+                 run([&] { pipe.allreduce(send, recv, bytes, chunk); }), sma);
     }
   }
   comm.reset();
