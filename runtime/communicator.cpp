@@ -30,6 +30,7 @@
 #include "runtime/detect_topology.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/combine_kernels.hpp"
+#include "runtime/copy_engine_pair.hpp"
 #include "runtime/host_staging.hpp"
 #include "runtime/logger.hpp"
 #include "runtime/peer_access_check.hpp"
@@ -211,6 +212,11 @@ struct Communicator::State {
   // load() for a large broadcast or reduce that may stage, else by the first call that stages (ready_staging).
   std::unique_ptr<HostStaging> staging;
   std::map<std::string, std::unique_ptr<CombineKernels>> combine;
+  // Copy engines for large broadcasts, reduces and allreduces on two GPUs (min_bytes 0: off, or not two GPUs joined
+  // by NVLink; unset: sizes per collective): made by load() for a large one of those, else by the first call they move
+  // (ready_engines).
+  EngineShape engine;
+  std::unique_ptr<CopyEnginePair> engines;
 
   ~State();
   void synchronize();  // waits for every launch of this communicator
@@ -238,12 +244,18 @@ struct Communicator::State {
   std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root);
   Status ready_staging(Collective collective, int root);  // makes what stage() needs, once
   Status stage(const CollectiveCall& call, std::uint64_t staged, const std::vector<cudaStream_t>& streams);
+  Status combine_for(const std::string& arch, const CombineKernels** out);  // loaded once per GPU architecture
+  bool engine_collective(Collective collective) const;  // the copy engines on and this collective one they move
+  bool engine_sized(Collective collective, std::uint64_t count, DataType dtype) const;
+  Status ready_engines(Collective collective);  // the pair, and the combining kernels, once
+  Status run_on_engines(const CollectiveCall& call);
 };
 
 Communicator::State::~State() {
   watchdog.reset();
   crew.reset();
   synchronize();
+  engines.reset();  // likewise the copy engines' work
   staging.reset();  // its copies and the combining kernels it queued are done: the GPUs are idle
   combine.clear();
   CurrentDevice keep;
@@ -450,9 +462,12 @@ void Communicator::State::load(const CollectiveSpec& spec,
   // where a cudaMalloc could wait for the caller's work on the GPU.
   if (spec.low_latency) allocate_low_latency();
   if (spec.direct) allocate_direct();
-  // Likewise the host path of large broadcasts and reduces, and a reduce's combining kernels (an NVRTC compile).
+  // Likewise the host path of large broadcasts and reduces, and a reduce's combining kernels (an NVRTC compile),
+  // and the copy engines of large broadcasts and allreduces.
   if (spec.large && !spec.program && may_stage(spec.collective, spec.dtype, spec.root))
     if (Status s = ready_staging(spec.collective, spec.root); !s.ok()) throw Error(s.message());
+  if (spec.large && !spec.program && engine_collective(spec.collective))
+    if (Status s = ready_engines(spec.collective); !s.ok()) throw Error(s.message());
   // The counters are zero before any launch; the caller's own work on its streams is not waited for.
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -645,11 +660,9 @@ static void fit_blocks(Communicator::State& st, const char* what, int* blocks_pe
   }
 }
 
-// Why the direct protocol cannot run on this communicator ("" when it can): every rank reads the others' buffers in
-// one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
-// one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
-// per SM for each rank a GPU runs, so every block of a launch is resident.
-static std::string direct_unusable(Communicator::State& st) {
+// Why some pair of ranks cannot reach each other in one NVLink hop ("" when all can): peer access between their GPUs
+// and, in the topology, an NVLink between them (directly or through one switch).
+static std::string nvlink_hop_missing(const Communicator::State& st) {
   if (std::string why = missing_peer_access(st); !why.empty()) return why;
   const int n = static_cast<int>(st.rank_names.size());
   for (int a = 0; a < n; ++a)
@@ -662,6 +675,15 @@ static std::string direct_unusable(Communicator::State& st) {
         return fmt::format("{} and {} are not one NVLink hop apart (directly or through one switch) in topology {}",
                            st.rank_names[a], st.rank_names[b], st.topology.name());
     }
+  return "";
+}
+
+// Why the direct protocol cannot run on this communicator ("" when it can): every rank reads the others' buffers in
+// one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
+// one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
+// per SM for each rank a GPU runs, so every block of a launch is resident.
+static std::string direct_unusable(Communicator::State& st) {
+  if (std::string why = nvlink_hop_missing(st); !why.empty()) return why;
   fit_blocks(st, "direct", &st.direct.blocks_per_rank);
   return "";
 }
@@ -735,12 +757,73 @@ Status Communicator::State::ready_staging(Collective collective, int root) {
   if (!staging)
     if (Status s = HostStaging::create(ordinals, &staging); !s.ok()) return s;
   if (collective != Collective::reduce) return Status();
-  const std::string& arch = gpus[device_of_rank[root]].arch;
-  if (combine.count(arch)) return Status();
+  const CombineKernels* kernels = nullptr;
+  return combine_for(gpus[device_of_rank[root]].arch, &kernels);
+}
+
+Status Communicator::State::combine_for(const std::string& arch, const CombineKernels** out) {
+  if (auto it = combine.find(arch); it != combine.end()) {
+    *out = it->second.get();
+    return Status();
+  }
   try {
-    combine[arch] = std::make_unique<CombineKernels>(builder->jit(), arch);
+    *out = (combine[arch] = std::make_unique<CombineKernels>(builder->jit(), arch)).get();
   } catch (const Error& e) {
-    return Status(StatusCode::cuda_error, fmt::format("hybrid reduce: {}", e.what()));
+    combine.erase(arch);
+    return Status(StatusCode::cuda_error, fmt::format("combining kernels for {}: {}", arch, e.what()));
+  }
+  return Status();
+}
+
+bool Communicator::State::engine_collective(Collective collective) const {
+  return engine.min_bytes_for(collective) > 0 &&
+         (collective == Collective::broadcast || collective == Collective::reduce ||
+          collective == Collective::allreduce);
+}
+
+bool Communicator::State::engine_sized(Collective collective, std::uint64_t count, DataType dtype) const {
+  return engine_collective(collective) && count * static_cast<std::uint64_t>(size_of(dtype)) >=
+                                              static_cast<std::uint64_t>(engine.min_bytes_for(collective));
+}
+
+Status Communicator::State::ready_engines(Collective collective) {
+  CurrentDevice keep;
+  if (!engines)
+    if (Status s = CopyEnginePair::create({ordinal_of_rank[0], ordinal_of_rank[1]},
+                                          static_cast<std::size_t>(engine.chunk_bytes), &engines);
+        !s.ok())
+      return s;
+  if (collective == Collective::broadcast) return Status();
+  const CombineKernels* kernels = nullptr;
+  for (const GpuDevice& g : gpus)
+    if (Status s = combine_for(g.arch, &kernels); !s.ok()) return s;
+  return Status();
+}
+
+Status Communicator::State::run_on_engines(const CollectiveCall& call) {
+  if (Status s = ready_engines(call.collective); !s.ok()) return s;
+  const std::size_t bytes = call.count * static_cast<std::size_t>(size_of(call.dtype));
+  CurrentDevice keep;
+  if (Status s = engines->fork(call.streams); !s.ok()) return s;
+  Status s;
+  if (call.collective == Collective::broadcast) {
+    s = engines->broadcast(call.root, call.send, call.recv, bytes);
+  } else if (call.collective == Collective::reduce) {
+    const CombineKernels* kernels = nullptr;
+    s = combine_for(gpus[device_of_rank[call.root]].arch, &kernels);
+    if (s.ok()) s = engines->reduce(call.root, call.send, call.recv, bytes, call.dtype, call.op, *kernels);
+  } else {
+    std::array<const CombineKernels*, 2> kernels{};
+    for (int r = 0; r < 2; ++r)
+      if (s.ok()) s = combine_for(gpus[device_of_rank[r]].arch, &kernels[r]);
+    if (s.ok()) s = engines->allreduce(call.send, call.recv, bytes, call.dtype, call.op, kernels);
+  }
+  // What was queued is joined even after a failure, so the caller's streams never run ahead of it.
+  const Status joined = engines->join(call.streams);
+  if (!s.ok() || !joined.ok()) {
+    broken = true;
+    broken_why = !s.ok() ? s.message() : joined.message();
+    return !s.ok() ? s : joined;
   }
   return Status();
 }
@@ -884,6 +967,21 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     if (st->hybrid.share && !(*st->hybrid.share >= 0 && *st->hybrid.share <= 0.5))
       throw Error(
           fmt::format("hybrid share {}: use 0 to 0.5 (unset: from the topology's link rates)", *st->hybrid.share));
+    st->engine = engine_shape_from_environment();
+    if (options.engine_bytes) st->engine.min_bytes = *options.engine_bytes;
+    if (st->engine.min_bytes && *st->engine.min_bytes < 0)
+      throw Error(fmt::format("copy-engine limit {} bytes: use 0 (off) or a positive size", *st->engine.min_bytes));
+    if (st->engine.min_bytes.value_or(1) > 0) {
+      const std::string why = n != 2 || devices != 2 ? fmt::format(
+                                                           "{} ranks on {} GPUs (they move data between two "
+                                                           "ranks on two GPUs)",
+                                                           n, devices)
+                                                     : nvlink_hop_missing(*st);
+      if (!why.empty()) {
+        st->log.info(LogSubsys::init, "copy engines off: " + why);
+        st->engine.min_bytes = 0;
+      }
+    }
     if (const std::optional<double> seconds = watchdog_seconds_from_environment())
       st->watchdog = std::make_unique<Watchdog>(*seconds, st->log, st->rank_names, st->device_of_rank);
     if (st->log.enabled(LogLevel::info, LogSubsys::init)) {
@@ -943,7 +1041,11 @@ bool Communicator::is_direct(Collective collective, std::uint64_t count, DataTyp
   const std::uint64_t read = direct_read_bytes(collective, size_bytes(collective, count, dtype, ranks()), ranks());
   // One rank reads nothing from others: its call is a local copy, which the trees' kernel does with more blocks.
   return state_->direct.max_bytes > 0 && ranks() > 1 && read <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
-         !is_low_latency(collective, count, dtype);
+         !is_low_latency(collective, count, dtype) && !is_copy_engine(collective, count, dtype);
+}
+
+bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
+  return state_->engine_sized(collective, count, dtype);
 }
 
 std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
@@ -985,6 +1087,10 @@ Status Communicator::run(const CollectiveCall& given) {
       given.program ? 0 : st.staged_count(given.collective, given.count, given.dtype, given.root);
   CollectiveCall call = given;
   call.count -= staged;
+  // Copy engines: on two GPUs, a large broadcast, or a reduce or allreduce out of place (the receive buffer is where
+  // the other GPU's input lands).
+  const bool on_engines = !given.program && is_copy_engine(given.collective, given.count, given.dtype) &&
+                          (given.collective == Collective::broadcast || !in_place(given));
   std::vector<cudaStream_t> device_streams;
   if (staged > 0) {
     for (int first : st.first_rank) device_streams.push_back(given.streams[first]);
@@ -992,6 +1098,15 @@ Status Communicator::run(const CollectiveCall& given) {
     CurrentDevice keep;
     // Before the kernels are queued: the copies wait only for what came before the call.
     if (Status s = st.staging->fork(device_streams); !s.ok()) return s;
+  }
+  if (on_engines) {
+    CurrentDevice keep;
+    Status s = st.run_on_engines(call);
+    if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
+      st.log.debug(LogSubsys::run, fmt::format("{} count {} on the copy engines{}", call_name(call), call.count,
+                                               staged ? fmt::format(", {} elements through host memory", staged) : ""));
+    if (s.ok() && staged > 0) s = st.stage(given, staged, device_streams);
+    return s;
   }
   PreparedCollective* p = nullptr;
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, false};

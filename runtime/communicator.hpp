@@ -79,6 +79,12 @@ struct CommunicatorOptions {
   // GPU a host link (`host` in .topo; detected and measured by `canopy detect`) and the trees are on NVLink.
   std::optional<std::int64_t> hybrid_bytes;
   std::optional<double> hybrid_share;
+  // Copy engines: on two GPUs joined by NVLink (two ranks, peer access), broadcasts and out-of-place reduces and
+  // allreduces of at least `engine_bytes` (CANOPY_ENGINE_BYTES; 0: never; unset: broadcast 64 MiB, allreduce 128 MiB,
+  // reduce 256 MiB, where they overtook the kernels on H200 x2) are moved by the GPUs' copy
+  // engines, with combining kernels for the sums, instead of the planned trees' kernels (runtime/copy_engine_pair.hpp):
+  // the engines carry more over NVLink than SM stores. The host share (above) still crosses PCIe beside them.
+  std::optional<std::int64_t> engine_bytes;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
   std::function<void(std::string_view)> log_sink;  // unset: log lines go to stderr
 };
@@ -168,6 +174,9 @@ class Communicator {
   // How many of a call's elements (its tail) cross the host path beside the kernels (hybrid_bytes above): 0 for
   // calls below hybrid_bytes, other collectives, one GPU, or topologies without a host link on every rank's GPU.
   std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const;
+  // Whether an out-of-place call of this collective and count is moved by the copy engines (engine_bytes above); an
+  // in-place reduce or allreduce never is.
+  bool is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const;
 
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);

@@ -109,6 +109,34 @@ HybridShape hybrid_shape_from_environment() {
   return h;
 }
 
+std::int64_t EngineShape::min_bytes_for(Collective collective) const {
+  if (min_bytes) return *min_bytes;
+  switch (collective) {
+    case Collective::broadcast:
+      return std::int64_t{64} << 20;
+    case Collective::allreduce:
+      return std::int64_t{128} << 20;
+    case Collective::reduce:
+      return std::int64_t{256} << 20;
+    default:
+      return 0;
+  }
+}
+
+EngineShape engine_shape_from_environment() {
+  EngineShape e;
+  if (const auto bytes = env("CANOPY_ENGINE_BYTES")) e.min_bytes = parse_byte_size(*bytes, "CANOPY_ENGINE_BYTES");
+  if (const auto chunk = env("CANOPY_ENGINE_CHUNK")) {
+    e.chunk_bytes = parse_byte_size(*chunk, "CANOPY_ENGINE_CHUNK");
+    if (e.chunk_bytes % 4096 != 0)
+      throw Error(
+          fmt::format("CANOPY_ENGINE_CHUNK='{}': the copy engines' chunk must be a multiple of 4 KiB, e.g. "
+                      "64MiB, or 0 for the schedule sized to each call (the default)",
+                      *chunk));
+  }
+  return e;
+}
+
 std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::string>& ranks,
                                   const std::string& root) {
   const auto path = env("CANOPY_PLAN_FILE");

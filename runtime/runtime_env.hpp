@@ -73,6 +73,19 @@ struct HybridShape {
 };
 HybridShape hybrid_shape_from_environment();
 
+// CANOPY_ENGINE_BYTES (0: off; unset: per collective, below) and CANOPY_ENGINE_CHUNK (default 0: the schedules of
+// CopyEnginePair::chunks; else a multiple of 4 KiB): broadcasts, reduces and allreduces of at least min_bytes_for()
+// between two GPUs joined by NVLink are moved by the copy engines (runtime/copy_engine_pair.hpp), in chunks of
+// chunk_bytes when it is set.
+struct EngineShape {
+  std::optional<std::int64_t> min_bytes;  // every collective's; unset: the defaults of min_bytes_for
+  std::int64_t chunk_bytes = 0;
+  // The smallest call the engines move (0: none). Unset min_bytes: where they overtook the kernels on H200 x2 (2 GPUs,
+  // 18 NVLinks): broadcast 64 MiB, allreduce 128 MiB, reduce 256 MiB (its combining passes run on the root alone).
+  std::int64_t min_bytes_for(Collective collective) const;
+};
+EngineShape engine_shape_from_environment();
+
 // The plan in CANOPY_PLAN_FILE when it is a plan of `collective` over exactly `ranks` (and `root`, when the
 // collective has one); nullopt when unset or for another collective. Throws canopy::Error when the file cannot
 // be read, is malformed, or plans this collective over other ranks.

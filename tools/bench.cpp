@@ -159,7 +159,7 @@ void add_bench_command(CLI::App& app) {
         };
         // Only the kernels this run's sizes use (describing one compiles it).
         bool small = false, large = false, low_latency = false;
-        std::uint64_t ll_up_to = 0, direct_from = 0, direct_to = 0, staged_from = 0;
+        std::uint64_t ll_up_to = 0, direct_from = 0, direct_to = 0, staged_from = 0, engines_from = 0;
         double least_share = 1, most_share = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
@@ -172,6 +172,9 @@ void add_bench_command(CLI::App& app) {
             } else if (comm->is_direct(r.collective, count, o.dtype)) {
               direct_from = direct_from ? std::min(direct_from, bytes) : bytes;
               direct_to = std::max(direct_to, bytes);
+            } else if (comm->is_copy_engine(r.collective, count, o.dtype) &&
+                       !(o.in_place && r.collective != Collective::broadcast)) {  // in place: the trees
+              engines_from = engines_from ? std::min(engines_from, bytes) : bytes;
             } else {
               (comm->is_large(r.collective, count, o.dtype) ? large : small) = true;
             }
@@ -190,6 +193,12 @@ void add_bench_command(CLI::App& app) {
                                         size_text(direct_from), size_text(direct_to)));
         if (small) kernels.push_back(describe(false));
         if (large) kernels.push_back("large messages: " + describe(true));
+        if (engines_from > 0)
+          kernels.push_back(fmt::format("from {}: copy engines over NVLink (cudaMemcpyAsync between the GPUs){}",
+                                        size_text(engines_from),
+                                        r.collective == Collective::broadcast ? ""
+                                        : r.collective == Collective::reduce  ? ", a combining kernel per chunk"
+                                                                              : ", a combining kernel per half-chunk"));
         if (staged_from > 0)
           kernels.push_back(fmt::format("from {}: {} of the bytes through pinned host memory (PCIe copy engines) "
                                         "beside the kernels",

@@ -45,6 +45,7 @@ TEST_P(HybridOnGpu, EveryElementArrives) {
   o.devices = {0, 1};
   o.hybrid_bytes = 1 << 20;
   o.hybrid_share = c.share;
+  o.engine_bytes = 0;  // the kernels beside the host path (copy_engine_gpu_test.cpp has the engines beside it)
   std::unique_ptr<Communicator> comm;
   const Status created = Communicator::create(o, &comm);
   ASSERT_TRUE(created.ok()) << created.message();

@@ -164,6 +164,44 @@ TEST(RuntimeEnv, HybridFrom64MiBWithTheTopologysShareUnlessSet) {
   EXPECT_THROW(hybrid_shape_from_environment(), Error);
 }
 
+TEST(RuntimeEnv, CopyEnginesFromSizesPerCollectiveInChunksSizedToTheCallUnlessSet) {
+  {
+    ScopedEnv bytes("CANOPY_ENGINE_BYTES", nullptr), chunk("CANOPY_ENGINE_CHUNK", nullptr);
+    const EngineShape e = engine_shape_from_environment();
+    EXPECT_FALSE(e.min_bytes.has_value());
+    EXPECT_EQ(e.min_bytes_for(Collective::broadcast), 64 << 20);
+    EXPECT_EQ(e.min_bytes_for(Collective::allreduce), 128 << 20);
+    EXPECT_EQ(e.min_bytes_for(Collective::reduce), 256 << 20);
+    EXPECT_EQ(e.min_bytes_for(Collective::allgather), 0);
+    EXPECT_EQ(e.chunk_bytes, 0);
+  }
+  {
+    ScopedEnv bytes("CANOPY_ENGINE_BYTES", "0"), chunk("CANOPY_ENGINE_CHUNK", "16MiB");
+    const EngineShape e = engine_shape_from_environment();
+    EXPECT_EQ(e.min_bytes_for(Collective::broadcast), 0);
+    EXPECT_EQ(e.chunk_bytes, 16 << 20);
+  }
+  {
+    ScopedEnv bytes("CANOPY_ENGINE_BYTES", "1MiB");
+    EXPECT_EQ(engine_shape_from_environment().min_bytes_for(Collective::reduce), 1 << 20);
+  }
+  for (const char* bad : {"1000", "4097"}) {
+    ScopedEnv chunk("CANOPY_ENGINE_CHUNK", bad);
+    try {
+      engine_shape_from_environment();
+      FAIL() << "accepted CANOPY_ENGINE_CHUNK=" << bad;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()),
+                fmt::format("CANOPY_ENGINE_CHUNK='{}': the copy engines' chunk must be a "
+                            "multiple of 4 KiB, e.g. 64MiB, or 0 for the schedule sized to each call (the "
+                            "default)",
+                            bad));
+    }
+  }
+  ScopedEnv bytes("CANOPY_ENGINE_BYTES", "lots");
+  EXPECT_THROW(engine_shape_from_environment(), Error);
+}
+
 TEST(RuntimeEnv, PointerChecksOnUnlessZero) {
   {
     ScopedEnv unset("CANOPY_CHECK_POINTERS", nullptr);
