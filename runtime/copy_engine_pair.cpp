@@ -23,18 +23,8 @@ struct CopyEnginePair::Gpu {
   std::array<cudaStream_t, 3> sides() const { return {push, combine, back}; }
 };
 
-namespace {
-
-Status on_gpu(cudaError_t e, const char* what, int ordinal) {
-  return e == cudaSuccess ? Status() : cuda_status(e, fmt::format("copy engines on GPU {}: {}", ordinal, what));
-}
-
-#define CANOPY_ENGINES(call, ordinal)                                      \
-  do {                                                                     \
-    if (Status s_ = on_gpu((call), #call, (ordinal)); !s_.ok()) return s_; \
-  } while (0)
-
-}  // namespace
+// Every call of a step names the device.
+#define CANOPY_ENGINES(call, ordinal) CANOPY_CUDA_RETURN_ON_GPU("copy engines", call, ordinal)
 
 Status CopyEnginePair::create(std::array<int, 2> ordinals, std::size_t chunk_bytes,
                               std::unique_ptr<CopyEnginePair>* out) {

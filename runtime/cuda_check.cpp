@@ -31,4 +31,8 @@ Status cuda_status(cudaError_t error, std::string_view what) {
                 fmt::format("{}: {} ({})", what, cudaGetErrorString(error), cudaGetErrorName(error)));
 }
 
+Status cuda_status_on_gpu(cudaError_t error, std::string_view who, int ordinal, std::string_view call) {
+  return error == cudaSuccess ? Status() : cuda_status(error, fmt::format("{} on GPU {}: {}", who, ordinal, call));
+}
+
 }  // namespace canopy

@@ -22,6 +22,10 @@ std::string cuda_error_text(cudaError_t error, const char* call, const char* fil
 // CUDA's last error.
 Status cuda_status(cudaError_t error, std::string_view what);
 
+// For steps of one GPU among several: "WHO on GPU ORDINAL: CALL: the CUDA error (its name)" (a failure on one GPU
+// is not a failure on another); Status() on success.
+Status cuda_status_on_gpu(cudaError_t error, std::string_view who, int ordinal, std::string_view call);
+
 }  // namespace canopy
 
 #define CANOPY_CUDA_CHECK(call)                                                     \
@@ -36,4 +40,10 @@ Status cuda_status(cudaError_t error, std::string_view what);
   do {                                                                                             \
     const cudaError_t canopy_cuda_error_ = (call);                                                 \
     if (canopy_cuda_error_ != cudaSuccess) return ::canopy::cuda_status(canopy_cuda_error_, #call); \
+  } while (0)
+
+// Returns cuda_status_on_gpu(..., WHO, ORDINAL, "call") from a function returning Status when `call` fails.
+#define CANOPY_CUDA_RETURN_ON_GPU(who, call, ordinal)                                                             \
+  do {                                                                                                            \
+    if (::canopy::Status s_ = ::canopy::cuda_status_on_gpu((call), (who), (ordinal), #call); !s_.ok()) return s_; \
   } while (0)

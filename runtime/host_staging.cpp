@@ -22,19 +22,8 @@ struct HostStaging::Device {
   std::size_t gathering_bytes = 0;
 };
 
-namespace {
-
-// Every call of a step: names the device, since a failure on one GPU is not a failure on another.
-Status on_device(cudaError_t e, const char* what, int ordinal) {
-  return e == cudaSuccess ? Status() : cuda_status(e, fmt::format("host staging on GPU {}: {}", ordinal, what));
-}
-
-#define CANOPY_STAGE(call, ordinal)                                           \
-  do {                                                                        \
-    if (Status s_ = on_device((call), #call, (ordinal)); !s_.ok()) return s_; \
-  } while (0)
-
-}  // namespace
+// Every call of a step names the device.
+#define CANOPY_STAGE(call, ordinal) CANOPY_CUDA_RETURN_ON_GPU("host staging", call, ordinal)
 
 Status HostStaging::create(std::vector<int> ordinals, std::unique_ptr<HostStaging>* out) {
   std::unique_ptr<HostStaging> h(new HostStaging());

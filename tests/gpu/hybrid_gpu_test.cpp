@@ -13,6 +13,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/jit.hpp"
+#include "tests/gpu/checked_call.hpp"
 
 namespace canopy {
 namespace {
@@ -97,24 +98,9 @@ TEST_P(HybridOnGpu, EveryElementArrives) {
       }
       CheckSpec s{c.collective, dtype, op, root, ranks, elements, 0};
       s.seed = 104729u * static_cast<std::uint64_t>(++runs);
-      CollectiveCall call;
-      ASSERT_TRUE(buffers->set_up(s, in_place, &call).ok());
-      if (repeat >= 2) {  // on other streams, once the inputs are written
-        ASSERT_TRUE(buffers->synchronize().ok());
-        call.streams = other;
-      }
-      const Status ran = comm->run(call);
-      ASSERT_TRUE(ran.ok()) << ran.message();
-      for (int r = 0; r < ranks; ++r) {
-        ASSERT_EQ(cudaSetDevice(comm->device_of_rank(r)), cudaSuccess);
-        ASSERT_EQ(cudaStreamSynchronize(call.streams[r]), cudaSuccess);
-      }
-      CheckResult result;
-      ASSERT_TRUE(buffers->check(s, call, &result).ok());
-      EXPECT_EQ(result.wrong, 0u) << to_string(c.collective) << " " << to_string(dtype) << " " << to_string(op)
-                                  << " count " << elements << " root " << root << (in_place ? " in place" : "") << ": "
-                                  << (result.examples.empty() ? "" : result.examples[0]);
-      EXPECT_GT(result.checked, 0u);
+      EXPECT_TRUE(run_checked_call(*comm, *buffers, s, in_place, repeat >= 2 ? &other : nullptr))
+          << to_string(c.collective) << " " << to_string(dtype) << " " << to_string(op) << " count " << elements
+          << " root " << root << (in_place ? " in place" : "") << (repeat >= 2 ? " on other streams" : "");
     }
   for (int r = 0; r < ranks; ++r)
     if (r == 0 || other[r] != other[r - 1]) (void)cudaStreamDestroy(other[r]);
