@@ -54,13 +54,7 @@ __device__ __forceinline__ void combine(T* out, const Sources& s, int n, u64 cou
   CANOPY_COMBINE(canopy_combine_##TYPE##_prod, T, OpProd)   \
   CANOPY_COMBINE(canopy_combine_##TYPE##_min, T, OpMin)     \
   CANOPY_COMBINE(canopy_combine_##TYPE##_max, T, OpMax)
-CANOPY_COMBINE_OPS(f32, float)
-CANOPY_COMBINE_OPS(f16, canopy::half_t)
-CANOPY_COMBINE_OPS(bf16, canopy::bfloat16_t)
-CANOPY_COMBINE_OPS(f64, double)
-CANOPY_COMBINE_OPS(i32, int)
-CANOPY_COMBINE_OPS(i64, long long)
-CANOPY_COMBINE_OPS(u8, unsigned char)
+CANOPY_FOR_EACH_DTYPE(CANOPY_COMBINE_OPS)
 )";
 
 struct Sources {
@@ -74,7 +68,7 @@ SourceFile combine_kernel_source() { return SourceFile{"canopy_combine.cu", kCom
 CombineKernels::CombineKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const auto module = jit.get("canopy-combine-v2", combine_kernel_source, options);
+  const auto module = jit.get("canopy-combine-v3", combine_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   for (int t = 0; t < 7; ++t)
     for (int o = 0; o < 4; ++o) {

@@ -72,15 +72,11 @@ __device__ __forceinline__ void fill(T* dst, u64 n, u64 seed, u64 rank, u64 firs
   for (u64 j = blockIdx.x * (u64)blockDim.x + threadIdx.x; j < n; j += (u64)gridDim.x * blockDim.x)
     dst[j] = make<T>(mix(seed ^ (rank << 48) ^ (first + j)), prod);
 }
-#define CANOPY_FILL(NAME, T) \
-  extern "C" __global__ void NAME(T* d, u64 n, u64 s, u64 r, u64 f, int p) { fill<T>(d, n, s, r, f, p); }
-CANOPY_FILL(canopy_fill_f32, float)
-CANOPY_FILL(canopy_fill_f16, canopy::half_t)
-CANOPY_FILL(canopy_fill_bf16, canopy::bfloat16_t)
-CANOPY_FILL(canopy_fill_f64, double)
-CANOPY_FILL(canopy_fill_i32, int)
-CANOPY_FILL(canopy_fill_i64, long long)
-CANOPY_FILL(canopy_fill_u8, unsigned char)
+#define CANOPY_FILL(TYPE, T)                                                                \
+  extern "C" __global__ void canopy_fill_##TYPE(T* d, u64 n, u64 s, u64 r, u64 f, int p) { \
+    fill<T>(d, n, s, r, f, p);                                                            \
+  }
+CANOPY_FOR_EACH_DTYPE(CANOPY_FILL)
 // Counts the elements where a and b differ bit for bit; mismatches[1] keeps the lowest such index.
 template <typename W>
 __device__ __forceinline__ void count_mismatches(const W* a, const W* b, u64 n, u64* mismatches) {
@@ -197,7 +193,7 @@ SourceFile pattern_kernel_source() { return SourceFile{"canopy_test_pattern.cu",
 PatternKernels::PatternKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const auto module = jit.get("canopy-test-pattern-v2", pattern_kernel_source, options);
+  const auto module = jit.get("canopy-test-pattern-v3", pattern_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   const char* names[7] = {"canopy_fill_f32", "canopy_fill_f16", "canopy_fill_bf16", "canopy_fill_f64",
                           "canopy_fill_i32", "canopy_fill_i64", "canopy_fill_u8"};
