@@ -1,6 +1,7 @@
 // The runtime's CANOPY_ variables: kernel shape, large-message, low-latency and direct shapes, pointer checks,
 // watchdog, plan file, and the logger's level and subsystems. Each test sets what it reads and restores it.
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -35,6 +36,17 @@ class ScopedEnv {
   std::string old_;
   bool had_ = false;
 };
+
+// The message of the canopy::Error `read` throws, or "accepted" when it throws none.
+template <typename Read>
+std::string error_from(Read&& read) {
+  try {
+    read();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
 
 TEST(RuntimeEnv, KernelShapeFromVariables) {
   ScopedEnv chunk("CANOPY_CHUNK", "1MiB"), blocks("CANOPY_BLOCKS", "48"), threads("CANOPY_THREADS", "256"),
@@ -87,12 +99,7 @@ TEST(RuntimeEnv, LowLatencyUpTo256KiBUnlessSet) {
   EXPECT_EQ(low_latency_shape_from_environment().max_bytes, 0);
   EXPECT_EQ(low_latency_shape_from_environment().blocks_per_rank, 8);
   ScopedEnv bad("CANOPY_LL_BYTES", "lots");
-  try {
-    low_latency_shape_from_environment();
-    FAIL() << "accepted CANOPY_LL_BYTES=lots";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("CANOPY_LL_BYTES"), std::string::npos) << e.what();
-  }
+  EXPECT_THAT(error_from([] { low_latency_shape_from_environment(); }), ::testing::HasSubstr("CANOPY_LL_BYTES"));
 }
 
 TEST(RuntimeEnv, DirectUpTo32MiBReadPerRankUnlessSet) {
@@ -118,20 +125,11 @@ TEST(RuntimeEnv, DirectUpTo32MiBReadPerRankUnlessSet) {
   }
   {
     ScopedEnv bad("CANOPY_DIRECT_BYTES", "lots");
-    try {
-      direct_shape_from_environment();
-      FAIL() << "accepted CANOPY_DIRECT_BYTES=lots";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("CANOPY_DIRECT_BYTES"), std::string::npos) << e.what();
-    }
+    EXPECT_THAT(error_from([] { direct_shape_from_environment(); }), ::testing::HasSubstr("CANOPY_DIRECT_BYTES"));
   }
   ScopedEnv bytes("CANOPY_DIRECT_BYTES", nullptr), blocks("CANOPY_DIRECT_BLOCKS", "many");
-  try {
-    direct_shape_from_environment();
-    FAIL() << "accepted CANOPY_DIRECT_BLOCKS=many";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()), "CANOPY_DIRECT_BLOCKS='many': expected thread blocks per rank, e.g. 32");
-  }
+  EXPECT_EQ(error_from([] { direct_shape_from_environment(); }),
+            "CANOPY_DIRECT_BLOCKS='many': expected thread blocks per rank, e.g. 32");
 }
 
 TEST(RuntimeEnv, HybridFrom64MiBWithTheTopologysShareUnlessSet) {
@@ -150,15 +148,11 @@ TEST(RuntimeEnv, HybridFrom64MiBWithTheTopologysShareUnlessSet) {
   }
   for (const char* bad : {"0.6", "-0.1", "half", "0.1x"}) {
     ScopedEnv share("CANOPY_HYBRID_SHARE", bad);
-    try {
-      hybrid_shape_from_environment();
-      FAIL() << "accepted CANOPY_HYBRID_SHARE=" << bad;
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()), fmt::format("CANOPY_HYBRID_SHARE='{}': expected the share of a broadcast's "
-                                                   "bytes staged through host memory, 0 to 0.5, e.g. 0.12 (unset: "
-                                                   "from the topology's link rates)",
-                                                   bad));
-    }
+    EXPECT_EQ(error_from([] { hybrid_shape_from_environment(); }),
+              fmt::format("CANOPY_HYBRID_SHARE='{}': expected the share of a broadcast's "
+                          "bytes staged through host memory, 0 to 0.5, e.g. 0.12 (unset: "
+                          "from the topology's link rates)",
+                          bad));
   }
   ScopedEnv bytes("CANOPY_HYBRID_BYTES", "big");
   EXPECT_THROW(hybrid_shape_from_environment(), Error);
@@ -187,16 +181,11 @@ TEST(RuntimeEnv, CopyEnginesFromSizesPerCollectiveInChunksSizedToTheCallUnlessSe
   }
   for (const char* bad : {"1000", "4097"}) {
     ScopedEnv chunk("CANOPY_ENGINE_CHUNK", bad);
-    try {
-      engine_shape_from_environment();
-      FAIL() << "accepted CANOPY_ENGINE_CHUNK=" << bad;
-    } catch (const Error& e) {
-      EXPECT_EQ(std::string(e.what()),
-                fmt::format("CANOPY_ENGINE_CHUNK='{}': the copy engines' chunk must be a "
-                            "multiple of 4 KiB, e.g. 64MiB, or 0 for the schedule sized to each call (the "
-                            "default)",
-                            bad));
-    }
+    EXPECT_EQ(error_from([] { engine_shape_from_environment(); }),
+              fmt::format("CANOPY_ENGINE_CHUNK='{}': the copy engines' chunk must be a "
+                          "multiple of 4 KiB, e.g. 64MiB, or 0 for the schedule sized to each call (the "
+                          "default)",
+                          bad));
   }
   ScopedEnv bytes("CANOPY_ENGINE_BYTES", "lots");
   EXPECT_THROW(engine_shape_from_environment(), Error);
@@ -216,19 +205,11 @@ TEST(RuntimeEnv, PointerChecksOnUnlessZero) {
     EXPECT_TRUE(check_pointers_from_environment());
   }
   ScopedEnv bad("CANOPY_CHECK_POINTERS", "no");
-  try {
-    check_pointers_from_environment();
-    FAIL() << "accepted CANOPY_CHECK_POINTERS=no";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("CANOPY_CHECK_POINTERS='no'"), std::string::npos) << e.what();
-  }
+  EXPECT_THAT(error_from([] { check_pointers_from_environment(); }),
+              ::testing::HasSubstr("CANOPY_CHECK_POINTERS='no'"));
   ScopedEnv two("CANOPY_CHECK_POINTERS", "2");  // neither off nor on: refused, not taken for "on"
-  try {
-    check_pointers_from_environment();
-    FAIL() << "accepted CANOPY_CHECK_POINTERS=2";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("CANOPY_CHECK_POINTERS=2: use 0"), std::string::npos) << e.what();
-  }
+  EXPECT_THAT(error_from([] { check_pointers_from_environment(); }),
+              ::testing::HasSubstr("CANOPY_CHECK_POINTERS=2: use 0"));
 }
 
 TEST(RuntimeEnv, LaunchThreadsOnWithTwoHundredMicrosecondSpin) {
