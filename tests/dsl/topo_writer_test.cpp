@@ -10,6 +10,13 @@
 namespace canopy {
 namespace {
 
+// `text` (what write_topo gave for `t`) reads back as `t` and writes back as itself.
+void expect_round_trip(const Topology& t, const std::string& text, const char* path) {
+  const Topology again = read_topo(text, path);
+  EXPECT_EQ(again, t);
+  EXPECT_EQ(write_topo(again), text);
+}
+
 TEST(TopoWriter, WritesCanonicalText) {
   Topology t("demo");
   auto g = t.gpus(2);
@@ -51,9 +58,7 @@ TEST(TopoWriter, WritesLatencyOnlyWhereGiven) {
             "link gpu0 gpu2 31.5 pcie4\n"
             "link gpu1 gpu2 10 latency=0.3333333333333333\n"
             "arc gpu2 gpu0 5 ib latency=2\n");
-  const Topology again = read_topo(text, "lat.topo");
-  EXPECT_EQ(again, t);
-  EXPECT_EQ(write_topo(again), text);
+  expect_round_trip(t, text, "lat.topo");
 }
 
 TEST(TopoWriter, WritesHostLinksAfterTheLinksInGpuOrder) {
@@ -76,9 +81,7 @@ TEST(TopoWriter, WritesHostLinksAfterTheLinksInGpuOrder) {
             "host gpu0 63 pcie5\n"
             "host gpu1 55.2 pcie5\n"
             "host odd 12.5\n");
-  const Topology again = read_topo(text, "hybrid.topo");
-  EXPECT_EQ(again, t);
-  EXPECT_EQ(write_topo(again), text);
+  expect_round_trip(t, text, "hybrid.topo");
 
   Topology one("one");  // no links: the host line still reads back
   one.host_link(one.gpus(1)[0], {1.0 / 3.0, "pcie3"});
@@ -105,9 +108,7 @@ TEST(TopoWriter, RoundTripsEveryShippedTopology) {
     SCOPED_TRACE(std::string(s.name));
     const Topology t = load_topology(s.name);
     const std::string text = write_topo(t);
-    const Topology again = read_topo(text, "written.topo");
-    EXPECT_EQ(again, t);
-    EXPECT_EQ(write_topo(again), text);
+    expect_round_trip(t, text, "written.topo");
   }
 }
 
