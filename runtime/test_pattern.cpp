@@ -195,9 +195,10 @@ PatternKernels::PatternKernels(Jit& jit, const std::string& arch) {
   options.arch = arch;
   const auto module = jit.get("canopy-test-pattern-v3", pattern_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  const char* names[7] = {"canopy_fill_f32", "canopy_fill_f16", "canopy_fill_bf16", "canopy_fill_f64",
-                          "canopy_fill_i32", "canopy_fill_i64", "canopy_fill_u8"};
-  for (int t = 0; t < 7; ++t) CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t], library_, names[t]));
+  for (int t = 0; t < 7; ++t) {
+    const std::string name = fmt::format("canopy_fill_{}", to_string(static_cast<DataType>(t)));
+    CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t], library_, name.c_str()));
+  }
   const char* compare[4] = {"canopy_mismatch_1", "canopy_mismatch_2", "canopy_mismatch_4", "canopy_mismatch_8"};
   for (int w = 0; w < 4; ++w) CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&compare_[w], library_, compare[w]));
 }
