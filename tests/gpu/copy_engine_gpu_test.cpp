@@ -4,7 +4,6 @@
 // broadcast stays on the engines, a reduce or allreduce goes to the trees), the caller's streams changing, several
 // element types and operators, a host share beside the engines, and buffers that are not 16-byte aligned.
 #include <cuda_runtime_api.h>
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +12,6 @@
 #include "runtime/collective_buffers.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
-#include "runtime/jit.hpp"
 #include "tests/gpu/checked_call.hpp"
 
 namespace canopy {
@@ -49,17 +47,8 @@ TEST_P(CopyEngineOnGpu, EveryElementArrives) {
   ASSERT_EQ(ranks, 2);
 
   const std::uint64_t top = std::uint64_t{1} << 24;  // f32: 64 MiB per rank, four allreduce chunks
-  cudaDeviceProp prop{};
-  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  Jit jit(DiskCache::from_environment());
-  PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
-  std::unique_ptr<CollectiveBuffers> buffers;
-  ASSERT_TRUE(CollectiveBuffers::create(*comm, top * 4, top * 4, patterns, &buffers).ok());
-  std::vector<cudaStream_t> other(ranks);
-  for (int r = 0; r < ranks; ++r) {
-    ASSERT_EQ(cudaSetDevice(comm->device_of_rank(r)), cudaSuccess);
-    ASSERT_EQ(cudaStreamCreateWithFlags(&other[r], cudaStreamNonBlocking), cudaSuccess);
-  }
+  CheckedCallSetup setup;
+  ASSERT_TRUE(setup.make(*comm, top * 4));
 
   static constexpr std::pair<DataType, ReduceOp> kKinds[] = {{DataType::f32, ReduceOp::sum},
                                                              {DataType::i32, ReduceOp::max},
@@ -79,11 +68,10 @@ TEST_P(CopyEngineOnGpu, EveryElementArrives) {
       EXPECT_EQ(comm->staged_count(c.collective, elements, dtype, root) > 0, c.host_share.has_value());
       CheckSpec s{c.collective, dtype, op, root, ranks, elements, 0};
       s.seed = 7919u * static_cast<std::uint64_t>(++runs);
-      EXPECT_TRUE(run_checked_call(*comm, *buffers, s, in_place, repeat >= 2 ? &other : nullptr))
+      EXPECT_TRUE(run_checked_call(*comm, setup.buffers(), s, in_place, repeat >= 2 ? &setup.other_streams() : nullptr))
           << to_string(c.collective) << " " << to_string(dtype) << " " << to_string(op) << " count " << elements
           << " root " << root << (in_place ? " in place" : "") << (repeat >= 2 ? " on other streams" : "");
     }
-  for (cudaStream_t s : other) (void)cudaStreamDestroy(s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, CopyEngineOnGpu,

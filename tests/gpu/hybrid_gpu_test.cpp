@@ -5,14 +5,12 @@
 // streams changing, virtual ranks (several per GPU: device copies or sources read in place on the root's GPU,
 // several targets or sources per slot elsewhere), and for reduces several element types and operators.
 #include <cuda_runtime_api.h>
-#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "dsl/shipped_topologies.hpp"
 #include "runtime/collective_buffers.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
-#include "runtime/jit.hpp"
 #include "tests/gpu/checked_call.hpp"
 
 namespace canopy {
@@ -53,21 +51,8 @@ TEST_P(HybridOnGpu, EveryElementArrives) {
   const int ranks = comm->ranks();
 
   const std::uint64_t top = std::uint64_t{1} << 24;  // f32: 64 MiB per rank, many chunks through the ring
-  cudaDeviceProp prop{};
-  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  Jit jit(DiskCache::from_environment());
-  PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
-  std::unique_ptr<CollectiveBuffers> buffers;
-  ASSERT_TRUE(CollectiveBuffers::create(*comm, top * 4, top * 4, patterns, &buffers).ok());
-  std::vector<cudaStream_t> other(ranks);
-  for (int r = 0; r < ranks; ++r) {
-    ASSERT_EQ(cudaSetDevice(comm->device_of_rank(r)), cudaSuccess);
-    ASSERT_EQ(cudaStreamCreateWithFlags(&other[r], cudaStreamNonBlocking), cudaSuccess);
-  }
-  // Ranks of one GPU share its stream.
-  for (int r = 0; r < ranks; ++r)
-    for (int q = 0; q < r; ++q)
-      if (comm->device_of_rank(q) == comm->device_of_rank(r)) other[r] = other[q];
+  CheckedCallSetup setup;                            // ranks of one GPU share its second stream
+  ASSERT_TRUE(setup.make(*comm, top * 4));
 
   int runs = 0;
   // 1 MiB; ~48 MiB, not a multiple of anything; 64 MiB.
@@ -98,12 +83,10 @@ TEST_P(HybridOnGpu, EveryElementArrives) {
       }
       CheckSpec s{c.collective, dtype, op, root, ranks, elements, 0};
       s.seed = 104729u * static_cast<std::uint64_t>(++runs);
-      EXPECT_TRUE(run_checked_call(*comm, *buffers, s, in_place, repeat >= 2 ? &other : nullptr))
+      EXPECT_TRUE(run_checked_call(*comm, setup.buffers(), s, in_place, repeat >= 2 ? &setup.other_streams() : nullptr))
           << to_string(c.collective) << " " << to_string(dtype) << " " << to_string(op) << " count " << elements
           << " root " << root << (in_place ? " in place" : "") << (repeat >= 2 ? " on other streams" : "");
     }
-  for (int r = 0; r < ranks; ++r)
-    if (r == 0 || other[r] != other[r - 1]) (void)cudaStreamDestroy(other[r]);
 }
 
 INSTANTIATE_TEST_SUITE_P(
