@@ -11,11 +11,14 @@
 //                                      pass over HBM, is left out)
 //   engine 0->1 push / pull (chunk C)  NVLink through the copy engines instead of SM kernels: cudaMemcpyAsync
 //                                      between the GPUs on the source's (push) or the destination's (pull) stream
+//   engine 0->1 push, 2 streams        chunks taking turns on two of the source's streams (two copy engines)
+//   engine 0->1 push + pull            chunks taking turns on the source's stream and the destination's
 //   engine both ways                   both directions at once (what an allreduce's link carries)
 //   engine broadcast + staged f        the copy engines' broadcast beside the host path
 //   engine reduce / allreduce (chunk C) the copy engines move each chunk, a combining kernel adds it (i32 sum,
 //                                      checked): reduce = push to the root, combine; allreduce = each GPU pushes the
-//                                      peer's half, combines its own half, pushes it back; pipelined over chunks
+//                                      peer's half, combines its own half, pushes it back; pipelined over chunks;
+//                                      a reduce also with its copies taking turns on two streams
 // The staged bytes are checked once against the source. Usage: canopy-bench-hybrid [MiB ...] (default 16 256 1024).
 // Needs two GPUs; with fewer it says so and exits 0.
 #include <cuda_runtime_api.h>
@@ -148,12 +151,25 @@ struct EnginePipe {
     for (std::size_t off = 0; off < bytes; off += chunk)
       move(d, copy[d], dst + off, src + off, std::min(chunk, bytes - off));
   }
-  // Reduce to GPU 0: GPU 1 pushes each chunk into GPU 0's recv, GPU 0 adds its send to it there.
-  void reduce(char* const* send, char* const* recv, std::size_t bytes, std::size_t chunk) {
-    for (std::size_t off = 0; off < bytes; off += chunk) {
+  // One way, pushed, chunks taking turns on two of the source's streams (two copy engines at once), or, with
+  // `both_ends`, on the source's stream and the destination's (pushed and pulled).
+  void copy_peer_two(int from, int to, bool both_ends, const char* src, char* dst, std::size_t bytes,
+                     std::size_t chunk) {
+    std::size_t k = 0;
+    for (std::size_t off = 0; off < bytes; off += chunk, ++k) {
+      const int d = both_ends && k % 2 == 1 ? to : from;
+      move(d, k % 2 == 0 || both_ends ? copy[d] : back[d], dst + off, src + off, std::min(chunk, bytes - off));
+    }
+  }
+  // Reduce to GPU 0: GPU 1 pushes each chunk into GPU 0's recv (on one stream, or chunks taking turns on two), GPU 0
+  // adds its send to it there.
+  void reduce(char* const* send, char* const* recv, std::size_t bytes, std::size_t chunk, bool two = false) {
+    std::size_t k = 0;
+    for (std::size_t off = 0; off < bytes; off += chunk, ++k) {
       const std::size_t n = std::min(chunk, bytes - off);
-      move(1, copy[1], recv[0] + off, send[1] + off, n);
-      wait(0, add[0], mark(1, copy[1]));
+      cudaStream_t s = two && k % 2 == 1 ? back[1] : copy[1];
+      move(1, s, recv[0] + off, send[1] + off, n);
+      wait(0, add[0], mark(1, s));
       add_i32(0, reinterpret_cast<int*>(recv[0] + off), reinterpret_cast<const int*>(send[0] + off),
               reinterpret_cast<const int*>(recv[0] + off), n);
     }
@@ -420,6 +436,10 @@ int main(int argc, char** argv) {
                run([&] { pipe.copy_peer(0, 1, false, send[0], recv[1], bytes, chunk); }), sm);
         report(fmt::format("engine 0->1 pull (chunk {} MiB)", chunk >> 20), bytes,
                run([&] { pipe.copy_peer(0, 1, true, send[0], recv[1], bytes, chunk); }), sm);
+        report(fmt::format("engine 0->1 push, 2 streams (chunk {} MiB)", chunk >> 20), bytes,
+               run([&] { pipe.copy_peer_two(0, 1, false, send[0], recv[1], bytes, chunk); }), sm);
+        report(fmt::format("engine 0->1 push + pull (chunk {} MiB)", chunk >> 20), bytes,
+               run([&] { pipe.copy_peer_two(0, 1, true, send[0], recv[1], bytes, chunk); }), sm);
         report(fmt::format("engine both ways, each (chunk {} MiB)", chunk >> 20), bytes, run([&] {
                  pipe.copy_peer(0, 1, false, send[0], recv[1], bytes, chunk);
                  pipe.copy_peer(1, 0, false, send[1], recv[0], bytes, chunk);
@@ -439,9 +459,12 @@ int main(int argc, char** argv) {
       });
       report("canopy reduce (SM kernels)", bytes, smr);
       for (std::size_t chunk : {std::size_t{4} << 20, std::size_t{16} << 20, std::size_t{64} << 20})
-        if (chunk <= bytes)
+        if (chunk <= bytes) {
           report(fmt::format("engine reduce (chunk {} MiB)", chunk >> 20), bytes,
                  run([&] { pipe.reduce(send, recv, bytes, chunk); }), smr);
+          report(fmt::format("engine reduce, 2 streams (chunk {} MiB)", chunk >> 20), bytes,
+                 run([&] { pipe.reduce(send, recv, bytes, chunk, true); }), smr);
+        }
       const double sma = timed(repeats, [&] {
         must(comm->allreduce(sends, at(recv, 0), bytes / 4, canopy::DataType::i32, canopy::ReduceOp::sum, streams));
       });

@@ -57,8 +57,8 @@ HostPath host_path(const Topology& topology, const Plan& plan) {
   return path;
 }
 
-HostPathModel host_path_model(Collective collective) {
-  return collective == Collective::reduce ? HostPathModel{120, 8} : HostPathModel{60, 8};
+HostPathModel host_path_model(Collective collective, bool sms_free) {
+  return collective == Collective::reduce && !sms_free ? HostPathModel{120, 8} : HostPathModel{60, 8};
 }
 
 double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel& model) {

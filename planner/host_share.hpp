@@ -27,13 +27,14 @@ struct HostPath {
 
 // D and k above. k is the runtime's chunk count (HostStaging::chunk_for: an eighth of the bytes per chunk). D was
 // calibrated on nvidia-h200-x2 (docs/performance.md, section 4): 60 µs for a broadcast (the best of six shares from
-// 64 MiB to 1 GiB), 120 µs for a reduce, whose root combines what the host path brought in one pass after the trees'
-// kernel has let go of the SMs.
+// 64 MiB to 1 GiB), 120 µs for a reduce beside the trees, whose root combines what the host path brought in one pass
+// after the trees' kernel has let go of the SMs. Beside the copy engines (sms_free) the root combines each chunk as
+// it lands, and a reduce's D is a broadcast's.
 struct HostPathModel {
   double fixed_us = 60;
   int chunks = 8;
 };
-HostPathModel host_path_model(Collective collective);
+HostPathModel host_path_model(Collective collective, bool sms_free = false);
 
 // A plan's paths: host_gbps 0 unless the plan is a broadcast or a reduce over at least two ranks whose GPUs all have a
 // host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws canopy::Error when the

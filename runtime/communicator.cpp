@@ -241,9 +241,11 @@ struct Communicator::State {
   // Whether calls of this collective and root can stage at some size: hybrid on, several GPUs, a broadcast or a
   // reduce (of at most CombineKernels::kMaxSources ranks), and a share given or a host path.
   bool may_stage(Collective collective, DataType dtype, int root);
-  std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root);
+  // on_engines: the rest of the call moves on the copy engines, which leave the SMs free (planner/host_share.hpp).
+  std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root, bool on_engines);
   Status ready_staging(Collective collective, int root);  // makes what stage() needs, once
-  Status stage(const CollectiveCall& call, std::uint64_t staged, const std::vector<cudaStream_t>& streams);
+  Status stage(const CollectiveCall& call, std::uint64_t staged, const std::vector<cudaStream_t>& streams,
+               bool on_engines);
   Status combine_for(const std::string& arch, const CombineKernels** out);  // loaded once per GPU architecture
   bool engine_collective(Collective collective) const;  // the copy engines on and this collective one they move
   bool engine_sized(Collective collective, std::uint64_t count, DataType dtype) const;
@@ -692,14 +694,18 @@ const HostPath& Communicator::State::host_path_for(Collective collective, DataTy
   const std::pair<int, int> key{static_cast<int>(collective), root};
   if (auto it = host_paths.find(key); it != host_paths.end()) return it->second;
   const HostPath path = host_path(topology, plan_for(CollectiveSpec{collective, dtype, ReduceOp::sum, root}));
-  const HostPathModel model = host_path_model(collective);
+  // The share at `bytes` of an out-of-place call.
+  const auto share_at = [&](std::uint64_t bytes) {
+    const bool on_engines = engine_sized(collective, bytes / static_cast<std::uint64_t>(size_of(dtype)), dtype);
+    return 100 * host_share(path, bytes, host_path_model(collective, on_engines));
+  };
   log.info(LogSubsys::plan,
            path.host_gbps > 0
                ? fmt::format("{} root {}: host path {:.1f} GB/s beside the trees' {:.1f} GB/s; calls from {} stage "
                              "a share through host memory ({:.1f}% at 64 MiB, {:.1f}% at 1 GiB)",
                              call_name(collective), rank_names[root], path.host_gbps, path.trees_gbps,
-                             format_byte_size(hybrid.min_bytes), 100 * host_share(path, std::uint64_t{64} << 20, model),
-                             100 * host_share(path, std::uint64_t{1} << 30, model))
+                             format_byte_size(hybrid.min_bytes), share_at(std::uint64_t{64} << 20),
+                             share_at(std::uint64_t{1} << 30))
                : fmt::format("{} root {}: no host path (the topology gives some rank's GPU no host link, or the "
                              "trees cross PCIe)",
                              call_name(collective), rank_names[root]));
@@ -714,12 +720,13 @@ bool Communicator::State::may_stage(Collective collective, DataType dtype, int r
   return hybrid.share ? *hybrid.share > 0 : host_path_for(collective, dtype, root).host_gbps > 0;
 }
 
-std::uint64_t Communicator::State::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) {
+std::uint64_t Communicator::State::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root,
+                                                bool on_engines) {
   const auto element = static_cast<std::uint64_t>(size_of(dtype));
   if (count * element < static_cast<std::uint64_t>(hybrid.min_bytes) || !may_stage(collective, dtype, root)) return 0;
-  const double share =
-      hybrid.share ? *hybrid.share
-                   : host_share(host_path_for(collective, dtype, root), count * element, host_path_model(collective));
+  const double share = hybrid.share ? *hybrid.share
+                                    : host_share(host_path_for(collective, dtype, root), count * element,
+                                                 host_path_model(collective, on_engines));
   // The kernels keep the head, rounded up to 4 KiB; the host path takes the tail.
   const std::uint64_t align = std::max<std::uint64_t>(1, 4096 / element);
   const auto kept = static_cast<std::uint64_t>(static_cast<double>(count) * (1 - share));
@@ -728,7 +735,7 @@ std::uint64_t Communicator::State::staged_count(Collective collective, std::uint
 }
 
 Status Communicator::State::stage(const CollectiveCall& call, std::uint64_t staged,
-                                  const std::vector<cudaStream_t>& streams) {
+                                  const std::vector<cudaStream_t>& streams, bool on_engines) {
   const auto element = static_cast<std::uint64_t>(size_of(call.dtype));
   const std::uint64_t offset = (call.count - staged) * element;
   const int root_device = device_of_rank[call.root];
@@ -738,7 +745,10 @@ Status Communicator::State::stage(const CollectiveCall& call, std::uint64_t stag
       sources.push_back({device_of_rank[r], static_cast<const char*>(call.send[r]) + offset});
     void* dst = static_cast<char*>(call.recv[call.root]) + offset;
     const CombineKernels& kernels = *combine.at(gpus[root_device].arch);
-    if (Status s = staging->reduce(root_device, dst, sources, staged * element, call.dtype, call.op, kernels); !s.ok())
+    // Beside the copy engines the SMs are free: each staged chunk is combined as it lands.
+    if (Status s =
+            staging->reduce(root_device, dst, sources, staged * element, call.dtype, call.op, kernels, on_engines);
+        !s.ok())
       return s;
     return staging->join(streams);
   }
@@ -1050,7 +1060,7 @@ bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, Da
 
 std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
   std::lock_guard<std::mutex> lock(state_->mutex);
-  return state_->staged_count(collective, count, dtype, root);
+  return state_->staged_count(collective, count, dtype, root, is_copy_engine(collective, count, dtype));
 }
 
 bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
@@ -1083,14 +1093,14 @@ Status Communicator::run(const CollectiveCall& given) {
   if (given.count == 0) return Status();
   // Hybrid transfers: a large broadcast's or reduce's tail crosses PCIe through host memory while the kernels move the
   // rest.
-  const std::uint64_t staged =
-      given.program ? 0 : st.staged_count(given.collective, given.count, given.dtype, given.root);
-  CollectiveCall call = given;
-  call.count -= staged;
   // Copy engines: on two GPUs, a large broadcast, or a reduce or allreduce out of place (the receive buffer is where
   // the other GPU's input lands).
   const bool on_engines = !given.program && is_copy_engine(given.collective, given.count, given.dtype) &&
                           (given.collective == Collective::broadcast || !in_place(given));
+  const std::uint64_t staged =
+      given.program ? 0 : st.staged_count(given.collective, given.count, given.dtype, given.root, on_engines);
+  CollectiveCall call = given;
+  call.count -= staged;
   std::vector<cudaStream_t> device_streams;
   if (staged > 0) {
     for (int first : st.first_rank) device_streams.push_back(given.streams[first]);
@@ -1105,7 +1115,7 @@ Status Communicator::run(const CollectiveCall& given) {
     if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
       st.log.debug(LogSubsys::run, fmt::format("{} count {} on the copy engines{}", call_name(call), call.count,
                                                staged ? fmt::format(", {} elements through host memory", staged) : ""));
-    if (s.ok() && staged > 0) s = st.stage(given, staged, device_streams);
+    if (s.ok() && staged > 0) s = st.stage(given, staged, device_streams, true);
     return s;
   }
   PreparedCollective* p = nullptr;
@@ -1149,7 +1159,7 @@ Status Communicator::run(const CollectiveCall& given) {
     st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p->epoch,
                                              p->built->source.entry,
                                              staged ? fmt::format(", {} elements through host memory", staged) : ""));
-  if (s.ok() && staged > 0) s = st.stage(given, staged, device_streams);
+  if (s.ok() && staged > 0) s = st.stage(given, staged, device_streams, false);
   return s;
 }
 

@@ -3,9 +3,10 @@
 // - broadcast: the root GPU's copy engine fills a slot, every other GPU's copy engine drains it into its ranks'
 //   buffers;
 // - reduce: every other GPU's copy engine writes its ranks' chunks into a slot, the root's copy engine brings them
-//   into a gathering buffer on the root GPU ((ranks on other GPUs) x the staged bytes, kept and grown), and once all
-//   are there one combining kernel (combine_kernels.hpp) reduces them with the root GPU's own ranks' inputs, in rank
-//   order, into the root's buffer.
+//   into a gathering buffer on the root GPU ((ranks on other GPUs) x the staged bytes, kept and grown), and a
+//   combining kernel (combine_kernels.hpp) reduces them with the root GPU's own ranks' inputs, in rank order, into
+//   the root's buffer: once all are there, where the collective's own kernels hold the SMs meanwhile, or chunk by
+//   chunk as they land, on a stream of its own, where the SMs are free (beside the copy engines).
 // Events order a slot's refill after its last reads, so the fill and drain of neighbouring slots overlap. The copies
 // run on side streams of their own, forked from the caller's streams before the kernels are queued (they start once
 // the work queued before the call is done) and joined back after (the caller's streams wait for them), so a call
@@ -55,9 +56,10 @@ class HostStaging {
   Status broadcast(int root, const void* src, std::span<const StagedTarget> targets, std::size_t bytes);
   // `bytes` (a multiple of the dtype's size) of every source, reduced with `op` in source order, into `dst` on device
   // `root`: through the ring from other devices, read in place on the root's own. Between fork and join; at most
-  // CombineKernels::kMaxSources sources.
+  // CombineKernels::kMaxSources sources. each_chunk: combine every chunk as it lands (the SMs are free meanwhile)
+  // instead of all of them in one pass after the last.
   Status reduce(int root, void* dst, std::span<const StagedSource> sources, std::size_t bytes, DataType dtype,
-                ReduceOp op, const CombineKernels& combine);
+                ReduceOp op, const CombineKernels& combine, bool each_chunk = false);
   // The caller's streams wait for every copy queued since fork.
   Status join(std::span<const cudaStream_t> streams);
 

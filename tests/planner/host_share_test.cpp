@@ -61,6 +61,16 @@ TEST(HostShare, AReduceCountsItsCombiningPassAsFixedCost) {
             host_share(path, 256 << 20, host_path_model(Collective::broadcast)));
 }
 
+TEST(HostShare, BesideTheCopyEnginesAReduceCombinesAsItGoes) {
+  // The SMs are free: each chunk is combined as it lands, and no pass is left after the last.
+  EXPECT_EQ(host_path_model(Collective::reduce, true).fixed_us, host_path_model(Collective::broadcast).fixed_us);
+  EXPECT_EQ(host_path_model(Collective::broadcast, true).fixed_us, host_path_model(Collective::broadcast).fixed_us);
+  const Topology t = pair(50);
+  const HostPath path = host_path(t, plan(t, Collective::reduce));
+  EXPECT_GT(host_share(path, 256 << 20, host_path_model(Collective::reduce, true)),
+            host_share(path, 256 << 20, host_path_model(Collective::reduce)));
+}
+
 TEST(HostShare, TheSlowestHostLinkBounds) {
   const Topology t = pair(20);
   const HostPath path = host_path(t, plan(t, Collective::broadcast));
