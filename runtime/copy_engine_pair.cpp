@@ -18,10 +18,14 @@ struct CopyEnginePair::Gpu {
   cudaEvent_t pushed = nullptr;       // on `push`: a chunk's input reached the other GPU
   cudaEvent_t summed = nullptr;       // on `combine`: a chunk's half is reduced
   std::array<cudaEvent_t, 3> done{};  // on each side stream: the call's work
-  bool used = false;                  // has work since fork
+  std::array<bool, 3> used{};         // per side stream: has work since fork
 
   std::array<cudaStream_t, 3> sides() const { return {push, combine, back}; }
 };
+
+namespace {
+enum Side { kPush = 0, kCombine = 1, kBack = 2 };
+}  // namespace
 
 // Every call of a step names the device.
 #define CANOPY_ENGINES(call, ordinal) CANOPY_CUDA_RETURN_ON_GPU("copy engines", call, ordinal)
@@ -70,14 +74,23 @@ Status CopyEnginePair::fork(std::span<const cudaStream_t> streams) {
   for (int r = 0; r < 2; ++r) {
     CANOPY_ENGINES(cudaSetDevice(gpus_[r].ordinal), gpus_[r].ordinal);
     CANOPY_ENGINES(cudaEventRecord(gpus_[r].ready, streams[r]), gpus_[r].ordinal);
+    gpus_[r].used = {};
   }
-  // Each GPU's engines write the other's memory: its side streams start after both callers' streams.
-  for (Gpu& g : gpus_) {
-    CANOPY_ENGINES(cudaSetDevice(g.ordinal), g.ordinal);
-    for (cudaStream_t s : g.sides())
-      for (const Gpu& caller : gpus_) CANOPY_ENGINES(cudaStreamWaitEvent(s, caller.ready), g.ordinal);
-    g.used = false;
+  return Status();
+}
+
+// The side stream `side` of rank r's GPU, started after both callers' streams (each GPU's engines write the other's
+// memory) the first time a call uses it: every API call counts for a host-bound caller (a broadcast uses two of six).
+// Leaves rank r's GPU current.
+Status CopyEnginePair::side(int r, int which, cudaStream_t* out) {
+  Gpu& g = gpus_[r];
+  CANOPY_ENGINES(cudaSetDevice(g.ordinal), g.ordinal);
+  const cudaStream_t s = g.sides()[which];
+  if (!g.used[which]) {
+    for (const Gpu& caller : gpus_) CANOPY_ENGINES(cudaStreamWaitEvent(s, caller.ready), g.ordinal);
+    g.used[which] = true;
   }
+  *out = s;
   return Status();
 }
 
@@ -87,22 +100,27 @@ Status CopyEnginePair::broadcast(int root, std::span<const void* const> send, st
   const int other = 1 - root;
   const char* src = static_cast<const char*>(send[root]);
   char* dst = static_cast<char*>(recv[other]);
-  from.used = true;
-  CANOPY_ENGINES(cudaSetDevice(from.ordinal), from.ordinal);
+  cudaStream_t push = nullptr, back = nullptr;
+  if (Status s = side(root, kPush, &push); !s.ok()) return s;
   std::size_t off = 0;
   for (std::size_t n : chunks(Collective::broadcast, bytes, chunk_)) {
-    CANOPY_ENGINES(cudaMemcpyAsync(dst + off, src + off, n, cudaMemcpyDeviceToDevice, from.push), from.ordinal);
+    CANOPY_ENGINES(cudaMemcpyAsync(dst + off, src + off, n, cudaMemcpyDeviceToDevice, push), from.ordinal);
     off += n;
   }
-  if (recv[root] != send[root])
-    CANOPY_ENGINES(cudaMemcpyAsync(recv[root], src, bytes, cudaMemcpyDeviceToDevice, from.back), from.ordinal);
+  if (recv[root] == send[root]) return Status();
+  if (Status s = side(root, kBack, &back); !s.ok()) return s;
+  CANOPY_ENGINES(cudaMemcpyAsync(recv[root], src, bytes, cudaMemcpyDeviceToDevice, back), from.ordinal);
   return Status();
 }
 
 Status CopyEnginePair::allreduce(std::span<const void* const> send, std::span<void* const> recv, std::size_t bytes,
                                  DataType dtype, ReduceOp op, std::array<const CombineKernels*, 2> combine) {
   const auto element = static_cast<std::size_t>(size_of(dtype));
-  for (Gpu& g : gpus_) g.used = true;
+  for (int r = 0; r < 2; ++r)
+    for (int which : {kPush, kCombine, kBack}) {
+      cudaStream_t unused = nullptr;
+      if (Status s = side(r, which, &unused); !s.ok()) return s;
+    }
   std::size_t off = 0;
   for (std::size_t n : chunks(Collective::allreduce, bytes, chunk_)) {
     // Rank 0 reduces the chunk's first half, rank 1 the rest; the split is 16-byte aligned (whole elements).
@@ -141,20 +159,22 @@ Status CopyEnginePair::reduce(int root, std::span<const void* const> send, std::
   const auto element = static_cast<std::size_t>(size_of(dtype));
   Gpu& to = gpus_[root];
   Gpu& from = gpus_[1 - root];
-  to.used = from.used = true;
+  cudaStream_t push = nullptr, combining = nullptr;
+  if (Status s = side(1 - root, kPush, &push); !s.ok()) return s;
+  if (Status s = side(root, kCombine, &combining); !s.ok()) return s;
   std::size_t off = 0;
   for (std::size_t n : chunks(Collective::reduce, bytes, chunk_)) {
     char* landed = static_cast<char*>(recv[root]) + off;
     CANOPY_ENGINES(cudaSetDevice(from.ordinal), from.ordinal);
     CANOPY_ENGINES(
-        cudaMemcpyAsync(landed, static_cast<const char*>(send[1 - root]) + off, n, cudaMemcpyDeviceToDevice, from.push),
+        cudaMemcpyAsync(landed, static_cast<const char*>(send[1 - root]) + off, n, cudaMemcpyDeviceToDevice, push),
         from.ordinal);
-    CANOPY_ENGINES(cudaEventRecord(from.pushed, from.push), from.ordinal);
+    CANOPY_ENGINES(cudaEventRecord(from.pushed, push), from.ordinal);
     const void* mine = static_cast<const char*>(send[root]) + off;
     const void* in_rank_order[2] = {root == 0 ? mine : landed, root == 0 ? landed : mine};
     CANOPY_ENGINES(cudaSetDevice(to.ordinal), to.ordinal);
-    CANOPY_ENGINES(cudaStreamWaitEvent(to.combine, from.pushed), to.ordinal);
-    if (Status s = combine.run(landed, in_rank_order, n / element, dtype, op, to.combine); !s.ok()) return s;
+    CANOPY_ENGINES(cudaStreamWaitEvent(combining, from.pushed), to.ordinal);
+    if (Status s = combine.run(landed, in_rank_order, n / element, dtype, op, combining); !s.ok()) return s;
     off += n;
   }
   return Status();
@@ -184,17 +204,18 @@ std::vector<std::size_t> CopyEnginePair::chunks(Collective collective, std::size
 }
 
 Status CopyEnginePair::join(std::span<const cudaStream_t> streams) {
-  for (Gpu& g : gpus_) {
-    if (!g.used) continue;
-    CANOPY_ENGINES(cudaSetDevice(g.ordinal), g.ordinal);
-    for (int k = 0; k < 3; ++k) CANOPY_ENGINES(cudaEventRecord(g.done[k], g.sides()[k]), g.ordinal);
-  }
-  // Both callers' streams wait for everything: each GPU's engines wrote the other's memory.
+  for (Gpu& g : gpus_)
+    for (int k = 0; k < 3; ++k)
+      if (g.used[k]) {
+        CANOPY_ENGINES(cudaSetDevice(g.ordinal), g.ordinal);
+        CANOPY_ENGINES(cudaEventRecord(g.done[k], g.sides()[k]), g.ordinal);
+      }
+  // Both callers' streams wait for every side stream used: each GPU's engines wrote the other's memory.
   for (int r = 0; r < 2; ++r) {
     CANOPY_ENGINES(cudaSetDevice(gpus_[r].ordinal), gpus_[r].ordinal);
     for (const Gpu& g : gpus_)
-      if (g.used)
-        for (cudaEvent_t e : g.done) CANOPY_ENGINES(cudaStreamWaitEvent(streams[r], e), gpus_[r].ordinal);
+      for (int k = 0; k < 3; ++k)
+        if (g.used[k]) CANOPY_ENGINES(cudaStreamWaitEvent(streams[r], g.done[k]), gpus_[r].ordinal);
   }
   return Status();
 }

@@ -11,8 +11,10 @@
 // Reduce and allreduce run out of place only: the landing place is the receive buffer.
 // Work runs on side streams (per GPU: the first pushes, the combining kernels, the pushes back) forked from the
 // callers' streams before it is queued (each GPU's side streams after both callers' streams: they write the other's
-// memory) and joined after, so a call keeps its stream semantics. An event orders each chunk's steps (a wait binds to
-// the recording current when it is queued, so one event per step serves every chunk), and chunks overlap.
+// memory) and joined after, so a call keeps its stream semantics. Only the side streams a call uses are forked and
+// joined (a broadcast uses one or two of six, a reduce two): each event call costs the host time. An event orders
+// each chunk's steps (a wait binds to the recording current when it is queued, so one event per step serves every
+// chunk), and chunks overlap.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -65,6 +67,9 @@ class CopyEnginePair {
  private:
   struct Gpu;
   CopyEnginePair() = default;
+  // Rank r's side stream `which` (push, combine, back), made to start after the callers' streams at its first use
+  // since fork; leaves rank r's GPU current.
+  Status side(int r, int which, cudaStream_t* out);
 
   std::size_t chunk_ = 0;
   std::vector<Gpu> gpus_;
