@@ -79,9 +79,7 @@ Status CopyEnginePair::fork(std::span<const cudaStream_t> streams) {
   return Status();
 }
 
-// The side stream `side` of rank r's GPU, started after both callers' streams (each GPU's engines write the other's
-// memory) the first time a call uses it: every API call counts for a host-bound caller (a broadcast uses two of six).
-// Leaves rank r's GPU current.
+// Each GPU's engines write the other's memory: a side stream starts after both callers' streams.
 Status CopyEnginePair::side(int r, int which, cudaStream_t* out) {
   Gpu& g = gpus_[r];
   CANOPY_ENGINES(cudaSetDevice(g.ordinal), g.ordinal);

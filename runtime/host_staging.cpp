@@ -83,7 +83,6 @@ Status HostStaging::fork(std::span<const cudaStream_t> streams) {
     CANOPY_STAGE(cudaSetDevice(dev.ordinal), dev.ordinal);
     CANOPY_STAGE(cudaEventRecord(dev.ready, streams[d]), dev.ordinal);
     CANOPY_STAGE(cudaStreamWaitEvent(dev.side, dev.ready), dev.ordinal);
-    CANOPY_STAGE(cudaStreamWaitEvent(dev.combine, dev.ready), dev.ordinal);
     dev.used = false;
   }
   return Status();
@@ -225,7 +224,8 @@ Status HostStaging::reduce(int root, void* dst, std::span<const StagedSource> so
     CANOPY_STAGE(cudaEventRecord(to.drained[slot], to.side), to.ordinal);
     readers_[slot].assign(1, root);
     if (!each_chunk) continue;
-    // On its own stream, so the next chunk's copy does not wait for it.
+    // On its own stream, so the next chunk's copy does not wait for it. It needs no fork: the side stream records
+    // `landed` after it waited for the caller's stream.
     CANOPY_STAGE(cudaEventRecord(to.landed, to.side), to.ordinal);
     CANOPY_STAGE(cudaStreamWaitEvent(to.combine, to.landed), to.ordinal);
     if (Status s = combine.run(static_cast<char*>(dst) + off, inputs_at(off), n / element, dtype, op, to.combine);
