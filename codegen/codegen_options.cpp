@@ -6,6 +6,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <iterator>
 
 #include "dsl/error.hpp"
 
@@ -33,7 +34,9 @@ const TypeInfo& info(DataType t) {
     if (i.type == t) return i;
   throw InternalError("unknown DataType");
 }
+static_assert(std::size(kTypes) == kDataTypeCount);
 constexpr const char* kOps[] = {"sum", "prod", "min", "max"};
+static_assert(std::size(kOps) == kReduceOpCount);
 }  // namespace
 
 std::string to_string(DataType t) { return info(t).name; }
@@ -58,7 +61,7 @@ std::optional<DataType> parse_data_type(std::string_view name) {
 }
 
 std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < kReduceOpCount; ++i)
     if (name == kOps[i]) return static_cast<ReduceOp>(i);
   return std::nullopt;
 }

@@ -12,6 +12,8 @@ namespace canopy {
 
 enum class DataType { f32, f16, bf16, f64, i32, i64, u8 };
 enum class ReduceOp { sum, prod, min, max };
+constexpr int kDataTypeCount = 7;  // DataType's values are 0 .. kDataTypeCount - 1 (tables indexed by them)
+constexpr int kReduceOpCount = 4;  // likewise ReduceOp's
 
 std::string to_string(DataType t);
 std::string to_string(ReduceOp op);

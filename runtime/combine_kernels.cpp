@@ -70,8 +70,8 @@ CombineKernels::CombineKernels(Jit& jit, const std::string& arch) {
   options.arch = arch;
   const auto module = jit.get("canopy-combine-v3", combine_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  for (int t = 0; t < 7; ++t)
-    for (int o = 0; o < 4; ++o) {
+  for (int t = 0; t < kDataTypeCount; ++t)
+    for (int o = 0; o < kReduceOpCount; ++o) {
       const std::string name =
           fmt::format("canopy_combine_{}_{}", to_string(static_cast<DataType>(t)), to_string(static_cast<ReduceOp>(o)));
       CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t][o], library_, name.c_str()));

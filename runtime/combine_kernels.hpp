@@ -37,7 +37,7 @@ class CombineKernels {
 
  private:
   cudaLibrary_t library_{};
-  cudaKernel_t kernels_[7][4]{};  // by DataType, ReduceOp
+  cudaKernel_t kernels_[kDataTypeCount][kReduceOpCount]{};  // by DataType, ReduceOp
 };
 
 }  // namespace canopy

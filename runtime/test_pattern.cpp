@@ -195,7 +195,7 @@ PatternKernels::PatternKernels(Jit& jit, const std::string& arch) {
   options.arch = arch;
   const auto module = jit.get("canopy-test-pattern-v3", pattern_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  for (int t = 0; t < 7; ++t) {
+  for (int t = 0; t < kDataTypeCount; ++t) {
     const std::string name = fmt::format("canopy_fill_{}", to_string(static_cast<DataType>(t)));
     CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t], library_, name.c_str()));
   }

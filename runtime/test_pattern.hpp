@@ -80,7 +80,7 @@ class PatternKernels {
 
  private:
   cudaLibrary_t library_{};
-  cudaKernel_t kernels_[7]{};  // by DataType
+  cudaKernel_t kernels_[kDataTypeCount]{};  // by DataType
   cudaKernel_t compare_[4]{};  // by element width 1, 2, 4, 8
 };
 
