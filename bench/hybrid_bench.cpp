@@ -14,6 +14,8 @@
 //   engine 0->1 push, 2 streams        chunks taking turns on two of the source's streams (two copy engines)
 //   engine 0->1 push + pull            chunks taking turns on the source's stream and the destination's
 //   engine both ways                   both directions at once (what an allreduce's link carries)
+//   SM broadcast + engine push f       the Communicator's broadcast (SM kernels) of (1 - f) N beside the copy
+//                                      engines' push of f N: whether the two movers together beat either on NVLink
 //   engine broadcast + staged f        the copy engines' broadcast beside the host path
 //   engine reduce / allreduce (chunk C) the copy engines move each chunk, a combining kernel adds it (i32 sum,
 //                                      checked): reduce = push to the root, combine; allreduce = each GPU pushes the
@@ -444,6 +446,18 @@ int main(int argc, char** argv) {
                  pipe.copy_peer(0, 1, false, send[0], recv[1], bytes, chunk);
                  pipe.copy_peer(1, 0, false, send[1], recv[0], bytes, chunk);
                }));
+      }
+      // Both NVLink movers at once: the SM kernels broadcast the head while the copy engines push the tail to GPU 1
+      // (and copy it into GPU 0's own receive buffer, as an out-of-place broadcast must).
+      for (double f : {0.3, 0.4, 0.5, 0.6}) {
+        const std::size_t eng = static_cast<std::size_t>(f * static_cast<double>(bytes)) / 4096 * 4096;
+        const std::size_t nv = bytes - eng;
+        report(fmt::format("SM broadcast + engine push f={:.1f}", f), bytes, run([&] {
+                 must(comm->broadcast(sends, at(recv, 0), nv / 4, canopy::DataType::f32, 0, streams));
+                 pipe.copy_peer(0, 1, false, send[0] + nv, recv[1] + nv, eng, eng);
+                 pipe.move(0, pipe.back[0], recv[0] + nv, send[0] + nv, eng);
+               }),
+               sm);
       }
       for (double f : {0.08, 0.10, 0.12}) {
         const std::size_t staged = static_cast<std::size_t>(f * static_cast<double>(bytes)) / 4096 * 4096;

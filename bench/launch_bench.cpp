@@ -35,6 +35,38 @@ const char* kEmptyPtx = R"(.version 8.0
 .target sm_80
 .address_size 64
 .visible .entry empty(.param .align 8 .b8 args[80], .param .u32 device) { ret; }
+
+.visible .entry signal_wait(.param .u64 signal, .param .u64 wait, .param .u64 value) {
+  .reg .u64 %a<5>;
+  .reg .pred %p;
+  ld.param.u64 %a0, [signal];
+  ld.param.u64 %a1, [wait];
+  ld.param.u64 %a2, [value];
+  cvta.to.global.u64 %a0, %a0;
+  cvta.to.global.u64 %a1, %a1;
+  st.release.sys.global.u64 [%a0], %a2;
+SPIN:
+  ld.acquire.sys.global.u64 %a3, [%a1];
+  setp.lt.u64 %p, %a3, %a2;
+  @%p bra SPIN;
+  ret;
+}
+
+.visible .entry wait_signal(.param .u64 signal, .param .u64 wait, .param .u64 value) {
+  .reg .u64 %a<5>;
+  .reg .pred %p;
+  ld.param.u64 %a0, [signal];
+  ld.param.u64 %a1, [wait];
+  ld.param.u64 %a2, [value];
+  cvta.to.global.u64 %a0, %a0;
+  cvta.to.global.u64 %a1, %a1;
+SPIN:
+  ld.acquire.sys.global.u64 %a3, [%a1];
+  setp.lt.u64 %p, %a3, %a2;
+  @%p bra SPIN;
+  st.release.sys.global.u64 [%a0], %a2;
+  ret;
+}
 )";
 
 struct Args {
@@ -50,6 +82,8 @@ struct Gpu {
   int ordinal = 0;
   cudaStream_t stream = nullptr;
   cudaKernel_t kernel = nullptr;
+  cudaKernel_t signal_wait = nullptr, wait_signal = nullptr;  // the handshake probes' kernels
+  unsigned long long* flag = nullptr;                         // this GPU's flag, written by the other GPU
   CUcontext context = nullptr;
   cudaEvent_t start = nullptr, stop = nullptr;
 };
@@ -97,6 +131,99 @@ void measure(const char* name, std::vector<Gpu*> gpus, int calls, const std::fun
   fmt::print("{:<40} host {:6.2f} us/call   GPUs {:6.2f} us/call\n", name, host[2], device[2]);
 }
 
+// GPU 1 without a kernel: the cost of a call if GPU 0's kernel did the work and GPU 1's stream only took part through
+// stream memory operations (cuStreamBatchMemOp). Each probe runs a one-warp handshake per call:
+//   two-sided      both GPUs launch; each kernel signals the other GPU's flag, then waits for its own (the
+//                  low-latency protocol's shape), from a helper thread per GPU as Communicator::run does
+//   one-sided      GPU 1's stream signals GPU 0's flag and waits for its own (two memory operations, one driver
+//                  call); GPU 0's kernel waits for its flag, then signals GPU 1's. The caller does both
+//   one-sided, helper   the same, GPU 1's memory operations queued by a helper thread
+void handshake_probes(std::vector<Gpu>& gpus, int calls) {
+  using BatchMemOp = CUresult (*)(CUstream, unsigned, CUstreamBatchMemOpParams*, unsigned);
+  const auto batch = driver_entry<BatchMemOp>("cuStreamBatchMemOp", 12000);
+  if (!batch) {
+    fmt::print("cuStreamBatchMemOp: not in this driver, handshake probes skipped\n");
+    return;
+  }
+  Gpu& g0 = gpus[0];
+  Gpu& g1 = gpus[1];
+  for (Gpu* a : {&g0, &g1}) {
+    CHECK(cudaSetDevice(a->ordinal));
+    const cudaError_t e = cudaDeviceEnablePeerAccess(a == &g0 ? g1.ordinal : g0.ordinal, 0);
+    if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) CHECK(e);
+    (void)cudaGetLastError();
+  }
+  unsigned long long value = 0;
+  const auto launch = [](Gpu& g, cudaKernel_t k, unsigned long long* signal, unsigned long long* wait,
+                         unsigned long long v) {
+    void* params[] = {&signal, &wait, &v};
+    CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), dim3(1), dim3(32), params, 0, g.stream));
+  };
+  // GPU 1's part of a one-sided call: signal GPU 0, then hold the stream until GPU 0's kernel signals back.
+  const auto memops = [&](unsigned long long v, bool wait) {
+    CUstreamBatchMemOpParams ops[2] = {};
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+    ops[0].writeValue.address = reinterpret_cast<CUdeviceptr>(wait ? g0.flag : g1.flag);
+    ops[0].writeValue.value64 = v;
+    ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+    ops[1].waitValue.address = reinterpret_cast<CUdeviceptr>(g1.flag);
+    ops[1].waitValue.value64 = v;
+    ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    if (const CUresult r = batch(reinterpret_cast<CUstream>(g1.stream), 2, ops, 0); r != CUDA_SUCCESS) {
+      fmt::print("cuStreamBatchMemOp failed: CUresult {}\n", static_cast<int>(r));
+      std::exit(1);
+    }
+  };
+  CHECK(cudaSetDevice(g1.ordinal));
+  measure("GPU 1 memory ops (write, wait), alone", {&g1}, calls, [&] { memops(++value, false); });
+
+  // One spinning helper on GPU 1 running `work` once per ticket.
+  std::atomic<long> ticket{0}, done{0};
+  std::atomic<bool> quit{false};
+  std::function<void()> work;
+  std::thread helper([&] {
+    CHECK(cudaSetDevice(g1.ordinal));
+    long seen = 0;
+    while (!quit.load(std::memory_order_acquire)) {
+      const long t = ticket.load(std::memory_order_acquire);
+      if (t == seen) continue;
+      seen = t;
+      work();
+      done.fetch_add(1, std::memory_order_acq_rel);
+    }
+  });
+  long expected = 0;
+  const auto with_helper = [&](const std::function<void()>& own) {
+    ticket.fetch_add(1, std::memory_order_acq_rel);
+    own();
+    ++expected;
+    while (done.load(std::memory_order_acquire) < expected) {
+    }
+  };
+  unsigned long long v = 0;  // the call's value, read by the helper after the ticket's release
+  work = [&] { launch(g1, g1.signal_wait, g0.flag, g1.flag, v); };
+  CHECK(cudaSetDevice(g0.ordinal));
+  measure("two-sided handshake, helper", {&g0, &g1}, calls, [&] {
+    v = ++value;
+    with_helper([&] { launch(g0, g0.signal_wait, g1.flag, g0.flag, v); });
+  });
+  measure("one-sided handshake, caller", {&g0, &g1}, calls, [&] {
+    const unsigned long long c = ++value;
+    CHECK(cudaSetDevice(g1.ordinal));
+    memops(c, true);
+    CHECK(cudaSetDevice(g0.ordinal));
+    launch(g0, g0.wait_signal, g1.flag, g0.flag, c);
+  });
+  work = [&] { memops(v, true); };
+  CHECK(cudaSetDevice(g0.ordinal));
+  measure("one-sided handshake, helper", {&g0, &g1}, calls, [&] {
+    v = ++value;
+    with_helper([&] { launch(g0, g0.wait_signal, g1.flag, g0.flag, v); });
+  });
+  quit.store(true, std::memory_order_release);
+  helper.join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,6 +252,10 @@ int main(int argc, char** argv) {
     cudaLibrary_t library = nullptr;
     CHECK(cudaLibraryLoadData(&library, kEmptyPtx, nullptr, nullptr, 0, nullptr, nullptr, 0));
     CHECK(cudaLibraryGetKernel(&g.kernel, library, "empty"));
+    CHECK(cudaLibraryGetKernel(&g.signal_wait, library, "signal_wait"));
+    CHECK(cudaLibraryGetKernel(&g.wait_signal, library, "wait_signal"));
+    CHECK(cudaMalloc(reinterpret_cast<void**>(&g.flag), sizeof(unsigned long long)));
+    CHECK(cudaMemset(g.flag, 0, sizeof(unsigned long long)));
     CHECK(cudaFree(nullptr));
     if (ctx_get) ctx_get(&g.context);
   }
@@ -203,6 +334,7 @@ int main(int argc, char** argv) {
   });
   quit.store(true, std::memory_order_release);
   for (std::thread& t : helpers) t.join();
+  handshake_probes(gpus, calls);
 
   // The host work of a call, piece by piece (GPU 0's buffer and stream).
   void* buffer = nullptr;
