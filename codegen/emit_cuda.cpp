@@ -359,7 +359,7 @@ KernelSource emit_cuda(const Schedule& s) {
                                                      : fmt::format("{}", o.threads_per_block);
   out += fmt::format("extern \"C\" __global__ void __launch_bounds__({})\n{}(const Config::Args a, int device) {{\n",
                      bounds, k.entry);
-  out += "  canopy::run_block<Config>(a, kPrograms[device]);\n}\n";
+  out += "  canopy::run_block<Config>(a, kPrograms[device], device);\n}\n";
   k.file = SourceFile{k.name + ".cu", out};
   return k;
 }

@@ -79,7 +79,7 @@ void write_one_hop_source(const OneHopShape& s, const OneHopProtocol& protocol, 
   out += "};\n\n}  // namespace\n\n";
   out += fmt::format("extern \"C\" __global__ void __launch_bounds__({})\n{}(const Config::Args a, int device) {{\n",
                      s.threads_per_block, k->entry);
-  out += fmt::format("  {}<Config>(a, kRanksOf[device]);\n}}\n", protocol.run);
+  out += fmt::format("  {}<Config>(a, kRanksOf[device], device);\n}}\n", protocol.run);
   k->file = SourceFile{k->name + ".cu", out};
   k->schedule_key = Sha256().update(out).hex_digest();
 }

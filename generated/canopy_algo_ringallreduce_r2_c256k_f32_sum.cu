@@ -236,5 +236,5 @@ __device__ const canopy::Program kPrograms[] = {
 // Launched on device d with the grid and block the banner lists for d.
 extern "C" __global__ void __launch_bounds__(512)
 canopy_algo_ringallreduce_r2_c256k_f32_sum(const Config::Args a, int device) {
-  canopy::run_block<Config>(a, kPrograms[device]);
+  canopy::run_block<Config>(a, kPrograms[device], device);
 }

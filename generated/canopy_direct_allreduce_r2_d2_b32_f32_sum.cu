@@ -28,5 +28,5 @@ __device__ const int* const kRanksOf[] = {kRanksOf0, kRanksOf1};
 
 extern "C" __global__ void __launch_bounds__(512)
 canopy_direct_allreduce_r2_d2_b32_f32_sum(const Config::Args a, int device) {
-  canopy::run_direct<Config>(a, kRanksOf[device]);
+  canopy::run_direct<Config>(a, kRanksOf[device], device);
 }

@@ -29,5 +29,5 @@ __device__ const int* const kRanksOf[] = {kRanksOf0, kRanksOf1};
 
 extern "C" __global__ void __launch_bounds__(256)
 canopy_ll_allreduce_r2_d2_b4_f32_sum(const Config::Args a, int device) {
-  canopy::run_ll<Config>(a, kRanksOf[device]);
+  canopy::run_ll<Config>(a, kRanksOf[device], device);
 }

@@ -98,7 +98,9 @@ std::uint64_t max_count(const algo::Program& program, DataType dtype) {
          widest * chunks;
 }
 
-Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle) {
+Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle,
+                  bool* capturing) {
+  if (capturing) *capturing = false;
   const int n = static_cast<int>(device_of_rank.size());
   const std::string name = call_name(call);
   const algo::Program* program = call.program;
@@ -138,20 +140,25 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
         call.count, program->chunks(), program->chunks(), call.count / program->chunks() * program->chunks(),
         (call.count / program->chunks() + 1) * program->chunks()));
 
-  // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch).
+  // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch); all capturing or none.
+  int first_capturing = -1, first_not = -1;
   for (int r = 0; r < n; ++r) {
     const cudaStream_t s = call.streams[r];
     // An earlier rank of this GPU with this stream had it asked about already (virtual ranks share one).
     bool asked = false;
     for (int q = 0; q < r && !asked; ++q) asked = device_of_rank[q] == device_of_rank[r] && call.streams[q] == s;
     // First: asking a capturing stream for its device (cuStreamGetDevice) invalidates the capture.
-    if (!asked && oracle.stream_capturing && oracle.stream_capturing(s))
+    const bool captures = !asked && oracle.stream_capturing && oracle.stream_capturing(s);
+    if (!asked) (captures ? first_capturing : first_not) = r;
+    if (first_capturing >= 0 && first_not >= 0)
       return Status(StatusCode::unsupported,
-                    fmt::format("{}: streams[{}] ({}) is capturing a CUDA graph: Canopy's kernels take their launch "
-                                "number from the host at each call, so a replay would repeat this launch's counters "
-                                "and wait forever; call outside stream capture (graph capture is not supported yet)",
-                                name, r, pointer_text(s)));
-    if (!asked && !is_default_stream(s)) {
+                    fmt::format("{}: streams[{}] ({}) is capturing a CUDA graph but streams[{}] ({}) is not: the "
+                                "kernels of one call wait for each other on every GPU, so capture every rank's "
+                                "stream (one capture that forks to each GPU's stream, or one per GPU, replayed "
+                                "together) or none",
+                                name, first_capturing, pointer_text(call.streams[first_capturing]), first_not,
+                                pointer_text(call.streams[first_not])));
+    if (!asked && !captures && !is_default_stream(s)) {
       const std::optional<int> d = oracle.stream_device(s);
       if (!d)
         return invalid(fmt::format("streams[{}] ({}) is not a valid CUDA stream", r, pointer_text(s)));
@@ -165,6 +172,7 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
                                    "({} and {}): give them the same stream",
                                    q, r, device_of_rank[r], pointer_text(call.streams[q]), pointer_text(s)));
   }
+  if (capturing) *capturing = first_capturing >= 0;
   if (call.count == 0) return Status();  // nothing moves: NCCL accepts this as a no-op
 
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));

@@ -57,8 +57,8 @@ struct CallOracle {
   // Empty: pointers are not asked about (CANOPY_CHECK_POINTERS=0): no memory-kind, GPU or bounds check.
   std::function<PointerFacts(const void*)> pointer;
   std::function<std::optional<int>(cudaStream_t)> stream_device;  // nullopt: not a valid stream
-  // Whether work issued to the stream is being captured into a CUDA graph (empty: not asked). Canopy's kernels get
-  // their launch number from the host at each call, so a replayed graph would repeat one launch's counters.
+  // Whether work issued to the stream is being captured into a CUDA graph (empty: not asked). A call is captured
+  // whole or not at all: its kernels on every GPU wait for each other.
   std::function<bool(cudaStream_t)> stream_capturing;
 };
 
@@ -83,7 +83,10 @@ std::uint64_t max_count(const algo::Program& program, DataType dtype);  // the s
 // recv and stream per rank; a count the kernels can address; a known dtype and op; a root among the ranks;
 // every buffer the rank uses non-null, device (or managed) memory of the rank's GPU, aligned to its element,
 // inside one allocation; send and recv either disjoint or exactly in place; no two ranks writing the same
-// memory; each stream on its rank's GPU, and ranks of one GPU on one stream (they run in one launch).
-Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle);
+// memory; each stream on its rank's GPU, and ranks of one GPU on one stream (they run in one launch); every stream
+// capturing a CUDA graph or none (a capturing stream's GPU is not asked: that would invalidate the capture).
+// `capturing`, when given, is set to whether the streams capture.
+Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle,
+                  bool* capturing = nullptr);
 
 }  // namespace canopy

@@ -178,12 +178,14 @@ struct Communicator::State {
   std::int64_t large_bytes = 8 << 20;  // per-rank buffer bytes from which a call is large
   LowLatencyShape low_latency;         // max_bytes 0: off
   std::vector<void*> ll_buffers;       // per rank: the low-latency kernels' lines (2 parities x slot per rank)
-  std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block)
-  std::uint64_t ll_epoch = 0;          // low-latency launches so far, shared by every low-latency kernel
+  std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block), then a line
+  std::vector<unsigned long long*> ll_launches;  // per device index: the low-latency kernels' launch counter
+  std::uint64_t ll_epoch = 0;  // eager low-latency launches so far, shared by every low-latency kernel
   CallOracle oracle{pointer_facts, stream_device, stream_capturing};  // CANOPY_CHECK_POINTERS=0: no pointer queries
   DirectShape direct;                               // max_bytes 0: off
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
-  std::uint64_t direct_epoch = 0;      // direct launches so far, shared by every direct kernel
+  std::vector<unsigned long long*> direct_launches;  // per device index: the direct kernels' launch counter
+  std::uint64_t direct_epoch = 0;                    // eager direct launches so far, shared by every direct kernel
   std::string machine;                 // sha256 of the topology's canonical text: its key in tuning.json
   std::filesystem::path tuning_path;
   std::unique_ptr<TuningFile> tuning;  // read once at creation
@@ -192,6 +194,7 @@ struct Communicator::State {
 
   std::mutex mutex;
   bool broken = false;  // a partial launch left kernels waiting
+  bool device_epochs = false;  // calls were captured into CUDA graphs: the kernels count their own launches
   std::string broken_why;
   std::map<std::pair<int, int>, Plan> plans;  // (collective, root)
   std::map<SpecKey, std::unique_ptr<PreparedCollective>> prepared;
@@ -231,8 +234,12 @@ struct Communicator::State {
             const std::vector<std::string>& archs, CacheOutcome outcome);
   void grow_scratch(const std::vector<RankResources>& need);
   Status get(const CollectiveSpec& spec, PreparedCollective** out);
+  bool find(const CollectiveSpec& spec, PreparedCollective** out);  // get() without preparing: false if not prepared
   // Per rank: bytes(rank) of memory on its GPU, zeroed on the setup streams (whoever allocates waits for them).
   std::vector<void*> zeroed_per_rank(const std::function<std::size_t(int)>& bytes);
+  // Per device index: the launch counter in the line after `lines(r)` counter lines of its first rank's area.
+  std::vector<unsigned long long*> launch_counters(const std::vector<void*>& areas,
+                                                   const std::function<int(int)>& lines);
   void allocate_low_latency();  // the LL buffers and counters, once (from load)
   void allocate_direct();       // the direct kernels' counters, once (from load)
   Status prepare(std::span<const CollectiveSpec> specs);
@@ -371,13 +378,24 @@ std::vector<void*> Communicator::State::zeroed_per_rank(const std::function<std:
   return out;
 }
 
+std::vector<unsigned long long*> Communicator::State::launch_counters(const std::vector<void*>& areas,
+                                                                      const std::function<int(int)>& lines) {
+  std::vector<unsigned long long*> out;
+  for (int first : first_rank)
+    out.push_back(static_cast<unsigned long long*>(areas[first]) +
+                  static_cast<std::size_t>(lines(first)) * kFlagStride);
+  return out;
+}
+
 void Communicator::State::allocate_low_latency() {
   if (!ll_buffers.empty()) return;
   const int n = static_cast<int>(rank_names.size());
   const std::size_t bytes = static_cast<std::size_t>(low_latency_buffer_bytes(n, low_latency.max_bytes));
-  const std::size_t ack_bytes = static_cast<std::size_t>(n) * low_latency.blocks_per_rank * kFlagStride * 8;
+  const int acks = n * low_latency.blocks_per_rank;
+  const std::size_t ack_bytes = static_cast<std::size_t>(acks + 1) * kFlagStride * 8;  // and the launch counter
   ll_buffers = zeroed_per_rank([&](int) { return bytes; });
   ll_acks = zeroed_per_rank([&](int) { return ack_bytes; });
+  ll_launches = launch_counters(ll_acks, [&](int) { return acks; });
   log.debug(LogSubsys::init, fmt::format("low-latency buffers: {} bytes and {} counters per rank", bytes,
                                          n * low_latency.blocks_per_rank));
 }
@@ -385,9 +403,10 @@ void Communicator::State::allocate_low_latency() {
 void Communicator::State::allocate_direct() {
   if (!direct_flags.empty()) return;
   const int n = static_cast<int>(rank_names.size());
-  const std::size_t bytes =
-      static_cast<std::size_t>(direct_flag_count(n, direct.blocks_per_rank)) * kFlagStride * sizeof(std::uint64_t);
+  const int count = direct_flag_count(n, direct.blocks_per_rank);
+  const std::size_t bytes = static_cast<std::size_t>(count + 1) * kFlagStride * sizeof(std::uint64_t);
   direct_flags = zeroed_per_rank([&](int) { return bytes; });
+  direct_launches = launch_counters(direct_flags, [&](int) { return count; });
   log.debug(LogSubsys::init, fmt::format("direct counters: {} bytes per rank", bytes));
 }
 
@@ -457,8 +476,9 @@ void Communicator::State::load(const CollectiveSpec& spec,
                               "CANOPY_BLOCKS or CANOPY_THREADS, or place fewer ranks on it",
                               k.entry, p->blocks[d], p->threads, gpus[d].ordinal, per_sm * gpus[d].limits.sms, per_sm));
   }
-  p->flags = zeroed_per_rank(
-      [&](int r) { return std::max(1, k.resources[r].flag_count) * sizeof(unsigned long long) * kFlagStride; });
+  const auto flag_lines = [&](int r) { return std::max(1, k.resources[r].flag_count); };
+  p->flags = zeroed_per_rank([&](int r) { return (flag_lines(r) + 1) * sizeof(unsigned long long) * kFlagStride; });
+  p->launches = launch_counters(p->flags, flag_lines);
   grow_scratch(k.resources);
   // The plan-free kernels' memory is the communicator's, made with the first of them: here, not at the first call,
   // where a cudaMalloc could wait for the caller's work on the GPU.
@@ -621,6 +641,12 @@ CollectiveSpec Communicator::State::canonical(CollectiveSpec spec) {
   program_of_caller[it->second.get()] = it->second;
   spec.program = it->second;
   return spec;
+}
+
+bool Communicator::State::find(const CollectiveSpec& given, PreparedCollective** out) {
+  const auto it = prepared.find(key_of(canonical(given)));
+  *out = it == prepared.end() ? nullptr : it->second.get();
+  return *out != nullptr;
 }
 
 Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective** out) {
@@ -1089,16 +1115,19 @@ Status Communicator::run(const CollectiveCall& given) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
-  if (Status s = check_call(given, st.ordinal_of_rank, st.oracle); !s.ok()) return s;
+  bool capturing = false;
+  if (Status s = check_call(given, st.ordinal_of_rank, st.oracle, &capturing); !s.ok()) return s;
   if (given.count == 0) return Status();
   // Hybrid transfers: a large broadcast's or reduce's tail crosses PCIe through host memory while the kernels move the
   // rest.
   // Copy engines: on two GPUs, a large broadcast, or a reduce or allreduce out of place (the receive buffer is where
   // the other GPU's input lands).
-  const bool on_engines = !given.program && is_copy_engine(given.collective, given.count, given.dtype) &&
+  // Captured into a CUDA graph, every call runs on the kernels alone: their side streams and events are not captured.
+  const bool on_engines = !capturing && !given.program && is_copy_engine(given.collective, given.count, given.dtype) &&
                           (given.collective == Collective::broadcast || !in_place(given));
   const std::uint64_t staged =
-      given.program ? 0 : st.staged_count(given.collective, given.count, given.dtype, given.root, on_engines);
+      given.program || capturing ? 0
+                                 : st.staged_count(given.collective, given.count, given.dtype, given.root, on_engines);
   CollectiveCall call = given;
   call.count -= staged;
   std::vector<cudaStream_t> device_streams;
@@ -1119,11 +1148,58 @@ Status Communicator::run(const CollectiveCall& given) {
     return s;
   }
   PreparedCollective* p = nullptr;
+  const CollectiveSpec spec = kernel_spec(call);
+  // A capture cannot compile, allocate or wait for the GPU (cudaMalloc and stream waits are not capturable): what
+  // it launches must be ready.
+  if (capturing && !st.find(spec, &p))
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: count {} needs the kernel for {}, not loaded yet, and a CUDA graph capture cannot "
+                              "compile and load one: load it with Communicator::prepare(call) before capturing (an "
+                              "eager call of this size loads it too, unless the copy engines move it)",
+                              call_name(call), call.count, spec_text(spec)));
+  if (!p)
+    if (Status s = st.get(spec, &p); !s.ok()) return s;
+  LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
+  target.crew = st.crew.get();
+  target.capturing = capturing;
+  st.device_epochs = st.device_epochs || capturing;  // from the first capture on, for good
+  target.device_epochs = st.device_epochs;
+  if (spec.low_latency) {  // its memory was made when the kernel was loaded
+    target.scratch = st.ll_buffers;
+    target.flags = st.ll_acks;
+    target.launches = st.ll_launches;
+    target.epoch = &st.ll_epoch;
+  } else if (spec.direct) {
+    target.flags = st.direct_flags;
+    target.launches = st.direct_launches;
+    target.epoch = &st.direct_epoch;
+  }
+  CurrentDevice keep;
+  bool partial = false;
+  Status s = launch(*p, call, target, &partial);
+  if (partial && !capturing) {  // a failed capture leaves nothing waiting: the graph is never made
+    st.broken = true;
+    st.broken_why = s.message();
+  }
+  if (s.ok() && st.watchdog && !capturing)
+    st.watchdog->watch(*p, call, st.ordinals, st.order, launch_flags(*p, target),
+                       !st.device_epochs         ? std::span<unsigned long long* const>()
+                       : target.launches.empty() ? std::span<unsigned long long* const>(p->launches)
+                                                 : target.launches);
+  if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
+    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p->epoch,
+                                             p->built->source.entry,
+                                             staged ? fmt::format(", {} elements through host memory", staged) : ""));
+  if (s.ok() && staged > 0) s = st.stage(given, staged, device_streams, false);
+  return s;
+}
+
+CollectiveSpec Communicator::kernel_spec(const CollectiveCall& call) {
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, false};
   if (call.program) {
     // Not owned: canonical() copies it the first time, and only compares it with that copy afterwards.
     spec.program = std::shared_ptr<const algo::Program>(std::shared_ptr<const algo::Program>(), call.program);
-    spec = st.canonical(spec);
+    spec = state_->canonical(spec);
     spec.large = is_large(*call.program, call.count, call.dtype);
   } else {
     spec.large = is_large(call.collective, call.count, call.dtype);
@@ -1136,31 +1212,16 @@ Status Communicator::run(const CollectiveCall& given) {
     spec.direct = true;
   if (!call.program && !spec.low_latency && !spec.direct)
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
-  if (Status s = st.get(spec, &p); !s.ok()) return s;
-  LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
-  target.crew = st.crew.get();
-  if (spec.low_latency) {  // its memory was made when the kernel was loaded
-    target.scratch = st.ll_buffers;
-    target.flags = st.ll_acks;
-    target.epoch = &st.ll_epoch;
-  } else if (spec.direct) {
-    target.flags = st.direct_flags;
-    target.epoch = &st.direct_epoch;
-  }
-  CurrentDevice keep;
-  bool partial = false;
-  Status s = launch(*p, call, target, &partial);
-  if (partial) {
-    st.broken = true;
-    st.broken_why = s.message();
-  }
-  if (s.ok() && st.watchdog) st.watchdog->watch(*p, call, st.ordinals, st.order, launch_flags(*p, target));
-  if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
-    st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p->epoch,
-                                             p->built->source.entry,
-                                             staged ? fmt::format(", {} elements through host memory", staged) : ""));
-  if (s.ok() && staged > 0) s = st.stage(given, staged, device_streams, false);
-  return s;
+  return spec;
+}
+
+Status Communicator::prepare(const CollectiveCall& call) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->broken) return Status(StatusCode::cuda_error, state_->broken_why);
+  if (Status s = check_call(call, state_->ordinal_of_rank, state_->oracle); !s.ok()) return s;
+  if (call.count == 0) return Status();
+  PreparedCollective* p = nullptr;
+  return state_->get(kernel_spec(call), &p);
 }
 
 Status Communicator::run_program(const algo::Program& program, std::span<const void* const> send,

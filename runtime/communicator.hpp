@@ -182,6 +182,9 @@ class Communicator {
 
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);
+  // Loads the kernel `call` runs when captured into a CUDA graph (where calls never take the copy engines or the host
+  // path), so the capture can launch it: a capture cannot compile or allocate. Checks the call like run().
+  Status prepare(const CollectiveCall& call);
   // The prepared collective for `spec` (preparing it if needed).
   Status info(const CollectiveSpec& spec, CollectiveInfo* out);
 
@@ -189,6 +192,8 @@ class Communicator {
 
  private:
   explicit Communicator(std::unique_ptr<State> state);
+  // The kernel `call` runs (its count the kernels' share; a program's canonical copy). Under the state's lock.
+  CollectiveSpec kernel_spec(const CollectiveCall& call);
   std::unique_ptr<State> state_;
 };
 

@@ -50,11 +50,12 @@ Status launch_on_device(void* context, int d) {
   DeviceOrder& order = *target.order;
   cudaError_t e = cudaSetDevice(target.ordinal[d]);
   // Another stream than last time: it first waits for everything issued on the last one (our launch included).
-  if (e == cudaSuccess && order.used[d] && order.stream[d] != config.stream) {
+  if (e == cudaSuccess && !target.capturing && order.used[d] && order.stream[d] != config.stream) {
     e = cudaEventRecord(order.done[d], order.stream[d]);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
   }
   if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
+  if (e == cudaSuccess && target.capturing) return Status();
   if (e == cudaSuccess) {
     order.stream[d] = config.stream;
     order.used[d] = 1;
@@ -71,15 +72,19 @@ Status launch_on_device(void* context, int d) {
 
 Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target, bool* partial_launch) {
   const int ranks = static_cast<int>(p.flags.size());
-  const std::uint64_t epoch = ++(target.epoch ? *target.epoch : p.epoch);
-  p.last_epoch = epoch;
+  if (!target.capturing) p.last_epoch = ++(target.epoch ? *target.epoch : p.epoch);
   const std::span<void* const> flags = launch_flags(p, target);
-  p.args.resize(16 + sizeof(RankPointers) * ranks);
+  const std::span<unsigned long long* const> launches = target.launches.empty() ? p.launches : target.launches;
+  // DeviceArgs<ranks>: count, epoch, a launch counter per device index (ranks entries), then every rank's pointers.
+  const std::uint64_t epoch = target.device_epochs ? 0 : p.last_epoch;
+  const std::size_t at_ranks = 16 + 8 * static_cast<std::size_t>(ranks);
+  p.args.assign(at_ranks + sizeof(RankPointers) * ranks, 0);
   std::memcpy(p.args.data(), &call.count, 8);
   std::memcpy(p.args.data() + 8, &epoch, 8);
+  std::memcpy(p.args.data() + 16, launches.data(), 8 * launches.size());
   for (int r = 0; r < ranks; ++r) {
     const RankPointers rp{call.send[r], call.recv[r], target.scratch[r], static_cast<unsigned long long*>(flags[r])};
-    std::memcpy(p.args.data() + 16 + sizeof(RankPointers) * r, &rp, sizeof rp);
+    std::memcpy(p.args.data() + at_ranks + sizeof(RankPointers) * r, &rp, sizeof rp);
   }
   *partial_launch = false;
   LaunchJob job{&p, &call, &target};

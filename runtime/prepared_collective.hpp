@@ -28,8 +28,11 @@ struct PreparedCollective {
   // Launched cooperatively (all blocks resident at once, or refused): needed wherever blocks of one launch wait on
   // each other; the low-latency kernels with one rank per GPU only wait on other GPUs, and launch faster without.
   bool cooperative = true;
-  std::vector<void*> flags;                 // per rank: flag_count x 128 bytes, zeroed
-  std::uint64_t epoch = 0;                  // launches so far
+  std::vector<void*> flags;  // per rank: flag_count x 128 bytes, zeroed, and a line for the count
+  // Per device index: the kernel's launch counter on that GPU, the line after its first rank's counters. The kernels
+  // take their epoch from it (templates/flags.cuh: begin_launch), so graph replays count too.
+  std::vector<unsigned long long*> launches;
+  std::uint64_t epoch = 0;  // launches so far, counted by the host: eager ones only (logs)
   // The plan-free kernels (templates/low_latency.cuh, direct.cuh) count launches in the communicator and use its
   // counters; the watchdog reads those by the protocol's layout.
   enum class Protocol { trees, low_latency, direct } protocol = Protocol::trees;
@@ -59,13 +62,20 @@ struct LaunchTarget {
   std::span<void* const> scratch;   // per rank
   DeviceOrder* order = nullptr;
   // The low-latency kernels' memory, shared by all of them: counters per rank (empty: the prepared collective's
-  // own) and the launch counter (null: its own).
+  // own), the launch counter per device index (empty: its own) and the host's count (null: its own).
   std::span<void* const> flags = {};
+  std::span<unsigned long long* const> launches = {};
   std::uint64_t* epoch = nullptr;
+  // The streams are capturing a CUDA graph: nothing runs now, so no stream switch is ordered with events (the
+  // graph's edges and the caller order its replays) and the host counts no launch.
+  bool capturing = false;
+  // The communicator has captured calls: the host's count misses replays, so the kernels read the GPUs' launch
+  // counters (epoch 0 in the arguments) instead of taking the host's.
+  bool device_epochs = false;
   LaunchCrew* crew = nullptr;  // launches every device at once through its helpers; null: one after another
 };
 
-// Fills the DeviceArgs image (count, next epoch, every rank's pointers) and launches on every device, on the
+// Fills the DeviceArgs image (count, launch counters, every rank's pointers) and launches on every device, on the
 // stream of the device's first rank: all at once through target.crew, else one after another (stopping at the
 // first failure). A failed launch leaves the other devices' kernels waiting: the Status says so, *partial_launch
 // is set, and the communicator must not be used again.

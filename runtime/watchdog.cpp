@@ -31,7 +31,8 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
-                     const DeviceOrder& order, std::span<void* const> flags) {
+                     const DeviceOrder& order, std::span<void* const> flags,
+                     std::span<unsigned long long* const> launches) {
   Pending p;
   p.built = prepared.built;
   p.protocol = prepared.protocol;
@@ -39,6 +40,7 @@ void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& c
   p.root = prepared.root;
   p.blocks_per_rank = prepared.blocks_per_rank;
   p.flags.assign(flags.begin(), flags.end());
+  p.launches.assign(launches.begin(), launches.end());
   p.ordinals = ordinals;
   p.count = call.count;
   p.epoch = prepared.last_epoch;
@@ -97,22 +99,27 @@ void Watchdog::loop() {
   }
 }
 
-std::string Watchdog::read_flags(const Pending& p, int r, int ordinal, int count, std::vector<std::uint64_t>* out) {
-  std::vector<std::uint64_t> raw(static_cast<std::size_t>(count) * kFlagStride);
+std::string Watchdog::read_words(const void* at, int ordinal, int count, int stride, std::vector<std::uint64_t>* out) {
+  std::vector<std::uint64_t> raw(static_cast<std::size_t>(count - 1) * stride + 1);
   cudaStream_t side = nullptr;
   cudaError_t e = cudaSetDevice(ordinal);
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
   if (e == cudaSuccess)
-    e = cudaMemcpyAsync(raw.data(), p.flags[r], raw.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, side);
+    e = cudaMemcpyAsync(raw.data(), at, raw.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, side);
   if (e == cudaSuccess) e = cudaStreamSynchronize(side);
   if (side) (void)cudaStreamDestroy(side);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return fmt::format("reading rank {}'s counters on GPU {} failed: {}", r, ordinal, cudaGetErrorString(e));
+    return fmt::format("on GPU {} failed: {}", ordinal, cudaGetErrorString(e));
   }
   out->clear();
-  for (int k = 0; k < count; ++k) out->push_back(raw[static_cast<std::size_t>(k) * kFlagStride]);
+  for (int k = 0; k < count; ++k) out->push_back(raw[static_cast<std::size_t>(k) * stride]);
   return "";
+}
+
+std::string Watchdog::read_flags(const Pending& p, int r, int ordinal, int count, std::vector<std::uint64_t>* out) {
+  const std::string failed = read_words(p.flags[r], ordinal, count, kFlagStride, out);
+  return failed.empty() ? "" : fmt::format("reading rank {}'s counters {}", r, failed);
 }
 
 void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
@@ -127,6 +134,16 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
     const int count = trees ? std::max(1, s.resources[r].flag_count) : direct_flag_count(ranks, p.blocks_per_rank);
     const int ordinal = p.ordinals[trees ? s.options.device_of_rank[r] : device_of_rank_[r]];
     failure = read_flags(p, r, ordinal, count, &flags[r]);
+  }
+  // The launch running on the first stuck GPU: one past the launches its counter has seen finish (the host's own
+  // count misses launches replayed from CUDA graphs).
+  std::vector<std::uint64_t> finished;
+  if (failure.empty() && !stuck.empty() && stuck[0] < static_cast<int>(p.launches.size())) {
+    failure = read_words(p.launches[stuck[0]], p.ordinals[stuck[0]], 1, 1, &finished);
+    if (failure.empty())
+      p.epoch = finished[0] + 1;
+    else
+      failure = "reading the launch counter " + failure;
   }
   std::vector<int> stuck_ordinals;
   for (int d : stuck) stuck_ordinals.push_back(p.ordinals[d]);

@@ -32,9 +32,11 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
   // After a successful launch: records an event behind it on every device's stream. `ordinals`: per device
-  // index; the launch used the streams `order` last recorded and the counters `flags` (per rank).
+  // index; the launch used the streams `order` last recorded and the counters `flags` (per rank). `launches`: once
+  // calls were captured into CUDA graphs, the kernels' launch counters (per device index), which then say the epoch
+  // of a stuck launch (the host's count misses replays); empty otherwise.
   void watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
-             const DeviceOrder& order, std::span<void* const> flags);
+             const DeviceOrder& order, std::span<void* const> flags, std::span<unsigned long long* const> launches);
 
  private:
   struct Pending {
@@ -44,11 +46,12 @@ class Watchdog {
     int root = 0;
     int blocks_per_rank = 0;
     std::vector<void*> flags;  // per rank
+    std::vector<unsigned long long*> launches;  // per device index
     std::vector<int> ordinal_of_rank;
     std::vector<int> ordinals;  // per device index
     std::vector<cudaEvent_t> events;  // per device index
     std::uint64_t count = 0;
-    std::uint64_t epoch = 0;
+    std::uint64_t epoch = 0;  // the host's count at the launch; a report reads the GPU's
     std::chrono::steady_clock::time_point start;
     bool reported = false;
   };
@@ -56,6 +59,8 @@ class Watchdog {
   void report(Pending& p, const std::vector<int>& stuck_devices);
   // Rank r's first `count` counters (kFlagStride apart), or "" with `out` filled; else what failed.
   std::string read_flags(const Pending& p, int r, int ordinal, int count, std::vector<std::uint64_t>* out);
+  // `count` words `stride` apart from `at` on GPU `ordinal`, or "" with `out` filled; else what failed.
+  static std::string read_words(const void* at, int ordinal, int count, int stride, std::vector<std::uint64_t>* out);
 
   double seconds_;
   Logger log_;

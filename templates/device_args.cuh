@@ -15,13 +15,17 @@ struct RankPointers {
 };
 
 // kRanks is the plan's rank count. count: elements per rank in NCCL's convention (allgather: send count,
-// reduce-scatter: receive count, otherwise the buffer's count). epoch: the communicator's launch number,
-// counted from 1 and equal on every rank for one collective call; flags carry it in their top 32 bits, so
-// a value from an earlier launch is always smaller than any value of this one.
+// reduce-scatter: receive count, otherwise the buffer's count). The launch's epoch is counted from 1 and equal on
+// every rank for one collective call; flags carry it in their top 32 bits, so a value from an earlier launch is
+// always smaller than any value of this one. epoch: the host's count of the launch, or 0 once the communicator has
+// had calls captured into CUDA graphs (a replay repeats its arguments): then each GPU's launch counter says it.
+// launches: by device index (the kernel's `device` argument; entries past the launch's devices are unused), that
+// GPU's launch counter for the kernel (its own, or its protocol's), zeroed once (flags.cuh: begin_launch).
 template <int kRanks>
 struct DeviceArgs {
   unsigned long long count;
   unsigned long long epoch;
+  unsigned long long* launches[kRanks];
   RankPointers rank[kRanks];
 };
 

@@ -53,10 +53,10 @@ __device__ __forceinline__ int direct_done(int peer, int b) {
 }
 
 template <typename C>
-__device__ __forceinline__ void run_direct_block(const typename C::Args& a, int me, int b) {
+__device__ __forceinline__ void run_direct_block(const typename C::Args& a, int me, int b, unsigned long long e) {
   typedef typename C::T T;
   typedef typename C::Op Op;
-  const unsigned long long n = a.count, e = a.epoch;
+  const unsigned long long n = a.count;
   // Block b's elements: whole 16-byte vectors for every block but the last, which also takes the tail.
   const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
   const unsigned long long first = vectors * b / C::kBlocks * vec;
@@ -118,10 +118,12 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
   }
 }
 
-// blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of this device.
+// blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of device `device`.
 template <typename C>
-__device__ __forceinline__ void run_direct(const typename C::Args& a, const int* ranks) {
-  run_direct_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks);
+__device__ __forceinline__ void run_direct(const typename C::Args& a, const int* ranks, int device) {
+  const unsigned long long e = begin_launch(a.launches[device], a.epoch);
+  run_direct_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
+  end_launch(a.launches[device], a.epoch, e);
 }
 
 }  // namespace canopy

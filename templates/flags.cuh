@@ -50,4 +50,33 @@ __device__ __forceinline__ void wait_covered(const u64* counter, u64 epoch_bits,
   wait(counter, epoch_bits | ((last + chunk - 1) / chunk));
 }
 
+// The launch's epoch. A GPU's launch counter is two words on one line of GPU memory, zeroed once: [0] the launches
+// finished, [1] the blocks of the current launch that have finished. Given by the host (`given` > 0: no calls were
+// ever captured into a graph), the epoch needs no load; block 0 records it in [0] for launches that will read it.
+// Otherwise (graph replays and every launch after the first capture) every block reads [0]: a communicator's
+// launches on one GPU run one after another (stream order), so all blocks of one read the same value, and the last
+// block out raises it (end_launch). Every block calls begin_launch first and end_launch last.
+__device__ __forceinline__ u64 begin_launch(u64* counter, u64 given) {
+  if (given > 0) {
+    if (blockIdx.x == 0 && leader()) counter[0] = given;
+    return given;
+  }
+  __shared__ u64 epoch;
+  if (leader()) epoch = *static_cast<const volatile u64*>(counter) + 1;
+  __syncthreads();
+  return epoch;
+}
+
+__device__ __forceinline__ void end_launch(u64* counter, u64 given, u64 epoch) {
+  if (given > 0) return;
+  __syncthreads();
+  if (leader()) {
+    __threadfence();  // this block read [0] before it counts itself out
+    if (atomicAdd(counter + 1, 1ull) + 1 == gridDim.x) {
+      counter[1] = 0;
+      counter[0] = epoch;  // seen by the next launch, which starts after this one ends
+    }
+  }
+}
+
 }  // namespace canopy

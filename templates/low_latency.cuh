@@ -80,14 +80,14 @@ __device__ __forceinline__ bool ll_receives(int me, int peer) {
 // Block `b` of rank `me`: acks, push, receive and combine, ack. Block b handles groups [G*b/B, G*(b+1)/B) of every
 // slot, where a slot carries `n` elements (NCCL's count): G = ceil(n / kPer).
 template <typename C>
-__device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, int b) {
+__device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, int b, unsigned long long e) {
   typedef typename C::T T;
   typedef typename Elem<T>::Math M;
   constexpr int kPer = 8 / sizeof(T);
   const unsigned long long n = a.count;
   const unsigned long long groups = (n + kPer - 1) / kPer;
   const unsigned long long first = groups * b / C::kBlocks, last = groups * (b + 1) / C::kBlocks;
-  const unsigned long long e = a.epoch, parity = e & 1;
+  const unsigned long long parity = e & 1;
   const unsigned int mark = static_cast<unsigned int>(e);  // the flag beside this launch's data
   const T* in = static_cast<const T*>(a.rank[me].send);
   T* out = static_cast<T*>(a.rank[me].recv);
@@ -161,10 +161,12 @@ __device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, 
   }
 }
 
-// blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of this device.
+// blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of device `device`.
 template <typename C>
-__device__ __forceinline__ void run_ll(const typename C::Args& a, const int* ranks) {
-  run_ll_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks);
+__device__ __forceinline__ void run_ll(const typename C::Args& a, const int* ranks, int device) {
+  const unsigned long long e = begin_launch(a.launches[device], a.epoch);
+  run_ll_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
+  end_launch(a.launches[device], a.epoch, e);
 }
 
 }  // namespace canopy

@@ -145,11 +145,12 @@ __device__ __noinline__ void run_steps(const typename C::Args& a, const Program&
 // One thread block runs block `blocks[blockIdx.x].block` of lane `blocks[blockIdx.x].lane`: prologue, every
 // chunk of its part, epilogue.
 template <typename C>
-__device__ __forceinline__ void run_block(const typename C::Args& a, const Program& p) {
+__device__ __forceinline__ void run_block(const typename C::Args& a, const Program& p, int device) {
+  const unsigned long long e = begin_launch(a.launches[device], a.epoch);
   const BlockRec br = p.blocks[blockIdx.x];
   const LaneRec& lane = p.lanes[br.lane];
   const Range range = block_part(tree_range<C>(a, lane.range), br.block, lane.blocks, C::kAlign);
-  const unsigned long long epoch = a.epoch << 32;
+  const unsigned long long epoch = e << 32;
   const unsigned long long chunks = chunk_count(range, C::kChunk);
   const StepRec* steps = p.steps + lane.first_step;
   run_steps<C>(a, p, lane, steps, lane.prologue, br.block, epoch, 0, chunks, Range{range.begin, range.begin});
@@ -158,6 +159,7 @@ __device__ __forceinline__ void run_block(const typename C::Args& a, const Progr
     run_steps<C>(a, p, lane, steps, lane.per_chunk, br.block, epoch, i, chunks, chunk_of(range, i, C::kChunk));
   steps += lane.per_chunk;
   run_steps<C>(a, p, lane, steps, lane.epilogue, br.block, epoch, chunks, chunks, Range{range.end, range.end});
+  end_launch(a.launches[device], a.epoch, e);
 }
 
 }  // namespace canopy

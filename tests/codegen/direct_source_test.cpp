@@ -103,7 +103,7 @@ TEST(DirectSource, ConfigAndRankTablesForTheTemplate) {
         "__device__ const int* const kRanksOf[] = {kRanksOf0, kRanksOf1};",
         "extern \"C\" __global__ void __launch_bounds__(512)\n"
         "canopy_direct_reduce_r8_d2_b32_bf16_max_root3(const Config::Args a, int device) {",
-        "  canopy::run_direct<Config>(a, kRanksOf[device]);"})
+        "  canopy::run_direct<Config>(a, kRanksOf[device], device);"})
     EXPECT_TRUE(contains(text, line)) << "missing: " << line << "\n" << text;
 }
 

@@ -195,30 +195,43 @@ TEST(CollectiveCallErrors, StreamOnAnotherGpu) {
   EXPECT_EQ(check(v).message(), "allreduce: streams[1] belongs to GPU 0, but rank 1 runs on GPU 1: create it on GPU 1");
 }
 
-// A launch number baked into a captured graph would repeat on every replay: capture is refused, not left to hang.
-TEST(CollectiveCallErrors, StreamCapturingAGraphIsRefused) {
+// A call's kernels on every GPU wait for each other: capturing some of its streams but not the others would run half
+// of it now and the rest at each replay, so that is refused, not left to hang.
+TEST(CollectiveCallErrors, CapturingSomeStreamsIsRefused) {
   Call v = valid(Collective::allreduce);
   v.streams[1] = stream(49);
   const Status s = check(v);
   EXPECT_EQ(s.code(), StatusCode::unsupported);
-  EXPECT_EQ(s.message(), fmt::format("allreduce: streams[1] ({}) is capturing a CUDA graph: Canopy's kernels take "
-                                     "their launch number from the host at each call, so a replay would repeat this "
-                                     "launch's counters and wait forever; call outside stream capture (graph capture "
-                                     "is not supported yet)",
-                                     static_cast<const void*>(stream(49))));
-  // The capturing stream is never asked for its device: cuStreamGetDevice invalidates a capture.
+  EXPECT_EQ(s.message(), fmt::format("allreduce: streams[1] ({}) is capturing a CUDA graph but streams[0] ({}) is not: "
+                                     "the kernels of one call wait for each other on every GPU, so capture every "
+                                     "rank's stream (one capture that forks to each GPU's stream, or one per GPU, "
+                                     "replayed together) or none",
+                                     static_cast<const void*>(stream(49)), static_cast<const void*>(stream(0))));
+}
+
+// Every stream capturing: accepted and reported, and no capturing stream is asked for its device
+// (cuStreamGetDevice invalidates a capture).
+TEST(CollectiveCallErrors, CapturingEveryStreamIsAcceptedWithoutDeviceQueries) {
+  Call v = valid(Collective::allreduce);
   CallOracle o = fake_oracle();
-  bool asked = false;
-  const auto device = o.stream_device;
-  o.stream_device = [&](cudaStream_t st) {
-    asked |= st == stream(49);
-    return device(st);
+  o.stream_capturing = [](cudaStream_t) { return true; };
+  int device_queries = 0;
+  o.stream_device = [&](cudaStream_t) -> std::optional<int> {
+    ++device_queries;
+    return std::nullopt;
   };
   v.call.send = v.send;
   v.call.recv = v.recv;
   v.call.streams = v.streams;
-  EXPECT_EQ(check_call(v.call, {0, 1}, o).code(), StatusCode::unsupported);
-  EXPECT_FALSE(asked);
+  bool capturing = false;
+  const Status s = check_call(v.call, {0, 1}, o, &capturing);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_TRUE(capturing);
+  EXPECT_EQ(device_queries, 0);
+  // And a call outside capture says so.
+  bool eager = true;
+  ASSERT_TRUE(check_call(v.call, {0, 1}, fake_oracle(), &eager).ok());
+  EXPECT_FALSE(eager);
 }
 
 // Ranks of one GPU share its stream: the driver is asked about each stream once per call, not once per rank.

@@ -1,8 +1,8 @@
 // The Communicator's errors on real GPUs (label gpu; SKIPPED without one): a real host pointer, a device buffer
 // too small for the count, a buffer and a stream on the wrong GPU, an out-of-range root, a count past the kernels'
-// range, a communicator asked for more devices than ranks, a stream capturing a CUDA graph. Each is a Status naming
-// the argument, never a crash; the communicator keeps working afterwards. tests/errors/collective_call_errors_test.cpp
-// pins the wording.
+// range, a communicator asked for more devices than ranks, a call captured on one GPU's stream only. Each is a Status
+// naming the argument, never a crash; the communicator keeps working afterwards.
+// tests/errors/collective_call_errors_test.cpp pins the wording.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -99,9 +99,11 @@ TEST_F(CommunicatorErrorsOnGpu, BufferAndStreamOnTheWrongGpu) {
   cudaStreamDestroy(gpu0_stream);
 }
 
-// A call on a stream capturing a CUDA graph is refused before anything is queued (a replay would repeat the
-// launch's counters and hang); the capture stays usable and the communicator keeps working.
-TEST_F(CommunicatorErrorsOnGpu, StreamCaptureIsRefused) {
+// A call whose streams capture a CUDA graph on one GPU but not on the other is refused before anything is queued
+// (half of it would run now, half at each replay); the capture stays usable and the communicator keeps working.
+// Capturing every stream works: graph_capture_gpu_test.cpp.
+TEST_F(CommunicatorErrorsOnGpu, CapturingOneGpusStreamOnlyIsRefused) {
+  if (gpus_ < 2) GTEST_SKIP() << "needs two GPUs (a stream on each)";
   std::vector<cudaStream_t> streams(2);
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
@@ -118,7 +120,8 @@ TEST_F(CommunicatorErrorsOnGpu, StreamCaptureIsRefused) {
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamEndCapture(streams[0], &graph), cudaSuccess) << "the refused call broke the capture";
   EXPECT_EQ(s.code(), StatusCode::unsupported) << s.message();
-  EXPECT_TRUE(contains(s.message(), "streams[0]") && contains(s.message(), "is capturing a CUDA graph")) << s.message();
+  EXPECT_TRUE(contains(s.message(), "streams[0]") && contains(s.message(), "is capturing a CUDA graph but streams[1]"))
+      << s.message();
   size_t nodes = 1;
   ASSERT_EQ(cudaGraphGetNodes(graph, nullptr, &nodes), cudaSuccess);
   EXPECT_EQ(nodes, 0u) << "nothing was queued into the graph";

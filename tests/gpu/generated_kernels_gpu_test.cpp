@@ -93,8 +93,17 @@ TEST_P(GeneratedKernelsOnGpu, DeliverTheCollective) {
     CUDA_OK(cudaMalloc(&send[r], send_elems * sizeof(float)));
     CUDA_OK(cudaMalloc(&recv[r], recv_elems * sizeof(float)));
     CUDA_OK(cudaMalloc(&scratch[r], std::max<std::int64_t>(16, k.resources[r].scratch_bytes)));
-    CUDA_OK(cudaMalloc(&flags[r], std::max(1, k.resources[r].flag_count) * kFlagStride * 8));
-    CUDA_OK(cudaMemset(flags[r], 0, std::max(1, k.resources[r].flag_count) * kFlagStride * 8));
+    // The counters, then a line for the launch counter (the first rank of each GPU's is that GPU's).
+    const std::size_t flag_bytes = (std::max(1, k.resources[r].flag_count) + 1) * kFlagStride * 8;
+    CUDA_OK(cudaMalloc(&flags[r], flag_bytes));
+    CUDA_OK(cudaMemset(flags[r], 0, flag_bytes));
+  }
+  std::vector<unsigned long long*> launches(n, nullptr);  // per device index
+  for (int d = 0; d < devices; ++d) {
+    const int first =
+        static_cast<int>(std::find(o.device_of_rank.begin(), o.device_of_rank.end(), d) - o.device_of_rank.begin());
+    launches[d] =
+        static_cast<unsigned long long*>(flags[first]) + std::max(1, k.resources[first].flag_count) * kFlagStride;
   }
   const int root = p.root ? static_cast<int>(std::find(p.ranks.begin(), p.ranks.end(), *p.root) - p.ranks.begin()) : 0;
   int launch = 0;
@@ -108,14 +117,17 @@ TEST_P(GeneratedKernelsOnGpu, DeliverTheCollective) {
       CUDA_OK(cudaMemcpy(send[r], in[r].data(), in_elems * sizeof(float), cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemset(recv[r], 0xff, recv_elems * sizeof(float)));  // NaN poison
     }
-    // DeviceArgs<n>: count, epoch, then every rank's pointers.
-    std::vector<unsigned char> args(16 + sizeof(RankPointers) * n);
-    const std::uint64_t epoch = launch;
+    // DeviceArgs<n>: count, epoch, the launch counters (per device index), then every rank's pointers. Odd
+    // launches give their epoch; even ones pass 0, so the kernels read it from their launch counters (as after a
+    // CUDA graph capture), which the launch before left there.
+    std::vector<unsigned char> args(16 + 8 * n + sizeof(RankPointers) * n);
+    const std::uint64_t epoch = launch % 2 == 1 ? launch : 0;
     std::memcpy(args.data(), &count, 8);
     std::memcpy(args.data() + 8, &epoch, 8);
+    std::memcpy(args.data() + 16, launches.data(), 8 * n);
     for (int r = 0; r < n; ++r) {
       const RankPointers rp{send[r], recv[r], scratch[r], static_cast<unsigned long long*>(flags[r])};
-      std::memcpy(args.data() + 16 + sizeof(RankPointers) * r, &rp, sizeof rp);
+      std::memcpy(args.data() + 16 + 8 * n + sizeof(RankPointers) * r, &rp, sizeof rp);
     }
     for (int d = 0; d < devices; ++d) {
       CUDA_OK(cudaSetDevice(d));

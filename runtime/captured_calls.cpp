@@ -1,0 +1,77 @@
+// CapturedCalls (see captured_calls.hpp).
+#include "runtime/captured_calls.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/cuda_check.hpp"
+#include "runtime/gpu_devices.hpp"
+
+namespace canopy {
+
+Status CapturedCalls::capture(std::span<const int> ordinals, std::span<const cudaStream_t> streams, int calls,
+                              const std::function<Status()>& launch, std::unique_ptr<CapturedCalls>* out) {
+  std::unique_ptr<CapturedCalls> c(new CapturedCalls());
+  c->ordinal_ = ordinals[0];
+  c->stream_ = streams[0];
+  CurrentDevice keep;
+  const auto event_on = [&](int ordinal, cudaEvent_t* e) {
+    cudaError_t r = cudaSetDevice(ordinal);
+    if (r == cudaSuccess) r = cudaEventCreateWithFlags(e, cudaEventDisableTiming);
+    if (r == cudaSuccess) c->events_.push_back({ordinal, *e});
+    return r;
+  };
+  // Events first: creating one is not capturable.
+  std::vector<cudaEvent_t> fork(streams.size()), join(streams.size());
+  for (std::size_t d = 1; d < streams.size(); ++d) {
+    if (cudaError_t r = event_on(ordinals[0], &fork[d]); r != cudaSuccess) return cuda_status(r, "cudaEventCreate");
+    if (cudaError_t r = event_on(ordinals[d], &join[d]); r != cudaSuccess) return cuda_status(r, "cudaEventCreate");
+  }
+  if (cudaError_t r = cudaSetDevice(ordinals[0]); r != cudaSuccess) return cuda_status(r, "cudaSetDevice");
+  if (cudaError_t r = cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeThreadLocal); r != cudaSuccess)
+    return cuda_status(r, "cudaStreamBeginCapture");
+  Status failed;
+  const auto check = [&](cudaError_t r, const char* what) {
+    if (r != cudaSuccess && failed.ok()) failed = cuda_status(r, what);
+  };
+  for (std::size_t d = 1; d < streams.size() && failed.ok(); ++d) {
+    check(cudaSetDevice(ordinals[0]), "cudaSetDevice");
+    check(cudaEventRecord(fork[d], streams[0]), "cudaEventRecord (fork)");
+    check(cudaSetDevice(ordinals[d]), "cudaSetDevice");
+    check(cudaStreamWaitEvent(streams[d], fork[d]), "cudaStreamWaitEvent (fork)");
+  }
+  for (int i = 0; i < calls && failed.ok(); ++i)
+    if (Status s = launch(); !s.ok()) failed = s;
+  for (std::size_t d = 1; d < streams.size(); ++d) {  // joined even after a failure, so the capture can end
+    check(cudaSetDevice(ordinals[d]), "cudaSetDevice");
+    check(cudaEventRecord(join[d], streams[d]), "cudaEventRecord (join)");
+    check(cudaSetDevice(ordinals[0]), "cudaSetDevice");
+    check(cudaStreamWaitEvent(streams[0], join[d]), "cudaStreamWaitEvent (join)");
+  }
+  (void)cudaSetDevice(ordinals[0]);
+  const cudaError_t ended = cudaStreamEndCapture(streams[0], &c->graph_);
+  if (!failed.ok()) return failed;
+  if (ended != cudaSuccess) return cuda_status(ended, "cudaStreamEndCapture");
+  if (cudaError_t r = cudaGraphInstantiate(&c->exec_, c->graph_, 0); r != cudaSuccess)
+    return cuda_status(r, fmt::format("cudaGraphInstantiate ({} captured calls)", calls));
+  *out = std::move(c);
+  return Status();
+}
+
+CapturedCalls::~CapturedCalls() {
+  CurrentDevice keep;
+  if (exec_) (void)cudaGraphExecDestroy(exec_);
+  if (graph_) (void)cudaGraphDestroy(graph_);
+  for (const auto& [ordinal, e] : events_) {
+    (void)cudaSetDevice(ordinal);
+    (void)cudaEventDestroy(e);
+  }
+  (void)cudaGetLastError();
+}
+
+Status CapturedCalls::replay() {
+  cudaError_t r = cudaSetDevice(ordinal_);
+  if (r == cudaSuccess) r = cudaGraphLaunch(exec_, stream_);
+  return r == cudaSuccess ? Status() : cuda_status(r, "cudaGraphLaunch");
+}
+
+}  // namespace canopy
