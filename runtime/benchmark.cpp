@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "dsl/error.hpp"
+#include "runtime/captured_calls.hpp"
 #include "runtime/cuda_check.hpp"
 #include "runtime/gpu_devices.hpp"
 
@@ -15,19 +16,27 @@ namespace canopy {
 
 namespace {
 
-// Times `repeats` loops of `iters` calls of `launch` after `warmup` calls; the median loop's time per call in µs.
-// Also the host's time per call while issuing them (`host_us`, the median loop's): when it reaches the GPU time,
-// the calls are bound by the host, not by the GPUs.
-Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters,
-                  int repeats, const std::function<Status()>& launch, double* time_us, double* host_us = nullptr) {
-  const std::vector<int>& ordinals = comm.device_ordinals();
+// Each GPU's stream (that of its first rank), in the order of comm.device_ordinals().
+std::vector<cudaStream_t> device_streams(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams) {
   std::vector<cudaStream_t> streams;
-  for (int ordinal : ordinals)
+  for (int ordinal : comm.device_ordinals())
     for (int r = 0; r < comm.ranks(); ++r)
       if (comm.device_of_rank(r) == ordinal) {
         streams.push_back(rank_streams[r]);
         break;
       }
+  return streams;
+}
+
+// Times `repeats` loops of `iters` calls of `launch` after `warmup` calls; the median loop's time per call in µs.
+// Also the host's time per call while issuing them (`host_us`, the median loop's): when it reaches the GPU time,
+// the calls are bound by the host, not by the GPUs. With `graph`, the `iters` calls are captured once into a CUDA
+// graph (after the warm-up, which loads what they need) and each loop is one replay of it.
+Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters,
+                  int repeats, const std::function<Status()>& launch, double* time_us, double* host_us = nullptr,
+                  bool graph = false) {
+  const std::vector<int>& ordinals = comm.device_ordinals();
+  std::vector<cudaStream_t> streams = device_streams(comm, rank_streams);
   CurrentDevice keep;
   std::vector<cudaEvent_t> start(ordinals.size()), stop(ordinals.size());
   for (std::size_t d = 0; d < ordinals.size(); ++d) {
@@ -40,23 +49,34 @@ Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& ran
   };
   for (int w = 0; w < warmup; ++w)
     if (Status s = launch(); !s.ok()) return cleanup(), s;
+  std::unique_ptr<CapturedCalls> captured;
+  if (graph) {
+    if (Status s = CapturedCalls::capture(ordinals, streams, iters, launch, &captured); !s.ok()) return cleanup(), s;
+    if (Status s = captured->replay(); !s.ok()) return cleanup(), s;  // a warm-up replay
+  }
+  // A replay on the first GPU's stream holds every GPU's work and ends when all of it has: its events time it.
+  const std::size_t timed = graph ? 1 : ordinals.size();
   std::vector<double> loops, hosts;
   for (int rep = 0; rep < repeats; ++rep) {
-    for (std::size_t d = 0; d < ordinals.size(); ++d) {
+    for (std::size_t d = 0; d < timed; ++d) {
       cudaSetDevice(ordinals[d]);
       cudaEventRecord(start[d], streams[d]);
     }
     const auto issued = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i)
-      if (Status s = launch(); !s.ok()) return cleanup(), s;
+    if (captured) {
+      if (Status s = captured->replay(); !s.ok()) return cleanup(), s;
+    } else {
+      for (int i = 0; i < iters; ++i)
+        if (Status s = launch(); !s.ok()) return cleanup(), s;
+    }
     hosts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
                     iters);
-    for (std::size_t d = 0; d < ordinals.size(); ++d) {
+    for (std::size_t d = 0; d < timed; ++d) {
       cudaSetDevice(ordinals[d]);
       cudaEventRecord(stop[d], streams[d]);
     }
     float slowest = 0;
-    for (std::size_t d = 0; d < ordinals.size(); ++d) {
+    for (std::size_t d = 0; d < timed; ++d) {
       cudaSetDevice(ordinals[d]);
       if (const cudaError_t e = cudaEventSynchronize(stop[d]); e != cudaSuccess)
         return cleanup(), cuda_status(e, "cudaEventSynchronize");
@@ -176,8 +196,25 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       row.count = count;
       row.ranks = n;
       row.device = device;
-      if (o.check) {
+      // Captured calls never take the copy engines or the host path: load the kernel a captured call runs.
+      if (o.graph)
+        if (Status s = comm.prepare(call); !s.ok()) return s;
+      if (o.check && o.graph) {  // one call, captured and replayed
+        std::unique_ptr<CapturedCalls> one;
+        const std::vector<cudaStream_t> streams = device_streams(comm, buffers->streams());
+        if (Status s = CapturedCalls::capture(
+                comm.device_ordinals(), streams, 1, [&] { return comm.run(call); }, &one);
+            !s.ok())
+          return s;
+        if (Status s = one->replay(); !s.ok()) return s;
+        CurrentDevice keep;  // the replay runs on the first GPU's stream, which joins the others' work
+        cudaSetDevice(comm.device_ordinals()[0]);
+        if (const cudaError_t e = cudaStreamSynchronize(streams[0]); e != cudaSuccess)
+          return cuda_status(e, "cudaStreamSynchronize");
+      } else if (o.check) {
         if (Status s = comm.run(call); !s.ok()) return s;
+      }
+      if (o.check) {
         CheckResult result;
         if (Status s = buffers->check(spec, call, &result); !s.ok()) return s;
         row.errors = static_cast<std::int64_t>(result.wrong);
@@ -185,7 +222,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       }
       if (Status s = time_calls(
               comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return comm.run(call); }, &row.time_us,
-              &row.host_us);
+              &row.host_us, o.graph);
           !s.ok())
         return s;
       const double seconds = row.time_us * 1e-6;
@@ -197,7 +234,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
         same.program = nullptr;
         if (Status s = time_calls(
                 comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return nccl->run(same); },
-                &row.nccl_time_us);
+                &row.nccl_time_us, nullptr, o.graph);
             !s.ok())
           return s;
         row.nccl_busbw_gbps = static_cast<double>(bytes) / (row.nccl_time_us * 1e-6) / 1e9 * factor;

@@ -1,8 +1,9 @@
 // run_benchmark: nccl-tests' measurement for a communicator: for every collective and size, a checked run
 // (inputs from the test pattern, poisoned outputs, every element compared on the host: #wrong), warm-up
 // launches, then `repeats` timed loops of `iters` launches between CUDA events on every GPU's stream (the time of
-// a loop is the slowest GPU's); the median loop gives time, algbw and busbw (nccl-tests' conventions). With an
-// NcclLibrary, NCCL runs the same calls on the same buffers and streams, timed the same way.
+// a loop is the slowest GPU's), or of one replay of a CUDA graph holding `iters` calls (BenchOptions::graph); the
+// median loop gives time, algbw and busbw (nccl-tests' conventions). With an NcclLibrary, NCCL runs the same calls
+// on the same buffers and streams, timed the same way.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +29,9 @@ struct BenchOptions {
   int repeats = 5;
   bool check = true;
   bool in_place = false;
+  // Each timed loop's `iters` calls captured once into a CUDA graph (both libraries alike, as nccl-tests' -G) and
+  // the graph replayed: the time of calls without the host's launches. The check runs one captured call.
+  bool graph = false;
   // Set: time this collective-algorithm program instead of `collectives` (NCCL runs its goal's collective, when
   // the goal is one of NCCL's).
   std::shared_ptr<const ProgramOutputs> program = nullptr;

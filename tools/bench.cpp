@@ -49,6 +49,7 @@ void add_bench_command(CLI::App& app) {
     bool check = false;
     bool in_place = false;
     bool host_time = false;
+    bool graph = false;
     std::string json;
     std::string algorithm;
     std::string chunk;
@@ -79,6 +80,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--in-place", args->in_place, "NCCL's in-place layouts instead of separate buffers");
   cmd->add_flag("--host-time", args->host_time,
                 "also print host(us): the host's time per call while issuing them (near time(us): bound by the host)");
+  cmd->add_flag("--graph", args->graph,
+                "capture each loop's --iters calls into a CUDA graph once and time its replays, for Canopy and NCCL "
+                "alike (nccl-tests' -G): calls without the host's launches; captured calls never take the copy "
+                "engines or the host path");
   cmd->add_option("--json", args->json, "also write the rows as JSON to this file ('-' = stdout, table to stderr)");
   cmd->add_option("--chunk", args->chunk, "kernel chunk size (default: CANOPY_CHUNK or 256KiB)");
   cmd->add_option("--blocks", args->blocks, "thread blocks per rank (default: CANOPY_BLOCKS or 24)");
@@ -90,6 +95,7 @@ void add_bench_command(CLI::App& app) {
       "  canopy bench -t dgx1-v100 -c allgather --sizes 1M   8 virtual ranks on the GPUs you have\n"
       "  canopy bench --json bench.json                      rows as DESIGN.md's bench JSON\n"
       "  canopy bench -a ring-allreduce --vs-nccl            a program (docs/algorithms.md) beside NCCL\n"
+      "  canopy bench --sizes 8:64K --vs-nccl --graph        replays of captured calls, both libraries\n"
       "Columns follow nccl-tests: size in bytes (allgather: output, reduce-scatter: input), count per rank,\n"
       "time in µs (median of --repeats loops of --iters launches, CUDA events, slowest GPU), algbw = size / time,\n"
       "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce-scatter), 1 (broadcast, reduce).\n"
@@ -108,6 +114,7 @@ void add_bench_command(CLI::App& app) {
     o.repeats = args->repeats;
     o.check = !args->no_check;
     o.in_place = args->in_place;
+    o.graph = args->graph;
 
     CommunicatorOptions co = communicator_options(args->topology, args->devices);
     if (!args->chunk.empty()) co.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
@@ -135,8 +142,9 @@ void add_bench_command(CLI::App& app) {
     fmt::print(table, "# canopy bench: topology {} ({}), {} ranks on {} GPU{}{}\n", comm->topology().name(),
                comm->topology_source(), comm->ranks(), comm->devices(), comm->devices() == 1 ? "" : "s",
                nccl ? fmt::format(", NCCL {} ({})", nccl->version(), nccl->path()) : "");
-    fmt::print(table, "# {} iters x {} repeats (median), {} warm-up; {}\n", o.iters, o.repeats, o.warmup,
-               o.check ? "outputs checked" : "not checked");
+    fmt::print(table, "# {} iters x {} repeats (median), {} warm-up; {}{}\n", o.iters, o.repeats, o.warmup,
+               o.check ? "outputs checked" : "not checked",
+               o.graph ? fmt::format("; CUDA graphs: each repeat replays {} captured calls", o.iters) : "");
     Collective current{};
     bool first = true;
     std::vector<BenchRow> rows;
@@ -172,13 +180,14 @@ void add_bench_command(CLI::App& app) {
             } else if (comm->is_direct(r.collective, count, o.dtype)) {
               direct_from = direct_from ? std::min(direct_from, bytes) : bytes;
               direct_to = std::max(direct_to, bytes);
-            } else if (comm->is_copy_engine(r.collective, count, o.dtype) &&
+            } else if (!o.graph && comm->is_copy_engine(r.collective, count, o.dtype) &&
                        !(o.in_place && r.collective != Collective::broadcast)) {  // in place: the trees
               engines_from = engines_from ? std::min(engines_from, bytes) : bytes;
             } else {
               (comm->is_large(r.collective, count, o.dtype) ? large : small) = true;
             }
-            if (const std::uint64_t staged = comm->staged_count(r.collective, count, o.dtype, o.root); staged > 0) {
+            if (const std::uint64_t staged = o.graph ? 0 : comm->staged_count(r.collective, count, o.dtype, o.root);
+                staged > 0) {
               staged_from = staged_from ? std::min(staged_from, bytes) : bytes;
               const double share = static_cast<double>(staged) / static_cast<double>(count);
               least_share = std::min(least_share, share);
