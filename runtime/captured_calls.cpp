@@ -11,8 +11,8 @@ namespace canopy {
 Status CapturedCalls::capture(std::span<const int> ordinals, std::span<const cudaStream_t> streams, int calls,
                               const std::function<Status()>& launch, std::unique_ptr<CapturedCalls>* out) {
   std::unique_ptr<CapturedCalls> c(new CapturedCalls());
-  c->ordinal_ = ordinals[0];
-  c->stream_ = streams[0];
+  c->ordinals_.assign(ordinals.begin(), ordinals.end());
+  c->streams_.assign(streams.begin(), streams.end());
   CurrentDevice keep;
   const auto event_on = [&](int ordinal, cudaEvent_t* e) {
     cudaError_t r = cudaSetDevice(ordinal);
@@ -22,10 +22,13 @@ Status CapturedCalls::capture(std::span<const int> ordinals, std::span<const cud
   };
   // Events first: creating one is not capturable.
   std::vector<cudaEvent_t> fork(streams.size()), join(streams.size());
+  c->before_.resize(streams.size());
   for (std::size_t d = 1; d < streams.size(); ++d) {
-    if (cudaError_t r = event_on(ordinals[0], &fork[d]); r != cudaSuccess) return cuda_status(r, "cudaEventCreate");
-    if (cudaError_t r = event_on(ordinals[d], &join[d]); r != cudaSuccess) return cuda_status(r, "cudaEventCreate");
+    for (auto [ordinal, e] :
+         {std::pair{ordinals[0], &fork[d]}, std::pair{ordinals[d], &join[d]}, std::pair{ordinals[d], &c->before_[d]}})
+      if (cudaError_t r = event_on(ordinal, e); r != cudaSuccess) return cuda_status(r, "cudaEventCreate");
   }
+  if (cudaError_t r = event_on(ordinals[0], &c->after_); r != cudaSuccess) return cuda_status(r, "cudaEventCreate");
   if (cudaError_t r = cudaSetDevice(ordinals[0]); r != cudaSuccess) return cuda_status(r, "cudaSetDevice");
   if (cudaError_t r = cudaStreamBeginCapture(streams[0], cudaStreamCaptureModeThreadLocal); r != cudaSuccess)
     return cuda_status(r, "cudaStreamBeginCapture");
@@ -69,9 +72,23 @@ CapturedCalls::~CapturedCalls() {
 }
 
 Status CapturedCalls::replay() {
-  cudaError_t r = cudaSetDevice(ordinal_);
-  if (r == cudaSuccess) r = cudaGraphLaunch(exec_, stream_);
-  return r == cudaSuccess ? Status() : cuda_status(r, "cudaGraphLaunch");
+  CurrentDevice keep;
+  cudaError_t r = cudaSuccess;
+  for (std::size_t d = 1; d < streams_.size() && r == cudaSuccess; ++d) {
+    r = cudaSetDevice(ordinals_[d]);
+    if (r == cudaSuccess) r = cudaEventRecord(before_[d], streams_[d]);
+    if (r == cudaSuccess) r = cudaSetDevice(ordinals_[0]);
+    if (r == cudaSuccess) r = cudaStreamWaitEvent(streams_[0], before_[d]);
+  }
+  if (r != cudaSuccess) return cuda_status(r, "ordering a graph replay after the other streams' work");
+  if (r = cudaSetDevice(ordinals_[0]); r == cudaSuccess) r = cudaGraphLaunch(exec_, streams_[0]);
+  if (r != cudaSuccess) return cuda_status(r, "cudaGraphLaunch");
+  if (streams_.size() > 1) r = cudaEventRecord(after_, streams_[0]);
+  for (std::size_t d = 1; d < streams_.size() && r == cudaSuccess; ++d) {
+    r = cudaSetDevice(ordinals_[d]);
+    if (r == cudaSuccess) r = cudaStreamWaitEvent(streams_[d], after_);
+  }
+  return r == cudaSuccess ? Status() : cuda_status(r, "ordering the other streams' work after a graph replay");
 }
 
 }  // namespace canopy

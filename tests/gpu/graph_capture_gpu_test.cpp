@@ -47,7 +47,9 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<Case> {
     for (int r = 0; r < 2; ++r) {
       CUDA_OK(cudaSetDevice(comm_->device_of_rank(r)));
       for (float** p : {&a_[r], &b_[r], &c_[r]}) CUDA_OK(cudaMalloc(reinterpret_cast<void**>(p), bytes));
-      if (r < devices_) CUDA_OK(cudaStreamCreateWithFlags(&stream_[r], cudaStreamNonBlocking));
+      if (r < devices_) {
+        CUDA_OK(cudaStreamCreateWithFlags(&stream_[r], cudaStreamNonBlocking));
+      }
     }
     if (devices_ == 1) stream_[1] = stream_[0];  // both ranks on one GPU share its stream
   }
@@ -170,7 +172,9 @@ TEST_P(GraphCaptureOnGpu, ReplaysMatchEagerCalls) {
 
 // A size whose kernel was never loaded: refused with what to do, before anything is queued; the capture still ends.
 TEST_P(GraphCaptureOnGpu, AnUnloadedKernelIsRefusedAndTheCaptureSurvives) {
-  if (devices_ == 2) CUDA_OK(cudaStreamSynchronize(stream_[1]));
+  if (devices_ == 2) {
+    CUDA_OK(cudaStreamSynchronize(stream_[1]));
+  }
   CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
   CUDA_OK(cudaStreamBeginCapture(stream_[0], cudaStreamCaptureModeThreadLocal));
   cudaEvent_t fork = nullptr;
@@ -219,10 +223,16 @@ TEST_P(GraphCaptureOnGpu, AnUnloadedKernelIsRefusedAndTheCaptureSurvives) {
       &captured);
   ASSERT_TRUE(s2.ok()) << s2.message();
   fill(5);
+  // A replay is ordered like a call on every stream: it waits for work still queued on GPU 1's (here a poison of
+  // the output it writes), and later work there waits for it (synchronising GPU 1's stream covers the replay).
+  CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
+  CUDA_OK(cudaMemsetAsync(b_[1], 0xff, GetParam().count * 4, stream_[1]));
   ASSERT_TRUE(captured->replay().ok());
+  CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
+  CUDA_OK(cudaStreamSynchronize(stream_[1]));
   CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
-  CUDA_OK(cudaStreamSynchronize(stream_[0]));  // the replay joins GPU 1's part into GPU 0's stream
-  expect(b_, 5, 1, "a call captured after Communicator::prepare");
+  CUDA_OK(cudaStreamSynchronize(stream_[0]));
+  expect(b_, 5, 1, "a call captured after Communicator::prepare, replayed behind queued work");
 }
 
 // Low latency up to 256 KiB, direct up to 32 MiB read per rank, trees beyond (a captured call never takes the copy
