@@ -238,8 +238,8 @@ struct Communicator::State {
   // Per rank: bytes(rank) of memory on its GPU, zeroed on the setup streams (whoever allocates waits for them).
   std::vector<void*> zeroed_per_rank(const std::function<std::size_t(int)>& bytes);
   // Per device index: the launch counter in the line after `lines(r)` counter lines of its first rank's area.
-  std::vector<unsigned long long*> launch_counters(const std::vector<void*>& areas,
-                                                   const std::function<int(int)>& lines);
+  std::vector<unsigned long long*> counters_after(const std::vector<void*>& areas,
+                                                  const std::function<int(int)>& lines);
   void allocate_low_latency();  // the LL buffers and counters, once (from load)
   void allocate_direct();       // the direct kernels' counters, once (from load)
   Status prepare(std::span<const CollectiveSpec> specs);
@@ -378,8 +378,8 @@ std::vector<void*> Communicator::State::zeroed_per_rank(const std::function<std:
   return out;
 }
 
-std::vector<unsigned long long*> Communicator::State::launch_counters(const std::vector<void*>& areas,
-                                                                      const std::function<int(int)>& lines) {
+std::vector<unsigned long long*> Communicator::State::counters_after(const std::vector<void*>& areas,
+                                                                     const std::function<int(int)>& lines) {
   std::vector<unsigned long long*> out;
   for (int first : first_rank)
     out.push_back(static_cast<unsigned long long*>(areas[first]) +
@@ -395,7 +395,7 @@ void Communicator::State::allocate_low_latency() {
   const std::size_t ack_bytes = static_cast<std::size_t>(acks + 1) * kFlagStride * 8;  // and the launch counter
   ll_buffers = zeroed_per_rank([&](int) { return bytes; });
   ll_acks = zeroed_per_rank([&](int) { return ack_bytes; });
-  ll_launches = launch_counters(ll_acks, [&](int) { return acks; });
+  ll_launches = counters_after(ll_acks, [&](int) { return acks; });
   log.debug(LogSubsys::init, fmt::format("low-latency buffers: {} bytes and {} counters per rank", bytes,
                                          n * low_latency.blocks_per_rank));
 }
@@ -406,7 +406,7 @@ void Communicator::State::allocate_direct() {
   const int count = direct_flag_count(n, direct.blocks_per_rank);
   const std::size_t bytes = static_cast<std::size_t>(count + 1) * kFlagStride * sizeof(std::uint64_t);
   direct_flags = zeroed_per_rank([&](int) { return bytes; });
-  direct_launches = launch_counters(direct_flags, [&](int) { return count; });
+  direct_launches = counters_after(direct_flags, [&](int) { return count; });
   log.debug(LogSubsys::init, fmt::format("direct counters: {} bytes per rank", bytes));
 }
 
@@ -478,7 +478,7 @@ void Communicator::State::load(const CollectiveSpec& spec,
   }
   const auto flag_lines = [&](int r) { return std::max(1, k.resources[r].flag_count); };
   p->flags = zeroed_per_rank([&](int r) { return (flag_lines(r) + 1) * sizeof(unsigned long long) * kFlagStride; });
-  p->launches = launch_counters(p->flags, flag_lines);
+  p->launches = counters_after(p->flags, flag_lines);
   grow_scratch(k.resources);
   // The plan-free kernels' memory is the communicator's, made with the first of them: here, not at the first call,
   // where a cudaMalloc could wait for the caller's work on the GPU.
@@ -1183,9 +1183,7 @@ Status Communicator::run(const CollectiveCall& given) {
   }
   if (s.ok() && st.watchdog && !capturing)
     st.watchdog->watch(*p, call, st.ordinals, st.order, launch_flags(*p, target),
-                       !st.device_epochs         ? std::span<unsigned long long* const>()
-                       : target.launches.empty() ? std::span<unsigned long long* const>(p->launches)
-                                                 : target.launches);
+                       st.device_epochs ? launch_counters(*p, target) : std::span<unsigned long long* const>());
   if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
     st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p->epoch,
                                              p->built->source.entry,

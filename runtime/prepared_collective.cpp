@@ -21,6 +21,10 @@ std::span<void* const> launch_flags(const PreparedCollective& p, const LaunchTar
   return target.flags.empty() ? std::span<void* const>(p.flags) : target.flags;
 }
 
+std::span<unsigned long long* const> launch_counters(const PreparedCollective& p, const LaunchTarget& target) {
+  return target.launches.empty() ? std::span<unsigned long long* const>(p.launches) : target.launches;
+}
+
 namespace {
 
 // One launch's shared state while its devices are launched, from the caller and the launch crew's helpers.
@@ -74,7 +78,7 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
   const int ranks = static_cast<int>(p.flags.size());
   if (!target.capturing) p.last_epoch = ++(target.epoch ? *target.epoch : p.epoch);
   const std::span<void* const> flags = launch_flags(p, target);
-  const std::span<unsigned long long* const> launches = target.launches.empty() ? p.launches : target.launches;
+  const std::span<unsigned long long* const> launches = launch_counters(p, target);
   // DeviceArgs<ranks>: count, epoch, a launch counter per device index (ranks entries), then every rank's pointers.
   const std::uint64_t epoch = target.device_epochs ? 0 : p.last_epoch;
   const std::size_t at_ranks = 16 + 8 * static_cast<std::size_t>(ranks);

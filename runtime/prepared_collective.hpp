@@ -84,5 +84,7 @@ Status launch(PreparedCollective& prepared, const CollectiveCall& call, const La
 
 // The counters a launch with `target` uses, per rank: the target's, else the prepared collective's own.
 std::span<void* const> launch_flags(const PreparedCollective& prepared, const LaunchTarget& target);
+// Likewise its launch counters, per device index.
+std::span<unsigned long long* const> launch_counters(const PreparedCollective& prepared, const LaunchTarget& target);
 
 }  // namespace canopy

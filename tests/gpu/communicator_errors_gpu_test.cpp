@@ -11,6 +11,7 @@
 #include "dsl/shipped_topologies.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
+#include "tests/gpu/two_rank_communicator.hpp"
 
 namespace canopy {
 namespace {
@@ -22,10 +23,7 @@ class CommunicatorErrorsOnGpu : public ::testing::Test {
   void SetUp() override {
     gpus_ = visible_gpu_count();
     if (gpus_ == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
-    CommunicatorOptions o;
-    o.topology = load_topology("h200x2");  // two ranks: one per GPU, or both on GPU 0
-    if (gpus_ == 1) o.devices = {0};
-    ASSERT_TRUE(Communicator::create(o, &comm_).ok());
+    ASSERT_TRUE(two_rank_communicator(gpus_, &comm_).ok());
     for (int r = 0; r < 2; ++r) {
       ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&send_[r], kCount * 4), cudaSuccess);

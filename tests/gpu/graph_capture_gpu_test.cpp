@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "dsl/shipped_topologies.hpp"
 #include "runtime/captured_calls.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
+#include "tests/gpu/two_rank_communicator.hpp"
 
 namespace canopy {
 namespace {
@@ -38,10 +38,7 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<Case> {
   void SetUp() override {
     gpus_ = visible_gpu_count();
     if (gpus_ == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
-    CommunicatorOptions o;
-    o.topology = load_topology("h200x2");  // two ranks: one per GPU, or both on GPU 0
-    if (gpus_ == 1) o.devices = {0};
-    ASSERT_TRUE(Communicator::create(o, &comm_).ok());
+    ASSERT_TRUE(two_rank_communicator(gpus_, &comm_).ok());
     devices_ = comm_->device_of_rank(1) != comm_->device_of_rank(0) ? 2 : 1;
     const std::size_t bytes = GetParam().count * 4;
     for (int r = 0; r < 2; ++r) {
