@@ -163,8 +163,8 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
   else
     lines = {
         fmt::format("low-latency kernel: its blocks wait for the peers' lines of launch {}, or for their "
-                    "acknowledgements of launch {} (a peer has not entered this launch, or one before it has "
-                    "not finished)",
+                    "acknowledgements of launch {}, which a peer gives on entering the launch after it (a peer has not "
+                    "entered this launch, or has not finished one before it)",
                     p.epoch, p.epoch > 2 ? p.epoch - 2 : 0)};
   for (const std::string& line : lines) log_.warn(LogSubsys::watchdog, "  " + line);
 }

@@ -110,7 +110,9 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
   // 3. Done: the ranks I read may let their callers overwrite their input; wait until my readers are done with mine.
   __syncthreads();
   if (leader()) {
-    __threadfence_system();  // every thread's stores to peers (allgather) before the word that they are done
+    // Allgather: every thread's stores to peers before the word that they are done. The others only read peers
+    // (their loads are done at the barrier) and the release orders the block's local stores.
+    if (C::kCollective == kDirectAllGather) __threadfence_system();
     for (int q = 0; q < C::kRanks; ++q)
       if (direct_reads<C>(me, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), e);
     for (int q = 0; q < C::kRanks; ++q)

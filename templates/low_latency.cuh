@@ -2,9 +2,12 @@
 // rank stores its contribution into its peers' LL buffers 8 bytes at a time, each 4 bytes beside a copy of the
 // launch's flag (16-byte lines: d0, flag, d1, flag; NCCL's LL), and a receiver spins on the flags of the very lines
 // it reads, so data and "it has arrived" travel together. A rank's LL buffer holds two parities (launches alternate)
-// x one slot per source rank; before refilling a parity a sender's block waits until the receiver's block has
-// acknowledged the launch that last used it (its ack counter, one per peer and block, >= epoch - 2). Everything
-// lives in communicator memory, so no rank waits for another to enter a launch. Generated code (codegen/
+// x one slot per source rank; before refilling a parity a sender's block waits until the receiver has acknowledged
+// the launch that last used it (its ack counter, one per peer and block, >= epoch - 2). A block acknowledges on
+// entry: launch e starts after the GPU's launch e - 1 has ended (stream order), so every block of it has read its
+// lines, and the ack of e - 1 needs no fence and no wait for the launch's own stores, where an ack at the end would
+// wait for both (a system-scope fence behind the remote stores, then the ack's own round trip before the launch ends).
+// Everything lives in communicator memory, so no rank waits for another to enter a launch. Generated code (codegen/
 // low_latency_source.hpp) supplies the Config: element type, operator, collective, ranks, root, blocks per rank,
 // lines per slot and which ranks each device runs.
 #pragma once
@@ -77,7 +80,7 @@ __device__ __forceinline__ bool ll_receives(int me, int peer) {
   return ll_sends<C>(peer, me);
 }
 
-// Block `b` of rank `me`: acks, push, receive and combine, ack. Block b handles groups [G*b/B, G*(b+1)/B) of every
+// Block `b` of rank `me`: acks, push, receive and combine. Block b handles groups [G*b/B, G*(b+1)/B) of every
 // slot, where a slot carries `n` elements (NCCL's count): G = ceil(n / kPer).
 template <typename C>
 __device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, int b, unsigned long long e) {
@@ -92,10 +95,16 @@ __device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, 
   const T* in = static_cast<const T*>(a.rank[me].send);
   T* out = static_cast<T*>(a.rank[me].recv);
 
-  // 1. The parity this launch fills was last read two launches ago: wait until every receiver has acknowledged it.
-  if (leader() && e > 2)
-    for (int d = 0; d < C::kRanks; ++d)
-      if (ll_sends<C>(me, d)) wait(flag(a.rank[me], d * C::kBlocks + b), e - 2);
+  // 1. Acknowledge the launches before this one to every peer (whether it sends to me in this collective or not: the
+  // next may differ). The parity this launch fills was last read two launches ago: wait until every receiver has
+  // acknowledged it, which it does on entering the launch after it.
+  if (leader()) {
+    for (int q = 0; q < C::kRanks; ++q)
+      if (q != me) store_release(flag(a.rank[q], me * C::kBlocks + b), e - 1);
+    if (e > 2)
+      for (int d = 0; d < C::kRanks; ++d)
+        if (ll_sends<C>(me, d)) wait(flag(a.rank[me], d * C::kBlocks + b), e - 2);
+  }
   sync();
 
   // 2. Push: my contribution for each receiver into its slot `me`.
@@ -150,14 +159,6 @@ __device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, 
 #pragma unroll
     for (int k = 0; k < kPer; ++k)
       if (g * kPer + k < n) out[g * kPer + k] = Elem<T>::out(acc[k]);
-  }
-
-  // 4. Done reading this launch's lines: tell every peer (each acks every launch, so acks never fall behind).
-  __syncthreads();
-  if (leader()) {
-    __threadfence_system();
-    for (int q = 0; q < C::kRanks; ++q)
-      if (q != me) store_release(flag(a.rank[q], me * C::kBlocks + b), e);
   }
 }
 
