@@ -71,6 +71,9 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<Case> {
       for (std::uint64_t j = 0; j < n; ++j) host[j] = input(round, r, j);
       CUDA_OK(cudaSetDevice(comm_->device_of_rank(r)));
       CUDA_OK(cudaMemcpy(a_[r], host.data(), n * 4, cudaMemcpyHostToDevice));
+      // From pageable memory cudaMemcpy may return before its copy lands, and the test's streams do not wait for
+      // the legacy stream that carries it.
+      CUDA_OK(cudaDeviceSynchronize());
     }
   }
   // Every element of both ranks' `out` is `times` x the sum of round `round`'s inputs.
