@@ -650,11 +650,8 @@ bool Communicator::State::find(const CollectiveSpec& given, PreparedCollective**
 }
 
 Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective** out) {
+  if (find(given, out)) return Status();
   const CollectiveSpec spec = canonical(given);
-  if (auto it = prepared.find(key_of(spec)); it != prepared.end()) {
-    *out = it->second.get();
-    return Status();
-  }
   const CollectiveSpec one[] = {spec};
   if (Status s = prepare(one); !s.ok()) return s;
   *out = prepared.at(key_of(spec)).get();
