@@ -238,11 +238,11 @@ TEST(LowLatencyModel, AcksAtTheEndHeldForOneCount) {
 // receiver, other than the one whose ack it waited for, has not read yet.
 TEST(LowLatencyModel, AcksAtTheEndLetMixedCountsRefillUnreadLines) {
   constexpr int kLines = 7;
+  std::vector<Call> calls(24);  // two launches (one of each parity) of 2 groups, then two of 7, ...
+  for (std::size_t i = 0; i < calls.size(); ++i) calls[i] = Call{kBroadcast, 0, i % 4 < 2 ? 2 : 7};
   int caught = 0;
   std::string example;
   for (std::uint32_t seed = 1; seed <= 300; ++seed) {
-    std::vector<Call> calls(24);
-    for (std::size_t i = 0; i < calls.size(); ++i) calls[i] = Call{kBroadcast, 0, i % 4 < 2 ? 2 : 7};
     LowLatencyModel model(2, {0, 1}, 3, kLines, Acks::at_end);
     const std::string bad = model.run(calls, seed);
     if (!bad.empty() && caught++ == 0) example = bad;
@@ -250,8 +250,6 @@ TEST(LowLatencyModel, AcksAtTheEndLetMixedCountsRefillUnreadLines) {
   EXPECT_GT(caught, 0) << "the model never caught the hazard";
   EXPECT_NE(example.find("before it was read"), std::string::npos) << example;
   for (std::uint32_t seed = 1; seed <= 300; ++seed) {  // the same calls with acks on entry
-    std::vector<Call> calls(24);
-    for (std::size_t i = 0; i < calls.size(); ++i) calls[i] = Call{kBroadcast, 0, i % 4 < 2 ? 2 : 7};
     LowLatencyModel model(2, {0, 1}, 3, kLines, Acks::on_entry);
     ASSERT_EQ(model.run(calls, seed), "") << "seed " << seed;
   }
