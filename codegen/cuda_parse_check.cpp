@@ -10,11 +10,12 @@
 //   types       dim3; {char,uchar,short,ushort,int,uint,longlong,ulonglong,float,double}{1,2,3,4} with their
 //               make_ functions (uint4, make_uint4, ...), aligned as CUDA aligns them
 //   functions   __syncthreads __syncwarp __threadfence __threadfence_block __threadfence_system __trap clock
-//               clock64 __nanosleep; atomicAdd atomicCAS atomicExch on int, unsigned, unsigned long long
+//               clock64 __nanosleep; __shfl_sync on int, unsigned, unsigned long long; __all_sync __any_sync;
+//               atomicAdd atomicCAS atomicExch on int, unsigned, unsigned long long
 //   asm         asm [volatile](...) with constraints "h" "r" "l" "f" "d" "n", held to NVRTC 13's rules: one
 //               constraint letter, a scalar operand of the constraint's kind and size (h/r/l: 16/32/64-bit
 //               integer, enum or pointer; f: float; d: double), no matching constraints ("0")
-// Anything else NVRTC knows (min/max, __shfl_sync, __ldg, math functions, cuda_fp16.h) is undeclared here: add it
+// Anything else NVRTC knows (min/max, __shfl_xor_sync, __ldg, math functions, cuda_fp16.h) is undeclared here: add it
 // to the prelude when the templates start to use it. As NVRTC's -default-device (runtime/nvrtc_compiler.cpp) does,
 // functions without an execution space are device code: `#pragma clang force_cuda_host_device begin` makes them
 // __host__ __device__ (one consequence: an explicit instantiation of a __global__ template is reported).
@@ -73,7 +74,8 @@ constexpr const char* kPreludeHead = R"(#define __CUDACC__ 1
 #define __launch_bounds__(...) __attribute__((launch_bounds(__VA_ARGS__)))
 #define __align__(n) __attribute__((aligned(n)))
 )";
-constexpr const char* kPreludeTail = R"(#define CANOPY_VECTOR_ALIGN(T, n) __align__(n * sizeof(T) < 16 ? n * sizeof(T) : 16)
+constexpr const char* kPreludeTail =
+    R"(#define CANOPY_VECTOR_ALIGN(T, n) __align__(n * sizeof(T) < 16 ? n * sizeof(T) : 16)
 #define CANOPY_VECTOR_TYPES(T, V)                                                                        \
   struct V##1 { T x; };                                                                                  \
   struct CANOPY_VECTOR_ALIGN(T, 2) V##2 { T x, y; };                                                     \
@@ -111,6 +113,11 @@ CANOPY_BUILTIN_CONVERSIONS(__cuda_builtin_blockDim_t)
 CANOPY_BUILTIN_CONVERSIONS(__cuda_builtin_gridDim_t)
 #undef CANOPY_BUILTIN_CONVERSIONS
 __device__ void __syncwarp(unsigned int mask = 0xffffffffu);
+__device__ int __shfl_sync(unsigned int mask, int var, int src_lane, int width = 32);
+__device__ unsigned int __shfl_sync(unsigned int mask, unsigned int var, int src_lane, int width = 32);
+__device__ unsigned long long __shfl_sync(unsigned int mask, unsigned long long var, int src_lane, int width = 32);
+__device__ int __all_sync(unsigned int mask, int predicate);
+__device__ int __any_sync(unsigned int mask, int predicate);
 __device__ void __threadfence();
 __device__ void __threadfence_block();
 __device__ void __threadfence_system();

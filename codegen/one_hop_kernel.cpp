@@ -77,8 +77,11 @@ void write_one_hop_source(const OneHopShape& s, const OneHopProtocol& protocol, 
   out += "__device__ const int* const kRanksOf[] = {";
   for (const DeviceLaunch& l : k->launches) out += fmt::format("{}kRanksOf{}", l.device == 0 ? "" : ", ", l.device);
   out += "};\n\n}  // namespace\n\n";
+  const std::string bounds = protocol.min_blocks_per_sm > 0
+                                 ? fmt::format("{}, {}", s.threads_per_block, protocol.min_blocks_per_sm)
+                                 : fmt::format("{}", s.threads_per_block);
   out += fmt::format("extern \"C\" __global__ void __launch_bounds__({})\n{}(const Config::Args a, int device) {{\n",
-                     s.threads_per_block, k->entry);
+                     bounds, k->entry);
   out += fmt::format("  {}<Config>(a, kRanksOf[device], device);\n}}\n", protocol.run);
   k->file = SourceFile{k->name + ".cu", out};
   k->schedule_key = Sha256().update(out).hex_digest();

@@ -35,6 +35,9 @@ struct OneHopProtocol {
   const char* run;          // the template's entry: "canopy::run_ll"
   std::string detail;       // the banner's second line
   std::string config;       // extra Config members, whole lines
+  // > 0: __launch_bounds__'s second argument. 1 lets ptxas give a thread every register a block of one per SM may
+  // have, where its own choice may take half and spill (the blocks of a launch are fitted one per SM and rank).
+  int min_blocks_per_sm = 0;
 };
 
 // Fills k.file and k.schedule_key: a banner, the template's include, a Config (element type, operator, Args,

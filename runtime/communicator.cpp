@@ -19,6 +19,7 @@
 #include "codegen/sha256.hpp"
 #include "codegen/lower_program.hpp"
 #include "codegen/direct_source.hpp"
+#include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "dsl/error.hpp"
 #include "dsl/topo_writer.hpp"
@@ -44,7 +45,7 @@ namespace canopy {
 
 namespace {
 
-// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct), program key
+// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct, 3 LL128), program key
 // (planned: "" or its chunk)
 using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
 
@@ -57,10 +58,18 @@ SpecKey key_of(const CollectiveSpec& s) {
   const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
   const int root = has_root(s.collective) ? s.root : 0;
   // A planned kernel's chunk, when not the communicator's: the program-key slot names it.
-  const bool planned = !s.low_latency && !s.direct;
+  const bool planned = !s.low_latency && !s.ll128 && !s.direct;
   std::string chunk = s.chunk_bytes > 0 && planned ? fmt::format("chunk {}", s.chunk_bytes) : "";
-  return {static_cast<int>(s.collective),       dtype, op, root, s.large && planned,
-          s.low_latency ? 1 : s.direct ? 2 : 0, chunk};
+  return {static_cast<int>(s.collective),
+          dtype,
+          op,
+          root,
+          s.large && planned,
+          s.low_latency ? 1
+          : s.direct    ? 2
+          : s.ll128     ? 3
+                        : 0,
+          chunk};
 }
 
 // Whether two programs have everything program_key hashes the same (cheap: no text, no hash).
@@ -91,11 +100,13 @@ std::string spec_text(const CollectiveSpec& s) {
   if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
   if (s.low_latency)
     text += " (low latency)";
+  else if (s.ll128)
+    text += " (LL128)";
   else if (s.direct)
     text += " (direct)";
   else if (s.large)
     text += " (large messages)";
-  if (s.chunk_bytes > 0 && !s.low_latency && !s.direct)
+  if (s.chunk_bytes > 0 && !s.low_latency && !s.ll128 && !s.direct)
     text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
   return text;
 }
@@ -181,6 +192,11 @@ struct Communicator::State {
   std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block), then a line
   std::vector<unsigned long long*> ll_launches;  // per device index: the low-latency kernels' launch counter
   std::uint64_t ll_epoch = 0;  // eager low-latency launches so far, shared by every low-latency kernel
+  LL128Shape ll128;            // max_bytes 0: off
+  std::vector<void*> ll128_buffers;  // per rank: the LL128 kernels' lines (2 parities x slot per rank)
+  std::vector<void*> ll128_acks;     // per rank: their acknowledgement counters (rank x block), then a line
+  std::vector<unsigned long long*> ll128_launches;  // per device index: the LL128 kernels' launch counter
+  std::uint64_t ll128_epoch = 0;                    // eager LL128 launches so far, shared by every LL128 kernel
   CallOracle oracle{pointer_facts, stream_device, stream_capturing};  // CANOPY_CHECK_POINTERS=0: no pointer queries
   DirectShape direct;                               // max_bytes 0: off
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
@@ -240,7 +256,12 @@ struct Communicator::State {
   // Per device index: the launch counter in the line after `lines(r)` counter lines of its first rank's area.
   std::vector<unsigned long long*> counters_after(const std::vector<void*>& areas,
                                                   const std::function<int(int)>& lines);
+  // Per rank: a line protocol's `bytes` of lines and its acknowledgement counters (rank x block, then the launch
+  // counter's line), zeroed; once.
+  void allocate_lines(const char* what, std::int64_t bytes, int blocks_per_rank, std::vector<void*>* buffers,
+                      std::vector<void*>* acks_area, std::vector<unsigned long long*>* launches);
   void allocate_low_latency();  // the LL buffers and counters, once (from load)
+  void allocate_ll128();        // the LL128 buffers and counters, once (from load)
   void allocate_direct();       // the direct kernels' counters, once (from load)
   Status prepare(std::span<const CollectiveSpec> specs);
   // The trees' and the host path's rates for (collective, root), planned and logged once.
@@ -387,17 +408,27 @@ std::vector<unsigned long long*> Communicator::State::counters_after(const std::
   return out;
 }
 
-void Communicator::State::allocate_low_latency() {
-  if (!ll_buffers.empty()) return;
+void Communicator::State::allocate_lines(const char* what, std::int64_t bytes, int blocks_per_rank,
+                                         std::vector<void*>* buffers, std::vector<void*>* acks_area,
+                                         std::vector<unsigned long long*>* launches) {
+  if (!buffers->empty()) return;
   const int n = static_cast<int>(rank_names.size());
-  const std::size_t bytes = static_cast<std::size_t>(low_latency_buffer_bytes(n, low_latency.max_bytes));
-  const int acks = n * low_latency.blocks_per_rank;
+  const int acks = n * blocks_per_rank;
   const std::size_t ack_bytes = static_cast<std::size_t>(acks + 1) * kFlagStride * 8;  // and the launch counter
-  ll_buffers = zeroed_per_rank([&](int) { return bytes; });
-  ll_acks = zeroed_per_rank([&](int) { return ack_bytes; });
-  ll_launches = counters_after(ll_acks, [&](int) { return acks; });
-  log.debug(LogSubsys::init, fmt::format("low-latency buffers: {} bytes and {} counters per rank", bytes,
-                                         n * low_latency.blocks_per_rank));
+  *buffers = zeroed_per_rank([&](int) { return static_cast<std::size_t>(bytes); });
+  *acks_area = zeroed_per_rank([&](int) { return ack_bytes; });
+  *launches = counters_after(*acks_area, [&](int) { return acks; });
+  log.debug(LogSubsys::init, fmt::format("{} buffers: {} bytes and {} counters per rank", what, bytes, acks));
+}
+
+void Communicator::State::allocate_low_latency() {
+  allocate_lines("low-latency", low_latency_buffer_bytes(static_cast<int>(rank_names.size()), low_latency.max_bytes),
+                 low_latency.blocks_per_rank, &ll_buffers, &ll_acks, &ll_launches);
+}
+
+void Communicator::State::allocate_ll128() {
+  allocate_lines("LL128", ll128_buffer_bytes(static_cast<int>(rank_names.size()), ll128.max_bytes),
+                 ll128.blocks_per_rank, &ll128_buffers, &ll128_acks, &ll128_launches);
 }
 
 void Communicator::State::allocate_direct() {
@@ -455,13 +486,17 @@ void Communicator::State::load(const CollectiveSpec& spec,
     p->blocks.push_back(k.launches[d].blocks);
   }
   p->threads = k.launches[0].threads;
-  p->cooperative = !((spec.low_latency || spec.direct) && rank_names.size() == gpus.size());
+  p->cooperative = !((spec.low_latency || spec.ll128 || spec.direct) && rank_names.size() == gpus.size());
   p->protocol = spec.low_latency ? PreparedCollective::Protocol::low_latency
+                : spec.ll128     ? PreparedCollective::Protocol::ll128
                 : spec.direct    ? PreparedCollective::Protocol::direct
                                  : PreparedCollective::Protocol::trees;
   p->collective = spec.collective;
   p->root = spec.root;
-  p->blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank : spec.direct ? direct.blocks_per_rank : 0;
+  p->blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank
+                       : spec.ll128     ? ll128.blocks_per_rank
+                       : spec.direct    ? direct.blocks_per_rank
+                                        : 0;
   // Every block of a launch must be resident at once (they wait on each other).
   for (std::size_t d = 0; d < gpus.size(); ++d) {
     CANOPY_CUDA_CHECK(cudaSetDevice(gpus[d].ordinal));
@@ -483,6 +518,7 @@ void Communicator::State::load(const CollectiveSpec& spec,
   // The plan-free kernels' memory is the communicator's, made with the first of them: here, not at the first call,
   // where a cudaMalloc could wait for the caller's work on the GPU.
   if (spec.low_latency) allocate_low_latency();
+  if (spec.ll128) allocate_ll128();
   if (spec.direct) allocate_direct();
   // Likewise the host path of large broadcasts and reduces, and a reduce's combining kernels (an NVRTC compile),
   // and the copy engines of large broadcasts and allreduces.
@@ -529,11 +565,15 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
     if (!spec.program && has_root(spec.collective) && (spec.root < 0 || spec.root >= n))
       return Status(StatusCode::invalid_argument,
                     fmt::format("{}: root {} is not a rank: use 0 to {}", call_name(spec.collective), spec.root, n - 1));
-    if ((spec.low_latency && low_latency.max_bytes == 0) || (spec.direct && direct.max_bytes == 0))
+    if ((spec.low_latency && low_latency.max_bytes == 0) || (spec.ll128 && ll128.max_bytes == 0) ||
+        (spec.direct && direct.max_bytes == 0))
       return Status(StatusCode::unsupported,
                     fmt::format("{}: the {} protocol is off on this communicator (CANOPY_LOG=info says why): prepare "
                                 "the spec without it",
-                                spec_text(spec), spec.low_latency ? "low-latency" : "direct"));
+                                spec_text(spec),
+                                spec.low_latency ? "low-latency"
+                                : spec.ll128     ? "LL128"
+                                                 : "direct"));
     Job job;
     job.spec = spec;
     if (spec.program && spec.program->ranks() != n)
@@ -541,13 +581,13 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                     fmt::format("{}: the program is written for {} ranks but the communicator has {}", spec_text(spec),
                                 spec.program->ranks(), n));
     try {
-      if (spec.low_latency || spec.direct) {
+      if (spec.low_latency || spec.ll128 || spec.direct) {
+        const OneLaunchShape& shape = spec.low_latency ? low_latency : spec.ll128 ? ll128 : direct;
         job.options.codegen.dtype = spec.dtype;
         job.options.codegen.op = spec.op;
-        job.options.codegen.chunk_bytes = spec.low_latency ? low_latency.max_bytes : 0;
-        job.options.codegen.blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank : direct.blocks_per_rank;
-        job.options.codegen.threads_per_block =
-            spec.low_latency ? low_latency.threads_per_block : direct.threads_per_block;
+        job.options.codegen.chunk_bytes = spec.direct ? 0 : shape.max_bytes;
+        job.options.codegen.blocks_per_rank = shape.blocks_per_rank;
+        job.options.codegen.threads_per_block = shape.threads_per_block;
         job.options.codegen.device_of_rank = device_of_rank;
       } else if (spec.program) {
         check_peers(*spec.program);
@@ -585,6 +625,17 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                                   low_latency.threads_per_block,
                                   low_latency.max_bytes};
           built = builder->build(low_latency_source(ll), rank_names, o.codegen, o.compile, &outcome);
+        } else if (spec.ll128) {
+          const LL128Spec l{spec.collective,
+                            spec.dtype,
+                            spec.op,
+                            static_cast<int>(rank_names.size()),
+                            spec.root,
+                            device_of_rank,
+                            ll128.blocks_per_rank,
+                            ll128.threads_per_block,
+                            ll128.max_bytes};
+          built = builder->build(ll128_source(l), rank_names, o.codegen, o.compile, &outcome);
         } else if (spec.direct) {
           const DirectSpec ds{spec.collective,
                               spec.dtype,
@@ -946,6 +997,28 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
         st->low_latency.max_bytes = 0;
       }
     if (st->low_latency.max_bytes > 0) fit_blocks(*st, "low-latency", &st->low_latency.blocks_per_rank);
+    st->ll128 = ll128_shape_from_environment();
+    if (options.ll128_bytes) st->ll128.max_bytes = *options.ll128_bytes;
+    if (st->ll128.max_bytes < 0)
+      throw Error(fmt::format("LL128 limit {} bytes: use 0 (off) or a positive size", st->ll128.max_bytes));
+    if (st->ll128.max_bytes > 0 && st->ll128.max_bytes <= st->low_latency.max_bytes)
+      st->ll128.max_bytes = 0;  // every size it would take is LL's
+    if (st->ll128.max_bytes > 0) {
+      const std::int64_t per_gpu = ll128_buffer_bytes(n, st->ll128.max_bytes) * ((n + devices - 1) / devices);
+      if (per_gpu > (std::int64_t{1} << 30)) {
+        st->log.info(LogSubsys::init, fmt::format("LL128 protocol off: its buffers would take {} per GPU for {} ranks "
+                                                  "(lower CANOPY_LL128_BYTES to use it)",
+                                                  format_byte_size(per_gpu), n));
+        st->ll128.max_bytes = 0;
+      }
+    }
+    // A warp's 128-byte stores arrive whole only over NVLink: every pair of GPUs one NVLink hop apart.
+    if (st->ll128.max_bytes > 0)
+      if (const std::string why = nvlink_hop_missing(*st); !why.empty()) {
+        st->log.info(LogSubsys::init, "LL128 protocol off: " + why);
+        st->ll128.max_bytes = 0;
+      }
+    if (st->ll128.max_bytes > 0) fit_blocks(*st, "LL128", &st->ll128.blocks_per_rank);
     if (!check_pointers_from_environment()) st->oracle.pointer = nullptr;
     st->direct = direct_shape_from_environment();
     if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;
@@ -1070,11 +1143,20 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
          static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
 }
 
+bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType dtype) const {
+  // As for LL, the size S bounds every slot; one rank moves nothing to others (the trees copy it locally).
+  const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
+  return state_->ll128.max_bytes > 0 && ranks() > 1 && bytes <= static_cast<std::uint64_t>(state_->ll128.max_bytes) &&
+         static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter) &&
+         !is_low_latency(collective, count, dtype);
+}
+
 bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype) const {
   const std::uint64_t read = direct_read_bytes(collective, size_bytes(collective, count, dtype, ranks()), ranks());
   // One rank reads nothing from others: its call is a local copy, which the trees' kernel does with more blocks.
   return state_->direct.max_bytes > 0 && ranks() > 1 && read <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
-         !is_low_latency(collective, count, dtype) && !is_copy_engine(collective, count, dtype);
+         !is_low_latency(collective, count, dtype) && !is_ll128(collective, count, dtype) &&
+         !is_copy_engine(collective, count, dtype);
 }
 
 bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
@@ -1166,6 +1248,11 @@ Status Communicator::run(const CollectiveCall& given) {
     target.flags = st.ll_acks;
     target.launches = st.ll_launches;
     target.epoch = &st.ll_epoch;
+  } else if (spec.ll128) {
+    target.scratch = st.ll128_buffers;
+    target.flags = st.ll128_acks;
+    target.launches = st.ll128_launches;
+    target.epoch = &st.ll128_epoch;
   } else if (spec.direct) {
     target.flags = st.direct_flags;
     target.launches = st.direct_launches;
@@ -1201,11 +1288,13 @@ CollectiveSpec Communicator::kernel_spec(const CollectiveCall& call) {
   }
   if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype))
     spec.low_latency = true;
+  else if (!call.program && call.count > 0 && is_ll128(call.collective, call.count, call.dtype))
+    spec.ll128 = true;
   // In place, an allreduce's ranks would read inputs their owners are overwriting: the trees take it.
   else if (!call.program && is_direct(call.collective, call.count, call.dtype) &&
            !(call.collective == Collective::allreduce && in_place(call)))
     spec.direct = true;
-  if (!call.program && !spec.low_latency && !spec.direct)
+  if (!call.program && !spec.low_latency && !spec.ll128 && !spec.direct)
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   return spec;
 }

@@ -60,6 +60,11 @@ struct CommunicatorOptions {
   // Size (nccl-tests' S per rank) up to which calls take the low-latency protocol, one launch and no handshake
   // (CANOPY_LL_BYTES, default 256 KiB; 0: never). It needs peer access between every pair of GPUs.
   std::optional<std::int64_t> low_latency_bytes;
+  // Size (as above) up to which calls above that limit take the LL128 protocol: the low-latency protocol's one launch
+  // with 128-byte lines of 120 data bytes and a flag (CANOPY_LL128_BYTES; 0: never). It needs every pair of GPUs one
+  // NVLink hop apart (directly or through one switch) and peer access: a warp's 128-byte stores arrive whole only
+  // over NVLink.
+  std::optional<std::int64_t> ll128_bytes;
   // Bytes a rank reads from the others (direct_read_bytes: broadcast S, allreduce (ranks - 1) x S, ...) up to which
   // larger calls take the direct protocol: one launch in which every rank reads the send buffers it needs straight
   // from the other ranks (CANOPY_DIRECT_BYTES, default 32 MiB; 0: never). It needs peer access between every pair of
@@ -102,6 +107,8 @@ struct CollectiveSpec {
   std::shared_ptr<const algo::Program> program = nullptr;
   // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
   bool low_latency = false;
+  // The LL128 kernel of mid-size calls (CommunicatorOptions::ll128_bytes) instead of planned trees.
+  bool ll128 = false;
   // The direct kernel of mid-size calls (CommunicatorOptions::direct_bytes) instead of planned trees.
   bool direct = false;
   // > 0: the planned kernel for this chunk size (tuned, or asked for by CollectiveCall::chunk_bytes).
@@ -167,8 +174,10 @@ class Communicator {
 
   // Whether a call of this collective and count runs the low-latency kernel.
   bool is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const;
+  // Whether a call of this collective and count runs the LL128 kernel (never for sizes the low-latency kernel takes).
+  bool is_ll128(Collective collective, std::uint64_t count, DataType dtype) const;
   // Whether an out-of-place call of this collective and count runs the direct kernel (an in-place allreduce never
-  // does). Never for sizes the low-latency kernel takes.
+  // does). Never for sizes the low-latency or LL128 kernels take.
   bool is_direct(Collective collective, std::uint64_t count, DataType dtype) const;
 
   // How many of an out-of-place call's elements (its tail) cross the host path beside the kernels or the copy

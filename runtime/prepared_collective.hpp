@@ -33,9 +33,9 @@ struct PreparedCollective {
   // take their epoch from it (templates/flags.cuh: begin_launch), so graph replays count too.
   std::vector<unsigned long long*> launches;
   std::uint64_t epoch = 0;  // launches so far, counted by the host: eager ones only (logs)
-  // The plan-free kernels (templates/low_latency.cuh, direct.cuh) count launches in the communicator and use its
-  // counters; the watchdog reads those by the protocol's layout.
-  enum class Protocol { trees, low_latency, direct } protocol = Protocol::trees;
+  // The plan-free kernels (templates/low_latency.cuh, ll128.cuh, direct.cuh) count launches in the communicator and
+  // use its counters; the watchdog reads those by the protocol's layout.
+  enum class Protocol { trees, low_latency, ll128, direct } protocol = Protocol::trees;
   Collective collective = Collective::allreduce;
   int root = 0;
   int blocks_per_rank = 0;                  // plan-free kernels

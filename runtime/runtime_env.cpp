@@ -70,6 +70,10 @@ LowLatencyShape low_latency_shape_from_environment() {
   return one_launch_shape_from_environment("CANOPY_LL", {std::int64_t{256} << 10, 32, 512});
 }
 
+LL128Shape ll128_shape_from_environment() {
+  return one_launch_shape_from_environment("CANOPY_LL128", {kDefaultLL128Bytes, 32, 512});
+}
+
 DirectShape direct_shape_from_environment() {
   return one_launch_shape_from_environment("CANOPY_DIRECT", {std::int64_t{32} << 20, 32, 512});
 }

@@ -4,6 +4,8 @@
 //   CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   from which per-rank size calls use how many blocks per rank
 //   CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   up to which size calls take the low-latency protocol
 //                        (0: never), and its blocks per rank and threads per block
+//   CANOPY_LL128_BYTES, CANOPY_LL128_BLOCKS, CANOPY_LL128_THREADS   the same for the LL128 protocol, above LL's limit
+//   CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   the direct protocol's, above those
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
 //   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts staging a share through host memory (below)
@@ -44,6 +46,13 @@ struct OneLaunchShape {
 // low-latency kernels (codegen/low_latency_source.hpp).
 using LowLatencyShape = OneLaunchShape;
 LowLatencyShape low_latency_shape_from_environment();
+
+// CANOPY_LL128_BYTES (default 0: off until measured on two GPUs), CANOPY_LL128_BLOCKS (default 32),
+// CANOPY_LL128_THREADS (default 512): calls above the low-latency limit whose size (as for LL) is at most max_bytes
+// run the LL128 kernels (codegen/ll128_source.hpp).
+using LL128Shape = OneLaunchShape;
+constexpr std::int64_t kDefaultLL128Bytes = 0;
+LL128Shape ll128_shape_from_environment();
 
 // CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32), CANOPY_DIRECT_THREADS (default 512): calls
 // above the low-latency limit in which a rank reads at most max_bytes from the others (direct_read_bytes) run the

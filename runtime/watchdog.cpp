@@ -129,7 +129,8 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
   std::vector<std::vector<std::uint64_t>> flags(ranks);
   CurrentDevice keep;
   std::string failure;
-  for (int r = 0; r < ranks && p.protocol != Protocol::low_latency && failure.empty(); ++r) {
+  const bool lines_protocol = p.protocol == Protocol::low_latency || p.protocol == Protocol::ll128;
+  for (int r = 0; r < ranks && !lines_protocol && failure.empty(); ++r) {
     const bool trees = p.protocol == Protocol::trees;
     const int count = trees ? std::max(1, s.resources[r].flag_count) : direct_flag_count(ranks, p.blocks_per_rank);
     const int ordinal = p.ordinals[trees ? s.options.device_of_rank[r] : device_of_rank_[r]];
@@ -162,10 +163,10 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
         direct_stuck_report(p.collective, p.root, names_, device_of_rank_, p.blocks_per_rank, p.epoch, flags, stuck);
   else
     lines = {
-        fmt::format("low-latency kernel: its blocks wait for the peers' lines of launch {}, or for their "
+        fmt::format("{} kernel: its blocks wait for the peers' lines of launch {}, or for their "
                     "acknowledgements of launch {}, which a peer gives on entering the launch after it (a peer has not "
                     "entered this launch, or has not finished one before it)",
-                    p.epoch, p.epoch > 2 ? p.epoch - 2 : 0)};
+                    p.protocol == Protocol::ll128 ? "LL128" : "low-latency", p.epoch, p.epoch > 2 ? p.epoch - 2 : 0)};
   for (const std::string& line : lines) log_.warn(LogSubsys::watchdog, "  " + line);
 }
 

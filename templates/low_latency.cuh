@@ -80,6 +80,22 @@ __device__ __forceinline__ bool ll_receives(int me, int peer) {
   return ll_sends<C>(peer, me);
 }
 
+// Block `b` of rank `me` acknowledges the launches before this one to every peer (whether it sends to me in this
+// collective or not: the next may differ). The parity this launch fills was last read two launches ago: the block
+// waits until every receiver of its lines has acknowledged it, which it does on entering the launch after it. Ends
+// with the block's barrier. Shared with the LL128 kernels (ll128.cuh), which count their own launches.
+template <typename C>
+__device__ __forceinline__ void ll_acknowledge(const typename C::Args& a, int me, int b, unsigned long long e) {
+  if (leader()) {
+    for (int q = 0; q < C::kRanks; ++q)
+      if (q != me) store_release(flag(a.rank[q], me * C::kBlocks + b), e - 1);
+    if (e > 2)
+      for (int d = 0; d < C::kRanks; ++d)
+        if (ll_sends<C>(me, d)) wait(flag(a.rank[me], d * C::kBlocks + b), e - 2);
+  }
+  sync();
+}
+
 // Block `b` of rank `me`: acks, push, receive and combine. Block b handles groups [G*b/B, G*(b+1)/B) of every
 // slot, where a slot carries `n` elements (NCCL's count): G = ceil(n / kPer).
 template <typename C>
@@ -95,17 +111,8 @@ __device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, 
   const T* in = static_cast<const T*>(a.rank[me].send);
   T* out = static_cast<T*>(a.rank[me].recv);
 
-  // 1. Acknowledge the launches before this one to every peer (whether it sends to me in this collective or not: the
-  // next may differ). The parity this launch fills was last read two launches ago: wait until every receiver has
-  // acknowledged it, which it does on entering the launch after it.
-  if (leader()) {
-    for (int q = 0; q < C::kRanks; ++q)
-      if (q != me) store_release(flag(a.rank[q], me * C::kBlocks + b), e - 1);
-    if (e > 2)
-      for (int d = 0; d < C::kRanks; ++d)
-        if (ll_sends<C>(me, d)) wait(flag(a.rank[me], d * C::kBlocks + b), e - 2);
-  }
-  sync();
+  // 1. Acks (ll_acknowledge).
+  ll_acknowledge<C>(a, me, b, e);
 
   // 2. Push: my contribution for each receiver into its slot `me`.
   for (int d = 0; d < C::kRanks; ++d) {

@@ -167,7 +167,8 @@ void add_bench_command(CLI::App& app) {
         };
         // Only the kernels this run's sizes use (describing one compiles it).
         bool small = false, large = false, low_latency = false;
-        std::uint64_t ll_up_to = 0, direct_from = 0, direct_to = 0, staged_from = 0, engines_from = 0;
+        std::uint64_t ll_up_to = 0, ll128_from = 0, ll128_to = 0, direct_from = 0, direct_to = 0, staged_from = 0,
+                      engines_from = 0;
         double least_share = 1, most_share = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
@@ -177,6 +178,9 @@ void add_bench_command(CLI::App& app) {
             if (comm->is_low_latency(r.collective, count, o.dtype)) {
               low_latency = true;
               ll_up_to = std::max(ll_up_to, bytes);
+            } else if (comm->is_ll128(r.collective, count, o.dtype)) {
+              ll128_from = ll128_from ? std::min(ll128_from, bytes) : bytes;
+              ll128_to = std::max(ll128_to, bytes);
             } else if (comm->is_direct(r.collective, count, o.dtype)) {
               direct_from = direct_from ? std::min(direct_from, bytes) : bytes;
               direct_to = std::max(direct_to, bytes);
@@ -197,6 +201,9 @@ void add_bench_command(CLI::App& app) {
         std::vector<std::string> kernels;
         if (low_latency)
           kernels.push_back(fmt::format("up to {}: low-latency protocol, one launch", size_text(ll_up_to)));
+        if (ll128_to > 0)
+          kernels.push_back(fmt::format("{} to {}: LL128 protocol, one launch, 128-byte lines", size_text(ll128_from),
+                                        size_text(ll128_to)));
         if (direct_to > 0)
           kernels.push_back(fmt::format("{} to {}: direct protocol, one launch, peers' buffers read in place",
                                         size_text(direct_from), size_text(direct_to)));

@@ -7,6 +7,7 @@
 
 #include "codegen/direct_source.hpp"
 #include "codegen/generate.hpp"
+#include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/shipped_topologies.hpp"
@@ -52,7 +53,7 @@ TEST(GoldenSources, RingAllreduceProgramMatchesGeneratedFolder) {
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 
-// The plan-free kernels (templates/direct.cuh, templates/low_latency.cuh): their sources are written without
+// The plan-free kernels (templates/direct.cuh, low_latency.cuh, ll128.cuh): their sources are written without
 // libFormat, so these compare on every build. Allreduce of f32 with sum over 2 ranks, default shape.
 TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
   const KernelSource k = direct_source(DirectSpec{});
@@ -63,6 +64,12 @@ TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
 TEST(GoldenSources, LowLatencyAllreduceMatchesGeneratedFolder) {
   const KernelSource k = low_latency_source(LowLatencySpec{});
   EXPECT_EQ(k.file.name, "canopy_ll_allreduce_r2_d2_b4_f32_sum.cu");
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
+TEST(GoldenSources, LL128AllreduceMatchesGeneratedFolder) {
+  const KernelSource k = ll128_source(LL128Spec{});
+  EXPECT_EQ(k.file.name, "canopy_ll128_allreduce_r2_d2_b32_f32_sum.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 

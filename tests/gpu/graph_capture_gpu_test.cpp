@@ -24,7 +24,8 @@ namespace {
 
 struct Case {
   const char* name;
-  std::uint64_t count;  // f32 elements per rank
+  std::uint64_t count;            // f32 elements per rank
+  std::int64_t ll128_bytes = -1;  // >= 0: CommunicatorOptions::ll128_bytes
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name << ", count " << c.count; }
 
@@ -38,7 +39,9 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<Case> {
   void SetUp() override {
     gpus_ = visible_gpu_count();
     if (gpus_ == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
-    ASSERT_TRUE(two_rank_communicator(gpus_, &comm_).ok());
+    CommunicatorOptions o;
+    if (GetParam().ll128_bytes >= 0) o.ll128_bytes = GetParam().ll128_bytes;
+    ASSERT_TRUE(two_rank_communicator(gpus_, &comm_, o).ok());
     devices_ = comm_->device_of_rank(1) != comm_->device_of_rank(0) ? 2 : 1;
     const std::size_t bytes = GetParam().count * 4;
     for (int r = 0; r < 2; ++r) {
@@ -109,6 +112,11 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<Case> {
 
 TEST_P(GraphCaptureOnGpu, ReplaysMatchEagerCalls) {
   const std::uint64_t n = GetParam().count;
+  const std::string protocol = comm_->is_low_latency(Collective::allreduce, n, DataType::f32) ? "low_latency"
+                               : comm_->is_ll128(Collective::allreduce, n, DataType::f32)     ? "ll128"
+                               : comm_->is_direct(Collective::allreduce, n, DataType::f32)    ? "direct"
+                                                                                              : "trees";
+  ASSERT_EQ(protocol, GetParam().name) << "the case's count runs another protocol";
   fill(0);
   ASSERT_TRUE(allreduce(a_, b_, n).ok());  // loads the kernel: a capture cannot compile
   synchronize();
@@ -236,10 +244,10 @@ TEST_P(GraphCaptureOnGpu, AnUnloadedKernelIsRefusedAndTheCaptureSurvives) {
 }
 
 // Low latency up to 256 KiB, direct up to 32 MiB read per rank, trees beyond (a captured call never takes the copy
-// engines or the host path).
+// engines or the host path); LL128 where its limit is raised to 8 MiB.
 INSTANTIATE_TEST_SUITE_P(Protocols, GraphCaptureOnGpu,
-                         ::testing::Values(Case{"low_latency", 1000}, Case{"direct", (1 << 20) + 3},
-                                           Case{"trees", 16 << 20}),
+                         ::testing::Values(Case{"low_latency", 1000}, Case{"ll128", (1 << 20) + 3, 8 << 20},
+                                           Case{"direct", (1 << 20) + 3, 0}, Case{"trees", 16 << 20}),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
 
 }  // namespace

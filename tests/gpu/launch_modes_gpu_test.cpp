@@ -1,7 +1,7 @@
 // Launching on several GPUs (label gpu; SKIPPED with fewer than two): one after another from the caller, through
 // awake launch helpers (runtime/launch_crew.hpp), and through helpers that are asleep at every call (a 1 us spin),
-// where the caller launches their GPUs itself. Each mode runs the low-latency, direct and tree kernels, on the same
-// streams and on streams that change between calls, and every output element is checked.
+// where the caller launches their GPUs itself. Each mode runs the low-latency, LL128, direct and tree kernels, on the
+// same streams and on streams that change between calls, and every output element is checked.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -29,6 +29,7 @@ TEST_P(LaunchModesOnGpu, EveryProtocolIsCorrect) {
   o.devices = {0, 1};
   o.launch_threads = GetParam() != Mode::serial;
   o.launch_spin = std::chrono::microseconds(GetParam() == Mode::helpers_asleep ? 1 : 200);
+  o.ll128_bytes = 2 << 20;  // 2^18 + 5 elements: LL128
   std::unique_ptr<Communicator> comm;
   const Status created = Communicator::create(o, &comm);
   ASSERT_TRUE(created.ok()) << created.message();
@@ -49,7 +50,7 @@ TEST_P(LaunchModesOnGpu, EveryProtocolIsCorrect) {
   }
   int runs = 0;
   for (Collective c : {Collective::allreduce, Collective::broadcast, Collective::reducescatter})
-    for (std::uint64_t count : {std::uint64_t{1000}, std::uint64_t{1} << 20, top / 2})
+    for (std::uint64_t count : {std::uint64_t{1000}, (std::uint64_t{1} << 18) + 5, std::uint64_t{1} << 20, top / 2})
       for (int repeat = 0; repeat < 4; ++repeat) {
         if (GetParam() == Mode::helpers_asleep) std::this_thread::sleep_for(std::chrono::milliseconds(1));
         CheckSpec s{c, DataType::f32, ReduceOp::sum, 1, 2, count, 0};

@@ -9,8 +9,8 @@
 
 namespace canopy {
 
-inline Status two_rank_communicator(int gpus, std::unique_ptr<Communicator>* out) {
-  CommunicatorOptions o;
+// `o`: any other options (its topology and devices are set here).
+inline Status two_rank_communicator(int gpus, std::unique_ptr<Communicator>* out, CommunicatorOptions o = {}) {
   o.topology = load_topology("h200x2");
   if (gpus == 1) o.devices = {0};
   return Communicator::create(o, out);

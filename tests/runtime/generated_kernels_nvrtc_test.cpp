@@ -8,6 +8,7 @@
 
 #include "codegen/generate.hpp"
 #include "codegen/direct_source.hpp"
+#include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "codegen/template_bundle.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
@@ -25,13 +26,19 @@ namespace {
 constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
                                DataType::i32, DataType::i64, DataType::u8};
 
-void expect_compiles(const KernelSource& k, const CodegenOptions& o) {
+// Returns ptxas's statistics of the entry (empty when it did not compile).
+KernelStats expect_compiles(const KernelSource& k, const CodegenOptions& o) {
   const std::string what = fmt::format("{} ({})", k.file.name, to_string(o.op));
+  KernelStats stats;
   try {
     const CompiledModule m = compile_cuda(k.file, template_headers(), CompileOptions{});
     EXPECT_FALSE(m.cubin.empty()) << what;
     bool entry = false;
-    for (const KernelStats& s : m.kernels) entry |= s.name == k.entry;
+    for (const KernelStats& s : m.kernels)
+      if (s.name == k.entry) {
+        entry = true;
+        stats = s;
+      }
     EXPECT_TRUE(entry) << what << ": ptxas reported no statistics for the entry " << k.entry;
   } catch (const Error& e) {
     ADD_FAILURE() << what << ": " << e.what();
@@ -40,9 +47,10 @@ void expect_compiles(const KernelSource& k, const CodegenOptions& o) {
   for (const SourceDiagnostic& d : check_cuda_source(k.file, template_headers()))
     ADD_FAILURE() << what << ": the generator emitted code Clang flags:\n" << to_string(d);
 #endif
+  return stats;
 }
 
-void expect_compiles(const Plan& p, const CodegenOptions& o) { expect_compiles(generate(p, o), o); }
+void expect_compiles(const Plan& p, const CodegenOptions& o) { (void)expect_compiles(generate(p, o), o); }
 
 struct Case {
   std::string topology;
@@ -146,6 +154,33 @@ TEST(GeneratedKernelsLowLatency, EveryCollectiveAndTypeCompiles) {
     spec.device_of_rank = block_placement(8, 1);
     spec.dtype = DataType::bf16;
     expect_compiles(low_latency_source(spec), CodegenOptions{});
+  }
+}
+
+// The LL128 kernels (templates/ll128.cuh): every collective x element type, every operator once, and virtual ranks
+// (8 ranks on one device and on two). Two ranks' kernels keep their lines in registers: a spill would put local
+// memory traffic beside every line they move.
+TEST(GeneratedKernelsLL128, EveryCollectiveAndTypeCompiles) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter})
+    for (DataType t : kTypes) {
+      LL128Spec spec;
+      spec.collective = c;
+      spec.dtype = t;
+      spec.ranks = 2;
+      spec.root = 1;
+      const KernelStats s = expect_compiles(ll128_source(spec), CodegenOptions{});
+      EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0)
+          << to_string(c) << " " << to_string(t) << ": " << s.registers << " registers";
+    }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    LL128Spec spec;
+    spec.op = op;
+    spec.ranks = 8;
+    spec.device_of_rank = block_placement(8, op == ReduceOp::min ? 2 : 1);
+    spec.dtype = DataType::bf16;
+    spec.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
+    expect_compiles(ll128_source(spec), CodegenOptions{});
   }
 }
 

@@ -102,6 +102,22 @@ TEST(RuntimeEnv, LowLatencyUpTo256KiBUnlessSet) {
   EXPECT_THAT(error_from([] { low_latency_shape_from_environment(); }), ::testing::HasSubstr("CANOPY_LL_BYTES"));
 }
 
+TEST(RuntimeEnv, LL128OffUnlessSet) {
+  {
+    ScopedEnv bytes("CANOPY_LL128_BYTES", nullptr), blocks("CANOPY_LL128_BLOCKS", nullptr),
+        threads("CANOPY_LL128_THREADS", nullptr);
+    const LL128Shape l = ll128_shape_from_environment();
+    EXPECT_EQ(l.max_bytes, 0);  // not measured on two GPUs yet (docs/performance.md)
+    EXPECT_EQ(l.blocks_per_rank, 32);
+    EXPECT_EQ(l.threads_per_block, 512);
+  }
+  ScopedEnv on("CANOPY_LL128_BYTES", "8MiB"), blocks("CANOPY_LL128_BLOCKS", "64");
+  EXPECT_EQ(ll128_shape_from_environment().max_bytes, 8 << 20);
+  EXPECT_EQ(ll128_shape_from_environment().blocks_per_rank, 64);
+  ScopedEnv bad("CANOPY_LL128_THREADS", "many");
+  EXPECT_THAT(error_from([] { ll128_shape_from_environment(); }), ::testing::HasSubstr("CANOPY_LL128_THREADS"));
+}
+
 TEST(RuntimeEnv, DirectUpTo32MiBReadPerRankUnlessSet) {
   {
     ScopedEnv bytes("CANOPY_DIRECT_BYTES", nullptr), blocks("CANOPY_DIRECT_BLOCKS", nullptr),

@@ -1,0 +1,38 @@
+// ll128_source: the CUDA source of a mid-size collective on the LL128 protocol (templates/ll128.cuh): the
+// low-latency protocol's one launch per call with 128-byte lines of 120 data bytes and a flag, so data and "it has
+// arrived" travel together at 94% of the bytes on the wire. No plan: every rank stores its data into the LL128
+// buffers of the ranks that need it (one hop). It relies on NVLink delivering a warp's 128-byte stores whole, so the
+// runtime takes it only between GPUs one NVLink hop apart.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "codegen/kernel_source.hpp"
+#include "planner/collective.hpp"
+
+namespace canopy {
+
+struct LL128Spec {
+  Collective collective = Collective::allreduce;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int ranks = 2;
+  int root = 0;                     // broadcast and reduce
+  std::vector<int> device_of_rank;  // empty: rank i on device i
+  int blocks_per_rank = 32;         // each block carries an equal share of every slot's lines
+  int threads_per_block = 512;
+  std::int64_t max_bytes = 4 << 20;  // the largest slot (count x element size) the LL128 buffers hold
+};
+
+// 128-byte lines of one slot of `bytes` (120 data bytes each, whole 8-byte words).
+std::int64_t ll128_lines(std::int64_t bytes);
+
+// Bytes of one rank's LL128 buffer (two parities x one slot per rank of ll128_lines(max_bytes) lines).
+std::int64_t ll128_buffer_bytes(int ranks, std::int64_t max_bytes);
+
+// Throws canopy::Error naming the field when `spec` is out of range.
+KernelSource ll128_source(const LL128Spec& spec);
+
+}  // namespace canopy

@@ -1,0 +1,149 @@
+// The LL128 protocol (templates/ll128.cuh) on real GPUs (label gpu; SKIPPED without one): every collective x dtype
+// x op through a Communicator whose LL128 limit covers every count below and whose LL protocol is off, so calls of
+// 1 element to a few MiB all take 128-byte lines, in and out of place (NCCL's in-place layouts leave allgather's and
+// reduce-scatter's buffers 4-byte aligned at odd counts: the kernels' element-wise path). Pattern inputs, outputs
+// poisoned, every element of every rank checked. Topologies with more ranks than GPUs run as virtual ranks: h200x2's
+// 2 ranks (on two GPUs where the machine has them), hgx-h200's 8 and dgx2's 16 on one GPU.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "dsl/shipped_topologies.hpp"
+#include "runtime/collective_buffers.hpp"
+#include "runtime/communicator.hpp"
+#include "runtime/gpu_devices.hpp"
+#include "runtime/jit.hpp"
+
+namespace canopy {
+namespace {
+
+constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
+                               DataType::i32, DataType::i64, DataType::u8};
+constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
+
+struct Case {
+  const char* name;
+  const char* topology;
+  std::int64_t ll128_bytes;  // the buffers of 16 virtual ranks on one GPU stay under the runtime's 1 GiB
+  std::uint64_t largest;     // f32 elements of the largest count
+};
+const Case kCases[] = {
+    {"h200x2", "h200x2", (std::int64_t{8} << 20) + 64, (std::uint64_t{1} << 20) + 3},
+    {"hgx_h200", "hgx-h200", std::int64_t{1} << 20, (std::uint64_t{1} << 16) + 3},
+    {"dgx2", "dgx2", std::int64_t{256} << 10, 4099},
+};
+
+struct Param {
+  int topology;
+  Collective collective;
+};
+
+class LL128OnGpu : public ::testing::TestWithParam<Param> {};
+
+TEST_P(LL128OnGpu, MatchesTheHostReference) {
+  const int gpus = visible_gpu_count();
+  if (gpus == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  const Case& tc = kCases[GetParam().topology];
+  const Collective collective = GetParam().collective;
+  CommunicatorOptions o;
+  o.topology = load_topology(tc.topology);
+  const int ranks = o.topology->gpu_count();
+  o.devices.push_back(0);
+  if (ranks == 2 && gpus >= 2) o.devices.push_back(1);
+  o.low_latency_bytes = 0;
+  o.ll128_bytes = tc.ll128_bytes;
+  std::unique_ptr<Communicator> comm;
+  const Status created = Communicator::create(o, &comm);
+  ASSERT_TRUE(created.ok()) << created.message();
+
+  std::vector<CollectiveSpec> specs;
+  for (DataType t : kTypes)
+    for (ReduceOp op : kOps) {
+      if (!reduces(collective) && op != ReduceOp::sum) continue;
+      CollectiveSpec spec{collective, t, op, ranks - 1};  // root: the last rank
+      spec.ll128 = true;
+      specs.push_back(spec);
+    }
+  const Status prepared = comm->prepare(specs);
+  ASSERT_TRUE(prepared.ok()) << prepared.message();
+
+  const std::uint64_t send_mult = collective == Collective::reducescatter ? ranks : 1;
+  const std::uint64_t recv_mult = collective == Collective::allgather ? ranks : 1;
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  Jit jit(DiskCache::from_environment());
+  PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
+  std::unique_ptr<CollectiveBuffers> buffers;
+  const std::uint64_t top = tc.largest * 8;  // the widest type
+  ASSERT_TRUE(CollectiveBuffers::create(*comm, top * send_mult, top * recv_mult, patterns, &buffers).ok());
+
+  int runs = 0, on_ll128 = 0;
+  for (const CollectiveSpec& spec : specs)
+    for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1000}, tc.largest}) {
+      // What a call of this count takes: LL128 up to the limit (the largest f64 and i64 counts of h200x2 go past it,
+      // to the direct protocol, and are checked all the same).
+      if (comm->is_ll128(collective, count, spec.dtype)) ++on_ll128;
+      for (bool in_place : {false, true}) {
+        CheckSpec s{collective, spec.dtype, spec.op, spec.root, ranks, count, 0};
+        s.seed = (static_cast<std::uint64_t>(runs) + 1) * 0x9E3779B97F4A7C15ull;
+        CheckResult result;
+        const Status st = buffers->run_checked(*comm, s, in_place, &result);
+        ASSERT_TRUE(st.ok()) << st.message();
+        ++runs;
+        EXPECT_GT(result.checked, 0u);
+        EXPECT_EQ(result.wrong, 0u) << tc.name << " " << to_string(collective) << " " << to_string(spec.dtype) << " "
+                                    << to_string(spec.op) << " count " << count << (in_place ? " in place" : "") << ": "
+                                    << result.wrong << " of " << result.checked << " elements wrong, e.g. "
+                                    << (result.examples.empty() ? "" : result.examples[0]);
+      }
+    }
+  EXPECT_GE(on_ll128, 3 * static_cast<int>(specs.size()));  // 1, 7 and 1000 elements at least
+  std::cout << fmt::format("[ runs ] {} {}: {} ranks on {} GPUs, {} runs, {} of the counts on LL128\n", tc.name,
+                           to_string(collective), ranks, comm->devices(), runs, on_ll128);
+}
+
+// The protocol's reach: between two GPUs only where they are one NVLink hop apart (a warp's 128-byte stores arrive
+// whole only over NVLink), above the low-latency limit, up to its own.
+TEST(LL128Reach, OnlyOverNVLinkAboveTheLowLatencyLimit) {
+  if (visible_gpu_count() < 2) GTEST_SKIP() << "fewer than two CUDA devices visible: every pair of ranks shares a GPU";
+  CommunicatorOptions o;
+  o.devices = {0, 1};
+  o.ll128_bytes = 4 << 20;
+  o.low_latency_bytes = 64 << 10;
+  o.topology = load_topology("h200x2");
+  std::unique_ptr<Communicator> comm;
+  ASSERT_TRUE(Communicator::create(o, &comm).ok());
+  EXPECT_FALSE(comm->is_ll128(Collective::allreduce, 16 << 10, DataType::f32));  // 64 KiB: LL
+  EXPECT_TRUE(comm->is_low_latency(Collective::allreduce, 16 << 10, DataType::f32));
+  EXPECT_TRUE(comm->is_ll128(Collective::allreduce, (16 << 10) + 1, DataType::f32));
+  EXPECT_TRUE(comm->is_ll128(Collective::allreduce, 1 << 20, DataType::f32));  // 4 MiB
+  EXPECT_FALSE(comm->is_ll128(Collective::allreduce, (1 << 20) + 1, DataType::f32));
+  EXPECT_TRUE(comm->is_direct(Collective::allreduce, (1 << 20) + 1, DataType::f32));
+  EXPECT_TRUE(comm->is_ll128(Collective::allgather, 1 << 19, DataType::f32));  // S: the 4 MiB output
+  EXPECT_FALSE(comm->is_ll128(Collective::allgather, (1 << 19) + 1, DataType::f32));
+
+  // pcie-4gpu: ranks 0 and 1 on GPU 0, 2 and 3 on GPU 1, joined only through PCIe in the topology.
+  o.topology = load_topology("pcie-4gpu");
+  ASSERT_TRUE(Communicator::create(o, &comm).ok());
+  EXPECT_FALSE(comm->is_ll128(Collective::allreduce, 1 << 18, DataType::f32));
+  CollectiveSpec spec{Collective::allreduce, DataType::f32, ReduceOp::sum, 0};
+  spec.ll128 = true;
+  const Status refused = comm->prepare(std::vector<CollectiveSpec>{spec});
+  EXPECT_EQ(refused.code(), StatusCode::unsupported) << refused.message();
+  EXPECT_NE(refused.message().find("LL128 protocol is off"), std::string::npos) << refused.message();
+}
+
+std::vector<Param> all_params() {
+  std::vector<Param> out;
+  for (int t = 0; t < static_cast<int>(std::size(kCases)); ++t)
+    for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                         Collective::reducescatter})
+      out.push_back({t, c});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, LL128OnGpu, ::testing::ValuesIn(all_params()), [](const auto& info) {
+  return std::string(kCases[info.param.topology].name) + "_" + to_string(info.param.collective);
+});
+
+}  // namespace
+}  // namespace canopy
