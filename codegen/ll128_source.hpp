@@ -21,7 +21,7 @@ struct LL128Spec {
   int ranks = 2;
   int root = 0;                     // broadcast and reduce
   std::vector<int> device_of_rank;  // empty: rank i on device i
-  int blocks_per_rank = 32;         // each block carries an equal share of every slot's lines
+  int blocks_per_rank = 64;         // each block carries an equal share of every slot's lines
   int threads_per_block = 512;
   std::int64_t max_bytes = 4 << 20;  // the largest slot (count x element size) the LL128 buffers hold
 };

@@ -71,7 +71,7 @@ LowLatencyShape low_latency_shape_from_environment() {
 }
 
 LL128Shape ll128_shape_from_environment() {
-  return one_launch_shape_from_environment("CANOPY_LL128", {kDefaultLL128Bytes, 32, 512});
+  return one_launch_shape_from_environment("CANOPY_LL128", {kDefaultLL128Bytes, 64, 512});
 }
 
 DirectShape direct_shape_from_environment() {

@@ -47,7 +47,7 @@ struct OneLaunchShape {
 using LowLatencyShape = OneLaunchShape;
 LowLatencyShape low_latency_shape_from_environment();
 
-// CANOPY_LL128_BYTES (default 0: off until measured on two GPUs), CANOPY_LL128_BLOCKS (default 32),
+// CANOPY_LL128_BYTES (default 0: off until measured on two GPUs), CANOPY_LL128_BLOCKS (default 64),
 // CANOPY_LL128_THREADS (default 512): calls above the low-latency limit whose size (as for LL) is at most max_bytes
 // run the LL128 kernels (codegen/ll128_source.hpp).
 using LL128Shape = OneLaunchShape;

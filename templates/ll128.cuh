@@ -20,8 +20,10 @@
 namespace canopy {
 
 constexpr int kLL128Words = 15;  // data words of 8 bytes per line; the 16th is the flag
-// A warp moves rounds of 4 x U lines (4 lines per instruction, one per 8 threads), U lines per thread in flight: 4,
-// or 2 for 1-byte elements, whose sums take 8 registers a word.
+// A warp moves rounds of 4 x U lines (4 lines per instruction, one per 8 threads), U lines per thread in flight.
+// Pushing holds only the words: 8. Receiving holds a sum per element too: 4, or 2 for 1-byte elements (8 registers a
+// word).
+constexpr int kLL128PushUnroll = 8;
 template <typename T>
 __device__ __forceinline__ constexpr int ll128_unroll() {
   return sizeof(T) == 1 ? 2 : 4;
@@ -134,13 +136,13 @@ __device__ __forceinline__ void ll128_write_round(T* p, u64 base, u64 last, u64 
 
 // Block `b` of rank `me`: acks, push, receive and combine. Block b handles lines [L*b/B, L*(b+1)/B) of every slot,
 // where a slot carries `n` elements (NCCL's count) in L = ceil(ceil(n / kPer) / 15) lines; its warps take rounds of
-// 4 x U lines in turn.
+// 4 x P lines in turn to push and of 4 x U to receive.
 template <typename C>
 __device__ __forceinline__ void run_ll128_block(const typename C::Args& a, int me, int b, u64 e) {
   typedef typename C::T T;
   typedef typename Elem<T>::Math M;
   constexpr int kPer = 8 / sizeof(T);
-  constexpr int U = ll128_unroll<T>();
+  constexpr int U = ll128_unroll<T>(), P = kLL128PushUnroll;
   const u64 n = a.count;
   const u64 lines = ((n + kPer - 1) / kPer + kLL128Words - 1) / kLL128Words;
   const u64 first = lines * b / C::kBlocks, last = lines * (b + 1) / C::kBlocks;
@@ -160,15 +162,15 @@ __device__ __forceinline__ void run_ll128_block(const typename C::Args& a, int m
   for (int d = 0; d < C::kRanks; ++d) {
     if (!ll_sends<C>(me, d)) continue;
     const T* from = C::kCollective == kLLReduceScatter ? in + static_cast<u64>(d) * n : in;
-    for (u64 base = first + warp * 4 * U; base < last; base += warps * 4 * U) {
-      u64 v[U][2];
+    for (u64 base = first + warp * 4 * P; base < last; base += warps * 4 * P) {
+      u64 v[P][2];
       ll128_read_round(from, base, last, n, v);
       if (j == 7)
 #pragma unroll
-        for (int u = 0; u < U; ++u) v[u][1] = e;
+        for (int u = 0; u < P; ++u) v[u][1] = e;
       __syncwarp();  // a line's eight stores leave in one instruction
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
+      for (int u = 0; u < P; ++u) {
         const u64 line = ll128_round_line(base, u);
         if (line < last) ll128_store(ll128_line<C>(a.rank[d].scratch, parity, me, line) + 2 * j, v[u][0], v[u][1]);
       }
@@ -176,12 +178,15 @@ __device__ __forceinline__ void run_ll128_block(const typename C::Args& a, int m
     }
     copy_own = false;
   }
+  // Pushed in rounds of another size than received: in place, every read of my input comes before a write.
+  __syncthreads();
 
-  // 3. Receive and combine, in the threads that pushed the same words (in place is safe).
+  // 3. Receive and combine, in rounds of 4 x R lines: sums need registers per element, copies only the words.
+  constexpr int R = C::kCollective == kLLBroadcast || C::kCollective == kLLAllGather ? P : U;
   const bool produces = C::kCollective != kLLReduce || me == C::kRoot;
   if (!produces) return;
-  for (u64 base = first + warp * 4 * U; base < last; base += warps * 4 * U) {
-    u64 v[U][2];
+  for (u64 base = first + warp * 4 * R; base < last; base += warps * 4 * R) {
+    u64 v[R][2];
     if (C::kCollective == kLLAllGather) {
       for (int q = 0; q < C::kRanks; ++q) {
         T* to = out + static_cast<u64>(q) * n;
@@ -189,7 +194,7 @@ __device__ __forceinline__ void run_ll128_block(const typename C::Args& a, int m
         if (q == me)
           ll128_read_round(in, base, last, n, v);
         else
-          ll128_receive<C, U>(a.rank[me].scratch, parity, q, base, last, e, v);
+          ll128_receive<C, R>(a.rank[me].scratch, parity, q, base, last, e, v);
         ll128_write_round(to, base, last, n, v);
       }
       continue;
@@ -199,22 +204,26 @@ __device__ __forceinline__ void run_ll128_block(const typename C::Args& a, int m
       if (me == C::kRoot)
         ll128_read_round(in, base, last, n, v);
       else
-        ll128_receive<C, U>(a.rank[me].scratch, parity, C::kRoot, base, last, e, v);
+        ll128_receive<C, R>(a.rank[me].scratch, parity, C::kRoot, base, last, e, v);
       ll128_write_round(out, base, last, n, v);
       continue;
     }
     // Contributions in rank order on every rank, so every rank's floating-point result is the same bit for bit.
-    M acc[U][2][kPer];
+    // My own words are loaded first, so their loads overlap the wait for the peers' lines.
+    M acc[R][2][kPer];
+    u64 mine[R][2];
+    ll128_read_round(C::kCollective == kLLReduceScatter ? in + static_cast<u64>(me) * n : in, base, last, n, mine);
     bool have = false;
     for (int q = 0; q < C::kRanks; ++q) {
       if (q == me)
-        ll128_read_round(C::kCollective == kLLReduceScatter ? in + static_cast<u64>(me) * n : in, base, last, n, v);
+#pragma unroll
+        for (int u = 0; u < R; ++u) v[u][0] = mine[u][0], v[u][1] = mine[u][1];
       else if (ll_receives<C>(me, q))
-        ll128_receive<C, U>(a.rank[me].scratch, parity, q, base, last, e, v);
+        ll128_receive<C, R>(a.rank[me].scratch, parity, q, base, last, e, v);
       else
         continue;
 #pragma unroll
-      for (int u = 0; u < U; ++u)
+      for (int u = 0; u < R; ++u)
 #pragma unroll
         for (int w = 0; w < 2; ++w) {
           LLGroup<T> x;
@@ -226,7 +235,7 @@ __device__ __forceinline__ void run_ll128_block(const typename C::Args& a, int m
       have = true;
     }
 #pragma unroll
-    for (int u = 0; u < U; ++u)
+    for (int u = 0; u < R; ++u)
 #pragma unroll
       for (int w = 0; w < 2; ++w) {
         LLGroup<T> x;

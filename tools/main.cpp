@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
       "0: off),\n"
       "                       32 blocks per rank, 512 threads\n"
       "  CANOPY_LL128_BYTES, CANOPY_LL128_BLOCKS, CANOPY_LL128_THREADS   LL128 protocol (128-byte lines, NVLink\n"
-      "                       only): above LL's limit up to this size (default 0: off), 32 blocks per rank, 512 "
+      "                       only): above LL's limit up to this size (default 0: off), 64 blocks per rank, 512 "
       "threads\n"
       "  CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   direct protocol (ranks read peers' "
       "buffers):\n"

@@ -69,7 +69,7 @@ TEST(GoldenSources, LowLatencyAllreduceMatchesGeneratedFolder) {
 
 TEST(GoldenSources, LL128AllreduceMatchesGeneratedFolder) {
   const KernelSource k = ll128_source(LL128Spec{});
-  EXPECT_EQ(k.file.name, "canopy_ll128_allreduce_r2_d2_b32_f32_sum.cu");
+  EXPECT_EQ(k.file.name, "canopy_ll128_allreduce_r2_d2_b64_f32_sum.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 

@@ -19,10 +19,10 @@ TEST(LL128Source, OneLaunchPerDeviceWithItsRanks) {
   spec.device_of_rank = block_placement(6, 3);
   spec.max_bytes = 1 << 20;
   const KernelSource k = ll128_source(spec);
-  EXPECT_EQ(k.name, "canopy_ll128_reduce_r6_d3_b32_f16_min_root5");
+  EXPECT_EQ(k.name, "canopy_ll128_reduce_r6_d3_b64_f16_min_root5");
   ASSERT_EQ(k.launches.size(), 3u);
   EXPECT_EQ(k.launches[2].ranks, (std::vector<int>{4, 5}));
-  EXPECT_EQ(k.launches[2].blocks, 2 * 32);
+  EXPECT_EQ(k.launches[2].blocks, 2 * 64);
   EXPECT_EQ(k.launches[2].threads, 512);
   EXPECT_NE(k.file.text.find("#include \"canopy/ll128.cuh\""), std::string::npos);
   EXPECT_NE(k.file.text.find("static constexpr int kCollective = canopy::kLLReduce;"), std::string::npos);
@@ -51,7 +51,7 @@ TEST(LL128Source, RefusesWhatItCannotRun) {
   spec.root = 0;
   spec.blocks_per_rank = 0;
   EXPECT_THROW(ll128_source(spec), Error);
-  spec.blocks_per_rank = 32;
+  spec.blocks_per_rank = 64;
   spec.threads_per_block = 100;  // not whole warps: a line's eight threads would be cut
   EXPECT_THROW(ll128_source(spec), Error);
   spec.threads_per_block = 512;
