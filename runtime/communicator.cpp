@@ -754,6 +754,31 @@ static std::string nvlink_hop_missing(const Communicator::State& st) {
   return "";
 }
 
+// A line protocol's reach (low-latency, LL128), from the environment's `shape` and `option`: a negative limit is
+// refused; the protocol is left off when its buffers (`buffer_bytes` per rank) would take more than 1 GiB on a GPU
+// (they grow with the square of the ranks a GPU runs: each rank holds a slot per rank), rather than take memory the
+// caller may need, or when `unusable` gives a reason; else its blocks are fitted to the GPUs.
+static void set_up_line_protocol(Communicator::State& st, const char* name, const char* variable,
+                                 std::optional<std::int64_t> option, std::int64_t (*buffer_bytes)(int, std::int64_t),
+                                 std::string (*unusable)(const Communicator::State&), OneLaunchShape* shape) {
+  if (option) shape->max_bytes = *option;
+  if (shape->max_bytes < 0)
+    throw Error(fmt::format("{} limit {} bytes: use 0 (off) or a positive size", name, shape->max_bytes));
+  if (shape->max_bytes == 0) return;
+  const int n = static_cast<int>(st.rank_names.size()), devices = static_cast<int>(st.gpus.size());
+  const std::int64_t per_gpu = buffer_bytes(n, shape->max_bytes) * ((n + devices - 1) / devices);
+  std::string why = per_gpu > (std::int64_t{1} << 30)
+                        ? fmt::format("its buffers would take {} per GPU for {} ranks (lower {} to use it)",
+                                      format_byte_size(per_gpu), n, variable)
+                        : unusable(st);
+  if (!why.empty()) {
+    st.log.info(LogSubsys::init, fmt::format("{} protocol off: {}", name, why));
+    shape->max_bytes = 0;
+    return;
+  }
+  fit_blocks(st, name, &shape->blocks_per_rank);
+}
+
 // Why the direct protocol cannot run on this communicator ("" when it can): every rank reads the others' buffers in
 // one hop, so every pair of GPUs needs peer access and, in the topology, an NVLink between them (directly or through
 // one switch); a PCIe hop would carry mid-size messages slower than the planned trees. Also fits its blocks: one
@@ -974,51 +999,16 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->large_blocks = options.large_blocks_per_rank.value_or(large.blocks_per_rank);
     st->large_bytes = options.large_bytes.value_or(large.min_bytes);
     if (options.blocks_per_rank && !options.large_blocks_per_rank) st->large_blocks = *options.blocks_per_rank;
-    st->low_latency = low_latency_shape_from_environment();
-    if (options.low_latency_bytes) st->low_latency.max_bytes = *options.low_latency_bytes;
-    if (st->low_latency.max_bytes < 0)
-      throw Error(fmt::format("low-latency limit {} bytes: use 0 (off) or a positive size", st->low_latency.max_bytes));
-    // LL buffers grow with the square of the ranks a GPU runs (each rank holds a slot per rank): past 1 GiB on a GPU
-    // the protocol is left off rather than take memory the caller may need.
-    if (st->low_latency.max_bytes > 0) {
-      const std::int64_t per_gpu =
-          low_latency_buffer_bytes(n, st->low_latency.max_bytes) * ((n + devices - 1) / devices);
-      if (per_gpu > (std::int64_t{1} << 30)) {
-        st->log.info(LogSubsys::init, fmt::format("low-latency protocol off: its buffers would take {} per GPU for {} "
-                                                  "ranks (lower CANOPY_LL_BYTES to use it)",
-                                                  format_byte_size(per_gpu), n));
-        st->low_latency.max_bytes = 0;
-      }
-    }
     // One hop from every rank to every other: every pair of GPUs needs peer access.
-    if (st->low_latency.max_bytes > 0)
-      if (const std::string why = missing_peer_access(*st); !why.empty()) {
-        st->log.info(LogSubsys::init, "low-latency protocol off: " + why);
-        st->low_latency.max_bytes = 0;
-      }
-    if (st->low_latency.max_bytes > 0) fit_blocks(*st, "low-latency", &st->low_latency.blocks_per_rank);
+    st->low_latency = low_latency_shape_from_environment();
+    set_up_line_protocol(*st, "low-latency", "CANOPY_LL_BYTES", options.low_latency_bytes, low_latency_buffer_bytes,
+                         missing_peer_access, &st->low_latency);
+    // A warp's 128-byte stores arrive whole only over NVLink: every pair of GPUs one NVLink hop apart.
     st->ll128 = ll128_shape_from_environment();
-    if (options.ll128_bytes) st->ll128.max_bytes = *options.ll128_bytes;
-    if (st->ll128.max_bytes < 0)
-      throw Error(fmt::format("LL128 limit {} bytes: use 0 (off) or a positive size", st->ll128.max_bytes));
+    set_up_line_protocol(*st, "LL128", "CANOPY_LL128_BYTES", options.ll128_bytes, ll128_buffer_bytes,
+                         nvlink_hop_missing, &st->ll128);
     if (st->ll128.max_bytes > 0 && st->ll128.max_bytes <= st->low_latency.max_bytes)
       st->ll128.max_bytes = 0;  // every size it would take is LL's
-    if (st->ll128.max_bytes > 0) {
-      const std::int64_t per_gpu = ll128_buffer_bytes(n, st->ll128.max_bytes) * ((n + devices - 1) / devices);
-      if (per_gpu > (std::int64_t{1} << 30)) {
-        st->log.info(LogSubsys::init, fmt::format("LL128 protocol off: its buffers would take {} per GPU for {} ranks "
-                                                  "(lower CANOPY_LL128_BYTES to use it)",
-                                                  format_byte_size(per_gpu), n));
-        st->ll128.max_bytes = 0;
-      }
-    }
-    // A warp's 128-byte stores arrive whole only over NVLink: every pair of GPUs one NVLink hop apart.
-    if (st->ll128.max_bytes > 0)
-      if (const std::string why = nvlink_hop_missing(*st); !why.empty()) {
-        st->log.info(LogSubsys::init, "LL128 protocol off: " + why);
-        st->ll128.max_bytes = 0;
-      }
-    if (st->ll128.max_bytes > 0) fit_blocks(*st, "LL128", &st->ll128.blocks_per_rank);
     if (!check_pointers_from_environment()) st->oracle.pointer = nullptr;
     st->direct = direct_shape_from_environment();
     if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;

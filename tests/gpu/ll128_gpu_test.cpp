@@ -101,6 +101,19 @@ TEST_P(LL128OnGpu, MatchesTheHostReference) {
                            to_string(collective), ranks, comm->devices(), runs, on_ll128);
 }
 
+TEST(LL128Reach, ANegativeLimitIsRefusedNamingIt) {
+  if (visible_gpu_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  CommunicatorOptions o;
+  o.topology = load_topology("h200x2");
+  o.devices = {0};
+  o.ll128_bytes = -1;
+  std::unique_ptr<Communicator> comm;
+  const Status s = Communicator::create(o, &comm);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("LL128 limit -1 bytes: use 0 (off) or a positive size"), std::string::npos) << s.message();
+}
+
 // The protocol's reach: between two GPUs only where they are one NVLink hop apart (a warp's 128-byte stores arrive
 // whole only over NVLink), above the low-latency limit, up to its own.
 TEST(LL128Reach, OnlyOverNVLinkAboveTheLowLatencyLimit) {
