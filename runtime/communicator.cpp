@@ -187,16 +187,17 @@ struct Communicator::State {
   CodegenOptions shape;  // requested chunk, FIFO depth, blocks, threads
   int large_blocks = 128;             // blocks per rank of the large-message kernels
   std::int64_t large_bytes = 8 << 20;  // per-rank buffer bytes from which a call is large
-  LowLatencyShape low_latency;         // max_bytes 0: off
-  std::vector<void*> ll_buffers;       // per rank: the low-latency kernels' lines (2 parities x slot per rank)
-  std::vector<void*> ll_acks;          // per rank: their acknowledgement counters (rank x block), then a line
-  std::vector<unsigned long long*> ll_launches;  // per device index: the low-latency kernels' launch counter
-  std::uint64_t ll_epoch = 0;  // eager low-latency launches so far, shared by every low-latency kernel
-  LL128Shape ll128;            // max_bytes 0: off
-  std::vector<void*> ll128_buffers;  // per rank: the LL128 kernels' lines (2 parities x slot per rank)
-  std::vector<void*> ll128_acks;     // per rank: their acknowledgement counters (rank x block), then a line
-  std::vector<unsigned long long*> ll128_launches;  // per device index: the LL128 kernels' launch counter
-  std::uint64_t ll128_epoch = 0;                    // eager LL128 launches so far, shared by every LL128 kernel
+  // A line protocol's memory (low-latency, LL128), made when its first kernel is loaded.
+  struct LineMemory {
+    std::vector<void*> lines;  // per rank: 2 parities x a slot per rank
+    std::vector<void*> acks;   // per rank: acknowledgement counters (rank x block), then the launch counter's line
+    std::vector<unsigned long long*> launches;  // per device index: the launch counter
+    std::uint64_t epoch = 0;                    // eager launches so far, shared by every kernel of the protocol
+  };
+  LowLatencyShape low_latency;  // max_bytes 0: off
+  LineMemory ll_memory;
+  LL128Shape ll128;  // max_bytes 0: off
+  LineMemory ll128_memory;
   CallOracle oracle{pointer_facts, stream_device, stream_capturing};  // CANOPY_CHECK_POINTERS=0: no pointer queries
   DirectShape direct;                               // max_bytes 0: off
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
@@ -258,8 +259,7 @@ struct Communicator::State {
                                                   const std::function<int(int)>& lines);
   // Per rank: a line protocol's `bytes` of lines and its acknowledgement counters (rank x block, then the launch
   // counter's line), zeroed; once.
-  void allocate_lines(const char* what, std::int64_t bytes, int blocks_per_rank, std::vector<void*>* buffers,
-                      std::vector<void*>* acks_area, std::vector<unsigned long long*>* launches);
+  void allocate_lines(const char* what, std::int64_t bytes, int blocks_per_rank, LineMemory* memory);
   void allocate_low_latency();  // the LL buffers and counters, once (from load)
   void allocate_ll128();        // the LL128 buffers and counters, once (from load)
   void allocate_direct();       // the direct kernels' counters, once (from load)
@@ -292,10 +292,10 @@ Communicator::State::~State() {
   prepared.clear();
   for (std::size_t r = 0; r < scratch.size(); ++r)
     if (scratch[r]) (void)cudaFree(scratch[r]);
-  for (void* p : ll_buffers)
-    if (p) (void)cudaFree(p);
-  for (void* p : ll_acks)
-    if (p) (void)cudaFree(p);
+  for (const LineMemory* m : {&ll_memory, &ll128_memory})
+    for (const std::vector<void*>* area : {&m->lines, &m->acks})
+      for (void* p : *area)
+        if (p) (void)cudaFree(p);
   for (void* p : direct_flags)
     if (p) (void)cudaFree(p);
   for (cudaEvent_t e : order.done)
@@ -409,26 +409,25 @@ std::vector<unsigned long long*> Communicator::State::counters_after(const std::
 }
 
 void Communicator::State::allocate_lines(const char* what, std::int64_t bytes, int blocks_per_rank,
-                                         std::vector<void*>* buffers, std::vector<void*>* acks_area,
-                                         std::vector<unsigned long long*>* launches) {
-  if (!buffers->empty()) return;
+                                         LineMemory* memory) {
+  if (!memory->lines.empty()) return;
   const int n = static_cast<int>(rank_names.size());
   const int acks = n * blocks_per_rank;
   const std::size_t ack_bytes = static_cast<std::size_t>(acks + 1) * kFlagStride * 8;  // and the launch counter
-  *buffers = zeroed_per_rank([&](int) { return static_cast<std::size_t>(bytes); });
-  *acks_area = zeroed_per_rank([&](int) { return ack_bytes; });
-  *launches = counters_after(*acks_area, [&](int) { return acks; });
+  memory->lines = zeroed_per_rank([&](int) { return static_cast<std::size_t>(bytes); });
+  memory->acks = zeroed_per_rank([&](int) { return ack_bytes; });
+  memory->launches = counters_after(memory->acks, [&](int) { return acks; });
   log.debug(LogSubsys::init, fmt::format("{} buffers: {} bytes and {} counters per rank", what, bytes, acks));
 }
 
 void Communicator::State::allocate_low_latency() {
   allocate_lines("low-latency", low_latency_buffer_bytes(static_cast<int>(rank_names.size()), low_latency.max_bytes),
-                 low_latency.blocks_per_rank, &ll_buffers, &ll_acks, &ll_launches);
+                 low_latency.blocks_per_rank, &ll_memory);
 }
 
 void Communicator::State::allocate_ll128() {
   allocate_lines("LL128", ll128_buffer_bytes(static_cast<int>(rank_names.size()), ll128.max_bytes),
-                 ll128.blocks_per_rank, &ll128_buffers, &ll128_acks, &ll128_launches);
+                 ll128.blocks_per_rank, &ll128_memory);
 }
 
 void Communicator::State::allocate_direct() {
@@ -1233,16 +1232,12 @@ Status Communicator::run(const CollectiveCall& given) {
   target.capturing = capturing;
   st.device_epochs = st.device_epochs || capturing;  // from the first capture on, for good
   target.device_epochs = st.device_epochs;
-  if (spec.low_latency) {  // its memory was made when the kernel was loaded
-    target.scratch = st.ll_buffers;
-    target.flags = st.ll_acks;
-    target.launches = st.ll_launches;
-    target.epoch = &st.ll_epoch;
-  } else if (spec.ll128) {
-    target.scratch = st.ll128_buffers;
-    target.flags = st.ll128_acks;
-    target.launches = st.ll128_launches;
-    target.epoch = &st.ll128_epoch;
+  if (spec.low_latency || spec.ll128) {  // its memory was made when the kernel was loaded
+    State::LineMemory& m = spec.low_latency ? st.ll_memory : st.ll128_memory;
+    target.scratch = m.lines;
+    target.flags = m.acks;
+    target.launches = m.launches;
+    target.epoch = &m.epoch;
   } else if (spec.direct) {
     target.flags = st.direct_flags;
     target.launches = st.direct_launches;
