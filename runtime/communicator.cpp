@@ -49,6 +49,9 @@ namespace {
 // (planned: "" or its chunk)
 using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
 
+// Whether `s` runs a plan-free kernel (low-latency, LL128, direct): no plan, no chunk, the communicator's memory.
+bool plan_free(const CollectiveSpec& s) { return s.low_latency || s.ll128 || s.direct; }
+
 // A program spec must be canonical (State::canonical): one object per distinct program, so its address names it.
 SpecKey key_of(const CollectiveSpec& s) {
   const int dtype = static_cast<int>(s.dtype);
@@ -58,7 +61,7 @@ SpecKey key_of(const CollectiveSpec& s) {
   const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
   const int root = has_root(s.collective) ? s.root : 0;
   // A planned kernel's chunk, when not the communicator's: the program-key slot names it.
-  const bool planned = !s.low_latency && !s.ll128 && !s.direct;
+  const bool planned = !plan_free(s);
   std::string chunk = s.chunk_bytes > 0 && planned ? fmt::format("chunk {}", s.chunk_bytes) : "";
   return {static_cast<int>(s.collective),
           dtype,
@@ -106,8 +109,7 @@ std::string spec_text(const CollectiveSpec& s) {
     text += " (direct)";
   else if (s.large)
     text += " (large messages)";
-  if (s.chunk_bytes > 0 && !s.low_latency && !s.ll128 && !s.direct)
-    text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
+  if (s.chunk_bytes > 0 && !plan_free(s)) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
   return text;
 }
 
@@ -485,7 +487,7 @@ void Communicator::State::load(const CollectiveSpec& spec,
     p->blocks.push_back(k.launches[d].blocks);
   }
   p->threads = k.launches[0].threads;
-  p->cooperative = !((spec.low_latency || spec.ll128 || spec.direct) && rank_names.size() == gpus.size());
+  p->cooperative = !(plan_free(spec) && rank_names.size() == gpus.size());
   p->protocol = spec.low_latency ? PreparedCollective::Protocol::low_latency
                 : spec.ll128     ? PreparedCollective::Protocol::ll128
                 : spec.direct    ? PreparedCollective::Protocol::direct
@@ -580,7 +582,7 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                     fmt::format("{}: the program is written for {} ranks but the communicator has {}", spec_text(spec),
                                 spec.program->ranks(), n));
     try {
-      if (spec.low_latency || spec.ll128 || spec.direct) {
+      if (plan_free(spec)) {
         const OneLaunchShape& shape = spec.low_latency ? low_latency : spec.ll128 ? ll128 : direct;
         job.options.codegen.dtype = spec.dtype;
         job.options.codegen.op = spec.op;
@@ -1279,7 +1281,7 @@ CollectiveSpec Communicator::kernel_spec(const CollectiveCall& call) {
   else if (!call.program && is_direct(call.collective, call.count, call.dtype) &&
            !(call.collective == Collective::allreduce && in_place(call)))
     spec.direct = true;
-  if (!call.program && !spec.low_latency && !spec.ll128 && !spec.direct)
+  if (!call.program && !plan_free(spec))
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   return spec;
 }
