@@ -756,16 +756,24 @@ static std::string nvlink_hop_missing(const Communicator::State& st) {
 }
 
 // A line protocol's reach (low-latency, LL128), from the environment's `shape` and `option`: a negative limit is
-// refused; the protocol is left off when its buffers (`buffer_bytes` per rank) would take more than 1 GiB on a GPU
+// refused; the protocol is left off when every size it would take is below `taken_up_to` (another protocol's
+// limit: LL's for LL128), when its buffers (`buffer_bytes` per rank) would take more than 1 GiB on a GPU
 // (they grow with the square of the ranks a GPU runs: each rank holds a slot per rank), rather than take memory the
 // caller may need, or when `unusable` gives a reason; else its blocks are fitted to the GPUs.
 static void set_up_line_protocol(Communicator::State& st, const char* name, const char* variable,
                                  std::optional<std::int64_t> option, std::int64_t (*buffer_bytes)(int, std::int64_t),
-                                 std::string (*unusable)(const Communicator::State&), OneLaunchShape* shape) {
+                                 std::string (*unusable)(const Communicator::State&), std::int64_t taken_up_to,
+                                 OneLaunchShape* shape) {
   if (option) shape->max_bytes = *option;
   if (shape->max_bytes < 0)
     throw Error(fmt::format("{} limit {} bytes: use 0 (off) or a positive size", name, shape->max_bytes));
   if (shape->max_bytes == 0) return;
+  if (shape->max_bytes <= taken_up_to) {
+    st.log.info(LogSubsys::init, fmt::format("{} protocol off: its limit {} is within the one below it ({})", name,
+                                             format_byte_size(shape->max_bytes), format_byte_size(taken_up_to)));
+    shape->max_bytes = 0;
+    return;
+  }
   const int n = static_cast<int>(st.rank_names.size()), devices = static_cast<int>(st.gpus.size());
   const std::int64_t per_gpu = buffer_bytes(n, shape->max_bytes) * ((n + devices - 1) / devices);
   std::string why = per_gpu > (std::int64_t{1} << 30)
@@ -1003,13 +1011,12 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     // One hop from every rank to every other: every pair of GPUs needs peer access.
     st->low_latency = low_latency_shape_from_environment();
     set_up_line_protocol(*st, "low-latency", "CANOPY_LL_BYTES", options.low_latency_bytes, low_latency_buffer_bytes,
-                         missing_peer_access, &st->low_latency);
-    // A warp's 128-byte stores arrive whole only over NVLink: every pair of GPUs one NVLink hop apart.
+                         missing_peer_access, 0, &st->low_latency);
+    // A warp's 128-byte stores arrive whole only over NVLink: every pair of GPUs one NVLink hop apart. Sizes up to
+    // LL's limit are LL's.
     st->ll128 = ll128_shape_from_environment();
     set_up_line_protocol(*st, "LL128", "CANOPY_LL128_BYTES", options.ll128_bytes, ll128_buffer_bytes,
-                         nvlink_hop_missing, &st->ll128);
-    if (st->ll128.max_bytes > 0 && st->ll128.max_bytes <= st->low_latency.max_bytes)
-      st->ll128.max_bytes = 0;  // every size it would take is LL's
+                         nvlink_hop_missing, st->low_latency.max_bytes, &st->ll128);
     if (!check_pointers_from_environment()) st->oracle.pointer = nullptr;
     st->direct = direct_shape_from_environment();
     if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;

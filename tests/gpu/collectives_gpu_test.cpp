@@ -19,6 +19,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/jit.hpp"
+#include "tests/gpu/topology_collective_param.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {
@@ -67,10 +68,7 @@ const Case kCases[] = {
     {"random_irregular", [] { return random_irregular(random_seed()); }},
 };
 
-struct Param {
-  int topology;
-  Collective collective;
-};
+using Param = testing::TopologyCollective;
 
 class CollectivesOnGpu : public ::testing::TestWithParam<Param> {};
 
@@ -156,18 +154,8 @@ TEST_P(CollectivesOnGpu, MatchTheHostReference) {
                              fmt::join(left_out, "; "));
 }
 
-std::vector<Param> all_params() {
-  std::vector<Param> out;
-  for (int t = 0; t < static_cast<int>(std::size(kCases)); ++t)
-    for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
-                         Collective::reducescatter})
-      out.push_back({t, c});
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Topologies, CollectivesOnGpu, ::testing::ValuesIn(all_params()), [](const auto& info) {
-  return std::string(kCases[info.param.topology].name) + "_" + to_string(info.param.collective);
-});
+INSTANTIATE_TEST_SUITE_P(Topologies, CollectivesOnGpu, ::testing::ValuesIn(testing::every_collective_of(kCases)),
+                         [](const auto& info) { return testing::topology_collective_name(kCases, info.param); });
 
 }  // namespace
 }  // namespace canopy

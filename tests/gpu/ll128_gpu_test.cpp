@@ -12,6 +12,7 @@
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/jit.hpp"
+#include "tests/gpu/topology_collective_param.hpp"
 
 namespace canopy {
 namespace {
@@ -32,10 +33,7 @@ const Case kCases[] = {
     {"dgx2", "dgx2", std::int64_t{256} << 10, 4099},
 };
 
-struct Param {
-  int topology;
-  Collective collective;
-};
+using Param = testing::TopologyCollective;
 
 class LL128OnGpu : public ::testing::TestWithParam<Param> {};
 
@@ -114,6 +112,26 @@ TEST(LL128Reach, ANegativeLimitIsRefusedNamingIt) {
   EXPECT_NE(s.message().find("LL128 limit -1 bytes: use 0 (off) or a positive size"), std::string::npos) << s.message();
 }
 
+// A limit within LL's takes no size: the protocol is off, and its buffers are never made.
+TEST(LL128Reach, ALimitWithinTheLowLatencyOneLeavesItOff) {
+  if (visible_gpu_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  CommunicatorOptions o;
+  o.topology = load_topology("h200x2");
+  o.devices = {0};
+  o.low_latency_bytes = 256 << 10;
+  o.ll128_bytes = 256 << 10;
+  std::unique_ptr<Communicator> comm;
+  ASSERT_TRUE(Communicator::create(o, &comm).ok());
+  for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{64} << 10, (std::uint64_t{64} << 10) + 1})
+    EXPECT_FALSE(comm->is_ll128(Collective::allreduce, count, DataType::f32)) << count;
+  CollectiveSpec spec{Collective::allreduce, DataType::f32, ReduceOp::sum, 0};
+  spec.ll128 = true;
+  const Status refused = comm->prepare(std::vector<CollectiveSpec>{spec});
+  EXPECT_EQ(refused.code(), StatusCode::unsupported) << refused.message();
+  EXPECT_NE(refused.message().find("LL128 protocol is off"), std::string::npos) << refused.message();
+}
+
 // The protocol's reach: between two GPUs only where they are one NVLink hop apart (a warp's 128-byte stores arrive
 // whole only over NVLink), above the low-latency limit, up to its own.
 TEST(LL128Reach, OnlyOverNVLinkAboveTheLowLatencyLimit) {
@@ -145,18 +163,8 @@ TEST(LL128Reach, OnlyOverNVLinkAboveTheLowLatencyLimit) {
   EXPECT_NE(refused.message().find("LL128 protocol is off"), std::string::npos) << refused.message();
 }
 
-std::vector<Param> all_params() {
-  std::vector<Param> out;
-  for (int t = 0; t < static_cast<int>(std::size(kCases)); ++t)
-    for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
-                         Collective::reducescatter})
-      out.push_back({t, c});
-  return out;
-}
-
-INSTANTIATE_TEST_SUITE_P(Topologies, LL128OnGpu, ::testing::ValuesIn(all_params()), [](const auto& info) {
-  return std::string(kCases[info.param.topology].name) + "_" + to_string(info.param.collective);
-});
+INSTANTIATE_TEST_SUITE_P(Topologies, LL128OnGpu, ::testing::ValuesIn(testing::every_collective_of(kCases)),
+                         [](const auto& info) { return testing::topology_collective_name(kCases, info.param); });
 
 }  // namespace
 }  // namespace canopy
