@@ -24,6 +24,9 @@ struct LowLatencySpec {
   int blocks_per_rank = 4;          // each block carries an equal share of every slot
   int threads_per_block = 256;
   std::int64_t max_bytes = 64 * 1024;  // the largest slot (count x element size) the LL buffers hold
+  // Allreduce only: two-shot (a reduce-scatter and an allgather in one launch, 2 (ranks - 1) / ranks of the buffer
+  // sent per rank) instead of one-shot (every rank sends its whole input to every peer).
+  bool two_shot = false;
 };
 
 // Bytes of one rank's LL buffer for `spec` (two parities x one slot per rank x 16-byte lines of 8 data bytes).

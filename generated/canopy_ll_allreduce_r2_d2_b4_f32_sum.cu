@@ -18,6 +18,7 @@ struct Config {
   static constexpr int kRoot = 0;
   static constexpr int kBlocks = 4;  // per rank
   static constexpr unsigned long long kLines = 8192;  // per slot
+  static constexpr bool kTwoShot = false;
 };
 
 // The ranks each device runs, by the `device` argument.

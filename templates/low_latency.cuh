@@ -7,9 +7,11 @@
 // entry: launch e starts after the GPU's launch e - 1 has ended (stream order), so every block of it has read its
 // lines, and the ack of e - 1 needs no fence and no wait for the launch's own stores, where an ack at the end would
 // wait for both (a system-scope fence behind the remote stores, then the ack's own round trip before the launch ends).
-// Everything lives in communicator memory, so no rank waits for another to enter a launch. Generated code (codegen/
-// low_latency_source.hpp) supplies the Config: element type, operator, collective, ranks, root, blocks per rank,
-// lines per slot and which ranks each device runs.
+// Everything lives in communicator memory, so no rank waits for another to enter a launch. An allreduce is one-shot
+// (every rank sends its whole input to every peer and combines them all) or, with C::kTwoShot, two-shot (a
+// reduce-scatter then an allgather in the same launch: fewer bytes per rank from three ranks on, one more latency).
+// Generated code (codegen/low_latency_source.hpp) supplies the Config: element type, operator, collective, ranks,
+// root, blocks per rank, lines per slot, one- or two-shot and which ranks each device runs.
 #pragma once
 
 #include "canopy/device_args.cuh"
@@ -169,11 +171,89 @@ __device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, 
   }
 }
 
+// The groups of share q (rank q reduces it in a two-shot allreduce) that block b of every rank handles:
+// [*first, *last). Share q is groups [G*q/R, G*(q+1)/R).
+template <typename C>
+__device__ __forceinline__ void ll_share_part(unsigned long long groups, int q, int b, unsigned long long* first,
+                                              unsigned long long* last) {
+  const unsigned long long s0 = groups * q / C::kRanks, s1 = groups * (q + 1) / C::kRanks;
+  *first = s0 + (s1 - s0) * b / C::kBlocks;
+  *last = s0 + (s1 - s0) * (b + 1) / C::kBlocks;
+}
+
+// The two-shot allreduce (C::kTwoShot): a reduce-scatter and an allgather in one launch, each rank sending
+// 2 (R - 1) / R of the buffer where the one-shot sends (R - 1) times it, for one more one-way latency. Block b of
+// rank `me`: (1) pushes share d of its input to every rank d; (2) combines its share in rank order from its input
+// and the lines of every peer, writes it out and pushes the result to every peer; (3) copies every other share from
+// the line its owner pushed. A rank's slot q holds share `me` from q in (1) and share q from q in (2): other lines,
+// so one parity per launch still suffices, every line written once. Every rank's result is the same bit for bit.
+// The same thread handles a group in every step (in place is safe: a group is read before it is written).
+template <typename C>
+__device__ __forceinline__ void run_ll_two_shot_block(const typename C::Args& a, int me, int b,
+                                                      unsigned long long e) {
+  typedef typename C::T T;
+  typedef typename Elem<T>::Math M;
+  constexpr int kPer = 8 / sizeof(T);
+  const unsigned long long n = a.count;
+  const unsigned long long groups = (n + kPer - 1) / kPer;
+  const unsigned long long parity = e & 1;
+  const unsigned int mark = static_cast<unsigned int>(e);
+  const T* in = static_cast<const T*>(a.rank[me].send);
+  T* out = static_cast<T*>(a.rank[me].recv);
+  unsigned long long first, last;
+
+  ll_acknowledge<C>(a, me, b, e);
+
+  // 1. Reduce-scatter's push: share d of my input into rank d's slot `me`.
+  for (int d = 0; d < C::kRanks; ++d) {
+    if (d == me) continue;
+    ll_share_part<C>(groups, d, b, &first, &last);
+    for (unsigned long long g = first + threadIdx.x; g < last; g += blockDim.x)
+      ll_store(ll_line<C>(a.rank[d].scratch, parity, me, g), ll_pack(in, g, n), mark);
+  }
+
+  // 2. My share, in rank order; out, and into every peer's slot `me`.
+  ll_share_part<C>(groups, me, b, &first, &last);
+  for (unsigned long long g = first + threadIdx.x; g < last; g += blockDim.x) {
+    M acc[kPer];
+    for (int q = 0; q < C::kRanks; ++q) {
+      LLGroup<T> u;
+      u.bits = q == me ? ll_pack(in, g, n) : ll_load(ll_line<C>(a.rank[me].scratch, parity, q, g), mark);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) acc[k] = q > 0 ? C::Op::apply(acc[k], Elem<T>::in(u.e[k])) : Elem<T>::in(u.e[k]);
+    }
+    LLGroup<T> r;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) r.e[k] = Elem<T>::out(acc[k]);
+    for (int d = 0; d < C::kRanks; ++d)
+      if (d != me) ll_store(ll_line<C>(a.rank[d].scratch, parity, me, g), r.bits, mark);
+#pragma unroll
+    for (int k = 0; k < kPer; ++k)
+      if (g * kPer + k < n) out[g * kPer + k] = r.e[k];
+  }
+
+  // 3. Allgather's receive: share q from rank q's line.
+  for (int q = 0; q < C::kRanks; ++q) {
+    if (q == me) continue;
+    ll_share_part<C>(groups, q, b, &first, &last);
+    for (unsigned long long g = first + threadIdx.x; g < last; g += blockDim.x) {
+      LLGroup<T> u;
+      u.bits = ll_load(ll_line<C>(a.rank[me].scratch, parity, q, g), mark);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k)
+        if (g * kPer + k < n) out[g * kPer + k] = u.e[k];
+    }
+  }
+}
+
 // blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of device `device`.
 template <typename C>
 __device__ __forceinline__ void run_ll(const typename C::Args& a, const int* ranks, int device) {
   const unsigned long long e = begin_launch(a.launches[device], a.epoch);
-  run_ll_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
+  if (C::kCollective == kLLAllReduce && C::kTwoShot)
+    run_ll_two_shot_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
+  else
+    run_ll_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
   end_launch(a.launches[device], a.epoch, e);
 }
 

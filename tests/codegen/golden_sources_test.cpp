@@ -67,6 +67,16 @@ TEST(GoldenSources, LowLatencyAllreduceMatchesGeneratedFolder) {
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 
+TEST(GoldenSources, LowLatencyTwoShotAllreduceMatchesGeneratedFolder) {
+  LowLatencySpec spec;
+  spec.two_shot = true;
+  spec.ranks = 4;
+  spec.device_of_rank = block_placement(4, 4);
+  const KernelSource k = low_latency_source(spec);
+  EXPECT_EQ(k.file.name, "canopy_ll2shot_allreduce_r4_d4_b4_f32_sum.cu");
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
 TEST(GoldenSources, LL128AllreduceMatchesGeneratedFolder) {
   const KernelSource k = ll128_source(LL128Spec{});
   EXPECT_EQ(k.file.name, "canopy_ll128_allreduce_r2_d2_b64_f32_sum.cu");

@@ -30,6 +30,29 @@ TEST(LowLatencySource, OneLaunchPerDeviceWithItsRanks) {
   EXPECT_EQ(low_latency_source(spec).file.text, k.file.text);  // deterministic
 }
 
+TEST(LowLatencySource, TwoShotIsAnAllreduceKernelOfItsOwn) {
+  LowLatencySpec spec;
+  spec.ranks = 8;
+  spec.device_of_rank = block_placement(8, 1);
+  const KernelSource one = low_latency_source(spec);
+  EXPECT_EQ(one.name, "canopy_ll_allreduce_r8_d1_b4_f32_sum");
+  EXPECT_NE(one.file.text.find("static constexpr bool kTwoShot = false;"), std::string::npos);
+  spec.two_shot = true;
+  const KernelSource two = low_latency_source(spec);
+  EXPECT_EQ(two.name, "canopy_ll2shot_allreduce_r8_d1_b4_f32_sum");  // its own entry and cache entry
+  EXPECT_NE(two.file.text.find("static constexpr bool kTwoShot = true;"), std::string::npos);
+  EXPECT_NE(two.file.text.find("two-shot (reduce-scatter, then allgather)"), std::string::npos);
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter}) {
+    spec.collective = c;
+    try {
+      low_latency_source(spec);
+      ADD_FAILURE() << to_string(c) << ": two-shot accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("two-shot is an allreduce variant"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(LowLatencySource, BuffersHoldTwoParitiesOfASlotPerRank) {
   EXPECT_EQ(low_latency_buffer_bytes(2, 128 << 10), 2 * 2 * (128 << 10) / 8 * 16);
   EXPECT_EQ(low_latency_buffer_bytes(8, 9), 2 * 8 * 2 * 16);  // 9 bytes: two 8-byte lines

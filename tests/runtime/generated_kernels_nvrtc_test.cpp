@@ -157,6 +157,26 @@ TEST(GeneratedKernelsLowLatency, EveryCollectiveAndTypeCompiles) {
   }
 }
 
+// The two-shot allreduce: every element type on 4 ranks of two devices, every operator once on 8 ranks of one.
+TEST(GeneratedKernelsLowLatency, TwoShotAllreduceCompiles) {
+  for (DataType t : kTypes) {
+    LowLatencySpec spec;
+    spec.two_shot = true;
+    spec.dtype = t;
+    spec.ranks = 4;
+    spec.device_of_rank = block_placement(4, 2);
+    expect_compiles(low_latency_source(spec), CodegenOptions{});
+  }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    LowLatencySpec spec;
+    spec.two_shot = true;
+    spec.op = op;
+    spec.ranks = 8;
+    spec.device_of_rank = block_placement(8, 1);
+    expect_compiles(low_latency_source(spec), CodegenOptions{});
+  }
+}
+
 // The LL128 kernels (templates/ll128.cuh): every collective x element type, every operator once, and virtual ranks
 // (8 ranks on one device and on two). Two ranks' kernels keep their lines in registers: a spill would put local
 // memory traffic beside every line they move.
