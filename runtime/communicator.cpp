@@ -45,7 +45,8 @@ namespace canopy {
 
 namespace {
 
-// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct, 3 LL128), program key
+// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct, 3 LL128, 4 low
+// latency two-shot), program key
 // (planned: "" or its chunk)
 using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
 
@@ -68,7 +69,7 @@ SpecKey key_of(const CollectiveSpec& s) {
           op,
           root,
           s.large && planned,
-          s.low_latency ? 1
+          s.low_latency ? (s.two_shot ? 4 : 1)
           : s.direct    ? 2
           : s.ll128     ? 3
                         : 0,
@@ -102,7 +103,7 @@ std::string spec_text(const CollectiveSpec& s) {
   if (reduces(s.collective)) text += " " + to_string(s.op);
   if (has_root(s.collective)) text += fmt::format(" root {}", s.root);
   if (s.low_latency)
-    text += " (low latency)";
+    text += s.two_shot ? " (low latency, two-shot)" : " (low latency)";
   else if (s.ll128)
     text += " (LL128)";
   else if (s.direct)
@@ -197,6 +198,7 @@ struct Communicator::State {
     std::uint64_t epoch = 0;                    // eager launches so far, shared by every kernel of the protocol
   };
   LowLatencyShape low_latency;  // max_bytes 0: off
+  std::int64_t ll_two_shot_bytes = 0;  // low-latency allreduces from this size run two-shot (0: never)
   LineMemory ll_memory;
   LL128Shape ll128;  // max_bytes 0: off
   LineMemory ll128_memory;
@@ -575,6 +577,11 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                                 spec.low_latency ? "low-latency"
                                 : spec.ll128     ? "LL128"
                                                  : "direct"));
+    if (spec.two_shot && (!spec.low_latency || spec.collective != Collective::allreduce || spec.program))
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("{}: two-shot is a variant of the low-latency allreduce; set low_latency with "
+                                "collective allreduce, or unset two_shot",
+                                spec_text(spec)));
     Job job;
     job.spec = spec;
     if (spec.program && spec.program->ranks() != n)
@@ -624,7 +631,8 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                                   device_of_rank,
                                   low_latency.blocks_per_rank,
                                   low_latency.threads_per_block,
-                                  low_latency.max_bytes};
+                                  low_latency.max_bytes,
+                                  spec.two_shot};
           built = builder->build(low_latency_source(ll), rank_names, o.codegen, o.compile, &outcome);
         } else if (spec.ll128) {
           const LL128Spec l{spec.collective,
@@ -1012,6 +1020,15 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->low_latency = low_latency_shape_from_environment();
     set_up_line_protocol(*st, "low-latency", "CANOPY_LL_BYTES", options.low_latency_bytes, low_latency_buffer_bytes,
                          missing_peer_access, 0, &st->low_latency);
+    st->ll_two_shot_bytes =
+        options.ll_two_shot_bytes.value_or(ll_two_shot_bytes_from_environment().value_or(ll_two_shot_default_bytes(n)));
+    if (st->ll_two_shot_bytes < 0)
+      throw Error(
+          fmt::format("low-latency two-shot limit {} bytes: use 0 (never) or a positive size", st->ll_two_shot_bytes));
+    if (st->low_latency.max_bytes > 0 && st->ll_two_shot_bytes > 0 &&
+        st->ll_two_shot_bytes <= st->low_latency.max_bytes)
+      st->log.info(LogSubsys::init,
+                   fmt::format("low-latency allreduces from {} run two-shot", format_byte_size(st->ll_two_shot_bytes)));
     // A warp's 128-byte stores arrive whole only over NVLink: every pair of GPUs one NVLink hop apart. Sizes up to
     // LL's limit are LL's.
     st->ll128 = ll128_shape_from_environment();
@@ -1139,6 +1156,13 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
   const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
   return state_->low_latency.max_bytes > 0 && bytes <= static_cast<std::uint64_t>(state_->low_latency.max_bytes) &&
          static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
+}
+
+bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype) const {
+  const std::int64_t from = state_->ll_two_shot_bytes;
+  return collective == Collective::allreduce && from > 0 && ranks() > 1 &&
+         size_bytes(collective, count, dtype, ranks()) >= static_cast<std::uint64_t>(from) &&
+         is_low_latency(collective, count, dtype);
 }
 
 bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType dtype) const {
@@ -1280,9 +1304,10 @@ CollectiveSpec Communicator::kernel_spec(const CollectiveCall& call) {
   } else {
     spec.large = is_large(call.collective, call.count, call.dtype);
   }
-  if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype))
+  if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype)) {
     spec.low_latency = true;
-  else if (!call.program && call.count > 0 && is_ll128(call.collective, call.count, call.dtype))
+    spec.two_shot = is_two_shot(call.collective, call.count, call.dtype);
+  } else if (!call.program && call.count > 0 && is_ll128(call.collective, call.count, call.dtype))
     spec.ll128 = true;
   // In place, an allreduce's ranks would read inputs their owners are overwriting: the trees take it.
   else if (!call.program && is_direct(call.collective, call.count, call.dtype) &&

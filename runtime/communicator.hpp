@@ -60,6 +60,11 @@ struct CommunicatorOptions {
   // Size (nccl-tests' S per rank) up to which calls take the low-latency protocol, one launch and no handshake
   // (CANOPY_LL_BYTES, default 256 KiB; 0: never). It needs peer access between every pair of GPUs.
   std::optional<std::int64_t> low_latency_bytes;
+  // Size (as above) from which low-latency allreduces run two-shot, a reduce-scatter then an allgather in one launch
+  // (2 (ranks - 1) / ranks of the buffer sent per rank), instead of one-shot, every rank sending its whole input to
+  // every peer ((ranks - 1) times it) (CANOPY_LL_TWO_SHOT_BYTES; 0: never; unset: never up to three ranks, else
+  // from 192 KiB on 4 to 7 ranks, 96 KiB on 8 to 15, 48 KiB from 16).
+  std::optional<std::int64_t> ll_two_shot_bytes;
   // Size (as above) up to which calls above that limit take the LL128 protocol: the low-latency protocol's one launch
   // with 128-byte lines of 120 data bytes and a flag (CANOPY_LL128_BYTES; 0: never). It needs every pair of GPUs one
   // NVLink hop apart (directly or through one switch) and peer access: a warp's 128-byte stores arrive whole only
@@ -107,6 +112,8 @@ struct CollectiveSpec {
   std::shared_ptr<const algo::Program> program = nullptr;
   // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
   bool low_latency = false;
+  // With low_latency, an allreduce only: the two-shot kernel (CommunicatorOptions::ll_two_shot_bytes).
+  bool two_shot = false;
   // The LL128 kernel of mid-size calls (CommunicatorOptions::ll128_bytes) instead of planned trees.
   bool ll128 = false;
   // The direct kernel of mid-size calls (CommunicatorOptions::direct_bytes) instead of planned trees.
@@ -174,6 +181,8 @@ class Communicator {
 
   // Whether a call of this collective and count runs the low-latency kernel.
   bool is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const;
+  // Whether it runs the low-latency protocol's two-shot kernel (allreduce only).
+  bool is_two_shot(Collective collective, std::uint64_t count, DataType dtype) const;
   // Whether a call of this collective and count runs the LL128 kernel (never for sizes the low-latency kernel takes).
   bool is_ll128(Collective collective, std::uint64_t count, DataType dtype) const;
   // Whether an out-of-place call of this collective and count runs the direct kernel (an in-place allreduce never

@@ -70,6 +70,16 @@ LowLatencyShape low_latency_shape_from_environment() {
   return one_launch_shape_from_environment("CANOPY_LL", {std::int64_t{256} << 10, 32, 512});
 }
 
+std::optional<std::int64_t> ll_two_shot_bytes_from_environment() {
+  if (const auto v = env("CANOPY_LL_TWO_SHOT_BYTES")) return parse_byte_size(*v, "CANOPY_LL_TWO_SHOT_BYTES");
+  return std::nullopt;
+}
+
+std::int64_t ll_two_shot_default_bytes(int ranks) {
+  if (ranks <= 3) return 0;
+  return std::int64_t{ranks < 8 ? 192 : ranks < 16 ? 96 : 48} << 10;
+}
+
 LL128Shape ll128_shape_from_environment() {
   return one_launch_shape_from_environment("CANOPY_LL128", {kDefaultLL128Bytes, 64, 512});
 }

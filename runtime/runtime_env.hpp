@@ -4,6 +4,7 @@
 //   CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   from which per-rank size calls use how many blocks per rank
 //   CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   up to which size calls take the low-latency protocol
 //                        (0: never), and its blocks per rank and threads per block
+//   CANOPY_LL_TWO_SHOT_BYTES   from which size low-latency allreduces run two-shot (0: never)
 //   CANOPY_LL128_BYTES, CANOPY_LL128_BLOCKS, CANOPY_LL128_THREADS   the same for the LL128 protocol, above LL's limit
 //   CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   the direct protocol's, above those
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
@@ -46,6 +47,15 @@ struct OneLaunchShape {
 // low-latency kernels (codegen/low_latency_source.hpp).
 using LowLatencyShape = OneLaunchShape;
 LowLatencyShape low_latency_shape_from_environment();
+
+// CANOPY_LL_TWO_SHOT_BYTES: low-latency allreduces whose size is at least this run the two-shot kernel (a
+// reduce-scatter then an allgather in one launch) instead of the one-shot one (0: never). Unset: the default for the
+// communicator's ranks (ll_two_shot_default_bytes).
+std::optional<std::int64_t> ll_two_shot_bytes_from_environment();
+// The default: never up to three ranks (on two both variants move the same bytes over each link and two-shot waits
+// one latency more; on three it lost at every size to 256 KiB), else where captured calls of 4, 6, 8 and 16 virtual
+// ranks on one H200 crossed (docs/performance.md): from 192 KiB on 4 to 7 ranks, 96 KiB on 8 to 15, 48 KiB from 16.
+std::int64_t ll_two_shot_default_bytes(int ranks);
 
 // CANOPY_LL128_BYTES (default 0: off until measured on two GPUs), CANOPY_LL128_BLOCKS (default 64),
 // CANOPY_LL128_THREADS (default 512): calls above the low-latency limit whose size (as for LL) is at most max_bytes

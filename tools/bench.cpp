@@ -167,8 +167,8 @@ void add_bench_command(CLI::App& app) {
         };
         // Only the kernels this run's sizes use (describing one compiles it).
         bool small = false, large = false, low_latency = false;
-        std::uint64_t ll_up_to = 0, ll128_from = 0, ll128_to = 0, direct_from = 0, direct_to = 0, staged_from = 0,
-                      engines_from = 0;
+        std::uint64_t ll_up_to = 0, two_shot_from = 0, ll128_from = 0, ll128_to = 0, direct_from = 0, direct_to = 0,
+                      staged_from = 0, engines_from = 0;
         double least_share = 1, most_share = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
@@ -178,6 +178,8 @@ void add_bench_command(CLI::App& app) {
             if (comm->is_low_latency(r.collective, count, o.dtype)) {
               low_latency = true;
               ll_up_to = std::max(ll_up_to, bytes);
+              if (comm->is_two_shot(r.collective, count, o.dtype))
+                two_shot_from = two_shot_from ? std::min(two_shot_from, bytes) : bytes;
             } else if (comm->is_ll128(r.collective, count, o.dtype)) {
               ll128_from = ll128_from ? std::min(ll128_from, bytes) : bytes;
               ll128_to = std::max(ll128_to, bytes);
@@ -200,7 +202,9 @@ void add_bench_command(CLI::App& app) {
           }
         std::vector<std::string> kernels;
         if (low_latency)
-          kernels.push_back(fmt::format("up to {}: low-latency protocol, one launch", size_text(ll_up_to)));
+          kernels.push_back(
+              fmt::format("up to {}: low-latency protocol, one launch{}", size_text(ll_up_to),
+                          two_shot_from ? fmt::format(" (two-shot from {})", size_text(two_shot_from)) : ""));
         if (ll128_to > 0)
           kernels.push_back(fmt::format("{} to {}: LL128 protocol, one launch, 128-byte lines", size_text(ll128_from),
                                         size_text(ll128_to)));

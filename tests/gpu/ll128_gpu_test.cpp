@@ -8,18 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/collective_buffers.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
-#include "runtime/jit.hpp"
+#include "tests/gpu/checked_sweep.hpp"
 #include "tests/gpu/topology_collective_param.hpp"
 
 namespace canopy {
 namespace {
-
-constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
-                               DataType::i32, DataType::i64, DataType::u8};
-constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
 
 struct Case {
   const char* name;
@@ -53,47 +48,20 @@ TEST_P(LL128OnGpu, MatchesTheHostReference) {
   const Status created = Communicator::create(o, &comm);
   ASSERT_TRUE(created.ok()) << created.message();
 
-  std::vector<CollectiveSpec> specs;
-  for (DataType t : kTypes)
-    for (ReduceOp op : kOps) {
-      if (!reduces(collective) && op != ReduceOp::sum) continue;
-      CollectiveSpec spec{collective, t, op, ranks - 1};  // root: the last rank
-      spec.ll128 = true;
-      specs.push_back(spec);
-    }
+  std::vector<CollectiveSpec> specs = testing::every_type_and_op(collective, ranks);
+  for (CollectiveSpec& spec : specs) spec.ll128 = true;
   const Status prepared = comm->prepare(specs);
   ASSERT_TRUE(prepared.ok()) << prepared.message();
-
-  const std::uint64_t send_mult = collective == Collective::reducescatter ? ranks : 1;
-  const std::uint64_t recv_mult = collective == Collective::allgather ? ranks : 1;
-  cudaDeviceProp prop{};
-  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  Jit jit(DiskCache::from_environment());
-  PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
-  std::unique_ptr<CollectiveBuffers> buffers;
-  const std::uint64_t top = tc.largest * 8;  // the widest type
-  ASSERT_TRUE(CollectiveBuffers::create(*comm, top * send_mult, top * recv_mult, patterns, &buffers).ok());
-
-  int runs = 0, on_ll128 = 0;
-  for (const CollectiveSpec& spec : specs)
-    for (std::uint64_t count : {std::uint64_t{1}, std::uint64_t{7}, std::uint64_t{1000}, tc.largest}) {
-      // What a call of this count takes: LL128 up to the limit (the largest f64 and i64 counts of h200x2 go past it,
-      // to the direct protocol, and are checked all the same).
-      if (comm->is_ll128(collective, count, spec.dtype)) ++on_ll128;
-      for (bool in_place : {false, true}) {
-        CheckSpec s{collective, spec.dtype, spec.op, spec.root, ranks, count, 0};
-        s.seed = (static_cast<std::uint64_t>(runs) + 1) * 0x9E3779B97F4A7C15ull;
-        CheckResult result;
-        const Status st = buffers->run_checked(*comm, s, in_place, &result);
-        ASSERT_TRUE(st.ok()) << st.message();
-        ++runs;
-        EXPECT_GT(result.checked, 0u);
-        EXPECT_EQ(result.wrong, 0u) << tc.name << " " << to_string(collective) << " " << to_string(spec.dtype) << " "
-                                    << to_string(spec.op) << " count " << count << (in_place ? " in place" : "") << ": "
-                                    << result.wrong << " of " << result.checked << " elements wrong, e.g. "
-                                    << (result.examples.empty() ? "" : result.examples[0]);
-      }
-    }
+  testing::SweepBuffers b;
+  ASSERT_NO_FATAL_FAILURE(testing::make_sweep_buffers(*comm, collective, tc.largest, &b));
+  // What a call of each count takes: LL128 up to the limit (the largest f64 and i64 counts of h200x2 go past it, to
+  // the direct protocol, and are checked all the same).
+  const std::uint64_t counts[] = {1, 7, 1000, tc.largest};
+  int on_ll128 = 0;
+  const int runs = testing::check_every_call(
+      *comm, *b.buffers, specs, counts, tc.name,
+      [&](const CollectiveSpec& spec, std::uint64_t count) { return comm->is_ll128(collective, count, spec.dtype); },
+      &on_ll128);
   EXPECT_GE(on_ll128, 3 * static_cast<int>(specs.size()));  // 1, 7 and 1000 elements at least
   std::cout << fmt::format("[ runs ] {} {}: {} ranks on {} GPUs, {} runs, {} of the counts on LL128\n", tc.name,
                            to_string(collective), ranks, comm->devices(), runs, on_ll128);

@@ -102,6 +102,29 @@ TEST(RuntimeEnv, LowLatencyUpTo256KiBUnlessSet) {
   EXPECT_THAT(error_from([] { low_latency_shape_from_environment(); }), ::testing::HasSubstr("CANOPY_LL_BYTES"));
 }
 
+TEST(RuntimeEnv, LowLatencyTwoShotFromFourRanksUnlessSet) {
+  {
+    ScopedEnv unset("CANOPY_LL_TWO_SHOT_BYTES", nullptr);
+    EXPECT_EQ(ll_two_shot_bytes_from_environment(), std::nullopt);
+    EXPECT_EQ(ll_two_shot_default_bytes(2), 0);          // the same bytes per link either way: one-shot
+    EXPECT_EQ(ll_two_shot_default_bytes(3), 0);          // slower at every low-latency size on one H200
+    EXPECT_EQ(ll_two_shot_default_bytes(4), 192 << 10);  // where it crossed on one H200
+    EXPECT_EQ(ll_two_shot_default_bytes(6), 192 << 10);
+    EXPECT_EQ(ll_two_shot_default_bytes(7), 192 << 10);
+    EXPECT_EQ(ll_two_shot_default_bytes(8), 96 << 10);
+    EXPECT_EQ(ll_two_shot_default_bytes(15), 96 << 10);
+    EXPECT_EQ(ll_two_shot_default_bytes(16), 48 << 10);
+    EXPECT_EQ(ll_two_shot_default_bytes(64), 48 << 10);
+  }
+  {
+    ScopedEnv set("CANOPY_LL_TWO_SHOT_BYTES", "16KiB");
+    EXPECT_EQ(ll_two_shot_bytes_from_environment(), std::int64_t{16} << 10);
+  }
+  ScopedEnv bad("CANOPY_LL_TWO_SHOT_BYTES", "half");
+  EXPECT_THAT(error_from([] { ll_two_shot_bytes_from_environment(); }),
+              ::testing::HasSubstr("CANOPY_LL_TWO_SHOT_BYTES"));
+}
+
 TEST(RuntimeEnv, LL128OffUnlessSet) {
   {
     ScopedEnv bytes("CANOPY_LL128_BYTES", nullptr), blocks("CANOPY_LL128_BLOCKS", nullptr),
