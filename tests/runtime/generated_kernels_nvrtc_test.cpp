@@ -159,22 +159,17 @@ TEST(GeneratedKernelsLowLatency, EveryCollectiveAndTypeCompiles) {
 
 // The two-shot allreduce: every element type on 4 ranks of two devices, every operator once on 8 ranks of one.
 TEST(GeneratedKernelsLowLatency, TwoShotAllreduceCompiles) {
-  for (DataType t : kTypes) {
+  const auto two_shot = [](DataType t, ReduceOp op, int ranks, int devices) {
     LowLatencySpec spec;
     spec.two_shot = true;
     spec.dtype = t;
-    spec.ranks = 4;
-    spec.device_of_rank = block_placement(4, 2);
-    expect_compiles(low_latency_source(spec), CodegenOptions{});
-  }
-  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
-    LowLatencySpec spec;
-    spec.two_shot = true;
     spec.op = op;
-    spec.ranks = 8;
-    spec.device_of_rank = block_placement(8, 1);
+    spec.ranks = ranks;
+    spec.device_of_rank = block_placement(ranks, devices);
     expect_compiles(low_latency_source(spec), CodegenOptions{});
-  }
+  };
+  for (DataType t : kTypes) two_shot(t, ReduceOp::sum, 4, 2);
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) two_shot(DataType::f32, op, 8, 1);
 }
 
 // The LL128 kernels (templates/ll128.cuh): every collective x element type, every operator once, and virtual ranks
