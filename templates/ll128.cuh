@@ -54,19 +54,14 @@ __device__ __forceinline__ u64 ll128_get(const T* p, u64 g, u64 n, bool aligned)
   return ll_pack(p, g, n);
 }
 
-// Stores data word g into p, the elements below n only.
+// Stores data word g into p, the elements below n only: one 8-byte store when whole and aligned.
 template <typename T>
 __device__ __forceinline__ void ll128_put(T* p, u64 g, u64 n, bool aligned, u64 bits) {
   constexpr u64 kPer = 8 / sizeof(T);
-  if (aligned && (g + 1) * kPer <= n) {
+  if (aligned && (g + 1) * kPer <= n)
     *reinterpret_cast<u64*>(p + g * kPer) = bits;
-    return;
-  }
-  LLGroup<T> u;
-  u.bits = bits;
-#pragma unroll
-  for (u64 k = 0; k < kPer; ++k)
-    if (g * kPer + k < n) p[g * kPer + k] = u.e[k];
+  else
+    ll_unpack(p, g, n, bits);
 }
 
 // A warp's lines in a round starting at `base`: thread t holds words 2 (t % 8) and 2 (t % 8) + 1 of line

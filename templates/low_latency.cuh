@@ -63,6 +63,17 @@ __device__ __forceinline__ unsigned long long ll_pack(const T* p, unsigned long 
   return u.bits;
 }
 
+// Stores the elements of `bits` into group g of p ([g * kPer, (g + 1) * kPer)), those below n only.
+template <typename T>
+__device__ __forceinline__ void ll_unpack(T* p, unsigned long long g, unsigned long long n, unsigned long long bits) {
+  constexpr int kPer = 8 / sizeof(T);
+  LLGroup<T> u;
+  u.bits = bits;
+#pragma unroll
+  for (int k = 0; k < kPer; ++k)
+    if (g * kPer + k < n) p[g * kPer + k] = u.e[k];
+}
+
 // Line g of `slot` in `parity` of a rank's LL buffer (C::kLines lines per slot, C::kRanks slots per parity).
 template <typename C>
 __device__ __forceinline__ LLLine* ll_line(void* buffer, unsigned long long parity, int slot, unsigned long long g) {
@@ -128,13 +139,9 @@ __device__ __forceinline__ void run_ll_block(const typename C::Args& a, int me, 
   for (unsigned long long g = first + threadIdx.x; g < last; g += blockDim.x) {
     if (C::kCollective == kLLAllGather) {
       for (int q = 0; q < C::kRanks; ++q) {
-        LLGroup<T> u;
-        u.bits = q == me ? ll_pack(in, g, n) : ll_load(ll_line<C>(a.rank[me].scratch, parity, q, g), mark);
         T* to = out + static_cast<unsigned long long>(q) * n;
         if (q == me && to == in) continue;  // in place: my block is already there
-#pragma unroll
-        for (int k = 0; k < kPer; ++k)
-          if (g * kPer + k < n) to[g * kPer + k] = u.e[k];
+        ll_unpack(to, g, n, q == me ? ll_pack(in, g, n) : ll_load(ll_line<C>(a.rank[me].scratch, parity, q, g), mark));
       }
       continue;
     }
@@ -227,22 +234,15 @@ __device__ __forceinline__ void run_ll_two_shot_block(const typename C::Args& a,
     for (int k = 0; k < kPer; ++k) r.e[k] = Elem<T>::out(acc[k]);
     for (int d = 0; d < C::kRanks; ++d)
       if (d != me) ll_store(ll_line<C>(a.rank[d].scratch, parity, me, g), r.bits, mark);
-#pragma unroll
-    for (int k = 0; k < kPer; ++k)
-      if (g * kPer + k < n) out[g * kPer + k] = r.e[k];
+    ll_unpack(out, g, n, r.bits);
   }
 
   // 3. Allgather's receive: share q from rank q's line.
   for (int q = 0; q < C::kRanks; ++q) {
     if (q == me) continue;
     ll_share_part<C>(groups, q, b, &first, &last);
-    for (unsigned long long g = first + threadIdx.x; g < last; g += blockDim.x) {
-      LLGroup<T> u;
-      u.bits = ll_load(ll_line<C>(a.rank[me].scratch, parity, q, g), mark);
-#pragma unroll
-      for (int k = 0; k < kPer; ++k)
-        if (g * kPer + k < n) out[g * kPer + k] = u.e[k];
-    }
+    for (unsigned long long g = first + threadIdx.x; g < last; g += blockDim.x)
+      ll_unpack(out, g, n, ll_load(ll_line<C>(a.rank[me].scratch, parity, q, g), mark));
   }
 }
 
