@@ -1,22 +1,19 @@
 // check_every_call: a collective's specs (every element type and operator) at several counts, in and out of place,
 // through a Communicator on CollectiveBuffers, each run checked against the host reference, for the GPU tests of one
-// protocol (ll128_gpu_test, ll_two_shot_gpu_test). Fresh seeds per run; failures name the case.
+// protocol (ll128_gpu_test, ll_two_shot_gpu_test), on the buffers of a CheckedCallSetup (checked_call.hpp). Fresh
+// seeds per run; failures name the case.
 #pragma once
 
-#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <fmt/format.h>
-
 #include <functional>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "runtime/collective_buffers.hpp"
 #include "runtime/communicator.hpp"
-#include "runtime/jit.hpp"
+#include "tests/gpu/checked_call.hpp"
 
 namespace canopy::testing {
 
@@ -33,23 +30,10 @@ inline std::vector<CollectiveSpec> every_type_and_op(Collective collective, int 
   return specs;
 }
 
-// Pattern kernels and buffers on GPU 0's architecture for counts up to `largest` elements of the widest type.
-struct SweepBuffers {
-  std::unique_ptr<Jit> jit;
-  std::unique_ptr<PatternKernels> patterns;
-  std::unique_ptr<CollectiveBuffers> buffers;
-};
-inline void make_sweep_buffers(const Communicator& comm, Collective collective, std::uint64_t largest,
-                               SweepBuffers* out) {
-  const std::uint64_t ranks = static_cast<std::uint64_t>(comm.ranks());
-  const std::uint64_t send_mult = collective == Collective::reducescatter ? ranks : 1;
-  const std::uint64_t recv_mult = collective == Collective::allgather ? ranks : 1;
-  cudaDeviceProp prop{};
-  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  out->jit = std::make_unique<Jit>(DiskCache::from_environment());
-  out->patterns = std::make_unique<PatternKernels>(*out->jit, fmt::format("sm_{}{}", prop.major, prop.minor));
-  const std::uint64_t top = largest * 8;  // the widest type
-  ASSERT_TRUE(CollectiveBuffers::create(comm, top * send_mult, top * recv_mult, *out->patterns, &out->buffers).ok());
+// Bytes per rank each way that CheckedCallSetup::make needs for counts up to `largest` elements of the widest type.
+inline std::uint64_t sweep_buffer_bytes(Collective collective, int ranks, std::uint64_t largest) {
+  const bool spans_ranks = collective == Collective::reducescatter || collective == Collective::allgather;
+  return largest * 8 * (spans_ranks ? static_cast<std::uint64_t>(ranks) : 1);
 }
 
 // Every spec at every count, out of place then in place, checked; `taken(spec, count)` counts the calls that took the

@@ -52,14 +52,14 @@ TEST_P(LL128OnGpu, MatchesTheHostReference) {
   for (CollectiveSpec& spec : specs) spec.ll128 = true;
   const Status prepared = comm->prepare(specs);
   ASSERT_TRUE(prepared.ok()) << prepared.message();
-  testing::SweepBuffers b;
-  ASSERT_NO_FATAL_FAILURE(testing::make_sweep_buffers(*comm, collective, tc.largest, &b));
+  CheckedCallSetup setup;
+  ASSERT_TRUE(setup.make(*comm, testing::sweep_buffer_bytes(collective, ranks, tc.largest)));
   // What a call of each count takes: LL128 up to the limit (the largest f64 and i64 counts of h200x2 go past it, to
   // the direct protocol, and are checked all the same).
   const std::uint64_t counts[] = {1, 7, 1000, tc.largest};
   int on_ll128 = 0;
   const int runs = testing::check_every_call(
-      *comm, *b.buffers, specs, counts, tc.name,
+      *comm, setup.buffers(), specs, counts, tc.name,
       [&](const CollectiveSpec& spec, std::uint64_t count) { return comm->is_ll128(collective, count, spec.dtype); },
       &on_ll128);
   EXPECT_GE(on_ll128, 3 * static_cast<int>(specs.size()));  // 1, 7 and 1000 elements at least

@@ -55,13 +55,13 @@ TEST_P(LLTwoShotOnGpu, MatchesTheHostReference) {
   std::unique_ptr<Communicator> comm = communicator(tc, 1);  // from 1 byte: every low-latency allreduce
   ASSERT_TRUE(comm);
   const std::vector<CollectiveSpec> specs = testing::every_type_and_op(Collective::allreduce, comm->ranks());
-  testing::SweepBuffers b;
   const std::uint64_t largest = kLimit / 8 - 3;
-  ASSERT_NO_FATAL_FAILURE(testing::make_sweep_buffers(*comm, Collective::allreduce, largest, &b));
+  CheckedCallSetup setup;
+  ASSERT_TRUE(setup.make(*comm, testing::sweep_buffer_bytes(Collective::allreduce, comm->ranks(), largest)));
   const std::uint64_t counts[] = {1, 7, 1000, largest};
   int two_shot = 0;
   const int runs = testing::check_every_call(
-      *comm, *b.buffers, specs, counts, tc.name,
+      *comm, setup.buffers(), specs, counts, tc.name,
       [&](const CollectiveSpec& spec, std::uint64_t count) {
         return comm->is_two_shot(Collective::allreduce, count, spec.dtype);
       },
@@ -81,8 +81,8 @@ TEST_P(LLTwoShotOnGpu, EveryRankAndTheOneShotKernelAgreeBitForBit) {
   ASSERT_TRUE(one && two);
   const int ranks = one->ranks();
   const std::uint64_t count = 12345;
-  testing::SweepBuffers b;
-  ASSERT_NO_FATAL_FAILURE(testing::make_sweep_buffers(*one, Collective::allreduce, count, &b));
+  CheckedCallSetup setup;
+  ASSERT_TRUE(setup.make(*one, testing::sweep_buffer_bytes(Collective::allreduce, ranks, count)));
   for (DataType t : {DataType::f32, DataType::bf16, DataType::f16}) {
     ASSERT_FALSE(one->is_two_shot(Collective::allreduce, count, t));
     ASSERT_TRUE(two->is_two_shot(Collective::allreduce, count, t));
@@ -92,10 +92,10 @@ TEST_P(LLTwoShotOnGpu, EveryRankAndTheOneShotKernelAgreeBitForBit) {
       CheckSpec s{Collective::allreduce, t, ReduceOp::sum, 0, ranks, count, 0};
       s.seed = 0x5EED + static_cast<std::uint64_t>(t);  // the same inputs for both kernels
       CollectiveCall call;
-      ASSERT_TRUE(b.buffers->set_up(s, false, &call).ok());
+      ASSERT_TRUE(setup.buffers().set_up(s, false, &call).ok());
       const Status st = (k == 0 ? one : two)->run(call);
       ASSERT_TRUE(st.ok()) << st.message();
-      ASSERT_TRUE(b.buffers->synchronize().ok());
+      ASSERT_TRUE(setup.buffers().synchronize().ok());
       for (int r = 0; r < ranks; ++r) {
         out[k].emplace_back(bytes);
         ASSERT_EQ(cudaMemcpy(out[k].back().data(), call.recv[r], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
