@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "codegen/one_hop_kernel.hpp"
+#include "dsl/error.hpp"
 
 namespace canopy {
 
@@ -23,8 +24,10 @@ int direct_done_index(int ranks, int blocks_per_rank, int peer, int block) {
   return (ranks + peer) * blocks_per_rank + block;
 }
 
-std::uint64_t direct_read_bytes(Collective collective, std::uint64_t bytes, int ranks) {
+std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int ranks, bool two_shot) {
   const std::uint64_t others = ranks > 1 ? static_cast<std::uint64_t>(ranks - 1) : 0;
+  if (two_shot && collective == Collective::allreduce)
+    return 2 * others * (bytes / static_cast<std::uint64_t>(std::max(ranks, 1)));
   switch (collective) {
     case Collective::broadcast:
       return ranks > 1 ? bytes : 0;
@@ -39,17 +42,23 @@ std::uint64_t direct_read_bytes(Collective collective, std::uint64_t bytes, int 
 }
 
 KernelSource direct_source(const DirectSpec& spec) {
+  if (spec.two_shot && spec.collective != Collective::allreduce)
+    throw Error(fmt::format("direct kernels: two-shot is an allreduce variant, not a {}; unset two_shot",
+                            to_string(spec.collective)));
   const OneHopShape shape{spec.collective,      spec.dtype, spec.op,
                           spec.ranks,           spec.root,  &spec.device_of_rank,
                           spec.blocks_per_rank, 1024,       spec.threads_per_block};
-  KernelSource k = one_hop_kernel(shape, "canopy_direct", "direct kernels");
-  write_one_hop_source(shape,
-                       {"direct", "direct.cuh", "kDirect", "canopy::run_direct",
-                        fmt::format("every rank reads the send buffers it needs from the other ranks; {} blocks x {} "
-                                    "threads per rank",
-                                    spec.blocks_per_rank, spec.threads_per_block),
-                        ""},
-                       &k);
+  KernelSource k = one_hop_kernel(shape, spec.two_shot ? "canopy_direct2shot" : "canopy_direct", "direct kernels");
+  write_one_hop_source(
+      shape,
+      {"direct", "direct.cuh", "kDirect", "canopy::run_direct",
+       fmt::format("{}; {} blocks x {} threads per rank",
+                   spec.two_shot ? "two-shot: every rank combines its share of every send buffer into every receive "
+                                   "buffer"
+                                 : "every rank reads the send buffers it needs from the other ranks",
+                   spec.blocks_per_rank, spec.threads_per_block),
+       fmt::format("  static constexpr bool kTwoShot = {};\n", spec.two_shot), spec.two_shot ? 1 : 0},
+      &k);
   return k;
 }
 

@@ -23,15 +23,19 @@ struct DirectSpec {
   std::vector<int> device_of_rank;  // empty: rank i on device i
   int blocks_per_rank = 32;         // each block moves an equal share of the elements
   int threads_per_block = 512;
+  // Allreduce only: two-shot (each rank combines its share of every input and stores it into every rank's receive
+  // buffer, 2 (ranks - 1) / ranks of the buffer moved per rank) instead of one-shot (every rank reads every input).
+  bool two_shot = false;
 };
 
 // Counters of one rank's direct flag area: "entered" and "done" per peer and block.
 int direct_flag_count(int ranks, int blocks_per_rank);
 
-// The bytes one rank reads from other ranks' memory in one call of `collective` whose nccl-tests size S is `bytes`
-// (broadcast S, reduce at the root and allreduce (ranks - 1) x S, allgather and reduce-scatter (ranks - 1) x S /
-// ranks): what the direct protocol's size threshold bounds.
-std::uint64_t direct_read_bytes(Collective collective, std::uint64_t bytes, int ranks);
+// The bytes one rank moves over its links in one call of `collective` whose nccl-tests size S is `bytes`: reads
+// from other ranks' memory (broadcast S, reduce at the root and allreduce (ranks - 1) x S, reduce-scatter
+// (ranks - 1) x S / ranks) or stores into it (allgather (ranks - 1) x S / ranks, two-shot allreduce both:
+// 2 (ranks - 1) x S / ranks). What the direct protocol's size threshold bounds.
+std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int ranks, bool two_shot = false);
 
 // Whether rank `me` reads rank `peer`'s send buffer (allgather: writes its receive buffer) in a direct call: what
 // templates/direct.cuh's direct_reads decides on the GPU, and the watchdog's report on the host.

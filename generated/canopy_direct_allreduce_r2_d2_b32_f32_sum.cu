@@ -17,6 +17,7 @@ struct Config {
   static constexpr int kRanks = 2;
   static constexpr int kRoot = 0;
   static constexpr int kBlocks = 32;  // per rank
+  static constexpr bool kTwoShot = false;
 };
 
 // The ranks each device runs, by the `device` argument.

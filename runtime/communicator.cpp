@@ -70,7 +70,7 @@ SpecKey key_of(const CollectiveSpec& s) {
           root,
           s.large && planned,
           s.low_latency ? (s.two_shot ? 4 : 1)
-          : s.direct    ? 2
+          : s.direct    ? (s.two_shot ? 5 : 2)
           : s.ll128     ? 3
                         : 0,
           chunk};
@@ -107,7 +107,7 @@ std::string spec_text(const CollectiveSpec& s) {
   else if (s.ll128)
     text += " (LL128)";
   else if (s.direct)
-    text += " (direct)";
+    text += s.two_shot ? " (direct, two-shot)" : " (direct)";
   else if (s.large)
     text += " (large messages)";
   if (s.chunk_bytes > 0 && !plan_free(s)) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
@@ -204,6 +204,7 @@ struct Communicator::State {
   LineMemory ll128_memory;
   CallOracle oracle{pointer_facts, stream_device, stream_capturing};  // CANOPY_CHECK_POINTERS=0: no pointer queries
   DirectShape direct;                               // max_bytes 0: off
+  std::int64_t direct_two_shot_bytes = 0;  // out-of-place direct allreduces from this size run two-shot (0: never)
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
   std::vector<unsigned long long*> direct_launches;  // per device index: the direct kernels' launch counter
   std::uint64_t direct_epoch = 0;                    // eager direct launches so far, shared by every direct kernel
@@ -577,10 +578,11 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                                 spec.low_latency ? "low-latency"
                                 : spec.ll128     ? "LL128"
                                                  : "direct"));
-    if (spec.two_shot && (!spec.low_latency || spec.collective != Collective::allreduce || spec.program))
+    if (spec.two_shot &&
+        (!(spec.low_latency || spec.direct) || spec.collective != Collective::allreduce || spec.program))
       return Status(StatusCode::invalid_argument,
-                    fmt::format("{}: two-shot is a variant of the low-latency allreduce; set low_latency with "
-                                "collective allreduce, or unset two_shot",
+                    fmt::format("{}: two-shot is a variant of the low-latency and direct allreduces; set low_latency "
+                                "or direct with collective allreduce, or unset two_shot",
                                 spec_text(spec)));
     Job job;
     job.spec = spec;
@@ -653,7 +655,8 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                               spec.root,
                               device_of_rank,
                               direct.blocks_per_rank,
-                              direct.threads_per_block};
+                              direct.threads_per_block,
+                              spec.two_shot};
           built = builder->build(direct_source(ds), rank_names, o.codegen, o.compile, &outcome);
         } else if (spec.program) {
           built = builder->build(*spec.program, topology, rank_names, o, &outcome);
@@ -1039,6 +1042,11 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;
     if (st->direct.max_bytes < 0)
       throw Error(fmt::format("direct-protocol limit {} bytes: use 0 (off) or a positive size", st->direct.max_bytes));
+    st->direct_two_shot_bytes = options.direct_two_shot_bytes.value_or(
+        direct_two_shot_bytes_from_environment().value_or(direct_two_shot_default_bytes(n)));
+    if (st->direct_two_shot_bytes < 0)
+      throw Error(
+          fmt::format("direct two-shot limit {} bytes: use 0 (never) or a positive size", st->direct_two_shot_bytes));
     if (st->direct.max_bytes > 0) {
       const std::string why = direct_unusable(*st);
       if (!why.empty()) {
@@ -1158,11 +1166,17 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
          static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
 }
 
-bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype) const {
-  const std::int64_t from = state_->ll_two_shot_bytes;
-  return collective == Collective::allreduce && from > 0 && ranks() > 1 &&
-         size_bytes(collective, count, dtype, ranks()) >= static_cast<std::uint64_t>(from) &&
-         is_low_latency(collective, count, dtype);
+// Whether an allreduce of `bytes` (S) runs two-shot on a protocol whose two-shot limit is `from` (0: never).
+static bool two_shot_sized(std::int64_t from, std::uint64_t bytes) {
+  return from > 0 && bytes >= static_cast<std::uint64_t>(from);
+}
+
+bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
+  if (collective != Collective::allreduce || ranks() < 2) return false;
+  const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
+  if (is_low_latency(collective, count, dtype)) return two_shot_sized(state_->ll_two_shot_bytes, bytes);
+  return is_direct(collective, count, dtype, in_place) &&
+         (in_place || two_shot_sized(state_->direct_two_shot_bytes, bytes));
 }
 
 bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType dtype) const {
@@ -1173,10 +1187,14 @@ bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType
          !is_low_latency(collective, count, dtype);
 }
 
-bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype) const {
-  const std::uint64_t read = direct_read_bytes(collective, size_bytes(collective, count, dtype, ranks()), ranks());
-  // One rank reads nothing from others: its call is a local copy, which the trees' kernel does with more blocks.
-  return state_->direct.max_bytes > 0 && ranks() > 1 && read <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
+bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
+  const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
+  // In place, an allreduce can only run two-shot (one-shot's ranks would read inputs being overwritten).
+  const bool two_shot =
+      collective == Collective::allreduce && (in_place || two_shot_sized(state_->direct_two_shot_bytes, bytes));
+  const std::uint64_t moved = direct_moved_bytes(collective, bytes, ranks(), two_shot);
+  // One rank moves nothing to others: its call is a local copy, which the trees' kernel does with more blocks.
+  return state_->direct.max_bytes > 0 && ranks() > 1 && moved <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
          !is_low_latency(collective, count, dtype) && !is_ll128(collective, count, dtype) &&
          !is_copy_engine(collective, count, dtype);
 }
@@ -1304,15 +1322,16 @@ CollectiveSpec Communicator::kernel_spec(const CollectiveCall& call) {
   } else {
     spec.large = is_large(call.collective, call.count, call.dtype);
   }
+  const bool in_place_call = in_place(call);
   if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype)) {
     spec.low_latency = true;
     spec.two_shot = is_two_shot(call.collective, call.count, call.dtype);
-  } else if (!call.program && call.count > 0 && is_ll128(call.collective, call.count, call.dtype))
+  } else if (!call.program && call.count > 0 && is_ll128(call.collective, call.count, call.dtype)) {
     spec.ll128 = true;
-  // In place, an allreduce's ranks would read inputs their owners are overwriting: the trees take it.
-  else if (!call.program && is_direct(call.collective, call.count, call.dtype) &&
-           !(call.collective == Collective::allreduce && in_place(call)))
+  } else if (!call.program && is_direct(call.collective, call.count, call.dtype, in_place_call)) {
     spec.direct = true;
+    spec.two_shot = is_two_shot(call.collective, call.count, call.dtype, in_place_call);
+  }
   if (!call.program && !plan_free(spec))
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   return spec;

@@ -70,12 +70,18 @@ struct CommunicatorOptions {
   // NVLink hop apart (directly or through one switch) and peer access: a warp's 128-byte stores arrive whole only
   // over NVLink.
   std::optional<std::int64_t> ll128_bytes;
-  // Bytes a rank reads from the others (direct_read_bytes: broadcast S, allreduce (ranks - 1) x S, ...) up to which
-  // larger calls take the direct protocol: one launch in which every rank reads the send buffers it needs straight
-  // from the other ranks (CANOPY_DIRECT_BYTES, default 32 MiB; 0: never). It needs peer access between every pair of
-  // GPUs and an NVLink hop (direct or through one switch) between them in the topology; an in-place allreduce takes
-  // the trees.
+  // Bytes a rank moves over its links (direct_moved_bytes: broadcast S, allreduce (ranks - 1) x S, two-shot
+  // allreduce 2 (ranks - 1) x S / ranks, ...) up to which larger calls take the direct protocol: one launch in which
+  // every rank reads the send buffers it needs straight from the other ranks (CANOPY_DIRECT_BYTES, default 32 MiB;
+  // 0: never). It needs peer access between every pair of GPUs and an NVLink hop (direct or through one switch)
+  // between them in the topology.
   std::optional<std::int64_t> direct_bytes;
+  // Size (nccl-tests' S) from which out-of-place direct allreduces run two-shot: each rank combines its share of
+  // every input and stores it into every rank's receive buffer, 2 (ranks - 1) / ranks of the buffer moved per rank
+  // where one-shot reads (ranks - 1) times it (CANOPY_DIRECT_TWO_SHOT_BYTES; 0: never; unset:
+  // direct_two_shot_default_bytes). In-place direct allreduces always run two-shot: one-shot's ranks would read
+  // inputs their owners are overwriting.
+  std::optional<std::int64_t> direct_two_shot_bytes;
   // With several GPUs: launch on all of them at once, through a helper thread per GPU after the first that waits
   // for work (spinning) for `launch_spin` after its last launch, then sleeps (CANOPY_LAUNCH_THREADS, default on;
   // CANOPY_LAUNCH_SPIN_US, default 200 us). Off: the caller launches on each GPU in turn, ~3 us more per GPU.
@@ -112,7 +118,8 @@ struct CollectiveSpec {
   std::shared_ptr<const algo::Program> program = nullptr;
   // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
   bool low_latency = false;
-  // With low_latency, an allreduce only: the two-shot kernel (CommunicatorOptions::ll_two_shot_bytes).
+  // With low_latency or direct, an allreduce only: that protocol's two-shot kernel
+  // (CommunicatorOptions::ll_two_shot_bytes, direct_two_shot_bytes).
   bool two_shot = false;
   // The LL128 kernel of mid-size calls (CommunicatorOptions::ll128_bytes) instead of planned trees.
   bool ll128 = false;
@@ -181,13 +188,15 @@ class Communicator {
 
   // Whether a call of this collective and count runs the low-latency kernel.
   bool is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const;
-  // Whether it runs the low-latency protocol's two-shot kernel (allreduce only).
-  bool is_two_shot(Collective collective, std::uint64_t count, DataType dtype) const;
+  // Whether it runs a two-shot kernel, the low-latency or the direct protocol's (allreduce only); `in_place`: a call
+  // whose receive buffer is its send buffer.
+  bool is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place = false) const;
   // Whether a call of this collective and count runs the LL128 kernel (never for sizes the low-latency kernel takes).
   bool is_ll128(Collective collective, std::uint64_t count, DataType dtype) const;
-  // Whether an out-of-place call of this collective and count runs the direct kernel (an in-place allreduce never
-  // does). Never for sizes the low-latency or LL128 kernels take.
-  bool is_direct(Collective collective, std::uint64_t count, DataType dtype) const;
+  // Whether a call of this collective and count runs the direct kernel (never for sizes the low-latency or LL128
+  // kernels take). In place, an allreduce runs two-shot, which moves fewer bytes, so it may fit where one-shot would
+  // not.
+  bool is_direct(Collective collective, std::uint64_t count, DataType dtype, bool in_place = false) const;
 
   // How many of an out-of-place call's elements (its tail) cross the host path beside the kernels or the copy
   // engines (hybrid_bytes above): 0 for calls below hybrid_bytes, other collectives, one GPU, or topologies without a

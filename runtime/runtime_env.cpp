@@ -70,9 +70,14 @@ LowLatencyShape low_latency_shape_from_environment() {
   return one_launch_shape_from_environment("CANOPY_LL", {std::int64_t{256} << 10, 32, 512});
 }
 
-std::optional<std::int64_t> ll_two_shot_bytes_from_environment() {
-  if (const auto v = env("CANOPY_LL_TWO_SHOT_BYTES")) return parse_byte_size(*v, "CANOPY_LL_TWO_SHOT_BYTES");
+// The byte size in variable `name`, when it is set.
+static std::optional<std::int64_t> byte_size_from_environment(const char* name) {
+  if (const auto v = env(name)) return parse_byte_size(*v, name);
   return std::nullopt;
+}
+
+std::optional<std::int64_t> ll_two_shot_bytes_from_environment() {
+  return byte_size_from_environment("CANOPY_LL_TWO_SHOT_BYTES");
 }
 
 std::int64_t ll_two_shot_default_bytes(int ranks) {
@@ -86,6 +91,15 @@ LL128Shape ll128_shape_from_environment() {
 
 DirectShape direct_shape_from_environment() {
   return one_launch_shape_from_environment("CANOPY_DIRECT", {std::int64_t{32} << 20, 32, 512});
+}
+
+std::optional<std::int64_t> direct_two_shot_bytes_from_environment() {
+  return byte_size_from_environment("CANOPY_DIRECT_TWO_SHOT_BYTES");
+}
+
+std::int64_t direct_two_shot_default_bytes(int ranks) {
+  if (ranks <= 2) return 0;
+  return std::int64_t{ranks == 3 ? 2048 : ranks < 6 ? 1024 : ranks < 8 ? 384 : 256} << 10;
 }
 
 bool check_pointers_from_environment() {

@@ -7,6 +7,7 @@
 //   CANOPY_LL_TWO_SHOT_BYTES   from which size low-latency allreduces run two-shot (0: never)
 //   CANOPY_LL128_BYTES, CANOPY_LL128_BLOCKS, CANOPY_LL128_THREADS   the same for the LL128 protocol, above LL's limit
 //   CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   the direct protocol's, above those
+//   CANOPY_DIRECT_TWO_SHOT_BYTES   from which size out-of-place direct allreduces run two-shot (0: never)
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
 //   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts staging a share through host memory (below)
@@ -65,10 +66,21 @@ constexpr std::int64_t kDefaultLL128Bytes = 0;
 LL128Shape ll128_shape_from_environment();
 
 // CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32), CANOPY_DIRECT_THREADS (default 512): calls
-// above the low-latency limit in which a rank reads at most max_bytes from the others (direct_read_bytes) run the
+// above the low-latency limit in which a rank moves at most max_bytes over its links (direct_moved_bytes) run the
 // direct kernels (codegen/direct_source.hpp).
 using DirectShape = OneLaunchShape;
 DirectShape direct_shape_from_environment();
+
+// CANOPY_DIRECT_TWO_SHOT_BYTES: out-of-place direct allreduces whose size is at least this run the two-shot kernel
+// (each rank combines its share and stores it into every rank's receive buffer) instead of the one-shot one (0:
+// never; in-place ones always run two-shot). Unset: the default for the communicator's ranks
+// (direct_two_shot_default_bytes).
+std::optional<std::int64_t> direct_two_shot_bytes_from_environment();
+// The default: never on two ranks (both variants move the same bytes over each link, and two-shot waits for its
+// stores to reach the peer before "done"), else where calls of 3, 4, 6 and 8 virtual ranks on one H200 crossed
+// (docs/performance.md): from 2 MiB on 3 ranks, 1 MiB on 4 and 5, 384 KiB on 6 and 7, 256 KiB from 8 (every size
+// the direct protocol takes by default).
+std::int64_t direct_two_shot_default_bytes(int ranks);
 
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
 // bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.

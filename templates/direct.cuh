@@ -14,8 +14,15 @@
 // there "entered" means "my receive buffer may be written" and "done" means "my stores into yours are complete";
 // the handshakes are the same, as every pair of ranks is both.
 //
-// In place is safe for every collective but allreduce, whose ranks read the buffer its owner overwrites: the
-// runtime sends an in-place allreduce to the trees.
+// Two-shot allreduce (Config::kTwoShot) is a reduce-scatter and an allgather in one pass: rank r owns the r-th
+// share of the elements; its blocks read that share from every rank's send buffer, combine it in rank order and
+// store the result into that share of every rank's receive buffer. A rank moves 2 (ranks - 1) / ranks of the buffer
+// over its links (half read, half written) where one-shot reads (ranks - 1) times the buffer; every pair of ranks
+// reads and writes each other, so the handshakes are allgather's.
+//
+// In place is safe for every collective but one-shot allreduce, whose ranks read the buffer its owner overwrites:
+// the runtime sends an in-place allreduce to the two-shot kernel, where each element of every rank's buffer is read
+// and then written by one thread of its share's owner.
 #pragma once
 
 #include "canopy/device_args.cuh"
@@ -52,15 +59,25 @@ __device__ __forceinline__ int direct_done(int peer, int b) {
   return (C::kRanks + peer) * C::kBlocks + b;
 }
 
+// Whether a rank stores into other ranks' receive buffers (so "done" must follow a system-scope fence).
+template <typename C>
+__device__ __forceinline__ constexpr bool direct_pushes() {
+  return C::kCollective == kDirectAllGather || (C::kCollective == kDirectAllReduce && C::kTwoShot);
+}
+
 template <typename C>
 __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int me, int b, unsigned long long e) {
   typedef typename C::T T;
   typedef typename C::Op Op;
   const unsigned long long n = a.count;
-  // Block b's elements: whole 16-byte vectors for every block but the last, which also takes the tail.
+  // Block b's elements: whole 16-byte vectors for every part but the last, which also takes the tail. Two-shot
+  // splits the elements into kRanks x kBlocks parts, the shares of ranks 0, 1, ... one after another.
+  const bool two_shot = C::kCollective == kDirectAllReduce && C::kTwoShot;
+  const unsigned long long parts = two_shot ? C::kRanks * C::kBlocks : C::kBlocks;
+  const unsigned long long part = two_shot ? static_cast<unsigned long long>(me) * C::kBlocks + b : b;
   const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
-  const unsigned long long first = vectors * b / C::kBlocks * vec;
-  const unsigned long long last = b + 1 == C::kBlocks ? n : vectors * (b + 1) / C::kBlocks * vec;
+  const unsigned long long first = vectors * part / parts * vec;
+  const unsigned long long last = part + 1 == parts ? n : vectors * (part + 1) / parts * vec;
   const unsigned long long len = last - first;
 
   // 1. Entered: my readers may read my input; wait until the ranks I read have entered too.
@@ -89,6 +106,17 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
         if (q == me && d.p[k] == s.p[0]) d.p[k] = nullptr;  // in place: my block is already there
       }
       reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, len);
+    } else if (two_shot) {
+      // My part of every rank's input, combined in rank order, into my part of every rank's receive buffer. Stores
+      // start after myself, so ranks spread them over the peers.
+      Pointers<T, C::kRanks> d;
+      Pointers<const T, C::kRanks> s;
+#pragma unroll
+      for (int q = 0; q < C::kRanks; ++q) {
+        s.p[q] = static_cast<const T*>(a.rank[q].send) + first;
+        d.p[q] = static_cast<T*>(a.rank[(me + 1 + q) % C::kRanks].recv) + first;
+      }
+      reduce_copy<Op, T, C::kRanks, C::kRanks>(d, s, C::kRanks, len);
     } else if (C::kCollective == kDirectBroadcast) {
       Pointers<T, 1> d;
       Pointers<const T, 1> s;
@@ -110,9 +138,9 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
   // 3. Done: the ranks I read may let their callers overwrite their input; wait until my readers are done with mine.
   __syncthreads();
   if (leader()) {
-    // Allgather: every thread's stores to peers before the word that they are done. The others only read peers
-    // (their loads are done at the barrier) and the release orders the block's local stores.
-    if (C::kCollective == kDirectAllGather) __threadfence_system();
+    // Allgather and two-shot: every thread's stores to peers before the word that they are done. The others only
+    // read peers (their loads are done at the barrier) and the release orders the block's local stores.
+    if (direct_pushes<C>()) __threadfence_system();
     for (int q = 0; q < C::kRanks; ++q)
       if (direct_reads<C>(me, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), e);
     for (int q = 0; q < C::kRanks; ++q)

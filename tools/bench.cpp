@@ -168,7 +168,7 @@ void add_bench_command(CLI::App& app) {
         // Only the kernels this run's sizes use (describing one compiles it).
         bool small = false, large = false, low_latency = false;
         std::uint64_t ll_up_to = 0, two_shot_from = 0, ll128_from = 0, ll128_to = 0, direct_from = 0, direct_to = 0,
-                      staged_from = 0, engines_from = 0;
+                      direct_two_shot_from = 0, staged_from = 0, engines_from = 0;
         double least_share = 1, most_share = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
@@ -183,9 +183,11 @@ void add_bench_command(CLI::App& app) {
             } else if (comm->is_ll128(r.collective, count, o.dtype)) {
               ll128_from = ll128_from ? std::min(ll128_from, bytes) : bytes;
               ll128_to = std::max(ll128_to, bytes);
-            } else if (comm->is_direct(r.collective, count, o.dtype)) {
+            } else if (comm->is_direct(r.collective, count, o.dtype, o.in_place)) {
               direct_from = direct_from ? std::min(direct_from, bytes) : bytes;
               direct_to = std::max(direct_to, bytes);
+              if (comm->is_two_shot(r.collective, count, o.dtype, o.in_place))
+                direct_two_shot_from = direct_two_shot_from ? std::min(direct_two_shot_from, bytes) : bytes;
             } else if (!o.graph && comm->is_copy_engine(r.collective, count, o.dtype) &&
                        !(o.in_place && r.collective != Collective::broadcast)) {  // in place: the trees
               engines_from = engines_from ? std::min(engines_from, bytes) : bytes;
@@ -209,8 +211,10 @@ void add_bench_command(CLI::App& app) {
           kernels.push_back(fmt::format("{} to {}: LL128 protocol, one launch, 128-byte lines", size_text(ll128_from),
                                         size_text(ll128_to)));
         if (direct_to > 0)
-          kernels.push_back(fmt::format("{} to {}: direct protocol, one launch, peers' buffers read in place",
-                                        size_text(direct_from), size_text(direct_to)));
+          kernels.push_back(fmt::format(
+              "{} to {}: direct protocol, one launch, peers' buffers read in place{}", size_text(direct_from),
+              size_text(direct_to),
+              direct_two_shot_from ? fmt::format(" (two-shot from {})", size_text(direct_two_shot_from)) : ""));
         if (small) kernels.push_back(describe(false));
         if (large) kernels.push_back("large messages: " + describe(true));
         if (engines_from > 0)

@@ -2,6 +2,7 @@
 // and rank tables the template reads, who reads whom, the flag layout the watchdog shares with the template, the
 // bytes a rank reads (the size threshold's measure), and refusals. NVRTC compiles the sources in
 // tests/runtime/generated_kernels_nvrtc_test.cpp and tests/gpu/ runs them.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <set>
@@ -174,18 +175,48 @@ TEST(DirectSource, FlagAreaHoldsEnteredAndDonePerPeerAndBlock) {
       << "direct_done changed in templates/direct.cuh";
 }
 
-TEST(DirectSource, BytesEachRankReads) {
-  const std::uint64_t s = 12 << 20;
-  EXPECT_EQ(direct_read_bytes(Collective::broadcast, s, 8), s);   // every non-root reads the root's S
-  EXPECT_EQ(direct_read_bytes(Collective::reduce, s, 8), 7 * s);  // the root reads every other rank's S
-  EXPECT_EQ(direct_read_bytes(Collective::allreduce, s, 8), 7 * s);
-  EXPECT_EQ(direct_read_bytes(Collective::allgather, s, 8), 7 * s / 8);  // S is the output: n blocks of S / n
-  EXPECT_EQ(direct_read_bytes(Collective::reducescatter, s, 8), 7 * s / 8);
-  EXPECT_EQ(direct_read_bytes(Collective::allreduce, s, 2), s);
-  EXPECT_EQ(direct_read_bytes(Collective::allgather, s, 2), s / 2);
+// Two-shot: its own name, kTwoShot in the Config, every register a block of one per SM may have (the blocks are
+// fitted one per SM and rank); one-shot keeps ptxas's own choice.
+TEST(DirectSource, TwoShotAllreduceHasItsOwnNameAndConfig) {
+  DirectSpec spec;
+  spec.ranks = 8;
+  spec.device_of_rank = block_placement(8, 2);
+  const std::string one = direct_source(spec).file.text;
+  EXPECT_TRUE(contains(one, "  static constexpr bool kTwoShot = false;\n")) << one;
+  EXPECT_TRUE(contains(one, "__launch_bounds__(512)\n")) << one;
+  spec.two_shot = true;
+  const KernelSource k = direct_source(spec);
+  EXPECT_EQ(k.name, "canopy_direct2shot_allreduce_r8_d2_b32_f32_sum");
+  EXPECT_TRUE(contains(k.file.text, "  static constexpr bool kTwoShot = true;\n")) << k.file.text;
+  EXPECT_TRUE(contains(k.file.text, "__launch_bounds__(512, 1)\n")) << k.file.text;
+  EXPECT_TRUE(contains(k.file.text, "two-shot")) << k.file.text;  // the banner says which
+  EXPECT_NE(k.schedule_key,
+            direct_source(DirectSpec{spec.collective, spec.dtype, spec.op, 8, 0, spec.device_of_rank}).schedule_key);
   for (Collective c : kCollectives) {
-    EXPECT_EQ(direct_read_bytes(c, s, 1), 0u) << to_string(c) << ": one rank reads nobody";
-    EXPECT_EQ(direct_read_bytes(c, 0, 4), 0u) << to_string(c);
+    if (c == Collective::allreduce) continue;
+    spec.collective = c;
+    EXPECT_EQ(refusal(spec),
+              fmt::format("direct kernels: two-shot is an allreduce variant, not a {}; unset two_shot", to_string(c)));
+  }
+}
+
+TEST(DirectSource, BytesEachRankMoves) {
+  const std::uint64_t s = 12 << 20;
+  EXPECT_EQ(direct_moved_bytes(Collective::broadcast, s, 8), s);   // every non-root reads the root's S
+  EXPECT_EQ(direct_moved_bytes(Collective::reduce, s, 8), 7 * s);  // the root reads every other rank's S
+  EXPECT_EQ(direct_moved_bytes(Collective::allreduce, s, 8), 7 * s);
+  EXPECT_EQ(direct_moved_bytes(Collective::allgather, s, 8), 7 * s / 8);  // S is the output: n blocks of S / n
+  EXPECT_EQ(direct_moved_bytes(Collective::reducescatter, s, 8), 7 * s / 8);
+  EXPECT_EQ(direct_moved_bytes(Collective::allreduce, s, 2), s);
+  EXPECT_EQ(direct_moved_bytes(Collective::allgather, s, 2), s / 2);
+  // Two-shot allreduce: its share read from every other rank and stored into every other rank.
+  EXPECT_EQ(direct_moved_bytes(Collective::allreduce, s, 8, true), 2 * 7 * s / 8);
+  EXPECT_EQ(direct_moved_bytes(Collective::allreduce, s, 2, true), s);  // the same bytes as one-shot's on two
+  EXPECT_EQ(direct_moved_bytes(Collective::reducescatter, s, 8, true), 7 * s / 8);  // no other collective has one
+  for (Collective c : kCollectives) {
+    EXPECT_EQ(direct_moved_bytes(c, s, 1), 0u) << to_string(c) << ": one rank reads nobody";
+    EXPECT_EQ(direct_moved_bytes(c, s, 1, true), 0u) << to_string(c);
+    EXPECT_EQ(direct_moved_bytes(c, 0, 4), 0u) << to_string(c);
   }
 }
 

@@ -61,6 +61,16 @@ TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 
+TEST(GoldenSources, DirectTwoShotAllreduceMatchesGeneratedFolder) {
+  DirectSpec spec;
+  spec.two_shot = true;
+  spec.ranks = 8;
+  spec.device_of_rank = block_placement(8, 8);
+  const KernelSource k = direct_source(spec);
+  EXPECT_EQ(k.file.name, "canopy_direct2shot_allreduce_r8_d8_b32_f32_sum.cu");
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
 TEST(GoldenSources, LowLatencyAllreduceMatchesGeneratedFolder) {
   const KernelSource k = low_latency_source(LowLatencySpec{});
   EXPECT_EQ(k.file.name, "canopy_ll_allreduce_r2_d2_b4_f32_sum.cu");

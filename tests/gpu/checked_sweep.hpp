@@ -1,21 +1,53 @@
 // check_every_call: a collective's specs (every element type and operator) at several counts, in and out of place,
 // through a Communicator on CollectiveBuffers, each run checked against the host reference, for the GPU tests of one
-// protocol (ll128_gpu_test, ll_two_shot_gpu_test), on the buffers of a CheckedCallSetup (checked_call.hpp). Fresh
-// seeds per run; failures name the case.
+// protocol (ll128_gpu_test, ll_two_shot_gpu_test, direct_two_shot_gpu_test), on the buffers of a CheckedCallSetup
+// (checked_call.hpp). Fresh seeds per run; failures name the case. expect_same_allreduce_bits: two kernels' float
+// sums of the same inputs, byte for byte. SweepCase: the machines such a test runs on.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "dsl/shipped_topologies.hpp"
 #include "runtime/collective_buffers.hpp"
 #include "runtime/communicator.hpp"
+#include "runtime/gpu_devices.hpp"
 #include "tests/gpu/checked_call.hpp"
 
 namespace canopy::testing {
+
+// A machine for a sweep: a shipped topology, optionally a tenant's GPUs of it.
+struct SweepCase {
+  const char* name;
+  const char* topology;
+  std::vector<std::string> gpus;  // empty: every GPU of the topology
+};
+
+// The two-shot tests' machines: two ranks (on two GPUs where the machine has them), three (shares of unequal size),
+// eight and sixteen as virtual ranks on one GPU.
+inline const SweepCase kTwoShotCases[] = {
+    {"h200x2", "h200x2", {}},
+    {"dgx1_v100_three", "dgx1-v100", {"0", "1", "2"}},
+    {"hgx_h200", "hgx-h200", {}},
+    {"dgx2", "dgx2", {}},
+};
+
+// Options of a communicator for `tc`: every rank on GPU 0, but two ranks on GPUs 0 and 1 where both are visible.
+inline CommunicatorOptions sweep_options(const SweepCase& tc) {
+  CommunicatorOptions o;
+  o.topology = load_topology(tc.topology);
+  o.gpus = tc.gpus;
+  o.devices.push_back(0);
+  const int ranks = tc.gpus.empty() ? o.topology->gpu_count() : static_cast<int>(tc.gpus.size());
+  if (ranks == 2 && visible_gpu_count() >= 2) o.devices.push_back(1);
+  return o;
+}
 
 inline constexpr DataType kEveryType[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
                                           DataType::i32, DataType::i64, DataType::u8};
@@ -61,6 +93,38 @@ inline int check_every_call(Communicator& comm, CollectiveBuffers& buffers, std:
       }
     }
   return runs;
+}
+
+// An allreduce sum of `count` elements of each type in `types` through `one` and then `two` (communicators of the
+// same ranks, e.g. one-shot and two-shot) on the same inputs: every rank of `two` must hold rank 0's bytes, and each
+// rank the bytes it holds after `one`'s call. Floating-point sums depend on the order of the additions, so this
+// holds only where both combine in rank order.
+inline void expect_same_allreduce_bits(Communicator& one, Communicator& two, CollectiveBuffers& buffers,
+                                       std::uint64_t count, std::span<const DataType> types, const std::string& label) {
+  const int ranks = one.ranks();
+  for (DataType t : types) {
+    const std::uint64_t bytes = count * static_cast<std::uint64_t>(size_of(t));
+    std::vector<std::vector<unsigned char>> out[2];
+    for (int k = 0; k < 2; ++k) {
+      CheckSpec s{Collective::allreduce, t, ReduceOp::sum, 0, ranks, count, 0};
+      s.seed = 0x5EED + static_cast<std::uint64_t>(t);  // the same inputs for both kernels
+      CollectiveCall call;
+      ASSERT_TRUE(buffers.set_up(s, false, &call).ok());
+      const Status st = (k == 0 ? one : two).run(call);
+      ASSERT_TRUE(st.ok()) << st.message();
+      ASSERT_TRUE(buffers.synchronize().ok());
+      for (int r = 0; r < ranks; ++r) {
+        out[k].emplace_back(bytes);
+        ASSERT_EQ(cudaMemcpy(out[k].back().data(), call.recv[r], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+      }
+    }
+    for (int r = 0; r < ranks; ++r) {
+      EXPECT_EQ(std::memcmp(out[1][r].data(), out[1][0].data(), bytes), 0)
+          << label << " " << to_string(t) << ": rank " << r << " of the second kernel differs from rank 0";
+      EXPECT_EQ(std::memcmp(out[1][r].data(), out[0][r].data(), bytes), 0)
+          << label << " " << to_string(t) << ": rank " << r << " differs between the two kernels";
+    }
+  }
 }
 
 }  // namespace canopy::testing

@@ -8,8 +8,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include "dsl/shipped_topologies.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
@@ -18,26 +16,10 @@
 namespace canopy {
 namespace {
 
-struct Case {
-  const char* name;
-  const char* topology;
-  std::vector<std::string> gpus;  // empty: every GPU of the topology
-};
-const Case kCases[] = {
-    {"h200x2", "h200x2", {}},
-    {"dgx1_v100_three", "dgx1-v100", {"0", "1", "2"}},
-    {"hgx_h200", "hgx-h200", {}},
-    {"dgx2", "dgx2", {}},
-};
 constexpr std::int64_t kLimit = 256 << 10;  // the low-latency limit; every count below fits it in every type
 
-std::unique_ptr<Communicator> communicator(const Case& tc, std::int64_t two_shot_bytes) {
-  CommunicatorOptions o;
-  o.topology = load_topology(tc.topology);
-  o.gpus = tc.gpus;
-  o.devices.push_back(0);
-  const int ranks = tc.gpus.empty() ? o.topology->gpu_count() : static_cast<int>(tc.gpus.size());
-  if (ranks == 2 && visible_gpu_count() >= 2) o.devices.push_back(1);
+std::unique_ptr<Communicator> communicator(const testing::SweepCase& tc, std::int64_t two_shot_bytes) {
+  CommunicatorOptions o = testing::sweep_options(tc);
   o.low_latency_bytes = kLimit;
   o.ll_two_shot_bytes = two_shot_bytes;
   std::unique_ptr<Communicator> comm;
@@ -51,7 +33,7 @@ class LLTwoShotOnGpu : public ::testing::TestWithParam<int> {};
 TEST_P(LLTwoShotOnGpu, MatchesTheHostReference) {
   if (visible_gpu_count() == 0)
     GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
-  const Case& tc = kCases[GetParam()];
+  const testing::SweepCase& tc = testing::kTwoShotCases[GetParam()];
   std::unique_ptr<Communicator> comm = communicator(tc, 1);  // from 1 byte: every low-latency allreduce
   ASSERT_TRUE(comm);
   const std::vector<CollectiveSpec> specs = testing::every_type_and_op(Collective::allreduce, comm->ranks());
@@ -76,42 +58,24 @@ TEST_P(LLTwoShotOnGpu, MatchesTheHostReference) {
 TEST_P(LLTwoShotOnGpu, EveryRankAndTheOneShotKernelAgreeBitForBit) {
   if (visible_gpu_count() == 0)
     GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
-  const Case& tc = kCases[GetParam()];
+  const testing::SweepCase& tc = testing::kTwoShotCases[GetParam()];
   std::unique_ptr<Communicator> one = communicator(tc, 0), two = communicator(tc, 1);
   ASSERT_TRUE(one && two);
   const int ranks = one->ranks();
   const std::uint64_t count = 12345;
   CheckedCallSetup setup;
   ASSERT_TRUE(setup.make(*one, testing::sweep_buffer_bytes(Collective::allreduce, ranks, count)));
-  for (DataType t : {DataType::f32, DataType::bf16, DataType::f16}) {
+  const DataType types[] = {DataType::f32, DataType::bf16, DataType::f16};
+  for (DataType t : types) {
     ASSERT_FALSE(one->is_two_shot(Collective::allreduce, count, t));
     ASSERT_TRUE(two->is_two_shot(Collective::allreduce, count, t));
-    const std::uint64_t bytes = count * static_cast<std::uint64_t>(size_of(t));
-    std::vector<std::vector<unsigned char>> out[2];
-    for (int k = 0; k < 2; ++k) {
-      CheckSpec s{Collective::allreduce, t, ReduceOp::sum, 0, ranks, count, 0};
-      s.seed = 0x5EED + static_cast<std::uint64_t>(t);  // the same inputs for both kernels
-      CollectiveCall call;
-      ASSERT_TRUE(setup.buffers().set_up(s, false, &call).ok());
-      const Status st = (k == 0 ? one : two)->run(call);
-      ASSERT_TRUE(st.ok()) << st.message();
-      ASSERT_TRUE(setup.buffers().synchronize().ok());
-      for (int r = 0; r < ranks; ++r) {
-        out[k].emplace_back(bytes);
-        ASSERT_EQ(cudaMemcpy(out[k].back().data(), call.recv[r], bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-      }
-    }
-    for (int r = 0; r < ranks; ++r) {
-      EXPECT_EQ(std::memcmp(out[1][r].data(), out[1][0].data(), bytes), 0)
-          << tc.name << " " << to_string(t) << ": two-shot rank " << r << " differs from rank 0";
-      EXPECT_EQ(std::memcmp(out[1][r].data(), out[0][r].data(), bytes), 0)
-          << tc.name << " " << to_string(t) << ": rank " << r << " differs between one-shot and two-shot";
-    }
   }
+  testing::expect_same_allreduce_bits(*one, *two, setup.buffers(), count, types, tc.name);
 }
 
-INSTANTIATE_TEST_SUITE_P(Topologies, LLTwoShotOnGpu, ::testing::Range(0, static_cast<int>(std::size(kCases))),
-                         [](const auto& info) { return std::string(kCases[info.param].name); });
+INSTANTIATE_TEST_SUITE_P(Topologies, LLTwoShotOnGpu,
+                         ::testing::Range(0, static_cast<int>(std::size(testing::kTwoShotCases))),
+                         [](const auto& info) { return std::string(testing::kTwoShotCases[info.param].name); });
 
 // Where two-shot runs: allreduces only, from its limit up to the low-latency limit; by default never up to three
 // ranks and from 96 KiB on eight; a negative limit is refused.
@@ -122,6 +86,7 @@ TEST(LLTwoShotReach, AllreducesFromItsLimitWithinTheLowLatencyOne) {
   o.topology = load_topology("hgx-h200");
   o.devices = {0};
   o.low_latency_bytes = 256 << 10;
+  o.direct_bytes = 0;  // past LL's limit the direct protocol has a two-shot kernel of its own
   std::unique_ptr<Communicator> comm;
   ASSERT_TRUE(Communicator::create(o, &comm).ok());
   EXPECT_FALSE(comm->is_two_shot(Collective::allreduce, (24 << 10) - 1, DataType::f32));  // below 96 KiB
@@ -161,7 +126,8 @@ TEST(LLTwoShotReach, AnExplicitSpecMustBeALowLatencyAllreduce) {
   spec.two_shot = true;
   Status s = comm->prepare(std::vector<CollectiveSpec>{spec});
   EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
-  EXPECT_NE(s.message().find("two-shot is a variant of the low-latency allreduce"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("two-shot is a variant of the low-latency and direct allreduces"), std::string::npos)
+      << s.message();
   spec.collective = Collective::allreduce;
   spec.low_latency = false;
   s = comm->prepare(std::vector<CollectiveSpec>{spec});

@@ -125,6 +125,29 @@ TEST(RuntimeEnv, LowLatencyTwoShotFromFourRanksUnlessSet) {
               ::testing::HasSubstr("CANOPY_LL_TWO_SHOT_BYTES"));
 }
 
+TEST(RuntimeEnv, DirectTwoShotFromThreeRanksUnlessSet) {
+  {
+    ScopedEnv unset("CANOPY_DIRECT_TWO_SHOT_BYTES", nullptr);
+    EXPECT_EQ(direct_two_shot_bytes_from_environment(), std::nullopt);
+    EXPECT_EQ(direct_two_shot_default_bytes(2), 0);        // the same bytes per link either way: one-shot
+    EXPECT_EQ(direct_two_shot_default_bytes(3), 2 << 20);  // where it crossed on one H200
+    EXPECT_EQ(direct_two_shot_default_bytes(4), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(5), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(6), 384 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(7), 384 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(8), 256 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(16), 256 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(64), 256 << 10);
+  }
+  {
+    ScopedEnv set("CANOPY_DIRECT_TWO_SHOT_BYTES", "4MiB");
+    EXPECT_EQ(direct_two_shot_bytes_from_environment(), std::int64_t{4} << 20);
+  }
+  ScopedEnv bad("CANOPY_DIRECT_TWO_SHOT_BYTES", "most");
+  EXPECT_THAT(error_from([] { direct_two_shot_bytes_from_environment(); }),
+              ::testing::HasSubstr("CANOPY_DIRECT_TWO_SHOT_BYTES"));
+}
+
 TEST(RuntimeEnv, LL128OffUnlessSet) {
   {
     ScopedEnv bytes("CANOPY_LL128_BYTES", nullptr), blocks("CANOPY_LL128_BLOCKS", nullptr),
