@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iostream>
 #include <functional>
 #include <span>
 #include <string>
@@ -93,6 +95,22 @@ inline int check_every_call(Communicator& comm, CollectiveBuffers& buffers, std:
       }
     }
   return runs;
+}
+
+// Every element type and operator of allreduce at 1, 7, 1000 and `largest` elements, in and out of place, through
+// `comm`, each checked; `two_shot(spec, count)` must hold for every spec and count (the kernel under test runs them
+// all). Prints the runs made, as the other sweeps do.
+inline void check_two_shot_allreduces(Communicator& comm, std::uint64_t largest, const std::string& label,
+                                      const std::function<bool(const CollectiveSpec&, std::uint64_t)>& two_shot) {
+  const std::vector<CollectiveSpec> specs = every_type_and_op(Collective::allreduce, comm.ranks());
+  CheckedCallSetup setup;
+  ASSERT_TRUE(setup.make(comm, sweep_buffer_bytes(Collective::allreduce, comm.ranks(), largest)));
+  const std::uint64_t counts[] = {1, 7, 1000, largest};
+  int taken = 0;
+  const int runs = check_every_call(comm, setup.buffers(), specs, counts, label, two_shot, &taken);
+  EXPECT_EQ(taken, 4 * static_cast<int>(specs.size()));  // every count
+  std::cout << fmt::format("[ runs ] {}: {} ranks on {} GPUs, {} runs, {} of the counts two-shot\n", label,
+                           comm.ranks(), comm.devices(), runs, taken);
 }
 
 // An allreduce sum of `count` elements of each type in `types` through `one` and then `two` (communicators of the

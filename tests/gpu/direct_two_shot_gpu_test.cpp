@@ -35,22 +35,10 @@ TEST_P(DirectTwoShotOnGpu, MatchesTheHostReference) {
   const testing::SweepCase& tc = testing::kTwoShotCases[GetParam()];
   std::unique_ptr<Communicator> comm = communicator(tc, 1);  // from 1 byte: every direct allreduce
   ASSERT_TRUE(comm);
-  const std::vector<CollectiveSpec> specs = testing::every_type_and_op(Collective::allreduce, comm->ranks());
-  const std::uint64_t largest = 100003;
-  CheckedCallSetup setup;
-  ASSERT_TRUE(setup.make(*comm, testing::sweep_buffer_bytes(Collective::allreduce, comm->ranks(), largest)));
-  const std::uint64_t counts[] = {1, 7, 1000, largest};
-  int two_shot = 0;
-  const int runs = testing::check_every_call(
-      *comm, setup.buffers(), specs, counts, tc.name,
-      [&](const CollectiveSpec& spec, std::uint64_t count) {
-        return comm->is_direct(Collective::allreduce, count, spec.dtype) &&
-               comm->is_two_shot(Collective::allreduce, count, spec.dtype);
-      },
-      &two_shot);
-  EXPECT_EQ(two_shot, 4 * static_cast<int>(specs.size()));  // every count
-  std::cout << fmt::format("[ runs ] {}: {} ranks on {} GPUs, {} runs, {} of the counts two-shot\n", tc.name,
-                           comm->ranks(), comm->devices(), runs, two_shot);
+  testing::check_two_shot_allreduces(*comm, 100003, tc.name, [&](const CollectiveSpec& spec, std::uint64_t count) {
+    return comm->is_direct(Collective::allreduce, count, spec.dtype) &&
+           comm->is_two_shot(Collective::allreduce, count, spec.dtype);
+  });
 }
 
 // Float sums at 4 MiB of f32, whose result depends on the order of the additions: every rank of the two-shot call
