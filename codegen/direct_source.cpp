@@ -30,7 +30,6 @@ std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int
     return 2 * others * (bytes / static_cast<std::uint64_t>(std::max(ranks, 1)));
   switch (collective) {
     case Collective::broadcast:
-      return ranks > 1 ? bytes : 0;
     case Collective::reduce:
     case Collective::allreduce:
       return others * bytes;

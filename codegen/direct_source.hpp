@@ -31,10 +31,11 @@ struct DirectSpec {
 // Counters of one rank's direct flag area: "entered" and "done" per peer and block.
 int direct_flag_count(int ranks, int blocks_per_rank);
 
-// The bytes one rank moves over its links in one call of `collective` whose nccl-tests size S is `bytes`: reads
-// from other ranks' memory (broadcast S, reduce at the root and allreduce (ranks - 1) x S, reduce-scatter
-// (ranks - 1) x S / ranks) or stores into it (allgather (ranks - 1) x S / ranks, two-shot allreduce both:
-// 2 (ranks - 1) x S / ranks). What the direct protocol's size threshold bounds.
+// The bytes the busiest rank's link carries one way in one call of `collective` whose nccl-tests size S is `bytes`:
+// broadcast (ranks - 1) x S (every other rank reads the root's input), reduce (ranks - 1) x S (the root reads every
+// other input), allreduce (ranks - 1) x S (every rank reads every other input, and is read by every other),
+// allgather and reduce-scatter (ranks - 1) x S / ranks, two-shot allreduce 2 (ranks - 1) x S / ranks (its share read
+// from every other rank and stored into every other). What the direct protocol's size threshold bounds.
 std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int ranks, bool two_shot = false);
 
 // Whether rank `me` reads rank `peer`'s send buffer (allgather: writes its receive buffer) in a direct call: what

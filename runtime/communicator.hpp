@@ -70,11 +70,11 @@ struct CommunicatorOptions {
   // NVLink hop apart (directly or through one switch) and peer access: a warp's 128-byte stores arrive whole only
   // over NVLink.
   std::optional<std::int64_t> ll128_bytes;
-  // Bytes a rank moves over its links (direct_moved_bytes: broadcast S, allreduce (ranks - 1) x S, two-shot
-  // allreduce 2 (ranks - 1) x S / ranks, ...) up to which larger calls take the direct protocol: one launch in which
-  // every rank reads the send buffers it needs straight from the other ranks (CANOPY_DIRECT_BYTES, default 32 MiB;
-  // 0: never). It needs peer access between every pair of GPUs and an NVLink hop (direct or through one switch)
-  // between them in the topology.
+  // Bytes the busiest rank's link carries one way (direct_moved_bytes: broadcast, reduce and allreduce
+  // (ranks - 1) x S, two-shot allreduce 2 (ranks - 1) x S / ranks, ...) up to which larger calls take the direct
+  // protocol: one launch in which every rank reads the send buffers it needs straight from the other ranks
+  // (CANOPY_DIRECT_BYTES, default 32 MiB; 0: never). It needs peer access between every pair of GPUs and an NVLink hop
+  // (direct or through one switch) between them in the topology.
   std::optional<std::int64_t> direct_bytes;
   // Size (nccl-tests' S) from which out-of-place direct allreduces run two-shot: each rank combines its share of
   // every input and stores it into every rank's receive buffer, 2 (ranks - 1) / ranks of the buffer moved per rank

@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
       "threads\n"
       "  CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   direct protocol (ranks read peers' "
       "buffers):\n"
-      "                       up to 32MiB moved per rank (0: off), 32 blocks per rank, 512 threads\n"
+      "                       up to 32MiB on the busiest link (0: off), 32 blocks per rank, 512 threads\n"
       "  CANOPY_DIRECT_TWO_SHOT_BYTES   out-of-place direct allreduces from this size run two-shot (each rank\n"
       "                       combines its share and stores it into every rank; 0: never; default: never on 2\n"
       "                       ranks, from 2MiB on 3, 1MiB on 4-5, 384KiB on 6-7, 256KiB from 8); in place always\n"

@@ -200,9 +200,11 @@ TEST(DirectSource, TwoShotAllreduceHasItsOwnNameAndConfig) {
   }
 }
 
-TEST(DirectSource, BytesEachRankMoves) {
+// The busiest link, one way: a broadcast's root serves every other rank's read of its S.
+TEST(DirectSource, BytesTheBusiestLinkCarries) {
   const std::uint64_t s = 12 << 20;
-  EXPECT_EQ(direct_moved_bytes(Collective::broadcast, s, 8), s);   // every non-root reads the root's S
+  EXPECT_EQ(direct_moved_bytes(Collective::broadcast, s, 8), 7 * s);  // 7 non-roots read the root's S
+  EXPECT_EQ(direct_moved_bytes(Collective::broadcast, s, 2), s);
   EXPECT_EQ(direct_moved_bytes(Collective::reduce, s, 8), 7 * s);  // the root reads every other rank's S
   EXPECT_EQ(direct_moved_bytes(Collective::allreduce, s, 8), 7 * s);
   EXPECT_EQ(direct_moved_bytes(Collective::allgather, s, 8), 7 * s / 8);  // S is the output: n blocks of S / n
