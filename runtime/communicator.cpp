@@ -1074,6 +1074,7 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->order.done.assign(devices, nullptr);
     st->order.stream.assign(devices, nullptr);
     st->order.used.assign(devices, false);
+    st->order.switched.assign(devices, false);
     st->setup_stream.assign(devices, nullptr);
     CurrentDevice keep;
     for (int d = 0; d < devices; ++d) {

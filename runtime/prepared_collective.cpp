@@ -53,13 +53,19 @@ Status launch_on_device(void* context, int d) {
   config.numAttrs = p.cooperative ? 1 : 0;
   DeviceOrder& order = *target.order;
   cudaError_t e = cudaSetDevice(target.ordinal[d]);
-  // Another stream than last time: it first waits for everything issued on the last one (our launch included).
+  // Another stream than last time: it first waits for everything issued on the last one (our launches included),
+  // whose handle may be dead by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
   if (e == cudaSuccess && !target.capturing && order.used[d] && order.stream[d] != config.stream) {
-    e = cudaEventRecord(order.done[d], order.stream[d]);
-    if (e == cudaSuccess) e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
+    if (order.switched[d]) {
+      e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
+    } else {
+      e = cudaDeviceSynchronize();
+      order.switched[d] = 1;
+    }
   }
   if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
   if (e == cudaSuccess && target.capturing) return Status();
+  if (e == cudaSuccess && order.switched[d]) e = cudaEventRecord(order.done[d], config.stream);
   if (e == cudaSuccess) {
     order.stream[d] = config.stream;
     order.used[d] = 1;

@@ -38,6 +38,7 @@ struct PreparedCollective {
   enum class Protocol { trees, low_latency, ll128, direct } protocol = Protocol::trees;
   Collective collective = Collective::allreduce;
   int root = 0;
+  bool two_shot = false;                    // the low-latency and direct protocols' two-shot kernels
   int blocks_per_rank = 0;                  // plan-free kernels
   std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
   std::vector<unsigned char> args;          // DeviceArgs<ranks> image
@@ -47,12 +48,16 @@ struct PreparedCollective {
 };
 
 // Launches of one communicator on one GPU must run in order (they share scratch): when a call comes on another
-// stream than the last one used on that GPU, `done` is recorded on the last stream and the new stream waits for it
-// (recording only then keeps same-stream calls, the common case, to one API call per GPU).
+// stream than the last one used on that GPU, the new stream waits for the last one's work. The caller may have
+// destroyed the last stream by then (any use of its handle may crash the driver), so the communicator never touches
+// it: the first switch on a GPU waits for the whole GPU on the host, and from then on `done` is recorded after every
+// launch on that GPU and a switch waits for it. Calls that keep one stream, the common case, stay at one API call per
+// GPU.
 struct DeviceOrder {
-  std::vector<cudaEvent_t> done;      // per device index: recorded on `stream` when a call switches streams
-  std::vector<cudaStream_t> stream;   // per device index: the stream of the last launch
-  std::vector<char> used;  // per device index: launched before (not vector<bool>: helpers set theirs at once)
+  std::vector<cudaEvent_t> done;     // per device index: recorded after every launch once `switched`
+  std::vector<cudaStream_t> stream;  // per device index: the stream of the last launch (compared, never used)
+  std::vector<char> used;            // per device index: launched before (not vector<bool>: helpers set theirs at once)
+  std::vector<char> switched;        // per device index: a call has come on another stream than the last before
 };
 
 // Where every rank's memory and each device's stream are, for one launch (views of the communicator's state).

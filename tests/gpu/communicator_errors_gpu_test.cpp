@@ -1,7 +1,8 @@
 // The Communicator's errors on real GPUs (label gpu; SKIPPED without one): a real host pointer, a device buffer
 // too small for the count, a buffer and a stream on the wrong GPU, an out-of-range root, a count past the kernels'
 // range, a communicator asked for more devices than ranks, a call captured on one GPU's stream only. Each is a Status
-// naming the argument, never a crash; the communicator keeps working afterwards.
+// naming the argument, never a crash; the communicator keeps working afterwards. And one that is not an error: a
+// call after the caller destroyed the last call's stream.
 // tests/errors/collective_call_errors_test.cpp pins the wording.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -46,6 +47,32 @@ class CommunicatorErrorsOnGpu : public ::testing::Test {
   void* send_[2] = {nullptr, nullptr};
   void* recv_[2] = {nullptr, nullptr};
 };
+
+// Not an error: the caller destroys the stream of the last call (its work may still be queued) and calls on another.
+// The communicator orders the new call after the old stream's work without recording on the dead stream.
+TEST_F(CommunicatorErrorsOnGpu, AStreamDestroyedAfterTheLastCallIsNoError) {
+  for (int round = 0; round < 3; ++round) {
+    std::vector<cudaStream_t> streams(2, nullptr);
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+      if (r == 0 || comm_->device_of_rank(1) != comm_->device_of_rank(0))
+        ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
+      else
+        streams[r] = streams[0];
+    }
+    const std::vector<const void*> send{send_[0], send_[1]};
+    const std::vector<void*> recv{recv_[0], recv_[1]};
+    const Status s = comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
+    EXPECT_TRUE(s.ok()) << "round " << round << ": " << s.message();
+    for (int r = 0; r < 2; ++r)
+      if (r == 0 || streams[1] != streams[0]) EXPECT_EQ(cudaStreamDestroy(streams[r]), cudaSuccess);
+  }
+  EXPECT_TRUE(allreduce(kCount).ok());  // and on the default stream after them
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+}
 
 TEST_F(CommunicatorErrorsOnGpu, HostPointerIsNamed) {
   std::vector<float> host(kCount);
