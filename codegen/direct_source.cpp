@@ -12,8 +12,13 @@ namespace canopy {
 
 int direct_flag_count(int ranks, int blocks_per_rank) { return 2 * ranks * blocks_per_rank; }
 
-bool direct_reads(Collective collective, int root, int me, int peer) {
+bool direct_has_two_shot(Collective collective) {
+  return collective == Collective::allreduce || collective == Collective::broadcast || collective == Collective::reduce;
+}
+
+bool direct_reads(Collective collective, int root, int me, int peer, bool two_shot) {
   if (me == peer) return false;
+  if (two_shot) return true;
   if (collective == Collective::broadcast) return peer == root;
   if (collective == Collective::reduce) return me == root;
   return true;
@@ -26,7 +31,7 @@ int direct_done_index(int ranks, int blocks_per_rank, int peer, int block) {
 
 std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int ranks, bool two_shot) {
   const std::uint64_t others = ranks > 1 ? static_cast<std::uint64_t>(ranks - 1) : 0;
-  if (two_shot && collective == Collective::allreduce)
+  if (two_shot && direct_has_two_shot(collective))
     return 2 * others * (bytes / static_cast<std::uint64_t>(std::max(ranks, 1)));
   switch (collective) {
     case Collective::broadcast:
@@ -41,9 +46,10 @@ std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int
 }
 
 KernelSource direct_source(const DirectSpec& spec) {
-  if (spec.two_shot && spec.collective != Collective::allreduce)
-    throw Error(fmt::format("direct kernels: two-shot is an allreduce variant, not a {}; unset two_shot",
-                            to_string(spec.collective)));
+  if (spec.two_shot && !direct_has_two_shot(spec.collective))
+    throw Error(fmt::format(
+        "direct kernels: two-shot is a variant of allreduce, broadcast and reduce, not of {}; unset two_shot",
+        to_string(spec.collective)));
   const OneHopShape shape{spec.collective,      spec.dtype, spec.op,
                           spec.ranks,           spec.root,  &spec.device_of_rank,
                           spec.blocks_per_rank, 1024,       spec.threads_per_block};
@@ -52,8 +58,8 @@ KernelSource direct_source(const DirectSpec& spec) {
       shape,
       {"direct", "direct.cuh", "kDirect", "canopy::run_direct",
        fmt::format("{}; {} blocks x {} threads per rank",
-                   spec.two_shot ? "two-shot: every rank combines its share of every send buffer into every receive "
-                                   "buffer"
+                   spec.two_shot ? "two-shot: every rank moves its share of the elements from the send buffers to the "
+                                   "receive buffers"
                                  : "every rank reads the send buffers it needs from the other ranks",
                    spec.blocks_per_rank, spec.threads_per_block),
        fmt::format("  static constexpr bool kTwoShot = {};\n", spec.two_shot), spec.two_shot ? 1 : 0},

@@ -23,8 +23,9 @@ struct DirectSpec {
   std::vector<int> device_of_rank;  // empty: rank i on device i
   int blocks_per_rank = 32;         // each block moves an equal share of the elements
   int threads_per_block = 512;
-  // Allreduce only: two-shot (each rank combines its share of every input and stores it into every rank's receive
-  // buffer, 2 (ranks - 1) / ranks of the buffer moved per rank) instead of one-shot (every rank reads every input).
+  // Allreduce, broadcast and reduce: two-shot (each rank moves its share of the elements from the send buffers it
+  // needs to the receive buffers that need it, no link carrying more than 2 (ranks - 1) / ranks of the buffer one
+  // way) instead of one-shot (every rank reads the inputs it needs: (ranks - 1) times the buffer on the busiest link).
   bool two_shot = false;
 };
 
@@ -34,13 +35,17 @@ int direct_flag_count(int ranks, int blocks_per_rank);
 // The bytes the busiest rank's link carries one way in one call of `collective` whose nccl-tests size S is `bytes`:
 // broadcast (ranks - 1) x S (every other rank reads the root's input), reduce (ranks - 1) x S (the root reads every
 // other input), allreduce (ranks - 1) x S (every rank reads every other input, and is read by every other),
-// allgather and reduce-scatter (ranks - 1) x S / ranks, two-shot allreduce 2 (ranks - 1) x S / ranks (its share read
-// from every other rank and stored into every other). What the direct protocol's size threshold bounds.
+// allgather and reduce-scatter (ranks - 1) x S / ranks, two-shot allreduce, broadcast and reduce
+// 2 (ranks - 1) x S / ranks (a share read from every other rank and stored into every other; the root's link).
+// What the direct protocol's size threshold bounds.
 std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int ranks, bool two_shot = false);
 
-// Whether rank `me` reads rank `peer`'s send buffer (allgather: writes its receive buffer) in a direct call: what
-// templates/direct.cuh's direct_reads decides on the GPU, and the watchdog's report on the host.
-bool direct_reads(Collective collective, int root, int me, int peer);
+// Whether the direct protocol has a two-shot kernel of `collective` (allreduce, broadcast, reduce).
+bool direct_has_two_shot(Collective collective);
+
+// Whether rank `me` reads rank `peer`'s send buffer (allgather: writes its receive buffer; two-shot: either) in a
+// direct call: what templates/direct.cuh's direct_reads decides on the GPU, and the watchdog's report on the host.
+bool direct_reads(Collective collective, int root, int me, int peer, bool two_shot = false);
 
 // The counter of `peer`'s "entered" and "done" words in a rank's direct flag area, for block `block`.
 int direct_entered_index(int ranks, int blocks_per_rank, int peer, int block);

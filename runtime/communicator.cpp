@@ -204,7 +204,13 @@ struct Communicator::State {
   LineMemory ll128_memory;
   CallOracle oracle{pointer_facts, stream_device, stream_capturing};  // CANOPY_CHECK_POINTERS=0: no pointer queries
   DirectShape direct;                               // max_bytes 0: off
-  std::int64_t direct_two_shot_bytes = 0;  // out-of-place direct allreduces from this size run two-shot (0: never)
+  // Out-of-place direct allreduces, broadcasts and reduces from this size run two-shot (0: never); unset: the
+  // defaults per collective and ranks (direct_two_shot_default_bytes).
+  std::optional<std::int64_t> direct_two_shot_bytes;
+  std::int64_t direct_two_shot_from(Collective collective) const {
+    return direct_two_shot_bytes.value_or(
+        direct_two_shot_default_bytes(collective, static_cast<int>(rank_names.size())));
+  }
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
   std::vector<unsigned long long*> direct_launches;  // per device index: the direct kernels' launch counter
   std::uint64_t direct_epoch = 0;                    // eager direct launches so far, shared by every direct kernel
@@ -497,6 +503,7 @@ void Communicator::State::load(const CollectiveSpec& spec,
                                  : PreparedCollective::Protocol::trees;
   p->collective = spec.collective;
   p->root = spec.root;
+  p->two_shot = spec.two_shot;
   p->blocks_per_rank = spec.low_latency ? low_latency.blocks_per_rank
                        : spec.ll128     ? ll128.blocks_per_rank
                        : spec.direct    ? direct.blocks_per_rank
@@ -578,11 +585,11 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                                 spec.low_latency ? "low-latency"
                                 : spec.ll128     ? "LL128"
                                                  : "direct"));
-    if (spec.two_shot &&
-        (!(spec.low_latency || spec.direct) || spec.collective != Collective::allreduce || spec.program))
+    if (spec.two_shot && !((spec.low_latency && spec.collective == Collective::allreduce) ||
+                           (spec.direct && direct_has_two_shot(spec.collective))))
       return Status(StatusCode::invalid_argument,
-                    fmt::format("{}: two-shot is a variant of the low-latency and direct allreduces; set low_latency "
-                                "or direct with collective allreduce, or unset two_shot",
+                    fmt::format("{}: two-shot is a variant of the low-latency allreduce and of the direct allreduce, "
+                                "broadcast and reduce; set low_latency or direct accordingly, or unset two_shot",
                                 spec_text(spec)));
     Job job;
     job.spec = spec;
@@ -1042,11 +1049,11 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;
     if (st->direct.max_bytes < 0)
       throw Error(fmt::format("direct-protocol limit {} bytes: use 0 (off) or a positive size", st->direct.max_bytes));
-    st->direct_two_shot_bytes = options.direct_two_shot_bytes.value_or(
-        direct_two_shot_bytes_from_environment().value_or(direct_two_shot_default_bytes(n)));
-    if (st->direct_two_shot_bytes < 0)
+    st->direct_two_shot_bytes =
+        options.direct_two_shot_bytes ? options.direct_two_shot_bytes : direct_two_shot_bytes_from_environment();
+    if (st->direct_two_shot_bytes.value_or(0) < 0)
       throw Error(
-          fmt::format("direct two-shot limit {} bytes: use 0 (never) or a positive size", st->direct_two_shot_bytes));
+          fmt::format("direct two-shot limit {} bytes: use 0 (never) or a positive size", *st->direct_two_shot_bytes));
     if (st->direct.max_bytes > 0) {
       const std::string why = direct_unusable(*st);
       if (!why.empty()) {
@@ -1173,11 +1180,13 @@ static bool two_shot_sized(std::int64_t from, std::uint64_t bytes) {
 }
 
 bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
-  if (collective != Collective::allreduce || ranks() < 2) return false;
+  if (ranks() < 2) return false;
   const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
-  if (is_low_latency(collective, count, dtype)) return two_shot_sized(state_->ll_two_shot_bytes, bytes);
-  return is_direct(collective, count, dtype, in_place) &&
-         (in_place || two_shot_sized(state_->direct_two_shot_bytes, bytes));
+  if (is_low_latency(collective, count, dtype))
+    return collective == Collective::allreduce && two_shot_sized(state_->ll_two_shot_bytes, bytes);
+  return direct_has_two_shot(collective) && is_direct(collective, count, dtype, in_place) &&
+         ((in_place && collective == Collective::allreduce) ||
+          two_shot_sized(state_->direct_two_shot_from(collective), bytes));
 }
 
 bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType dtype) const {
@@ -1192,7 +1201,8 @@ bool Communicator::is_direct(Collective collective, std::uint64_t count, DataTyp
   const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
   // In place, an allreduce can only run two-shot (one-shot's ranks would read inputs being overwritten).
   const bool two_shot =
-      collective == Collective::allreduce && (in_place || two_shot_sized(state_->direct_two_shot_bytes, bytes));
+      direct_has_two_shot(collective) && ((in_place && collective == Collective::allreduce) ||
+                                          two_shot_sized(state_->direct_two_shot_from(collective), bytes));
   const std::uint64_t moved = direct_moved_bytes(collective, bytes, ranks(), two_shot);
   // One rank moves nothing to others: its call is a local copy, which the trees' kernel does with more blocks.
   return state_->direct.max_bytes > 0 && ranks() > 1 && moved <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&

@@ -76,11 +76,11 @@ struct CommunicatorOptions {
   // (CANOPY_DIRECT_BYTES, default 32 MiB; 0: never). It needs peer access between every pair of GPUs and an NVLink hop
   // (direct or through one switch) between them in the topology.
   std::optional<std::int64_t> direct_bytes;
-  // Size (nccl-tests' S) from which out-of-place direct allreduces run two-shot: each rank combines its share of
-  // every input and stores it into every rank's receive buffer, 2 (ranks - 1) / ranks of the buffer moved per rank
-  // where one-shot reads (ranks - 1) times it (CANOPY_DIRECT_TWO_SHOT_BYTES; 0: never; unset:
-  // direct_two_shot_default_bytes). In-place direct allreduces always run two-shot: one-shot's ranks would read
-  // inputs their owners are overwriting.
+  // Size (nccl-tests' S) from which out-of-place direct allreduces, broadcasts and reduces run two-shot: each rank
+  // moves its share of the elements (an allreduce's combined from every input and stored into every receive buffer),
+  // no link carrying more than 2 (ranks - 1) / ranks of the buffer where one-shot puts (ranks - 1) times it on the
+  // busiest (CANOPY_DIRECT_TWO_SHOT_BYTES; 0: never; unset: direct_two_shot_default_bytes, per collective).
+  // In-place direct allreduces always run two-shot: one-shot's ranks would read inputs their owners are overwriting.
   std::optional<std::int64_t> direct_two_shot_bytes;
   // With several GPUs: launch on all of them at once, through a helper thread per GPU after the first that waits
   // for work (spinning) for `launch_spin` after its last launch, then sleeps (CANOPY_LAUNCH_THREADS, default on;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "codegen/direct_source.hpp"
 #include "dsl/error.hpp"
 #include "planner/plan_json.hpp"
 
@@ -97,8 +98,9 @@ std::optional<std::int64_t> direct_two_shot_bytes_from_environment() {
   return byte_size_from_environment("CANOPY_DIRECT_TWO_SHOT_BYTES");
 }
 
-std::int64_t direct_two_shot_default_bytes(int ranks) {
-  if (ranks <= 2) return 0;
+std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks) {
+  if (ranks <= 2 || collective == Collective::broadcast || !direct_has_two_shot(collective)) return 0;
+  if (collective == Collective::reduce) return std::int64_t{ranks < 8 ? 4 : 2} << 20;
   return std::int64_t{ranks == 3 ? 2048 : ranks < 6 ? 1024 : ranks < 8 ? 384 : 256} << 10;
 }
 

@@ -71,16 +71,17 @@ LL128Shape ll128_shape_from_environment();
 using DirectShape = OneLaunchShape;
 DirectShape direct_shape_from_environment();
 
-// CANOPY_DIRECT_TWO_SHOT_BYTES: out-of-place direct allreduces whose size is at least this run the two-shot kernel
-// (each rank combines its share and stores it into every rank's receive buffer) instead of the one-shot one (0:
-// never; in-place ones always run two-shot). Unset: the default for the communicator's ranks
-// (direct_two_shot_default_bytes).
+// CANOPY_DIRECT_TWO_SHOT_BYTES: out-of-place direct allreduces, broadcasts and reduces whose size is at least this
+// run the two-shot kernel (each rank moves its share of the elements) instead of the one-shot one (0: never; in-place
+// allreduces always run two-shot). Unset: the default per collective and ranks (direct_two_shot_default_bytes).
 std::optional<std::int64_t> direct_two_shot_bytes_from_environment();
-// The default: never on two ranks (both variants move the same bytes over each link, and two-shot waits for its
-// stores to reach the peer before "done"), else where calls of 3, 4, 6 and 8 virtual ranks on one H200 crossed
-// (docs/performance.md): from 2 MiB on 3 ranks, 1 MiB on 4 and 5, 384 KiB on 6 and 7, 256 KiB from 8 (every size
-// the direct protocol takes by default).
-std::int64_t direct_two_shot_default_bytes(int ranks);
+// The defaults, where calls of virtual ranks on one H200 crossed (docs/performance.md). Never on two ranks (both
+// variants put the same bytes on each link, and two-shot waits for its stores to reach the peer before "done").
+// Allreduce from 2 MiB on 3 ranks, 1 MiB on 4 and 5, 384 KiB on 6 and 7, 256 KiB from 8 (every size the direct
+// protocol takes by default); reduce from 4 MiB on 3 to 7 ranks, 2 MiB from 8; broadcast never (slower at every size on
+// one GPU, where one-shot's readers share the root's cached lines; its root-link bytes, (ranks - 1) x S against 2
+// (ranks - 1) / ranks x S, are not there to see).
+std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks);
 
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
 // bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.

@@ -77,7 +77,8 @@ std::vector<std::string> stuck_report(const Schedule& s, std::uint64_t count, st
   return lines;
 }
 
-std::vector<std::string> direct_stuck_report(Collective collective, int root, const std::vector<std::string>& names,
+std::vector<std::string> direct_stuck_report(Collective collective, int root, bool two_shot,
+                                             const std::vector<std::string>& names,
                                              const std::vector<int>& device_of_rank, int blocks, std::uint64_t epoch,
                                              const std::vector<std::vector<std::uint64_t>>& flags,
                                              const std::vector<int>& devices, int max_lines) {
@@ -86,7 +87,9 @@ std::vector<std::string> direct_stuck_report(Collective collective, int root, co
     return rank < static_cast<int>(flags.size()) && index < static_cast<int>(flags[rank].size()) ? flags[rank][index]
                                                                                                  : 0;
   };
-  const bool pushes = collective == Collective::allgather;
+  const char* const use = two_shot                              ? "reading and writing"
+                          : collective == Collective::allgather ? "writing"
+                                                                : "reading";
   std::vector<std::string> lines;
   int more = 0;
   for (int me = 0; me < n; ++me) {
@@ -97,15 +100,15 @@ std::vector<std::string> direct_stuck_report(Collective collective, int root, co
       std::string what;
       int index = -1;
       for (int q = 0; q < n && index < 0; ++q)
-        if (direct_reads(collective, root, me, q) && value(me, direct_entered_index(n, blocks, q, b)) < epoch) {
+        if (direct_reads(collective, root, me, q, two_shot) &&
+            value(me, direct_entered_index(n, blocks, q, b)) < epoch) {
           index = direct_entered_index(n, blocks, q, b);
           what = fmt::format("the peer has not entered this launch ({} entered", names[q]);
         }
       for (int q = 0; q < n && index < 0; ++q)
-        if (direct_reads(collective, root, q, me) && value(me, direct_done_index(n, blocks, q, b)) < epoch) {
+        if (direct_reads(collective, root, q, me, two_shot) && value(me, direct_done_index(n, blocks, q, b)) < epoch) {
           index = direct_done_index(n, blocks, q, b);
-          what =
-              fmt::format("the peer has not finished {} my buffer ({} done", pushes ? "writing" : "reading", names[q]);
+          what = fmt::format("the peer has not finished {} my buffer ({} done", use, names[q]);
         }
       if (index < 0) continue;
       if (static_cast<int>(lines.size()) >= max_lines) {

@@ -26,7 +26,9 @@ std::vector<std::string> stuck_report(const Schedule& schedule, std::uint64_t co
 // block on `devices` still short of a peer's word for this launch becomes one line, e.g.
 //   GPU 0 rank gpu0, direct allreduce, block 3: the peer has not entered this launch (gpu1 entered: gpu0.flag[35] =
 //   launch 5)
-std::vector<std::string> direct_stuck_report(Collective collective, int root, const std::vector<std::string>& names,
+// `two_shot`: the two-shot kernel's launch, in which every pair of ranks waits for each other.
+std::vector<std::string> direct_stuck_report(Collective collective, int root, bool two_shot,
+                                             const std::vector<std::string>& names,
                                              const std::vector<int>& device_of_rank, int blocks_per_rank,
                                              std::uint64_t epoch, const std::vector<std::vector<std::uint64_t>>& flags,
                                              const std::vector<int>& devices = {}, int max_lines = 24);

@@ -38,6 +38,7 @@ void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& c
   p.protocol = prepared.protocol;
   p.collective = prepared.collective;
   p.root = prepared.root;
+  p.two_shot = prepared.two_shot;
   p.blocks_per_rank = prepared.blocks_per_rank;
   p.flags.assign(flags.begin(), flags.end());
   p.launches.assign(launches.begin(), launches.end());
@@ -159,8 +160,8 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
   if (p.protocol == Protocol::trees)
     lines = stuck_report(s, p.count, p.epoch, flags, stuck);
   else if (p.protocol == Protocol::direct)
-    lines =
-        direct_stuck_report(p.collective, p.root, names_, device_of_rank_, p.blocks_per_rank, p.epoch, flags, stuck);
+    lines = direct_stuck_report(p.collective, p.root, p.two_shot, names_, device_of_rank_, p.blocks_per_rank, p.epoch,
+                                flags, stuck);
   else
     lines = {
         fmt::format("{} kernel: its blocks wait for the peers' lines of launch {}, or for their "

@@ -44,6 +44,7 @@ class Watchdog {
     PreparedCollective::Protocol protocol = PreparedCollective::Protocol::trees;
     Collective collective = Collective::allreduce;
     int root = 0;
+    bool two_shot = false;
     int blocks_per_rank = 0;
     std::vector<void*> flags;  // per rank
     std::vector<unsigned long long*> launches;  // per device index

@@ -14,11 +14,13 @@
 // there "entered" means "my receive buffer may be written" and "done" means "my stores into yours are complete";
 // the handshakes are the same, as every pair of ranks is both.
 //
-// Two-shot allreduce (Config::kTwoShot) is a reduce-scatter and an allgather in one pass: rank r owns the r-th
-// share of the elements; its blocks read that share from every rank's send buffer, combine it in rank order and
-// store the result into that share of every rank's receive buffer. A rank moves 2 (ranks - 1) / ranks of the buffer
-// over its links (half read, half written) where one-shot reads (ranks - 1) times the buffer; every pair of ranks
-// reads and writes each other, so the handshakes are allgather's.
+// Two-shot (Config::kTwoShot) splits the elements into one share per rank, and rank r moves share r alone, in one
+// pass: allreduce reads it from every rank's send buffer, combines it in rank order and stores the result into every
+// rank's receive buffer (a reduce-scatter and an allgather); broadcast reads it from the root's and stores it into
+// every receive buffer (a scatter and an allgather); reduce combines it from every send buffer into the root's
+// receive buffer. No link then carries more than 2 (ranks - 1) / ranks of the buffer one way, where one-shot puts
+// (ranks - 1) times it on the root's link (on every rank's for allreduce). Every pair of ranks may read and write
+// each other, so the handshakes are allgather's, every pair both ways.
 //
 // In place is safe for every collective but one-shot allreduce, whose ranks read the buffer its owner overwrites:
 // the runtime sends an in-place allreduce to the two-shot kernel, where each element of every rank's buffer is read
@@ -40,10 +42,11 @@ enum DirectCollective : int {
 };
 
 // Whether rank `me` reads rank `peer`'s send buffer in collective C::kCollective (allgather: writes its receive
-// buffer; every pair of ranks does both).
+// buffer; every pair of ranks does both, as in two-shot calls).
 template <typename C>
 __device__ __forceinline__ bool direct_reads(int me, int peer) {
   if (me == peer) return false;
+  if (C::kTwoShot) return true;
   if (C::kCollective == kDirectBroadcast) return peer == C::kRoot;
   if (C::kCollective == kDirectReduce) return me == C::kRoot;
   return true;
@@ -62,7 +65,7 @@ __device__ __forceinline__ int direct_done(int peer, int b) {
 // Whether a rank stores into other ranks' receive buffers (so "done" must follow a system-scope fence).
 template <typename C>
 __device__ __forceinline__ constexpr bool direct_pushes() {
-  return C::kCollective == kDirectAllGather || (C::kCollective == kDirectAllReduce && C::kTwoShot);
+  return C::kCollective == kDirectAllGather || C::kTwoShot;
 }
 
 template <typename C>
@@ -72,7 +75,7 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
   const unsigned long long n = a.count;
   // Block b's elements: whole 16-byte vectors for every part but the last, which also takes the tail. Two-shot
   // splits the elements into kRanks x kBlocks parts, the shares of ranks 0, 1, ... one after another.
-  const bool two_shot = C::kCollective == kDirectAllReduce && C::kTwoShot;
+  const bool two_shot = C::kTwoShot;
   const unsigned long long parts = two_shot ? C::kRanks * C::kBlocks : C::kBlocks;
   const unsigned long long part = two_shot ? static_cast<unsigned long long>(me) * C::kBlocks + b : b;
   const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
@@ -106,17 +109,30 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
         if (q == me && d.p[k] == s.p[0]) d.p[k] = nullptr;  // in place: my block is already there
       }
       reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, len);
-    } else if (two_shot) {
-      // My part of every rank's input, combined in rank order, into my part of every rank's receive buffer. Stores
-      // start after myself, so ranks spread them over the peers.
+    } else if (two_shot && C::kCollective == kDirectBroadcast) {
+      // My part of the root's input into my part of every rank's receive buffer, starting after myself, so ranks
+      // spread their stores over the peers.
       Pointers<T, C::kRanks> d;
-      Pointers<const T, C::kRanks> s;
+      Pointers<const T, 1> s;
+      s.p[0] = static_cast<const T*>(a.rank[C::kRoot].send) + first;
 #pragma unroll
       for (int q = 0; q < C::kRanks; ++q) {
-        s.p[q] = static_cast<const T*>(a.rank[q].send) + first;
         d.p[q] = static_cast<T*>(a.rank[(me + 1 + q) % C::kRanks].recv) + first;
+        if (d.p[q] == s.p[0]) d.p[q] = nullptr;  // the root in place: already there
       }
-      reduce_copy<Op, T, C::kRanks, C::kRanks>(d, s, C::kRanks, len);
+      reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, len);
+    } else if (two_shot) {
+      // My part of every rank's input, combined in rank order, into my part of every rank's receive buffer (reduce:
+      // the root's alone). Stores start after myself, so ranks spread them over the peers.
+      constexpr int kDsts = C::kCollective == kDirectReduce ? 1 : C::kRanks;
+      Pointers<T, kDsts> d;
+      Pointers<const T, C::kRanks> s;
+#pragma unroll
+      for (int q = 0; q < C::kRanks; ++q) s.p[q] = static_cast<const T*>(a.rank[q].send) + first;
+#pragma unroll
+      for (int q = 0; q < kDsts; ++q)
+        d.p[q] = static_cast<T*>(a.rank[kDsts == 1 ? C::kRoot : (me + 1 + q) % C::kRanks].recv) + first;
+      reduce_copy<Op, T, C::kRanks, kDsts>(d, s, C::kRanks, len);
     } else if (C::kCollective == kDirectBroadcast) {
       Pointers<T, 1> d;
       Pointers<const T, 1> s;

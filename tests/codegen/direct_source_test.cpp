@@ -192,11 +192,19 @@ TEST(DirectSource, TwoShotAllreduceHasItsOwnNameAndConfig) {
   EXPECT_TRUE(contains(k.file.text, "two-shot")) << k.file.text;  // the banner says which
   EXPECT_NE(k.schedule_key,
             direct_source(DirectSpec{spec.collective, spec.dtype, spec.op, 8, 0, spec.device_of_rank}).schedule_key);
-  for (Collective c : kCollectives) {
-    if (c == Collective::allreduce) continue;
+  for (Collective c : {Collective::broadcast, Collective::reduce}) {
     spec.collective = c;
-    EXPECT_EQ(refusal(spec),
-              fmt::format("direct kernels: two-shot is an allreduce variant, not a {}; unset two_shot", to_string(c)));
+    spec.root = 5;
+    EXPECT_EQ(direct_source(spec).name, fmt::format("canopy_direct2shot_{}_r8_d2_b32_f32{}_root5", to_string(c),
+                                                    c == Collective::reduce ? "_sum" : ""));
+    EXPECT_TRUE(direct_has_two_shot(c));
+  }
+  for (Collective c : {Collective::allgather, Collective::reducescatter}) {
+    spec.collective = c;
+    EXPECT_FALSE(direct_has_two_shot(c));
+    EXPECT_EQ(refusal(spec), fmt::format("direct kernels: two-shot is a variant of allreduce, broadcast and reduce, "
+                                         "not of {}; unset two_shot",
+                                         to_string(c)));
   }
 }
 
@@ -214,7 +222,9 @@ TEST(DirectSource, BytesTheBusiestLinkCarries) {
   // Two-shot allreduce: its share read from every other rank and stored into every other rank.
   EXPECT_EQ(direct_moved_bytes(Collective::allreduce, s, 8, true), 2 * 7 * s / 8);
   EXPECT_EQ(direct_moved_bytes(Collective::allreduce, s, 2, true), s);  // the same bytes as one-shot's on two
-  EXPECT_EQ(direct_moved_bytes(Collective::reducescatter, s, 8, true), 7 * s / 8);  // no other collective has one
+  EXPECT_EQ(direct_moved_bytes(Collective::broadcast, s, 8, true), 2 * 7 * s / 8);  // the root's link
+  EXPECT_EQ(direct_moved_bytes(Collective::reduce, s, 8, true), 2 * 7 * s / 8);
+  EXPECT_EQ(direct_moved_bytes(Collective::reducescatter, s, 8, true), 7 * s / 8);  // no two-shot kernel
   for (Collective c : kCollectives) {
     EXPECT_EQ(direct_moved_bytes(c, s, 1), 0u) << to_string(c) << ": one rank reads nobody";
     EXPECT_EQ(direct_moved_bytes(c, s, 1, true), 0u) << to_string(c);
@@ -234,6 +244,12 @@ TEST(DirectSource, WhoReadsWhom) {
           EXPECT_EQ(direct_reads(c, root, me, peer), expected)
               << to_string(c) << " root " << root << ": does " << me << " read " << peer << "?";
         }
+  // Two-shot: every pair, whatever the collective and root.
+  for (Collective c : {Collective::allreduce, Collective::broadcast, Collective::reduce}) {
+    EXPECT_TRUE(direct_reads(c, 0, 1, 2, true)) << to_string(c);
+    EXPECT_TRUE(direct_reads(c, 0, 2, 1, true)) << to_string(c);
+    EXPECT_FALSE(direct_reads(c, 0, 1, 1, true)) << to_string(c);
+  }
   // The root is ignored where there is none.
   EXPECT_TRUE(direct_reads(Collective::allreduce, 5, 0, 1));
   EXPECT_FALSE(direct_reads(Collective::broadcast, 2, 2, 0));  // the root reads nobody

@@ -97,20 +97,21 @@ inline int check_every_call(Communicator& comm, CollectiveBuffers& buffers, std:
   return runs;
 }
 
-// Every element type and operator of allreduce at 1, 7, 1000 and `largest` elements, in and out of place, through
+// Every element type and operator of `collective` at 1, 7, 1000 and `largest` elements, in and out of place, through
 // `comm`, each checked; `two_shot(spec, count)` must hold for every spec and count (the kernel under test runs them
 // all). Prints the runs made, as the other sweeps do.
-inline void check_two_shot_allreduces(Communicator& comm, std::uint64_t largest, const std::string& label,
-                                      const std::function<bool(const CollectiveSpec&, std::uint64_t)>& two_shot) {
-  const std::vector<CollectiveSpec> specs = every_type_and_op(Collective::allreduce, comm.ranks());
+inline void check_two_shot_calls(Communicator& comm, Collective collective, std::uint64_t largest,
+                                 const std::string& label,
+                                 const std::function<bool(const CollectiveSpec&, std::uint64_t)>& two_shot) {
+  const std::vector<CollectiveSpec> specs = every_type_and_op(collective, comm.ranks());
   CheckedCallSetup setup;
-  ASSERT_TRUE(setup.make(comm, sweep_buffer_bytes(Collective::allreduce, comm.ranks(), largest)));
+  ASSERT_TRUE(setup.make(comm, sweep_buffer_bytes(collective, comm.ranks(), largest)));
   const std::uint64_t counts[] = {1, 7, 1000, largest};
   int taken = 0;
   const int runs = check_every_call(comm, setup.buffers(), specs, counts, label, two_shot, &taken);
   EXPECT_EQ(taken, 4 * static_cast<int>(specs.size()));  // every count
-  std::cout << fmt::format("[ runs ] {}: {} ranks on {} GPUs, {} runs, {} of the counts two-shot\n", label,
-                           comm.ranks(), comm.devices(), runs, taken);
+  std::cout << fmt::format("[ runs ] {} {}: {} ranks on {} GPUs, {} runs, {} of the counts two-shot\n", label,
+                           to_string(collective), comm.ranks(), comm.devices(), runs, taken);
 }
 
 // An allreduce sum of `count` elements of each type in `types` through `one` and then `two` (communicators of the

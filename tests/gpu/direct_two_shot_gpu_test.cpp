@@ -1,9 +1,10 @@
-// The direct protocol's two-shot allreduce (templates/direct.cuh, Config::kTwoShot) on real GPUs (label gpu;
-// SKIPPED without one): every element type x operator, counts from 1 element (most ranks' shares empty) to 100003
-// (a tail past the last whole vector), in and out of place (in place every direct allreduce is two-shot), checked
-// element by element on every rank; two ranks (on two GPUs where the machine has them), three, eight and sixteen as
-// virtual ranks on one GPU. Each share is combined on its owner in rank order and stored to every rank: every rank's
-// result, and the one-shot kernel's, must be the same bit for bit. Then where it runs by default, and what is refused.
+// The direct protocol's two-shot kernels (templates/direct.cuh, Config::kTwoShot) on real GPUs (label gpu; SKIPPED
+// without one): allreduce, broadcast and reduce (root: the last rank) x every element type x operator, counts from
+// 1 element (most ranks' shares empty) to 100003 (a tail past the last whole vector), in and out of place (in place
+// every direct allreduce is two-shot), checked element by element on every rank; two ranks (on two GPUs where the
+// machine has them), three, eight and sixteen as virtual ranks on one GPU. Each allreduce share is combined on its
+// owner in rank order and stored to every rank: every rank's result, and the one-shot kernel's, must be the same bit
+// for bit. Then where it runs by default, and what is refused.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -35,10 +36,10 @@ TEST_P(DirectTwoShotOnGpu, MatchesTheHostReference) {
   const testing::SweepCase& tc = testing::kTwoShotCases[GetParam()];
   std::unique_ptr<Communicator> comm = communicator(tc, 1);  // from 1 byte: every direct allreduce
   ASSERT_TRUE(comm);
-  testing::check_two_shot_allreduces(*comm, 100003, tc.name, [&](const CollectiveSpec& spec, std::uint64_t count) {
-    return comm->is_direct(Collective::allreduce, count, spec.dtype) &&
-           comm->is_two_shot(Collective::allreduce, count, spec.dtype);
-  });
+  for (Collective c : {Collective::allreduce, Collective::broadcast, Collective::reduce})
+    testing::check_two_shot_calls(*comm, c, 100003, tc.name, [&](const CollectiveSpec& spec, std::uint64_t count) {
+      return comm->is_direct(c, count, spec.dtype) && comm->is_two_shot(c, count, spec.dtype);
+    });
 }
 
 // Float sums at 4 MiB of f32, whose result depends on the order of the additions: every rank of the two-shot call
@@ -64,9 +65,10 @@ INSTANTIATE_TEST_SUITE_P(Topologies, DirectTwoShotOnGpu,
                          ::testing::Range(0, static_cast<int>(std::size(testing::kTwoShotCases))),
                          [](const auto& info) { return std::string(testing::kTwoShotCases[info.param].name); });
 
-// By default: out of place never on two ranks, from 1 MiB on four and 256 KiB (every direct size) on eight; in
-// place always, and up to the limit on the bytes two-shot moves (2 (ranks - 1) / ranks of the buffer), where one-shot
-// would have stopped at (ranks - 1) times it.
+// By default: out of place never on two ranks, from 1 MiB on four and 256 KiB (every direct size) on eight; an
+// allreduce in place always; and up to the limit on the bytes two-shot puts on the busiest link (2 (ranks - 1) /
+// ranks of the buffer), where one-shot would have stopped at (ranks - 1) times it. Reduce from 2 MiB on eight,
+// broadcast never.
 TEST(DirectTwoShotReach, OutOfPlaceFromItsLimitInPlaceAlways) {
   if (visible_gpu_count() == 0)
     GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
@@ -83,6 +85,7 @@ TEST(DirectTwoShotReach, OutOfPlaceFromItsLimitInPlaceAlways) {
   EXPECT_TRUE(comm->is_direct(Collective::allreduce, mib, DataType::f32, true));
   EXPECT_TRUE(comm->is_two_shot(Collective::allreduce, mib, DataType::f32, true));
   EXPECT_FALSE(comm->is_two_shot(Collective::reducescatter, mib, DataType::f32, true));
+  EXPECT_FALSE(comm->is_two_shot(Collective::broadcast, mib, DataType::f32, true));  // only allreduce needs it in place
 
   make("hgx-h200", {"0", "1", "2", "3"}, &comm);
   EXPECT_FALSE(comm->is_two_shot(Collective::allreduce, mib - 1, DataType::f32));
@@ -98,6 +101,18 @@ TEST(DirectTwoShotReach, OutOfPlaceFromItsLimitInPlaceAlways) {
   EXPECT_TRUE(comm->is_direct(Collective::allreduce, 16 * mib, DataType::f32, true));
   EXPECT_FALSE(comm->is_direct(Collective::allreduce, 32 * mib, DataType::f32, true));
   EXPECT_FALSE(comm->is_two_shot(Collective::allreduce, 32 * mib, DataType::f32, true));
+  // Reduce from 2 MiB on eight ranks, out of place or in: 16 MiB puts 28 MiB on the root's link two-shot (112
+  // one-shot). Broadcast stays one-shot, to 4.6 MiB (32 MiB out of the root).
+  for (bool in_place : {false, true}) {
+    EXPECT_FALSE(comm->is_two_shot(Collective::reduce, 2 * mib - 1, DataType::f32, in_place));
+    EXPECT_TRUE(comm->is_two_shot(Collective::reduce, 2 * mib, DataType::f32, in_place));
+    EXPECT_TRUE(comm->is_direct(Collective::reduce, 16 * mib, DataType::f32, in_place));
+    EXPECT_FALSE(comm->is_direct(Collective::reduce, 32 * mib, DataType::f32, in_place));
+    EXPECT_FALSE(comm->is_two_shot(Collective::broadcast, 4 * mib, DataType::f32, in_place));
+    EXPECT_TRUE(comm->is_direct(Collective::broadcast, 4 * mib, DataType::f32, in_place));
+    EXPECT_FALSE(comm->is_direct(Collective::broadcast, 5 * mib, DataType::f32, in_place));
+  }
+  EXPECT_FALSE(comm->is_two_shot(Collective::allgather, above_ll, DataType::f32));
 }
 
 TEST(DirectTwoShotReach, RefusesANegativeLimitAndTwoShotOfOtherCollectives) {
@@ -119,7 +134,9 @@ TEST(DirectTwoShotReach, RefusesANegativeLimitAndTwoShotOfOtherCollectives) {
   spec.two_shot = true;
   const Status s = comm->prepare(std::span<const CollectiveSpec>(&spec, 1));
   EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
-  EXPECT_NE(s.message().find("two-shot is a variant of the low-latency and direct allreduces"), std::string::npos)
+  EXPECT_NE(s.message().find(
+                "two-shot is a variant of the low-latency allreduce and of the direct allreduce, broadcast and reduce"),
+            std::string::npos)
       << s.message();
 }
 

@@ -36,10 +36,10 @@ TEST_P(LLTwoShotOnGpu, MatchesTheHostReference) {
   const testing::SweepCase& tc = testing::kTwoShotCases[GetParam()];
   std::unique_ptr<Communicator> comm = communicator(tc, 1);  // from 1 byte: every low-latency allreduce
   ASSERT_TRUE(comm);
-  testing::check_two_shot_allreduces(*comm, kLimit / 8 - 3, tc.name,
-                                     [&](const CollectiveSpec& spec, std::uint64_t count) {
-                                       return comm->is_two_shot(Collective::allreduce, count, spec.dtype);
-                                     });
+  testing::check_two_shot_calls(*comm, Collective::allreduce, kLimit / 8 - 3, tc.name,
+                                [&](const CollectiveSpec& spec, std::uint64_t count) {
+                                  return comm->is_two_shot(Collective::allreduce, count, spec.dtype);
+                                });
 }
 
 // Float sums, whose result depends on the order of the additions: every rank of the two-shot call holds the same
@@ -115,7 +115,9 @@ TEST(LLTwoShotReach, AnExplicitSpecMustBeALowLatencyAllreduce) {
   spec.two_shot = true;
   Status s = comm->prepare(std::vector<CollectiveSpec>{spec});
   EXPECT_EQ(s.code(), StatusCode::invalid_argument) << s.message();
-  EXPECT_NE(s.message().find("two-shot is a variant of the low-latency and direct allreduces"), std::string::npos)
+  EXPECT_NE(s.message().find(
+                "two-shot is a variant of the low-latency allreduce and of the direct allreduce, broadcast and reduce"),
+            std::string::npos)
       << s.message();
   spec.collective = Collective::allreduce;
   spec.low_latency = false;

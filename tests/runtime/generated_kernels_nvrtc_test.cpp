@@ -223,10 +223,11 @@ TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
   }
 }
 
-// The direct protocol's two-shot allreduce: every element type on 2 ranks, every operator on 8 ranks of one device
-// and on 16 of two (16 sources and 16 destinations). Sums and products on up to 8 ranks keep their pointers and
-// vectors in registers: a spill would put local-memory traffic beside every vector they move. (bf16 min and max on 8
-// ranks spill 76 bytes, one-shot's 108: their conversions need more registers than a thread of 512 has.)
+// The direct protocol's two-shot kernels: allreduce of every element type on 2 ranks, broadcast and reduce on 8, every
+// operator on 8 ranks of one device and on 16 of two (16 sources and 16 destinations). Sums and products on up to 8
+// ranks keep their pointers and vectors in registers: a spill would put local-memory traffic beside every vector they
+// move. (bf16 min and max on 8 ranks spill 76 bytes, one-shot's 108: their conversions need more registers than a
+// thread of 512 has.)
 TEST(GeneratedKernelsDirect, TwoShotAllreduceCompiles) {
   const auto two_shot = [](DataType t, ReduceOp op, int ranks, int devices) {
     DirectSpec spec;
@@ -241,6 +242,16 @@ TEST(GeneratedKernelsDirect, TwoShotAllreduceCompiles) {
           << ranks << " ranks, " << to_string(t) << " " << to_string(op) << ": " << s.registers << " registers";
   };
   for (DataType t : kTypes) two_shot(t, ReduceOp::sum, 2, 2);
+  for (Collective c : {Collective::broadcast, Collective::reduce}) {  // root 3 of 8 on one device
+    DirectSpec spec;
+    spec.two_shot = true;
+    spec.collective = c;
+    spec.root = 3;
+    spec.ranks = 8;
+    spec.device_of_rank = block_placement(8, 1);
+    const KernelStats s = expect_compiles(direct_source(spec), CodegenOptions{});
+    EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0) << to_string(c) << ": " << s.registers << " registers";
+  }
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
     two_shot(DataType::bf16, op, 8, 1);
     two_shot(DataType::f32, op, 16, 2);

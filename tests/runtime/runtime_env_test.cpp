@@ -125,19 +125,27 @@ TEST(RuntimeEnv, LowLatencyTwoShotFromFourRanksUnlessSet) {
               ::testing::HasSubstr("CANOPY_LL_TWO_SHOT_BYTES"));
 }
 
-TEST(RuntimeEnv, DirectTwoShotFromThreeRanksUnlessSet) {
+TEST(RuntimeEnv, DirectTwoShotPerCollectiveFromThreeRanksUnlessSet) {
   {
     ScopedEnv unset("CANOPY_DIRECT_TWO_SHOT_BYTES", nullptr);
     EXPECT_EQ(direct_two_shot_bytes_from_environment(), std::nullopt);
-    EXPECT_EQ(direct_two_shot_default_bytes(2), 0);        // the same bytes per link either way: one-shot
-    EXPECT_EQ(direct_two_shot_default_bytes(3), 2 << 20);  // where it crossed on one H200
-    EXPECT_EQ(direct_two_shot_default_bytes(4), 1 << 20);
-    EXPECT_EQ(direct_two_shot_default_bytes(5), 1 << 20);
-    EXPECT_EQ(direct_two_shot_default_bytes(6), 384 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(7), 384 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(8), 256 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(16), 256 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(64), 256 << 10);
+    const Collective all = Collective::allreduce;
+    for (Collective c : {all, Collective::broadcast, Collective::reduce})
+      EXPECT_EQ(direct_two_shot_default_bytes(c, 2), 0);        // the same bytes per link either way: one-shot
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 3), 2 << 20);  // where it crossed on one H200
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 4), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 5), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 6), 384 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 7), 384 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 8), 256 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 16), 256 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 64), 256 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 3), 4 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 7), 4 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 8), 2 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 16), 2 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::broadcast, 8), 0);  // slower on one GPU at every size
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::allgather, 8), 0);  // no two-shot kernel
   }
   {
     ScopedEnv set("CANOPY_DIRECT_TWO_SHOT_BYTES", "4MiB");

@@ -93,7 +93,8 @@ std::vector<std::string> names_of(int ranks) {
 TEST(DirectStuckReport, APeerThatHasNotEntered) {
   auto f = direct_flags(2, 2, 5);
   f[0][direct_entered_index(2, 2, 1, 1)] = 4;  // gpu0's block 1 has not seen gpu1 enter launch 5
-  const std::vector<std::string> lines = direct_stuck_report(Collective::allreduce, 0, names_of(2), {0, 1}, 2, 5, f);
+  const std::vector<std::string> lines =
+      direct_stuck_report(Collective::allreduce, 0, false, names_of(2), {0, 1}, 2, 5, f);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
             "GPU 0 rank gpu0, direct allreduce, block 1: the peer has not entered this launch (gpu1 entered: "
@@ -103,13 +104,13 @@ TEST(DirectStuckReport, APeerThatHasNotEntered) {
 TEST(DirectStuckReport, AReaderThatHasNotFinished) {
   auto f = direct_flags(2, 2, 5);
   f[1][direct_done_index(2, 2, 0, 0)] = 4;  // every rank entered; gpu0 has not finished reading gpu1's block 0
-  std::vector<std::string> lines = direct_stuck_report(Collective::allreduce, 0, names_of(2), {0, 1}, 2, 5, f);
+  std::vector<std::string> lines = direct_stuck_report(Collective::allreduce, 0, false, names_of(2), {0, 1}, 2, 5, f);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
             "GPU 1 rank gpu1, direct allreduce, block 0: the peer has not finished reading my buffer (gpu0 done: "
             "gpu1.flag[4] = launch 4)");
   // Allgather pushes: the peer writes my receive buffer instead of reading my send buffer.
-  lines = direct_stuck_report(Collective::allgather, 0, names_of(2), {0, 1}, 2, 5, f);
+  lines = direct_stuck_report(Collective::allgather, 0, false, names_of(2), {0, 1}, 2, 5, f);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
             "GPU 1 rank gpu1, direct allgather, block 0: the peer has not finished writing my buffer (gpu0 done: "
@@ -121,7 +122,7 @@ TEST(DirectStuckReport, TheFirstWaitShortOfThisLaunchIsReported) {
   f[0][direct_entered_index(3, 1, 2, 0)] = 4;  // gpu0 waits for gpu2 to enter ...
   f[0][direct_done_index(3, 1, 1, 0)] = 4;     // ... before it would wait for gpu1 to be done
   const std::vector<std::string> lines =
-      direct_stuck_report(Collective::reducescatter, 0, names_of(3), {0, 1, 2}, 1, 5, f);
+      direct_stuck_report(Collective::reducescatter, 0, false, names_of(3), {0, 1, 2}, 1, 5, f);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
             "GPU 0 rank gpu0, direct reducescatter, block 0: the peer has not entered this launch (gpu2 entered: "
@@ -131,21 +132,22 @@ TEST(DirectStuckReport, TheFirstWaitShortOfThisLaunchIsReported) {
 TEST(DirectStuckReport, NothingWhenEveryWordIsAtThisLaunch) {
   for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
                        Collective::reducescatter}) {
-    EXPECT_TRUE(direct_stuck_report(c, 1, names_of(4), {0, 1, 2, 3}, 3, 5, direct_flags(4, 3, 5)).empty())
+    EXPECT_TRUE(direct_stuck_report(c, 1, false, names_of(4), {0, 1, 2, 3}, 3, 5, direct_flags(4, 3, 5)).empty())
         << to_string(c);
-    EXPECT_EQ(direct_stuck_report(c, 1, names_of(4), {0, 1, 2, 3}, 3, 5, direct_flags(4, 3, 4)).size(), 4u * 3u)
+    EXPECT_EQ(direct_stuck_report(c, 1, false, names_of(4), {0, 1, 2, 3}, 3, 5, direct_flags(4, 3, 4)).size(), 4u * 3u)
         << to_string(c) << ": one wait per block of every rank";
   }
   // One rank reads nobody and waits for nobody.
-  EXPECT_TRUE(direct_stuck_report(Collective::allreduce, 0, names_of(1), {0}, 2, 5, direct_flags(1, 2, 0)).empty());
+  EXPECT_TRUE(
+      direct_stuck_report(Collective::allreduce, 0, false, names_of(1), {0}, 2, 5, direct_flags(1, 2, 0)).empty());
 }
 
 TEST(DirectStuckReport, OnlyTheGivenDevices) {
   const std::vector<int> device_of_rank = block_placement(4, 2);  // gpu0, gpu1 on device 0; gpu2, gpu3 on 1
   const auto f = direct_flags(4, 2, 4);
-  EXPECT_EQ(direct_stuck_report(Collective::allreduce, 0, names_of(4), device_of_rank, 2, 5, f).size(), 8u);
+  EXPECT_EQ(direct_stuck_report(Collective::allreduce, 0, false, names_of(4), device_of_rank, 2, 5, f).size(), 8u);
   const std::vector<std::string> lines =
-      direct_stuck_report(Collective::allreduce, 0, names_of(4), device_of_rank, 2, 5, f, {1});
+      direct_stuck_report(Collective::allreduce, 0, false, names_of(4), device_of_rank, 2, 5, f, {1});
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_EQ(lines[0].rfind("GPU 1 rank gpu2, direct allreduce, block 0: ", 0), 0u) << lines[0];
   EXPECT_EQ(lines[1].rfind("GPU 1 rank gpu2, direct allreduce, block 1: ", 0), 0u) << lines[1];
@@ -156,7 +158,7 @@ TEST(DirectStuckReport, OnlyTheGivenDevices) {
 TEST(DirectStuckReport, CapsItsLength) {
   const auto f = direct_flags(8, 32, 0);  // 256 blocks, each waiting
   const std::vector<std::string> lines =
-      direct_stuck_report(Collective::allreduce, 0, names_of(8), block_placement(8, 8), 32, 5, f, {}, 10);
+      direct_stuck_report(Collective::allreduce, 0, false, names_of(8), block_placement(8, 8), 32, 5, f, {}, 10);
   ASSERT_EQ(lines.size(), 11u);
   EXPECT_EQ(lines.back(), "... and 246 more waits");
 }
@@ -164,7 +166,7 @@ TEST(DirectStuckReport, CapsItsLength) {
 TEST(DirectStuckReport, BroadcastRootWaitsForDoneNonRootsForEntered) {
   const std::vector<int> devices{0, 1, 2};
   auto f = direct_flags(3, 1, 0);  // nothing of launch 5 yet
-  std::vector<std::string> lines = direct_stuck_report(Collective::broadcast, 0, names_of(3), devices, 1, 5, f);
+  std::vector<std::string> lines = direct_stuck_report(Collective::broadcast, 0, false, names_of(3), devices, 1, 5, f);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0],
             "GPU 0 rank gpu0, direct broadcast, block 0: the peer has not finished reading my buffer (gpu1 done: "
@@ -178,25 +180,46 @@ TEST(DirectStuckReport, BroadcastRootWaitsForDoneNonRootsForEntered) {
   // Non-roots wait only for the root's "entered": with it, they wait for nothing (nobody reads them).
   f[1][direct_entered_index(3, 1, 0, 0)] = 5;
   f[2][direct_entered_index(3, 1, 0, 0)] = 5;
-  lines = direct_stuck_report(Collective::broadcast, 0, names_of(3), devices, 1, 5, f);
+  lines = direct_stuck_report(Collective::broadcast, 0, false, names_of(3), devices, 1, 5, f);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0].rfind("GPU 0 rank gpu0, direct broadcast, block 0: the peer has not finished reading", 0), 0u)
       << lines[0];
   // The root waits only for the non-roots' "done", one after the other.
   f[0][direct_done_index(3, 1, 1, 0)] = 5;
-  lines = direct_stuck_report(Collective::broadcast, 0, names_of(3), devices, 1, 5, f);
+  lines = direct_stuck_report(Collective::broadcast, 0, false, names_of(3), devices, 1, 5, f);
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_EQ(lines[0],
             "GPU 0 rank gpu0, direct broadcast, block 0: the peer has not finished reading my buffer (gpu2 done: "
             "gpu0.flag[5] = launch 0)");
   f[0][direct_done_index(3, 1, 2, 0)] = 5;
-  EXPECT_TRUE(direct_stuck_report(Collective::broadcast, 0, names_of(3), devices, 1, 5, f).empty());
+  EXPECT_TRUE(direct_stuck_report(Collective::broadcast, 0, false, names_of(3), devices, 1, 5, f).empty());
+}
+
+// Two-shot, every pair waits for each other: a non-root of a broadcast waits for the other non-root too, whose stores
+// land in its receive buffer.
+TEST(DirectStuckReport, TwoShotBroadcastWaitsForEveryPeer) {
+  const std::vector<int> devices{0, 1, 2};
+  auto f = direct_flags(3, 1, 0);
+  f[1][direct_entered_index(3, 1, 0, 0)] = 5;  // gpu1 saw the root enter, not gpu2
+  std::vector<std::string> lines = direct_stuck_report(Collective::broadcast, 0, true, names_of(3), devices, 1, 5, f);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1],
+            "GPU 1 rank gpu1, direct broadcast, block 0: the peer has not entered this launch (gpu2 entered: "
+            "gpu1.flag[2] = launch 0)");
+  f[1][direct_entered_index(3, 1, 2, 0)] = 5;
+  lines = direct_stuck_report(Collective::broadcast, 0, true, names_of(3), devices, 1, 5, f);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[1],
+            "GPU 1 rank gpu1, direct broadcast, block 0: the peer has not finished reading and writing my buffer (gpu0 "
+            "done: gpu1.flag[3] = launch 0)");
+  // One-shot, gpu1 would wait for nothing once the root entered.
+  EXPECT_EQ(direct_stuck_report(Collective::broadcast, 0, false, names_of(3), devices, 1, 5, f).size(), 2u);
 }
 
 TEST(DirectStuckReport, ReduceRootWaitsForEnteredNonRootsForDone) {
   const std::vector<int> devices{0, 1, 2};
   auto f = direct_flags(3, 1, 0);
-  std::vector<std::string> lines = direct_stuck_report(Collective::reduce, 2, names_of(3), devices, 1, 5, f);
+  std::vector<std::string> lines = direct_stuck_report(Collective::reduce, 2, false, names_of(3), devices, 1, 5, f);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[0],
             "GPU 0 rank gpu0, direct reduce, block 0: the peer has not finished reading my buffer (gpu2 done: "
@@ -206,7 +229,7 @@ TEST(DirectStuckReport, ReduceRootWaitsForEnteredNonRootsForDone) {
             "gpu2.flag[0] = launch 0)");
   f[2][direct_entered_index(3, 1, 0, 0)] = 5;
   f[2][direct_entered_index(3, 1, 1, 0)] = 5;  // the root saw both enter: it waits for nobody's "done"
-  lines = direct_stuck_report(Collective::reduce, 2, names_of(3), devices, 1, 5, f);
+  lines = direct_stuck_report(Collective::reduce, 2, false, names_of(3), devices, 1, 5, f);
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[1].rfind("GPU 1 rank gpu1, direct reduce, block 0: the peer has not finished reading my buffer "
                            "(gpu2 done",
