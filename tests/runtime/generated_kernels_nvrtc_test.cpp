@@ -228,10 +228,12 @@ TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
 // ranks keep their pointers and vectors in registers: a spill would put local-memory traffic beside every vector they
 // move. (bf16 min and max on 8 ranks spill 76 bytes, one-shot's 108: their conversions need more registers than a
 // thread of 512 has.)
-TEST(GeneratedKernelsDirect, TwoShotAllreduceCompiles) {
-  const auto two_shot = [](DataType t, ReduceOp op, int ranks, int devices) {
+TEST(GeneratedKernelsDirect, TwoShotKernelsCompile) {
+  const auto two_shot = [](Collective c, DataType t, ReduceOp op, int ranks, int devices) {
     DirectSpec spec;
     spec.two_shot = true;
+    spec.collective = c;
+    spec.root = 3;
     spec.dtype = t;
     spec.op = op;
     spec.ranks = ranks;
@@ -239,22 +241,15 @@ TEST(GeneratedKernelsDirect, TwoShotAllreduceCompiles) {
     const KernelStats s = expect_compiles(direct_source(spec), CodegenOptions{});
     if (ranks <= 8 && (op == ReduceOp::sum || op == ReduceOp::prod))
       EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0)
-          << ranks << " ranks, " << to_string(t) << " " << to_string(op) << ": " << s.registers << " registers";
+          << to_string(c) << " on " << ranks << " ranks, " << to_string(t) << " " << to_string(op) << ": "
+          << s.registers << " registers";
   };
-  for (DataType t : kTypes) two_shot(t, ReduceOp::sum, 2, 2);
-  for (Collective c : {Collective::broadcast, Collective::reduce}) {  // root 3 of 8 on one device
-    DirectSpec spec;
-    spec.two_shot = true;
-    spec.collective = c;
-    spec.root = 3;
-    spec.ranks = 8;
-    spec.device_of_rank = block_placement(8, 1);
-    const KernelStats s = expect_compiles(direct_source(spec), CodegenOptions{});
-    EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0) << to_string(c) << ": " << s.registers << " registers";
-  }
+  for (DataType t : kTypes) two_shot(Collective::allreduce, t, ReduceOp::sum, 2, 2);
+  for (Collective c : {Collective::broadcast, Collective::reduce})  // root 3 of 8 on one device
+    two_shot(c, DataType::f32, ReduceOp::sum, 8, 1);
   for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
-    two_shot(DataType::bf16, op, 8, 1);
-    two_shot(DataType::f32, op, 16, 2);
+    two_shot(Collective::allreduce, DataType::bf16, op, 8, 1);
+    two_shot(Collective::allreduce, DataType::f32, op, 16, 2);
   }
 }
 
