@@ -72,6 +72,9 @@ template <typename C>
 __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int me, int b, unsigned long long e) {
   typedef typename C::T T;
   typedef typename C::Op Op;
+  static_assert(!C::kTwoShot || C::kCollective == kDirectBroadcast || C::kCollective == kDirectReduce ||
+                    C::kCollective == kDirectAllReduce,
+                "two-shot direct kernels are broadcast, reduce and allreduce");
   const unsigned long long n = a.count;
   // Block b's elements: whole 16-byte vectors for every part but the last, which also takes the tail. Two-shot
   // splits the elements into kRanks x kBlocks parts, the shares of ranks 0, 1, ... one after another.
