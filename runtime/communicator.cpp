@@ -585,8 +585,8 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
                                 spec.low_latency ? "low-latency"
                                 : spec.ll128     ? "LL128"
                                                  : "direct"));
-    if (spec.two_shot && !((spec.low_latency && spec.collective == Collective::allreduce) ||
-                           (spec.direct && direct_has_two_shot(spec.collective))))
+    if (spec.two_shot && (spec.program || !((spec.low_latency && spec.collective == Collective::allreduce) ||
+                                            (spec.direct && direct_has_two_shot(spec.collective)))))
       return Status(StatusCode::invalid_argument,
                     fmt::format("{}: two-shot is a variant of the low-latency allreduce and of the direct allreduce, "
                                 "broadcast and reduce; set low_latency or direct accordingly, or unset two_shot",
@@ -1174,7 +1174,7 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
          static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
 }
 
-// Whether an allreduce of `bytes` (S) runs two-shot on a protocol whose two-shot limit is `from` (0: never).
+// Whether a call of `bytes` (S) runs two-shot on a protocol whose two-shot limit is `from` (0: never).
 static bool two_shot_sized(std::int64_t from, std::uint64_t bytes) {
   return from > 0 && bytes >= static_cast<std::uint64_t>(from);
 }
@@ -1333,15 +1333,17 @@ CollectiveSpec Communicator::kernel_spec(const CollectiveCall& call) {
   } else {
     spec.large = is_large(call.collective, call.count, call.dtype);
   }
-  const bool in_place_call = in_place(call);
   if (!call.program && call.count > 0 && is_low_latency(call.collective, call.count, call.dtype)) {
     spec.low_latency = true;
     spec.two_shot = is_two_shot(call.collective, call.count, call.dtype);
   } else if (!call.program && call.count > 0 && is_ll128(call.collective, call.count, call.dtype)) {
     spec.ll128 = true;
-  } else if (!call.program && is_direct(call.collective, call.count, call.dtype, in_place_call)) {
-    spec.direct = true;
-    spec.two_shot = is_two_shot(call.collective, call.count, call.dtype, in_place_call);
+  } else if (!call.program) {
+    const bool in_place_call = in_place(call);
+    if (is_direct(call.collective, call.count, call.dtype, in_place_call)) {
+      spec.direct = true;
+      spec.two_shot = is_two_shot(call.collective, call.count, call.dtype, in_place_call);
+    }
   }
   if (!call.program && !plan_free(spec))
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);

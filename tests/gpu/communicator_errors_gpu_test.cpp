@@ -65,7 +65,9 @@ TEST_F(CommunicatorErrorsOnGpu, AStreamDestroyedAfterTheLastCallIsNoError) {
     const Status s = comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
     EXPECT_TRUE(s.ok()) << "round " << round << ": " << s.message();
     for (int r = 0; r < 2; ++r)
-      if (r == 0 || streams[1] != streams[0]) EXPECT_EQ(cudaStreamDestroy(streams[r]), cudaSuccess);
+      if (r == 0 || streams[1] != streams[0]) {
+        EXPECT_EQ(cudaStreamDestroy(streams[r]), cudaSuccess);
+      }
   }
   EXPECT_TRUE(allreduce(kCount).ok());  // and on the default stream after them
   for (int r = 0; r < 2; ++r) {

@@ -239,10 +239,11 @@ TEST(GeneratedKernelsDirect, TwoShotKernelsCompile) {
     spec.ranks = ranks;
     spec.device_of_rank = block_placement(ranks, devices);
     const KernelStats s = expect_compiles(direct_source(spec), CodegenOptions{});
-    if (ranks <= 8 && (op == ReduceOp::sum || op == ReduceOp::prod))
+    if (ranks <= 8 && (op == ReduceOp::sum || op == ReduceOp::prod)) {
       EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0)
           << to_string(c) << " on " << ranks << " ranks, " << to_string(t) << " " << to_string(op) << ": "
           << s.registers << " registers";
+    }
   };
   for (DataType t : kTypes) two_shot(Collective::allreduce, t, ReduceOp::sum, 2, 2);
   for (Collective c : {Collective::broadcast, Collective::reduce})  // root 3 of 8 on one device
