@@ -46,7 +46,7 @@ namespace canopy {
 namespace {
 
 // collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct, 3 LL128, 4 low
-// latency two-shot), program key
+// latency two-shot, 5 direct two-shot), program key
 // (planned: "" or its chunk)
 using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
 
@@ -207,9 +207,14 @@ struct Communicator::State {
   // Out-of-place direct allreduces, broadcasts and reduces from this size run two-shot (0: never); unset: the
   // defaults per collective and ranks (direct_two_shot_default_bytes).
   std::optional<std::int64_t> direct_two_shot_bytes;
-  std::int64_t direct_two_shot_from(Collective collective) const {
-    return direct_two_shot_bytes.value_or(
-        direct_two_shot_default_bytes(collective, static_cast<int>(rank_names.size())));
+  // Whether a direct call of `collective` whose size S is `bytes` runs two-shot: an allreduce in place always
+  // (one-shot's ranks would read inputs being overwritten), else from the limit for its collective.
+  bool direct_two_shot(Collective collective, std::uint64_t bytes, bool in_place) const {
+    if (!direct_has_two_shot(collective)) return false;
+    if (in_place && collective == Collective::allreduce) return true;
+    const std::int64_t from =
+        direct_two_shot_bytes.value_or(direct_two_shot_default_bytes(collective, static_cast<int>(rank_names.size())));
+    return from > 0 && bytes >= static_cast<std::uint64_t>(from);
   }
   std::vector<void*> direct_flags;     // per rank: the direct kernels' counters (entered and done, rank x block)
   std::vector<unsigned long long*> direct_launches;  // per device index: the direct kernels' launch counter
@@ -1174,19 +1179,14 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
          static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
 }
 
-// Whether a call of `bytes` (S) runs two-shot on a protocol whose two-shot limit is `from` (0: never).
-static bool two_shot_sized(std::int64_t from, std::uint64_t bytes) {
-  return from > 0 && bytes >= static_cast<std::uint64_t>(from);
-}
-
 bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
   if (ranks() < 2) return false;
   const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
-  if (is_low_latency(collective, count, dtype))
-    return collective == Collective::allreduce && two_shot_sized(state_->ll_two_shot_bytes, bytes);
-  return direct_has_two_shot(collective) && is_direct(collective, count, dtype, in_place) &&
-         ((in_place && collective == Collective::allreduce) ||
-          two_shot_sized(state_->direct_two_shot_from(collective), bytes));
+  if (is_low_latency(collective, count, dtype)) {
+    const std::int64_t from = state_->ll_two_shot_bytes;
+    return collective == Collective::allreduce && from > 0 && bytes >= static_cast<std::uint64_t>(from);
+  }
+  return is_direct(collective, count, dtype, in_place) && state_->direct_two_shot(collective, bytes, in_place);
 }
 
 bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType dtype) const {
@@ -1199,11 +1199,8 @@ bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType
 
 bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
   const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
-  // In place, an allreduce can only run two-shot (one-shot's ranks would read inputs being overwritten).
-  const bool two_shot =
-      direct_has_two_shot(collective) && ((in_place && collective == Collective::allreduce) ||
-                                          two_shot_sized(state_->direct_two_shot_from(collective), bytes));
-  const std::uint64_t moved = direct_moved_bytes(collective, bytes, ranks(), two_shot);
+  const std::uint64_t moved =
+      direct_moved_bytes(collective, bytes, ranks(), state_->direct_two_shot(collective, bytes, in_place));
   // One rank moves nothing to others: its call is a local copy, which the trees' kernel does with more blocks.
   return state_->direct.max_bytes > 0 && ranks() > 1 && moved <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
          !is_low_latency(collective, count, dtype) && !is_ll128(collective, count, dtype) &&

@@ -118,7 +118,7 @@ struct CollectiveSpec {
   std::shared_ptr<const algo::Program> program = nullptr;
   // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
   bool low_latency = false;
-  // With low_latency or direct, an allreduce only: that protocol's two-shot kernel
+  // With low_latency (allreduce) or direct (allreduce, broadcast, reduce): that protocol's two-shot kernel
   // (CommunicatorOptions::ll_two_shot_bytes, direct_two_shot_bytes).
   bool two_shot = false;
   // The LL128 kernel of mid-size calls (CommunicatorOptions::ll128_bytes) instead of planned trees.
@@ -188,8 +188,8 @@ class Communicator {
 
   // Whether a call of this collective and count runs the low-latency kernel.
   bool is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const;
-  // Whether it runs a two-shot kernel, the low-latency or the direct protocol's (allreduce only); `in_place`: a call
-  // whose receive buffer is its send buffer.
+  // Whether it runs a two-shot kernel: the low-latency protocol's (allreduce) or the direct protocol's (allreduce,
+  // broadcast, reduce); `in_place`: a call whose receive buffer is its send buffer.
   bool is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place = false) const;
   // Whether a call of this collective and count runs the LL128 kernel (never for sizes the low-latency kernel takes).
   bool is_ll128(Collective collective, std::uint64_t count, DataType dtype) const;

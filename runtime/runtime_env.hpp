@@ -7,7 +7,8 @@
 //   CANOPY_LL_TWO_SHOT_BYTES   from which size low-latency allreduces run two-shot (0: never)
 //   CANOPY_LL128_BYTES, CANOPY_LL128_BLOCKS, CANOPY_LL128_THREADS   the same for the LL128 protocol, above LL's limit
 //   CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   the direct protocol's, above those
-//   CANOPY_DIRECT_TWO_SHOT_BYTES   from which size out-of-place direct allreduces run two-shot (0: never)
+//   CANOPY_DIRECT_TWO_SHOT_BYTES   from which size out-of-place direct allreduces, broadcasts and reduces run
+//                        two-shot (0: never)
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
 //   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts staging a share through host memory (below)
@@ -66,8 +67,8 @@ constexpr std::int64_t kDefaultLL128Bytes = 0;
 LL128Shape ll128_shape_from_environment();
 
 // CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32), CANOPY_DIRECT_THREADS (default 512): calls
-// above the low-latency limit in which a rank moves at most max_bytes over its links (direct_moved_bytes) run the
-// direct kernels (codegen/direct_source.hpp).
+// above the low-latency limit in which the busiest rank's link carries at most max_bytes one way (direct_moved_bytes)
+// run the direct kernels (codegen/direct_source.hpp).
 using DirectShape = OneLaunchShape;
 DirectShape direct_shape_from_environment();
 
