@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <span>
 #include <string>
 #include <vector>

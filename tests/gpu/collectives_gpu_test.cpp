@@ -19,15 +19,12 @@
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
 #include "runtime/jit.hpp"
+#include "tests/gpu/checked_sweep.hpp"
 #include "tests/gpu/topology_collective_param.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {
 namespace {
-
-constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
-                               DataType::i32, DataType::i64, DataType::u8};
-constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
 
 // An irregular machine: 6 GPUs, a random spanning tree of NVLink bundles (1-4 lanes), a few extra bundles, one
 // one-way degraded lane, every GPU on a PCIe switch. Seeded; the seed is printed.
@@ -88,12 +85,7 @@ TEST_P(CollectivesOnGpu, MatchTheHostReference) {
   std::unique_ptr<Communicator> comm;
   ASSERT_TRUE(Communicator::create(o, &comm).ok()) << Communicator::create(o, &comm).message();
 
-  std::vector<CollectiveSpec> specs;
-  for (DataType t : kTypes)
-    for (ReduceOp op : kOps) {
-      if (!reduces(collective) && op != ReduceOp::sum) continue;
-      specs.push_back(CollectiveSpec{collective, t, op, ranks - 1});  // root: the last rank
-    }
+  const std::vector<CollectiveSpec> specs = testing::every_type_and_op(collective, ranks);  // root: the last rank
   const auto t0 = std::chrono::steady_clock::now();
   const Status prepared = comm->prepare(specs);
   ASSERT_TRUE(prepared.ok()) << prepared.message();
