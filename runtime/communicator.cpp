@@ -1085,6 +1085,7 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->scratch_bytes.assign(n, 0);
     st->order.done.assign(devices, nullptr);
     st->order.stream.assign(devices, nullptr);
+    st->order.stream_id.assign(devices, 0);
     st->order.used.assign(devices, false);
     st->order.switched.assign(devices, false);
     st->setup_stream.assign(devices, nullptr);

@@ -53,9 +53,11 @@ Status launch_on_device(void* context, int d) {
   config.numAttrs = p.cooperative ? 1 : 0;
   DeviceOrder& order = *target.order;
   cudaError_t e = cudaSetDevice(target.ordinal[d]);
+  unsigned long long stream_id = 0;
+  if (e == cudaSuccess && !target.capturing) e = cudaStreamGetId(config.stream, &stream_id);
   // Another stream than last time: it first waits for everything issued on the last one (our launches included),
-  // whose handle may be dead by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
-  if (e == cudaSuccess && !target.capturing && order.used[d] && order.stream[d] != config.stream) {
+  // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
+  if (e == cudaSuccess && !target.capturing && order.used[d] && order.stream_id[d] != stream_id) {
     if (order.switched[d]) {
       e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
     } else {
@@ -68,6 +70,7 @@ Status launch_on_device(void* context, int d) {
   if (e == cudaSuccess && order.switched[d]) e = cudaEventRecord(order.done[d], config.stream);
   if (e == cudaSuccess) {
     order.stream[d] = config.stream;
+    order.stream_id[d] = stream_id;
     order.used[d] = 1;
     return Status();
   }

@@ -51,13 +51,16 @@ struct PreparedCollective {
 // stream than the last one used on that GPU, the new stream waits for the last one's work. The caller may have
 // destroyed the last stream by then (any use of its handle may crash the driver), so the communicator never touches
 // it: the first switch on a GPU waits for the whole GPU on the host, and from then on `done` is recorded after every
-// launch on that GPU and a switch waits for it. Calls that keep one stream, the common case, stay at one API call per
-// GPU.
+// launch on that GPU and a switch waits for it. Streams are told apart by their IDs (cudaStreamGetId, ~50 ns), not
+// their handles: the CUDA runtime gives the next stream created the handle of one just destroyed (a small heap
+// block), even while the destroyed one's work still runs. Calls that keep one stream, the common case, stay at one
+// launch per GPU.
 struct DeviceOrder {
-  std::vector<cudaEvent_t> done;     // per device index: recorded after every launch once `switched`
-  std::vector<cudaStream_t> stream;  // per device index: the stream of the last launch (compared, never used)
-  std::vector<char> used;            // per device index: launched before (not vector<bool>: helpers set theirs at once)
-  std::vector<char> switched;        // per device index: a call has come on another stream than the last before
+  std::vector<cudaEvent_t> done;              // per device index: recorded after every launch once `switched`
+  std::vector<unsigned long long> stream_id;  // per device index: the ID of the last launch's stream
+  std::vector<cudaStream_t> stream;           // per device index: the last launch's stream, used only in its call
+  std::vector<char> used;      // per device index: launched before (not vector<bool>: helpers set theirs at once)
+  std::vector<char> switched;  // per device index: a call has come on another stream than the last before
 };
 
 // Where every rank's memory and each device's stream are, for one launch (views of the communicator's state).

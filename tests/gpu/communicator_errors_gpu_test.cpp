@@ -1,17 +1,20 @@
 // The Communicator's errors on real GPUs (label gpu; SKIPPED without one): a real host pointer, a device buffer
 // too small for the count, a buffer and a stream on the wrong GPU, an out-of-range root, a count past the kernels'
 // range, a communicator asked for more devices than ranks, a call captured on one GPU's stream only. Each is a Status
-// naming the argument, never a crash; the communicator keeps working afterwards. And one that is not an error: a
-// call after the caller destroyed the last call's stream.
+// naming the argument, never a crash; the communicator keeps working afterwards. And two that are not errors: a
+// call after the caller destroyed the last call's stream, and one on a new stream that got the destroyed one's handle.
 // tests/errors/collective_call_errors_test.cpp pins the wording.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <memory>
 
 #include "dsl/shipped_topologies.hpp"
 #include "runtime/communicator.hpp"
 #include "runtime/gpu_devices.hpp"
+#include "runtime/nvrtc_compiler.hpp"
 #include "tests/gpu/two_rank_communicator.hpp"
 
 namespace canopy {
@@ -41,6 +44,32 @@ class CommunicatorErrorsOnGpu : public ::testing::Test {
     const std::vector<cudaStream_t> streams{nullptr, nullptr};
     return comm_->allreduce(send, recv, count, DataType::f32, ReduceOp::sum, streams);
   }
+  Status allreduce_on(const std::vector<cudaStream_t>& streams) {
+    const std::vector<const void*> send{send_[0], send_[1]};
+    const std::vector<void*> recv{recv_[0], recv_[1]};
+    return comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
+  }
+  // A new stream per rank's GPU (two ranks on one GPU share one, as one launch needs), into `streams` (two entries).
+  void create_streams(std::vector<cudaStream_t>* streams) {
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+      if (r == 0 || comm_->device_of_rank(1) != comm_->device_of_rank(0))
+        EXPECT_EQ(cudaStreamCreateWithFlags(&(*streams)[r], cudaStreamNonBlocking), cudaSuccess);
+      else
+        (*streams)[r] = (*streams)[0];
+    }
+  }
+  std::vector<cudaStream_t> new_streams() {
+    std::vector<cudaStream_t> streams(2, nullptr);
+    create_streams(&streams);
+    return streams;
+  }
+  static void destroy(const std::vector<cudaStream_t>& streams) {
+    for (int r = 0; r < 2; ++r)
+      if (r == 0 || streams[1] != streams[0]) {
+        EXPECT_EQ(cudaStreamDestroy(streams[r]), cudaSuccess);
+      }
+  }
   static constexpr std::uint64_t kCount = 1000;
   int gpus_ = 0;
   std::unique_ptr<Communicator> comm_;
@@ -52,28 +81,116 @@ class CommunicatorErrorsOnGpu : public ::testing::Test {
 // The communicator orders the new call after the old stream's work without recording on the dead stream.
 TEST_F(CommunicatorErrorsOnGpu, AStreamDestroyedAfterTheLastCallIsNoError) {
   for (int round = 0; round < 3; ++round) {
-    std::vector<cudaStream_t> streams(2, nullptr);
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
-      if (r == 0 || comm_->device_of_rank(1) != comm_->device_of_rank(0))
-        ASSERT_EQ(cudaStreamCreateWithFlags(&streams[r], cudaStreamNonBlocking), cudaSuccess);
-      else
-        streams[r] = streams[0];
-    }
-    const std::vector<const void*> send{send_[0], send_[1]};
-    const std::vector<void*> recv{recv_[0], recv_[1]};
-    const Status s = comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
+    const std::vector<cudaStream_t> streams = new_streams();
+    const Status s = allreduce_on(streams);
     EXPECT_TRUE(s.ok()) << "round " << round << ": " << s.message();
-    for (int r = 0; r < 2; ++r)
-      if (r == 0 || streams[1] != streams[0]) {
-        EXPECT_EQ(cudaStreamDestroy(streams[r]), cudaSuccess);
-      }
+    destroy(streams);
   }
   EXPECT_TRUE(allreduce(kCount).ok());  // and on the default stream after them
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   }
+}
+
+// A kernel that keeps its stream busy for `ns` nanoseconds (the GPU's global timer), then sets `*done` (host memory
+// mapped into the GPU), compiled by NVRTC.
+class HoldKernel {
+ public:
+  explicit HoldKernel(int ordinal) {
+    const SourceFile source{"canopy_test_hold.cu", R"(
+extern "C" __global__ void canopy_test_hold(unsigned long long ns, volatile int* done) {
+  unsigned long long start, now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+  *done = 1;
+  __threadfence_system();
+})"};
+    CompileOptions options;
+    options.arch = describe_gpus({ordinal}).front().arch;
+    const CompiledModule module = compile_cuda(source, {}, options);
+    EXPECT_EQ(cudaLibraryLoadData(&library_, module.cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0),
+              cudaSuccess);
+    EXPECT_EQ(cudaLibraryGetKernel(&kernel_, library_, "canopy_test_hold"), cudaSuccess);
+  }
+  ~HoldKernel() { (void)cudaLibraryUnload(library_); }
+  cudaError_t launch(cudaStream_t stream, unsigned long long ns, int* done) {
+    void* args[] = {&ns, &done};
+    return cudaLaunchKernel(reinterpret_cast<const void*>(kernel_), dim3(1), dim3(1), args, 0, stream);
+  }
+
+ private:
+  cudaLibrary_t library_ = nullptr;
+  cudaKernel_t kernel_ = nullptr;
+};
+
+// Not an error either, and not the same stream: the driver gives a new stream the handle of one just destroyed while
+// the destroyed one's kernels still run. A call on the new stream must still wait for the last call (they share the
+// communicator's memory). A kernel holds the old streams for 100 ms before their call; the call on the new stream may
+// end only after it. Whether the handle comes back depends on the heap, so the test takes several rounds and says in
+// how many it did. The calls are 1 MiB, the direct protocol's: a low-latency call waits for the acknowledgements of
+// the call before, so it would end after it anyway.
+TEST_F(CommunicatorErrorsOnGpu, ANewStreamWithADestroyedStreamsHandleWaitsForItsCalls) {
+  constexpr std::uint64_t kDirectCount = 1 << 18;
+  constexpr int kRounds = 8;
+  std::vector<void*> send(2, nullptr), recv(2, nullptr);
+  std::vector<std::unique_ptr<HoldKernel>> hold(2);
+  int* held = nullptr;  // per rank: its old stream's hold kernel has ended
+  ASSERT_EQ(
+      cudaHostAlloc(reinterpret_cast<void**>(&held), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
+      cudaSuccess);
+  held[0] = held[1] = 0;
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&send[r], kDirectCount * 4), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&recv[r], kDirectCount * 4), cudaSuccess);
+    ASSERT_EQ(cudaMemset(send[r], 0, kDirectCount * 4), cudaSuccess);
+    hold[r] = std::make_unique<HoldKernel>(comm_->device_of_rank(r));
+  }
+  auto allreduce_1mib = [&](const std::vector<cudaStream_t>& streams) {
+    const std::vector<const void*> in{send[0], send[1]};
+    return comm_->allreduce(in, recv, kDirectCount, DataType::f32, ReduceOp::sum, streams);
+  };
+  int reused = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::vector<cudaStream_t> old_streams = new_streams();
+    EXPECT_TRUE(allreduce_1mib(old_streams).ok());  // the communicator has used these streams before
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+      held[r] = 0;
+      if (r == 0 || old_streams[1] != old_streams[0]) {
+        ASSERT_EQ(hold[r]->launch(old_streams[r], 100'000'000ull, held + r), cudaSuccess);
+      } else {
+        held[r] = 1;
+      }
+    }
+    EXPECT_TRUE(allreduce_1mib(old_streams).ok());
+    // The new streams' vector comes first: the runtime's stream handles are small blocks of the heap, and a vector
+    // made between the destroy and the create would take the freed one.
+    std::vector<cudaStream_t> streams(2, nullptr);
+    destroy(old_streams);
+    create_streams(&streams);
+    reused += streams[0] == old_streams[0];
+    EXPECT_TRUE(allreduce_1mib(streams).ok());
+    for (int r = 0; r < 2; ++r) {
+      ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
+      EXPECT_EQ(*static_cast<volatile int*>(held + r), 1)
+          << "round " << round << ", rank " << r << ": the call on the new stream ended before the call on the "
+          << "destroyed one began (" << (streams[0] == old_streams[0] ? "same handle" : "another handle") << ")";
+    }
+    destroy(streams);
+  }
+  std::printf("in %d of %d rounds the new stream got the destroyed one's handle\n", reused, kRounds);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaFree(send[r]), cudaSuccess);
+    EXPECT_EQ(cudaFree(recv[r]), cudaSuccess);
+  }
+  EXPECT_EQ(cudaFreeHost(held), cudaSuccess);
 }
 
 TEST_F(CommunicatorErrorsOnGpu, HostPointerIsNamed) {
