@@ -1,8 +1,9 @@
 // The Communicator's errors on real GPUs (label gpu; SKIPPED without one): a real host pointer, a device buffer
 // too small for the count, a buffer and a stream on the wrong GPU, an out-of-range root, a count past the kernels'
 // range, a communicator asked for more devices than ranks, a call captured on one GPU's stream only. Each is a Status
-// naming the argument, never a crash; the communicator keeps working afterwards. And two that are not errors: a
-// call after the caller destroyed the last call's stream, and one on a new stream that got the destroyed one's handle.
+// naming the argument, never a crash; the communicator keeps working afterwards. And three that are not errors, whose
+// calls must still be ordered: a call after the caller destroyed the last call's stream, one on a new stream that got
+// the destroyed one's handle, and calls on cudaStreamPerThread from two threads.
 // tests/errors/collective_call_errors_test.cpp pins the wording.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <thread>
 
 #include "dsl/shipped_topologies.hpp"
 #include "runtime/communicator.hpp"
@@ -126,71 +128,108 @@ extern "C" __global__ void canopy_test_hold(unsigned long long ns, volatile int*
   cudaKernel_t kernel_ = nullptr;
 };
 
-// Not an error either, and not the same stream: the driver gives a new stream the handle of one just destroyed while
-// the destroyed one's kernels still run. A call on the new stream must still wait for the last call (they share the
-// communicator's memory). A kernel holds the old streams for 100 ms before their call; the call on the new stream may
-// end only after it. Whether the handle comes back depends on the heap, so the test takes several rounds and says in
-// how many it did. The calls are 1 MiB, the direct protocol's: a low-latency call waits for the acknowledgements of
-// the call before, so it would end after it anyway.
-TEST_F(CommunicatorErrorsOnGpu, ANewStreamWithADestroyedStreamsHandleWaitsForItsCalls) {
-  constexpr std::uint64_t kDirectCount = 1 << 18;
-  constexpr int kRounds = 8;
-  std::vector<void*> send(2, nullptr), recv(2, nullptr);
-  std::vector<std::unique_ptr<HoldKernel>> hold(2);
-  int* held = nullptr;  // per rank: its old stream's hold kernel has ended
-  ASSERT_EQ(
-      cudaHostAlloc(reinterpret_cast<void**>(&held), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
-      cudaSuccess);
-  held[0] = held[1] = 0;
-  for (int r = 0; r < 2; ++r) {
-    ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&send[r], kDirectCount * 4), cudaSuccess);
-    ASSERT_EQ(cudaMalloc(&recv[r], kDirectCount * 4), cudaSuccess);
-    ASSERT_EQ(cudaMemset(send[r], 0, kDirectCount * 4), cudaSuccess);
-    hold[r] = std::make_unique<HoldKernel>(comm_->device_of_rank(r));
+// 1 MiB allreduces on a communicator of two ranks whose streams can be held up first by a HoldKernel: whether a call
+// on other streams ended before the held call began. 1 MiB is the direct protocol's: a low-latency call waits for the
+// acknowledgements of the call before, so it would end after it even unordered.
+class HeldCalls {
+ public:
+  explicit HeldCalls(Communicator& comm) : comm_(comm) {
+    EXPECT_EQ(
+        cudaHostAlloc(reinterpret_cast<void**>(&held_), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
+        cudaSuccess);
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(cudaSetDevice(comm_.device_of_rank(r)), cudaSuccess);
+      EXPECT_EQ(cudaMalloc(&send_[r], kCount * 4), cudaSuccess);
+      EXPECT_EQ(cudaMalloc(&recv_[r], kCount * 4), cudaSuccess);
+      EXPECT_EQ(cudaMemset(send_[r], 0, kCount * 4), cudaSuccess);
+      hold_[r] = std::make_unique<HoldKernel>(comm_.device_of_rank(r));
+    }
   }
-  auto allreduce_1mib = [&](const std::vector<cudaStream_t>& streams) {
-    const std::vector<const void*> in{send[0], send[1]};
-    return comm_->allreduce(in, recv, kDirectCount, DataType::f32, ReduceOp::sum, streams);
-  };
+  ~HeldCalls() {
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(cudaSetDevice(comm_.device_of_rank(r)), cudaSuccess);
+      EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      EXPECT_EQ(cudaFree(send_[r]), cudaSuccess);
+      EXPECT_EQ(cudaFree(recv_[r]), cudaSuccess);
+    }
+    EXPECT_EQ(cudaFreeHost(held_), cudaSuccess);
+  }
+  Status allreduce(const std::vector<cudaStream_t>& streams) {
+    const std::vector<const void*> send{send_[0], send_[1]};
+    const std::vector<void*> recv{recv_[0], recv_[1]};
+    return comm_.allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
+  }
+  // Holds every GPU's stream for 100 ms, then a call follows on them: the held call.
+  void held_call(const std::vector<cudaStream_t>& streams) {
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(cudaSetDevice(comm_.device_of_rank(r)), cudaSuccess);
+      held_[r] = 0;
+      if (r == 0 || comm_.device_of_rank(1) != comm_.device_of_rank(0)) {
+        EXPECT_EQ(hold_[r]->launch(streams[r], 100'000'000ull, held_ + r), cudaSuccess);
+      } else {
+        held_[r] = 1;
+      }
+    }
+    EXPECT_TRUE(allreduce(streams).ok());
+  }
+  // After `streams` (a later call's) are done: did the held call begin before, on rank r's GPU?
+  bool held_call_began(int r) const { return *static_cast<volatile int*>(held_ + r) == 1; }
+
+ private:
+  static constexpr std::uint64_t kCount = 1 << 18;
+  Communicator& comm_;
+  void* send_[2] = {nullptr, nullptr};
+  void* recv_[2] = {nullptr, nullptr};
+  std::unique_ptr<HoldKernel> hold_[2];
+  int* held_ = nullptr;  // per rank: its GPU's hold kernel has ended
+};
+
+// Not an error either, and not the same stream: the CUDA runtime gives a new stream the handle of one just destroyed
+// while the destroyed one's kernels still run. A call on the new stream must still wait for the last call (they share
+// the communicator's memory). Whether the handle comes back depends on the heap, so the test takes several rounds and
+// says in how many it did.
+TEST_F(CommunicatorErrorsOnGpu, ANewStreamWithADestroyedStreamsHandleWaitsForItsCalls) {
+  constexpr int kRounds = 8;
+  HeldCalls calls(*comm_);
   int reused = 0;
   for (int round = 0; round < kRounds; ++round) {
     const std::vector<cudaStream_t> old_streams = new_streams();
-    EXPECT_TRUE(allreduce_1mib(old_streams).ok());  // the communicator has used these streams before
-    for (int r = 0; r < 2; ++r) {
-      ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
-      held[r] = 0;
-      if (r == 0 || old_streams[1] != old_streams[0]) {
-        ASSERT_EQ(hold[r]->launch(old_streams[r], 100'000'000ull, held + r), cudaSuccess);
-      } else {
-        held[r] = 1;
-      }
-    }
-    EXPECT_TRUE(allreduce_1mib(old_streams).ok());
+    EXPECT_TRUE(calls.allreduce(old_streams).ok());  // the communicator has used these streams before
+    calls.held_call(old_streams);
     // The new streams' vector comes first: the runtime's stream handles are small blocks of the heap, and a vector
     // made between the destroy and the create would take the freed one.
     std::vector<cudaStream_t> streams(2, nullptr);
     destroy(old_streams);
     create_streams(&streams);
     reused += streams[0] == old_streams[0];
-    EXPECT_TRUE(allreduce_1mib(streams).ok());
+    EXPECT_TRUE(calls.allreduce(streams).ok());
     for (int r = 0; r < 2; ++r) {
       ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(streams[r]), cudaSuccess);
-      EXPECT_EQ(*static_cast<volatile int*>(held + r), 1)
+      EXPECT_TRUE(calls.held_call_began(r))
           << "round " << round << ", rank " << r << ": the call on the new stream ended before the call on the "
           << "destroyed one began (" << (streams[0] == old_streams[0] ? "same handle" : "another handle") << ")";
     }
     destroy(streams);
   }
   std::printf("in %d of %d rounds the new stream got the destroyed one's handle\n", reused, kRounds);
+}
+
+// cudaStreamPerThread is one handle for every thread but a stream of each thread's own: a call on it from another
+// thread is a call on another stream, and waits for the last call like one.
+TEST_F(CommunicatorErrorsOnGpu, ThePerThreadStreamsOfTwoThreadsAreTwoStreams) {
+  HeldCalls calls(*comm_);
+  const std::vector<cudaStream_t> per_thread(2, cudaStreamPerThread);
+  EXPECT_TRUE(calls.allreduce(per_thread).ok());
+  std::thread other([&] { calls.held_call(per_thread); });
+  other.join();
+  EXPECT_TRUE(calls.allreduce(per_thread).ok());
   for (int r = 0; r < 2; ++r) {
     ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(cudaFree(send[r]), cudaSuccess);
-    EXPECT_EQ(cudaFree(recv[r]), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+    EXPECT_TRUE(calls.held_call_began(r))
+        << "rank " << r << ": the call on this thread's stream ended before the other thread's call began";
   }
-  EXPECT_EQ(cudaFreeHost(held), cudaSuccess);
 }
 
 TEST_F(CommunicatorErrorsOnGpu, HostPointerIsNamed) {
