@@ -104,7 +104,10 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
   const std::size_t devices = p.kernel.size();
   int launched = 0;
   const Status* failed = nullptr;
-  if (target.crew && devices > 1) {  // every device at once: the failures and the successes are both known
+  // cudaStreamPerThread names the calling thread's own stream: a helper thread would launch on its own instead.
+  bool per_thread = false;
+  for (const cudaStream_t s : call.streams) per_thread |= s == cudaStreamPerThread;
+  if (target.crew && devices > 1 && !per_thread) {  // every device at once: the failures and successes are both known
     target.crew->run(DeviceJob{&job, launch_on_device}, &p.results);
     for (const Status& s : p.results)
       if (s.ok())

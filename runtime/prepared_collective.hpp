@@ -80,7 +80,9 @@ struct LaunchTarget {
   // The communicator has captured calls: the host's count misses replays, so the kernels read the GPUs' launch
   // counters (epoch 0 in the arguments) instead of taking the host's.
   bool device_epochs = false;
-  LaunchCrew* crew = nullptr;  // launches every device at once through its helpers; null: one after another
+  // Launches every device at once through its helpers (not for a call on cudaStreamPerThread, the caller's own
+  // stream); null: one after another.
+  LaunchCrew* crew = nullptr;
 };
 
 // Fills the DeviceArgs image (count, launch counters, every rank's pointers) and launches on every device, on the

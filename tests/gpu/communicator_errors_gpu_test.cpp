@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -159,20 +160,22 @@ class HeldCalls {
     const std::vector<void*> recv{recv_[0], recv_[1]};
     return comm_.allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
   }
-  // Holds every GPU's stream for 100 ms, then a call follows on them: the held call.
-  void held_call(const std::vector<cudaStream_t>& streams) {
+  // Holds each GPU's stream (rank r's for hold_ns[r], 100 ms unless given), then a call follows on them: the held
+  // call.
+  void held_call(const std::vector<cudaStream_t>& streams,
+                 std::array<unsigned long long, 2> hold_ns = {100'000'000ull, 100'000'000ull}) {
     for (int r = 0; r < 2; ++r) {
       EXPECT_EQ(cudaSetDevice(comm_.device_of_rank(r)), cudaSuccess);
       held_[r] = 0;
       if (r == 0 || comm_.device_of_rank(1) != comm_.device_of_rank(0)) {
-        EXPECT_EQ(hold_[r]->launch(streams[r], 100'000'000ull, held_ + r), cudaSuccess);
+        EXPECT_EQ(hold_[r]->launch(streams[r], hold_ns[r], held_ + r), cudaSuccess);
       } else {
         held_[r] = 1;
       }
     }
     EXPECT_TRUE(allreduce(streams).ok());
   }
-  // After `streams` (a later call's) are done: did the held call begin before, on rank r's GPU?
+  // Has rank r's hold ended (before the held call began on its GPU)?
   bool held_call_began(int r) const { return *static_cast<volatile int*>(held_ + r) == 1; }
 
  private:
@@ -229,6 +232,25 @@ TEST_F(CommunicatorErrorsOnGpu, ThePerThreadStreamsOfTwoThreadsAreTwoStreams) {
     ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
     EXPECT_TRUE(calls.held_call_began(r))
         << "rank " << r << ": the call on this thread's stream ended before the other thread's call began";
+  }
+}
+
+// With two GPUs a helper thread launches on the second (docs/performance.md, "Launching on two GPUs at once"), but
+// not for a call on cudaStreamPerThread: the kernel would go on the helper's own stream, and the caller's
+// stream on GPU 1 would not hold the call. GPU 0 is held for 200 ms, GPU 1 for 20: GPU 1's part of the call cannot
+// end before GPU 0's began, so once the caller's stream on GPU 1 is done, GPU 0's hold must have ended.
+TEST_F(CommunicatorErrorsOnGpu, ACallOnThePerThreadStreamIsOnTheCallersStreamOnEveryGpu) {
+  if (gpus_ < 2) GTEST_SKIP() << "needs two GPUs (a helper thread launches on the second)";
+  HeldCalls calls(*comm_);
+  const std::vector<cudaStream_t> per_thread(2, cudaStreamPerThread);
+  for (int round = 0; round < 3; ++round) {
+    calls.held_call(per_thread, {200'000'000ull, 20'000'000ull});
+    ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(1)), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+    EXPECT_TRUE(calls.held_call_began(0))
+        << "round " << round << ": the caller's stream on GPU 1 was done before the call on GPU 0 began";
+    ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(0)), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
   }
 }
 
