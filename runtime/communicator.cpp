@@ -1084,7 +1084,6 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->scratch.assign(n, nullptr);
     st->scratch_bytes.assign(n, 0);
     st->order.done.assign(devices, nullptr);
-    st->order.stream.assign(devices, nullptr);
     st->order.stream_id.assign(devices, 0);
     st->order.used.assign(devices, false);
     st->order.switched.assign(devices, false);
@@ -1311,7 +1310,7 @@ Status Communicator::run(const CollectiveCall& given) {
     st.broken_why = s.message();
   }
   if (s.ok() && st.watchdog && !capturing)
-    st.watchdog->watch(*p, call, st.ordinals, st.order, launch_flags(*p, target),
+    st.watchdog->watch(*p, call, st.ordinals, st.first_rank, launch_flags(*p, target),
                        st.device_epochs ? launch_counters(*p, target) : std::span<unsigned long long* const>());
   if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
     st.log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p->epoch,

@@ -69,7 +69,6 @@ Status launch_on_device(void* context, int d) {
   if (e == cudaSuccess && target.capturing) return Status();
   if (e == cudaSuccess && order.switched[d]) e = cudaEventRecord(order.done[d], config.stream);
   if (e == cudaSuccess) {
-    order.stream[d] = config.stream;
     order.stream_id[d] = stream_id;
     order.used[d] = 1;
     return Status();

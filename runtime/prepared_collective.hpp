@@ -58,7 +58,6 @@ struct PreparedCollective {
 struct DeviceOrder {
   std::vector<cudaEvent_t> done;              // per device index: recorded after every launch once `switched`
   std::vector<unsigned long long> stream_id;  // per device index: the ID of the last launch's stream
-  std::vector<cudaStream_t> stream;           // per device index: the last launch's stream, used only in its call
   std::vector<char> used;      // per device index: launched before (not vector<bool>: helpers set theirs at once)
   std::vector<char> switched;  // per device index: a call has come on another stream than the last before
 };

@@ -31,7 +31,7 @@ Watchdog::~Watchdog() {
 }
 
 void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
-                     const DeviceOrder& order, std::span<void* const> flags,
+                     std::span<const int> first_rank, std::span<void* const> flags,
                      std::span<unsigned long long* const> launches) {
   Pending p;
   p.built = prepared.built;
@@ -60,7 +60,7 @@ void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& c
       (void)cudaGetLastError();
       e = nullptr;
     }
-    if (e && cudaEventRecord(e, order.stream[d]) != cudaSuccess) (void)cudaGetLastError();
+    if (e && cudaEventRecord(e, call.streams[first_rank[d]]) != cudaSuccess) (void)cudaGetLastError();
     p.events.push_back(e);
   }
   pending_.push_back(std::move(p));

@@ -32,11 +32,12 @@ class Watchdog {
   Watchdog& operator=(const Watchdog&) = delete;
 
   // After a successful launch: records an event behind it on every device's stream. `ordinals`: per device
-  // index; the launch used the streams `order` last recorded and the counters `flags` (per rank). `launches`: once
-  // calls were captured into CUDA graphs, the kernels' launch counters (per device index), which then say the epoch
-  // of a stuck launch (the host's count misses replays); empty otherwise.
+  // index; the launch used the stream of each device's first rank (`first_rank`, per device index) and the counters
+  // `flags` (per rank). `launches`: once calls were captured into CUDA graphs, the kernels' launch counters (per
+  // device index), which then say the epoch of a stuck launch (the host's count misses replays); empty otherwise.
   void watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
-             const DeviceOrder& order, std::span<void* const> flags, std::span<unsigned long long* const> launches);
+             std::span<const int> first_rank, std::span<void* const> flags,
+             std::span<unsigned long long* const> launches);
 
  private:
   struct Pending {
