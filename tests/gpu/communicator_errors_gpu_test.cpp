@@ -41,16 +41,10 @@ class CommunicatorErrorsOnGpu : public ::testing::Test {
   void TearDown() override {
     for (int r = 0; r < 2; ++r) cudaFree(send_[r]), cudaFree(recv_[r]);
   }
-  Status allreduce(std::uint64_t count) {
+  Status allreduce(std::uint64_t count, const std::vector<cudaStream_t>& streams = {nullptr, nullptr}) {
     const std::vector<const void*> send{send_[0], send_[1]};
     const std::vector<void*> recv{recv_[0], recv_[1]};
-    const std::vector<cudaStream_t> streams{nullptr, nullptr};
     return comm_->allreduce(send, recv, count, DataType::f32, ReduceOp::sum, streams);
-  }
-  Status allreduce_on(const std::vector<cudaStream_t>& streams) {
-    const std::vector<const void*> send{send_[0], send_[1]};
-    const std::vector<void*> recv{recv_[0], recv_[1]};
-    return comm_->allreduce(send, recv, kCount, DataType::f32, ReduceOp::sum, streams);
   }
   // A new stream per rank's GPU (two ranks on one GPU share one, as one launch needs), into `streams` (two entries).
   void create_streams(std::vector<cudaStream_t>* streams) {
@@ -85,7 +79,7 @@ class CommunicatorErrorsOnGpu : public ::testing::Test {
 TEST_F(CommunicatorErrorsOnGpu, AStreamDestroyedAfterTheLastCallIsNoError) {
   for (int round = 0; round < 3; ++round) {
     const std::vector<cudaStream_t> streams = new_streams();
-    const Status s = allreduce_on(streams);
+    const Status s = allreduce(kCount, streams);
     EXPECT_TRUE(s.ok()) << "round " << round << ": " << s.message();
     destroy(streams);
   }
@@ -143,7 +137,7 @@ class HeldCalls {
       EXPECT_EQ(cudaMalloc(&send_[r], kCount * 4), cudaSuccess);
       EXPECT_EQ(cudaMalloc(&recv_[r], kCount * 4), cudaSuccess);
       EXPECT_EQ(cudaMemset(send_[r], 0, kCount * 4), cudaSuccess);
-      hold_[r] = std::make_unique<HoldKernel>(comm_.device_of_rank(r));
+      if (holds(r)) hold_[r] = std::make_unique<HoldKernel>(comm_.device_of_rank(r));
     }
   }
   ~HeldCalls() {
@@ -167,7 +161,7 @@ class HeldCalls {
     for (int r = 0; r < 2; ++r) {
       EXPECT_EQ(cudaSetDevice(comm_.device_of_rank(r)), cudaSuccess);
       held_[r] = 0;
-      if (r == 0 || comm_.device_of_rank(1) != comm_.device_of_rank(0)) {
+      if (holds(r)) {
         EXPECT_EQ(hold_[r]->launch(streams[r], hold_ns[r], held_ + r), cudaSuccess);
       } else {
         held_[r] = 1;
@@ -179,6 +173,8 @@ class HeldCalls {
   bool held_call_began(int r) const { return *static_cast<volatile int*>(held_ + r) == 1; }
 
  private:
+  // Rank r holds its GPU: rank 0, and rank 1 on a GPU of its own (two ranks on one GPU share its stream).
+  bool holds(int r) const { return r == 0 || comm_.device_of_rank(1) != comm_.device_of_rank(0); }
   static constexpr std::uint64_t kCount = 1 << 18;
   Communicator& comm_;
   void* send_[2] = {nullptr, nullptr};
