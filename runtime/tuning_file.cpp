@@ -1,4 +1,5 @@
-// TuningFile (see tuning_file.hpp): tuning.json as {"version": 1, "entries": [...]}.
+// TuningFile (see tuning_file.hpp): tuning.json as {"version": 1, "entries": [...], "protocols": [...]} ("protocols"
+// may be absent: files written before protocol tuning).
 #include "runtime/tuning_file.hpp"
 
 #include <fmt/format.h>
@@ -40,8 +41,20 @@ TuningFile::TuningFile(std::filesystem::path path, std::string* warning) : path_
       entries_[TuningKey{e.at("machine").get<std::string>(), *c, *t, e.at("bucket_bytes").get<std::uint64_t>()}] =
           TuningEntry{e.value("topology", ""), chunk, e.value("time_us", 0.0), e.value("default_time_us", 0.0)};
     }
+    for (const nlohmann::json& e : j.value("protocols", nlohmann::json::array())) {
+      const std::optional<Collective> c = parse_collective(e.at("collective").get<std::string>());
+      const std::optional<DataType> t = parse_data_type(e.at("dtype").get<std::string>());
+      if (!c || !t) throw std::runtime_error("unknown collective or dtype");
+      const ProtocolLimits l{e.at("ll_bytes").get<std::int64_t>(), e.at("ll128_bytes").get<std::int64_t>(),
+                             e.at("direct_bytes").get<std::int64_t>()};
+      if (l.ll_bytes < 0 || l.ll128_bytes < 0 || l.direct_bytes < 0)
+        throw std::runtime_error(fmt::format("a negative protocol limit for {}", to_string(*c)));
+      protocols_[ProtocolKey{e.at("machine").get<std::string>(), *c}] =
+          ProtocolEntry{e.value("topology", ""), *t, l, e.value("cost", 0.0), e.value("untuned_cost", 0.0)};
+    }
   } catch (const std::exception& e) {
     entries_.clear();
+    protocols_.clear();
     if (warning)
       *warning = fmt::format("tuning file {} ignored ({}): rerun `canopy tune` to rewrite it", path_.string(), e.what());
   }
@@ -54,6 +67,14 @@ std::optional<TuningEntry> TuningFile::find(const TuningKey& key) const {
 
 void TuningFile::set(const TuningKey& key, const TuningEntry& entry) { entries_[key] = entry; }
 
+std::optional<ProtocolEntry> TuningFile::find(const ProtocolKey& key) const {
+  if (auto it = protocols_.find(key); it != protocols_.end()) return it->second;
+  return std::nullopt;
+}
+
+void TuningFile::set(const ProtocolKey& key, const ProtocolEntry& entry) { protocols_[key] = entry; }
+void TuningFile::erase(const ProtocolKey& key) { protocols_.erase(key); }
+
 void TuningFile::save() const {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& [k, e] : entries_)
@@ -65,7 +86,18 @@ void TuningFile::save() const {
                     {"chunk_bytes", e.chunk_bytes},
                     {"time_us", e.time_us},
                     {"default_time_us", e.default_time_us}});
-  const nlohmann::ordered_json j = {{"version", 1}, {"entries", list}};
+  nlohmann::ordered_json protocols = nlohmann::ordered_json::array();
+  for (const auto& [k, e] : protocols_)
+    protocols.push_back({{"topology", e.topology},
+                         {"machine", k.machine},
+                         {"collective", to_string(k.collective)},
+                         {"dtype", to_string(e.dtype)},
+                         {"ll_bytes", e.limits.ll_bytes},
+                         {"ll128_bytes", e.limits.ll128_bytes},
+                         {"direct_bytes", e.limits.direct_bytes},
+                         {"cost", e.cost},
+                         {"untuned_cost", e.untuned_cost}});
+  const nlohmann::ordered_json j = {{"version", 1}, {"entries", list}, {"protocols", protocols}};
   std::error_code ec;
   std::filesystem::create_directories(path_.parent_path(), ec);
   const std::filesystem::path tmp = path_.string() + fmt::format(".tmp{}", ::getpid());

@@ -1,8 +1,9 @@
-// TuningFile: the chunk sizes `canopy tune` chose, remembered per (machine, collective, element type, size bucket)
-// in a small JSON file beside the kernel cache (tuning.json), so the next process starts tuned. A bucket is the
-// largest power of two not above the call's size S (nccl-tests' convention). The machine is the topology's
-// canonical text's digest, so a tuned chunk never applies to another machine of the same name. Written whole to a
-// temporary file and renamed; a file that cannot be read or parsed is reported and treated as empty.
+// TuningFile: what `canopy tune` chose, remembered in a small JSON file beside the kernel cache (tuning.json), so the
+// next process starts tuned: chunk sizes per (machine, collective, element type, size bucket), and protocol limits
+// (`canopy tune --protocols`) per (machine, collective). A bucket is the largest power of two not above the call's
+// size S (nccl-tests' convention). The machine is the topology's canonical text's digest, so a choice never applies
+// to another machine of the same name. Written whole to a temporary file and renamed; a file that cannot be read or
+// parsed is reported and treated as empty.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "codegen/codegen_options.hpp"
 #include "planner/collective.hpp"
+#include "runtime/protocol_choice.hpp"
 
 namespace canopy {
 
@@ -32,6 +34,20 @@ struct TuningEntry {
   double default_time_us = 0;  // measured with the chunk the runtime would have used
 };
 
+struct ProtocolKey {
+  std::string machine;
+  Collective collective = Collective::allreduce;
+  auto operator<=>(const ProtocolKey&) const = default;
+};
+
+struct ProtocolEntry {
+  std::string topology;            // its name, for people reading the file
+  DataType dtype = DataType::f32;  // measured with
+  ProtocolLimits limits;
+  double cost = 0;          // protocol_choice.hpp's cost of these limits over the sizes measured
+  double untuned_cost = 0;  // and of the untuned choice
+};
+
 // The largest power of two <= bytes (0 for 0).
 std::uint64_t tuning_bucket(std::uint64_t bytes);
 
@@ -43,15 +59,20 @@ class TuningFile {
 
   std::optional<TuningEntry> find(const TuningKey& key) const;
   void set(const TuningKey& key, const TuningEntry& entry);
+  std::optional<ProtocolEntry> find(const ProtocolKey& key) const;
+  void set(const ProtocolKey& key, const ProtocolEntry& entry);
+  void erase(const ProtocolKey& key);
   // Writes the file (temporary + rename); throws canopy::Error naming the path when it cannot.
   void save() const;
 
   const std::filesystem::path& path() const { return path_; }
   const std::map<TuningKey, TuningEntry>& entries() const { return entries_; }
+  const std::map<ProtocolKey, ProtocolEntry>& protocols() const { return protocols_; }
 
  private:
   std::filesystem::path path_;
   std::map<TuningKey, TuningEntry> entries_;
+  std::map<ProtocolKey, ProtocolEntry> protocols_;
 };
 
 }  // namespace canopy
