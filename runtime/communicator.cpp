@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <functional>
 #include <future>
@@ -176,6 +177,8 @@ bool stream_capturing(cudaStream_t s) {
 
 }  // namespace
 
+constexpr std::size_t kCollectives = static_cast<std::size_t>(Collective::reducescatter) + 1;
+
 struct Communicator::State {
   Logger log;
   std::vector<GpuDevice> gpus;        // per device index
@@ -197,6 +200,12 @@ struct Communicator::State {
     std::vector<unsigned long long*> launches;  // per device index: the launch counter
     std::uint64_t epoch = 0;                    // eager launches so far, shared by every kernel of the protocol
   };
+  // Per collective, up to which size S calls take the low-latency and LL128 protocols (0: never), and the direct
+  // protocol's limit on S where `canopy tune --protocols` chose one (unset: on the bytes moved, direct.max_bytes).
+  // The shapes' max_bytes are the most any collective takes (their buffers' size; 0: the protocol is off).
+  std::array<std::int64_t, kCollectives> ll_limit{};
+  std::array<std::int64_t, kCollectives> ll128_limit{};
+  std::array<std::optional<std::int64_t>, kCollectives> direct_limit;
   LowLatencyShape low_latency;  // max_bytes 0: off
   std::int64_t ll_two_shot_bytes = 0;  // low-latency allreduces from this size run two-shot (0: never)
   LineMemory ll_memory;
@@ -778,25 +787,43 @@ static std::string nvlink_hop_missing(const Communicator::State& st) {
   return "";
 }
 
-// A line protocol's reach (low-latency, LL128), from the environment's `shape` and `option`: a negative limit is
-// refused; the protocol is left off when every size it would take is below `taken_up_to` (another protocol's
-// limit: LL's for LL128), when its buffers (`buffer_bytes` per rank) would take more than 1 GiB on a GPU
-// (they grow with the square of the ranks a GPU runs: each rank holds a slot per rank), rather than take memory the
-// caller may need, or when `unusable` gives a reason; else its blocks are fitted to the GPUs.
-static void set_up_line_protocol(Communicator::State& st, const char* name, const char* variable,
-                                 std::optional<std::int64_t> option, std::int64_t (*buffer_bytes)(int, std::int64_t),
-                                 std::string (*unusable)(const Communicator::State&), std::int64_t taken_up_to,
-                                 OneLaunchShape* shape) {
-  if (option) shape->max_bytes = *option;
-  if (shape->max_bytes < 0)
-    throw Error(fmt::format("{} limit {} bytes: use 0 (off) or a positive size", name, shape->max_bytes));
-  if (shape->max_bytes == 0) return;
-  if (shape->max_bytes <= taken_up_to) {
-    st.log.info(LogSubsys::init, fmt::format("{} protocol off: its limit {} is within the one below it ({})", name,
-                                             format_byte_size(shape->max_bytes), format_byte_size(taken_up_to)));
-    shape->max_bytes = 0;
-    return;
+// Per collective, the protocol limits (State::ll_limit, ll128_limit, direct_limit): `tuned` those `canopy tune
+// --protocols` chose for this machine where it chose some, else the shapes' (the environment's or defaults'). LL128
+// takes only sizes above LL's limit, so where its limit is within LL's it takes none. The shapes' max_bytes become the
+// largest limit of any collective: what the line protocols' buffers must hold.
+static void set_protocol_limits(Communicator::State& st, bool tuned) {
+  std::vector<std::string> chosen;
+  for (std::size_t c = 0; c < kCollectives; ++c) {
+    const Collective collective = static_cast<Collective>(c);
+    std::optional<ProtocolEntry> e;
+    if (tuned) e = st.tuning->find(ProtocolKey{st.machine, collective});
+    st.ll_limit[c] = e ? e->limits.ll_bytes : st.low_latency.max_bytes;
+    st.ll128_limit[c] = e ? e->limits.ll128_bytes : st.ll128.max_bytes;
+    if (st.ll128_limit[c] <= st.ll_limit[c]) st.ll128_limit[c] = 0;
+    st.direct_limit[c] = e ? std::optional(e->limits.direct_bytes) : std::nullopt;
+    if (e) chosen.push_back(fmt::format("{}: {}", to_string(collective), describe(e->limits)));
   }
+  if (!chosen.empty())
+    st.log.info(LogSubsys::init, fmt::format("protocol limits tuned for this machine ({}): {}", st.tuning_path.string(),
+                                             fmt::join(chosen, "; ")));
+  const std::int64_t ll128_asked = st.ll128.max_bytes;
+  st.low_latency.max_bytes = *std::max_element(st.ll_limit.begin(), st.ll_limit.end());
+  st.ll128.max_bytes = *std::max_element(st.ll128_limit.begin(), st.ll128_limit.end());
+  if (chosen.empty() && ll128_asked > 0 && st.ll128.max_bytes == 0)
+    st.log.info(LogSubsys::init,
+                fmt::format("LL128 protocol off: its limit {} is within the one below it ({})",
+                            format_byte_size(ll128_asked), format_byte_size(st.low_latency.max_bytes)));
+}
+
+// A line protocol's buffers (low-latency, LL128) for the sizes its `limits` give it (shape->max_bytes, the largest):
+// left off, its limits zeroed, when its buffers (`buffer_bytes` per rank) would take more than 1 GiB on a GPU (they
+// grow with the square of the ranks a GPU runs: each rank holds a slot per rank), rather than take memory the caller
+// may need, or when `unusable` gives a reason; else its blocks are fitted to the GPUs.
+static void set_up_line_protocol(Communicator::State& st, const char* name, const char* variable,
+                                 std::int64_t (*buffer_bytes)(int, std::int64_t),
+                                 std::string (*unusable)(const Communicator::State&), OneLaunchShape* shape,
+                                 std::array<std::int64_t, kCollectives>* limits) {
+  if (shape->max_bytes == 0) return;
   const int n = static_cast<int>(st.rank_names.size()), devices = static_cast<int>(st.gpus.size());
   const std::int64_t per_gpu = buffer_bytes(n, shape->max_bytes) * ((n + devices - 1) / devices);
   std::string why = per_gpu > (std::int64_t{1} << 30)
@@ -806,6 +833,7 @@ static void set_up_line_protocol(Communicator::State& st, const char* name, cons
   if (!why.empty()) {
     st.log.info(LogSubsys::init, fmt::format("{} protocol off: {}", name, why));
     shape->max_bytes = 0;
+    limits->fill(0);
     return;
   }
   fit_blocks(st, name, &shape->blocks_per_rank);
@@ -1031,10 +1059,39 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     st->large_blocks = options.large_blocks_per_rank.value_or(large.blocks_per_rank);
     st->large_bytes = options.large_bytes.value_or(large.min_bytes);
     if (options.blocks_per_rank && !options.large_blocks_per_rank) st->large_blocks = *options.blocks_per_rank;
-    // One hop from every rank to every other: every pair of GPUs needs peer access.
+    check_codegen_options(st->shape, n);
+    CodegenOptions large_check = st->shape;
+    large_check.blocks_per_rank = st->large_blocks;
+    check_codegen_options(large_check, n);
+    st->builder =
+        std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir) : DiskCache::from_environment());
+    // What `canopy tune` chose for this machine: chunk sizes, unless the chunk is fixed, and protocol limits.
+    st->chunk_fixed = options.chunk_bytes.has_value() || std::getenv("CANOPY_CHUNK") != nullptr;
+    st->machine = Sha256().update(write_topo(st->topology)).hex_digest();
+    st->tuning_path = TuningFile::default_path(st->builder->jit().disk().directory());
+    std::string tuning_warning;
+    st->tuning = std::make_unique<TuningFile>(st->tuning_path, &tuning_warning);
+    if (!tuning_warning.empty()) st->log.info(LogSubsys::init, tuning_warning);
+    if (!st->chunk_fixed && !st->tuning->entries().empty())
+      st->log.info(LogSubsys::init, fmt::format("tuned chunk sizes from {}", st->tuning_path.string()));
+    // Protocol limits: options, else the environment, else tuned for this machine, else the defaults.
     st->low_latency = low_latency_shape_from_environment();
-    set_up_line_protocol(*st, "low-latency", "CANOPY_LL_BYTES", options.low_latency_bytes, low_latency_buffer_bytes,
-                         missing_peer_access, 0, &st->low_latency);
+    st->ll128 = ll128_shape_from_environment();
+    st->direct = direct_shape_from_environment();
+    if (options.low_latency_bytes) st->low_latency.max_bytes = *options.low_latency_bytes;
+    if (options.ll128_bytes) st->ll128.max_bytes = *options.ll128_bytes;
+    if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;
+    for (const auto& [name, limit] :
+         {std::pair{"low-latency", st->low_latency.max_bytes}, std::pair{"LL128", st->ll128.max_bytes},
+          std::pair{"direct-protocol", st->direct.max_bytes}})
+      if (limit < 0) throw Error(fmt::format("{} limit {} bytes: use 0 (off) or a positive size", name, limit));
+    const bool limits_given = options.low_latency_bytes || options.ll128_bytes || options.direct_bytes ||
+                              std::getenv("CANOPY_LL_BYTES") || std::getenv("CANOPY_LL128_BYTES") ||
+                              std::getenv("CANOPY_DIRECT_BYTES");
+    set_protocol_limits(*st, options.tuned_protocols.value_or(true) && !limits_given);
+    // One hop from every rank to every other: every pair of GPUs needs peer access.
+    set_up_line_protocol(*st, "low-latency", "CANOPY_LL_BYTES", low_latency_buffer_bytes, missing_peer_access,
+                         &st->low_latency, &st->ll_limit);
     st->ll_two_shot_bytes =
         options.ll_two_shot_bytes.value_or(ll_two_shot_bytes_from_environment().value_or(ll_two_shot_default_bytes(n)));
     if (st->ll_two_shot_bytes < 0)
@@ -1044,16 +1101,10 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
         st->ll_two_shot_bytes <= st->low_latency.max_bytes)
       st->log.info(LogSubsys::init,
                    fmt::format("low-latency allreduces from {} run two-shot", format_byte_size(st->ll_two_shot_bytes)));
-    // A warp's 128-byte stores arrive whole only over NVLink: every pair of GPUs one NVLink hop apart. Sizes up to
-    // LL's limit are LL's.
-    st->ll128 = ll128_shape_from_environment();
-    set_up_line_protocol(*st, "LL128", "CANOPY_LL128_BYTES", options.ll128_bytes, ll128_buffer_bytes,
-                         nvlink_hop_missing, st->low_latency.max_bytes, &st->ll128);
+    // A warp's 128-byte stores arrive whole only over NVLink: every pair of GPUs one NVLink hop apart.
+    set_up_line_protocol(*st, "LL128", "CANOPY_LL128_BYTES", ll128_buffer_bytes, nvlink_hop_missing, &st->ll128,
+                         &st->ll128_limit);
     if (!check_pointers_from_environment()) st->oracle.pointer = nullptr;
-    st->direct = direct_shape_from_environment();
-    if (options.direct_bytes) st->direct.max_bytes = *options.direct_bytes;
-    if (st->direct.max_bytes < 0)
-      throw Error(fmt::format("direct-protocol limit {} bytes: use 0 (off) or a positive size", st->direct.max_bytes));
     st->direct_two_shot_bytes =
         options.direct_two_shot_bytes ? options.direct_two_shot_bytes : direct_two_shot_bytes_from_environment();
     if (st->direct_two_shot_bytes.value_or(0) < 0)
@@ -1066,21 +1117,6 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
         st->direct.max_bytes = 0;
       }
     }
-    check_codegen_options(st->shape, n);
-    CodegenOptions large_check = st->shape;
-    large_check.blocks_per_rank = st->large_blocks;
-    check_codegen_options(large_check, n);
-    st->builder = std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir)
-                                                              : DiskCache::from_environment());
-    // Tuned chunk sizes (canopy tune) for this machine, unless the chunk is fixed.
-    st->chunk_fixed = options.chunk_bytes.has_value() || std::getenv("CANOPY_CHUNK") != nullptr;
-    st->machine = Sha256().update(write_topo(st->topology)).hex_digest();
-    st->tuning_path = TuningFile::default_path(st->builder->jit().disk().directory());
-    std::string tuning_warning;
-    st->tuning = std::make_unique<TuningFile>(st->tuning_path, &tuning_warning);
-    if (!tuning_warning.empty()) st->log.info(LogSubsys::init, tuning_warning);
-    if (!st->chunk_fixed && !st->tuning->entries().empty())
-      st->log.info(LogSubsys::init, fmt::format("tuned chunk sizes from {}", st->tuning_path.string()));
     st->scratch.assign(n, nullptr);
     st->scratch_bytes.assign(n, 0);
     st->order.done.assign(devices, nullptr);
@@ -1175,8 +1211,8 @@ bool Communicator::is_low_latency(Collective collective, std::uint64_t count, Da
   // The size S of nccl-tests (allgather: its output, reduce-scatter: its input), which bounds every slot: the LL
   // kernels move each rank's data in one hop at a few tens of GB/s, so what decides is the bytes a rank handles.
   const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
-  return state_->low_latency.max_bytes > 0 && bytes <= static_cast<std::uint64_t>(state_->low_latency.max_bytes) &&
-         static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter);
+  const std::int64_t limit = state_->ll_limit.at(static_cast<std::size_t>(collective));
+  return limit > 0 && bytes <= static_cast<std::uint64_t>(limit);
 }
 
 bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
@@ -1192,8 +1228,8 @@ bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataT
 bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType dtype) const {
   // As for LL, the size S bounds every slot; one rank moves nothing to others (the trees copy it locally).
   const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
-  return state_->ll128.max_bytes > 0 && ranks() > 1 && bytes <= static_cast<std::uint64_t>(state_->ll128.max_bytes) &&
-         static_cast<unsigned>(collective) <= static_cast<unsigned>(Collective::reducescatter) &&
+  const std::int64_t limit = state_->ll128_limit.at(static_cast<std::size_t>(collective));
+  return limit > 0 && ranks() > 1 && bytes <= static_cast<std::uint64_t>(limit) &&
          !is_low_latency(collective, count, dtype);
 }
 
@@ -1201,10 +1237,13 @@ bool Communicator::is_direct(Collective collective, std::uint64_t count, DataTyp
   const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
   const std::uint64_t moved =
       direct_moved_bytes(collective, bytes, ranks(), state_->direct_two_shot(collective, bytes, in_place));
+  // Tuned for this machine: a limit on the size S, as the line protocols'.
+  const std::optional<std::int64_t> tuned = state_->direct_limit.at(static_cast<std::size_t>(collective));
+  const bool within = tuned ? bytes <= static_cast<std::uint64_t>(*tuned)
+                            : moved <= static_cast<std::uint64_t>(state_->direct.max_bytes);
   // One rank moves nothing to others: its call is a local copy, which the trees' kernel does with more blocks.
-  return state_->direct.max_bytes > 0 && ranks() > 1 && moved <= static_cast<std::uint64_t>(state_->direct.max_bytes) &&
-         !is_low_latency(collective, count, dtype) && !is_ll128(collective, count, dtype) &&
-         !is_copy_engine(collective, count, dtype);
+  return state_->direct.max_bytes > 0 && ranks() > 1 && within && !is_low_latency(collective, count, dtype) &&
+         !is_ll128(collective, count, dtype) && !is_copy_engine(collective, count, dtype);
 }
 
 bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {

@@ -82,6 +82,10 @@ struct CommunicatorOptions {
   // busiest (CANOPY_DIRECT_TWO_SHOT_BYTES; 0: never; unset: direct_two_shot_default_bytes, per collective).
   // In-place direct allreduces always run two-shot: one-shot's ranks would read inputs their owners are overwriting.
   std::optional<std::int64_t> direct_two_shot_bytes;
+  // Whether the protocol limits `canopy tune --protocols` chose for this machine (tuning.json beside the kernel
+  // cache) stand in for low_latency_bytes, ll128_bytes and direct_bytes, per collective, when none of those three is
+  // given here or in the environment (CANOPY_LL_BYTES, CANOPY_LL128_BYTES, CANOPY_DIRECT_BYTES). Default true.
+  std::optional<bool> tuned_protocols;
   // With several GPUs: launch on all of them at once, through a helper thread per GPU after the first that waits
   // for work (spinning) for `launch_spin` after its last launch, then sleeps (CANOPY_LAUNCH_THREADS, default on;
   // CANOPY_LAUNCH_SPIN_US, default 200 us). Off: the caller launches on each GPU in turn, ~3 us more per GPU.

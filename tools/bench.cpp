@@ -12,19 +12,6 @@
 
 namespace canopy::cli {
 
-namespace {
-
-std::vector<Collective> parse_collectives(const std::string& text) {
-  if (text == "all")
-    return {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
-            Collective::reducescatter};
-  std::vector<Collective> out;
-  for (const std::string& name : CLI::detail::split(text, ',')) out.push_back(collective_option(name));
-  return out;
-}
-
-}  // namespace
-
 std::string size_text(std::uint64_t b) {
   if (b >= (1ull << 30) && b % (1ull << 30) == 0) return fmt::format("{}G", b >> 30);
   if (b >= (1ull << 20) && b % (1ull << 20) == 0) return fmt::format("{}M", b >> 20);
@@ -102,7 +89,7 @@ void add_bench_command(CLI::App& app) {
       "#wrong counts output elements that differ from the host reference in a separate checked run.");
   cmd->callback([args] {
     BenchOptions o;
-    o.collectives = parse_collectives(args->collective);
+    o.collectives = collectives_option(args->collective);
     o.sizes = parse_bench_sizes(args->sizes);
     o.dtype = dtype_option(args->dtype);
     o.op = op_option(args->op);

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "codegen/codegen_options.hpp"
 #include "dsl/algorithm.hpp"
@@ -44,6 +45,8 @@ CommunicatorOptions communicator_options(const TopologyArgs& topology, const std
 
 // The value of `--collective`, or a canopy::Error listing the five names (topology_option.cpp).
 Collective collective_option(const std::string& name);
+// A list of them, or "all" for the five (topology_option.cpp).
+std::vector<Collective> collectives_option(const std::string& text);
 
 // The values of `--dtype` and `--op`, or a canopy::Error listing the names (topology_option.cpp).
 DataType dtype_option(const std::string& name);

@@ -51,6 +51,15 @@ Collective collective_option(const std::string& name) {
   return *collective;
 }
 
+std::vector<Collective> collectives_option(const std::string& text) {
+  if (text == "all")
+    return {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+            Collective::reducescatter};
+  std::vector<Collective> out;
+  for (const std::string& name : CLI::detail::split(text, ',')) out.push_back(collective_option(name));
+  return out;
+}
+
 DataType dtype_option(const std::string& name) {
   const auto dtype = parse_data_type(name);
   if (!dtype) throw Error(fmt::format("--dtype '{}': expected f32, f16, bf16, f64, i32, i64 or u8", name));

@@ -1,9 +1,11 @@
 // `canopy tune`: chunk-size tuning on this machine's GPUs (Blink's run-time tuning). For each collective and size it
 // starts from the simulator's predicted chunk, measures, doubles (or halves) while that helps and refines by a
 // quarter (runtime/chunk_tuner.hpp), checks the chosen kernel's output, prints every step, and remembers the choice
-// in tuning.json beside the kernel cache, where every later Communicator on this machine finds it.
+// in tuning.json beside the kernel cache, where every later Communicator on this machine finds it. With --protocols
+// it chooses the protocol limits instead (tune_protocols.hpp).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "dsl/error.hpp"
@@ -15,6 +17,7 @@
 #include "runtime/gpu_devices.hpp"
 #include "runtime/tuning_file.hpp"
 #include "tools/commands.hpp"
+#include "tools/tune_protocols.hpp"
 
 namespace canopy::cli {
 
@@ -30,21 +33,30 @@ void add_tune_command(CLI::App& app) {
     int warmup = 3;
     int repeats = 3;
     bool dry_run = false;
+    bool protocols = false;
   };
   auto args = std::make_shared<Args>();
-  CLI::App* cmd = app.add_subcommand("tune", "find the fastest chunk size per collective and size, and remember it");
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "find the fastest chunk size (or, with --protocols, protocol) per collective and size, and remember it");
   add_topology_args(*cmd, args->topology, /*positional=*/false, /*required=*/false);
   cmd->add_option("--devices", args->devices, "CUDA devices to use, e.g. 0,1 (default: as many as the ranks)");
-  cmd->add_option("--collective,-c", args->collective, "a list of broadcast reduce allreduce allgather reducescatter")
-      ->capture_default_str();
-  cmd->add_option("--sizes", args->sizes, "bytes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a list 1M,16M")
-      ->capture_default_str();
+  CLI::Option* collective_option_given =
+      cmd->add_option("--collective,-c", args->collective,
+                      "all, or a list of broadcast reduce allreduce allgather reducescatter (--protocols: all)")
+          ->capture_default_str();
+  CLI::Option* sizes_given =
+      cmd->add_option("--sizes", args->sizes,
+                      "bytes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a list 1M,16M (--protocols: 8:64M)")
+          ->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
   cmd->add_option("--op", args->op, "sum prod min max")->capture_default_str();
   cmd->add_option("--iters", args->iters, "timed calls per repeat")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed calls first")->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "timed loops; the median counts")->capture_default_str();
   cmd->add_flag("--dry-run", args->dry_run, "measure and print, but do not write tuning.json");
+  cmd->add_flag("--protocols", args->protocols,
+                "choose per collective up to which size the LL, LL128 and direct protocols take calls, from each "
+                "one's time at every size");
   cmd->footer(
       "Examples:\n"
       "  canopy tune                                   allreduce, 1 MiB - 1 GiB, this machine's GPUs\n"
@@ -52,16 +64,35 @@ void add_tune_command(CLI::App& app) {
       "Each size's bucket (the power of two at or below it) gets the fastest chunk; sizes the low-latency or direct\n"
       "protocol runs are skipped. Calls of that collective, element type and bucket then use it (CANOPY_LOG=info says "
       "so);\n"
-      "CANOPY_CHUNK overrides it. The file is $CANOPY_CACHE_DIR/tuning.json (see `canopy cache info`).");
-  cmd->callback([args] {
-    std::vector<Collective> collectives;
-    for (const std::string& name : CLI::detail::split(args->collective, ',')) collectives.push_back(collective_option(name));
-    const std::vector<std::uint64_t> sizes = parse_bench_sizes(args->sizes);
+      "CANOPY_CHUNK overrides it. The file is $CANOPY_CACHE_DIR/tuning.json (see `canopy cache info`).\n"
+      "\n"
+      "  canopy tune --protocols                       every collective, 8 B - 64 MiB: which protocol up to where\n"
+      "  canopy tune --protocols -c allreduce --sizes 64K:16M --dry-run\n"
+      "--protocols times the low-latency (LL), LL128, direct and planned (trees, copy engines) kernels at every size\n"
+      "each can take, chooses per collective the limits (LL up to A, LL128 up to B, direct up to C, then planned)\n"
+      "whose times summed over the sizes, each over that size's fastest, are least, checks the chosen kernels'\n"
+      "output, and keeps the untuned limits unless the sizes it moves to another protocol gain more than 5% each\n"
+      "on average. Communicators of this machine then use them unless CANOPY_LL_BYTES, CANOPY_LL128_BYTES or\n"
+      "CANOPY_DIRECT_BYTES is set.");
+  cmd->callback([args, collective_option_given, sizes_given] {
+    const bool protocols = args->protocols;
+    const std::vector<Collective> collectives =
+        collectives_option(protocols && collective_option_given->count() == 0 ? "all" : args->collective);
+    const std::vector<std::uint64_t> sizes =
+        parse_bench_sizes(protocols && sizes_given->count() == 0 ? "8:64M" : args->sizes);
     const DataType dtype = dtype_option(args->dtype);
     const ReduceOp op = op_option(args->op);
     if (args->iters < 1 || args->repeats < 1 || args->warmup < 0)
       throw Error("--iters and --repeats take at least 1, --warmup at least 0");
     const CommunicatorOptions co = communicator_options(args->topology, args->devices);
+    if (protocols) {
+      std::vector<std::uint64_t> ascending = sizes;
+      std::sort(ascending.begin(), ascending.end());
+      ascending.erase(std::unique(ascending.begin(), ascending.end()), ascending.end());
+      tune_protocols(ProtocolTuneRequest{co, collectives, ascending, dtype, op, args->warmup, args->iters,
+                                         args->repeats, args->dry_run});
+      return;
+    }
     std::unique_ptr<Communicator> comm;
     if (Status s = Communicator::create(co, &comm); !s.ok()) throw Error(s.message());
     cudaDeviceProp prop{};
@@ -108,7 +139,8 @@ void add_tune_command(CLI::App& app) {
         const ChunkTuneResult r = tune_chunk(start, measure);
         const ChunkTuneStep chosen = choose_over_incumbent(r, {info.options.chunk_bytes, default_us}, ChunkTuneLimits{}.gain);
         std::vector<std::string> steps;
-        for (const ChunkTuneStep& t : r.tried) steps.push_back(fmt::format("{} {:.1f}us", format_byte_size(t.chunk_bytes), t.time_us));
+        for (const ChunkTuneStep& t : r.tried)
+          steps.push_back(fmt::format("{} {:.1f}us", format_byte_size(t.chunk_bytes), t.time_us));
         // The chosen kernel must still be right (set_up rewrites the inputs and poisons the outputs).
         if (Status s = buffers->set_up(spec, false, &call); !s.ok()) throw Error(s.message());
         call.chunk_bytes = chosen.chunk_bytes;

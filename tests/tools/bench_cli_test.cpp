@@ -50,6 +50,16 @@ TEST(TuneCli, HelpSaysWhereTheChoiceGoes) {
   EXPECT_EQ(r.status, 0);
   EXPECT_THAT(r.output, HasSubstr("tuning.json"));
   EXPECT_THAT(r.output, HasSubstr("CANOPY_CHUNK overrides it"));
+  EXPECT_THAT(r.output, HasSubstr("--protocols"));
+  EXPECT_THAT(r.output, HasSubstr("unless CANOPY_LL_BYTES, CANOPY_LL128_BYTES or\nCANOPY_DIRECT_BYTES is set"));
+}
+
+TEST(TuneCli, ProtocolTuningWithoutAGpuExitsOneAndBadOptionsAreRefusedFirst) {
+  const testing::CommandRun r = canopy("tune --protocols -t h200x2 --dry-run");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("canopy: error: no CUDA device is visible"));
+  EXPECT_THAT(canopy("tune --protocols -c all,scan").output, HasSubstr("--collective 'all': expected broadcast"));
+  EXPECT_THAT(canopy("tune --protocols --sizes 64M:8").output, HasSubstr("--sizes '64M:8': need 0 < MIN <= MAX"));
 }
 
 }  // namespace
