@@ -70,10 +70,10 @@ void add_tune_command(CLI::App& app) {
       "  canopy tune --protocols -c allreduce --sizes 64K:16M --dry-run\n"
       "--protocols times the low-latency (LL), LL128, direct and planned (trees, copy engines) kernels at every size\n"
       "each can take, chooses per collective the limits (LL up to A, LL128 up to B, direct up to C, then planned)\n"
-      "whose times summed over the sizes, each over that size's fastest, are least, checks the chosen kernels'\n"
-      "output, and keeps the untuned limits unless the sizes it moves to another protocol gain more than 5% each\n"
-      "on average. Communicators of this machine then use them unless CANOPY_LL_BYTES, CANOPY_LL128_BYTES or\n"
-      "CANOPY_DIRECT_BYTES is set.");
+      "whose times summed over the sizes, each over that size's fastest, are least, and keeps the untuned limits\n"
+      "unless the sizes it moves to another protocol gain more than 5% each on average, timed again before they\n"
+      "count. The chosen kernels' output is checked. Communicators of this machine then use the limits unless\n"
+      "CANOPY_LL_BYTES, CANOPY_LL128_BYTES or CANOPY_DIRECT_BYTES is set.");
   cmd->callback([args, collective_option_given, sizes_given] {
     const bool protocols = args->protocols;
     const std::vector<Collective> collectives =

@@ -1,10 +1,12 @@
 // tune_protocols (see tune_protocols.hpp): one communicator per protocol with the others off (and one untuned, for
-// what calls take today), every size timed on each that takes it, the limits chosen by choose_protocol_limits, each
-// size's chosen kernel checked, and the limits written per (machine, collective).
+// what calls take today), every size timed on each that takes it, the limits chosen by choose_protocol_limits and
+// re-timed where they move a size before they count, each size's chosen kernel checked, and the limits written per
+// (machine, collective).
 #include "tools/tune_protocols.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 
@@ -63,6 +65,128 @@ Protocol protocol_of(const Communicator& comm, Collective c, std::uint64_t count
 
 std::string time_text(const std::optional<double>& us) { return us ? fmt::format("{:.1f}", *us) : "-"; }
 
+// Fresh rounds of every protocol, in turn, at a size the choice moves.
+constexpr int kConfirmRounds = 3;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// One collective's measurements on this machine's communicators and buffers.
+class CollectiveTuner {
+ public:
+  CollectiveTuner(const ProtocolTuneRequest& rq, Communicator& untuned,
+                  const std::array<std::unique_ptr<Communicator>, kProtocols>& comms, CollectiveBuffers& buffers,
+                  Collective c)
+      : rq_(rq), untuned_(untuned), comms_(comms), buffers_(buffers), c_(c) {}
+
+  // Every protocol at every size it can take, and the untuned choice's; prints a row per size as it goes.
+  void measure() {
+    fmt::print("{:<14} {:>8} {:>8} {:>8} {:>8}  {:<8} {:<8}\n", to_string(c_), "LL", "LL128", "direct", "planned",
+               "untuned", "fastest");
+    for (std::uint64_t bytes : rq_.sizes) {
+      const std::uint64_t count = bench_count(c_, bytes, rq_.dtype, untuned_.ranks());
+      if (count == 0) continue;
+      times_.sizes.push_back(bytes);
+      specs_.push_back(CheckSpec{c_, rq_.dtype, rq_.op, 0, untuned_.ranks(), count, 0x7e57u + bytes});
+      const std::size_t i = specs_.size() - 1;
+      const CollectiveCall call = set_up(i);
+      const Protocol today = protocol_of(untuned_, c_, count, rq_.dtype);
+      times_.incumbent.push_back(today);
+      std::array<std::optional<double>, kProtocols> row;
+      for (int p = 0; p < kProtocols; ++p)
+        if (Communicator* comm = taker(i, static_cast<Protocol>(p))) row[p] = time(*comm, call);
+      int fastest = static_cast<int>(today);
+      for (int p = 0; p < kProtocols; ++p)
+        if (row[p] && *row[p] < *row[fastest]) fastest = p;
+      times_.us.push_back(row);
+      fmt::print("{:>14} {:>8} {:>8} {:>8} {:>8}  {:<8} {:<8}\n", size_text(bytes), time_text(row[0]),
+                 time_text(row[1]), time_text(row[2]), time_text(row[3]), to_string(today),
+                 to_string(static_cast<Protocol>(fastest)));
+      std::fflush(stdout);
+    }
+  }
+
+  // The limits, each size the choice moves re-timed (every protocol that runs it, in turn, the medians of those rounds
+  // replacing the first times) and the choice made again, until it moves no size not yet re-timed.
+  ProtocolChoice choose() {
+    ProtocolChoice choice = choose_protocol_limits(times_);
+    std::vector<bool> confirmed(times_.sizes.size(), false);
+    while (choice.changed) {
+      std::vector<std::string> retimed;
+      for (std::size_t i = 0; i < times_.sizes.size(); ++i) {
+        if (choice.picked[i] == times_.incumbent[i] || confirmed[i]) continue;
+        const CollectiveCall call = set_up(i);
+        std::array<std::vector<double>, kProtocols> rounds;
+        for (int r = 0; r < kConfirmRounds; ++r)
+          for (int p = 0; p < kProtocols; ++p)
+            if (times_.us[i][p]) rounds[p].push_back(time(*taker(i, static_cast<Protocol>(p)), call));
+        std::vector<std::string> now;
+        for (int p = 0; p < kProtocols; ++p)
+          if (times_.us[i][p]) {
+            times_.us[i][p] = median(rounds[p]);
+            now.push_back(fmt::format("{} {:.1f}", to_string(static_cast<Protocol>(p)), *times_.us[i][p]));
+          }
+        confirmed[i] = true;
+        retimed.push_back(fmt::format("{} {}", size_text(times_.sizes[i]), fmt::join(now, " ")));
+      }
+      if (retimed.empty()) break;
+      fmt::print("  re-timed where the choice moves ({} rounds, protocols in turn): {}\n", kConfirmRounds,
+                 fmt::join(retimed, "; "));
+      choice = choose_protocol_limits(times_);
+    }
+    return choice;
+  }
+
+  // Runs each size once through the protocol `choice` gives it and checks every output element; throws on a wrong one.
+  void check(const ProtocolChoice& choice) {
+    for (std::size_t i = 0; i < specs_.size(); ++i) {
+      const CollectiveCall call = set_up(i);
+      CheckResult checked;
+      if (Status s = taker(i, choice.picked[i])->run(call); !s.ok()) throw Error(s.message());
+      if (Status s = buffers_.check(specs_[i], call, &checked); !s.ok()) throw Error(s.message());
+      if (checked.wrong > 0)
+        throw Error(fmt::format("{} {} through {}: {} wrong elements ({}); nothing was written", to_string(c_),
+                                size_text(times_.sizes[i]), to_string(choice.picked[i]), checked.wrong,
+                                checked.examples.empty() ? "" : checked.examples[0]));
+    }
+  }
+
+  std::size_t sizes() const { return times_.sizes.size(); }
+
+ private:
+  // Inputs written and outputs poisoned for size i.
+  CollectiveCall set_up(std::size_t i) {
+    CollectiveCall call;
+    if (Status s = buffers_.set_up(specs_[i], false, &call); !s.ok()) throw Error(s.message());
+    return call;
+  }
+  // The communicator that runs size i through protocol p: p's own, or the untuned one where p is its choice there
+  // (its limits can reach past the forced one's); null where neither does.
+  Communicator* taker(std::size_t i, Protocol p) const {
+    const CheckSpec& s = specs_[i];
+    if (protocol_of(*comms_[static_cast<int>(p)], c_, s.count, s.dtype) == p) return comms_[static_cast<int>(p)].get();
+    if (protocol_of(untuned_, c_, s.count, s.dtype) == p) return &untuned_;
+    return nullptr;
+  }
+  double time(Communicator& comm, const CollectiveCall& call) {
+    double us = 0;
+    if (Status s = time_call(comm, buffers_.streams(), call, rq_.warmup, rq_.iters, rq_.repeats, &us); !s.ok())
+      throw Error(s.message());
+    return us;
+  }
+
+  const ProtocolTuneRequest& rq_;
+  Communicator& untuned_;
+  const std::array<std::unique_ptr<Communicator>, kProtocols>& comms_;
+  CollectiveBuffers& buffers_;
+  Collective c_;
+  ProtocolTimes times_;
+  std::vector<CheckSpec> specs_;
+};
+
 }  // namespace
 
 void tune_protocols(const ProtocolTuneRequest& rq) {
@@ -98,43 +222,11 @@ void tune_protocols(const ProtocolTuneRequest& rq) {
       untuned->topology().name(), untuned->topology_source(), n, untuned->devices(), to_string(rq.dtype),
       to_string(rq.op), rq.repeats, rq.iters, rq.dry_run ? "nowhere (--dry-run)" : untuned->tuning_path().string());
   std::fflush(stdout);
-
-  const auto time = [&](Communicator& comm, const CollectiveCall& call) {
-    double us = 0;
-    if (Status s = time_call(comm, buffers->streams(), call, rq.warmup, rq.iters, rq.repeats, &us); !s.ok())
-      throw Error(s.message());
-    return us;
-  };
   for (Collective c : rq.collectives) {
-    fmt::print("{:<14} {:>8} {:>8} {:>8} {:>8}  {:<8} {:<8}\n", to_string(c), "LL", "LL128", "direct", "planned",
-               "untuned", "fastest");
-    ProtocolTimes times;
-    std::vector<CheckSpec> specs;
-    for (std::uint64_t bytes : rq.sizes) {
-      const std::uint64_t count = bench_count(c, bytes, rq.dtype, n);
-      if (count == 0) continue;
-      const CheckSpec spec{c, rq.dtype, rq.op, 0, n, count, 0x7e57u + bytes};
-      CollectiveCall call;
-      if (Status s = buffers->set_up(spec, false, &call); !s.ok()) throw Error(s.message());
-      std::array<std::optional<double>, kProtocols> row;
-      for (int p = 0; p < kProtocols; ++p)
-        if (protocol_of(*comms[p], c, count, rq.dtype) == static_cast<Protocol>(p)) row[p] = time(*comms[p], call);
-      const Protocol today = protocol_of(*untuned, c, count, rq.dtype);
-      if (!row[static_cast<int>(today)]) row[static_cast<int>(today)] = time(*untuned, call);
-      int fastest = static_cast<int>(today);
-      for (int p = 0; p < kProtocols; ++p)
-        if (row[p] && *row[p] < *row[fastest]) fastest = p;
-      fmt::print("{:>14} {:>8} {:>8} {:>8} {:>8}  {:<8} {:<8}\n", size_text(bytes), time_text(row[0]),
-                 time_text(row[1]), time_text(row[2]), time_text(row[3]), to_string(today),
-                 to_string(static_cast<Protocol>(fastest)));
-      std::fflush(stdout);
-      times.sizes.push_back(bytes);
-      times.us.push_back(row);
-      times.incumbent.push_back(today);
-      specs.push_back(spec);
-    }
-    if (times.sizes.empty()) continue;
-    const ProtocolChoice choice = choose_protocol_limits(times);
+    CollectiveTuner tuner(rq, *untuned, comms, *buffers, c);
+    tuner.measure();
+    if (tuner.sizes() == 0) continue;
+    const ProtocolChoice choice = tuner.choose();
     const ProtocolKey key{untuned->machine_key(), c};
     if (!choice.changed) {
       fmt::print("{}: kept the untuned limits (cost {:.2f}; the best split, {}, costs {:.2f})\n", to_string(c),
@@ -142,22 +234,11 @@ void tune_protocols(const ProtocolTuneRequest& rq) {
       file.erase(key);
       continue;
     }
-    // Every size's chosen kernel must be right (set_up rewrites the inputs and poisons the outputs).
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      CollectiveCall call;
-      CheckResult checked;
-      if (Status s = buffers->set_up(specs[i], false, &call); !s.ok()) throw Error(s.message());
-      if (Status s = comms[static_cast<int>(choice.picked[i])]->run(call); !s.ok()) throw Error(s.message());
-      if (Status s = buffers->check(specs[i], call, &checked); !s.ok()) throw Error(s.message());
-      if (checked.wrong > 0)
-        throw Error(fmt::format("{} {} through {}: {} wrong elements ({}); nothing was written", to_string(c),
-                                size_text(times.sizes[i]), to_string(choice.picked[i]), checked.wrong,
-                                checked.examples.empty() ? "" : checked.examples[0]));
-    }
+    tuner.check(choice);
     fmt::print(
         "{}: chose {} (cost {:.2f} against the untuned {:.2f}: each size's time over its fastest, summed over {} "
         "sizes; outputs checked)\n",
-        to_string(c), describe(choice.limits), choice.cost, choice.incumbent_cost, times.sizes.size());
+        to_string(c), describe(choice.limits), choice.cost, choice.incumbent_cost, tuner.sizes());
     file.set(key,
              ProtocolEntry{untuned->topology().name(), rq.dtype, choice.limits, choice.cost, choice.incumbent_cost});
   }

@@ -57,7 +57,7 @@ TEST(TuneCli, HelpSaysWhereTheChoiceGoes) {
   EXPECT_THAT(r.output, HasSubstr("tuning.json"));
   EXPECT_THAT(r.output, HasSubstr("CANOPY_CHUNK overrides it"));
   EXPECT_THAT(r.output, HasSubstr("--protocols"));
-  EXPECT_THAT(r.output, HasSubstr("unless CANOPY_LL_BYTES, CANOPY_LL128_BYTES or\nCANOPY_DIRECT_BYTES is set"));
+  EXPECT_THAT(r.output, HasSubstr("unless\nCANOPY_LL_BYTES, CANOPY_LL128_BYTES or CANOPY_DIRECT_BYTES is set"));
 }
 
 }  // namespace
