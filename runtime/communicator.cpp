@@ -816,9 +816,9 @@ static void set_protocol_limits(Communicator::State& st, bool tuned) {
 }
 
 // A line protocol's buffers (low-latency, LL128) for the sizes its `limits` give it (shape->max_bytes, the largest):
-// left off, its limits zeroed, when its buffers (`buffer_bytes` per rank) would take more than 1 GiB on a GPU (they
-// grow with the square of the ranks a GPU runs: each rank holds a slot per rank), rather than take memory the caller
-// may need, or when `unusable` gives a reason; else its blocks are fitted to the GPUs.
+// left off, its limits zeroed, when its buffers (`buffer_bytes` per rank) would take more than
+// kMaxLineBufferBytesPerGpu on a GPU (they grow with the square of the ranks a GPU runs: each rank holds a slot per
+// rank), or when `unusable` gives a reason; else its blocks are fitted to the GPUs.
 static void set_up_line_protocol(Communicator::State& st, const char* name, const char* variable,
                                  std::int64_t (*buffer_bytes)(int, std::int64_t),
                                  std::string (*unusable)(const Communicator::State&), OneLaunchShape* shape,
@@ -826,7 +826,7 @@ static void set_up_line_protocol(Communicator::State& st, const char* name, cons
   if (shape->max_bytes == 0) return;
   const int n = static_cast<int>(st.rank_names.size()), devices = static_cast<int>(st.gpus.size());
   const std::int64_t per_gpu = buffer_bytes(n, shape->max_bytes) * ((n + devices - 1) / devices);
-  std::string why = per_gpu > (std::int64_t{1} << 30)
+  std::string why = per_gpu > kMaxLineBufferBytesPerGpu
                         ? fmt::format("its buffers would take {} per GPU for {} ranks (lower {} to use it)",
                                       format_byte_size(per_gpu), n, variable)
                         : unusable(st);
@@ -1244,6 +1244,13 @@ bool Communicator::is_direct(Collective collective, std::uint64_t count, DataTyp
   // One rank moves nothing to others: its call is a local copy, which the trees' kernel does with more blocks.
   return state_->direct.max_bytes > 0 && ranks() > 1 && within && !is_low_latency(collective, count, dtype) &&
          !is_ll128(collective, count, dtype) && !is_copy_engine(collective, count, dtype);
+}
+
+Protocol Communicator::protocol(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
+  if (is_low_latency(collective, count, dtype)) return Protocol::low_latency;
+  if (is_ll128(collective, count, dtype)) return Protocol::ll128;
+  if (is_direct(collective, count, dtype, in_place)) return Protocol::direct;
+  return Protocol::planned;
 }
 
 bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {

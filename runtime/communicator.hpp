@@ -35,9 +35,14 @@
 #include "planner/plan.hpp"
 #include "runtime/collective_call.hpp"
 #include "runtime/jit.hpp"
+#include "runtime/protocol_choice.hpp"
 #include "runtime/status.hpp"
 
 namespace canopy {
+
+// A line protocol (low-latency, LL128) whose buffers for its largest limit would take more than this on a GPU is
+// left off rather than take memory the caller may need.
+constexpr std::int64_t kMaxLineBufferBytesPerGpu = std::int64_t{1} << 30;
 
 struct CommunicatorOptions {
   // CUDA device ordinals, one per GPU used; empty: every visible GPU (as many as the topology has ranks).
@@ -201,6 +206,9 @@ class Communicator {
   // kernels take). In place, an allreduce runs two-shot, which moves fewer bytes, so it may fit where one-shot would
   // not.
   bool is_direct(Collective collective, std::uint64_t count, DataType dtype, bool in_place = false) const;
+  // Which of the above a call of this collective and count takes: the low-latency, LL128 or direct kernel, else
+  // Protocol::planned (the planned trees' kernels, or the copy engines where is_copy_engine says so).
+  Protocol protocol(Collective collective, std::uint64_t count, DataType dtype, bool in_place = false) const;
 
   // How many of an out-of-place call's elements (its tail) cross the host path beside the kernels or the copy
   // engines (hybrid_bytes above): 0 for calls below hybrid_bytes, other collectives, one GPU, or topologies without a

@@ -112,8 +112,7 @@ void add_tune_command(CLI::App& app) {
     for (Collective c : collectives)
       for (std::uint64_t bytes : sizes) {
         const std::uint64_t count = bench_count(c, bytes, dtype, comm->ranks());
-        if (count == 0 || comm->is_low_latency(c, count, dtype) || comm->is_ll128(c, count, dtype) ||
-            comm->is_direct(c, count, dtype) || comm->is_copy_engine(c, count, dtype))
+        if (count == 0 || comm->protocol(c, count, dtype) != Protocol::planned || comm->is_copy_engine(c, count, dtype))
           continue;
         // The simulator's best chunk for the whole pipeline, spread over the blocks that run it.
         CollectiveInfo info;

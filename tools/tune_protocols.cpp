@@ -29,8 +29,6 @@ namespace {
 // lines carry 8 data bytes), and their buffers grow with the limit.
 constexpr std::int64_t kMaxLowLatencyBytes = std::int64_t{4} << 20;
 constexpr std::int64_t kMaxLL128Bytes = std::int64_t{64} << 20;
-// As Communicator::create refuses line buffers beyond this per GPU.
-constexpr std::int64_t kMaxLineBuffersPerGpu = std::int64_t{1} << 30;
 
 std::unique_ptr<Communicator> create(const CommunicatorOptions& options) {
   std::unique_ptr<Communicator> comm;
@@ -51,16 +49,8 @@ std::unique_ptr<Communicator> forced(const CommunicatorOptions& base, Protocol p
 // The largest power-of-two limit up to `most` whose line buffers fit a GPU running `per_gpu` of `ranks` ranks.
 std::int64_t line_limit(std::int64_t most, std::int64_t (*buffer_bytes)(int, std::int64_t), int ranks, int per_gpu) {
   std::int64_t limit = 4096;
-  while (limit * 2 <= most && buffer_bytes(ranks, limit * 2) * per_gpu <= kMaxLineBuffersPerGpu) limit *= 2;
+  while (limit * 2 <= most && buffer_bytes(ranks, limit * 2) * per_gpu <= kMaxLineBufferBytesPerGpu) limit *= 2;
   return limit;
-}
-
-// The protocol `comm` gives an out-of-place call.
-Protocol protocol_of(const Communicator& comm, Collective c, std::uint64_t count, DataType dtype) {
-  if (comm.is_low_latency(c, count, dtype)) return Protocol::low_latency;
-  if (comm.is_ll128(c, count, dtype)) return Protocol::ll128;
-  if (comm.is_direct(c, count, dtype, false)) return Protocol::direct;
-  return Protocol::planned;
 }
 
 std::string time_text(const std::optional<double>& us) { return us ? fmt::format("{:.1f}", *us) : "-"; }
@@ -93,7 +83,7 @@ class CollectiveTuner {
       specs_.push_back(CheckSpec{c_, rq_.dtype, rq_.op, 0, untuned_.ranks(), count, 0x7e57u + bytes});
       const std::size_t i = specs_.size() - 1;
       const CollectiveCall call = set_up(i);
-      const Protocol today = protocol_of(untuned_, c_, count, rq_.dtype);
+      const Protocol today = untuned_.protocol(c_, count, rq_.dtype);
       times_.incumbent.push_back(today);
       std::array<std::optional<double>, kProtocols> row;
       for (int p = 0; p < kProtocols; ++p)
@@ -167,8 +157,8 @@ class CollectiveTuner {
   // (its limits can reach past the forced one's); null where neither does.
   Communicator* taker(std::size_t i, Protocol p) const {
     const CheckSpec& s = specs_[i];
-    if (protocol_of(*comms_[static_cast<int>(p)], c_, s.count, s.dtype) == p) return comms_[static_cast<int>(p)].get();
-    if (protocol_of(untuned_, c_, s.count, s.dtype) == p) return &untuned_;
+    if (comms_[static_cast<int>(p)]->protocol(c_, s.count, s.dtype) == p) return comms_[static_cast<int>(p)].get();
+    if (untuned_.protocol(c_, s.count, s.dtype) == p) return &untuned_;
     return nullptr;
   }
   double time(Communicator& comm, const CollectiveCall& call) {

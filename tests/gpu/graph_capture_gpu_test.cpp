@@ -112,10 +112,11 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<Case> {
 
 TEST_P(GraphCaptureOnGpu, ReplaysMatchEagerCalls) {
   const std::uint64_t n = GetParam().count;
-  const std::string protocol = comm_->is_low_latency(Collective::allreduce, n, DataType::f32) ? "low_latency"
-                               : comm_->is_ll128(Collective::allreduce, n, DataType::f32)     ? "ll128"
-                               : comm_->is_direct(Collective::allreduce, n, DataType::f32)    ? "direct"
-                                                                                              : "trees";
+  const Protocol p = comm_->protocol(Collective::allreduce, n, DataType::f32);
+  const std::string protocol = p == Protocol::low_latency ? "low_latency"
+                               : p == Protocol::ll128     ? "ll128"
+                               : p == Protocol::direct    ? "direct"
+                                                          : "trees";
   ASSERT_EQ(protocol, GetParam().name) << "the case's count runs another protocol";
   fill(0);
   ASSERT_TRUE(allreduce(a_, b_, n).ok());  // loads the kernel: a capture cannot compile

@@ -51,11 +51,8 @@ class TunedProtocolsOnGpu : public ::testing::Test {
 
 // What `comm` gives an out-of-place call of size S `bytes` (f32).
 Protocol protocol_of(const Communicator& comm, Collective c, std::uint64_t bytes) {
-  const std::uint64_t count = bytes / 4 / (c == Collective::allgather || c == Collective::reducescatter ? 2 : 1);
-  if (comm.is_low_latency(c, count, DataType::f32)) return Protocol::low_latency;
-  if (comm.is_ll128(c, count, DataType::f32)) return Protocol::ll128;
-  if (comm.is_direct(c, count, DataType::f32, false)) return Protocol::direct;
-  return Protocol::planned;
+  return comm.protocol(c, bytes / 4 / (c == Collective::allgather || c == Collective::reducescatter ? 2 : 1),
+                       DataType::f32);
 }
 
 TEST_F(TunedProtocolsOnGpu, ACommunicatorTakesTheLimitsTunedForItsMachine) {
