@@ -99,12 +99,13 @@ class CollectiveTuner {
     }
   }
 
-  // The limits, each size the choice moves re-timed (every protocol that runs it, in turn, the medians of those rounds
-  // replacing the first times) and the choice made again, until it moves no size not yet re-timed.
+  // The limits, each size the best split moves re-timed (every protocol that runs it, in turn, the medians of those
+  // rounds replacing the first times) and the choice made again, until it moves no size not yet re-timed. Re-timed
+  // whether or not the first times cleared the gain: noise at a few sizes can as well hide a real gain at others.
   ProtocolChoice choose() {
     ProtocolChoice choice = choose_protocol_limits(times_);
     std::vector<bool> confirmed(times_.sizes.size(), false);
-    while (choice.changed) {
+    for (;;) {
       std::vector<std::string> retimed;
       for (std::size_t i = 0; i < times_.sizes.size(); ++i) {
         if (choice.picked[i] == times_.incumbent[i] || confirmed[i]) continue;
