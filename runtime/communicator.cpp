@@ -788,17 +788,21 @@ static std::string nvlink_hop_missing(const Communicator::State& st) {
 }
 
 // Per collective, the protocol limits (State::ll_limit, ll128_limit, direct_limit): `tuned` those `canopy tune
-// --protocols` chose for this machine where it chose some, else the shapes' (the environment's or defaults'). LL128
-// takes only sizes above LL's limit, so where its limit is within LL's it takes none. The shapes' max_bytes become the
-// largest limit of any collective: what the line protocols' buffers must hold.
-static void set_protocol_limits(Communicator::State& st, bool tuned) {
+// --protocols` chose for this machine where it chose some, else the shapes' (the options' or environment's, else the
+// defaults; LL128's default is per collective unless `ll128_given`). LL128 takes only sizes above LL's limit, so where
+// its limit is within LL's it takes none. The shapes' max_bytes become the largest limit of any collective: what the
+// line protocols' buffers must hold.
+static void set_protocol_limits(Communicator::State& st, bool tuned, bool ll128_given) {
+  const int n = static_cast<int>(st.rank_names.size()), devices = static_cast<int>(st.gpus.size());
   std::vector<std::string> chosen;
   for (std::size_t c = 0; c < kCollectives; ++c) {
     const Collective collective = static_cast<Collective>(c);
     std::optional<ProtocolEntry> e;
     if (tuned) e = st.tuning->find(ProtocolKey{st.machine, collective});
     st.ll_limit[c] = e ? e->limits.ll_bytes : st.low_latency.max_bytes;
-    st.ll128_limit[c] = e ? e->limits.ll128_bytes : st.ll128.max_bytes;
+    st.ll128_limit[c] = e             ? e->limits.ll128_bytes
+                        : ll128_given ? st.ll128.max_bytes
+                                      : ll128_default_bytes(collective, n, devices);
     if (st.ll128_limit[c] <= st.ll_limit[c]) st.ll128_limit[c] = 0;
     st.direct_limit[c] = e ? std::optional(e->limits.direct_bytes) : std::nullopt;
     if (e) chosen.push_back(fmt::format("{}: {}", to_string(collective), describe(e->limits)));
@@ -1088,7 +1092,8 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
     const bool limits_given = options.low_latency_bytes || options.ll128_bytes || options.direct_bytes ||
                               std::getenv("CANOPY_LL_BYTES") || std::getenv("CANOPY_LL128_BYTES") ||
                               std::getenv("CANOPY_DIRECT_BYTES");
-    set_protocol_limits(*st, options.tuned_protocols.value_or(true) && !limits_given);
+    set_protocol_limits(*st, options.tuned_protocols.value_or(true) && !limits_given,
+                        options.ll128_bytes || std::getenv("CANOPY_LL128_BYTES"));
     // One hop from every rank to every other: every pair of GPUs needs peer access.
     set_up_line_protocol(*st, "low-latency", "CANOPY_LL_BYTES", low_latency_buffer_bytes, missing_peer_access,
                          &st->low_latency, &st->ll_limit);

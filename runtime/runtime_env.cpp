@@ -104,6 +104,11 @@ std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks) {
   return std::int64_t{ranks == 3 ? 2048 : ranks < 6 ? 1024 : ranks < 8 ? 384 : 256} << 10;
 }
 
+std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices) {
+  if (ranks != 2 || devices != 2) return 0;
+  return std::int64_t{collective == Collective::allreduce ? 1 : 2} << 20;
+}
+
 bool check_pointers_from_environment() {
   return env_switch("CANOPY_CHECK_POINTERS", true, "skip the driver's pointer queries", "ask them, the default");
 }

@@ -59,12 +59,17 @@ std::optional<std::int64_t> ll_two_shot_bytes_from_environment();
 // ranks on one H200 crossed (docs/performance.md): from 192 KiB on 4 to 7 ranks, 96 KiB on 8 to 15, 48 KiB from 16.
 std::int64_t ll_two_shot_default_bytes(int ranks);
 
-// CANOPY_LL128_BYTES (default 0: off until measured on two GPUs), CANOPY_LL128_BLOCKS (default 64),
-// CANOPY_LL128_THREADS (default 512): calls above the low-latency limit whose size (as for LL) is at most max_bytes
-// run the LL128 kernels (codegen/ll128_source.hpp).
+// CANOPY_LL128_BYTES (unset: ll128_default_bytes per collective; max_bytes 0 then), CANOPY_LL128_BLOCKS (default
+// 64), CANOPY_LL128_THREADS (default 512): calls above the low-latency limit whose size (as for LL) is at most
+// max_bytes run the LL128 kernels (codegen/ll128_source.hpp).
 using LL128Shape = OneLaunchShape;
 constexpr std::int64_t kDefaultLL128Bytes = 0;
 LL128Shape ll128_shape_from_environment();
+// The LL128 limit of `collective` when CANOPY_LL128_BYTES is unset: where it beat the direct protocol on two H200
+// joined by NVLink (`canopy tune --protocols`, two runs, docs/performance.md), up to 1 MiB for allreduce and 2 MiB for
+// the others, for two ranks each on a GPU of its own; 0 (off) for other shapes, where it is unmeasured (more ranks) or
+// slower (several ranks on one GPU, whose lines never cross a link).
+std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices);
 
 // CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32), CANOPY_DIRECT_THREADS (default 512): calls
 // above the low-latency limit in which the busiest rank's link carries at most max_bytes one way (direct_moved_bytes)

@@ -30,7 +30,9 @@ class CommunicatorErrorsOnGpu : public ::testing::Test {
   void SetUp() override {
     gpus_ = visible_gpu_count();
     if (gpus_ == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
-    ASSERT_TRUE(two_rank_communicator(gpus_, &comm_).ok());
+    CommunicatorOptions o;
+    o.ll128_bytes = 0;  // HeldCalls' 1 MiB allreduces take the direct protocol (LL128 takes them by default on 2 GPUs)
+    ASSERT_TRUE(two_rank_communicator(gpus_, &comm_, o).ok());
     for (int r = 0; r < 2; ++r) {
       ASSERT_EQ(cudaSetDevice(comm_->device_of_rank(r)), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&send_[r], kCount * 4), cudaSuccess);
@@ -129,6 +131,7 @@ extern "C" __global__ void canopy_test_hold(unsigned long long ns, volatile int*
 class HeldCalls {
  public:
   explicit HeldCalls(Communicator& comm) : comm_(comm) {
+    EXPECT_EQ(comm_.protocol(Collective::allreduce, kCount, DataType::f32), Protocol::direct);
     EXPECT_EQ(
         cudaHostAlloc(reinterpret_cast<void**>(&held_), 2 * sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable),
         cudaSuccess);

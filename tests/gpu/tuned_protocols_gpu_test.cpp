@@ -83,12 +83,19 @@ TEST_F(TunedProtocolsOnGpu, ACommunicatorTakesTheLimitsTunedForItsMachine) {
     std::uint64_t bytes;
     Protocol expected;
   } kSizes[] = {
-      {Collective::allreduce, 8, Protocol::low_latency}, {Collective::allreduce, 64 * K, Protocol::low_latency},
-      {Collective::allreduce, 128 * K, Protocol::ll128}, {Collective::allreduce, 1 * M, Protocol::ll128},
-      {Collective::allreduce, 2 * M, Protocol::direct},  {Collective::allreduce, 4 * M, Protocol::direct},
-      {Collective::allreduce, 8 * M, Protocol::planned}, {Collective::broadcast, 8, Protocol::planned},
-      {Collective::broadcast, 1 * M, Protocol::planned}, {Collective::reduce, 8, Protocol::low_latency},
-      {Collective::reduce, 1 * M, Protocol::direct},     {Collective::allgather, 128 * K, Protocol::low_latency},
+      {Collective::allreduce, 8, Protocol::low_latency},
+      {Collective::allreduce, 64 * K, Protocol::low_latency},
+      {Collective::allreduce, 128 * K, Protocol::ll128},
+      {Collective::allreduce, 1 * M, Protocol::ll128},
+      {Collective::allreduce, 2 * M, Protocol::direct},
+      {Collective::allreduce, 4 * M, Protocol::direct},
+      {Collective::allreduce, 8 * M, Protocol::planned},
+      {Collective::broadcast, 8, Protocol::planned},
+      {Collective::broadcast, 1 * M, Protocol::planned},
+      {Collective::reduce, 8, Protocol::low_latency},
+      // Reduce has only another machine's entry: the untuned choice (direct; LL128 by default on two GPUs).
+      {Collective::reduce, 1 * M, protocol_of(*untuned, Collective::reduce, 1 * M)},
+      {Collective::allgather, 128 * K, Protocol::low_latency},
   };
   CheckedCallSetup setup;
   ASSERT_TRUE(setup.make(*tuned, 8 * M));

@@ -161,7 +161,7 @@ TEST(RuntimeEnv, LL128OffUnlessSet) {
     ScopedEnv bytes("CANOPY_LL128_BYTES", nullptr), blocks("CANOPY_LL128_BLOCKS", nullptr),
         threads("CANOPY_LL128_THREADS", nullptr);
     const LL128Shape l = ll128_shape_from_environment();
-    EXPECT_EQ(l.max_bytes, 0);  // not measured on two GPUs yet (docs/performance.md)
+    EXPECT_EQ(l.max_bytes, 0);         // unset: ll128_default_bytes, per collective
     EXPECT_EQ(l.blocks_per_rank, 64);  // 32 took 7-37% longer at 4-16 MiB on one H200
     EXPECT_EQ(l.threads_per_block, 512);
   }
@@ -170,6 +170,15 @@ TEST(RuntimeEnv, LL128OffUnlessSet) {
   EXPECT_EQ(ll128_shape_from_environment().blocks_per_rank, 16);
   ScopedEnv bad("CANOPY_LL128_THREADS", "many");
   EXPECT_THAT(error_from([] { ll128_shape_from_environment(); }), ::testing::HasSubstr("CANOPY_LL128_THREADS"));
+}
+
+TEST(RuntimeEnv, LL128ByDefaultOnlyForTwoRanksOnTwoGpus) {
+  // Where it beat the direct protocol on two H200: to 1 MiB for allreduce, 2 MiB for the others.
+  EXPECT_EQ(ll128_default_bytes(Collective::allreduce, 2, 2), 1 << 20);
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter})
+    EXPECT_EQ(ll128_default_bytes(c, 2, 2), 2 << 20) << to_string(c);
+  EXPECT_EQ(ll128_default_bytes(Collective::allreduce, 2, 1), 0);  // virtual ranks: no link to cross
+  EXPECT_EQ(ll128_default_bytes(Collective::broadcast, 8, 8), 0);  // not measured on more ranks
 }
 
 TEST(RuntimeEnv, DirectUpTo32MiBReadPerRankUnlessSet) {
