@@ -7,8 +7,14 @@
 //   GPUs in turn, drv   cuCtxSetCurrent + cuLaunchKernel through the driver entry points
 //   thread per GPU      the caller launches on GPU 0 while one spinning helper thread per other GPU launches on its
 //                       own, and waits for them (a call returns only once every launch is queued)
-// Then the per-call host work of Communicator::run beside its parts: the driver's pointer query, the stream
-// queries, and an 8-byte allreduce with the defaults, without pointer checks, and without launch helpers.
+//   CUkernel/CUfunction cuLaunchKernelEx with the library's kernel handle, or with this context's function
+//   runtime vs driver   cudaLaunchKernelExC and cuLaunchKernelEx taking turns, so the machine's drift reaches both
+//   multi-device        one driver call for every GPU's launch (cuLaunchCooperativeKernelMultiDevice, deprecated but
+//                       in CUDA 13's driver), each kernel ordered only on its own stream: would it cost less than a
+//                       launch per GPU?
+// Then the per-call host work of Communicator::run beside its parts: each runtime query a call makes (pointer,
+// stream, device), and an 8-byte allreduce with the defaults, without pointer checks, and without launch helpers,
+// alone and taking turns (on one GPU: two virtual ranks of h200x2, one launch per call, beside a bare launch).
 // Usage: canopy-bench-launch [calls, default 20000]. Needs a GPU; with none it says so and exits 0.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -131,6 +137,132 @@ void measure(const char* name, std::vector<Gpu*> gpus, int calls, const std::fun
   fmt::print("{:<40} host {:6.2f} us/call   GPUs {:6.2f} us/call\n", name, host[2], device[2]);
 }
 
+// Host microseconds per call of each probe, the probes taking turns for 11 rounds of calls/4 calls each (so a drift
+// of the machine during the run reaches them all alike): the median round and the fastest.
+void interleaved(const char* title, const std::vector<std::pair<const char*, std::function<void()>>>& probes,
+                 int calls) {
+  std::vector<std::vector<double>> rounds(probes.size());
+  for (const auto& [name, call] : probes)
+    for (int i = 0; i < 200; ++i) call();
+  const int per_round = std::max(1, calls / 4);
+  for (int round = 0; round < 11; ++round)
+    for (std::size_t p = 0; p < probes.size(); ++p) {
+      const auto t0 = Clock::now();
+      for (int i = 0; i < per_round; ++i) probes[p].second();
+      rounds[p].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / per_round);
+    }
+  fmt::print("{} (in turn, 11 rounds of {} calls)\n", title, per_round);
+  for (std::size_t p = 0; p < probes.size(); ++p) {
+    std::sort(rounds[p].begin(), rounds[p].end());
+    fmt::print("  {:<44} host {:6.2f} us/call median, {:6.2f} fastest\n", probes[p].first, rounds[p][5], rounds[p][0]);
+  }
+  CHECK(cudaDeviceSynchronize());
+}
+
+// The launch's kernel handle: a library's CUkernel (what cudaLibraryGetKernel gives, resolved to this context's
+// function by the driver at every launch) against the CUfunction of this context, looked up once
+// (cuKernelGetFunction); through cuLaunchKernelEx, plain and cooperative.
+void handle_probes(Gpu& g, Args& args, int calls) {
+  using KernelGetFunction = CUresult (*)(CUfunction*, CUkernel);
+  using LaunchKernelEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+  const auto get_function = driver_entry<KernelGetFunction>("cuKernelGetFunction", 12000);
+  const auto launch_ex = driver_entry<LaunchKernelEx>("cuLaunchKernelEx", 12000);
+  if (!get_function || !launch_ex) {
+    fmt::print("cuKernelGetFunction or cuLaunchKernelEx: not in this driver, skipped\n");
+    return;
+  }
+  CHECK(cudaSetDevice(g.ordinal));
+  CUfunction function = nullptr;
+  if (get_function(&function, reinterpret_cast<CUkernel>(g.kernel)) != CUDA_SUCCESS) {
+    fmt::print("cuKernelGetFunction failed, skipped\n");
+    return;
+  }
+  int device = g.ordinal;
+  void* params[] = {&args, &device};
+  const auto launch = [&](CUfunction f, bool cooperative) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attribute.value.cooperative = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = 4;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = 256;
+    config.blockDimY = config.blockDimZ = 1;
+    config.hStream = reinterpret_cast<CUstream>(g.stream);
+    config.attrs = &attribute;
+    config.numAttrs = cooperative ? 1 : 0;
+    if (const CUresult r = launch_ex(&config, f, params, nullptr); r != CUDA_SUCCESS) {
+      fmt::print("cuLaunchKernelEx failed: CUresult {}\n", static_cast<int>(r));
+      std::exit(1);
+    }
+  };
+  const auto kernel = reinterpret_cast<CUfunction>(g.kernel);
+  measure("one GPU, cuLaunchKernelEx, CUkernel", {&g}, calls, [&] { launch(kernel, false); });
+  measure("one GPU, cuLaunchKernelEx, CUfunction", {&g}, calls, [&] { launch(function, false); });
+  measure("one GPU, coop cuLaunchKernelEx, CUkernel", {&g}, calls, [&] { launch(kernel, true); });
+  measure("one GPU, coop cuLaunchKernelEx, CUfunction", {&g}, calls, [&] { launch(function, true); });
+  interleaved("runtime against driver launches, one GPU",
+              {{"cudaLaunchKernelExC", [&] { CHECK(launch_runtime(g, args, false)); }},
+               {"cuLaunchKernelEx", [&] { launch(kernel, false); }},
+               {"cudaLaunchKernelExC, cooperative", [&] { CHECK(launch_runtime(g, args, true)); }},
+               {"cuLaunchKernelEx, cooperative", [&] { launch(kernel, true); }},
+               {"cudaSetDevice + cudaLaunchKernelExC",
+                [&] {
+                  CHECK(cudaSetDevice(g.ordinal));
+                  CHECK(launch_runtime(g, args, false));
+                }}},
+              calls);
+}
+
+// One driver call launching on every GPU in `gpus` (kernels need the cooperative attribute's residency; 4 blocks do),
+// each ordered only on its own stream. Skipped where the driver or the GPUs lack it.
+void multi_device_probe(std::vector<Gpu>& gpus, Args& args, int calls) {
+  using MultiLaunch = CUresult (*)(CUDA_LAUNCH_PARAMS*, unsigned, unsigned);
+  using KernelGetFunction = CUresult (*)(CUfunction*, CUkernel);
+  const auto multi = driver_entry<MultiLaunch>("cuLaunchCooperativeKernelMultiDevice", 9000);
+  using DeviceGetAttribute = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  const auto get_function = driver_entry<KernelGetFunction>("cuKernelGetFunction", 12000);
+  const auto get_attribute = driver_entry<DeviceGetAttribute>("cuDeviceGetAttribute", 2000);
+  if (!multi || !get_function || !get_attribute) {
+    fmt::print("multi-device launch: not in this driver, skipped\n");
+    return;
+  }
+  std::vector<CUDA_LAUNCH_PARAMS> launches(gpus.size());
+  std::vector<int> ordinals(gpus.size());
+  std::vector<void*> params(2 * gpus.size());
+  std::vector<Gpu*> all;
+  for (std::size_t d = 0; d < gpus.size(); ++d) {
+    Gpu& g = gpus[d];
+    int supported = 0;
+    if (get_attribute(&supported, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH, g.ordinal) != CUDA_SUCCESS ||
+        !supported) {
+      fmt::print("multi-device launch: GPU {} does not support it, skipped\n", g.ordinal);
+      return;
+    }
+    CHECK(cudaSetDevice(g.ordinal));
+    CUfunction f = nullptr;
+    if (get_function(&f, reinterpret_cast<CUkernel>(g.kernel)) != CUDA_SUCCESS) {
+      fmt::print("multi-device launch: cuKernelGetFunction failed on GPU {}, skipped\n", g.ordinal);
+      return;
+    }
+    ordinals[d] = g.ordinal;
+    params[2 * d] = &args;
+    params[2 * d + 1] = &ordinals[d];
+    launches[d] = CUDA_LAUNCH_PARAMS{f, 4, 1, 1, 256, 1, 1, 0, reinterpret_cast<CUstream>(g.stream), &params[2 * d]};
+    all.push_back(&g);
+  }
+  CHECK(cudaSetDevice(gpus[0].ordinal));
+  const unsigned flags = CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_PRE_LAUNCH_SYNC |
+                         CUDA_COOPERATIVE_LAUNCH_MULTI_DEVICE_NO_POST_LAUNCH_SYNC;
+  const std::string name = fmt::format("multi-device launch ({} GPU{})", gpus.size(), gpus.size() > 1 ? "s" : "");
+  measure(name.c_str(), all, calls, [&] {
+    if (const CUresult r = multi(launches.data(), static_cast<unsigned>(launches.size()), flags); r != CUDA_SUCCESS) {
+      fmt::print("cuLaunchCooperativeKernelMultiDevice failed: CUresult {}\n", static_cast<int>(r));
+      std::exit(1);
+    }
+  });
+}
+
 // GPU 1 without a kernel: the cost of a call if GPU 0's kernel did the work and GPU 1's stream only took part through
 // stream memory operations (cuStreamBatchMemOp). Each probe runs a one-warp handshake per call:
 //   two-sided      both GPUs launch; each kernel signals the other GPU's flag, then waits for its own (the
@@ -224,6 +356,110 @@ void handshake_probes(std::vector<Gpu>& gpus, int calls) {
   helper.join();
 }
 
+// The host work of a call besides its launches, piece by piece (GPU 0's buffer and stream): each runtime query a
+// call makes, alone in a loop.
+void call_pieces(Gpu& g, int calls) {
+  void* buffer = nullptr;
+  CHECK(cudaSetDevice(g.ordinal));
+  CHECK(cudaMalloc(&buffer, 1 << 20));
+  const auto per_call = [&](const char* name, const std::function<void()>& work) {
+    for (int i = 0; i < 200; ++i) work();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < calls; ++i) work();
+    fmt::print("{:<40} host {:6.3f} us/call\n", name,
+               std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
+  };
+  per_call("cuPointerGetAttributes (5 attributes)", [&] { (void)canopy::driver_pointer_facts(buffer); });
+  per_call("cudaStreamGetDevice", [&] {
+    int d = 0;
+    CHECK(cudaStreamGetDevice(g.stream, &d));
+  });
+  per_call("cudaStreamIsCapturing", [&] {
+    cudaStreamCaptureStatus c{};
+    CHECK(cudaStreamIsCapturing(g.stream, &c));
+  });
+  per_call("cudaStreamGetId", [&] {
+    unsigned long long id = 0;
+    CHECK(cudaStreamGetId(g.stream, &id));
+  });
+  per_call("cudaGetDevice", [&] {
+    int d = 0;
+    CHECK(cudaGetDevice(&d));
+  });
+  per_call("cudaSetDevice (the current one)", [&] { CHECK(cudaSetDevice(g.ordinal)); });
+  CHECK(cudaFree(buffer));
+}
+
+// Whole calls: an 8-byte allreduce over the GPUs (2 elements of f32), the host's time per call; on one GPU, the two
+// ranks of h200x2 as virtual ranks (one launch per call, so what the call adds to a launch shows).
+void allreduce_calls(std::vector<Gpu>& gpus, Args& args, int calls) {
+  std::vector<Gpu*> all;
+  for (Gpu& g : gpus) all.push_back(&g);
+  struct Setup {
+    const char* name;
+    std::unique_ptr<canopy::Communicator> comm;
+    std::vector<void*> bufs;
+    std::vector<const void*> send;
+    std::vector<cudaStream_t> streams;
+    void call() const {
+      if (canopy::Status s = comm->allreduce(send, bufs, 2, canopy::DataType::f32, canopy::ReduceOp::sum, streams);
+          !s.ok()) {
+        fmt::print("{}\n", s.message());
+        std::exit(1);
+      }
+    }
+  };
+  std::vector<std::unique_ptr<Setup>> setups;
+  const auto set_up = [&](const char* name, bool threads, bool check_pointers) {
+    setenv("CANOPY_CHECK_POINTERS", check_pointers ? "1" : "0", 1);  // read when a communicator is created
+    canopy::CommunicatorOptions o;
+    for (Gpu& g : gpus) o.devices.push_back(g.ordinal);
+    if (gpus.size() == 1) o.topology = canopy::load_topology("h200x2");
+    o.launch_threads = threads;
+    auto setup = std::make_unique<Setup>();
+    setup->name = name;
+    if (canopy::Status s = canopy::Communicator::create(o, &setup->comm); !s.ok()) {
+      fmt::print("{}: {}\n", name, s.message());
+      return;
+    }
+    const int ranks = setup->comm->ranks();
+    setup->bufs.resize(ranks);
+    setup->send.resize(ranks);
+    setup->streams.resize(ranks);
+    for (int r = 0; r < ranks; ++r) {
+      CHECK(cudaSetDevice(setup->comm->device_of_rank(r)));
+      CHECK(cudaMalloc(&setup->bufs[r], 1 << 20));
+      setup->send[r] = static_cast<char*>(setup->bufs[r]) + (512 << 10);
+      for (Gpu& g : gpus)
+        if (g.ordinal == setup->comm->device_of_rank(r)) setup->streams[r] = g.stream;
+    }
+    setups.push_back(std::move(setup));
+  };
+  set_up("allreduce 8 B (helpers, pointer checks)", true, true);
+  set_up("allreduce 8 B (helpers, no pointer checks)", true, false);
+  if (gpus.size() > 1) {
+    set_up("allreduce 8 B (in turn, pointer checks)", false, true);
+    set_up("allreduce 8 B (in turn, no pointer checks)", false, false);
+  }
+  for (const auto& setup : setups) measure(setup->name, all, calls, [&] { setup->call(); });
+  // The same calls taking turns; on one GPU beside the bare cooperative launch, so what a call adds to its launch
+  // shows without the machine's drift between loops.
+  std::vector<std::pair<const char*, std::function<void()>>> probes;
+  if (gpus.size() == 1)
+    probes.emplace_back("cooperative launch (cudaLaunchKernelExC)",
+                        [&] { CHECK(launch_runtime(gpus[0], args, true)); });
+  for (const auto& setup : setups) probes.emplace_back(setup->name, [&setup] { setup->call(); });
+  interleaved("8-byte allreduces", probes, calls);
+  for (auto& setup : setups) {
+    for (Gpu& g : gpus) {
+      CHECK(cudaSetDevice(g.ordinal));
+      CHECK(cudaDeviceSynchronize());
+    }
+    setup->comm.reset();
+    for (void* b : setup->bufs) CHECK(cudaFree(b));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -277,7 +513,13 @@ int main(int argc, char** argv) {
                         reinterpret_cast<CUstream>(g0.stream), params, nullptr) != CUDA_SUCCESS)
         std::exit(1);
     });
-  if (gpus.size() < 2) return 0;
+  handle_probes(g0, args, calls);
+  multi_device_probe(gpus, args, calls);
+  if (gpus.size() < 2) {
+    call_pieces(g0, calls);
+    allreduce_calls(gpus, args, calls);
+    return 0;
+  }
 
   std::vector<Gpu*> all;
   for (Gpu& g : gpus) all.push_back(&g);
@@ -336,64 +578,7 @@ int main(int argc, char** argv) {
   for (std::thread& t : helpers) t.join();
   handshake_probes(gpus, calls);
 
-  // The host work of a call, piece by piece (GPU 0's buffer and stream).
-  void* buffer = nullptr;
-  CHECK(cudaSetDevice(0));
-  CHECK(cudaMalloc(&buffer, 1 << 20));
-  const auto per_call = [&](const char* name, const std::function<void()>& work) {
-    for (int i = 0; i < 200; ++i) work();
-    const auto t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) work();
-    fmt::print("{:<40} host {:6.3f} us/call\n", name,
-               std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
-  };
-  per_call("cuPointerGetAttributes (5 attributes)", [&] { (void)canopy::driver_pointer_facts(buffer); });
-  per_call("cudaStreamGetDevice", [&] {
-    int d = 0;
-    CHECK(cudaStreamGetDevice(g0.stream, &d));
-  });
-  per_call("cudaStreamIsCapturing", [&] {
-    cudaStreamCaptureStatus c{};
-    CHECK(cudaStreamIsCapturing(g0.stream, &c));
-  });
-
-  // Whole calls: an 8-byte allreduce over the GPUs (2 elements of f32), the host's time per call.
-  const auto allreduce = [&](const char* name, bool threads, bool check_pointers) {
-    setenv("CANOPY_CHECK_POINTERS", check_pointers ? "1" : "0", 1);
-    canopy::CommunicatorOptions o;
-    for (Gpu& g : gpus) o.devices.push_back(g.ordinal);
-    o.launch_threads = threads;
-    std::unique_ptr<canopy::Communicator> comm;
-    if (canopy::Status s = canopy::Communicator::create(o, &comm); !s.ok()) {
-      fmt::print("{}: {}\n", name, s.message());
-      return;
-    }
-    std::vector<void*> bufs(gpus.size());
-    std::vector<const void*> send(gpus.size());
-    std::vector<cudaStream_t> streams(gpus.size());
-    for (std::size_t d = 0; d < gpus.size(); ++d) {
-      CHECK(cudaSetDevice(gpus[d].ordinal));
-      CHECK(cudaMalloc(&bufs[d], 1 << 20));
-      send[d] = static_cast<char*>(bufs[d]) + (512 << 10);
-      streams[d] = gpus[d].stream;
-    }
-    measure(name, all, calls, [&] {
-      if (canopy::Status s = comm->allreduce(send, bufs, 2, canopy::DataType::f32, canopy::ReduceOp::sum, streams);
-          !s.ok()) {
-        fmt::print("{}\n", s.message());
-        std::exit(1);
-      }
-    });
-    for (std::size_t d = 0; d < gpus.size(); ++d) {
-      CHECK(cudaSetDevice(gpus[d].ordinal));
-      CHECK(cudaDeviceSynchronize());
-    }
-    comm.reset();
-    for (void* b : bufs) CHECK(cudaFree(b));
-  };
-  allreduce("allreduce 8 B (helpers, pointer checks)", true, true);
-  allreduce("allreduce 8 B (helpers, no pointer checks)", true, false);
-  allreduce("allreduce 8 B (in turn, pointer checks)", false, true);
-  allreduce("allreduce 8 B (in turn, no pointer checks)", false, false);
+  call_pieces(g0, calls);
+  allreduce_calls(gpus, args, calls);
   return 0;
 }
