@@ -99,8 +99,9 @@ std::uint64_t max_count(const algo::Program& program, DataType dtype) {
 }
 
 Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle,
-                  bool* capturing) {
+                  bool* capturing, std::span<unsigned long long> stream_ids) {
   if (capturing) *capturing = false;
+  std::fill(stream_ids.begin(), stream_ids.end(), 0ull);
   const int n = static_cast<int>(device_of_rank.size());
   const std::string name = call_name(call);
   const algo::Program* program = call.program;
@@ -159,12 +160,12 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
                                 name, first_capturing, pointer_text(call.streams[first_capturing]), first_not,
                                 pointer_text(call.streams[first_not])));
     if (!asked && !captures && !is_default_stream(s)) {
-      const std::optional<int> d = oracle.stream_device(s);
-      if (!d)
-        return invalid(fmt::format("streams[{}] ({}) is not a valid CUDA stream", r, pointer_text(s)));
-      if (*d != device_of_rank[r])
+      const std::optional<StreamFacts> facts = oracle.stream(s);
+      if (!facts) return invalid(fmt::format("streams[{}] ({}) is not a valid CUDA stream", r, pointer_text(s)));
+      if (facts->device != device_of_rank[r])
         return invalid(fmt::format("streams[{}] belongs to GPU {}, but rank {} runs on GPU {}: create it on GPU {}", r,
-                                   *d, r, device_of_rank[r], device_of_rank[r]));
+                                   facts->device, r, device_of_rank[r], device_of_rank[r]));
+      if (static_cast<std::size_t>(r) < stream_ids.size()) stream_ids[r] = facts->id;
     }
     for (int q = 0; q < r; ++q)
       if (device_of_rank[q] == device_of_rank[r] && call.streams[q] != s)
@@ -177,6 +178,7 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
 
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
   std::vector<Region> regions;
+  regions.reserve(2 * static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     const std::uint64_t unit = program ? call.count / static_cast<std::uint64_t>(program->chunks()) : 0;
     const std::uint64_t send_bytes = (program ? unit * program->buffer_chunks(algo::Buffer::input)

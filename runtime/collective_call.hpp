@@ -53,10 +53,17 @@ struct PointerFacts {
   std::optional<AllocationRange> allocation;  // when known: the bounds check uses it
 };
 
+// What the driver says of a stream: its GPU (CUDA ordinal) and its process-unique ID (cudaStreamGetId), which the
+// launch reuses to notice a change of stream without asking again.
+struct StreamFacts {
+  int device = -1;
+  unsigned long long id = 0;
+};
+
 struct CallOracle {
   // Empty: pointers are not asked about (CANOPY_CHECK_POINTERS=0): no memory-kind, GPU or bounds check.
   std::function<PointerFacts(const void*)> pointer;
-  std::function<std::optional<int>(cudaStream_t)> stream_device;  // nullopt: not a valid stream
+  std::function<std::optional<StreamFacts>(cudaStream_t)> stream;  // nullopt: not a valid stream
   // Whether work issued to the stream is being captured into a CUDA graph (empty: not asked). A call is captured
   // whole or not at all: its kernels on every GPU wait for each other.
   std::function<bool(cudaStream_t)> stream_capturing;
@@ -85,8 +92,10 @@ std::uint64_t max_count(const algo::Program& program, DataType dtype);  // the s
 // inside one allocation; send and recv either disjoint or exactly in place; no two ranks writing the same
 // memory; each stream on its rank's GPU, and ranks of one GPU on one stream (they run in one launch); every stream
 // capturing a CUDA graph or none (a capturing stream's GPU is not asked: that would invalidate the capture).
-// `capturing`, when given, is set to whether the streams capture.
+// `capturing`, when given, is set to whether the streams capture. `stream_ids`, when given (one per rank), gets the
+// ID of each stream the oracle was asked about, 0 for the others (default streams, capturing streams, and ranks
+// sharing an earlier rank's stream).
 Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle,
-                  bool* capturing = nullptr);
+                  bool* capturing = nullptr, std::span<unsigned long long> stream_ids = {});
 
 }  // namespace canopy

@@ -157,20 +157,30 @@ PointerFacts pointer_facts(const void* p) {
   return f;
 }
 
-std::optional<int> stream_device(cudaStream_t s) {
-  int d = -1;
-  if (cudaStreamGetDevice(s, &d) != cudaSuccess) {
+// A stream's ID (one query per call) and its GPU, asked once per stream: IDs are never reused within a process, so
+// the GPU found for one stays true. `known` holds the pairs seen (a few streams in practice; emptied past 64).
+std::optional<StreamFacts> stream_facts(cudaStream_t s, std::vector<StreamFacts>* known) {
+  StreamFacts f;
+  if (cudaStreamGetId(s, &f.id) != cudaSuccess) {
     (void)cudaGetLastError();
     return std::nullopt;
   }
-  return d;
+  for (const StreamFacts& k : *known)
+    if (k.id == f.id) return k;
+  if (cudaStreamGetDevice(s, &f.device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  if (known->size() >= 64) known->clear();
+  known->push_back(f);
+  return f;
 }
 
 bool stream_capturing(cudaStream_t s) {
   cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(s, &c) != cudaSuccess) {
     (void)cudaGetLastError();
-    return false;  // an invalid stream: stream_device says so
+    return false;  // an invalid stream: stream_facts says so
   }
   return c != cudaStreamCaptureStatusNone;
 }
@@ -211,7 +221,14 @@ struct Communicator::State {
   LineMemory ll_memory;
   LL128Shape ll128;  // max_bytes 0: off
   LineMemory ll128_memory;
-  CallOracle oracle{pointer_facts, stream_device, stream_capturing};  // CANOPY_CHECK_POINTERS=0: no pointer queries
+  std::vector<StreamFacts> streams_seen;  // stream_facts' record of each stream's GPU
+  // CANOPY_CHECK_POINTERS=0: no pointer queries.
+  CallOracle oracle{pointer_facts, [this](cudaStream_t s) { return stream_facts(s, &streams_seen); }, stream_capturing};
+  std::vector<unsigned long long> call_stream_ids;    // per rank: the IDs check_call found for this call's streams
+  std::vector<unsigned long long> launch_stream_ids;  // per device index: the same for the stream it launches on
+  // The last eager call's kernel, for calls that repeat it (no program: a program's spec is made canonical first).
+  CollectiveSpec last_spec;
+  PreparedCollective* last_prepared = nullptr;
   DirectShape direct;                               // max_bytes 0: off
   // Out-of-place direct allreduces, broadcasts and reduces from this size run two-shot (0: never); unset: the
   // defaults per collective and ranks (direct_two_shot_default_bytes).
@@ -314,6 +331,7 @@ Communicator::State::~State() {
   staging.reset();  // its copies and the combining kernels it queued are done: the GPUs are idle
   combine.clear();
   CurrentDevice keep;
+  last_prepared = nullptr;
   prepared.clear();
   for (std::size_t r = 0; r < scratch.size(); ++r)
     if (scratch[r]) (void)cudaFree(scratch[r]);
@@ -568,6 +586,7 @@ void Communicator::State::load(const CollectiveSpec& spec,
                          to_string(outcome), p->built->cache_key.substr(0, 16)));
   }
   dump_collective(*p->built);
+  last_prepared = nullptr;  // an entry may be replaced
   prepared[key_of(spec)] = std::move(p);
 }
 
@@ -1294,7 +1313,8 @@ Status Communicator::run(const CollectiveCall& given) {
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
   bool capturing = false;
-  if (Status s = check_call(given, st.ordinal_of_rank, st.oracle, &capturing); !s.ok()) return s;
+  st.call_stream_ids.resize(st.rank_names.size());
+  if (Status s = check_call(given, st.ordinal_of_rank, st.oracle, &capturing, st.call_stream_ids); !s.ok()) return s;
   if (given.count == 0) return Status();
   // Hybrid transfers: a large broadcast's or reduce's tail crosses PCIe through host memory while the kernels move the
   // rest.
@@ -1335,9 +1355,19 @@ Status Communicator::run(const CollectiveCall& given) {
                               "compile and load one: load it with Communicator::prepare(call) before capturing (an "
                               "eager call of this size loads it too, unless the copy engines move it)",
                               call_name(call), call.count, spec_text(spec)));
-  if (!p)
+  if (!p && !spec.program && st.last_prepared && spec == st.last_spec) p = st.last_prepared;
+  if (!p) {
     if (Status s = st.get(spec, &p); !s.ok()) return s;
+    if (!spec.program) {
+      st.last_spec = spec;
+      st.last_prepared = p;
+    }
+  }
   LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
+  st.launch_stream_ids.resize(st.first_rank.size());
+  for (std::size_t d = 0; d < st.first_rank.size(); ++d)
+    st.launch_stream_ids[d] = st.call_stream_ids[static_cast<std::size_t>(st.first_rank[d])];
+  target.stream_id = st.launch_stream_ids;
   target.crew = st.crew.get();
   target.capturing = capturing;
   st.device_epochs = st.device_epochs || capturing;  // from the first capture on, for good

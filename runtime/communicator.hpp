@@ -136,6 +136,7 @@ struct CollectiveSpec {
   bool direct = false;
   // > 0: the planned kernel for this chunk size (tuned, or asked for by CollectiveCall::chunk_bytes).
   std::int64_t chunk_bytes = 0;
+  bool operator==(const CollectiveSpec&) const = default;
 };
 
 // What a prepared collective runs: its plan, kernel and shape, and where the binary came from.

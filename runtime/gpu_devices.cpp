@@ -81,7 +81,9 @@ CurrentDevice::CurrentDevice() {
 }
 
 CurrentDevice::~CurrentDevice() {
-  if (saved_ >= 0) (void)cudaSetDevice(saved_);
+  // Asking is cheaper than switching, and most scopes end on the device they began with.
+  int now = -1;
+  if (saved_ >= 0 && (cudaGetDevice(&now) != cudaSuccess || now != saved_)) (void)cudaSetDevice(saved_);
 }
 
 }  // namespace canopy

@@ -52,9 +52,12 @@ Status launch_on_device(void* context, int d) {
   config.attrs = &cooperative;
   config.numAttrs = p.cooperative ? 1 : 0;
   DeviceOrder& order = *target.order;
-  cudaError_t e = cudaSetDevice(target.ordinal[d]);
-  unsigned long long stream_id = 0;
-  if (e == cudaSuccess && !target.capturing) e = cudaStreamGetId(config.stream, &stream_id);
+  // A helper thread's device, and often the caller's, is already this one: asking costs less than switching.
+  int current = -1;
+  cudaError_t e = cudaGetDevice(&current);
+  if (e != cudaSuccess || current != target.ordinal[d]) e = cudaSetDevice(target.ordinal[d]);
+  unsigned long long stream_id = target.stream_id.empty() ? 0 : target.stream_id[d];
+  if (e == cudaSuccess && !target.capturing && stream_id == 0) e = cudaStreamGetId(config.stream, &stream_id);
   // Another stream than last time: it first waits for everything issued on the last one (our launches included),
   // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
   if (e == cudaSuccess && !target.capturing && order.used[d] && order.stream_id[d] != stream_id) {

@@ -68,6 +68,9 @@ struct LaunchTarget {
   std::span<const int> first_rank;  // per device index: its first rank (whose stream the launch uses)
   std::span<void* const> scratch;   // per rank
   DeviceOrder* order = nullptr;
+  // Per device index: the ID of the stream it launches on, where the call's checks asked for it (0 or empty: the
+  // launch asks).
+  std::span<const unsigned long long> stream_id = {};
   // The low-latency kernels' memory, shared by all of them: counters per rank (empty: the prepared collective's
   // own), the launch counter per device index (empty: its own) and the host's count (null: its own).
   std::span<void* const> flags = {};

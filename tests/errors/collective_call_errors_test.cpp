@@ -34,9 +34,9 @@ CallOracle fake_oracle() {
     return f;
   };
   // stream(k) lives on GPU k % 8; anything else is not a stream.
-  o.stream_device = [](cudaStream_t s) -> std::optional<int> {
+  o.stream = [](cudaStream_t s) -> std::optional<StreamFacts> {
     const auto a = reinterpret_cast<std::uintptr_t>(s);
-    if (a >= 0x1000 && a < 0x1100) return static_cast<int>(a - 0x1000) % 8;
+    if (a >= 0x1000 && a < 0x1100) return StreamFacts{static_cast<int>(a - 0x1000) % 8, a};
     return std::nullopt;
   };
   // stream(49) (on GPU 1) is capturing a CUDA graph.
@@ -216,7 +216,7 @@ TEST(CollectiveCallErrors, CapturingEveryStreamIsAcceptedWithoutDeviceQueries) {
   CallOracle o = fake_oracle();
   o.stream_capturing = [](cudaStream_t) { return true; };
   int device_queries = 0;
-  o.stream_device = [&](cudaStream_t) -> std::optional<int> {
+  o.stream = [&](cudaStream_t) -> std::optional<StreamFacts> {
     ++device_queries;
     return std::nullopt;
   };
@@ -224,10 +224,12 @@ TEST(CollectiveCallErrors, CapturingEveryStreamIsAcceptedWithoutDeviceQueries) {
   v.call.recv = v.recv;
   v.call.streams = v.streams;
   bool capturing = false;
-  const Status s = check_call(v.call, {0, 1}, o, &capturing);
+  std::vector<unsigned long long> ids(2, 99);
+  const Status s = check_call(v.call, {0, 1}, o, &capturing, ids);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_TRUE(capturing);
   EXPECT_EQ(device_queries, 0);
+  EXPECT_EQ(ids, (std::vector<unsigned long long>{0, 0}));  // nothing asked, nothing reported
   // And a call outside capture says so.
   bool eager = true;
   ASSERT_TRUE(check_call(v.call, {0, 1}, fake_oracle(), &eager).ok());
@@ -238,8 +240,8 @@ TEST(CollectiveCallErrors, CapturingEveryStreamIsAcceptedWithoutDeviceQueries) {
 TEST(CollectiveCallErrors, ASharedStreamIsAskedAboutOnce) {
   CallOracle o = fake_oracle();
   int device_queries = 0, capture_queries = 0;
-  const auto device = o.stream_device;
-  o.stream_device = [&](cudaStream_t st) {
+  const auto device = o.stream;
+  o.stream = [&](cudaStream_t st) {
     ++device_queries;
     return device(st);
   };
@@ -255,10 +257,14 @@ TEST(CollectiveCallErrors, ASharedStreamIsAskedAboutOnce) {
   call.recv = recv;
   call.streams = streams;
   call.count = 100;
-  const Status s = check_call(call, {0, 0, 1, 1}, o);
+  std::vector<unsigned long long> ids(4, 99);
+  const Status s = check_call(call, {0, 0, 1, 1}, o, nullptr, ids);
   ASSERT_TRUE(s.ok()) << s.message();
   EXPECT_EQ(device_queries, 2);  // one per stream, not one per rank
   EXPECT_EQ(capture_queries, 2);
+  // Each stream's ID, at the first rank that uses it (what the launch on that GPU reuses), 0 elsewhere.
+  const auto id = [](cudaStream_t st) { return static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(st)); };
+  EXPECT_EQ(ids, (std::vector<unsigned long long>{id(stream(0)), 0, id(stream(1)), 0}));
 }
 
 TEST(CollectiveCallErrors, NotAStream) {
