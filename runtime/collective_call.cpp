@@ -194,6 +194,9 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
       bool written;
     };
     const Use uses[] = {{call.send[r], send_bytes, "send", false}, {call.recv[r], recv_bytes, "recv", true}};
+    // A rank's send facts, when its recv lies in the same allocation (in place, or carved from one buffer): what
+    // the driver says of an allocation holds for every pointer inside it, so it is asked once.
+    std::optional<PointerFacts> send_facts;
     for (const Use& u : uses) {
       if (u.bytes == 0) continue;
       if (u.p == nullptr)
@@ -204,7 +207,10 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
                                    to_string(call.dtype), elem));
       regions.push_back({at, at + u.bytes, r, u.written, u.what});
       if (!oracle.pointer) continue;
-      const PointerFacts f = oracle.pointer(u.p);
+      const bool same_allocation = send_facts && send_facts->allocation && at >= send_facts->allocation->base &&
+                                   at - send_facts->allocation->base < send_facts->allocation->bytes;
+      const PointerFacts f = same_allocation ? *send_facts : oracle.pointer(u.p);
+      if (!u.written) send_facts = f;
       if (f.kind != MemoryKind::device && f.kind != MemoryKind::managed)
         return invalid(fmt::format("{}[{}] ({}) is {}, not device memory: allocate it with cudaMalloc on GPU {}", u.what,
                                    r, pointer_text(u.p), memory_text(f.kind), device_of_rank[r]));

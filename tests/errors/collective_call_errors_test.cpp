@@ -89,6 +89,35 @@ TEST(CollectiveCallErrors, InPlaceLayoutsPass) {
   EXPECT_TRUE(check(rs).ok()) << check(rs).message();
 }
 
+// The driver is asked once per allocation a rank uses: a recv inside the send's allocation (in place, or both
+// carved from one buffer) takes its facts, and its bounds are still checked against that allocation.
+TEST(CollectiveCallErrors, OneAllocationIsAskedAboutOnce) {
+  int queries = 0;
+  CallOracle o = fake_oracle();
+  const auto facts = o.pointer;
+  o.pointer = [&](const void* p) {
+    ++queries;
+    return facts(p);
+  };
+  Call v = valid(Collective::allreduce);  // send and recv 512 KiB apart in one 1 MiB allocation per GPU
+  v.call.send = v.send;
+  v.call.recv = v.recv;
+  v.call.streams = v.streams;
+  ASSERT_TRUE(check_call(v.call, {0, 1}, o).ok());
+  EXPECT_EQ(queries, 2);
+  v.recv[1] = devw(5);  // another allocation (on GPU 5, so the call is refused after asking)
+  v.call.recv = v.recv;
+  queries = 0;
+  EXPECT_EQ(check_call(v.call, {0, 1}, o).message(),
+            "allreduce: recv[1] (0x60000000) is on GPU 5, but rank 1 runs on GPU 1: allocate it on GPU 1");
+  EXPECT_EQ(queries, 3);                // rank 0 once, rank 1 twice
+  v.recv[1] = devw(1, 0x100000 - 100);  // the send's allocation, 100 bytes before its end
+  v.call.recv = v.recv;
+  EXPECT_EQ(check_call(v.call, {0, 1}, o).message(),
+            "allreduce: recv[1] (0x200fff9c) needs 4000 bytes (1000 x f32 elements) but its allocation ends 100 bytes "
+            "after it: pass a smaller count or a larger buffer");
+}
+
 TEST(CollectiveCallErrors, CountZeroIsANoOpEvenWithNullBuffers) {
   Call v = valid(Collective::allreduce);
   v.call.count = 0;
