@@ -224,8 +224,7 @@ struct Communicator::State {
   std::vector<StreamFacts> streams_seen;  // stream_facts' record of each stream's GPU
   // CANOPY_CHECK_POINTERS=0: no pointer queries.
   CallOracle oracle{pointer_facts, [this](cudaStream_t s) { return stream_facts(s, &streams_seen); }, stream_capturing};
-  std::vector<unsigned long long> call_stream_ids;    // per rank: the IDs check_call found for this call's streams
-  std::vector<unsigned long long> launch_stream_ids;  // per device index: the same for the stream it launches on
+  std::vector<unsigned long long> call_stream_ids;  // per rank: the IDs check_call found for this call's streams
   // The last eager call's kernel, for calls that repeat it (no program: a program's spec is made canonical first).
   CollectiveSpec last_spec;
   PreparedCollective* last_prepared = nullptr;
@@ -331,7 +330,6 @@ Communicator::State::~State() {
   staging.reset();  // its copies and the combining kernels it queued are done: the GPUs are idle
   combine.clear();
   CurrentDevice keep;
-  last_prepared = nullptr;
   prepared.clear();
   for (std::size_t r = 0; r < scratch.size(); ++r)
     if (scratch[r]) (void)cudaFree(scratch[r]);
@@ -1364,10 +1362,7 @@ Status Communicator::run(const CollectiveCall& given) {
     }
   }
   LaunchTarget target{st.ordinals, st.first_rank, st.scratch, &st.order};
-  st.launch_stream_ids.resize(st.first_rank.size());
-  for (std::size_t d = 0; d < st.first_rank.size(); ++d)
-    st.launch_stream_ids[d] = st.call_stream_ids[static_cast<std::size_t>(st.first_rank[d])];
-  target.stream_id = st.launch_stream_ids;
+  target.stream_id = st.call_stream_ids;
   target.crew = st.crew.get();
   target.capturing = capturing;
   st.device_epochs = st.device_epochs || capturing;  // from the first capture on, for good

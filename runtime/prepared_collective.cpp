@@ -56,7 +56,7 @@ Status launch_on_device(void* context, int d) {
   int current = -1;
   cudaError_t e = cudaGetDevice(&current);
   if (e != cudaSuccess || current != target.ordinal[d]) e = cudaSetDevice(target.ordinal[d]);
-  unsigned long long stream_id = target.stream_id.empty() ? 0 : target.stream_id[d];
+  unsigned long long stream_id = target.stream_id.empty() ? 0 : target.stream_id[target.first_rank[d]];
   if (e == cudaSuccess && !target.capturing && stream_id == 0) e = cudaStreamGetId(config.stream, &stream_id);
   // Another stream than last time: it first waits for everything issued on the last one (our launches included),
   // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.

@@ -68,8 +68,8 @@ struct LaunchTarget {
   std::span<const int> first_rank;  // per device index: its first rank (whose stream the launch uses)
   std::span<void* const> scratch;   // per rank
   DeviceOrder* order = nullptr;
-  // Per device index: the ID of the stream it launches on, where the call's checks asked for it (0 or empty: the
-  // launch asks).
+  // Per rank: the ID of its stream, where the call's checks asked for it (0 or empty: the launch asks). A device
+  // launches on its first rank's stream.
   std::span<const unsigned long long> stream_id = {};
   // The low-latency kernels' memory, shared by all of them: counters per rank (empty: the prepared collective's
   // own), the launch counter per device index (empty: its own) and the host's count (null: its own).
