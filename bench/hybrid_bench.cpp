@@ -35,10 +35,10 @@
 #include <vector>
 
 #include "bench/bench_check.hpp"
-#include "runtime/combine_kernels.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/disk_cache.hpp"
-#include "runtime/jit.hpp"
+#include "runtime/offload/combine_kernels.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/jit/disk_cache.hpp"
+#include "runtime/jit/jit.hpp"
 
 namespace {
 

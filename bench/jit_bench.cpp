@@ -14,7 +14,7 @@
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "codegen/template_bundle.hpp"
-#include "runtime/jit.hpp"
+#include "runtime/jit/jit.hpp"
 
 #include <unistd.h>
 

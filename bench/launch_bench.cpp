@@ -30,8 +30,8 @@
 
 #include "dsl/shipped_topologies.hpp"
 #include "bench/bench_check.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/driver_api.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/driver_api.hpp"
 
 namespace {
 

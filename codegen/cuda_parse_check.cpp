@@ -16,7 +16,7 @@
 //               constraint letter, a scalar operand of the constraint's kind and size (h/r/l: 16/32/64-bit
 //               integer, enum or pointer; f: float; d: double), no matching constraints ("0")
 // Anything else NVRTC knows (min/max, __shfl_xor_sync, __ldg, math functions, cuda_fp16.h) is undeclared here: add it
-// to the prelude when the templates start to use it. As NVRTC's -default-device (runtime/nvrtc_compiler.cpp) does,
+// to the prelude when the templates start to use it. As NVRTC's -default-device (runtime/jit/nvrtc_compiler.cpp) does,
 // functions without an execution space are device code: `#pragma clang force_cuda_host_device begin` makes them
 // __host__ __device__ (one consequence: an explicit instantiation of a __global__ template is reported).
 // Macros as under NVRTC: __CUDACC__, __CUDACC_RTC__ (NVRTC guards take the NVRTC branch), __CUDA_ARCH__ (900 for
@@ -50,7 +50,7 @@
 #include <optional>
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 

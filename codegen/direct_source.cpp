@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "codegen/one_hop_kernel.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 

@@ -8,8 +8,8 @@
 #include <map>
 #include <set>
 
-#include "codegen/sha256.hpp"
-#include "dsl/error.hpp"
+#include "core/sha256.hpp"
+#include "core/error.hpp"
 #include "planner/plan_json.hpp"
 
 namespace canopy {

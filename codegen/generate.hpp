@@ -1,6 +1,6 @@
 // generate: Plan + CodegenOptions -> KernelSource, the codegen half of canopy's pipeline, one pass per line:
 // lower (codegen/lower.hpp), emit (codegen/emit_cuda.hpp), format (codegen/source_format.hpp). The runtime
-// compiles the result (runtime/jit.hpp).
+// compiles the result (runtime/jit/jit.hpp).
 #pragma once
 
 #include "codegen/codegen_options.hpp"

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/one_hop_kernel.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 

@@ -10,7 +10,7 @@
 
 #include "codegen/codegen_options.hpp"
 #include "codegen/kernel_source.hpp"
-#include "planner/collective.hpp"
+#include "core/collective.hpp"
 
 namespace canopy {
 

@@ -10,7 +10,7 @@
 #include <numeric>
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 namespace {

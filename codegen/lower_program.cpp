@@ -11,9 +11,9 @@
 #include <set>
 
 #include "codegen/lower.hpp"
-#include "codegen/sha256.hpp"
+#include "core/sha256.hpp"
 #include "dsl/algorithm_check.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 namespace {

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 
-#include "codegen/sha256.hpp"
-#include "dsl/error.hpp"
+#include "core/sha256.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 

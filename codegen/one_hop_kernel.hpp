@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "codegen/kernel_source.hpp"
-#include "planner/collective.hpp"
+#include "core/collective.hpp"
 
 namespace canopy {
 

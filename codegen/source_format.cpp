@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 #include <llvm/Support/Error.h>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 

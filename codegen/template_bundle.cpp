@@ -3,7 +3,7 @@
 
 #include <cstddef>
 
-#include "codegen/sha256.hpp"
+#include "core/sha256.hpp"
 #include "dsl/embedded_file.hpp"
 
 namespace canopy {

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::algo {
 

@@ -33,7 +33,7 @@
 #include <variant>
 #include <vector>
 
-#include "planner/collective.hpp"
+#include "core/collective.hpp"
 
 namespace canopy::algo {
 

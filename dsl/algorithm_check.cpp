@@ -13,7 +13,7 @@
 #include <set>
 #include <variant>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::algo {
 namespace {

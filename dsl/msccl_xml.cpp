@@ -11,7 +11,7 @@
 #include <queue>
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::algo {
 namespace {

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "dsl/embedded_file.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/topo_reader.hpp"
 
 namespace canopy {

@@ -12,7 +12,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/topology_check.hpp"
 
 namespace canopy {

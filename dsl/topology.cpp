@@ -8,7 +8,7 @@
 #include <cmath>
 #include <tuple>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/topology_check.hpp"
 
 namespace canopy {

@@ -6,7 +6,7 @@
 #include <charconv>
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/topology_check.hpp"
 
 namespace canopy {

@@ -16,7 +16,7 @@
 
 #include <fmt/format.h>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 namespace {

@@ -6,7 +6,7 @@
 #include <boost/graph/boykov_kolmogorov_max_flow.hpp>
 #include <boost/property_map/property_map.hpp>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::planner {
 

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 namespace {

@@ -4,7 +4,7 @@
 // slowest host link among the ranks' GPUs. A reduce's ranks each write their share of the chunk and the root reads
 // all of them over its one link: h is the lesser of the root's link over (ranks - 1) and the others' slowest. Only
 // where the trees cross NVLink alone: trees over PCIe would share their links with the host path, which would then
-// add nothing. The runtime moves the share (runtime/host_staging.hpp).
+// add nothing. The runtime moves the share (runtime/offload/host_staging.hpp).
 //
 // The share ends both paths together. For S bytes the trees take (1 - f) S / t; the host path takes a fixed cost D
 // (events between the GPUs' streams, the copies' start, the slowing of NVLink while PCIe runs) plus (1 + 1/k) f S / h,

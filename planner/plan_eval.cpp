@@ -9,7 +9,7 @@
 #include <set>
 #include <tuple>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 

@@ -12,7 +12,7 @@
 #include <map>
 #include <numeric>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/topology_subset.hpp"
 #include "planner/plan_eval.hpp"
 #include "planner/rooted_packing.hpp"

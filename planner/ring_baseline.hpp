@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "dsl/topology.hpp"
-#include "planner/collective.hpp"
+#include "core/collective.hpp"
 
 namespace canopy {
 

@@ -12,7 +12,7 @@
 #include <optional>
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::planner {
 

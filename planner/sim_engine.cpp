@@ -10,7 +10,7 @@
 #include <limits>
 #include <queue>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 namespace {

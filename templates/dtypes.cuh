@@ -69,7 +69,7 @@ struct OpMax {
 }  // namespace canopy
 
 // X(NAME, T) for every element type, NAME as DataType's to_string spells it: one list for the modules that define a
-// kernel per type (runtime/test_pattern.cpp, runtime/combine_kernels.cpp).
+// kernel per type (bench/harness/test_pattern.cpp, runtime/offload/combine_kernels.cpp).
 #define CANOPY_FOR_EACH_DTYPE(X) \
   X(f32, float)                  \
   X(f16, canopy::half_t)         \

@@ -4,10 +4,10 @@
 
 #include <memory>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/benchmark.hpp"
-#include "runtime/gpu_devices.hpp"
+#include "bench/harness/benchmark.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

@@ -1,4 +1,4 @@
-// `canopy cache info|list|clear`: look at and empty the on-disk kernel cache (runtime/disk_cache.hpp,
+// `canopy cache info|list|clear`: look at and empty the on-disk kernel cache (runtime/jit/disk_cache.hpp,
 // docs/jit-cache.md).
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -6,7 +6,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "runtime/disk_cache.hpp"
+#include "runtime/jit/disk_cache.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

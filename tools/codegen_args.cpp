@@ -9,7 +9,7 @@
 #include "codegen/generate.hpp"
 #include "codegen/lower.hpp"
 #include "codegen/lower_program.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "dsl/topology_subset.hpp"
 #include "planner/plan_json.hpp"

@@ -9,8 +9,8 @@
 #include "codegen/codegen_options.hpp"
 #include "dsl/algorithm.hpp"
 #include "dsl/topology.hpp"
-#include "planner/collective.hpp"
-#include "runtime/communicator.hpp"
+#include "core/collective.hpp"
+#include "runtime/comm/communicator.hpp"
 
 namespace canopy::cli {
 

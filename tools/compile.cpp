@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "codegen/template_bundle.hpp"
-#include "dsl/error.hpp"
-#include "runtime/jit.hpp"
+#include "core/error.hpp"
+#include "runtime/jit/jit.hpp"
 #include "tools/codegen_args.hpp"
 #include "tools/commands.hpp"
 

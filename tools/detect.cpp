@@ -1,14 +1,14 @@
 // `canopy detect [--out FILE.topo] [--measure] [--devices 0,1,..] [--name NAME]`: this machine's GPUs as .topo
-// text, under a comment header saying where every figure came from (runtime/detect_topology.hpp).
+// text, under a comment header saying where every figure came from (runtime/detect/detect_topology.hpp).
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <memory>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/topo_writer.hpp"
-#include "runtime/detect_topology.hpp"
+#include "runtime/detect/detect_topology.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "codegen/generate.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/msccl_xml.hpp"
 #include "planner/plan_json.hpp"
 #include "tools/codegen_args.hpp"

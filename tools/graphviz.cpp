@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "tools/commands.hpp"
 
 extern char** environ;

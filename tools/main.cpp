@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "tools/commands.hpp"
 
 int main(int argc, char** argv) {

@@ -9,7 +9,7 @@
 
 #include "dsl/algorithm_check.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/msccl_xml.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "tools/commands.hpp"

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/plan_dot.hpp"
 #include "planner/plan_json.hpp"

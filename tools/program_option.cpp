@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/msccl_xml.hpp"
 #include "dsl/topo_reader.hpp"
 #include "tools/commands.hpp"

@@ -8,10 +8,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"
-#include "runtime/benchmark.hpp"
+#include "bench/harness/benchmark.hpp"
 #include "tools/commands.hpp"
 #include "tools/svg_plot.hpp"
 

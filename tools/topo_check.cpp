@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "tools/commands.hpp"
 

@@ -5,7 +5,7 @@
 #include <fstream>
 #include <iostream>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "dsl/topology_subset.hpp"
 #include "tools/commands.hpp"

@@ -1,6 +1,6 @@
 // `canopy tune`: chunk-size tuning on this machine's GPUs (Blink's run-time tuning). For each collective and size it
 // starts from the simulator's predicted chunk, measures, doubles (or halves) while that helps and refines by a
-// quarter (runtime/chunk_tuner.hpp), checks the chosen kernel's output, prints every step, and remembers the choice
+// quarter (runtime/tune/chunk_tuner.hpp), checks the chosen kernel's output, prints every step, and remembers the choice
 // in tuning.json beside the kernel cache, where every later Communicator on this machine finds it. With --protocols
 // it chooses the protocol limits instead (tune_protocols.hpp).
 #include <fmt/format.h>
@@ -8,14 +8,14 @@
 #include <algorithm>
 #include <memory>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/simulate.hpp"
-#include "runtime/benchmark.hpp"
-#include "runtime/chunk_tuner.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/gpu_devices.hpp"
-#include "runtime/tuning_file.hpp"
+#include "bench/harness/benchmark.hpp"
+#include "runtime/tune/chunk_tuner.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/tune/tuning_file.hpp"
 #include "tools/commands.hpp"
 #include "tools/tune_protocols.hpp"
 

@@ -12,13 +12,13 @@
 
 #include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
-#include "dsl/error.hpp"
-#include "runtime/benchmark.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/disk_cache.hpp"
-#include "runtime/jit.hpp"
-#include "runtime/protocol_choice.hpp"
-#include "runtime/tuning_file.hpp"
+#include "core/error.hpp"
+#include "bench/harness/benchmark.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/jit/disk_cache.hpp"
+#include "runtime/jit/jit.hpp"
+#include "runtime/protocol/protocol_choice.hpp"
+#include "runtime/tune/tuning_file.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

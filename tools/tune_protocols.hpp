@@ -1,13 +1,13 @@
 // `canopy tune --protocols` (tune_protocols.cpp): per collective, up to which size each one-launch protocol takes
-// calls on this machine, chosen from every protocol's measured time at every size (runtime/protocol_choice.hpp)
+// calls on this machine, chosen from every protocol's measured time at every size (runtime/protocol/protocol_choice.hpp)
 // and remembered in tuning.json, where every later Communicator of this machine finds it.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "planner/collective.hpp"
-#include "runtime/communicator.hpp"
+#include "core/collective.hpp"
+#include "runtime/comm/communicator.hpp"
 
 namespace canopy::cli {
 

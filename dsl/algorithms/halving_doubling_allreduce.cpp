@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::algo {
 

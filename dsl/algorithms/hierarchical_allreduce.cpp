@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::algo {
 

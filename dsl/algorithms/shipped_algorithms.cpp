@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::algo {
 

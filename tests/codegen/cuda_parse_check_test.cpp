@@ -8,7 +8,7 @@
 
 #include "codegen/generate.hpp"
 #include "codegen/template_bundle.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 
@@ -108,10 +108,10 @@ TEST(CudaParseCheck, NamesTheHeaderAnErrorIsIn) {
 }
 
 TEST(CudaParseCheck, ReadsHeadersOnlyFromMemory) {
-  const auto d = check_cuda_source({"disk.cu", "#include \"dsl/error.hpp\"\n#include <stdint.h>\n"}, {});
+  const auto d = check_cuda_source({"disk.cu", "#include \"core/error.hpp\"\n#include <stdint.h>\n"}, {});
   ASSERT_FALSE(d.empty());
   EXPECT_EQ(d[0].line, 1);
-  EXPECT_THAT(d[0].message, HasSubstr("'dsl/error.hpp' file not found"));
+  EXPECT_THAT(d[0].message, HasSubstr("'core/error.hpp' file not found"));
 }
 
 TEST(CudaParseCheck, ReportsAnUnknownAsmConstraint) {

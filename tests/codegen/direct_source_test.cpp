@@ -1,7 +1,7 @@
 // The direct kernels' source (codegen/direct_source.hpp): names, launches per device (virtual ranks), the Config
 // and rank tables the template reads, who reads whom, the flag layout the watchdog shares with the template, the
 // bytes a rank reads (the size threshold's measure), and refusals. NVRTC compiles the sources in
-// tests/runtime/generated_kernels_nvrtc_test.cpp and tests/gpu/ runs them.
+// tests/runtime/jit/generated_kernels_nvrtc_test.cpp and tests/gpu/ runs them.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "codegen/direct_source.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {

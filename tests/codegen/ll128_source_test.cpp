@@ -1,10 +1,10 @@
 // The LL128 kernels' source (codegen/ll128_source.hpp): names, launches per device (virtual ranks), the Config the
 // template reads, line and buffer sizes, and refusals. NVRTC compiles them in
-// tests/runtime/generated_kernels_nvrtc_test.cpp and tests/gpu/ runs them.
+// tests/runtime/jit/generated_kernels_nvrtc_test.cpp and tests/gpu/ runs them.
 #include <gtest/gtest.h>
 
 #include "codegen/ll128_source.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 namespace {

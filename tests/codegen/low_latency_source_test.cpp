@@ -1,10 +1,10 @@
 // The low-latency kernels' source (codegen/low_latency_source.hpp): names, launches per device (virtual ranks),
 // the Config the template reads, buffer sizes, and refusals. NVRTC compiles them in
-// tests/runtime/generated_kernels_nvrtc_test.cpp and tests/gpu/ runs them.
+// tests/runtime/jit/generated_kernels_nvrtc_test.cpp and tests/gpu/ runs them.
 #include <gtest/gtest.h>
 
 #include "codegen/low_latency_source.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 namespace {

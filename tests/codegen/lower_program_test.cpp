@@ -12,7 +12,7 @@
 #include "codegen/lower_program.hpp"
 #include "dsl/algorithm_check.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "tests/codegen/schedule_simulator.hpp"
 #include "tests/test_util.hpp"

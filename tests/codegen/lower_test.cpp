@@ -7,7 +7,7 @@
 #include <numeric>
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 

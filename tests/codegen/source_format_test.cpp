@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/generate.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 

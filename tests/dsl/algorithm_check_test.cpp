@@ -10,7 +10,7 @@
 #include <source_location>
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 
 namespace canopy::algo {

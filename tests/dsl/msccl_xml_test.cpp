@@ -11,7 +11,7 @@
 
 #include "dsl/algorithm_check.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy::algo {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "tests/test_util.hpp"
 

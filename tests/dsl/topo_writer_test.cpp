@@ -1,7 +1,7 @@
 // The .topo writer: canonical text, host links included, and read(write(t)) == t for shipped and random topologies.
 #include <gtest/gtest.h>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "dsl/topo_reader.hpp"
 #include "dsl/topo_writer.hpp"

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "canopy.hpp"  // the one public include compiles on its own
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "dsl/topology.hpp"
 

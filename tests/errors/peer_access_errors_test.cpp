@@ -1,12 +1,12 @@
 // A plan over GPUs that cannot reach each other's memory is refused before anything is launched, naming the tree,
-// the edge and the GPUs (runtime/peer_access_check.hpp); the GPU machines we rent all have P2P, so this is where
+// the edge and the GPUs (runtime/comm/peer_access_check.hpp); the GPU machines we rent all have P2P, so this is where
 // the message is pinned.
 #include <gtest/gtest.h>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
-#include "runtime/peer_access_check.hpp"
+#include "runtime/comm/peer_access_check.hpp"
 
 namespace canopy {
 namespace {

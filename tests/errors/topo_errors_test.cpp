@@ -2,7 +2,7 @@
 // exactly the message in NAME.err (FILE:LINE:COLUMN: error: ...). Add a pair of files to pin a new case.
 #include <gtest/gtest.h>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/topo_reader.hpp"
 #include "tests/test_util.hpp"
 

@@ -4,7 +4,7 @@
 #include <string_view>
 
 #include "dsl/algorithm_check.hpp"
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/msccl_xml.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/topo_reader.hpp"
 #include "dsl/topo_writer.hpp"
 #include "dsl/topology_dot.hpp"

@@ -1,6 +1,6 @@
 // Every shipped collective-algorithm program (dsl/algorithms/) through the Communicator on real GPUs (label gpu;
 // SKIPPED without one), checked as the planned collectives are: pattern inputs, poisoned outputs, every element of
-// every rank compared with the host reference of what the program computes (runtime/collective_check.hpp). Two
+// every rank compared with the host reference of what the program computes (bench/harness/collective_check.hpp). Two
 // ranks on h200x2 and eight on hgx-h200; ranks beyond the visible GPUs run as virtual ranks (eight on one H100).
 // CANOPY_TEST_MAX_COUNT lowers the largest count for quick runs.
 #include <fmt/format.h>
@@ -12,10 +12,10 @@
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
-#include "runtime/jit.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/jit/jit.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {

@@ -12,11 +12,11 @@
 #include <memory>
 #include <vector>
 
-#include "dsl/error.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/jit.hpp"
-#include "runtime/test_pattern.hpp"
+#include "core/error.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/jit/jit.hpp"
+#include "bench/harness/test_pattern.hpp"
 
 namespace canopy {
 

@@ -17,9 +17,9 @@
 #include <vector>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 #include "tests/gpu/checked_call.hpp"
 
 namespace canopy::testing {

@@ -15,9 +15,9 @@
 #include <thread>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
-#include "runtime/nvrtc_compiler.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/jit/nvrtc_compiler.hpp"
 #include "tests/gpu/two_rank_communicator.hpp"
 
 namespace canopy {

@@ -1,5 +1,5 @@
 // Copy-engine broadcasts, reduces and allreduces on two GPUs (label gpu; SKIPPED with fewer than two): the GPUs' copy
-// engines move the bytes (runtime/copy_engine_pair.hpp) and combining kernels add them. Every output element is
+// engines move the bytes (runtime/offload/copy_engine_pair.hpp) and combining kernels add them. Every output element is
 // checked: one chunk and many (sizes that are not multiples of a chunk or of 16 bytes), both roots, in place (a
 // broadcast stays on the engines, a reduce or allreduce goes to the trees), the caller's streams changing, several
 // element types and operators, a host share beside the engines, and buffers that are not 16-byte aligned.
@@ -9,9 +9,9 @@
 #include <algorithm>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 #include "tests/gpu/checked_call.hpp"
 
 namespace canopy {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "dsl/topo_writer.hpp"
-#include "runtime/detect_topology.hpp"
-#include "runtime/gather_machine_facts.hpp"
-#include "runtime/measure_links.hpp"
+#include "runtime/detect/detect_topology.hpp"
+#include "runtime/detect/gather_machine_facts.hpp"
+#include "runtime/detect/measure_links.hpp"
 
 namespace canopy {
 namespace {

@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 #include "tests/gpu/checked_sweep.hpp"
 
 namespace canopy {

@@ -14,7 +14,7 @@
 #include "codegen/template_bundle.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
-#include "runtime/nvrtc_compiler.hpp"
+#include "runtime/jit/nvrtc_compiler.hpp"
 #include "templates/device_args.cuh"
 
 namespace canopy {

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/captured_calls.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
+#include "bench/harness/captured_calls.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 #include "tests/gpu/two_rank_communicator.hpp"
 
 namespace canopy {

@@ -1,5 +1,5 @@
 // Hybrid broadcasts and reduces on GPUs (label gpu; SKIPPED with fewer than two): a share of the bytes crosses PCIe
-// through pinned host memory (runtime/host_staging.hpp) while the kernels move the rest over NVLink. Every output
+// through pinned host memory (runtime/offload/host_staging.hpp) while the kernels move the rest over NVLink. Every output
 // element is checked: out of place and in place, roots changing between calls (the pinned ring's slots change
 // writers and readers), sizes that are not multiples of a chunk, shares from the topology and given, the caller's
 // streams changing, virtual ranks (several per GPU: device copies or sources read in place on the root's GPU,
@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 #include "tests/gpu/checked_call.hpp"
 
 namespace canopy {

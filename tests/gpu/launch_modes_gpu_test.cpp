@@ -1,5 +1,5 @@
 // Launching on several GPUs (label gpu; SKIPPED with fewer than two): one after another from the caller, through
-// awake launch helpers (runtime/launch_crew.hpp), and through helpers that are asleep at every call (a 1 us spin),
+// awake launch helpers (runtime/launch/launch_crew.hpp), and through helpers that are asleep at every call (a 1 us spin),
 // where the caller launches their GPUs itself. Each mode runs the low-latency, LL128, direct and tree kernels, on the
 // same streams and on streams that change between calls, and every output element is checked.
 #include <cuda_runtime_api.h>
@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
-#include "runtime/jit.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/jit/jit.hpp"
 
 namespace canopy {
 namespace {

@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 #include "tests/gpu/checked_sweep.hpp"
 #include "tests/gpu/topology_collective_param.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "planner/collective.hpp"
+#include "core/collective.hpp"
 
 namespace canopy::testing {
 

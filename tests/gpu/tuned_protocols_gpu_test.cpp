@@ -11,9 +11,9 @@
 
 #include <filesystem>
 
-#include "runtime/gpu_devices.hpp"
-#include "runtime/protocol_choice.hpp"
-#include "runtime/tuning_file.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/protocol/protocol_choice.hpp"
+#include "runtime/tune/tuning_file.hpp"
 #include "tests/gpu/checked_call.hpp"
 #include "tests/gpu/two_rank_communicator.hpp"
 #include "tests/test_util.hpp"

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/communicator.hpp"
+#include "runtime/comm/communicator.hpp"
 
 namespace canopy {
 

@@ -12,9 +12,9 @@
 #include <thread>
 
 #include "dsl/shipped_topologies.hpp"
-#include "runtime/collective_buffers.hpp"
-#include "runtime/communicator.hpp"
-#include "runtime/gpu_devices.hpp"
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy {
 namespace {

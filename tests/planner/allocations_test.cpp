@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/allocations.hpp"
 

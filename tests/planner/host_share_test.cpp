@@ -3,7 +3,7 @@
 // the host path cannot or need not carry any.
 #include <gtest/gtest.h>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "planner/host_share.hpp"
 #include "planner/planner.hpp"
 

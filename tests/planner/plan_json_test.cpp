@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/plan_eval.hpp"
 #include "planner/plan_json.hpp"

@@ -9,7 +9,7 @@
 
 #include <bit>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "dsl/topo_writer.hpp"
 #include "dsl/topology_subset.hpp"

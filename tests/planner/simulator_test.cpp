@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"

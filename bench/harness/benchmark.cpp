@@ -1,0 +1,275 @@
+// run_benchmark and the bench JSON (see benchmark.hpp).
+#include "bench/harness/benchmark.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.hpp"
+#include "bench/harness/captured_calls.hpp"
+#include "runtime/cuda/cuda_check.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+
+namespace canopy {
+
+namespace {
+
+// Each GPU's stream (that of its first rank), in the order of comm.device_ordinals().
+std::vector<cudaStream_t> device_streams(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams) {
+  std::vector<cudaStream_t> streams;
+  for (int ordinal : comm.device_ordinals())
+    for (int r = 0; r < comm.ranks(); ++r)
+      if (comm.device_of_rank(r) == ordinal) {
+        streams.push_back(rank_streams[r]);
+        break;
+      }
+  return streams;
+}
+
+// Times `repeats` loops of `iters` calls of `launch` after `warmup` calls; the median loop's time per call in µs.
+// Also the host's time per call while issuing them (`host_us`, the median loop's): when it reaches the GPU time,
+// the calls are bound by the host, not by the GPUs. With `graph`, the `iters` calls are captured once into a CUDA
+// graph (after the warm-up, which loads what they need) and each loop is one replay of it.
+Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters,
+                  int repeats, const std::function<Status()>& launch, double* time_us, double* host_us = nullptr,
+                  bool graph = false) {
+  const std::vector<int>& ordinals = comm.device_ordinals();
+  std::vector<cudaStream_t> streams = device_streams(comm, rank_streams);
+  CurrentDevice keep;
+  std::vector<cudaEvent_t> start(ordinals.size()), stop(ordinals.size());
+  for (std::size_t d = 0; d < ordinals.size(); ++d) {
+    cudaSetDevice(ordinals[d]);
+    if (cudaEventCreate(&start[d]) != cudaSuccess || cudaEventCreate(&stop[d]) != cudaSuccess)
+      return cuda_status(cudaGetLastError(), "cudaEventCreate");
+  }
+  auto cleanup = [&] {
+    for (std::size_t d = 0; d < ordinals.size(); ++d) cudaEventDestroy(start[d]), cudaEventDestroy(stop[d]);
+  };
+  for (int w = 0; w < warmup; ++w)
+    if (Status s = launch(); !s.ok()) return cleanup(), s;
+  std::unique_ptr<CapturedCalls> captured;
+  if (graph) {
+    if (Status s = CapturedCalls::capture(ordinals, streams, iters, launch, &captured); !s.ok()) return cleanup(), s;
+    if (Status s = captured->replay(); !s.ok()) return cleanup(), s;  // a warm-up replay
+  }
+  // A replay on the first GPU's stream holds every GPU's work and ends when all of it has: its events time it.
+  const std::size_t timed = graph ? 1 : ordinals.size();
+  std::vector<double> loops, hosts;
+  for (int rep = 0; rep < repeats; ++rep) {
+    for (std::size_t d = 0; d < timed; ++d) {
+      cudaSetDevice(ordinals[d]);
+      cudaEventRecord(start[d], streams[d]);
+    }
+    const auto issued = std::chrono::steady_clock::now();
+    if (captured) {
+      if (Status s = captured->replay(); !s.ok()) return cleanup(), s;
+    } else {
+      for (int i = 0; i < iters; ++i)
+        if (Status s = launch(); !s.ok()) return cleanup(), s;
+    }
+    hosts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
+                    iters);
+    for (std::size_t d = 0; d < timed; ++d) {
+      cudaSetDevice(ordinals[d]);
+      cudaEventRecord(stop[d], streams[d]);
+    }
+    float slowest = 0;
+    for (std::size_t d = 0; d < timed; ++d) {
+      cudaSetDevice(ordinals[d]);
+      if (const cudaError_t e = cudaEventSynchronize(stop[d]); e != cudaSuccess)
+        return cleanup(), cuda_status(e, "cudaEventSynchronize");
+      float ms = 0;
+      cudaEventElapsedTime(&ms, start[d], stop[d]);
+      slowest = std::max(slowest, ms);
+    }
+    loops.push_back(1000.0 * slowest / iters);
+  }
+  cleanup();
+  std::sort(loops.begin(), loops.end());
+  std::sort(hosts.begin(), hosts.end());
+  *time_us = loops[loops.size() / 2];
+  if (host_us) *host_us = hosts[hosts.size() / 2];
+  return Status();
+}
+
+}  // namespace
+
+std::uint64_t bench_count(Collective c, std::uint64_t bytes, DataType dtype, int ranks) {
+  const std::uint64_t elements = bytes / static_cast<std::uint64_t>(size_of(dtype));
+  if (c == Collective::allgather || c == Collective::reducescatter) return elements / static_cast<std::uint64_t>(ranks);
+  return elements;
+}
+
+std::uint64_t bench_count(const algo::Program& p, std::uint64_t bytes, DataType dtype) {
+  return bytes / static_cast<std::uint64_t>(size_of(dtype)) / static_cast<std::uint64_t>(widest_buffer_chunks(p)) *
+         static_cast<std::uint64_t>(p.chunks());
+}
+
+double busbw_factor(const algo::Program& p) {
+  if (const std::optional<Collective> c = p.collective()) return busbw_factor(*c, p.ranks());
+  return p.goal() == "alltoall" ? static_cast<double>(p.ranks() - 1) / p.ranks() : 1.0;
+}
+
+std::vector<std::uint64_t> parse_bench_sizes(const std::string& text) {
+  std::vector<std::uint64_t> sizes;
+  if (text.find(':') != std::string::npos) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    for (std::size_t at; (at = text.find(':', start)) != std::string::npos; start = at + 1)
+      parts.push_back(text.substr(start, at - start));
+    parts.push_back(text.substr(start));
+    if (parts.size() > 3) throw Error(fmt::format("--sizes '{}': expected MIN:MAX or MIN:MAX:FACTOR", text));
+    const std::uint64_t lo = static_cast<std::uint64_t>(parse_byte_size(parts[0], "--sizes minimum"));
+    const std::uint64_t hi = static_cast<std::uint64_t>(parse_byte_size(parts[1], "--sizes maximum"));
+    std::uint64_t factor = 2;
+    if (parts.size() == 3) factor = static_cast<std::uint64_t>(parse_byte_size(parts[2], "--sizes factor"));
+    if (lo == 0 || hi < lo || factor < 2)
+      throw Error(fmt::format("--sizes '{}': need 0 < MIN <= MAX and a factor of at least 2", text));
+    for (std::uint64_t s = lo; s <= hi; s *= factor) {
+      sizes.push_back(s);
+      if (s > hi / factor) break;
+    }
+  } else {
+    std::size_t start = 0;
+    while (start <= text.size()) {
+      const std::size_t end = std::min(text.find(',', start), text.size());
+      const std::uint64_t s = static_cast<std::uint64_t>(parse_byte_size(text.substr(start, end - start), "--sizes"));
+      if (s == 0) throw Error(fmt::format("--sizes '{}': sizes must be positive", text));
+      sizes.push_back(s);
+      start = end + 1;
+    }
+  }
+  return sizes;
+}
+
+Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* nccl,
+                     const std::function<void(const BenchRow&)>& on_row) {
+  const int n = comm.ranks();
+  std::uint64_t top = 0;
+  for (std::uint64_t s : o.sizes) top = std::max(top, s);
+  // Buffers for the largest size of any collective (reduce-scatter sends S, allgather receives S).
+  std::vector<CollectiveSpec> specs;
+  const algo::Program* program = o.program ? &o.program->program : nullptr;
+  const std::vector<Collective> collectives =
+      program ? std::vector<Collective>{program->collective().value_or(Collective::allreduce)} : o.collectives;
+  if (program) {
+    CollectiveSpec spec{collectives[0], o.dtype, o.op, 0};
+    spec.program = std::shared_ptr<const algo::Program>(o.program, program);
+    specs.push_back(spec);
+  }
+  for (Collective c : program ? std::vector<Collective>{} : o.collectives)
+    specs.push_back(CollectiveSpec{c, o.dtype, o.op, o.root});
+  if (Status s = comm.prepare(specs); !s.ok()) return s;
+  cudaDeviceProp prop{};
+  if (const cudaError_t e = cudaGetDeviceProperties(&prop, comm.device_ordinals()[0]); e != cudaSuccess)
+    return cuda_status(e, "cudaGetDeviceProperties");
+  Jit jit(DiskCache::from_environment());
+  std::unique_ptr<PatternKernels> patterns;
+  try {
+    patterns = std::make_unique<PatternKernels>(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
+  } catch (const Error& e) {
+    return Status(StatusCode::compile_error, e.what());
+  }
+  std::unique_ptr<CollectiveBuffers> buffers;
+  if (Status s = CollectiveBuffers::create(comm, top, top, *patterns, &buffers); !s.ok()) return s;
+  std::string device = prop.name;
+  if (comm.devices() > 1) device = fmt::format("{} x{}", device, comm.devices());
+  if (n > comm.devices()) device += fmt::format(" ({} virtual ranks)", n);
+  for (Collective c : collectives)
+    for (std::uint64_t size : o.sizes) {
+      const std::uint64_t count = program ? bench_count(*program, size, o.dtype) : bench_count(c, size, o.dtype, n);
+      if (count == 0) continue;
+      // A program's count is a multiple of its chunks: the size it moves may be a little below the size asked.
+      const std::uint64_t bytes = program ? size_bytes(*program, count, o.dtype) : size;
+      CheckSpec spec{c, o.dtype, o.op, program ? program->root() : o.root, n, count, 0x5eed0000u + size};
+      spec.program = o.program;
+      CollectiveCall call;
+      if (Status s = buffers->set_up(spec, o.in_place, &call); !s.ok()) return s;
+      BenchRow row;
+      if (program) row.algorithm = program->name();
+      row.collective = c;
+      row.dtype = o.dtype;
+      row.op = o.op;
+      row.bytes = bytes;
+      row.count = count;
+      row.ranks = n;
+      row.device = device;
+      // Captured calls never take the copy engines or the host path: load the kernel a captured call runs.
+      if (o.graph)
+        if (Status s = comm.prepare(call); !s.ok()) return s;
+      if (o.check && o.graph) {  // one call, captured and replayed
+        std::unique_ptr<CapturedCalls> one;
+        const std::vector<cudaStream_t> streams = device_streams(comm, buffers->streams());
+        if (Status s = CapturedCalls::capture(
+                comm.device_ordinals(), streams, 1, [&] { return comm.run(call); }, &one);
+            !s.ok())
+          return s;
+        if (Status s = one->replay(); !s.ok()) return s;  // ordered on every stream: the check's wait covers it
+      } else if (o.check) {
+        if (Status s = comm.run(call); !s.ok()) return s;
+      }
+      if (o.check) {
+        CheckResult result;
+        if (Status s = buffers->check(spec, call, &result); !s.ok()) return s;
+        row.errors = static_cast<std::int64_t>(result.wrong);
+        for (const std::string& e : result.examples) fmt::print(stderr, "canopy bench: wrong: {}\n", e);
+      }
+      if (Status s = time_calls(
+              comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return comm.run(call); }, &row.time_us,
+              &row.host_us, o.graph);
+          !s.ok())
+        return s;
+      const double seconds = row.time_us * 1e-6;
+      row.algbw_gbps = static_cast<double>(bytes) / seconds / 1e9;
+      const double factor = program ? busbw_factor(*program) : busbw_factor(c, n);
+      row.busbw_gbps = row.algbw_gbps * factor;
+      if (nccl && (!program || program->collective())) {  // a program: NCCL runs its goal on the same buffers
+        CollectiveCall same = call;
+        same.program = nullptr;
+        if (Status s = time_calls(
+                comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return nccl->run(same); },
+                &row.nccl_time_us, nullptr, o.graph);
+            !s.ok())
+          return s;
+        row.nccl_busbw_gbps = static_cast<double>(bytes) / (row.nccl_time_us * 1e-6) / 1e9 * factor;
+      }
+      on_row(row);
+    }
+  return buffers->synchronize();
+}
+
+Status time_call(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, const CollectiveCall& call,
+                 int warmup, int iters, int repeats, double* time_us) {
+  return time_calls(comm, rank_streams, warmup, iters, repeats, [&] { return comm.run(call); }, time_us);
+}
+
+std::string bench_rows_json(const std::vector<BenchRow>& rows) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const BenchRow& r : rows) {
+    nlohmann::ordered_json j;
+    j["collective"] = to_string(r.collective);
+    if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
+    j["dtype"] = to_string(r.dtype);
+    j["op"] = to_string(r.op);
+    j["bytes"] = r.bytes;
+    j["ranks"] = r.ranks;
+    j["time_us"] = r.time_us;
+    j["algbw_GBps"] = r.algbw_gbps;
+    j["busbw_GBps"] = r.busbw_gbps;
+    j["errors"] = r.errors;
+    if (r.nccl_time_us > 0) {
+      j["nccl_time_us"] = r.nccl_time_us;
+      j["nccl_busbw_GBps"] = r.nccl_busbw_gbps;
+    } else {
+      j["nccl_time_us"] = nullptr;
+      j["nccl_busbw_GBps"] = nullptr;
+    }
+    j["device"] = r.device;
+    out.push_back(j);
+  }
+  return out.dump(1) + "\n";
+}
+
+}  // namespace canopy

@@ -1,0 +1,80 @@
+// run_benchmark: nccl-tests' measurement for a communicator: for every collective and size, a checked run
+// (inputs from the test pattern, poisoned outputs, every element compared on the host: #wrong), warm-up
+// launches, then `repeats` timed loops of `iters` launches between CUDA events on every GPU's stream (the time of
+// a loop is the slowest GPU's), or of one replay of a CUDA graph holding `iters` calls (BenchOptions::graph); the
+// median loop gives time, algbw and busbw (nccl-tests' conventions). With an NcclLibrary, NCCL runs the same calls
+// on the same buffers and streams, timed the same way.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/harness/collective_buffers.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "bench/harness/nccl_library.hpp"
+
+namespace canopy {
+
+struct BenchOptions {
+  std::vector<Collective> collectives;
+  std::vector<std::uint64_t> sizes;  // bytes S, nccl-tests' convention (allgather: output, reduce-scatter: input)
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+  int iters = 20;
+  int warmup = 5;
+  int repeats = 5;
+  bool check = true;
+  bool in_place = false;
+  // Each timed loop's `iters` calls captured once into a CUDA graph (both libraries alike, as nccl-tests' -G) and
+  // the graph replayed: the time of calls without the host's launches. The check runs one captured call.
+  bool graph = false;
+  // Set: time this collective-algorithm program instead of `collectives` (NCCL runs its goal's collective, when
+  // the goal is one of NCCL's).
+  std::shared_ptr<const ProgramOutputs> program = nullptr;
+};
+
+// One row of `canopy bench --json` (DESIGN.md "Bench JSON").
+struct BenchRow {
+  Collective collective = Collective::allreduce;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  std::uint64_t bytes = 0;
+  std::uint64_t count = 0;  // elements per rank, NCCL's count
+  int ranks = 0;
+  double time_us = 0;
+  double host_us = 0;  // the host's time per call while issuing them (not in the JSON)
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  std::int64_t errors = -1;  // -1: not checked
+  double nccl_time_us = 0;   // 0: NCCL not run
+  double nccl_busbw_gbps = 0;
+  std::string device;
+  std::string algorithm;  // a program's name; `collective` is then its goal's (allreduce for other goals)
+};
+
+// The element count of size S for `collective` over `ranks` (0 when S is smaller than one element per rank).
+std::uint64_t bench_count(Collective collective, std::uint64_t bytes, DataType dtype, int ranks);
+// The same for a program: S is its larger buffer per rank, the count a multiple of its chunks (0: too small).
+std::uint64_t bench_count(const algo::Program& program, std::uint64_t bytes, DataType dtype);
+// busbw / algbw for a program's goal: its collective's factor, (n-1)/n for alltoall, else 1.
+double busbw_factor(const algo::Program& program);
+
+// Parses "8:1G" (powers of two from 8 B to 1 GiB), "1M:64M:4" (factor 4) or "1K,64K,1M"; throws canopy::Error.
+std::vector<std::uint64_t> parse_bench_sizes(const std::string& text);
+
+// Calls `on_row` as each row is measured; stops at the first failing call (its Status).
+Status run_benchmark(Communicator& comm, const BenchOptions& options, NcclLibrary* nccl,
+                     const std::function<void(const BenchRow&)>& on_row);
+
+std::string bench_rows_json(const std::vector<BenchRow>& rows);
+
+// The median time per call of `repeats` loops of `iters` calls of `call` after `warmup` (CUDA events on every GPU's
+// stream, the slowest GPU's loop), as run_benchmark times a row.
+Status time_call(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, const CollectiveCall& call,
+                 int warmup, int iters, int repeats, double* time_us);
+
+}  // namespace canopy

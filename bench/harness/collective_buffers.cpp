@@ -1,0 +1,227 @@
+// CollectiveBuffers (see collective_buffers.hpp).
+#include "bench/harness/collective_buffers.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "runtime/cuda/cuda_check.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+
+namespace canopy {
+
+namespace {
+
+constexpr std::uint64_t kStagingBytes = std::uint64_t{256} << 20;
+
+}  // namespace
+
+Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_bytes, std::uint64_t recv_bytes,
+                                 const PatternKernels& patterns, std::unique_ptr<CollectiveBuffers>* out) {
+  std::unique_ptr<CollectiveBuffers> b(new CollectiveBuffers());
+  b->patterns_ = &patterns;
+  b->send_bytes_ = send_bytes;
+  b->recv_bytes_ = recv_bytes;
+  b->device_ordinals_ = comm.device_ordinals();
+  CurrentDevice keep;
+  for (int ordinal : b->device_ordinals_) {
+    cudaStream_t s = nullptr;
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal));
+    CANOPY_CUDA_RETURN_STATUS(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    b->device_streams_.push_back(s);
+  }
+  for (int r = 0; r < comm.ranks(); ++r) {
+    const int ordinal = comm.device_of_rank(r);
+    b->ordinal_of_rank_.push_back(ordinal);
+    const std::size_t d = std::find(b->device_ordinals_.begin(), b->device_ordinals_.end(), ordinal) -
+                          b->device_ordinals_.begin();
+    b->rank_streams_.push_back(b->device_streams_[d]);
+    void* send = nullptr;
+    void* recv = nullptr;
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal));
+    const cudaError_t es = cudaMalloc(&send, std::max<std::uint64_t>(send_bytes, 16));
+    if (es == cudaSuccess) b->send_.push_back(send);
+    else return cuda_status(es, fmt::format("allocating {} bytes for send buffer of rank {}", send_bytes, r));
+    const cudaError_t er = cudaMalloc(&recv, std::max<std::uint64_t>(recv_bytes, 16));
+    if (er == cudaSuccess) b->recv_.push_back(recv);
+    else return cuda_status(er, fmt::format("allocating {} bytes for receive buffer of rank {}", recv_bytes, r));
+  }
+  b->host_bytes_ = kStagingBytes;
+  CANOPY_CUDA_RETURN_STATUS(cudaMallocHost(&b->host_, std::max<std::uint64_t>(b->host_bytes_, 16)));
+  *out = std::move(b);
+  return Status();
+}
+
+CollectiveBuffers::~CollectiveBuffers() {
+  CurrentDevice keep;
+  for (std::size_t d = 0; d < device_streams_.size(); ++d) {
+    (void)cudaSetDevice(device_ordinals_[d]);
+    (void)cudaStreamSynchronize(device_streams_[d]);
+    (void)cudaStreamDestroy(device_streams_[d]);
+  }
+  for (void* p : send_) (void)cudaFree(p);
+  for (void* p : recv_) (void)cudaFree(p);
+  if (host_) (void)cudaFreeHost(host_);
+  (void)cudaGetLastError();
+}
+
+bool CollectiveBuffers::fits(const CheckSpec& s) const {
+  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
+  for (int r = 0; r < s.ranks; ++r) {
+    if (input_elements(s, r) * elem > send_bytes_) return false;
+    if (output_elements(s, r) * elem > recv_bytes_) return false;
+  }
+  return true;
+}
+
+Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCall* call) {
+  const int n = s.ranks;
+  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
+  const ReduceOp input_op = combines(s) ? s.op : ReduceOp::sum;
+  if (s.program && in_place)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("algorithm {}: programs run out of place; there is no in-place layout to set up",
+                              s.program->program.name()));
+  const unsigned char poison = 0xff;  // NaN in every float type; -1 / 255 in the integer ones
+  call_send_.assign(n, nullptr);
+  call_recv_.assign(n, nullptr);
+  CurrentDevice keep;
+  for (int r = 0; r < n; ++r) {
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[r]));
+    cudaStream_t stream = rank_streams_[r];
+    char* send = static_cast<char*>(send_[r]);
+    char* recv = static_cast<char*>(recv_[r]);
+    const std::uint64_t out_bytes = (s.program                               ? output_elements(s, r)
+                                     : s.collective == Collective::allgather ? s.count * n
+                                                                             : s.count) *
+                                    elem;
+    auto fill = [&](void* dst, std::uint64_t elements) {
+      return patterns_->fill(dst, elements, s.dtype, input_op, s.seed, r, 0, stream);
+    };
+    Status st;
+    if (!in_place) {
+      st = fill(send, input_elements(s, r));
+      call_send_[r] = send;
+      call_recv_[r] = recv;
+      CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
+    } else {
+      switch (s.collective) {
+        case Collective::allgather:
+          CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
+          st = fill(recv + r * s.count * elem, s.count);
+          call_send_[r] = recv + r * s.count * elem;
+          call_recv_[r] = recv;
+          break;
+        case Collective::reducescatter:
+          st = fill(send, s.count * n);
+          call_send_[r] = send;
+          call_recv_[r] = send + r * s.count * elem;
+          break;
+        case Collective::broadcast:
+          if (r == s.root) st = fill(recv, s.count);
+          else CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
+          call_send_[r] = recv;
+          call_recv_[r] = recv;
+          break;
+        default:  // allreduce, reduce: the input is where the output goes
+          st = fill(recv, s.count);
+          call_send_[r] = recv;
+          call_recv_[r] = recv;
+      }
+    }
+    if (!st.ok()) return st;
+  }
+  call->collective = s.collective;
+  call->program = s.program ? &s.program->program : nullptr;
+  call->send = call_send_;
+  call->recv = call_recv_;
+  call->count = s.count;
+  call->dtype = s.dtype;
+  call->op = s.op;
+  call->root = s.root;
+  call->streams = rank_streams_;
+  return Status();
+}
+
+Status CollectiveBuffers::run_checked(Communicator& comm, const CheckSpec& spec, bool in_place, CheckResult* result) {
+  CollectiveCall call;
+  if (Status s = set_up(spec, in_place, &call); !s.ok()) return s;
+  if (Status s = comm.run(call); !s.ok()) return s;
+  return check(spec, call, result);
+}
+
+Status CollectiveBuffers::synchronize() {
+  CurrentDevice keep;
+  for (std::size_t d = 0; d < device_streams_.size(); ++d) {
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(device_ordinals_[d]));
+    CANOPY_CUDA_RETURN_STATUS(cudaStreamSynchronize(device_streams_[d]));
+  }
+  return Status();
+}
+
+Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, CheckResult* result) {
+  if (Status st = synchronize(); !st.ok()) return st;
+  *result = CheckResult{};
+  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
+  // Ranks checked on the host against the reference; where every rank must hold the same output (broadcast,
+  // allreduce, allgather: one root's bytes copied everywhere) one rank, rotating with the seed, is checked on the
+  // host and the others are compared with it bit for bit on the GPU.
+  std::vector<int> host_ranks;
+  std::vector<int> same_as_host;
+  if (s.collective == Collective::reduce && !s.program) {
+    host_ranks.push_back(s.root);
+  } else if (s.collective == Collective::reducescatter || s.program) {
+    for (int r = 0; r < s.ranks; ++r) host_ranks.push_back(r);
+  } else {
+    const int pick = static_cast<int>(s.seed % static_cast<std::uint64_t>(s.ranks));
+    host_ranks.push_back(pick);
+    for (int r = 0; r < s.ranks; ++r)
+      if (r != pick) same_as_host.push_back(r);
+  }
+  const std::uint64_t per_copy = host_bytes_ / elem;
+  for (int r : host_ranks) {
+    const std::uint64_t n = output_elements(s, r);
+    for (std::uint64_t first = 0; first < n; first += per_copy) {
+      const std::uint64_t part = std::min(per_copy, n - first);
+      CANOPY_CUDA_RETURN_STATUS(cudaMemcpy(host_, static_cast<const char*>(call.recv[r]) + first * elem, part * elem,
+                                 cudaMemcpyDeviceToHost));
+      const CheckResult c = check_outputs_part(s, {r}, {host_}, first, part);
+      result->checked += c.checked;
+      result->wrong += c.wrong;
+      for (const std::string& e : c.examples)
+        if (result->examples.size() < 5) result->examples.push_back(e);
+    }
+  }
+  if (same_as_host.empty()) return Status();
+  const int reference = host_ranks[0];
+  const std::uint64_t n = output_elements(s, reference);
+  CurrentDevice keep;
+  std::vector<unsigned long long*> counters(same_as_host.size(), nullptr);
+  Status status;
+  for (std::size_t k = 0; k < same_as_host.size() && status.ok(); ++k) {
+    const int r = same_as_host[k];
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaMallocAsync(reinterpret_cast<void**>(&counters[k]), 16, rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(counters[k], 0, 8, rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(counters[k] + 1, 0xff, 8, rank_streams_[r]));
+    status = patterns_->count_mismatches(call.recv[r], call.recv[reference], n, s.dtype, counters[k], rank_streams_[r]);
+  }
+  for (std::size_t k = 0; k < same_as_host.size(); ++k) {
+    const int r = same_as_host[k];
+    if (!counters[k]) continue;
+    unsigned long long m[2] = {0, 0};
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaMemcpyAsync(m, counters[k], 16, cudaMemcpyDeviceToHost, rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaFreeAsync(counters[k], rank_streams_[r]));
+    CANOPY_CUDA_RETURN_STATUS(cudaStreamSynchronize(rank_streams_[r]));
+    result->checked += n;
+    result->wrong += m[0];
+    if (m[0] && result->examples.size() < 5)
+      result->examples.push_back(fmt::format("rank {} differs from rank {} (checked on the host) in {} elements, the "
+                                             "first at element {}",
+                                             r, reference, m[0], m[1]));
+  }
+  return status;
+}
+
+}  // namespace canopy

@@ -1,0 +1,58 @@
+// CollectiveBuffers: per-rank device buffers for exercising a communicator's collectives, as nccl-tests does:
+// inputs from the test pattern (bench/harness/test_pattern.hpp), outputs poisoned before every run, the in-place
+// layouts of NCCL, and every rank's output copied back and checked element by element against the host
+// reference (bench/harness/collective_check.hpp). The GPU tests and `canopy bench` (its #wrong column) use it.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "bench/harness/collective_check.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "core/status.hpp"
+#include "bench/harness/test_pattern.hpp"
+
+namespace canopy {
+
+class CollectiveBuffers {
+ public:
+  // Per rank, on its GPU: a send buffer of `send_bytes` and a receive buffer of `recv_bytes`; one non-blocking
+  // stream per GPU. `patterns` must outlive the buffers.
+  static Status create(const Communicator& comm, std::uint64_t send_bytes, std::uint64_t recv_bytes,
+                       const PatternKernels& patterns, std::unique_ptr<CollectiveBuffers>* out);
+  ~CollectiveBuffers();
+  CollectiveBuffers(const CollectiveBuffers&) = delete;
+  CollectiveBuffers& operator=(const CollectiveBuffers&) = delete;
+
+  // Whether a run of `spec` fits the buffers.
+  bool fits(const CheckSpec& spec) const;
+
+  // Writes the inputs of `spec` (seed included) and poisons the outputs, then fills `call` (buffers, count,
+  // dtype, op, root, streams) for the out-of-place or NCCL in-place layout. The work is queued on the streams.
+  Status set_up(const CheckSpec& spec, bool in_place, CollectiveCall* call);
+  // Waits for the streams, copies every rank's output to the host and checks it.
+  Status check(const CheckSpec& spec, const CollectiveCall& call, CheckResult* result);
+  // set_up, one call through `comm`, check: a whole checked run.
+  Status run_checked(Communicator& comm, const CheckSpec& spec, bool in_place, CheckResult* result);
+  Status synchronize();
+
+  const std::vector<cudaStream_t>& streams() const { return rank_streams_; }  // per rank
+
+ private:
+  CollectiveBuffers() = default;
+  std::vector<int> ordinal_of_rank_;
+  std::vector<void*> send_, recv_;       // per rank
+  std::vector<const void*> call_send_;   // the layout of the last set_up
+  std::vector<void*> call_recv_;
+  std::vector<cudaStream_t> device_streams_, rank_streams_;
+  std::vector<int> device_ordinals_;
+  std::uint64_t send_bytes_ = 0, recv_bytes_ = 0;
+  const PatternKernels* patterns_ = nullptr;
+  void* host_ = nullptr;  // pinned staging for copies back
+  std::uint64_t host_bytes_ = 0;
+};
+
+}  // namespace canopy

@@ -1,0 +1,359 @@
+// check_output and the host reference (see collective_check.hpp).
+#include "bench/harness/collective_check.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+#include "dsl/algorithm_check.hpp"
+#include "runtime/comm/collective_call.hpp"
+#include "bench/harness/test_pattern.hpp"
+
+namespace canopy {
+
+namespace {
+
+double unit_roundoff(DataType t) {
+  switch (t) {
+    case DataType::f16: return std::ldexp(1.0, -11);
+    case DataType::bf16: return std::ldexp(1.0, -8);
+    case DataType::f32: return std::ldexp(1.0, -24);
+    case DataType::f64: return std::ldexp(1.0, -53);
+    default: return 0;  // integers: exact
+  }
+}
+
+// Integer reductions wrap at the type's width, as the GPU's arithmetic does.
+std::int64_t wrap(std::int64_t v, DataType t) {
+  switch (t) {
+    case DataType::i32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
+    case DataType::u8: return static_cast<std::uint8_t>(v);
+    default: return v;
+  }
+}
+
+// The kernels round at most once per reduction step and once when storing (ranks + 1 roundings of the type's
+// unit roundoff u); the reference, computed in double, rounds up to ranks - 1 times itself (2^-53 each), which
+// matters for f64.
+double tolerance_scale(int ranks, double u) { return (ranks + 1) * u + (ranks - 1) * std::ldexp(1.0, -53); }
+
+struct Acc {
+  double value = 0;
+  double magnitude = 0;  // sum of |inputs| (sum) or |product| (prod): what the tolerance scales
+  std::int64_t int_value = 0;
+  bool first = true;
+};
+
+void combine(Acc& a, double x, const CheckSpec& s) {
+  const bool integer = unit_roundoff(s.dtype) == 0;
+  if (a.first) {
+    a.value = x;
+    a.int_value = static_cast<std::int64_t>(x);
+    a.magnitude = std::fabs(x);
+    a.first = false;
+    return;
+  }
+  switch (s.op) {
+    case ReduceOp::sum:
+      if (integer) a.int_value = static_cast<std::int64_t>(static_cast<std::uint64_t>(a.int_value) +
+                                                           static_cast<std::uint64_t>(static_cast<std::int64_t>(x)));
+      a.value += x;
+      a.magnitude += std::fabs(x);
+      break;
+    case ReduceOp::prod:
+      if (integer) a.int_value = static_cast<std::int64_t>(static_cast<std::uint64_t>(a.int_value) *
+                                                           static_cast<std::uint64_t>(static_cast<std::int64_t>(x)));
+      a.value *= x;
+      a.magnitude = std::fabs(a.value);
+      break;
+    case ReduceOp::min:
+      a.value = std::min(a.value, x);
+      a.int_value = std::min(a.int_value, static_cast<std::int64_t>(x));
+      break;
+    case ReduceOp::max:
+      a.value = std::max(a.value, x);
+      a.int_value = std::max(a.int_value, static_cast<std::int64_t>(x));
+      break;
+  }
+}
+
+}  // namespace
+
+ProgramOutputs::ProgramOutputs(algo::Program p) : program(std::move(p)) {
+  const std::vector<std::vector<algo::Contents>> contents = algo::output_contents(program);
+  sources.resize(program.ranks());
+  for (int r = 0; r < program.ranks(); ++r)
+    for (int c = 0; c < program.buffer_chunks(algo::Buffer::output); ++c) {
+      if (!algo::expected_output(program, r, c)) {
+        sources[r].push_back(std::nullopt);
+        continue;
+      }
+      std::vector<std::pair<int, int>> from;
+      for (const auto& [input, times] : contents[r][c])
+        for (int t = 0; t < times; ++t) from.push_back(input);
+      sources[r].push_back(std::move(from));
+    }
+}
+
+bool combines(const CheckSpec& s) { return s.program ? s.program->program.reduces() : reduces(s.collective); }
+
+std::uint64_t input_elements(const CheckSpec& s, int rank) {
+  if (s.program) return s.count / s.program->program.chunks() * s.program->program.buffer_chunks(algo::Buffer::input);
+  return send_elements(s.collective, s.count, s.ranks, rank, s.root);
+}
+
+std::uint64_t output_elements(const CheckSpec& s, int rank) {
+  if (s.program) return s.count / s.program->program.chunks() * s.program->program.buffer_chunks(algo::Buffer::output);
+  return recv_elements(s.collective, s.count, s.ranks, rank, s.root);
+}
+
+namespace {
+
+// The inputs (rank, input element) combined into output element j of `rank` of a program's call; null where the
+// goal leaves that element free.
+const std::vector<std::pair<int, int>>* program_sources(const CheckSpec& s, int rank, std::uint64_t j,
+                                                        std::uint64_t* offset) {
+  const std::uint64_t unit = s.count / s.program->program.chunks();
+  *offset = j % unit;
+  const auto& from = s.program->sources[rank][j / unit];
+  return from ? &*from : nullptr;
+}
+
+}  // namespace
+
+namespace {
+// A reduction's expected value from its accumulator: integers exact (wrapping at the type's width), floats with
+// `scale` x the magnitude as tolerance for sums and products.
+double reference_of(const Acc& acc, double scale, const CheckSpec& s, double* tolerance, std::int64_t* exact) {
+  if (unit_roundoff(s.dtype) == 0) {
+    const std::int64_t v = wrap(acc.int_value, s.dtype);
+    if (exact) *exact = v;
+    return static_cast<double>(v);
+  }
+  if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod)) *tolerance = scale * acc.magnitude;
+  if (exact) *exact = static_cast<std::int64_t>(acc.value);
+  return acc.value;
+}
+}  // namespace
+
+double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tolerance, std::int64_t* exact) {
+  if (tolerance) *tolerance = 0;
+  const ReduceOp input_op = combines(s) ? s.op : ReduceOp::sum;
+  const double u = unit_roundoff(s.dtype);
+  if (s.program) {
+    std::uint64_t offset = 0;
+    const std::vector<std::pair<int, int>>* from = program_sources(s, rank, j, &offset);
+    if (!from || from->empty()) return 0;  // free, or never written
+    const std::uint64_t unit = s.count / s.program->program.chunks();
+    Acc acc;
+    for (const auto& [q, c] : *from) combine(acc, pattern_value(s.seed, q, c * unit + offset, s.dtype, input_op), s);
+    return reference_of(acc, tolerance_scale(static_cast<int>(from->size()), u), s, tolerance, exact);
+  }
+  switch (s.collective) {
+    case Collective::broadcast:
+    case Collective::allgather: {
+      const double v = s.collective == Collective::broadcast
+                           ? pattern_value(s.seed, s.root, j, s.dtype, input_op)
+                           : pattern_value(s.seed, static_cast<int>(j / s.count), j % s.count, s.dtype, input_op);
+      if (exact) *exact = static_cast<std::int64_t>(v);
+      return v;
+    }
+    default: break;
+  }
+  const std::uint64_t k = s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(rank) * s.count + j : j;
+  Acc acc;
+  for (int q = 0; q < s.ranks; ++q) combine(acc, pattern_value(s.seed, q, k, s.dtype, s.op), s);
+  return reference_of(acc, tolerance_scale(s.ranks, u), s, tolerance, exact);
+}
+
+CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsigned threads) {
+  return check_outputs_part(s, {rank}, {output}, 0, output_elements(s, rank), threads);
+}
+
+namespace {
+
+// The reference of one output element: the pattern values of inputs `at(0) .. at(n - 1)` ((rank, index) pairs)
+// combined with Op in double precision (integers exactly, wrapping at T's width), and its tolerance.
+struct Reference {
+  double want = 0, tol = 0;
+  std::int64_t exact = 0;
+};
+
+template <DataType T, ReduceOp Op, typename At>
+Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
+  constexpr bool kFloat = T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64;
+  constexpr bool kProd = Op == ReduceOp::prod;
+  Reference r;
+  if constexpr (kFloat) {
+    double acc = 0, mag = 0;
+    for (int q = 0; q < n; ++q) {
+      const auto [rank, index] = at(q);
+      const double v = pattern_value_of<T, kProd>(pattern_hash(seed, rank, index));
+      if (q == 0)
+        acc = v, mag = std::fabs(v);
+      else if constexpr (Op == ReduceOp::sum)
+        acc += v, mag += std::fabs(v);
+      else if constexpr (Op == ReduceOp::prod)
+        acc *= v, mag = std::fabs(acc);
+      else if constexpr (Op == ReduceOp::min)
+        acc = std::min(acc, v);
+      else
+        acc = std::max(acc, v);
+    }
+    r.want = acc;
+    r.tol = (Op == ReduceOp::sum || Op == ReduceOp::prod) ? tol_scale * mag : 0;
+  } else {
+    std::uint64_t acc = 0;
+    for (int q = 0; q < n; ++q) {
+      const auto [rank, index] = at(q);
+      const std::uint64_t v = static_cast<std::uint64_t>(
+          static_cast<std::int64_t>(pattern_value_of<T, kProd>(pattern_hash(seed, rank, index))));
+      if (q == 0)
+        acc = v;
+      else if constexpr (Op == ReduceOp::sum)
+        acc += v;
+      else if constexpr (Op == ReduceOp::prod)
+        acc *= v;
+      else if constexpr (Op == ReduceOp::min)
+        acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+      else
+        acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+    }
+    r.exact = wrap(static_cast<std::int64_t>(acc), T);
+    r.want = static_cast<double>(r.exact);
+  }
+  return r;
+}
+
+// Checks outputs[k][j] (rank ranks[k], element first + j) for j in [begin, end); a program's free elements are
+// skipped (the caller does not count them).
+template <DataType T, ReduceOp Op>
+void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::vector<const void*>& outputs,
+                 std::uint64_t first, std::uint64_t begin, std::uint64_t end, std::uint64_t& wrong,
+                 std::vector<std::string>& examples) {
+  constexpr int kSize = T == DataType::f64 || T == DataType::i64 ? 8
+                        : T == DataType::f32 || T == DataType::i32 ? 4
+                        : T == DataType::u8                         ? 1
+                                                                    : 2;
+  constexpr double u = T == DataType::f16 ? 1.0 / 2048 : T == DataType::bf16 ? 1.0 / 256
+                       : T == DataType::f32 ? 1.0 / 16777216 : T == DataType::f64 ? 1.0 / 9007199254740992.0 : 0;
+  const bool reduction = combines(s);
+  const bool same_for_all = !s.program && s.collective != Collective::reducescatter;
+  const double tol_scale = tolerance_scale(s.ranks, u);
+  const std::uint64_t unit = s.program ? s.count / s.program->program.chunks() : 0;
+  for (std::uint64_t j = begin; j < end; ++j) {
+    double want = 0, tol = 0;
+    std::int64_t exact = 0;
+    for (std::size_t k = 0; k < ranks.size(); ++k) {
+      if (k == 0 || !same_for_all) {
+        const std::uint64_t e = first + j;
+        Reference ref;
+        if (s.program) {
+          std::uint64_t offset = 0;
+          const std::vector<std::pair<int, int>>* from = program_sources(s, ranks[k], e, &offset);
+          if (!from) continue;
+          const int n = static_cast<int>(from->size());
+          ref = reduce_reference<T, Op>(s.seed, n, n > 1 ? tolerance_scale(n, u) : 0, [&](int q) {
+            return std::pair{(*from)[q].first, (*from)[q].second * unit + offset};
+          });
+        } else if (!reduction) {
+          const int from = s.collective == Collective::broadcast ? s.root : static_cast<int>(e / s.count);
+          const std::uint64_t index = s.collective == Collective::broadcast ? e : e % s.count;
+          ref = reduce_reference<T, ReduceOp::sum>(s.seed, 1, 0, [&](int) { return std::pair{from, index}; });
+        } else {
+          const std::uint64_t index =
+              s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(ranks[k]) * s.count + e : e;
+          ref = reduce_reference<T, Op>(s.seed, s.ranks, tol_scale, [&](int q) { return std::pair{q, index}; });
+        }
+        want = ref.want, tol = ref.tol, exact = ref.exact;
+      }
+      const void* p = static_cast<const char*>(outputs[k]) + j * kSize;
+      bool ok;
+      double got;
+      if constexpr (T == DataType::i64) {
+        std::int64_t g;
+        std::memcpy(&g, p, 8);
+        got = static_cast<double>(g);
+        ok = g == exact;
+      } else {
+        got = element_value(p, T);
+        ok = std::fabs(got - want) <= tol;  // false for NaN
+      }
+      if (!ok && ++wrong <= 5)
+        examples.push_back(fmt::format("rank {} element {}: got {}, expected {}{}", ranks[k], first + j, got, want,
+                                       tol > 0 ? fmt::format(" (tolerance {:.3g})", tol) : ""));
+    }
+  }
+}
+
+using RangeChecker = void (*)(const CheckSpec&, const std::vector<int>&, const std::vector<const void*>&,
+                              std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t&, std::vector<std::string>&);
+
+template <DataType T>
+RangeChecker checker_for_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return check_range<T, ReduceOp::sum>;
+    case ReduceOp::prod: return check_range<T, ReduceOp::prod>;
+    case ReduceOp::min: return check_range<T, ReduceOp::min>;
+    case ReduceOp::max: return check_range<T, ReduceOp::max>;
+  }
+  return check_range<T, ReduceOp::sum>;
+}
+
+RangeChecker checker_for(const CheckSpec& s) {
+  const bool reduction = combines(s);
+  const ReduceOp op = reduction ? s.op : ReduceOp::sum;
+  switch (s.dtype) {
+    case DataType::f32: return checker_for_op<DataType::f32>(op);
+    case DataType::f16: return checker_for_op<DataType::f16>(op);
+    case DataType::bf16: return checker_for_op<DataType::bf16>(op);
+    case DataType::f64: return checker_for_op<DataType::f64>(op);
+    case DataType::i32: return checker_for_op<DataType::i32>(op);
+    case DataType::i64: return checker_for_op<DataType::i64>(op);
+    case DataType::u8: return checker_for_op<DataType::u8>(op);
+  }
+  return checker_for_op<DataType::f32>(op);
+}
+
+}  // namespace
+
+CheckResult check_outputs_part(const CheckSpec& s, const std::vector<int>& ranks,
+                               const std::vector<const void*>& outputs, std::uint64_t first, std::uint64_t n,
+                               unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::min(64u, std::thread::hardware_concurrency()));
+  if (n * ranks.size() < 65536) threads = 1;
+  const RangeChecker check = checker_for(s);
+  CheckResult total;
+  total.checked = n * ranks.size();
+  if (s.program) {  // a program's free chunks are not checked
+    const std::uint64_t unit = s.count / s.program->program.chunks();
+    for (int r : ranks)
+      for (std::uint64_t c = first / unit; unit > 0 && c * unit < first + n; ++c)
+        if (!s.program->sources[r][c]) total.checked -= std::min(first + n, (c + 1) * unit) - std::max(first, c * unit);
+  }
+  std::mutex mutex;
+  auto work = [&](std::uint64_t begin, std::uint64_t end) {
+    std::uint64_t wrong = 0;
+    std::vector<std::string> examples;
+    check(s, ranks, outputs, first, begin, end, wrong, examples);
+    std::lock_guard<std::mutex> lock(mutex);
+    total.wrong += wrong;
+    for (std::string& e : examples)
+      if (total.examples.size() < 5) total.examples.push_back(std::move(e));
+  };
+  std::vector<std::thread> pool;
+  const std::uint64_t per = (n + threads - 1) / threads;
+  for (unsigned t = 1; t < threads; ++t) {
+    const std::uint64_t b = std::min(n, t * per), e = std::min(n, (t + 1) * per);
+    if (b < e) pool.emplace_back(work, b, e);
+  }
+  work(0, std::min(n, per));
+  for (std::thread& t : pool) t.join();
+  return total;
+}
+
+}  // namespace canopy

@@ -1,0 +1,42 @@
+// NcclLibrary: NCCL loaded at run time (dlopen) so `canopy bench --vs-nccl` can time NCCL on the same GPUs and
+// buffers; Canopy never links or needs NCCL. Found through CANOPY_NCCL_LIBRARY, else libnccl.so.2 on the loader's
+// path. One process, one rank per GPU (ncclCommInitAll), every call grouped over the GPUs.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/collective_call.hpp"
+#include "core/status.hpp"
+
+namespace canopy {
+
+class NcclLibrary {
+ public:
+  // nullptr, with the reason in `why_not`, when NCCL cannot be loaded or lacks a function Canopy calls.
+  static std::unique_ptr<NcclLibrary> load(std::string* why_not);
+  ~NcclLibrary();
+  NcclLibrary(const NcclLibrary&) = delete;
+  NcclLibrary& operator=(const NcclLibrary&) = delete;
+
+  std::string version() const;  // "2.28.3"
+  std::string path() const { return path_; }
+
+  // ncclCommInitAll over the CUDA `ordinals`: rank r on ordinals[r].
+  Status init(const std::vector<int>& ordinals);
+  // One collective over every rank (ncclGroupStart / per-rank calls / ncclGroupEnd), NCCL's own conventions,
+  // which CollectiveCall shares.
+  Status run(const CollectiveCall& call);
+
+  struct Api;
+
+ private:
+  NcclLibrary() = default;
+  void* handle_ = nullptr;
+  std::string path_;
+  std::unique_ptr<Api> api_;
+  std::vector<void*> comms_;
+};
+
+}  // namespace canopy

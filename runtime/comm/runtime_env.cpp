@@ -1,0 +1,204 @@
+// Reading the runtime's CANOPY_ variables (see runtime_env.hpp).
+#include "runtime/comm/runtime_env.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "codegen/direct_source.hpp"
+#include "core/error.hpp"
+#include "planner/plan_json.hpp"
+
+namespace canopy {
+
+namespace {
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return std::nullopt;
+  return std::string(v);
+}
+
+int env_int(const char* name, int fallback, const char* takes) {
+  const auto v = env(name);
+  if (!v) return fallback;
+  int value = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), value);
+  if (ec != std::errc() || end != v->data() + v->size())
+    throw Error(fmt::format("{}='{}': expected {}", name, *v, takes));
+  return value;
+}
+
+// A 0/1 variable (default `fallback`); anything else is refused, naming what each value does.
+bool env_switch(const char* name, bool fallback, const char* off, const char* on) {
+  const std::string takes = fmt::format("0 ({}) or 1 ({})", off, on);
+  const int v = env_int(name, fallback ? 1 : 0, takes.c_str());
+  if (v != 0 && v != 1) throw Error(fmt::format("{}={}: use {}", name, v, takes));
+  return v == 1;
+}
+}  // namespace
+
+CodegenOptions shape_from_environment() {
+  CodegenOptions o;
+  if (const auto chunk = env("CANOPY_CHUNK")) o.chunk_bytes = parse_byte_size(*chunk, "CANOPY_CHUNK");
+  o.blocks_per_rank = env_int("CANOPY_BLOCKS", o.blocks_per_rank, "thread blocks per rank, e.g. 24");
+  o.threads_per_block = env_int("CANOPY_THREADS", o.threads_per_block, "threads per block, e.g. 512");
+  o.fifo_depth = env_int("CANOPY_FIFO_DEPTH", o.fifo_depth, "FIFO slots per reduce edge, e.g. 4");
+  if (const auto pull = env("CANOPY_PULL")) set_pull(o, *pull, "CANOPY_PULL");
+  return o;
+}
+
+LargeMessageShape large_shape_from_environment(int small_blocks) {
+  LargeMessageShape l;
+  if (const auto bytes = env("CANOPY_LARGE_BYTES")) l.min_bytes = parse_byte_size(*bytes, "CANOPY_LARGE_BYTES");
+  if (env("CANOPY_BLOCKS")) l.blocks_per_rank = small_blocks;  // an explicit choice holds for every size
+  l.blocks_per_rank = env_int("CANOPY_LARGE_BLOCKS", l.blocks_per_rank, "thread blocks per rank, e.g. 128");
+  return l;
+}
+
+// PREFIX_BYTES, PREFIX_BLOCKS and PREFIX_THREADS over the defaults in `shape`.
+static OneLaunchShape one_launch_shape_from_environment(const std::string& prefix, OneLaunchShape shape) {
+  const std::string bytes = prefix + "_BYTES", blocks = prefix + "_BLOCKS", threads = prefix + "_THREADS";
+  if (const auto v = env(bytes.c_str())) shape.max_bytes = parse_byte_size(*v, bytes);
+  shape.blocks_per_rank = env_int(blocks.c_str(), shape.blocks_per_rank, "thread blocks per rank, e.g. 32");
+  shape.threads_per_block = env_int(threads.c_str(), shape.threads_per_block, "threads per block, e.g. 512");
+  return shape;
+}
+
+LowLatencyShape low_latency_shape_from_environment() {
+  return one_launch_shape_from_environment("CANOPY_LL", {std::int64_t{256} << 10, 32, 512});
+}
+
+// The byte size in variable `name`, when it is set.
+static std::optional<std::int64_t> byte_size_from_environment(const char* name) {
+  if (const auto v = env(name)) return parse_byte_size(*v, name);
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> ll_two_shot_bytes_from_environment() {
+  return byte_size_from_environment("CANOPY_LL_TWO_SHOT_BYTES");
+}
+
+std::int64_t ll_two_shot_default_bytes(int ranks) {
+  if (ranks <= 3) return 0;
+  return std::int64_t{ranks < 8 ? 192 : ranks < 16 ? 96 : 48} << 10;
+}
+
+LL128Shape ll128_shape_from_environment() {
+  return one_launch_shape_from_environment("CANOPY_LL128", {kDefaultLL128Bytes, 64, 512});
+}
+
+DirectShape direct_shape_from_environment() {
+  return one_launch_shape_from_environment("CANOPY_DIRECT", {std::int64_t{32} << 20, 32, 512});
+}
+
+std::optional<std::int64_t> direct_two_shot_bytes_from_environment() {
+  return byte_size_from_environment("CANOPY_DIRECT_TWO_SHOT_BYTES");
+}
+
+std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks) {
+  if (ranks <= 2 || collective == Collective::broadcast || !direct_has_two_shot(collective)) return 0;
+  if (collective == Collective::reduce) return std::int64_t{ranks < 8 ? 4 : 2} << 20;
+  return std::int64_t{ranks == 3 ? 2048 : ranks < 6 ? 1024 : ranks < 8 ? 384 : 256} << 10;
+}
+
+std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices) {
+  if (ranks != 2 || devices != 2) return 0;
+  return std::int64_t{collective == Collective::allreduce ? 1 : 2} << 20;
+}
+
+bool check_pointers_from_environment() {
+  return env_switch("CANOPY_CHECK_POINTERS", true, "skip the driver's pointer queries", "ask them, the default");
+}
+
+LaunchThreads launch_threads_from_environment() {
+  LaunchThreads t;
+  t.enabled = env_switch("CANOPY_LAUNCH_THREADS", true, "launch on every GPU from the caller",
+                         "a helper thread per GPU after the first, the default");
+  const int spin = env_int("CANOPY_LAUNCH_SPIN_US", static_cast<int>(t.spin.count()),
+                           "microseconds a launch helper waits for work before sleeping, e.g. 200");
+  if (spin < 1 || spin > 10'000'000)
+    throw Error(
+        fmt::format("CANOPY_LAUNCH_SPIN_US={}: use 1 to 10000000 microseconds (default 200); "
+                    "CANOPY_LAUNCH_THREADS=0 turns the helpers off",
+                    spin));
+  t.spin = std::chrono::microseconds(spin);
+  return t;
+}
+
+HybridShape hybrid_shape_from_environment() {
+  HybridShape h;
+  if (const auto bytes = env("CANOPY_HYBRID_BYTES")) h.min_bytes = parse_byte_size(*bytes, "CANOPY_HYBRID_BYTES");
+  if (const auto v = env("CANOPY_HYBRID_SHARE")) {
+    double share = -1;
+    const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), share);
+    if (ec != std::errc() || end != v->data() + v->size() || !(share >= 0 && share <= 0.5))
+      throw Error(
+          fmt::format("CANOPY_HYBRID_SHARE='{}': expected the share of a broadcast's bytes staged through "
+                      "host memory, 0 to 0.5, e.g. 0.12 (unset: from the topology's link rates)",
+                      *v));
+    h.share = share;
+  }
+  return h;
+}
+
+std::int64_t EngineShape::min_bytes_for(Collective collective) const {
+  if (min_bytes) return *min_bytes;
+  switch (collective) {
+    case Collective::broadcast:
+      return std::int64_t{64} << 20;
+    case Collective::allreduce:
+      return std::int64_t{128} << 20;
+    case Collective::reduce:
+      return std::int64_t{256} << 20;
+    default:
+      return 0;
+  }
+}
+
+EngineShape engine_shape_from_environment() {
+  EngineShape e;
+  if (const auto bytes = env("CANOPY_ENGINE_BYTES")) e.min_bytes = parse_byte_size(*bytes, "CANOPY_ENGINE_BYTES");
+  if (const auto chunk = env("CANOPY_ENGINE_CHUNK")) {
+    e.chunk_bytes = parse_byte_size(*chunk, "CANOPY_ENGINE_CHUNK");
+    if (e.chunk_bytes % 4096 != 0)
+      throw Error(
+          fmt::format("CANOPY_ENGINE_CHUNK='{}': the copy engines' chunk must be a multiple of 4 KiB, e.g. "
+                      "64MiB, or 0 for the schedule sized to each call (the default)",
+                      *chunk));
+  }
+  return e;
+}
+
+std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::string>& ranks,
+                                  const std::string& root) {
+  const auto path = env("CANOPY_PLAN_FILE");
+  if (!path) return std::nullopt;
+  std::ifstream in(*path, std::ios::binary);
+  if (!in) throw Error(fmt::format("CANOPY_PLAN_FILE='{}' cannot be read: check the path", *path));
+  std::ostringstream text;
+  text << in.rdbuf();
+  Plan p = plan_from_json(text.str(), *path);
+  if (p.collective != collective) return std::nullopt;
+  if (p.ranks != ranks)
+    throw Error(fmt::format("CANOPY_PLAN_FILE '{}' plans {} over ranks {}, but this communicator's ranks are {}: "
+                            "make the plan for these GPUs",
+                            *path, to_string(collective), fmt::join(p.ranks, ","), fmt::join(ranks, ",")));
+  if (!root.empty() && p.root != root) return std::nullopt;  // a plan for another root: plan this one
+  return p;
+}
+
+std::optional<double> watchdog_seconds_from_environment() {
+  const auto v = env("CANOPY_WATCHDOG_S");
+  if (!v) return std::nullopt;
+  double seconds = 0;
+  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), seconds);
+  if (ec != std::errc() || end != v->data() + v->size() || seconds < 0)
+    throw Error(fmt::format("CANOPY_WATCHDOG_S='{}': expected seconds, e.g. 10 (0 or unset: off)", *v));
+  if (seconds == 0) return std::nullopt;
+  return seconds;
+}
+
+}  // namespace canopy

@@ -1,0 +1,135 @@
+// The CANOPY_ variables the runtime reads (README "Environment" lists them all):
+//   CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (codegen options)
+//   CANOPY_PULL          auto | none | in | out | all: which tree edges the receiver reads directly (PullEdges)
+//   CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   from which per-rank size calls use how many blocks per rank
+//   CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   up to which size calls take the low-latency protocol
+//                        (0: never), and its blocks per rank and threads per block
+//   CANOPY_LL_TWO_SHOT_BYTES   from which size low-latency allreduces run two-shot (0: never)
+//   CANOPY_LL128_BYTES, CANOPY_LL128_BLOCKS, CANOPY_LL128_THREADS   the same for the LL128 protocol, above LL's limit
+//   CANOPY_DIRECT_BYTES, CANOPY_DIRECT_BLOCKS, CANOPY_DIRECT_THREADS   the direct protocol's, above those
+//   CANOPY_DIRECT_TWO_SHOT_BYTES   from which size out-of-place direct allreduces, broadcasts and reduces run
+//                        two-shot (0: never)
+//   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
+//   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
+//   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts staging a share through host memory (below)
+//   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
+// A malformed value is a canopy::Error naming the variable and what it takes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "planner/plan.hpp"
+
+namespace canopy {
+
+CodegenOptions shape_from_environment();
+
+// CANOPY_LARGE_BYTES (default 8 MiB) and CANOPY_LARGE_BLOCKS (default 128; CANOPY_BLOCKS, when set, for every size).
+struct LargeMessageShape {
+  std::int64_t min_bytes = 8 << 20;
+  int blocks_per_rank = 128;
+};
+LargeMessageShape large_shape_from_environment(int small_blocks);
+
+// A one-launch protocol's reach and launch shape: calls up to max_bytes (0: the protocol is off) take it, with
+// blocks_per_rank blocks of threads_per_block threads per rank. Read from PREFIX_BYTES, PREFIX_BLOCKS, PREFIX_THREADS.
+struct OneLaunchShape {
+  std::int64_t max_bytes = 0;
+  int blocks_per_rank = 32;
+  int threads_per_block = 512;
+};
+
+// CANOPY_LL_BYTES (default 256 KiB), CANOPY_LL_BLOCKS (default 32), CANOPY_LL_THREADS (default 512): calls whose
+// size (nccl-tests' S: allgather its output, reduce-scatter its input, else the buffer) is at most max_bytes run the
+// low-latency kernels (codegen/low_latency_source.hpp).
+using LowLatencyShape = OneLaunchShape;
+LowLatencyShape low_latency_shape_from_environment();
+
+// CANOPY_LL_TWO_SHOT_BYTES: low-latency allreduces whose size is at least this run the two-shot kernel (a
+// reduce-scatter then an allgather in one launch) instead of the one-shot one (0: never). Unset: the default for the
+// communicator's ranks (ll_two_shot_default_bytes).
+std::optional<std::int64_t> ll_two_shot_bytes_from_environment();
+// The default: never up to three ranks (on two both variants move the same bytes over each link and two-shot waits
+// one latency more; on three it lost at every size to 256 KiB), else where captured calls of 4, 6, 8 and 16 virtual
+// ranks on one H200 crossed (docs/performance.md): from 192 KiB on 4 to 7 ranks, 96 KiB on 8 to 15, 48 KiB from 16.
+std::int64_t ll_two_shot_default_bytes(int ranks);
+
+// CANOPY_LL128_BYTES (unset: ll128_default_bytes per collective; max_bytes 0 then), CANOPY_LL128_BLOCKS (default
+// 64), CANOPY_LL128_THREADS (default 512): calls above the low-latency limit whose size (as for LL) is at most
+// max_bytes run the LL128 kernels (codegen/ll128_source.hpp).
+using LL128Shape = OneLaunchShape;
+constexpr std::int64_t kDefaultLL128Bytes = 0;
+LL128Shape ll128_shape_from_environment();
+// The LL128 limit of `collective` when CANOPY_LL128_BYTES is unset: where it beat the direct protocol on two H200
+// joined by NVLink (`canopy tune --protocols`, two runs, docs/performance.md), up to 1 MiB for allreduce and 2 MiB for
+// the others, for two ranks each on a GPU of its own; 0 (off) for other shapes, where it is unmeasured (more ranks) or
+// slower (several ranks on one GPU, whose lines never cross a link).
+std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices);
+
+// CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32), CANOPY_DIRECT_THREADS (default 512): calls
+// above the low-latency limit in which the busiest rank's link carries at most max_bytes one way (direct_moved_bytes)
+// run the direct kernels (codegen/direct_source.hpp).
+using DirectShape = OneLaunchShape;
+DirectShape direct_shape_from_environment();
+
+// CANOPY_DIRECT_TWO_SHOT_BYTES: out-of-place direct allreduces, broadcasts and reduces whose size is at least this
+// run the two-shot kernel (each rank moves its share of the elements) instead of the one-shot one (0: never; in-place
+// allreduces always run two-shot). Unset: the default per collective and ranks (direct_two_shot_default_bytes).
+std::optional<std::int64_t> direct_two_shot_bytes_from_environment();
+// The defaults, where calls of virtual ranks on one H200 crossed (docs/performance.md). Never on two ranks (both
+// variants put the same bytes on each link, and two-shot waits for its stores to reach the peer before "done").
+// Allreduce from 2 MiB on 3 ranks, 1 MiB on 4 and 5, 384 KiB on 6 and 7, 256 KiB from 8 (every size the direct
+// protocol takes by default); reduce from 4 MiB on 3 to 7 ranks, 2 MiB from 8; broadcast never (slower at every size on
+// one GPU, where one-shot's readers share the root's cached lines; its root-link bytes, (ranks - 1) x S against 2
+// (ranks - 1) / ranks x S, are not there to see).
+std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks);
+
+// CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
+// bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.
+bool check_pointers_from_environment();
+
+// CANOPY_LAUNCH_THREADS (default 1; 0: off) and CANOPY_LAUNCH_SPIN_US (default 200): a communicator of several GPUs
+// launches on them at once through helper threads that wait `spin` for work before sleeping (launch_crew.hpp).
+struct LaunchThreads {
+  bool enabled = true;
+  std::chrono::microseconds spin{200};
+};
+LaunchThreads launch_threads_from_environment();
+
+// CANOPY_HYBRID_BYTES (default 64 MiB; 0: off) and CANOPY_HYBRID_SHARE (unset: planner/host_share.hpp's split, from
+// the topology; else 0 to 0.5): broadcasts and reduces of at least min_bytes move a share of their bytes through
+// pinned host memory beside the kernels (runtime/offload/host_staging.hpp), where the topology gives every rank's GPU a host
+// link.
+struct HybridShape {
+  std::int64_t min_bytes = std::int64_t{64} << 20;
+  std::optional<double> share;
+};
+HybridShape hybrid_shape_from_environment();
+
+// CANOPY_ENGINE_BYTES (0: off; unset: per collective, below) and CANOPY_ENGINE_CHUNK (default 0: the schedules of
+// CopyEnginePair::chunks; else a multiple of 4 KiB): broadcasts, reduces and allreduces of at least min_bytes_for()
+// between two GPUs joined by NVLink are moved by the copy engines (runtime/offload/copy_engine_pair.hpp), in chunks of
+// chunk_bytes when it is set.
+struct EngineShape {
+  std::optional<std::int64_t> min_bytes;  // every collective's; unset: the defaults of min_bytes_for
+  std::int64_t chunk_bytes = 0;
+  // The smallest call the engines move (0: none). Unset min_bytes: where they overtook the kernels on H200 x2 (2 GPUs,
+  // 18 NVLinks): broadcast 64 MiB, allreduce 128 MiB, reduce 256 MiB (its combining passes run on the root alone).
+  std::int64_t min_bytes_for(Collective collective) const;
+};
+EngineShape engine_shape_from_environment();
+
+// The plan in CANOPY_PLAN_FILE when it is a plan of `collective` over exactly `ranks` (and `root`, when the
+// collective has one); nullopt when unset or for another collective. Throws canopy::Error when the file cannot
+// be read, is malformed, or plans this collective over other ranks.
+std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::string>& ranks,
+                                  const std::string& root);
+
+std::optional<double> watchdog_seconds_from_environment();
+
+}  // namespace canopy

@@ -1,0 +1,70 @@
+// Driver entry points through cudart (see driver_api.hpp).
+#include "runtime/cuda/driver_api.hpp"
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+namespace canopy {
+
+void* driver_entry_point(const char* name, int version) {
+  void* p = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+
+namespace {
+using MemGetAddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
+using PointerGetAttributes = CUresult (*)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr);
+
+template <typename Fn>
+Fn driver_entry(const char* name, int version) {
+  return reinterpret_cast<Fn>(driver_entry_point(name, version));
+}
+
+MemGetAddressRange mem_get_address_range() {
+  // 3020: the _v2 ABI (64-bit sizes), the one cuda.h's cuMemGetAddressRange names.
+  static const MemGetAddressRange fn = driver_entry<MemGetAddressRange>("cuMemGetAddressRange", 3020);
+  return fn;
+}
+
+PointerGetAttributes pointer_get_attributes() {
+  static const PointerGetAttributes fn = driver_entry<PointerGetAttributes>("cuPointerGetAttributes", 7000);
+  return fn;
+}
+}  // namespace
+
+std::optional<AllocationRange> allocation_range(const void* pointer) {
+  const MemGetAddressRange fn = mem_get_address_range();
+  if (!fn) return std::nullopt;
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+  if (fn(&base, &bytes, reinterpret_cast<CUdeviceptr>(pointer)) != CUDA_SUCCESS) return std::nullopt;
+  return AllocationRange{static_cast<std::uintptr_t>(base), bytes};
+}
+
+std::optional<DriverPointerFacts> driver_pointer_facts(const void* pointer) {
+  const PointerGetAttributes fn = pointer_get_attributes();
+  if (!fn) return std::nullopt;
+  unsigned int memory_type = 0, managed = 0;
+  int device = -1;
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                      CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void* values[] = {&memory_type, &managed, &device, &base, &bytes};
+  DriverPointerFacts f;
+  if (fn(5, attributes, values, reinterpret_cast<CUdeviceptr>(pointer)) != CUDA_SUCCESS) return f;  // unknown
+  f.memory_type = memory_type;
+  f.managed = managed != 0;
+  f.device = device;
+  f.allocation = AllocationRange{static_cast<std::uintptr_t>(base), bytes};
+  return f;
+}
+
+}  // namespace canopy

@@ -1,0 +1,64 @@
+// fit_launch_shape (see launch_shape.hpp).
+#include "runtime/launch/launch_shape.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/lower.hpp"
+#include "core/error.hpp"
+
+namespace canopy {
+
+namespace {
+// Blocks per SM the grid needs on this device, or 0 when it cannot fit at `threads` threads a block.
+int blocks_per_sm_needed(int blocks, int threads, const DeviceLimits& l) {
+  const int per_sm = (blocks + l.sms - 1) / l.sms;
+  if (per_sm > l.max_blocks_per_sm || per_sm * threads > l.max_threads_per_sm) return 0;
+  if (per_sm > 1 && l.registers_per_sm / (per_sm * threads) < kMinRegistersPerThread) return 0;
+  return per_sm;
+}
+}  // namespace
+
+CodegenOptions fit_launch_shape(const Plan& plan, CodegenOptions options, const std::vector<DeviceLimits>& limits) {
+  return fit_launch_shape([&](const CodegenOptions& o) { return lower(plan, o); }, std::move(options), limits);
+}
+
+CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
+                                const std::vector<DeviceLimits>& limits) {
+  for (;;) {
+    const Schedule s = lower_at(options);
+    CANOPY_INTERNAL_ASSERT(limits.size() >= s.devices.size(), "device limits for fewer devices than the schedule uses");
+    int cap = 1;
+    int worst = -1;
+    for (const DeviceSchedule& d : s.devices) {
+      const int per_sm = blocks_per_sm_needed(d.blocks, options.threads_per_block, limits[d.device]);
+      if (per_sm == 0) {
+        worst = d.device;
+        break;
+      }
+      cap = std::max(cap, per_sm);
+    }
+    if (worst < 0) {
+      options.min_blocks_per_sm = cap > 1 ? cap : 0;
+      return options;
+    }
+    if (options.blocks_per_rank > 1) {
+      options.blocks_per_rank /= 2;
+    } else if (options.threads_per_block > 64) {
+      options.threads_per_block /= 2;
+    } else {
+      const DeviceSchedule& d = s.devices[worst];
+      const DeviceLimits& l = limits[worst];
+      throw Error(
+          fmt::format("device {} runs {} ranks whose lanes need {} thread blocks at once (one per tree or "
+                      "channel and rank, {} threads each), but it holds {} ({} SMs x {}): place fewer ranks "
+                      "on it (more GPUs, or a plan over fewer GPUs)",
+                      worst, d.ranks.size(), d.blocks, options.threads_per_block,
+                      l.sms * std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block), l.sms,
+                      std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block)));
+    }
+  }
+}
+
+}  // namespace canopy

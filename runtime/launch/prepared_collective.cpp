@@ -1,0 +1,138 @@
+// PreparedCollective and its launch (see prepared_collective.hpp).
+#include "runtime/launch/prepared_collective.hpp"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "runtime/cuda/cuda_check.hpp"
+#include "templates/device_args.cuh"
+
+namespace canopy {
+
+PreparedCollective::~PreparedCollective() {
+  for (void* f : flags)
+    if (f) (void)cudaFree(f);
+  for (cudaLibrary_t l : libraries) (void)cudaLibraryUnload(l);
+  (void)cudaGetLastError();
+}
+
+std::span<void* const> launch_flags(const PreparedCollective& p, const LaunchTarget& target) {
+  return target.flags.empty() ? std::span<void* const>(p.flags) : target.flags;
+}
+
+std::span<unsigned long long* const> launch_counters(const PreparedCollective& p, const LaunchTarget& target) {
+  return target.launches.empty() ? std::span<unsigned long long* const>(p.launches) : target.launches;
+}
+
+namespace {
+
+// One launch's shared state while its devices are launched, from the caller and the launch crew's helpers.
+struct LaunchJob {
+  PreparedCollective* p;
+  const CollectiveCall* call;
+  const LaunchTarget* target;
+};
+
+// Launches on device index d: its own DeviceOrder entries, the shared args image (read only).
+Status launch_on_device(void* context, int d) {
+  const LaunchJob& job = *static_cast<const LaunchJob*>(context);
+  PreparedCollective& p = *job.p;
+  const CollectiveCall& call = *job.call;
+  const LaunchTarget& target = *job.target;
+  int device = d;
+  void* params[] = {p.args.data(), &device};
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;  // refuse, rather than hang, a grid that cannot be resident
+  cooperative.val.cooperative = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(p.blocks[d]);
+  config.blockDim = dim3(p.threads);
+  config.stream = call.streams[target.first_rank[d]];
+  config.attrs = &cooperative;
+  config.numAttrs = p.cooperative ? 1 : 0;
+  DeviceOrder& order = *target.order;
+  // A helper thread's device, and often the caller's, is already this one: asking costs less than switching.
+  int current = -1;
+  cudaError_t e = cudaGetDevice(&current);
+  if (e != cudaSuccess || current != target.ordinal[d]) e = cudaSetDevice(target.ordinal[d]);
+  unsigned long long stream_id = target.stream_id.empty() ? 0 : target.stream_id[target.first_rank[d]];
+  if (e == cudaSuccess && !target.capturing && stream_id == 0) e = cudaStreamGetId(config.stream, &stream_id);
+  // Another stream than last time: it first waits for everything issued on the last one (our launches included),
+  // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
+  if (e == cudaSuccess && !target.capturing && order.used[d] && order.stream_id[d] != stream_id) {
+    if (order.switched[d]) {
+      e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
+    } else {
+      e = cudaDeviceSynchronize();
+      order.switched[d] = 1;
+    }
+  }
+  if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
+  if (e == cudaSuccess && target.capturing) return Status();
+  if (e == cudaSuccess && order.switched[d]) e = cudaEventRecord(order.done[d], config.stream);
+  if (e == cudaSuccess) {
+    order.stream_id[d] = stream_id;
+    order.used[d] = 1;
+    return Status();
+  }
+  (void)cudaGetLastError();
+  return Status(StatusCode::cuda_error,
+                fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {} ({})", call_name(call),
+                            p.built->source.entry, target.ordinal[d], p.blocks[d], p.threads, cudaGetErrorString(e),
+                            cudaGetErrorName(e)));
+}
+
+}  // namespace
+
+Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target, bool* partial_launch) {
+  const int ranks = static_cast<int>(p.flags.size());
+  if (!target.capturing) p.last_epoch = ++(target.epoch ? *target.epoch : p.epoch);
+  const std::span<void* const> flags = launch_flags(p, target);
+  const std::span<unsigned long long* const> launches = launch_counters(p, target);
+  // DeviceArgs<ranks>: count, epoch, a launch counter per device index (ranks entries), then every rank's pointers.
+  const std::uint64_t epoch = target.device_epochs ? 0 : p.last_epoch;
+  const std::size_t at_ranks = 16 + 8 * static_cast<std::size_t>(ranks);
+  p.args.assign(at_ranks + sizeof(RankPointers) * ranks, 0);
+  std::memcpy(p.args.data(), &call.count, 8);
+  std::memcpy(p.args.data() + 8, &epoch, 8);
+  std::memcpy(p.args.data() + 16, launches.data(), 8 * launches.size());
+  for (int r = 0; r < ranks; ++r) {
+    const RankPointers rp{call.send[r], call.recv[r], target.scratch[r], static_cast<unsigned long long*>(flags[r])};
+    std::memcpy(p.args.data() + at_ranks + sizeof(RankPointers) * r, &rp, sizeof rp);
+  }
+  *partial_launch = false;
+  LaunchJob job{&p, &call, &target};
+  const std::size_t devices = p.kernel.size();
+  int launched = 0;
+  const Status* failed = nullptr;
+  // cudaStreamPerThread names the calling thread's own stream: a helper thread would launch on its own instead.
+  bool per_thread = false;
+  for (const cudaStream_t s : call.streams) per_thread |= s == cudaStreamPerThread;
+  if (target.crew && devices > 1 && !per_thread) {  // every device at once: the failures and successes are both known
+    target.crew->run(DeviceJob{&job, launch_on_device}, &p.results);
+    for (const Status& s : p.results)
+      if (s.ok())
+        ++launched;
+      else if (!failed)
+        failed = &s;
+  } else {  // one after another, stopping at the first failure
+    p.results.resize(devices);
+    for (std::size_t d = 0; d < devices && !failed; ++d) {
+      p.results[d] = launch_on_device(&job, static_cast<int>(d));
+      if (p.results[d].ok())
+        ++launched;
+      else
+        failed = &p.results[d];
+    }
+  }
+  if (!failed) return Status();
+  *partial_launch = launched > 0;
+  if (!*partial_launch) return *failed;
+  return Status(StatusCode::cuda_error,
+                failed->message() +
+                    "; the launches already made on other GPUs wait for it forever: this communicator cannot be "
+                    "used again");
+}
+
+}  // namespace canopy

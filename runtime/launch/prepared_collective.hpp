@@ -1,0 +1,102 @@
+// PreparedCollective: one compiled collective loaded on a communicator's GPUs, ready to launch: its builds (one
+// per GPU architecture), the kernel handle per device, its own zeroed counter area per rank (counters cannot be
+// shared between plans, docs/codegen.md), its launch count (the epoch the counters carry) and the DeviceArgs
+// image it fills per call. launch() starts one launch per device, all ranks of a device in one.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "runtime/jit/build.hpp"
+#include "runtime/comm/collective_call.hpp"
+#include "runtime/launch/launch_crew.hpp"
+#include "core/status.hpp"
+
+namespace canopy {
+
+struct PreparedCollective {
+  std::shared_ptr<const BuiltCollective> built;  // the build of device 0's architecture (plan, schedule, source)
+  CacheOutcome outcome = CacheOutcome::compiled;
+  std::vector<cudaLibrary_t> libraries;     // one per distinct build
+  std::vector<cudaKernel_t> kernel;         // per device index
+  std::vector<int> blocks;                  // per device index
+  int threads = 0;
+  // Launched cooperatively (all blocks resident at once, or refused): needed wherever blocks of one launch wait on
+  // each other; the low-latency kernels with one rank per GPU only wait on other GPUs, and launch faster without.
+  bool cooperative = true;
+  std::vector<void*> flags;  // per rank: flag_count x 128 bytes, zeroed, and a line for the count
+  // Per device index: the kernel's launch counter on that GPU, the line after its first rank's counters. The kernels
+  // take their epoch from it (templates/flags.cuh: begin_launch), so graph replays count too.
+  std::vector<unsigned long long*> launches;
+  std::uint64_t epoch = 0;  // launches so far, counted by the host: eager ones only (logs)
+  // The plan-free kernels (templates/low_latency.cuh, ll128.cuh, direct.cuh) count launches in the communicator and
+  // use its counters; the watchdog reads those by the protocol's layout.
+  enum class Protocol { trees, low_latency, ll128, direct } protocol = Protocol::trees;
+  Collective collective = Collective::allreduce;
+  int root = 0;
+  bool two_shot = false;                    // the low-latency and direct protocols' two-shot kernels
+  int blocks_per_rank = 0;                  // plan-free kernels
+  std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
+  std::vector<unsigned char> args;          // DeviceArgs<ranks> image
+  std::vector<Status> results;              // per device index: the latest launch's outcome
+
+  ~PreparedCollective();  // unloads the libraries and frees the counters (the caller has synchronised)
+};
+
+// Launches of one communicator on one GPU must run in order (they share scratch): when a call comes on another
+// stream than the last one used on that GPU, the new stream waits for the last one's work. The caller may have
+// destroyed the last stream by then (any use of its handle may crash the driver), so the communicator never touches
+// it: the first switch on a GPU waits for the whole GPU on the host, and from then on `done` is recorded after every
+// launch on that GPU and a switch waits for it. Streams are told apart by their IDs (cudaStreamGetId, ~50 ns), not
+// their handles: the CUDA runtime gives the next stream created the handle of one just destroyed (a small heap
+// block), even while the destroyed one's work still runs. Calls that keep one stream, the common case, stay at one
+// launch per GPU.
+struct DeviceOrder {
+  std::vector<cudaEvent_t> done;              // per device index: recorded after every launch once `switched`
+  std::vector<unsigned long long> stream_id;  // per device index: the ID of the last launch's stream
+  std::vector<char> used;      // per device index: launched before (not vector<bool>: helpers set theirs at once)
+  std::vector<char> switched;  // per device index: a call has come on another stream than the last before
+};
+
+// Where every rank's memory and each device's stream are, for one launch (views of the communicator's state).
+struct LaunchTarget {
+  std::span<const int> ordinal;     // per device index: CUDA ordinal
+  std::span<const int> first_rank;  // per device index: its first rank (whose stream the launch uses)
+  std::span<void* const> scratch;   // per rank
+  DeviceOrder* order = nullptr;
+  // Per rank: the ID of its stream, where the call's checks asked for it (0 or empty: the launch asks). A device
+  // launches on its first rank's stream.
+  std::span<const unsigned long long> stream_id = {};
+  // The low-latency kernels' memory, shared by all of them: counters per rank (empty: the prepared collective's
+  // own), the launch counter per device index (empty: its own) and the host's count (null: its own).
+  std::span<void* const> flags = {};
+  std::span<unsigned long long* const> launches = {};
+  std::uint64_t* epoch = nullptr;
+  // The streams are capturing a CUDA graph: nothing runs now, so no stream switch is ordered with events (the
+  // graph's edges and the caller order its replays) and the host counts no launch.
+  bool capturing = false;
+  // The communicator has captured calls: the host's count misses replays, so the kernels read the GPUs' launch
+  // counters (epoch 0 in the arguments) instead of taking the host's.
+  bool device_epochs = false;
+  // Launches every device at once through its helpers (not for a call on cudaStreamPerThread, the caller's own
+  // stream); null: one after another.
+  LaunchCrew* crew = nullptr;
+};
+
+// Fills the DeviceArgs image (count, launch counters, every rank's pointers) and launches on every device, on the
+// stream of the device's first rank: all at once through target.crew, else one after another (stopping at the
+// first failure). A failed launch leaves the other devices' kernels waiting: the Status says so, *partial_launch
+// is set, and the communicator must not be used again.
+Status launch(PreparedCollective& prepared, const CollectiveCall& call, const LaunchTarget& target,
+              bool* partial_launch);
+
+// The counters a launch with `target` uses, per rank: the target's, else the prepared collective's own.
+std::span<void* const> launch_flags(const PreparedCollective& prepared, const LaunchTarget& target);
+// Likewise its launch counters, per device index.
+std::span<unsigned long long* const> launch_counters(const PreparedCollective& prepared, const LaunchTarget& target);
+
+}  // namespace canopy

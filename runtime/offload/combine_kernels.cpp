@@ -1,0 +1,106 @@
+// CombineKernels (see combine_kernels.hpp): the source, its loading, and the launch.
+#include "runtime/offload/combine_kernels.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "runtime/cuda/cuda_check.hpp"
+
+namespace canopy {
+namespace {
+
+const char* kCombineSource =
+    R"(// Element-wise reduction of up to 32 sources into one output, for a hybrid reduce's root (host_staging.hpp).
+#include "canopy/dtypes.cuh"
+typedef unsigned long long u64;
+struct Sources {
+  const void* p[32];
+};
+template <typename T, typename Op>
+__device__ __forceinline__ void combine(T* out, const Sources& s, int n, u64 count) {
+  typedef typename canopy::Elem<T>::Math M;
+  const u64 first = blockIdx.x * (u64)blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+  u64 done = 0;
+  bool aligned = ((u64)out & 15) == 0;
+  for (int k = 0; k < n; ++k) aligned = aligned && ((u64)s.p[k] & 15) == 0;
+  if (aligned) {  // 16-byte lines: one load per source and one store per line
+    const int kPer = 16 / sizeof(T);
+    const u64 lines = count / kPer;
+    for (u64 i = first; i < lines; i += stride) {
+      uint4 line = static_cast<const uint4*>(s.p[0])[i];
+      M acc[kPer];
+      for (int e = 0; e < kPer; ++e) acc[e] = canopy::Elem<T>::in(reinterpret_cast<const T*>(&line)[e]);
+      for (int k = 1; k < n; ++k) {
+        line = static_cast<const uint4*>(s.p[k])[i];
+        for (int e = 0; e < kPer; ++e)
+          acc[e] = Op::apply(acc[e], canopy::Elem<T>::in(reinterpret_cast<const T*>(&line)[e]));
+      }
+      for (int e = 0; e < kPer; ++e) reinterpret_cast<T*>(&line)[e] = canopy::Elem<T>::out(acc[e]);
+      reinterpret_cast<uint4*>(out)[i] = line;
+    }
+    done = lines * kPer;
+  }
+  for (u64 j = done + first; j < count; j += stride) {
+    M acc = canopy::Elem<T>::in(static_cast<const T*>(s.p[0])[j]);
+    for (int k = 1; k < n; ++k) acc = Op::apply(acc, canopy::Elem<T>::in(static_cast<const T*>(s.p[k])[j]));
+    out[j] = canopy::Elem<T>::out(acc);
+  }
+}
+#define CANOPY_COMBINE(NAME, T, OP) \
+  extern "C" __global__ void NAME(T* out, Sources s, int n, u64 count) { combine<T, canopy::OP>(out, s, n, count); }
+#define CANOPY_COMBINE_OPS(TYPE, T)                         \
+  CANOPY_COMBINE(canopy_combine_##TYPE##_sum, T, OpSum)     \
+  CANOPY_COMBINE(canopy_combine_##TYPE##_prod, T, OpProd)   \
+  CANOPY_COMBINE(canopy_combine_##TYPE##_min, T, OpMin)     \
+  CANOPY_COMBINE(canopy_combine_##TYPE##_max, T, OpMax)
+CANOPY_FOR_EACH_DTYPE(CANOPY_COMBINE_OPS)
+)";
+
+struct Sources {
+  const void* p[CombineKernels::kMaxSources];
+};
+
+}  // namespace
+
+SourceFile combine_kernel_source() { return SourceFile{"canopy_combine.cu", kCombineSource}; }
+
+CombineKernels::CombineKernels(Jit& jit, const std::string& arch) {
+  CompileOptions options;
+  options.arch = arch;
+  const auto module = jit.get("canopy-combine-v3", combine_kernel_source, options);
+  CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+  for (int t = 0; t < kDataTypeCount; ++t)
+    for (int o = 0; o < kReduceOpCount; ++o) {
+      const std::string name =
+          fmt::format("canopy_combine_{}_{}", to_string(static_cast<DataType>(t)), to_string(static_cast<ReduceOp>(o)));
+      CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t][o], library_, name.c_str()));
+    }
+}
+
+CombineKernels::~CombineKernels() {
+  if (library_) (void)cudaLibraryUnload(library_);
+}
+
+Status CombineKernels::run(void* out, std::span<const void* const> sources, std::uint64_t count, DataType dtype,
+                           ReduceOp op, cudaStream_t stream) const {
+  if (sources.empty() || sources.size() > static_cast<std::size_t>(kMaxSources))
+    return Status(StatusCode::internal,
+                  fmt::format("combine: {} sources; it takes 1 to {}", sources.size(), kMaxSources));
+  if (count == 0) return Status();
+  Sources s{};
+  std::copy(sources.begin(), sources.end(), s.p);
+  int n = static_cast<int>(sources.size());
+  unsigned long long elements = count;
+  void* params[] = {&out, &s, &n, &elements};
+  // A thread per 16-byte line (the kernel's unit when every pointer is aligned), at most 1024 blocks of 512.
+  const std::uint64_t lines = (count * static_cast<std::uint64_t>(size_of(dtype)) + 15) / 16;
+  const unsigned blocks = static_cast<unsigned>(std::clamp<std::uint64_t>((lines + 511) / 512, 1, 1024));
+  const cudaError_t e =
+      cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[static_cast<int>(dtype)][static_cast<int>(op)]),
+                       dim3(blocks), dim3(512), params, 0, stream);
+  if (e != cudaSuccess) return cuda_status(e, "combine kernel launch");
+  return Status();
+}
+
+}  // namespace canopy

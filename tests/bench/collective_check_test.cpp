@@ -1,0 +1,196 @@
+// The test pattern and the host reference: values are exact in their dtype and never all zero; the reference
+// accepts a correct output, built here element by element from the definition, and flags every kind of wrong one.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <set>
+
+#include "dsl/algorithms/shipped_algorithms.hpp"
+#include "bench/harness/collective_check.hpp"
+#include "bench/harness/test_pattern.hpp"
+
+namespace canopy {
+namespace {
+
+constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
+                               DataType::i32, DataType::i64, DataType::u8};
+constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
+
+std::vector<unsigned char> encode(const std::vector<double>& values, DataType t, const std::vector<std::int64_t>* ints) {
+  std::vector<unsigned char> out(values.size() * size_of(t));
+  for (std::size_t j = 0; j < values.size(); ++j) {
+    unsigned char* p = out.data() + j * size_of(t);
+    const double v = values[j];
+    switch (t) {
+      case DataType::f32: { const float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+      case DataType::f64: std::memcpy(p, &v, 8); break;
+      case DataType::f16: case DataType::bf16: {
+        // nearest representable by searching the pattern's grid is overkill: round through float bits
+        float f = static_cast<float>(v);
+        std::uint32_t b;
+        std::memcpy(&b, &f, 4);
+        std::uint16_t h;
+        if (t == DataType::bf16) {
+          h = static_cast<std::uint16_t>((b + 0x7fff + ((b >> 16) & 1)) >> 16);
+        } else {  // f16 for normal values in range
+          const int e = static_cast<int>((b >> 23) & 255) - 127 + 15;
+          std::uint32_t m = (b & 0x7fffff) + 0x1000;  // round to nearest
+          int ee = e;
+          if (m & 0x800000) m = 0, ee += 1;
+          h = static_cast<std::uint16_t>(((b >> 16) & 0x8000) | (v == 0 ? 0 : (ee << 10) | (m >> 13)));
+        }
+        std::memcpy(p, &h, 2);
+        break;
+      }
+      case DataType::i32: { const std::int32_t i = static_cast<std::int32_t>((*ints)[j]); std::memcpy(p, &i, 4); break; }
+      case DataType::i64: { const std::int64_t i = (*ints)[j]; std::memcpy(p, &i, 8); break; }
+      case DataType::u8: *p = static_cast<unsigned char>((*ints)[j]); break;
+    }
+  }
+  return out;
+}
+
+TEST(TestPattern, ValuesAreExactInTheirTypeAndVaried) {
+  for (DataType t : kTypes)
+    for (ReduceOp op : kOps) {
+      std::set<std::uint64_t> distinct;
+      bool nonzero = false;
+      for (std::uint64_t k = 0; k < 4096; ++k) {
+        const double v = pattern_value(7, 3, k, t, op);
+        const std::uint64_t bits = pattern_bits(7, 3, k, t, op);
+        distinct.insert(bits);
+        nonzero |= v != 0;
+        EXPECT_EQ(element_value(&bits, t), v) << to_string(t) << " " << to_string(op) << " k=" << k;
+        if (op == ReduceOp::prod && (t == DataType::f32 || t == DataType::f16 || t == DataType::bf16 || t == DataType::f64)) {
+          EXPECT_GE(v, 0.75);
+          EXPECT_LT(v, 1.25);
+        }
+      }
+      EXPECT_TRUE(nonzero);
+      EXPECT_GE(distinct.size(), op == ReduceOp::prod && (t == DataType::i32 || t == DataType::i64 || t == DataType::u8) ? 4u : 64u)
+          << to_string(t) << " " << to_string(op);
+    }
+}
+
+TEST(TestPattern, RanksAndSeedsDrawDifferentValues) {
+  int same = 0;
+  for (std::uint64_t k = 0; k < 1000; ++k) {
+    same += pattern_value(1, 0, k, DataType::f32, ReduceOp::sum) == pattern_value(1, 1, k, DataType::f32, ReduceOp::sum);
+    same += pattern_value(1, 0, k, DataType::f32, ReduceOp::sum) == pattern_value(2, 0, k, DataType::f32, ReduceOp::sum);
+  }
+  EXPECT_LT(same, 5);
+}
+
+// A correct output built from the definition passes; one changed element, a NaN, or a shifted block fails.
+TEST(CollectiveCheck, AcceptsTheDefinitionAndCatchesMistakes) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter})
+    for (DataType t : kTypes)
+      for (ReduceOp op : kOps) {
+        CheckSpec s{c, t, op, 1, 5, 300, 99};
+        const int rank = 1;
+        const std::uint64_t n = output_elements(s, rank);
+        std::vector<double> values(n);
+        std::vector<std::int64_t> ints(n);
+        for (std::uint64_t j = 0; j < n; ++j) {
+          std::int64_t exact = 0;
+          values[j] = expected_value(s, rank, j, nullptr, &exact);
+          ints[j] = exact;
+        }
+        std::vector<unsigned char> out = encode(values, t, &ints);
+        const CheckResult ok = check_output(s, rank, out.data());
+        EXPECT_EQ(ok.wrong, 0u) << to_string(c) << " " << to_string(t) << " " << to_string(op) << ": "
+                                << (ok.examples.empty() ? "" : ok.examples[0]);
+        EXPECT_EQ(ok.checked, n);
+        // Element 17 replaced by element 18's value.
+        std::vector<unsigned char> bad = out;
+        std::memcpy(bad.data() + 17 * size_of(t), out.data() + 18 * size_of(t), size_of(t));
+        if (std::memcmp(out.data() + 17 * size_of(t), out.data() + 18 * size_of(t), size_of(t)) != 0) {
+          EXPECT_GE(check_output(s, rank, bad.data()).wrong, 1u) << to_string(c) << " " << to_string(t);
+        }
+        // Poison (all bits set: NaN for floats).
+        std::vector<unsigned char> poisoned(out.size(), 0xff);
+        EXPECT_GT(check_output(s, rank, poisoned.data()).wrong, n / 2) << to_string(c) << " " << to_string(t);
+      }
+}
+
+// A program's call is checked against what its program computes: every shipped algorithm's own output passes,
+// a swapped element and poison do not, and chunks the goal leaves free (alltonext's rank 0) are not counted.
+TEST(CollectiveCheck, ProgramsAreCheckedAgainstWhatTheyCompute) {
+  for (const algo::ShippedAlgorithm& a : algo::shipped_algorithms())
+    for (DataType t : {DataType::f32, DataType::bf16, DataType::i64})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max}) {
+        const int ranks = 4;
+        if (!a.supports(ranks)) continue;
+        CheckSpec s{Collective::allreduce, t, op, 0, ranks, 0, 7};
+        s.program = std::make_shared<ProgramOutputs>(a.build(ranks));
+        s.count = 30 * static_cast<std::uint64_t>(s.program->program.chunks());
+        for (int rank = 0; rank < ranks; ++rank) {
+          const std::uint64_t n = output_elements(s, rank);
+          std::vector<double> values(n);
+          std::vector<std::int64_t> ints(n);
+          std::uint64_t constrained = 0;
+          for (std::uint64_t j = 0; j < n; ++j) {
+            std::int64_t exact = 0;
+            values[j] = expected_value(s, rank, j, nullptr, &exact);
+            ints[j] = exact;
+            constrained += s.program->sources[rank][j / 30] ? 1 : 0;
+          }
+          const std::vector<unsigned char> out = encode(values, t, &ints);
+          const CheckResult ok = check_output(s, rank, out.data());
+          const std::string what = fmt::format("{} {} {} rank {}", a.name, to_string(t), to_string(op), rank);
+          EXPECT_EQ(ok.wrong, 0u) << what << ": " << (ok.examples.empty() ? "" : ok.examples[0]);
+          EXPECT_EQ(ok.checked, constrained) << what;
+          if (constrained == 0) continue;
+          std::vector<unsigned char> poisoned(out.size(), 0xff);
+          EXPECT_GE(check_output(s, rank, poisoned.data()).wrong, constrained / 2) << what;
+        }
+      }
+}
+
+TEST(CollectiveCheck, FloatToleranceGrowsWithRanksNotBeyond) {
+  CheckSpec s{Collective::allreduce, DataType::f16, ReduceOp::sum, 0, 8, 10, 3};
+  double tol = 0;
+  const double want = expected_value(s, 0, 4, &tol);
+  EXPECT_GT(tol, 0);
+  double sum_abs = 0;
+  for (int q = 0; q < 8; ++q) sum_abs += std::fabs(pattern_value(3, q, 4, DataType::f16, ReduceOp::sum));
+  EXPECT_DOUBLE_EQ(tol, (9 * std::ldexp(1.0, -11) + 7 * std::ldexp(1.0, -53)) * sum_abs);
+  (void)want;
+  CheckSpec m = s;
+  m.op = ReduceOp::max;
+  expected_value(m, 0, 4, &tol);
+  EXPECT_EQ(tol, 0);  // min and max are exact
+}
+
+TEST(CollectiveCheck, ReduceCheckesOnlyTheRoot) {
+  CheckSpec s{Collective::reduce, DataType::f32, ReduceOp::sum, 2, 4, 100, 1};
+  EXPECT_EQ(output_elements(s, 2), 100u);
+  EXPECT_EQ(output_elements(s, 1), 0u);
+}
+
+}  // namespace
+}  // namespace canopy
+
+namespace canopy {
+namespace {
+
+// Several ranks at once, as CollectiveBuffers checks them: one reference per element serves every rank.
+TEST(CollectiveCheck, SeveralRanksAtOnceAndAnOffset) {
+  CheckSpec s{Collective::allgather, DataType::f32, ReduceOp::sum, 0, 3, 100, 5};
+  const std::uint64_t n = output_elements(s, 0), first = 50;
+  std::vector<float> good(n - first);
+  for (std::uint64_t j = first; j < n; ++j) good[j - first] = static_cast<float>(expected_value(s, 0, j));
+  std::vector<float> bad = good;
+  bad[7] += 1;
+  const CheckResult r = check_outputs_part(s, {0, 1, 2}, {good.data(), bad.data(), good.data()}, first, n - first);
+  EXPECT_EQ(r.checked, 3 * (n - first));
+  EXPECT_EQ(r.wrong, 1u);
+  ASSERT_FALSE(r.examples.empty());
+  EXPECT_NE(r.examples[0].find("rank 1 element 57"), std::string::npos) << r.examples[0];
+}
+
+}  // namespace
+}  // namespace canopy

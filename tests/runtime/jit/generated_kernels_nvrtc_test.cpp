@@ -1,0 +1,284 @@
+// Every generated kernel compiles: each shipped topology x collective x element type is planned, generated and
+// compiled by NVRTC for sm_90 (label nvrtc: needs the toolkit, not a GPU), and parsed by the Clang check with no
+// diagnostic. Each reduction operator is compiled on one topology.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <ostream>
+
+#include "codegen/generate.hpp"
+#include "codegen/direct_source.hpp"
+#include "codegen/ll128_source.hpp"
+#include "codegen/low_latency_source.hpp"
+#include "codegen/template_bundle.hpp"
+#include "dsl/algorithms/shipped_algorithms.hpp"
+#include "core/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "planner/planner.hpp"
+#include "runtime/jit/nvrtc_compiler.hpp"
+#if CANOPY_WITH_CLANG
+#include "codegen/cuda_parse_check.hpp"
+#endif
+
+namespace canopy {
+namespace {
+
+constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
+                               DataType::i32, DataType::i64, DataType::u8};
+
+// Returns ptxas's statistics of the entry (empty when it did not compile).
+KernelStats expect_compiles(const KernelSource& k, const CodegenOptions& o) {
+  const std::string what = fmt::format("{} ({})", k.file.name, to_string(o.op));
+  KernelStats stats;
+  try {
+    const CompiledModule m = compile_cuda(k.file, template_headers(), CompileOptions{});
+    EXPECT_FALSE(m.cubin.empty()) << what;
+    bool entry = false;
+    for (const KernelStats& s : m.kernels)
+      if (s.name == k.entry) {
+        entry = true;
+        stats = s;
+      }
+    EXPECT_TRUE(entry) << what << ": ptxas reported no statistics for the entry " << k.entry;
+  } catch (const Error& e) {
+    ADD_FAILURE() << what << ": " << e.what();
+  }
+#if CANOPY_WITH_CLANG
+  for (const SourceDiagnostic& d : check_cuda_source(k.file, template_headers()))
+    ADD_FAILURE() << what << ": the generator emitted code Clang flags:\n" << to_string(d);
+#endif
+  return stats;
+}
+
+void expect_compiles(const Plan& p, const CodegenOptions& o) { (void)expect_compiles(generate(p, o), o); }
+
+struct Case {
+  std::string topology;
+  Collective collective;
+};
+void PrintTo(const Case& c, std::ostream* os) { *os << c.topology << " " << to_string(c.collective); }
+
+
+class GeneratedKernels : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GeneratedKernels, CompileForEveryElementType) {
+  const Plan p = plan(load_topology(GetParam().topology), GetParam().collective);
+  for (DataType t : kTypes) {
+    CodegenOptions o;
+    o.dtype = t;
+    expect_compiles(p, o);
+  }
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const ShippedTopology& t : shipped_topologies())
+    for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                         Collective::reducescatter})
+      cases.push_back({std::string(t.name), c});
+  return cases;
+}
+
+// Pulled edges (receivers read senders' send buffers directly) change the steps, not the templates: one element
+// type each is enough.
+TEST_P(GeneratedKernels, CompileWithPulledEdges) {
+  CodegenOptions o;
+  o.pull = PullEdges::all;
+  o.dtype = DataType::bf16;
+  expect_compiles(plan(load_topology(GetParam().topology), GetParam().collective), o);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shipped, GeneratedKernels, ::testing::ValuesIn(all_cases()), [](const auto& info) {
+  std::string name = info.param.topology + "_" + to_string(info.param.collective);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+});
+
+TEST(GeneratedKernelsOps, EveryReductionOperatorCompiles) {
+  const Plan p = plan(load_topology("hgx-h200"), Collective::allreduce);
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max})
+    for (DataType t : {DataType::f32, DataType::bf16, DataType::i64}) {
+      CodegenOptions o;
+      o.dtype = t;
+      o.op = op;
+      expect_compiles(p, o);
+    }
+}
+
+TEST(GeneratedKernelsOps, VirtualRanksAndSmallBlocksCompile) {
+  CodegenOptions o;
+  o.device_of_rank = block_placement(8, 1);
+  o.threads_per_block = 128;
+  o.blocks_per_rank = 1;
+  o.chunk_bytes = 64 * 1024;
+  expect_compiles(plan(load_topology("dgx1-v100"), Collective::allreduce), o);
+}
+
+// Every shipped collective-algorithm program (dsl/algorithms/), lowered for 2 and 8 ranks (and 16 for the two-host
+// ones, on the two-host machine), compiles for a copying and a reducing element type; one also on virtual ranks.
+TEST(GeneratedKernelsAlgorithms, EveryShippedAlgorithmCompiles) {
+  const Topology hgx = load_topology("hgx-h200"), two_hosts = load_topology("dgx1-v100-x2");
+  int compiled = 0;
+  for (const algo::ShippedAlgorithm& a : algo::shipped_algorithms())
+    for (int n : {2, 8, 16}) {
+      if (!a.supports(n)) continue;
+      for (DataType t : {DataType::f32, DataType::bf16}) {
+        CodegenOptions o;
+        o.dtype = t;
+        if (n == 8 && t == DataType::bf16) o.device_of_rank = block_placement(8, 1);
+        expect_compiles(generate(a.build(n), n == 16 ? two_hosts : hgx, o), o);
+        ++compiled;
+      }
+    }
+  EXPECT_GE(compiled, 2 * static_cast<int>(algo::shipped_algorithms().size()));
+}
+
+// The low-latency kernels (templates/low_latency.cuh): every collective x element type, every operator once, and
+// virtual ranks.
+TEST(GeneratedKernelsLowLatency, EveryCollectiveAndTypeCompiles) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter})
+    for (DataType t : kTypes) {
+      LowLatencySpec spec;
+      spec.collective = c;
+      spec.dtype = t;
+      spec.ranks = 2;
+      spec.root = 1;
+      expect_compiles(low_latency_source(spec), CodegenOptions{});
+    }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    LowLatencySpec spec;
+    spec.op = op;
+    spec.ranks = 8;
+    spec.device_of_rank = block_placement(8, 1);
+    spec.dtype = DataType::bf16;
+    expect_compiles(low_latency_source(spec), CodegenOptions{});
+  }
+}
+
+// The two-shot allreduce: every element type on 4 ranks of two devices, every operator once on 8 ranks of one.
+TEST(GeneratedKernelsLowLatency, TwoShotAllreduceCompiles) {
+  const auto two_shot = [](DataType t, ReduceOp op, int ranks, int devices) {
+    LowLatencySpec spec;
+    spec.two_shot = true;
+    spec.dtype = t;
+    spec.op = op;
+    spec.ranks = ranks;
+    spec.device_of_rank = block_placement(ranks, devices);
+    expect_compiles(low_latency_source(spec), CodegenOptions{});
+  };
+  for (DataType t : kTypes) two_shot(t, ReduceOp::sum, 4, 2);
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) two_shot(DataType::f32, op, 8, 1);
+}
+
+// The LL128 kernels (templates/ll128.cuh): every collective x element type, every operator once, and virtual ranks
+// (8 ranks on one device and on two). Two ranks' kernels keep their lines in registers: a spill would put local
+// memory traffic beside every line they move.
+TEST(GeneratedKernelsLL128, EveryCollectiveAndTypeCompiles) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter})
+    for (DataType t : kTypes) {
+      LL128Spec spec;
+      spec.collective = c;
+      spec.dtype = t;
+      spec.ranks = 2;
+      spec.root = 1;
+      const KernelStats s = expect_compiles(ll128_source(spec), CodegenOptions{});
+      EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0)
+          << to_string(c) << " " << to_string(t) << ": " << s.registers << " registers";
+    }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    LL128Spec spec;
+    spec.op = op;
+    spec.ranks = 8;
+    spec.device_of_rank = block_placement(8, op == ReduceOp::min ? 2 : 1);
+    spec.dtype = DataType::bf16;
+    spec.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
+    expect_compiles(ll128_source(spec), CodegenOptions{});
+  }
+}
+
+// The direct kernels (templates/direct.cuh): every collective x element type, every operator once, and virtual
+// ranks (16 ranks on 2 devices: the widest reduction, 16 sources).
+TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter})
+    for (DataType t : kTypes) {
+      DirectSpec spec;
+      spec.collective = c;
+      spec.dtype = t;
+      spec.ranks = 2;
+      spec.root = 1;
+      expect_compiles(direct_source(spec), CodegenOptions{});
+    }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    DirectSpec spec;
+    spec.op = op;
+    spec.ranks = 16;
+    spec.device_of_rank = block_placement(16, 2);
+    spec.dtype = DataType::bf16;
+    spec.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
+    expect_compiles(direct_source(spec), CodegenOptions{});
+  }
+}
+
+// The direct protocol's two-shot kernels: allreduce of every element type on 2 ranks, broadcast and reduce on 8, every
+// operator on 8 ranks of one device and on 16 of two (16 sources and 16 destinations). Sums and products on up to 8
+// ranks keep their pointers and vectors in registers: a spill would put local-memory traffic beside every vector they
+// move. (bf16 min and max on 8 ranks spill 76 bytes, one-shot's 108: their conversions need more registers than a
+// thread of 512 has.)
+TEST(GeneratedKernelsDirect, TwoShotKernelsCompile) {
+  const auto two_shot = [](Collective c, DataType t, ReduceOp op, int ranks, int devices) {
+    DirectSpec spec;
+    spec.two_shot = true;
+    spec.collective = c;
+    spec.root = 3;
+    spec.dtype = t;
+    spec.op = op;
+    spec.ranks = ranks;
+    spec.device_of_rank = block_placement(ranks, devices);
+    const KernelStats s = expect_compiles(direct_source(spec), CodegenOptions{});
+    if (ranks <= 8 && (op == ReduceOp::sum || op == ReduceOp::prod)) {
+      EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0)
+          << to_string(c) << " on " << ranks << " ranks, " << to_string(t) << " " << to_string(op) << ": "
+          << s.registers << " registers";
+    }
+  };
+  for (DataType t : kTypes) two_shot(Collective::allreduce, t, ReduceOp::sum, 2, 2);
+  for (Collective c : {Collective::broadcast, Collective::reduce})  // root 3 of 8 on one device
+    two_shot(c, DataType::f32, ReduceOp::sum, 8, 1);
+  for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    two_shot(Collective::allreduce, DataType::bf16, op, 8, 1);
+    two_shot(Collective::allreduce, DataType::f32, op, 16, 2);
+  }
+}
+
+TEST(NvrtcCompiler, ReportsTheLineOfAnError) {
+  const SourceFile bad{"bad.cu", "extern \"C\" __global__ void k() {\n  undeclared_thing = 1;\n}\n"};
+  try {
+    compile_cuda(bad, {}, CompileOptions{});
+    FAIL() << "compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.cu(2)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sm_90"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NvrtcCompiler, StatisticsCountSharedMemoryAndRegisters) {
+  const SourceFile k{"k.cu",
+                     "extern \"C\" __global__ void k(float* p) {\n  __shared__ float s[1024];\n"
+                     "  s[threadIdx.x] = p[threadIdx.x];\n  __syncthreads();\n  p[threadIdx.x] = s[1023 - threadIdx.x];\n}\n"};
+  CompileOptions o;
+  o.keep_ptx = true;
+  const CompiledModule m = compile_cuda(k, {}, o);
+  ASSERT_EQ(m.kernels.size(), 1u) << m.log;
+  EXPECT_EQ(m.kernels[0].name, "k");
+  EXPECT_EQ(m.kernels[0].shared_bytes, 4096) << m.log;
+  EXPECT_GT(m.kernels[0].registers, 0);
+  EXPECT_NE(m.ptx.find(".entry k"), std::string::npos);
+  EXPECT_FALSE(nvrtc_version().empty());
+}
+
+}  // namespace
+}  // namespace canopy
