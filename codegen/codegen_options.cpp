@@ -8,85 +8,9 @@
 #include <charconv>
 #include <iterator>
 
-#include "dsl/error.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
-
-namespace {
-struct TypeInfo {
-  DataType type;
-  const char* name;
-  const char* alias;
-  int size;
-  const char* cuda;
-};
-constexpr TypeInfo kTypes[] = {
-    {DataType::f32, "f32", "float", 4, "float"},
-    {DataType::f16, "f16", "half", 2, "canopy::half_t"},
-    {DataType::bf16, "bf16", "bfloat16", 2, "canopy::bfloat16_t"},
-    {DataType::f64, "f64", "double", 8, "double"},
-    {DataType::i32, "i32", "int32", 4, "int"},
-    {DataType::i64, "i64", "int64", 8, "long long"},
-    {DataType::u8, "u8", "uint8", 1, "unsigned char"},
-};
-const TypeInfo& info(DataType t) {
-  for (const TypeInfo& i : kTypes)
-    if (i.type == t) return i;
-  throw InternalError("unknown DataType");
-}
-static_assert(std::size(kTypes) == kDataTypeCount);
-constexpr const char* kOps[] = {"sum", "prod", "min", "max"};
-static_assert(std::size(kOps) == kReduceOpCount);
-}  // namespace
-
-std::string to_string(DataType t) { return info(t).name; }
-std::string to_string(ReduceOp op) { return kOps[static_cast<int>(op)]; }
-int size_of(DataType t) { return info(t).size; }
-std::string cuda_op_name(ReduceOp op) {
-  switch (op) {
-    case ReduceOp::sum: return "canopy::OpSum";
-    case ReduceOp::prod: return "canopy::OpProd";
-    case ReduceOp::min: return "canopy::OpMin";
-    case ReduceOp::max: return "canopy::OpMax";
-  }
-  return "?";
-}
-
-std::string cuda_type_name(DataType t) { return info(t).cuda; }
-
-std::optional<DataType> parse_data_type(std::string_view name) {
-  for (const TypeInfo& i : kTypes)
-    if (name == i.name || name == i.alias) return i.type;
-  return std::nullopt;
-}
-
-std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
-  for (int i = 0; i < kReduceOpCount; ++i)
-    if (name == kOps[i]) return static_cast<ReduceOp>(i);
-  return std::nullopt;
-}
-
-std::int64_t parse_byte_size(std::string_view text, std::string_view what) {
-  std::int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [rest, ec] = std::from_chars(text.data(), end, value);
-  std::string unit(rest, end);
-  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  std::int64_t scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kib" || unit == "kb") scale = 1024;
-  else if (unit == "m" || unit == "mib" || unit == "mb") scale = 1024 * 1024;
-  else if (unit == "g" || unit == "gib" || unit == "gb") scale = 1024LL * 1024 * 1024;
-  if (ec != std::errc() || rest == text.data() || scale == 0 || value < 0 || value > (INT64_MAX / scale))
-    throw Error(fmt::format("{} '{}': expected a size such as 65536, 64KiB or 1MiB", what, text));
-  return value * scale;
-}
-
-std::string format_byte_size(std::int64_t bytes) {
-  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) == 0) return fmt::format("{} MiB", bytes / (1024 * 1024));
-  if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes / 1024);
-  return fmt::format("{} B", bytes);
-}
 
 std::string to_string(const CodegenOptions& o) {
   std::string text = fmt::format("dtype={} op={} chunk={} depth={} blocks={} threads={} devices={}",

@@ -8,24 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/byte_size.hpp"
+#include "core/data_type.hpp"
+
 namespace canopy {
-
-enum class DataType { f32, f16, bf16, f64, i32, i64, u8 };
-enum class ReduceOp { sum, prod, min, max };
-constexpr int kDataTypeCount = 7;  // DataType's values are 0 .. kDataTypeCount - 1 (tables indexed by them)
-constexpr int kReduceOpCount = 4;  // likewise ReduceOp's
-
-std::string to_string(DataType t);
-std::string to_string(ReduceOp op);
-std::optional<DataType> parse_data_type(std::string_view name);  // f32 f16 bf16 f64 i32 i64 u8 (also float, half...)
-std::optional<ReduceOp> parse_reduce_op(std::string_view name);   // sum prod min max
-int size_of(DataType t);
-std::string cuda_type_name(DataType t);  // the type templates/ use: float, canopy::half_t, ...
-std::string cuda_op_name(ReduceOp op);   // the operator templates/ use: canopy::OpSum, ...
-
-// Parses "256KiB", "1MiB", "65536", "64k": bytes. Throws canopy::Error naming `what` on bad input.
-std::int64_t parse_byte_size(std::string_view text, std::string_view what);
-std::string format_byte_size(std::int64_t bytes);  // "256 KiB", "1 MiB", "1000 B"
 
 // Pulled edges: the receiver reads the sender's send buffer directly (no FIFO, no per-chunk counters, one
 // handshake per launch) where that buffer holds all its data from the start: a leaf's input in a reduce-like

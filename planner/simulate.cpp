@@ -7,8 +7,8 @@
 #include <cmath>
 #include <map>
 
-#include "codegen/codegen_options.hpp"
-#include "dsl/error.hpp"
+#include "core/byte_size.hpp"
+#include "core/error.hpp"
 
 namespace canopy {
 namespace {
