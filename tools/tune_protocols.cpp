@@ -18,6 +18,7 @@
 #include "runtime/jit/disk_cache.hpp"
 #include "runtime/jit/jit.hpp"
 #include "runtime/protocol/protocol_choice.hpp"
+#include "runtime/protocol/protocol_table.hpp"
 #include "runtime/tune/tuning_file.hpp"
 #include "tools/commands.hpp"
 

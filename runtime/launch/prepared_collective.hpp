@@ -62,6 +62,14 @@ struct DeviceOrder {
   std::vector<char> switched;  // per device index: a call has come on another stream than the last before
 };
 
+// A DeviceOrder for these devices (CUDA ordinals, by device index), its events made (launch/device_order.cpp). Throws
+// canopy::Error.
+DeviceOrder make_device_order(std::span<const int> ordinals);
+void destroy_device_order(DeviceOrder& order);  // its events (the launches are done)
+// Waits for every launch made through `order` on the GPUs it was used on: no event marks the last launch (one is
+// recorded only after a stream switch), and its stream may be gone by now, so the whole GPU is waited for.
+void wait_for_launches(const DeviceOrder& order, std::span<const int> ordinals);
+
 // Where every rank's memory and each device's stream are, for one launch (views of the communicator's state).
 struct LaunchTarget {
   std::span<const int> ordinal;     // per device index: CUDA ordinal

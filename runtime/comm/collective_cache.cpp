@@ -1,0 +1,320 @@
+// CollectiveCache: checking, building (in parallel) and loading collectives.
+#include "runtime/comm/collective_cache.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <future>
+#include <set>
+
+#include "codegen/direct_source.hpp"
+#include "codegen/ll128_source.hpp"
+#include "codegen/low_latency_source.hpp"
+#include "codegen/lower.hpp"
+#include "codegen/lower_program.hpp"
+#include "core/byte_size.hpp"
+#include "core/error.hpp"
+#include "runtime/comm/peer_access_check.hpp"
+#include "runtime/cuda/cuda_check.hpp"
+#include "runtime/jit/collective_dump.hpp"
+#include "runtime/launch/launch_shape.hpp"
+#include "templates/device_args.cuh"
+
+namespace canopy {
+
+namespace {
+
+using BuildResult = std::pair<std::shared_ptr<const BuiltCollective>, CacheOutcome>;
+
+// The problem with a spec the communicator cannot prepare, or ok.
+Status check_spec(const CollectiveSpec& spec, int ranks, const ProtocolTable& protocols) {
+  if (!spec.program && has_root(spec.collective) && (spec.root < 0 || spec.root >= ranks))
+    return Status(StatusCode::invalid_argument, fmt::format("{}: root {} is not a rank: use 0 to {}",
+                                                            call_name(spec.collective), spec.root, ranks - 1));
+  if ((spec.low_latency && protocols.low_latency().max_bytes == 0) || (spec.ll128 && protocols.ll128().max_bytes == 0) ||
+      (spec.direct && protocols.direct().max_bytes == 0))
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: the {} protocol is off on this communicator (CANOPY_LOG=info says why): prepare "
+                              "the spec without it",
+                              spec_text(spec),
+                              spec.low_latency ? "low-latency"
+                              : spec.ll128     ? "LL128"
+                                               : "direct"));
+  if (spec.two_shot && (spec.program || !((spec.low_latency && spec.collective == Collective::allreduce) ||
+                                          (spec.direct && direct_has_two_shot(spec.collective)))))
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("{}: two-shot is a variant of the low-latency allreduce and of the direct allreduce, "
+                              "broadcast and reduce; set low_latency or direct accordingly, or unset two_shot",
+                              spec_text(spec)));
+  if (spec.program && spec.program->ranks() != ranks)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("{}: the program is written for {} ranks but the communicator has {}", spec_text(spec),
+                              spec.program->ranks(), ranks));
+  return Status();
+}
+
+// The source of a plan-free kernel (low-latency, LL128, direct) for `spec`, in the protocol's fitted shape.
+KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& protocols, const Placement& placement) {
+  const int n = placement.ranks();
+  if (spec.low_latency) {
+    const LowLatencyShape& s = protocols.low_latency();
+    return low_latency_source(LowLatencySpec{spec.collective, spec.dtype, spec.op, n, spec.root,
+                                             placement.device_of_rank, s.blocks_per_rank, s.threads_per_block,
+                                             s.max_bytes, spec.two_shot});
+  }
+  if (spec.ll128) {
+    const LL128Shape& s = protocols.ll128();
+    return ll128_source(LL128Spec{spec.collective, spec.dtype, spec.op, n, spec.root, placement.device_of_rank,
+                                  s.blocks_per_rank, s.threads_per_block, s.max_bytes});
+  }
+  const DirectShape& s = protocols.direct();
+  return direct_source(DirectSpec{spec.collective, spec.dtype, spec.op, n, spec.root, placement.device_of_rank,
+                                  s.blocks_per_rank, s.threads_per_block, spec.two_shot});
+}
+
+}  // namespace
+
+struct CollectiveCache::Job {
+  CollectiveSpec spec;
+  BuildOptions options;
+  Plan plan;
+  std::vector<std::string> archs;
+  std::vector<std::future<BuildResult>> builds;
+};
+
+CollectiveSpec CollectiveCache::canonical(CollectiveSpec spec) {
+  if (!spec.program) return spec;
+  const algo::Program* caller = spec.program.get();
+  if (auto it = program_of_caller_.find(caller);
+      it != program_of_caller_.end() && same_program(*caller, *it->second)) {
+    spec.program = it->second;
+    return spec;
+  }
+  auto [it, fresh] = programs_.emplace(program_key(*caller), nullptr);
+  if (fresh) it->second = std::make_shared<algo::Program>(*caller);
+  program_of_caller_[caller] = it->second;
+  program_of_caller_[it->second.get()] = it->second;
+  spec.program = it->second;
+  return spec;
+}
+
+PreparedCollective* CollectiveCache::find(const CollectiveSpec& spec) {
+  const auto it = prepared_.find(spec_key(canonical(spec)));
+  return it == prepared_.end() ? nullptr : it->second.get();
+}
+
+void CollectiveCache::erase(const CollectiveSpec& spec) {
+  last_prepared_ = nullptr;
+  prepared_.erase(spec_key(canonical(spec)));
+}
+
+void CollectiveCache::clear() {
+  last_prepared_ = nullptr;
+  prepared_.clear();
+}
+
+CodegenOptions CollectiveCache::shape_for(const CollectiveSpec& spec,
+                                          const std::function<Schedule(const CodegenOptions&)>& lower_at) const {
+  CodegenOptions o = cx_.config->shape;
+  if (spec.large) o.blocks_per_rank = cx_.config->large_blocks;
+  if (spec.chunk_bytes > 0) o.chunk_bytes = spec.chunk_bytes;
+  o.dtype = spec.dtype;
+  o.op = spec.op;
+  o.device_of_rank = cx_.placement->device_of_rank;
+  std::vector<DeviceLimits> limits;
+  for (const GpuDevice& g : cx_.placement->gpus) limits.push_back(g.limits);
+  return fit_launch_shape(lower_at, o, limits);
+}
+
+// Every statement between ranks of different GPUs needs peer access both ways (the executing rank reads or writes
+// the other's memory; counters are raised both ways).
+void CollectiveCache::check_peers(const algo::Program& program) const {
+  const Placement& p = *cx_.placement;
+  for (const algo::Op& op : program.ops()) {
+    const int a = p.device_of_rank[op.src.rank], b = p.device_of_rank[op.dst.rank];
+    if (a != b && !(p.peer[a][b] && p.peer[b][a]))
+      throw Error(fmt::format(
+          "algorithm {}, line {}: {} -> {} joins GPUs {} and {}, which cannot access each other's "
+          "memory (no peer access): run it on GPUs with P2P (nvidia-smi topo -p2p r)",
+          program.name(), op.line, algo::to_string(op.src), algo::to_string(op.dst), p.ordinals[a], p.ordinals[b]));
+  }
+}
+
+// The job of one spec: its plan and kernel shape (the planned trees' or a program's, fitted to the GPUs; a plan-free
+// protocol's own), checked against peer access, and the GPU architectures to build for.
+Status CollectiveCache::make_job(const CollectiveSpec& spec, Job* job) {
+  const Placement& p = *cx_.placement;
+  job->spec = spec;
+  try {
+    if (plan_free(spec)) {
+      const OneLaunchShape& shape = spec.low_latency ? cx_.protocols->low_latency()
+                                    : spec.ll128     ? cx_.protocols->ll128()
+                                                     : cx_.protocols->direct();
+      CodegenOptions& o = job->options.codegen;
+      o.dtype = spec.dtype;
+      o.op = spec.op;
+      o.chunk_bytes = spec.direct ? 0 : shape.max_bytes;
+      o.blocks_per_rank = shape.blocks_per_rank;
+      o.threads_per_block = shape.threads_per_block;
+      o.device_of_rank = p.device_of_rank;
+    } else if (spec.program) {
+      check_peers(*spec.program);
+      job->options.codegen = shape_for(spec, [&](const CodegenOptions& o) {
+        return lower_program(*spec.program, o, *cx_.topology, p.rank_names);
+      });
+    } else {
+      job->plan = cx_.plans->plan_for(spec.collective, spec.root);
+      job->options.codegen = shape_for(spec, [&](const CodegenOptions& o) { return lower(job->plan, o); });
+      check_peer_access(job->plan, p.rank_names, p.device_of_rank, p.peer, p.ordinals);
+    }
+  } catch (const Error& e) {
+    return Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(spec), e.what()));
+  } catch (const InternalError& e) {
+    return Status(StatusCode::internal, fmt::format("{}: {}", spec_text(spec), e.what()));
+  }
+  for (const GpuDevice& g : p.gpus)
+    if (std::find(job->archs.begin(), job->archs.end(), g.arch) == job->archs.end()) job->archs.push_back(g.arch);
+  return Status();
+}
+
+// Generation and NVRTC in parallel threads, one per architecture (the Builder and the caches are thread-safe).
+void CollectiveCache::start_builds(Job& job) {
+  for (const std::string& arch : job.archs) {
+    BuildOptions o = job.options;
+    o.compile.arch = arch;
+    job.builds.push_back(std::async(std::launch::async, [this, spec = job.spec, plan = job.plan, o]() {
+      CacheOutcome outcome{};
+      std::shared_ptr<const BuiltCollective> built;
+      if (plan_free(spec))
+        built = cx_.builder->build(one_hop_source(spec, *cx_.protocols, *cx_.placement), cx_.placement->rank_names,
+                                   o.codegen, o.compile, &outcome);
+      else if (spec.program)
+        built = cx_.builder->build(*spec.program, *cx_.topology, cx_.placement->rank_names, o, &outcome);
+      else
+        built = cx_.builder->build(plan, o, &outcome);
+      return BuildResult{built, outcome};
+    }));
+  }
+}
+
+Status CollectiveCache::prepare(std::span<const CollectiveSpec> specs,
+                                std::vector<std::pair<CollectiveSpec, PreparedCollective*>>* loaded) {
+  std::vector<Job> jobs;
+  std::set<SpecKey> seen;
+  for (const CollectiveSpec& given : specs) {
+    const CollectiveSpec spec = canonical(given);
+    const SpecKey key = spec_key(spec);
+    if (prepared_.count(key) || !seen.insert(key).second) continue;
+    if (Status s = check_spec(spec, cx_.placement->ranks(), *cx_.protocols); !s.ok()) return s;
+    Job job;
+    if (Status s = make_job(spec, &job); !s.ok()) return s;
+    jobs.push_back(std::move(job));
+  }
+  for (Job& job : jobs) start_builds(job);
+  // Loading on this thread, as the builds finish.
+  Status status;
+  for (Job& job : jobs) {
+    std::vector<std::shared_ptr<const BuiltCollective>> builds;
+    CacheOutcome outcome = CacheOutcome::memory_hit;
+    for (auto& f : job.builds) {
+      try {
+        auto [built, how] = f.get();
+        if (builds.empty()) outcome = how;  // the first architecture's outcome is what the log reports
+        builds.push_back(built);
+      } catch (const Error& e) {
+        if (status.ok()) status = Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(job.spec), e.what()));
+      } catch (const std::exception& e) {
+        if (status.ok()) status = Status(StatusCode::internal, fmt::format("{}: {}", spec_text(job.spec), e.what()));
+      }
+    }
+    if (!status.ok()) continue;
+    try {
+      std::unique_ptr<PreparedCollective> p = load(job.spec, builds, job.archs, outcome);
+      last_prepared_ = nullptr;  // an entry may be replaced
+      PreparedCollective* raw = (prepared_[spec_key(job.spec)] = std::move(p)).get();
+      if (loaded) loaded->emplace_back(job.spec, raw);
+    } catch (const Error& e) {
+      status = Status(StatusCode::cuda_error, fmt::format("{}: {}", spec_text(job.spec), e.what()));
+    }
+  }
+  return status;
+}
+
+// The kernel of each GPU's architecture loaded there, its grid checked to be resident at once (the blocks wait on each
+// other), and its own zeroed counters on every rank (through the transport, so peers can raise them).
+std::unique_ptr<PreparedCollective> CollectiveCache::load(
+    const CollectiveSpec& spec, const std::vector<std::shared_ptr<const BuiltCollective>>& builds,
+    const std::vector<std::string>& archs, CacheOutcome outcome) {
+  const Placement& pl = *cx_.placement;
+  CurrentDevice keep;
+  auto p = std::make_unique<PreparedCollective>();
+  p->built = builds[0];
+  p->outcome = outcome;
+  const KernelSource& k = p->built->source;
+  std::map<std::string, cudaKernel_t> by_arch;
+  for (const GpuDevice& g : pl.gpus) {
+    if (!by_arch.count(g.arch)) {
+      const std::size_t b = std::find(archs.begin(), archs.end(), g.arch) - archs.begin();
+      CANOPY_INTERNAL_ASSERT(b < builds.size(), "no build for a GPU's architecture");
+      cudaLibrary_t lib{};
+      CANOPY_CUDA_CHECK(cudaSetDevice(g.ordinal));
+      CANOPY_CUDA_CHECK(
+          cudaLibraryLoadData(&lib, builds[b]->module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
+      p->libraries.push_back(lib);
+      cudaKernel_t kernel{};
+      CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernel, lib, k.entry.c_str()));
+      by_arch[g.arch] = kernel;
+    }
+    p->kernel.push_back(by_arch[g.arch]);
+    p->blocks.push_back(k.launches[p->kernel.size() - 1].blocks);
+  }
+  p->threads = k.launches[0].threads;
+  p->cooperative = !(plan_free(spec) && pl.ranks() == pl.devices());
+  p->protocol = spec.low_latency ? PreparedCollective::Protocol::low_latency
+                : spec.ll128     ? PreparedCollective::Protocol::ll128
+                : spec.direct    ? PreparedCollective::Protocol::direct
+                                 : PreparedCollective::Protocol::trees;
+  p->collective = spec.collective;
+  p->root = spec.root;
+  p->two_shot = spec.two_shot;
+  p->blocks_per_rank = spec.low_latency ? cx_.protocols->low_latency().blocks_per_rank
+                       : spec.ll128     ? cx_.protocols->ll128().blocks_per_rank
+                       : spec.direct    ? cx_.protocols->direct().blocks_per_rank
+                                        : 0;
+  for (std::size_t d = 0; d < pl.gpus.size(); ++d) {
+    CANOPY_CUDA_CHECK(cudaSetDevice(pl.gpus[d].ordinal));
+    int per_sm = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(p->kernel[d]), p->threads,
+                                                      0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;  // the cooperative launch still refuses a grid that does not fit
+    }
+    if (per_sm * pl.gpus[d].limits.sms < p->blocks[d])
+      throw Error(fmt::format("{} needs {} resident blocks of {} threads on GPU {}, which holds {} ({} per SM): lower "
+                              "CANOPY_BLOCKS or CANOPY_THREADS, or place fewer ranks on it",
+                              k.entry, p->blocks[d], p->threads, pl.gpus[d].ordinal, per_sm * pl.gpus[d].limits.sms,
+                              per_sm));
+  }
+  const auto flag_lines = [&](int r) { return std::max(1, k.resources[r].flag_count); };
+  p->flags = cx_.peers->allocate_zeroed(
+      [&](int r) { return (flag_lines(r) + 1) * sizeof(unsigned long long) * kFlagStride; });
+  for (int first : pl.first_rank)
+    p->launches.push_back(static_cast<unsigned long long*>(p->flags[first]) +
+                          static_cast<std::size_t>(flag_lines(first)) * kFlagStride);
+  if (cx_.log.enabled(LogLevel::info, LogSubsys::jit)) {
+    const CodegenOptions& o = p->built->schedule.options;
+    cx_.log.info(LogSubsys::jit,
+                 fmt::format("{}: kernel {} (chunk {}, FIFO depth {}, {} threads x {} blocks per GPU{}{}), {} (cache "
+                             "entry {})",
+                             spec_text(spec), k.entry, format_byte_size(o.chunk_bytes), o.fifo_depth,
+                             o.threads_per_block, fmt::join(p->blocks, "/"),
+                             o.min_blocks_per_sm ? fmt::format(", >= {} blocks per SM", o.min_blocks_per_sm) : "",
+                             o.pull != PullEdges::none ? ", pulled edges " + to_string(o.pull) : "",
+                             to_string(outcome), p->built->cache_key.substr(0, 16)));
+  }
+  dump_collective(*p->built);
+  return p;
+}
+
+}  // namespace canopy

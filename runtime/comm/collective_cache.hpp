@@ -1,0 +1,83 @@
+// CollectiveCache: a communicator's prepared collectives, one per CollectiveSpec (spec_key), built on first use or
+// ahead (prepare). Preparation is the pipeline of DESIGN.md, one step a line: plan (PlanCache) -> fit the shape to the
+// GPUs -> check peer access along every tree edge -> Builder (lower, emit, format, NVRTC through the caches; one
+// build per GPU architecture, in parallel threads) -> load on every GPU -> counters (through the transport).
+// Programs are kept canonical: one copy per distinct program, so a repeated call compares statements, not text.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/logger.hpp"
+#include "core/status.hpp"
+#include "runtime/comm/collective_spec.hpp"
+#include "runtime/comm/communicator_config.hpp"
+#include "runtime/comm/placement.hpp"
+#include "runtime/jit/build.hpp"
+#include "runtime/launch/prepared_collective.hpp"
+#include "runtime/plan/plan_cache.hpp"
+#include "runtime/protocol/protocol_table.hpp"
+#include "runtime/transport/peer_memory.hpp"
+
+namespace canopy {
+
+// What building and loading needs: views of the communicator's parts, which outlive the cache.
+struct CollectiveCacheContext {
+  const Topology* topology = nullptr;
+  const Placement* placement = nullptr;
+  const CommunicatorConfig* config = nullptr;
+  const ProtocolTable* protocols = nullptr;
+  PlanCache* plans = nullptr;
+  Builder* builder = nullptr;
+  PeerMemory* peers = nullptr;  // each prepared collective's own counters
+  Logger log;
+};
+
+class CollectiveCache {
+ public:
+  explicit CollectiveCache(CollectiveCacheContext context) : cx_(std::move(context)) {}
+
+  // A program spec made canonical (its program the cache's copy); other specs as they are.
+  CollectiveSpec canonical(CollectiveSpec spec);
+  // The prepared collective of `spec`, or null when not prepared (nothing is built).
+  PreparedCollective* find(const CollectiveSpec& spec);
+  // Builds and loads every spec not prepared yet; `loaded` (when given) receives each newly loaded one, whose shared
+  // memory the caller must still make ready. The first failure is returned; the other specs are still prepared.
+  Status prepare(std::span<const CollectiveSpec> specs,
+                 std::vector<std::pair<CollectiveSpec, PreparedCollective*>>* loaded = nullptr);
+  void erase(const CollectiveSpec& spec);  // drops a loaded spec whose memory could not be made
+  // The last eager call's kernel, for calls that repeat it (programs are looked up by find()).
+  PreparedCollective* repeat(const CollectiveSpec& spec) const {
+    return last_prepared_ && spec == last_spec_ ? last_prepared_ : nullptr;
+  }
+  void remember(const CollectiveSpec& spec, PreparedCollective* p) {
+    last_spec_ = spec;
+    last_prepared_ = p;
+  }
+  void clear();  // unloads everything (the caller has waited for the GPUs)
+
+ private:
+  struct Job;
+  Status make_job(const CollectiveSpec& spec, Job* job);
+  void start_builds(Job& job);
+  CodegenOptions shape_for(const CollectiveSpec& spec, const std::function<Schedule(const CodegenOptions&)>& lower_at)
+      const;
+  void check_peers(const algo::Program& program) const;
+  std::unique_ptr<PreparedCollective> load(const CollectiveSpec& spec,
+                                           const std::vector<std::shared_ptr<const BuiltCollective>>& builds,
+                                           const std::vector<std::string>& archs, CacheOutcome outcome);
+
+  CollectiveCacheContext cx_;
+  std::map<SpecKey, std::unique_ptr<PreparedCollective>> prepared_;
+  // Programs: one copy per distinct program (by program_key), and the copy each caller's object last matched.
+  std::map<std::string, std::shared_ptr<const algo::Program>> programs_;
+  std::map<const algo::Program*, std::shared_ptr<const algo::Program>> program_of_caller_;
+  CollectiveSpec last_spec_;
+  PreparedCollective* last_prepared_ = nullptr;
+};
+
+}  // namespace canopy

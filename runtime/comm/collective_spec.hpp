@@ -1,0 +1,70 @@
+// CollectiveSpec: one kind of collective call, what a kernel is generated and compiled for (collective, element type,
+// operator, root, message class, protocol, chunk, or a collective-algorithm program); CollectiveInfo: what a prepared
+// one runs. spec_key() names a spec in the collective cache and spec_text() in logs and errors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "codegen/codegen_options.hpp"
+#include "core/collective.hpp"
+#include "dsl/algorithm.hpp"
+#include "planner/plan.hpp"
+#include "runtime/jit/jit.hpp"
+
+namespace canopy {
+
+struct CollectiveSpec {
+  Collective collective = Collective::allreduce;
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;  // ignored for broadcast and allgather
+  int root = 0;                 // broadcast and reduce only
+  // Calls whose per-rank buffers reach large_bytes run a kernel of their own, with more thread blocks (more SMs
+  // pushing data over the links pays only for large messages).
+  bool large = false;
+  // Set: this collective-algorithm program runs instead of planned trees (`collective` and `root` are ignored).
+  std::shared_ptr<const algo::Program> program = nullptr;
+  // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
+  bool low_latency = false;
+  // With low_latency (allreduce) or direct (allreduce, broadcast, reduce): that protocol's two-shot kernel
+  // (CommunicatorOptions::ll_two_shot_bytes, direct_two_shot_bytes).
+  bool two_shot = false;
+  // The LL128 kernel of mid-size calls (CommunicatorOptions::ll128_bytes) instead of planned trees.
+  bool ll128 = false;
+  // The direct kernel of mid-size calls (CommunicatorOptions::direct_bytes) instead of planned trees.
+  bool direct = false;
+  // > 0: the planned kernel for this chunk size (tuned, or asked for by CollectiveCall::chunk_bytes).
+  std::int64_t chunk_bytes = 0;
+  bool operator==(const CollectiveSpec&) const = default;
+};
+
+// What a prepared collective runs: its plan, kernel and shape, and where the binary came from.
+struct CollectiveInfo {
+  Plan plan;
+  CodegenOptions options;  // the shape after fitting to the GPUs
+  std::string kernel;      // entry name
+  std::string cache_key;   // the disk cache entry
+  CacheOutcome outcome = CacheOutcome::compiled;
+  std::vector<int> blocks_per_device;
+};
+
+// Whether `s` runs a plan-free kernel (low-latency, LL128, direct): no plan, no chunk, the communicator's memory.
+bool plan_free(const CollectiveSpec& s);
+
+// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct, 3 LL128, 4 low
+// latency two-shot, 5 direct two-shot), program key (planned: "" or its chunk).
+using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
+// A program spec must be canonical (CollectiveCache::canonical): one object per distinct program, so its address
+// names it.
+SpecKey spec_key(const CollectiveSpec& s);
+
+// Whether two programs have everything program_key hashes the same (cheap: no text, no hash).
+bool same_program(const algo::Program& a, const algo::Program& b);
+
+// "allreduce f32 sum (low latency)", "algorithm NAME f16 (large messages)", ...
+std::string spec_text(const CollectiveSpec& s);
+
+}  // namespace canopy

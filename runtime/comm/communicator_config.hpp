@@ -1,0 +1,32 @@
+// CommunicatorConfig: everything a Communicator is configured with besides its GPUs and topology, resolved once from
+// CommunicatorOptions, else the CANOPY_ variables (comm/runtime_env.hpp), else the defaults, and checked: a negative
+// limit, a share out of range or a kernel shape the generator refuses is a canopy::Error naming the setting and the
+// fix. No CUDA: tests/runtime/comm/communicator_config_test.cpp drives it on any CPU.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "codegen/codegen_options.hpp"
+#include "runtime/comm/communicator_options.hpp"
+#include "runtime/comm/runtime_env.hpp"
+#include "runtime/protocol/protocol_table.hpp"
+
+namespace canopy {
+
+struct CommunicatorConfig {
+  CodegenOptions shape;                // requested chunk, FIFO depth, blocks, threads
+  int large_blocks = 128;              // blocks per rank of the large-message kernels
+  std::int64_t large_bytes = 8 << 20;  // per-rank buffer bytes from which a call is large
+  bool chunk_fixed = false;            // CANOPY_CHUNK or CommunicatorOptions::chunk_bytes: tuning does not apply
+  ProtocolSettings protocols;          // before fitting to the GPUs (make_protocol_table)
+  LaunchThreads launch;
+  HybridShape hybrid;
+  std::optional<double> watchdog_seconds;  // unset: no watchdog
+  bool check_pointers = true;              // CANOPY_CHECK_POINTERS
+};
+
+// The configuration of a communicator of `ranks` ranks. Throws canopy::Error on a value out of range.
+CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks);
+
+}  // namespace canopy

@@ -1,0 +1,235 @@
+// Communicator calls: run() checks the call, chooses its protocol once (ProtocolTable::choose), sends a large call's
+// share to the offload paths (copy engines, host staging), finds the prepared kernel (CollectiveCache) and launches it
+// (launch/), then hands it to the watchdog. Also the five collectives' entry points and the protocol queries.
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/comm/communicator_state.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+
+namespace canopy {
+
+namespace {
+
+// Whether some rank's receive buffer is its send buffer (check_call refuses any other overlap).
+bool in_place(const CollectiveCall& call) {
+  for (std::size_t r = 0; r < call.send.size() && r < call.recv.size(); ++r)
+    if (call.send[r] == call.recv[r]) return true;
+  return false;
+}
+
+}  // namespace
+
+bool Communicator::State::is_large(const CollectiveCall& call) const {
+  const std::uint64_t bytes = call.program ? size_bytes(*call.program, call.count, call.dtype)
+                                           : size_bytes(call.collective, call.count, call.dtype, ranks());
+  return bytes >= static_cast<std::uint64_t>(config.large_bytes);
+}
+
+std::int64_t Communicator::State::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
+  if (config.chunk_fixed || !tuning || tuning->entries().empty()) return 0;
+  const std::uint64_t bucket = tuning_bucket(size_bytes(collective, count, dtype, ranks()));
+  const std::optional<TuningEntry> e = tuning->find({machine, collective, dtype, bucket});
+  return e ? e->chunk_bytes : 0;
+}
+
+CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick) {
+  CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, is_large(call)};
+  if (call.program) {
+    // Not owned: canonical() copies it the first time, and only compares it with that copy afterwards.
+    spec.program = std::shared_ptr<const algo::Program>(std::shared_ptr<const algo::Program>(), call.program);
+    return cache->canonical(spec);
+  }
+  if (call.count > 0) {
+    spec.low_latency = pick.protocol == Protocol::low_latency;
+    spec.ll128 = pick.protocol == Protocol::ll128;
+    spec.direct = pick.protocol == Protocol::direct;
+    spec.two_shot = pick.two_shot;
+  }
+  if (!plan_free(spec))
+    spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
+  return spec;
+}
+
+Status Communicator::State::launch_kernels(PreparedCollective& p, const CollectiveSpec& spec,
+                                           const CollectiveCall& call, bool capturing, std::uint64_t staged) {
+  LaunchTarget target{placement.ordinals, placement.first_rank, memory->scratch(), &order};
+  target.stream_id = call_stream_ids;
+  target.crew = crew.get();
+  target.capturing = capturing;
+  device_epochs = device_epochs || capturing;  // from the first capture on, for good
+  target.device_epochs = device_epochs;
+  if (spec.low_latency || spec.ll128) {  // its memory was made when the kernel was loaded
+    LineMemory& m = spec.low_latency ? memory->low_latency() : memory->ll128();
+    target.scratch = m.lines;
+    target.flags = m.acks;
+    target.launches = m.launches;
+    target.epoch = &m.epoch;
+  } else if (spec.direct) {
+    DirectMemory& m = memory->direct();
+    target.flags = m.flags;
+    target.launches = m.launches;
+    target.epoch = &m.epoch;
+  }
+  CurrentDevice keep;
+  bool partial = false;
+  Status s = launch(p, call, target, &partial);
+  if (partial && !capturing) {  // a failed capture leaves nothing waiting: the graph is never made
+    broken = true;
+    broken_why = s.message();
+  }
+  if (s.ok() && watchdog && !capturing)
+    watchdog->watch(p, call, placement.ordinals, placement.first_rank, launch_flags(p, target),
+                    device_epochs ? launch_counters(p, target) : std::span<unsigned long long* const>());
+  if (s.ok() && log.enabled(LogLevel::debug, LogSubsys::run))
+    log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p.epoch,
+                                          p.built->source.entry,
+                                          staged ? fmt::format(", {} elements through host memory", staged) : ""));
+  return s;
+}
+
+Status Communicator::run(const CollectiveCall& given) {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
+  bool capturing = false;
+  st.call_stream_ids.resize(st.ranks());
+  if (Status s = check_call(given, st.placement.ordinal_of_rank, st.oracle, &capturing, st.call_stream_ids); !s.ok())
+    return s;
+  if (given.count == 0) return Status();
+  const bool in_place_call = in_place(given);
+  const auto pick_for = [&](std::uint64_t count) {
+    return given.program ? ProtocolPick{}
+                         : st.protocols.choose(given.collective, size_bytes(given.collective, count, given.dtype,
+                                                                            st.ranks()),
+                                               in_place_call);
+  };
+  ProtocolPick pick = pick_for(given.count);
+  // Copy engines: on two GPUs, a large broadcast, or a reduce or allreduce out of place (the receive buffer is where
+  // the other GPU's input lands). Hybrid transfers: a large broadcast's or reduce's tail crosses PCIe through host
+  // memory while the kernels or engines move the rest. Captured into a CUDA graph, every call runs on the kernels
+  // alone: the offload paths' side streams and events are not captured.
+  const bool on_engines = !capturing && pick.copy_engine &&
+                          (given.collective == Collective::broadcast || !in_place_call);
+  const std::uint64_t staged =
+      given.program || capturing ? 0
+                                 : st.offload->staged_count(given.collective, given.count, given.dtype, given.root,
+                                                            on_engines);
+  CollectiveCall call = given;
+  call.count -= staged;
+  std::vector<cudaStream_t> device_streams;
+  if (staged > 0) {
+    for (int first : st.placement.first_rank) device_streams.push_back(given.streams[first]);
+    if (Status s = st.offload->ready_staging(given.collective, given.root); !s.ok()) return s;
+    if (Status s = st.offload->fork_staging(device_streams); !s.ok()) return s;
+    pick = pick_for(call.count);  // the kernels' share
+  }
+  if (on_engines) {
+    Status s = st.offload->run_on_engines(call, &st.broken);
+    if (!s.ok() && st.broken) st.broken_why = s.message();
+    if (s.ok() && st.log.enabled(LogLevel::debug, LogSubsys::run))
+      st.log.debug(LogSubsys::run, fmt::format("{} count {} on the copy engines{}", call_name(call), call.count,
+                                               staged ? fmt::format(", {} elements through host memory", staged) : ""));
+    if (s.ok() && staged > 0) s = st.offload->stage(given, staged, device_streams, true);
+    return s;
+  }
+  const CollectiveSpec spec = st.kernel_spec(call, pick);
+  PreparedCollective* p = spec.program ? nullptr : st.cache->repeat(spec);
+  // A capture cannot compile, allocate or wait for the GPU (cudaMalloc and stream waits are not capturable): what
+  // it launches must be ready.
+  if (!p && capturing && !(p = st.cache->find(spec)))
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: count {} needs the kernel for {}, not loaded yet, and a CUDA graph capture cannot "
+                              "compile and load one: load it with Communicator::prepare(call) before capturing (an "
+                              "eager call of this size loads it too, unless the copy engines move it)",
+                              call_name(call), call.count, spec_text(spec)));
+  if (!p) {
+    if (Status s = st.get(spec, &p); !s.ok()) return s;
+    if (!spec.program) st.cache->remember(spec, p);
+  }
+  Status s = st.launch_kernels(*p, spec, call, capturing, staged);
+  if (s.ok() && staged > 0) s = st.offload->stage(given, staged, device_streams, false);
+  return s;
+}
+
+Status Communicator::prepare(const CollectiveCall& call) {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mutex);
+  if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
+  if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
+  if (call.count == 0) return Status();
+  const ProtocolPick pick =
+      call.program ? ProtocolPick{}
+                   : st.protocols.choose(call.collective, size_bytes(call.collective, call.count, call.dtype, ranks()),
+                                         in_place(call));
+  PreparedCollective* p = nullptr;
+  return st.get(st.kernel_spec(call, pick), &p);
+}
+
+// --- what a call of a given size takes -------------------------------------------------------------------------------
+
+bool Communicator::is_large(Collective collective, std::uint64_t count, DataType dtype) const {
+  return size_bytes(collective, count, dtype, ranks()) >= static_cast<std::uint64_t>(state_->config.large_bytes);
+}
+bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
+  return size_bytes(program, count, dtype) >= static_cast<std::uint64_t>(state_->config.large_bytes);
+}
+std::int64_t Communicator::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
+  return state_->tuned_chunk(collective, count, dtype);
+}
+Protocol Communicator::protocol(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
+  return state_->protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place).protocol;
+}
+bool Communicator::is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const {
+  return protocol(collective, count, dtype) == Protocol::low_latency;
+}
+bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType dtype) const {
+  return protocol(collective, count, dtype) == Protocol::ll128;
+}
+bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
+  return protocol(collective, count, dtype, in_place) == Protocol::direct;
+}
+bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
+  return state_->protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place).two_shot;
+}
+bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
+  return state_->protocols.engine_sized(collective, count * static_cast<std::uint64_t>(size_of(dtype)));
+}
+std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->offload->staged_count(collective, count, dtype, root, is_copy_engine(collective, count, dtype));
+}
+
+// --- the collectives ---------------------------------------------------------------------------------------------
+
+Status Communicator::run_program(const algo::Program& program, std::span<const void* const> send,
+                                 std::span<void* const> recv, std::uint64_t count, DataType dtype, ReduceOp op,
+                                 std::span<const cudaStream_t> streams) {
+  CollectiveCall call{Collective::allreduce, send, recv, count, dtype, op, 0, streams};
+  call.program = &program;
+  return run(call);
+}
+Status Communicator::broadcast(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                               DataType dtype, int root, std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::broadcast, send, recv, count, dtype, ReduceOp::sum, root, streams});
+}
+Status Communicator::reduce(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                            DataType dtype, ReduceOp op, int root, std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::reduce, send, recv, count, dtype, op, root, streams});
+}
+Status Communicator::allreduce(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                               DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::allreduce, send, recv, count, dtype, op, 0, streams});
+}
+Status Communicator::allgather(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t send_count,
+                               DataType dtype, std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::allgather, send, recv, send_count, dtype, ReduceOp::sum, 0, streams});
+}
+Status Communicator::reduce_scatter(std::span<const void* const> send, std::span<void* const> recv,
+                                    std::uint64_t recv_count, DataType dtype, ReduceOp op,
+                                    std::span<const cudaStream_t> streams) {
+  return run(CollectiveCall{Collective::reducescatter, send, recv, recv_count, dtype, op, 0, streams});
+}
+
+}  // namespace canopy

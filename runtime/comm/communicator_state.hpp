@@ -1,0 +1,86 @@
+// Communicator::State: what a communicator holds, as parts that own their data, each in its own folder: the
+// configuration (comm/communicator_config), the placement of ranks (comm/placement), peer-visible memory (transport/),
+// the protocol table and the protocols' memory (protocol/), plans (plan/), prepared collectives (comm/collective_cache),
+// the offload paths (offload/), launch ordering (launch/) and the watchdog (watchdog/). The communicator calls down
+// into them; none calls back up. Internal: included by the communicator's source files only.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/logger.hpp"
+#include "runtime/comm/collective_cache.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/comm/communicator_config.hpp"
+#include "runtime/comm/placement.hpp"
+#include "runtime/jit/build.hpp"
+#include "runtime/launch/launch_crew.hpp"
+#include "runtime/launch/prepared_collective.hpp"
+#include "runtime/offload/offload.hpp"
+#include "runtime/plan/plan_cache.hpp"
+#include "runtime/protocol/protocol_memory.hpp"
+#include "runtime/protocol/protocol_table.hpp"
+#include "runtime/transport/peer_memory.hpp"
+#include "runtime/tune/tuning_file.hpp"
+#include "runtime/watchdog/watchdog.hpp"
+
+namespace canopy {
+
+struct Communicator::State {
+  Logger log;
+  Topology topology{"unset"};
+  std::string topology_source;
+  Placement placement;
+  CommunicatorConfig config;
+  std::unique_ptr<PeerMemory> peers;
+  ProtocolTable protocols;
+  std::unique_ptr<ProtocolMemory> memory;
+  std::unique_ptr<Builder> builder;
+  std::unique_ptr<PlanCache> plans;
+  std::unique_ptr<CollectiveCache> cache;
+  std::unique_ptr<Offload> offload;
+  // What `canopy tune` chose for this machine: its key in tuning.json (sha256 of the topology's canonical text).
+  std::string machine;
+  std::filesystem::path tuning_path;
+  std::unique_ptr<TuningFile> tuning;  // read once at creation
+  // Calls: the checks' oracle, and per rank the stream IDs check_call found for this call's streams.
+  std::vector<StreamFacts> streams_seen;
+  CallOracle oracle;
+  std::vector<unsigned long long> call_stream_ids;
+  DeviceOrder order;
+  std::unique_ptr<LaunchCrew> crew;  // several GPUs and launch threads on: launches on all at once
+  bool device_epochs = false;        // calls were captured into CUDA graphs: the kernels count their own launches
+  std::unique_ptr<Watchdog> watchdog;
+  std::mutex mutex;
+  bool broken = false;  // a partial launch left kernels waiting
+  std::string broken_why;
+
+  ~State();
+  int ranks() const { return placement.ranks(); }
+  // Prepares `specs` (CollectiveCache) and makes the memory each newly loaded one shares: scratch, its protocol's
+  // lines or counters, and for large broadcasts, reduces and allreduces the offload paths.
+  Status prepare(std::span<const CollectiveSpec> specs);
+  Status get(const CollectiveSpec& spec, PreparedCollective** out);  // find, else prepare
+  // The kernel `call` runs, for the protocol `pick` chose (its count the kernels' share; a program's canonical copy).
+  CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick);
+  std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
+  bool is_large(const CollectiveCall& call) const;
+  // Launches `p` for `call` on every GPU, then hands it to the watchdog. `staged`: elements the host path moves.
+  Status launch_kernels(PreparedCollective& p, const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
+                        std::uint64_t staged);
+
+ private:
+  void ready_memory(const CollectiveSpec& spec, const PreparedCollective& p);  // throws canopy::Error
+};
+
+// Set-up steps of Communicator::create, in order (communicator.cpp).
+void set_up_topology(const CommunicatorOptions& options, Communicator::State& st);
+void set_up_tuning(Communicator::State& st);
+void set_up_protocols(Communicator::State& st);
+
+}  // namespace canopy

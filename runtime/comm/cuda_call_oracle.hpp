@@ -1,0 +1,17 @@
+// cuda_call_oracle: the CallOracle (comm/collective_call.hpp) a communicator checks its calls with, answered by the
+// CUDA driver and runtime: a pointer's memory kind, GPU and allocation (one driver query when it can answer), a
+// stream's ID (one query per call) and GPU (asked once per stream: IDs are never reused within a process), and
+// whether a stream is capturing a CUDA graph.
+#pragma once
+
+#include <vector>
+
+#include "runtime/comm/collective_call.hpp"
+
+namespace canopy {
+
+// `check_pointers` false (CANOPY_CHECK_POINTERS=0): pointers are not asked about. `streams_seen` keeps the streams'
+// GPUs (a few streams in practice; emptied past 64) and must outlive the oracle.
+CallOracle cuda_call_oracle(bool check_pointers, std::vector<StreamFacts>* streams_seen);
+
+}  // namespace canopy

@@ -1,0 +1,44 @@
+// Placement: which GPU runs each rank of a communicator. The ranks are the chosen GPUs of the topology, in order; the
+// devices are the given CUDA ordinals (by default as many visible GPUs as ranks); more ranks than devices run as
+// virtual ranks, in blocks, several per GPU, all of a GPU in one launch. place_ranks is pure (GPUs described by the
+// caller), so placement and its errors are tested on any CPU; the peer matrix is filled by the transport.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "dsl/topology.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+
+namespace canopy {
+
+struct Placement {
+  std::vector<GpuDevice> gpus;          // per device index
+  std::vector<std::string> rank_names;  // topology GPU names, in rank order
+  std::vector<int> device_of_rank;      // device index per rank
+  std::vector<int> ordinal_of_rank;     // CUDA ordinal per rank
+  std::vector<int> ordinals;            // per device index
+  std::vector<int> first_rank;          // per device index: its first rank, whose stream its launch uses
+  std::vector<std::vector<bool>> peer;  // device index pairs: a can reach b's memory (filled by the transport)
+
+  int ranks() const { return static_cast<int>(rank_names.size()); }
+  int devices() const { return static_cast<int>(gpus.size()); }
+};
+
+// Ranks: `gpu_list` of `topology` (names or indices, as --gpus; empty: all its GPUs). Devices: `gpus` as described;
+// when more than the ranks, cut to as many unless `devices_given` (then an error). Throws canopy::Error on a bad
+// list, too many ranks for the generated kernels, or more devices given than ranks.
+Placement place_ranks(const Topology& topology, std::vector<GpuDevice> gpus, const std::vector<std::string>& gpu_list,
+                      bool devices_given);
+
+// The first pair of GPUs without peer access, as text ("" when every pair has it): the one-hop protocols need it, as
+// every rank touches every other's memory.
+std::string missing_peer_access(const Placement& placement);
+// Why some pair of ranks cannot reach each other in one NVLink hop ("" when all can): peer access between their GPUs
+// and, in the topology, an NVLink between them (directly or through one switch).
+std::string nvlink_hop_missing(const Placement& placement, const Topology& topology);
+
+// "GPU 0 (NVIDIA H100, sm_90): gpu0 gpu1; GPU 1 (...): ..." for the init log.
+std::string describe_placement(const Placement& placement);
+
+}  // namespace canopy

@@ -1,0 +1,73 @@
+// ProtocolMemory: the memory a communicator's kernels share rather than own per collective: each rank's scratch (the
+// planned trees' FIFOs; grown to the largest any loaded kernel needs) and the plan-free protocols' memory (the
+// low-latency and LL128 lines with their acknowledgement counters, the direct kernels' counters), each made with the
+// first kernel that needs it. Allocated through the transport (PeerMemory), so peers can reach all of it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/logger.hpp"
+#include "runtime/comm/runtime_env.hpp"
+#include "runtime/jit/build.hpp"
+#include "runtime/transport/peer_memory.hpp"
+
+namespace canopy {
+
+// A line protocol's memory (low-latency, LL128).
+struct LineMemory {
+  std::vector<void*> lines;  // per rank: 2 parities x a slot per rank
+  std::vector<void*> acks;   // per rank: acknowledgement counters (rank x block), then the launch counter's line
+  std::vector<unsigned long long*> launches;  // per device index: the launch counter
+  std::uint64_t epoch = 0;                    // eager launches so far, shared by every kernel of the protocol
+};
+
+// The direct kernels' counters.
+struct DirectMemory {
+  std::vector<void*> flags;                    // per rank: entered and done, rank x block
+  std::vector<unsigned long long*> launches;  // per device index: the launch counter
+  std::uint64_t epoch = 0;                    // eager direct launches so far, shared by every direct kernel
+};
+
+class ProtocolMemory {
+ public:
+  // `first_rank`: per device index, its first rank (whose counter area holds the device's launch counter).
+  ProtocolMemory(PeerMemory& peers, int ranks, std::vector<int> first_rank, Logger log);
+  ~ProtocolMemory();  // frees everything (the caller has waited for the GPUs)
+  ProtocolMemory(const ProtocolMemory&) = delete;
+  ProtocolMemory& operator=(const ProtocolMemory&) = delete;
+
+  // Per device index: the launch counter in the line after `lines(r)` counter lines of its first rank's area.
+  std::vector<unsigned long long*> counters_after(const std::vector<void*>& areas,
+                                                  const std::function<int(int)>& lines) const;
+
+  // Whether some rank's scratch is smaller than `need` asks; grow_scratch then reallocates it (the caller first
+  // waits for the launches that use the old one).
+  bool scratch_short(const std::vector<RankResources>& need) const;
+  void grow_scratch(const std::vector<RankResources>& need);
+  const std::vector<void*>& scratch() const { return scratch_; }
+
+  // The protocols' memory, made once (the first kernel of the protocol loaded), zeroed through the transport.
+  void ready_low_latency(const LowLatencyShape& shape);
+  void ready_ll128(const LL128Shape& shape);
+  void ready_direct(const DirectShape& shape);
+  LineMemory& low_latency() { return ll_; }
+  LineMemory& ll128() { return ll128_; }
+  DirectMemory& direct() { return direct_; }
+
+ private:
+  void allocate_lines(const char* what, std::int64_t bytes, int blocks_per_rank, LineMemory* memory);
+
+  PeerMemory& peers_;
+  int ranks_;
+  std::vector<int> first_rank_;
+  Logger log_;
+  std::vector<void*> scratch_;              // per rank
+  std::vector<std::int64_t> scratch_bytes_;  // per rank
+  LineMemory ll_;
+  LineMemory ll128_;
+  DirectMemory direct_;
+};
+
+}  // namespace canopy
