@@ -12,11 +12,38 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
 
 namespace canopy::testing {
+
+// Sets an environment variable (null or nullopt: unsets it) for one scope, then restores it.
+class ScopedEnv {
+ public:
+  ScopedEnv(std::string name, const char* value)
+      : ScopedEnv(std::move(name), value ? std::optional<std::string>(value) : std::nullopt) {}
+  ScopedEnv(std::string name, std::optional<std::string> value) : name_(std::move(name)) {
+    if (const char* old = std::getenv(name_.c_str())) old_ = old;
+    if (value)
+      ::setenv(name_.c_str(), value->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+  ~ScopedEnv() {
+    if (old_)
+      ::setenv(name_.c_str(), old_->c_str(), 1);
+    else
+      ::unsetenv(name_.c_str());
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  std::string name_;
+  std::optional<std::string> old_;
+};
 
 inline std::filesystem::path source_dir() { return CANOPY_SOURCE_DIR; }
 

@@ -14,28 +14,12 @@
 #include "planner/planner.hpp"
 #include "core/logger.hpp"
 #include "runtime/comm/runtime_env.hpp"
+#include "tests/test_util.hpp"
 
 namespace canopy {
 namespace {
 
-// Sets a variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old, had_ = true;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using testing::ScopedEnv;
 
 // The message of the canopy::Error `read` throws, or "accepted" when it throws none.
 template <typename Read>
@@ -363,9 +347,9 @@ TEST(Logger, LevelsAndSubsystems) {
 
 TEST(Logger, UnknownValuesWarnAndFallBack) {
   ScopedEnv level("CANOPY_LOG", "verbose"), subsys("CANOPY_LOG_SUBSYS", nullptr);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   const Logger log = Logger::from_environment();
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(log.level(), LogLevel::warn);
   EXPECT_NE(err.find("CANOPY_LOG='verbose' is not off, warn, info or debug; using warn"), std::string::npos) << err;
 }

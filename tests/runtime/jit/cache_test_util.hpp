@@ -11,6 +11,7 @@
 #include <string>
 
 #include "runtime/jit/nvrtc_compiler.hpp"
+#include "tests/test_util.hpp"
 
 namespace canopy::testing {
 
@@ -34,29 +35,6 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-// Sets (or with nullopt unsets) one environment variable until the end of the scope.
-class ScopedEnv {
- public:
-  ScopedEnv(std::string name, std::optional<std::string> value) : name_(std::move(name)) {
-    if (const char* old = std::getenv(name_.c_str())) old_ = old;
-    if (value)
-      ::setenv(name_.c_str(), value->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_.c_str(), old_->c_str(), 1);
-    else
-      ::unsetenv(name_.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
 
 // A module whose bytes depend on `seed` only: what a compile would return, without NVRTC.
 inline CompiledModule fake_module(const std::string& seed, std::size_t bytes = 1000) {

@@ -1,0 +1,124 @@
+// resolve_config: CommunicatorOptions over the CANOPY_ variables over the defaults, and the errors a bad value gets,
+// on any CPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "runtime/comm/communicator_config.hpp"
+#include "tests/test_util.hpp"
+
+namespace canopy {
+namespace {
+
+using testing::ScopedEnv;
+using ::testing::HasSubstr;
+
+// Every variable resolve_config reads, unset for the test's scope.
+struct CleanEnvironment {
+  ScopedEnv vars[19] = {{"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
+                        {"CANOPY_THREADS", nullptr},        {"CANOPY_FIFO_DEPTH", nullptr},
+                        {"CANOPY_LARGE_BYTES", nullptr},    {"CANOPY_LARGE_BLOCKS", nullptr},
+                        {"CANOPY_LL_BYTES", nullptr},       {"CANOPY_LL128_BYTES", nullptr},
+                        {"CANOPY_DIRECT_BYTES", nullptr},   {"CANOPY_LL_TWO_SHOT_BYTES", nullptr},
+                        {"CANOPY_DIRECT_TWO_SHOT_BYTES", nullptr}, {"CANOPY_ENGINE_BYTES", nullptr},
+                        {"CANOPY_HYBRID_BYTES", nullptr},   {"CANOPY_HYBRID_SHARE", nullptr},
+                        {"CANOPY_LAUNCH_THREADS", nullptr}, {"CANOPY_LAUNCH_SPIN_US", nullptr},
+                        {"CANOPY_CHECK_POINTERS", nullptr}, {"CANOPY_WATCHDOG_S", nullptr},
+                        {"CANOPY_PULL", nullptr}};
+};
+
+std::string error_of(const CommunicatorOptions& o, int ranks = 2) {
+  try {
+    resolve_config(o, ranks);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+TEST(CommunicatorConfig, DefaultsWithNothingSet) {
+  CleanEnvironment clean;
+  const CommunicatorConfig c = resolve_config({}, 2);
+  EXPECT_EQ(c.large_bytes, 8 << 20);
+  EXPECT_EQ(c.large_blocks, 128);
+  EXPECT_FALSE(c.chunk_fixed);
+  EXPECT_TRUE(c.protocols.use_tuned);
+  EXPECT_FALSE(c.protocols.ll128_given);
+  EXPECT_EQ(c.protocols.low_latency.max_bytes, 256 << 10);
+  EXPECT_EQ(c.protocols.direct.max_bytes, 32 << 20);
+  EXPECT_EQ(c.protocols.ll_two_shot_bytes, ll_two_shot_default_bytes(2));
+  EXPECT_FALSE(c.protocols.direct_two_shot_bytes.has_value());
+  EXPECT_TRUE(c.launch.enabled);
+  EXPECT_TRUE(c.check_pointers);
+  EXPECT_FALSE(c.watchdog_seconds.has_value());
+}
+
+TEST(CommunicatorConfig, OptionsOverrideTheEnvironment) {
+  CleanEnvironment clean;
+  ScopedEnv ll("CANOPY_LL_BYTES", "64KiB"), blocks("CANOPY_BLOCKS", "8");
+  CommunicatorOptions o;
+  o.low_latency_bytes = 4096;
+  const CommunicatorConfig c = resolve_config(o, 2);
+  EXPECT_EQ(c.protocols.low_latency.max_bytes, 4096);
+  EXPECT_EQ(c.shape.blocks_per_rank, 8);    // from the environment
+  EXPECT_EQ(c.large_blocks, 8);             // CANOPY_BLOCKS holds for every size
+  EXPECT_FALSE(c.protocols.use_tuned);      // a limit was given: tuning.json's do not stand in
+}
+
+TEST(CommunicatorConfig, AGivenLimitOrChunkTurnsTuningOff) {
+  CleanEnvironment clean;
+  {
+    ScopedEnv direct("CANOPY_DIRECT_BYTES", "1MiB");
+    EXPECT_FALSE(resolve_config({}, 2).protocols.use_tuned);
+  }
+  {
+    ScopedEnv ll128("CANOPY_LL128_BYTES", "1MiB");
+    const CommunicatorConfig c = resolve_config({}, 2);
+    EXPECT_FALSE(c.protocols.use_tuned);
+    EXPECT_TRUE(c.protocols.ll128_given);
+  }
+  CommunicatorOptions o;
+  o.tuned_protocols = false;
+  EXPECT_FALSE(resolve_config(o, 2).protocols.use_tuned);
+  o.chunk_bytes = 65536;
+  EXPECT_TRUE(resolve_config(o, 2).chunk_fixed);
+}
+
+TEST(CommunicatorConfig, BadValuesNameTheSettingAndTheFix) {
+  CleanEnvironment clean;
+  CommunicatorOptions o;
+  o.direct_bytes = -1;
+  EXPECT_THAT(error_of(o), HasSubstr("direct-protocol limit -1 bytes: use 0 (off) or a positive size"));
+  o = {};
+  o.ll_two_shot_bytes = -5;
+  EXPECT_THAT(error_of(o), HasSubstr("low-latency two-shot limit -5 bytes"));
+  o = {};
+  o.direct_two_shot_bytes = -5;
+  EXPECT_THAT(error_of(o), HasSubstr("direct two-shot limit -5 bytes"));
+  o = {};
+  o.hybrid_share = 0.75;
+  EXPECT_THAT(error_of(o), HasSubstr("hybrid share 0.75: use 0 to 0.5"));
+  o = {};
+  o.hybrid_bytes = -1;
+  EXPECT_THAT(error_of(o), HasSubstr("hybrid limit -1 bytes"));
+  o = {};
+  o.engine_bytes = -1;
+  EXPECT_THAT(error_of(o), HasSubstr("copy-engine limit -1 bytes"));
+  o = {};
+  o.launch_spin = std::chrono::microseconds(0);
+  EXPECT_THAT(error_of(o), HasSubstr("launch_spin 0 us: use at least 1 us"));
+}
+
+TEST(CommunicatorConfig, EnvironmentTurnsWatchdogAndPointerChecksOnAndOff) {
+  CleanEnvironment clean;
+  ScopedEnv watchdog("CANOPY_WATCHDOG_S", "2.5"), pointers("CANOPY_CHECK_POINTERS", "0"),
+      threads("CANOPY_LAUNCH_THREADS", "0");
+  const CommunicatorConfig c = resolve_config({}, 2);
+  ASSERT_TRUE(c.watchdog_seconds.has_value());
+  EXPECT_DOUBLE_EQ(*c.watchdog_seconds, 2.5);
+  EXPECT_FALSE(c.check_pointers);
+  EXPECT_FALSE(c.launch.enabled);
+}
+
+}  // namespace
+}  // namespace canopy

@@ -1,0 +1,75 @@
+// place_ranks: ranks from the topology (all GPUs or a --gpus list), devices cut to the ranks, virtual ranks in blocks,
+// and what the placement allows (peer access, NVLink hops), on any CPU with GPUs described by hand.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "dsl/topo_reader.hpp"
+#include "runtime/comm/placement.hpp"
+
+namespace canopy {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::vector<GpuDevice> gpus(int count) {
+  std::vector<GpuDevice> out;
+  for (int i = 0; i < count; ++i) out.push_back(GpuDevice{i, "test GPU", "sm_90", DeviceLimits{}, 0});
+  return out;
+}
+
+const Topology& four_gpus() {
+  static const Topology t = read_topo(
+      "topology four\ngpus 4\nswitch nvs0\nlink gpu0 nvs0 100 nvlink4\nlink gpu1 nvs0 100 nvlink4\n"
+      "link gpu2 nvs0 100 nvlink4\nswitch pcie0\nlink gpu3 pcie0 32 pcie5\nlink gpu0 pcie0 32 pcie5\n",
+      "four.topo");
+  return t;
+}
+
+TEST(Placement, EveryGpuOfTheTopologyIsARankAndDevicesAreCutToTheRanks) {
+  const Placement p = place_ranks(four_gpus(), gpus(8), {}, /*devices_given=*/false);
+  EXPECT_THAT(p.rank_names, ElementsAre("gpu0", "gpu1", "gpu2", "gpu3"));
+  EXPECT_EQ(p.devices(), 4);
+  EXPECT_THAT(p.device_of_rank, ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(p.first_rank, ElementsAre(0, 1, 2, 3));
+}
+
+TEST(Placement, MoreRanksThanDevicesRunAsVirtualRanksInBlocks) {
+  const Placement p = place_ranks(four_gpus(), gpus(2), {}, true);
+  EXPECT_THAT(p.device_of_rank, ElementsAre(0, 0, 1, 1));
+  EXPECT_THAT(p.ordinal_of_rank, ElementsAre(0, 0, 1, 1));
+  EXPECT_THAT(p.first_rank, ElementsAre(0, 2));
+  EXPECT_THAT(describe_placement(p), HasSubstr("GPU 0 (test GPU, sm_90): gpu0 gpu1; GPU 1"));
+}
+
+TEST(Placement, AGpuListChoosesTheRanksInItsOrder) {
+  const Placement p = place_ranks(four_gpus(), gpus(2), {"gpu2", "gpu0"}, false);
+  EXPECT_THAT(p.rank_names, ElementsAre("gpu2", "gpu0"));
+}
+
+TEST(Placement, MoreDevicesGivenThanRanksIsAnError) {
+  try {
+    place_ranks(four_gpus(), gpus(3), {"gpu0", "gpu1"}, true);
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("3 devices given for 2 ranks of topology four: give at most as many devices"));
+  }
+}
+
+TEST(Placement, PeerAccessAndNVLinkHopsSayWhichPairLacksThem) {
+  Placement p = place_ranks(four_gpus(), gpus(4), {}, false);
+  EXPECT_EQ(missing_peer_access(p), "GPUs 0 and 1 have no peer access");  // the transport has not filled it
+  for (auto& row : p.peer) row.assign(row.size(), true);
+  EXPECT_EQ(missing_peer_access(p), "");
+  EXPECT_THAT(nvlink_hop_missing(p, four_gpus()), HasSubstr("gpu0 and gpu3 are not one NVLink hop apart"));
+  const Placement three = [&] {
+    Placement q = place_ranks(four_gpus(), gpus(3), {"gpu0", "gpu1", "gpu2"}, false);
+    for (auto& row : q.peer) row.assign(row.size(), true);
+    return q;
+  }();
+  EXPECT_EQ(nvlink_hop_missing(three, four_gpus()), "");
+}
+
+}  // namespace
+}  // namespace canopy

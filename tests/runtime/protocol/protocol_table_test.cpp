@@ -1,0 +1,162 @@
+// ProtocolTable: which protocol a call takes (LL, LL128, direct, planned; two-shot; copy engines) and which protocols
+// a communicator turns off, from settings and facts alone (no GPU).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "runtime/protocol/protocol_table.hpp"
+
+namespace canopy {
+namespace {
+
+constexpr std::int64_t KiB = 1024, MiB = 1024 * 1024;
+
+ProtocolSettings two_gpu_settings() {
+  ProtocolSettings s;
+  s.low_latency = {256 * KiB, 32, 512};
+  s.ll128 = {2 * MiB, 64, 512};
+  s.direct = {32 * MiB, 32, 512};
+  s.ll128_given = true;
+  s.engine.min_bytes = 0;  // off unless a test turns it on
+  return s;
+}
+
+ProtocolFacts facts(int ranks, int devices) {
+  ProtocolFacts f;
+  f.ranks = ranks;
+  f.devices = devices;
+  f.min_sms = 132;
+  return f;
+}
+
+struct Made {
+  ProtocolTable table;
+  std::vector<std::string> log;
+};
+
+Made make(const ProtocolSettings& s, const ProtocolFacts& f,
+          std::function<std::optional<ProtocolLimits>(Collective)> tuned = nullptr) {
+  Made m;
+  Logger log(LogLevel::info, ~0u);
+  log.set_sink([&m](std::string_view line) { m.log.emplace_back(line); });
+  m.table = make_protocol_table(s, f, tuned, log);
+  return m;
+}
+
+bool logged(const Made& m, const std::string& text) {
+  for (const std::string& line : m.log)
+    if (line.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(ProtocolTable, TriesLowLatencyThenLL128ThenDirectThenPlanned) {
+  const Made m = make(two_gpu_settings(), facts(2, 2));
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 8).protocol, Protocol::low_latency);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 256 * KiB).protocol, Protocol::low_latency);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 256 * KiB + 4).protocol, Protocol::ll128);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 2 * MiB).protocol, Protocol::ll128);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 4 * MiB).protocol, Protocol::direct);
+  // Direct goes by the bytes the busiest link carries: (ranks - 1) x S for a one-shot allreduce of two ranks.
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 32 * MiB).protocol, Protocol::direct);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 64 * MiB).protocol, Protocol::planned);
+}
+
+TEST(ProtocolTable, OneRankTakesNoOneHopProtocolBeyondLowLatency) {
+  const Made m = make(two_gpu_settings(), facts(1, 1));
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 1 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 4 * MiB).protocol, Protocol::planned);
+}
+
+TEST(ProtocolTable, MissingPeerAccessTurnsEveryOneHopProtocolOffAndSaysWhy) {
+  ProtocolFacts f = facts(2, 2);
+  f.no_peer_access = "GPUs 0 and 1 have no peer access";
+  f.no_nvlink_hop = f.no_peer_access;
+  const Made m = make(two_gpu_settings(), f);
+  EXPECT_EQ(m.table.low_latency().max_bytes, 0);
+  EXPECT_EQ(m.table.ll128().max_bytes, 0);
+  EXPECT_EQ(m.table.direct().max_bytes, 0);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 8).protocol, Protocol::planned);
+  EXPECT_TRUE(logged(m, "low-latency protocol off: GPUs 0 and 1 have no peer access"));
+  EXPECT_TRUE(logged(m, "direct protocol off: GPUs 0 and 1 have no peer access"));
+}
+
+TEST(ProtocolTable, NoNVLinkHopKeepsLowLatencyButNotLL128OrDirect) {
+  ProtocolFacts f = facts(2, 2);
+  f.no_nvlink_hop = "gpu0 and gpu1 are not one NVLink hop apart";
+  const Made m = make(two_gpu_settings(), f);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 8).protocol, Protocol::low_latency);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 1 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 8 * MiB).protocol, Protocol::planned);
+  EXPECT_TRUE(logged(m, "LL128 protocol off"));
+}
+
+TEST(ProtocolTable, LineBuffersOverTheCeilingTurnTheProtocolOff) {
+  ProtocolSettings s = two_gpu_settings();
+  s.low_latency.max_bytes = 512 * MiB;  // a slot per rank, two parities: far over 1 GiB per GPU at 64 ranks
+  const Made m = make(s, facts(64, 1));
+  EXPECT_EQ(m.table.low_latency().max_bytes, 0);
+  EXPECT_TRUE(logged(m, "lower CANOPY_LL_BYTES to use it"));
+}
+
+TEST(ProtocolTable, BlocksAreFittedToOnePerSmForEveryRankOfAGpu) {
+  const Made m = make(two_gpu_settings(), facts(8, 1));  // 8 ranks on one GPU of 132 SMs: at most 16 blocks each
+  EXPECT_EQ(m.table.low_latency().blocks_per_rank, 16);
+  EXPECT_EQ(m.table.ll128().blocks_per_rank, 16);
+  EXPECT_EQ(m.table.direct().blocks_per_rank, 16);
+}
+
+TEST(ProtocolTable, LL128WithinLowLatencysLimitTakesNothing) {
+  ProtocolSettings s = two_gpu_settings();
+  s.ll128.max_bytes = 128 * KiB;
+  const Made m = make(s, facts(2, 2));
+  EXPECT_EQ(m.table.ll128().max_bytes, 0);
+  EXPECT_TRUE(logged(m, "LL128 protocol off: its limit 128 KiB is within the one below it (256 KiB)"));
+}
+
+TEST(ProtocolTable, TunedLimitsStandInPerCollectiveWhenAllowed) {
+  ProtocolSettings s = two_gpu_settings();
+  s.tuned_from = "/cache/tuning.json";
+  const auto tuned = [](Collective c) -> std::optional<ProtocolLimits> {
+    if (c != Collective::allgather) return std::nullopt;
+    return ProtocolLimits{64 * KiB, 0, 1 * MiB};
+  };
+  const Made m = make(s, facts(2, 2), tuned);
+  EXPECT_EQ(m.table.choose(Collective::allgather, 128 * KiB).protocol, Protocol::direct);
+  EXPECT_EQ(m.table.choose(Collective::allgather, 2 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 128 * KiB).protocol, Protocol::low_latency);  // untuned
+  EXPECT_TRUE(logged(m, "protocol limits tuned for this machine (/cache/tuning.json): allgather:"));
+  s.use_tuned = false;
+  EXPECT_EQ(make(s, facts(2, 2), tuned).table.choose(Collective::allgather, 128 * KiB).protocol,
+            Protocol::low_latency);
+}
+
+TEST(ProtocolTable, TwoShotVariants) {
+  ProtocolSettings s = two_gpu_settings();
+  s.ll_two_shot_bytes = 64 * KiB;
+  s.direct_two_shot_bytes = 8 * MiB;
+  const Made m = make(s, facts(4, 4));
+  EXPECT_FALSE(m.table.choose(Collective::allreduce, 32 * KiB).two_shot);
+  EXPECT_TRUE(m.table.choose(Collective::allreduce, 64 * KiB).two_shot);
+  EXPECT_FALSE(m.table.choose(Collective::allgather, 64 * KiB).two_shot);  // LL two-shot is an allreduce's
+  const ProtocolPick out_of_place = m.table.choose(Collective::allreduce, 4 * MiB);
+  EXPECT_EQ(out_of_place.protocol, Protocol::direct);
+  EXPECT_FALSE(out_of_place.two_shot);
+  EXPECT_TRUE(m.table.choose(Collective::allreduce, 4 * MiB, /*in_place=*/true).two_shot);
+}
+
+TEST(ProtocolTable, CopyEnginesNeedTwoRanksOnTwoGpusAndTakeLargeCallsFromDirect) {
+  ProtocolSettings s = two_gpu_settings();
+  s.engine.min_bytes = 16 * MiB;
+  const Made two = make(s, facts(2, 2));
+  const ProtocolPick large = two.table.choose(Collective::broadcast, 16 * MiB);
+  EXPECT_TRUE(large.copy_engine);
+  EXPECT_EQ(large.protocol, Protocol::planned);
+  EXPECT_FALSE(two.table.choose(Collective::allgather, 64 * MiB).copy_engine);  // not a collective they move
+  const Made four = make(s, facts(4, 4));
+  EXPECT_FALSE(four.table.choose(Collective::broadcast, 64 * MiB).copy_engine);
+  EXPECT_TRUE(logged(four, "copy engines off: 4 ranks on 4 GPUs"));
+}
+
+}  // namespace
+}  // namespace canopy
