@@ -6,6 +6,7 @@
 #include "codegen/direct_source.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/watchdog/stuck_report.hpp"
+#include "runtime/watchdog/watch_rules.hpp"
 #include "templates/device_args.cuh"
 
 namespace canopy {
@@ -68,7 +69,7 @@ void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& c
 }
 
 void Watchdog::loop() {
-  const auto poll = std::chrono::duration<double>(std::min(0.1, seconds_ / 10));
+  const auto poll = std::chrono::duration<double>(watch_poll_seconds(seconds_));
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_) {
     wake_.wait_for(lock, poll);
@@ -82,16 +83,17 @@ void Watchdog::loop() {
         else if (q != cudaSuccess) (void)cudaGetLastError();
       }
       const double age = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.start).count();
-      if (running.empty()) {
-        if (p.reported)
-          log_.warn(LogSubsys::watchdog, fmt::format("{} launch {} finished after {:.1f} s", p.built->source.entry,
-                                                     p.epoch, age));
+      const WatchAction action = watch_action(running.empty(), p.reported, age, seconds_);
+      if (action == WatchAction::forget_after_report)
+        log_.warn(LogSubsys::watchdog,
+                  fmt::format("{} launch {} finished after {:.1f} s", p.built->source.entry, p.epoch, age));
+      if (action == WatchAction::forget || action == WatchAction::forget_after_report) {
         for (std::size_t d = 0; d < p.events.size(); ++d)
           if (p.events[d]) spare_.push_back({p.ordinals[d], p.events[d]});
         pending_.pop_front();
         continue;
       }
-      if (age >= seconds_ && !p.reported) {
+      if (action == WatchAction::report_stuck) {
         p.reported = true;
         report(p, running);
       }
