@@ -662,40 +662,14 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
       job.builds.push_back(std::async(std::launch::async, [this, spec = job.spec, plan = job.plan, o]() {
         CacheOutcome outcome{};
         std::shared_ptr<const BuiltCollective> built;
-        if (spec.low_latency) {
-          const LowLatencySpec ll{spec.collective,
-                                  spec.dtype,
-                                  spec.op,
-                                  static_cast<int>(rank_names.size()),
-                                  spec.root,
-                                  device_of_rank,
-                                  low_latency.blocks_per_rank,
-                                  low_latency.threads_per_block,
-                                  low_latency.max_bytes,
-                                  spec.two_shot};
-          built = builder->build(low_latency_source(ll), rank_names, o.codegen, o.compile, &outcome);
-        } else if (spec.ll128) {
-          const LL128Spec l{spec.collective,
-                            spec.dtype,
-                            spec.op,
-                            static_cast<int>(rank_names.size()),
-                            spec.root,
-                            device_of_rank,
-                            ll128.blocks_per_rank,
-                            ll128.threads_per_block,
-                            ll128.max_bytes};
-          built = builder->build(ll128_source(l), rank_names, o.codegen, o.compile, &outcome);
-        } else if (spec.direct) {
-          const DirectSpec ds{spec.collective,
-                              spec.dtype,
-                              spec.op,
-                              static_cast<int>(rank_names.size()),
-                              spec.root,
-                              device_of_rank,
-                              direct.blocks_per_rank,
-                              direct.threads_per_block,
-                              spec.two_shot};
-          built = builder->build(direct_source(ds), rank_names, o.codegen, o.compile, &outcome);
+        if (plan_free(spec)) {
+          const OneLaunchShape& shape = spec.low_latency ? low_latency : spec.ll128 ? ll128 : direct;
+          const OneHopSpec base{spec.collective, spec.dtype, spec.op, static_cast<int>(rank_names.size()), spec.root,
+                                device_of_rank, shape.blocks_per_rank, shape.threads_per_block};
+          const KernelSource source = spec.low_latency ? low_latency_source({base, shape.max_bytes, spec.two_shot})
+                                      : spec.ll128     ? ll128_source({base, shape.max_bytes})
+                                                       : direct_source({base, spec.two_shot});
+          built = builder->build(source, rank_names, o.codegen, o.compile, &outcome);
         } else if (spec.program) {
           built = builder->build(*spec.program, topology, rank_names, o, &outcome);
         } else {
