@@ -46,22 +46,20 @@ std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int
 }
 
 KernelSource direct_source(const DirectSpec& spec) {
-  if (spec.two_shot && !direct_has_two_shot(spec.collective))
+  const OneHopSpec& s = spec.base;
+  if (spec.two_shot && !direct_has_two_shot(s.collective))
     throw Error(fmt::format(
         "direct kernels: two-shot is a variant of allreduce, broadcast and reduce, not of {}; unset two_shot",
-        to_string(spec.collective)));
-  const OneHopShape shape{spec.collective,      spec.dtype, spec.op,
-                          spec.ranks,           spec.root,  &spec.device_of_rank,
-                          spec.blocks_per_rank, 1024,       spec.threads_per_block};
-  KernelSource k = one_hop_kernel(shape, spec.two_shot ? "canopy_direct2shot" : "canopy_direct", "direct kernels");
+        to_string(s.collective)));
+  KernelSource k = one_hop_kernel(s, 1024, spec.two_shot ? "canopy_direct2shot" : "canopy_direct", "direct kernels");
   write_one_hop_source(
-      shape,
+      s,
       {"direct", "direct.cuh", "kDirect", "canopy::run_direct",
        fmt::format("{}; {} blocks x {} threads per rank",
                    spec.two_shot ? "two-shot: every rank moves its share of the elements from the send buffers to the "
                                    "receive buffers"
                                  : "every rank reads the send buffers it needs from the other ranks",
-                   spec.blocks_per_rank, spec.threads_per_block),
+                   s.blocks_per_rank, s.threads_per_block),
        fmt::format("  static constexpr bool kTwoShot = {};\n", spec.two_shot), spec.two_shot ? 1 : 0},
       &k);
   return k;

@@ -6,23 +6,17 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "codegen/codegen_options.hpp"
 #include "codegen/kernel_source.hpp"
+#include "codegen/one_hop_kernel.hpp"
 #include "core/collective.hpp"
 
 namespace canopy {
 
 struct DirectSpec {
-  Collective collective = Collective::allreduce;
-  DataType dtype = DataType::f32;
-  ReduceOp op = ReduceOp::sum;
-  int ranks = 2;
-  int root = 0;                     // broadcast and reduce
-  std::vector<int> device_of_rank;  // empty: rank i on device i
-  int blocks_per_rank = 32;         // each block moves an equal share of the elements
-  int threads_per_block = 512;
+  // Each block moves an equal share of the elements.
+  OneHopSpec base{.blocks_per_rank = 32, .threads_per_block = 512};
   // Allreduce, broadcast and reduce: two-shot (each rank moves its share of the elements from the send buffers it
   // needs to the receive buffers that need it, no link carrying more than 2 (ranks - 1) / ranks of the buffer one
   // way) instead of one-shot (every rank reads the inputs it needs: (ranks - 1) times the buffer on the busiest link).

@@ -17,16 +17,14 @@ std::int64_t ll128_buffer_bytes(int ranks, std::int64_t max_bytes) {
 KernelSource ll128_source(const LL128Spec& spec) {
   if (spec.max_bytes < 8 || spec.max_bytes > (std::int64_t{1} << 30))
     throw Error(fmt::format("LL128 kernels: a {}-byte limit; use 8 B to 1 GiB", spec.max_bytes));
-  const OneHopShape shape{spec.collective,      spec.dtype, spec.op,
-                          spec.ranks,           spec.root,  &spec.device_of_rank,
-                          spec.blocks_per_rank, 1024,       spec.threads_per_block};
-  KernelSource k = one_hop_kernel(shape, "canopy_ll128", "LL128 kernels");
+  const OneHopSpec& s = spec.base;
+  KernelSource k = one_hop_kernel(s, 1024, "canopy_ll128", "LL128 kernels");
   const std::int64_t lines = ll128_lines(spec.max_bytes);
   write_one_hop_source(
-      shape,
+      s,
       {"LL128", "ll128.cuh", "kLL", "canopy::run_ll128",
        fmt::format("slots of up to {} ({} lines of 120 data bytes); {} blocks x {} threads per rank",
-                   format_byte_size(spec.max_bytes), lines, spec.blocks_per_rank, spec.threads_per_block),
+                   format_byte_size(spec.max_bytes), lines, s.blocks_per_rank, s.threads_per_block),
        fmt::format("  static constexpr unsigned long long kLines = {};  // per slot\n", lines), 1},
       &k);
   return k;

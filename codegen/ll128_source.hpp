@@ -6,23 +6,17 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "codegen/codegen_options.hpp"
 #include "codegen/kernel_source.hpp"
+#include "codegen/one_hop_kernel.hpp"
 #include "core/collective.hpp"
 
 namespace canopy {
 
 struct LL128Spec {
-  Collective collective = Collective::allreduce;
-  DataType dtype = DataType::f32;
-  ReduceOp op = ReduceOp::sum;
-  int ranks = 2;
-  int root = 0;                     // broadcast and reduce
-  std::vector<int> device_of_rank;  // empty: rank i on device i
-  int blocks_per_rank = 64;         // each block carries an equal share of every slot's lines
-  int threads_per_block = 512;
+  // Each block carries an equal share of every slot's lines.
+  OneHopSpec base{.blocks_per_rank = 64, .threads_per_block = 512};
   std::int64_t max_bytes = 4 << 20;  // the largest slot (count x element size) the LL128 buffers hold
 };
 

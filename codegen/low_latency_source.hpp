@@ -6,23 +6,17 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include "codegen/codegen_options.hpp"
 #include "codegen/kernel_source.hpp"
+#include "codegen/one_hop_kernel.hpp"
 #include "core/collective.hpp"
 
 namespace canopy {
 
 struct LowLatencySpec {
-  Collective collective = Collective::allreduce;
-  DataType dtype = DataType::f32;
-  ReduceOp op = ReduceOp::sum;
-  int ranks = 2;
-  int root = 0;                     // broadcast and reduce
-  std::vector<int> device_of_rank;  // empty: rank i on device i
-  int blocks_per_rank = 4;          // each block carries an equal share of every slot
-  int threads_per_block = 256;
+  // Each block carries an equal share of every slot.
+  OneHopSpec base{.blocks_per_rank = 4, .threads_per_block = 256};
   std::int64_t max_bytes = 64 * 1024;  // the largest slot (count x element size) the LL buffers hold
   // Allreduce only: two-shot (a reduce-scatter and an allgather in one launch, 2 (ranks - 1) / ranks of the buffer
   // sent per rank) instead of one-shot (every rank sends its whole input to every peer).

@@ -11,17 +11,16 @@
 
 namespace canopy {
 
-KernelSource one_hop_kernel(const OneHopShape& s, const char* prefix, const char* what) {
+KernelSource one_hop_kernel(const OneHopSpec& s, int max_blocks_per_rank, const char* prefix, const char* what) {
   const int n = s.ranks;
   if (n < 1 || n > 1000) throw Error(fmt::format("{}: {} ranks; use 1 to 1000", what, n));
   if (has_root(s.collective) && (s.root < 0 || s.root >= n))
     throw Error(fmt::format("{}: root {} is not a rank (0..{})", what, s.root, n - 1));
-  if (s.blocks_per_rank < 1 || s.blocks_per_rank > s.max_blocks_per_rank)
-    throw Error(fmt::format("{}: {} blocks per rank; use 1 to {}", what, s.blocks_per_rank, s.max_blocks_per_rank));
+  if (s.blocks_per_rank < 1 || s.blocks_per_rank > max_blocks_per_rank)
+    throw Error(fmt::format("{}: {} blocks per rank; use 1 to {}", what, s.blocks_per_rank, max_blocks_per_rank));
   if (s.threads_per_block < 32 || s.threads_per_block > 1024 || s.threads_per_block % 32 != 0)
     throw Error(fmt::format("{}: {} threads per block; use a multiple of 32 up to 1024", what, s.threads_per_block));
-  const std::vector<int> device_of_rank =
-      s.device_of_rank && !s.device_of_rank->empty() ? *s.device_of_rank : block_placement(n, n);
+  const std::vector<int> device_of_rank = s.device_of_rank.empty() ? block_placement(n, n) : s.device_of_rank;
   if (static_cast<int>(device_of_rank.size()) != n)
     throw Error(fmt::format("{}: {} device entries for {} ranks", what, device_of_rank.size(), n));
   const int devices = *std::max_element(device_of_rank.begin(), device_of_rank.end()) + 1;
@@ -45,7 +44,7 @@ KernelSource one_hop_kernel(const OneHopShape& s, const char* prefix, const char
   return k;
 }
 
-void write_one_hop_source(const OneHopShape& s, const OneHopProtocol& protocol, KernelSource* k) {
+void write_one_hop_source(const OneHopSpec& s, const OneHopProtocol& protocol, KernelSource* k) {
   static const char* const kCollectiveNames[] = {"Broadcast", "Reduce", "AllReduce", "AllGather", "ReduceScatter"};
   const bool reduces_ = reduces(s.collective);
   std::string out = fmt::format(

@@ -56,21 +56,15 @@ Status check_spec(const CollectiveSpec& spec, int ranks, const ProtocolTable& pr
 
 // The source of a plan-free kernel (low-latency, LL128, direct) for `spec`, in the protocol's fitted shape.
 KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& protocols, const Placement& placement) {
-  const int n = placement.ranks();
-  if (spec.low_latency) {
-    const LowLatencyShape& s = protocols.low_latency();
-    return low_latency_source(LowLatencySpec{spec.collective, spec.dtype, spec.op, n, spec.root,
-                                             placement.device_of_rank, s.blocks_per_rank, s.threads_per_block,
-                                             s.max_bytes, spec.two_shot});
-  }
-  if (spec.ll128) {
-    const LL128Shape& s = protocols.ll128();
-    return ll128_source(LL128Spec{spec.collective, spec.dtype, spec.op, n, spec.root, placement.device_of_rank,
-                                  s.blocks_per_rank, s.threads_per_block, s.max_bytes});
-  }
-  const DirectShape& s = protocols.direct();
-  return direct_source(DirectSpec{spec.collective, spec.dtype, spec.op, n, spec.root, placement.device_of_rank,
-                                  s.blocks_per_rank, s.threads_per_block, spec.two_shot});
+  const OneLaunchShape& shape = spec.low_latency ? protocols.low_latency()
+                                : spec.ll128     ? protocols.ll128()
+                                                 : protocols.direct();
+  const OneHopSpec base{spec.collective,         spec.dtype,           spec.op,
+                        placement.ranks(),       spec.root,            placement.device_of_rank,
+                        shape.blocks_per_rank,   shape.threads_per_block};
+  if (spec.low_latency) return low_latency_source({base, shape.max_bytes, spec.two_shot});
+  if (spec.ll128) return ll128_source({base, shape.max_bytes});
+  return direct_source({base, spec.two_shot});
 }
 
 }  // namespace

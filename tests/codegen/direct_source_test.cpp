@@ -23,12 +23,12 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 DirectSpec reduce_on_two_gpus() {
   DirectSpec spec;
-  spec.collective = Collective::reduce;
-  spec.dtype = DataType::bf16;
-  spec.op = ReduceOp::max;
-  spec.ranks = 8;
-  spec.root = 3;
-  spec.device_of_rank = block_placement(8, 2);
+  spec.base.collective = Collective::reduce;
+  spec.base.dtype = DataType::bf16;
+  spec.base.op = ReduceOp::max;
+  spec.base.ranks = 8;
+  spec.base.root = 3;
+  spec.base.device_of_rank = block_placement(8, 2);
   return spec;
 }
 
@@ -67,11 +67,11 @@ TEST(DirectSource, OneLaunchPerDeviceWithItsRanks) {
 
 TEST(DirectSource, UnevenPlacementAndShape) {
   DirectSpec spec;
-  spec.collective = Collective::allgather;
-  spec.ranks = 3;
-  spec.device_of_rank = {1, 0, 1};
-  spec.blocks_per_rank = 5;
-  spec.threads_per_block = 128;
+  spec.base.collective = Collective::allgather;
+  spec.base.ranks = 3;
+  spec.base.device_of_rank = {1, 0, 1};
+  spec.base.blocks_per_rank = 5;
+  spec.base.threads_per_block = 128;
   const KernelSource k = direct_source(spec);
   EXPECT_EQ(k.name, "canopy_direct_allgather_r3_d2_b5_f32");  // no operator, no root
   ASSERT_EQ(k.launches.size(), 2u);
@@ -86,7 +86,7 @@ TEST(DirectSource, UnevenPlacementAndShape) {
   EXPECT_TRUE(contains(k.file.text, "  static constexpr int kBlocks = 5;  // per rank")) << k.file.text;
 
   DirectSpec one;  // the default placement: rank i on device i
-  one.ranks = 3;
+  one.base.ranks = 3;
   const KernelSource d = direct_source(one);
   EXPECT_EQ(d.name, "canopy_direct_allreduce_r3_d3_b32_f32_sum");
   ASSERT_EQ(d.launches.size(), 3u);
@@ -118,8 +118,8 @@ TEST(DirectSource, EveryCollectiveNamesATemplateConstant) {
   for (const auto& [collective, declared] : expected) {
     const std::string constant = std::string(declared).substr(0, std::string(declared).find(' '));
     DirectSpec spec;
-    spec.collective = collective;
-    spec.root = 1;
+    spec.base.collective = collective;
+    spec.base.root = 1;
     const KernelSource k = direct_source(spec);
     EXPECT_TRUE(contains(k.file.text, "  static constexpr int kCollective = canopy::" + constant + ";"))
         << to_string(collective) << "\n"
@@ -141,10 +141,10 @@ TEST(DirectSource, Deterministic) {
   EXPECT_EQ(a.schedule_key, b.schedule_key);
   EXPECT_EQ(a.schedule_key.size(), 64u);  // sha256, hex
   DirectSpec other = reduce_on_two_gpus();
-  other.root = 2;
+  other.base.root = 2;
   EXPECT_NE(direct_source(other).schedule_key, a.schedule_key);
   other = reduce_on_two_gpus();
-  other.blocks_per_rank = 16;
+  other.base.blocks_per_rank = 16;
   EXPECT_NE(direct_source(other).schedule_key, a.schedule_key);
 }
 
@@ -179,8 +179,8 @@ TEST(DirectSource, FlagAreaHoldsEnteredAndDonePerPeerAndBlock) {
 // fitted one per SM and rank); one-shot keeps ptxas's own choice.
 TEST(DirectSource, TwoShotAllreduceHasItsOwnNameAndConfig) {
   DirectSpec spec;
-  spec.ranks = 8;
-  spec.device_of_rank = block_placement(8, 2);
+  spec.base.ranks = 8;
+  spec.base.device_of_rank = block_placement(8, 2);
   const std::string one = direct_source(spec).file.text;
   EXPECT_TRUE(contains(one, "  static constexpr bool kTwoShot = false;\n")) << one;
   EXPECT_TRUE(contains(one, "__launch_bounds__(512)\n")) << one;
@@ -190,17 +190,16 @@ TEST(DirectSource, TwoShotAllreduceHasItsOwnNameAndConfig) {
   EXPECT_TRUE(contains(k.file.text, "  static constexpr bool kTwoShot = true;\n")) << k.file.text;
   EXPECT_TRUE(contains(k.file.text, "__launch_bounds__(512, 1)\n")) << k.file.text;
   EXPECT_TRUE(contains(k.file.text, "two-shot")) << k.file.text;  // the banner says which
-  EXPECT_NE(k.schedule_key,
-            direct_source(DirectSpec{spec.collective, spec.dtype, spec.op, 8, 0, spec.device_of_rank}).schedule_key);
+  EXPECT_NE(k.schedule_key, direct_source(DirectSpec{spec.base, false}).schedule_key);  // one-shot, all else alike
   for (Collective c : {Collective::broadcast, Collective::reduce}) {
-    spec.collective = c;
-    spec.root = 5;
+    spec.base.collective = c;
+    spec.base.root = 5;
     EXPECT_EQ(direct_source(spec).name, fmt::format("canopy_direct2shot_{}_r8_d2_b32_f32{}_root5", to_string(c),
                                                     c == Collective::reduce ? "_sum" : ""));
     EXPECT_TRUE(direct_has_two_shot(c));
   }
   for (Collective c : {Collective::allgather, Collective::reducescatter}) {
-    spec.collective = c;
+    spec.base.collective = c;
     EXPECT_FALSE(direct_has_two_shot(c));
     EXPECT_EQ(refusal(spec), fmt::format("direct kernels: two-shot is a variant of allreduce, broadcast and reduce, "
                                          "not of {}; unset two_shot",
@@ -260,32 +259,32 @@ TEST(DirectSource, WhoReadsWhom) {
 
 TEST(DirectSource, RefusesWhatItCannotRun) {
   DirectSpec spec;
-  spec.collective = Collective::broadcast;
-  spec.root = 2;
+  spec.base.collective = Collective::broadcast;
+  spec.base.root = 2;
   EXPECT_EQ(refusal(spec), "direct kernels: root 2 is not a rank (0..1)");
-  spec.root = -1;
+  spec.base.root = -1;
   EXPECT_EQ(refusal(spec), "direct kernels: root -1 is not a rank (0..1)");
-  spec.root = 0;
-  spec.blocks_per_rank = 0;
+  spec.base.root = 0;
+  spec.base.blocks_per_rank = 0;
   EXPECT_EQ(refusal(spec), "direct kernels: 0 blocks per rank; use 1 to 1024");
-  spec.blocks_per_rank = 1025;
+  spec.base.blocks_per_rank = 1025;
   EXPECT_EQ(refusal(spec), "direct kernels: 1025 blocks per rank; use 1 to 1024");
-  spec.blocks_per_rank = 1024;
+  spec.base.blocks_per_rank = 1024;
   EXPECT_EQ(refusal(spec), "");  // the most it takes
-  spec.blocks_per_rank = 32;
-  spec.threads_per_block = 100;
+  spec.base.blocks_per_rank = 32;
+  spec.base.threads_per_block = 100;
   EXPECT_EQ(refusal(spec), "direct kernels: 100 threads per block; use a multiple of 32 up to 1024");
-  spec.threads_per_block = 2048;
+  spec.base.threads_per_block = 2048;
   EXPECT_NE(refusal(spec), "");
-  spec.threads_per_block = 512;
-  spec.device_of_rank = {0, 2};
+  spec.base.threads_per_block = 512;
+  spec.base.device_of_rank = {0, 2};
   EXPECT_EQ(refusal(spec), "direct kernels: device 1 runs no rank; number devices 0..2 without gaps");
-  spec.device_of_rank = {0, 1, 1};
+  spec.base.device_of_rank = {0, 1, 1};
   EXPECT_EQ(refusal(spec), "direct kernels: 3 device entries for 2 ranks");
-  spec.device_of_rank = {};
-  spec.ranks = 0;
+  spec.base.device_of_rank = {};
+  spec.base.ranks = 0;
   EXPECT_EQ(refusal(spec), "direct kernels: 0 ranks; use 1 to 1000");
-  spec.ranks = 1;  // one rank is a copy, but a valid kernel
+  spec.base.ranks = 1;  // one rank is a copy, but a valid kernel
   EXPECT_EQ(refusal(spec), "");
 }
 

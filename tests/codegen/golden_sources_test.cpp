@@ -64,8 +64,8 @@ TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
 TEST(GoldenSources, DirectTwoShotAllreduceMatchesGeneratedFolder) {
   DirectSpec spec;
   spec.two_shot = true;
-  spec.ranks = 8;
-  spec.device_of_rank = block_placement(8, 8);
+  spec.base.ranks = 8;
+  spec.base.device_of_rank = block_placement(8, 8);
   const KernelSource k = direct_source(spec);
   EXPECT_EQ(k.file.name, "canopy_direct2shot_allreduce_r8_d8_b32_f32_sum.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
@@ -80,8 +80,8 @@ TEST(GoldenSources, LowLatencyAllreduceMatchesGeneratedFolder) {
 TEST(GoldenSources, LowLatencyTwoShotAllreduceMatchesGeneratedFolder) {
   LowLatencySpec spec;
   spec.two_shot = true;
-  spec.ranks = 4;
-  spec.device_of_rank = block_placement(4, 4);
+  spec.base.ranks = 4;
+  spec.base.device_of_rank = block_placement(4, 4);
   const KernelSource k = low_latency_source(spec);
   EXPECT_EQ(k.file.name, "canopy_ll2shot_allreduce_r4_d4_b4_f32_sum.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);

@@ -11,12 +11,12 @@ namespace {
 
 TEST(LL128Source, OneLaunchPerDeviceWithItsRanks) {
   LL128Spec spec;
-  spec.collective = Collective::reduce;
-  spec.dtype = DataType::f16;
-  spec.op = ReduceOp::min;
-  spec.ranks = 6;
-  spec.root = 5;
-  spec.device_of_rank = block_placement(6, 3);
+  spec.base.collective = Collective::reduce;
+  spec.base.dtype = DataType::f16;
+  spec.base.op = ReduceOp::min;
+  spec.base.ranks = 6;
+  spec.base.root = 5;
+  spec.base.device_of_rank = block_placement(6, 3);
   spec.max_bytes = 1 << 20;
   const KernelSource k = ll128_source(spec);
   EXPECT_EQ(k.name, "canopy_ll128_reduce_r6_d3_b64_f16_min_root5");
@@ -45,22 +45,22 @@ TEST(LL128Source, LinesCarry120BytesInWholeWords) {
 
 TEST(LL128Source, RefusesWhatItCannotRun) {
   LL128Spec spec;
-  spec.collective = Collective::broadcast;
-  spec.root = 2;
+  spec.base.collective = Collective::broadcast;
+  spec.base.root = 2;
   EXPECT_THROW(ll128_source(spec), Error);  // 2 ranks
-  spec.root = 0;
-  spec.blocks_per_rank = 0;
+  spec.base.root = 0;
+  spec.base.blocks_per_rank = 0;
   EXPECT_THROW(ll128_source(spec), Error);
-  spec.blocks_per_rank = 64;
-  spec.threads_per_block = 100;  // not whole warps: a line's eight threads would be cut
+  spec.base.blocks_per_rank = 64;
+  spec.base.threads_per_block = 100;  // not whole warps: a line's eight threads would be cut
   EXPECT_THROW(ll128_source(spec), Error);
-  spec.threads_per_block = 512;
+  spec.base.threads_per_block = 512;
   spec.max_bytes = 4;
   EXPECT_THROW(ll128_source(spec), Error);
   spec.max_bytes = std::int64_t{2} << 30;
   EXPECT_THROW(ll128_source(spec), Error);
   spec.max_bytes = 4 << 20;
-  spec.device_of_rank = {0, 2};
+  spec.base.device_of_rank = {0, 2};
   EXPECT_THROW(ll128_source(spec), Error);  // device 1 runs nothing
 }
 

@@ -11,12 +11,12 @@ namespace {
 
 TEST(LowLatencySource, OneLaunchPerDeviceWithItsRanks) {
   LowLatencySpec spec;
-  spec.collective = Collective::reduce;
-  spec.dtype = DataType::bf16;
-  spec.op = ReduceOp::max;
-  spec.ranks = 8;
-  spec.root = 3;
-  spec.device_of_rank = block_placement(8, 2);
+  spec.base.collective = Collective::reduce;
+  spec.base.dtype = DataType::bf16;
+  spec.base.op = ReduceOp::max;
+  spec.base.ranks = 8;
+  spec.base.root = 3;
+  spec.base.device_of_rank = block_placement(8, 2);
   const KernelSource k = low_latency_source(spec);
   EXPECT_EQ(k.name, "canopy_ll_reduce_r8_d2_b4_bf16_max_root3");
   ASSERT_EQ(k.launches.size(), 2u);
@@ -32,8 +32,8 @@ TEST(LowLatencySource, OneLaunchPerDeviceWithItsRanks) {
 
 TEST(LowLatencySource, TwoShotIsAnAllreduceKernelOfItsOwn) {
   LowLatencySpec spec;
-  spec.ranks = 8;
-  spec.device_of_rank = block_placement(8, 1);
+  spec.base.ranks = 8;
+  spec.base.device_of_rank = block_placement(8, 1);
   const KernelSource one = low_latency_source(spec);
   EXPECT_EQ(one.name, "canopy_ll_allreduce_r8_d1_b4_f32_sum");
   EXPECT_NE(one.file.text.find("static constexpr bool kTwoShot = false;"), std::string::npos);
@@ -43,7 +43,7 @@ TEST(LowLatencySource, TwoShotIsAnAllreduceKernelOfItsOwn) {
   EXPECT_NE(two.file.text.find("static constexpr bool kTwoShot = true;"), std::string::npos);
   EXPECT_NE(two.file.text.find("two-shot (reduce-scatter, then allgather)"), std::string::npos);
   for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter}) {
-    spec.collective = c;
+    spec.base.collective = c;
     try {
       low_latency_source(spec);
       ADD_FAILURE() << to_string(c) << ": two-shot accepted";
@@ -60,17 +60,17 @@ TEST(LowLatencySource, BuffersHoldTwoParitiesOfASlotPerRank) {
 
 TEST(LowLatencySource, RefusesWhatItCannotRun) {
   LowLatencySpec spec;
-  spec.collective = Collective::broadcast;
-  spec.root = 2;
+  spec.base.collective = Collective::broadcast;
+  spec.base.root = 2;
   EXPECT_THROW(low_latency_source(spec), Error);  // 2 ranks
-  spec.root = 0;
-  spec.blocks_per_rank = 0;
+  spec.base.root = 0;
+  spec.base.blocks_per_rank = 0;
   EXPECT_THROW(low_latency_source(spec), Error);
-  spec.blocks_per_rank = 4;
-  spec.threads_per_block = 100;
+  spec.base.blocks_per_rank = 4;
+  spec.base.threads_per_block = 100;
   EXPECT_THROW(low_latency_source(spec), Error);
-  spec.threads_per_block = 256;
-  spec.device_of_rank = {0, 2};
+  spec.base.threads_per_block = 256;
+  spec.base.device_of_rank = {0, 2};
   EXPECT_THROW(low_latency_source(spec), Error);  // device 1 runs nothing
 }
 

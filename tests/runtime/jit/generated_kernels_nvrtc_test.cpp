@@ -141,18 +141,18 @@ TEST(GeneratedKernelsLowLatency, EveryCollectiveAndTypeCompiles) {
                        Collective::reducescatter})
     for (DataType t : kTypes) {
       LowLatencySpec spec;
-      spec.collective = c;
-      spec.dtype = t;
-      spec.ranks = 2;
-      spec.root = 1;
+      spec.base.collective = c;
+      spec.base.dtype = t;
+      spec.base.ranks = 2;
+      spec.base.root = 1;
       expect_compiles(low_latency_source(spec), CodegenOptions{});
     }
   for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
     LowLatencySpec spec;
-    spec.op = op;
-    spec.ranks = 8;
-    spec.device_of_rank = block_placement(8, 1);
-    spec.dtype = DataType::bf16;
+    spec.base.op = op;
+    spec.base.ranks = 8;
+    spec.base.device_of_rank = block_placement(8, 1);
+    spec.base.dtype = DataType::bf16;
     expect_compiles(low_latency_source(spec), CodegenOptions{});
   }
 }
@@ -162,10 +162,10 @@ TEST(GeneratedKernelsLowLatency, TwoShotAllreduceCompiles) {
   const auto two_shot = [](DataType t, ReduceOp op, int ranks, int devices) {
     LowLatencySpec spec;
     spec.two_shot = true;
-    spec.dtype = t;
-    spec.op = op;
-    spec.ranks = ranks;
-    spec.device_of_rank = block_placement(ranks, devices);
+    spec.base.dtype = t;
+    spec.base.op = op;
+    spec.base.ranks = ranks;
+    spec.base.device_of_rank = block_placement(ranks, devices);
     expect_compiles(low_latency_source(spec), CodegenOptions{});
   };
   for (DataType t : kTypes) two_shot(t, ReduceOp::sum, 4, 2);
@@ -180,21 +180,21 @@ TEST(GeneratedKernelsLL128, EveryCollectiveAndTypeCompiles) {
                        Collective::reducescatter})
     for (DataType t : kTypes) {
       LL128Spec spec;
-      spec.collective = c;
-      spec.dtype = t;
-      spec.ranks = 2;
-      spec.root = 1;
+      spec.base.collective = c;
+      spec.base.dtype = t;
+      spec.base.ranks = 2;
+      spec.base.root = 1;
       const KernelStats s = expect_compiles(ll128_source(spec), CodegenOptions{});
       EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0)
           << to_string(c) << " " << to_string(t) << ": " << s.registers << " registers";
     }
   for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
     LL128Spec spec;
-    spec.op = op;
-    spec.ranks = 8;
-    spec.device_of_rank = block_placement(8, op == ReduceOp::min ? 2 : 1);
-    spec.dtype = DataType::bf16;
-    spec.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
+    spec.base.op = op;
+    spec.base.ranks = 8;
+    spec.base.device_of_rank = block_placement(8, op == ReduceOp::min ? 2 : 1);
+    spec.base.dtype = DataType::bf16;
+    spec.base.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
     expect_compiles(ll128_source(spec), CodegenOptions{});
   }
 }
@@ -206,19 +206,19 @@ TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
                        Collective::reducescatter})
     for (DataType t : kTypes) {
       DirectSpec spec;
-      spec.collective = c;
-      spec.dtype = t;
-      spec.ranks = 2;
-      spec.root = 1;
+      spec.base.collective = c;
+      spec.base.dtype = t;
+      spec.base.ranks = 2;
+      spec.base.root = 1;
       expect_compiles(direct_source(spec), CodegenOptions{});
     }
   for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
     DirectSpec spec;
-    spec.op = op;
-    spec.ranks = 16;
-    spec.device_of_rank = block_placement(16, 2);
-    spec.dtype = DataType::bf16;
-    spec.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
+    spec.base.op = op;
+    spec.base.ranks = 16;
+    spec.base.device_of_rank = block_placement(16, 2);
+    spec.base.dtype = DataType::bf16;
+    spec.base.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
     expect_compiles(direct_source(spec), CodegenOptions{});
   }
 }
@@ -232,12 +232,12 @@ TEST(GeneratedKernelsDirect, TwoShotKernelsCompile) {
   const auto two_shot = [](Collective c, DataType t, ReduceOp op, int ranks, int devices) {
     DirectSpec spec;
     spec.two_shot = true;
-    spec.collective = c;
-    spec.root = 3;
-    spec.dtype = t;
-    spec.op = op;
-    spec.ranks = ranks;
-    spec.device_of_rank = block_placement(ranks, devices);
+    spec.base.collective = c;
+    spec.base.root = 3;
+    spec.base.dtype = t;
+    spec.base.op = op;
+    spec.base.ranks = ranks;
+    spec.base.device_of_rank = block_placement(ranks, devices);
     const KernelStats s = expect_compiles(direct_source(spec), CodegenOptions{});
     if (ranks <= 8 && (op == ReduceOp::sum || op == ReduceOp::prod)) {
       EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0)
