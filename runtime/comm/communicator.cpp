@@ -130,8 +130,13 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
 
 Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
   if (broken) return Status(StatusCode::cuda_error, broken_why);
+  // One rank: calls are local copies (local_copy), with nothing to prepare but programs.
+  std::vector<CollectiveSpec> kept;
+  if (ranks() == 1)
+    for (const CollectiveSpec& s : specs)
+      if (s.program) kept.push_back(s);
   std::vector<std::pair<CollectiveSpec, PreparedCollective*>> loaded;
-  Status status = cache->prepare(specs, &loaded);
+  Status status = cache->prepare(ranks() == 1 ? std::span<const CollectiveSpec>(kept) : specs, &loaded);
   for (const auto& [spec, p] : loaded) {
     try {
       ready_memory(spec, *p);
@@ -190,6 +195,10 @@ Status Communicator::prepare(std::span<const CollectiveSpec> specs) {
 
 Status Communicator::info(const CollectiveSpec& spec, CollectiveInfo* out) {
   std::lock_guard<std::mutex> lock(state_->mutex);
+  if (ranks() == 1 && !spec.program)
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: a communicator of one rank runs no kernel (every call is a local copy)",
+                              spec_text(spec)));
   PreparedCollective* p = nullptr;
   if (Status s = state_->get(spec, &p); !s.ok()) return s;
   out->plan = p->built->plan;

@@ -89,6 +89,25 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
   return s;
 }
 
+// One rank, as NCCL's one-rank communicator: every collective leaves the input in the output, so a call is one copy on
+// the rank's stream (none in place). No plan, no kernel: a planner needs two GPUs.
+Status Communicator::State::local_copy(const CollectiveCall& call) {
+  if (call.send[0] == call.recv[0]) return Status();
+  const std::uint64_t bytes = call.count * static_cast<std::uint64_t>(size_of(call.dtype));
+  CurrentDevice keep;
+  cudaError_t e = cudaSetDevice(placement.ordinals[0]);
+  if (e == cudaSuccess)
+    e = cudaMemcpyAsync(call.recv[0], call.send[0], bytes, cudaMemcpyDeviceToDevice, call.streams[0]);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status(StatusCode::cuda_error, fmt::format("{} count {} on one rank: the copy from send to recv failed: {}",
+                                                      call_name(call), call.count, cudaGetErrorString(e)));
+  }
+  if (log.enabled(LogLevel::debug, LogSubsys::run))
+    log.debug(LogSubsys::run, fmt::format("{} count {}: one rank, a local copy", call_name(call), call.count));
+  return Status();
+}
+
 Status Communicator::run(const CollectiveCall& given) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
@@ -98,6 +117,7 @@ Status Communicator::run(const CollectiveCall& given) {
   if (Status s = check_call(given, st.placement.ordinal_of_rank, st.oracle, &capturing, st.call_stream_ids); !s.ok())
     return s;
   if (given.count == 0) return Status();
+  if (st.ranks() == 1 && !given.program) return st.local_copy(given);
   const bool in_place_call = in_place(given);
   const auto pick_for = [&](std::uint64_t count) {
     return given.program ? ProtocolPick{}
@@ -158,7 +178,7 @@ Status Communicator::prepare(const CollectiveCall& call) {
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
   if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
-  if (call.count == 0) return Status();
+  if (call.count == 0 || (st.ranks() == 1 && !call.program)) return Status();  // one rank: nothing to load
   const ProtocolPick pick =
       call.program ? ProtocolPick{}
                    : st.protocols.choose(call.collective, size_bytes(call.collective, call.count, call.dtype, ranks()),

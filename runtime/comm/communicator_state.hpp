@@ -70,6 +70,7 @@ struct Communicator::State {
   CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick);
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
   bool is_large(const CollectiveCall& call) const;
+  Status local_copy(const CollectiveCall& call);  // a one-rank communicator's call
   // Launches `p` for `call` on every GPU, then hands it to the watchdog. `staged`: elements the host path moves.
   Status launch_kernels(PreparedCollective& p, const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
                         std::uint64_t staged);
