@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/launch/launch_shape.hpp"
+#include "runtime/cuda/device_limits.hpp"
 
 namespace canopy {
 

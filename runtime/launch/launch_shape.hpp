@@ -9,15 +9,9 @@
 #include "codegen/codegen_options.hpp"
 #include "codegen/schedule.hpp"
 #include "planner/plan.hpp"
+#include "runtime/cuda/device_limits.hpp"
 
 namespace canopy {
-
-struct DeviceLimits {
-  int sms = 132;
-  int max_threads_per_sm = 2048;
-  int max_blocks_per_sm = 32;
-  int registers_per_sm = 65536;
-};
 
 // The smallest registers per thread fit_launch_shape lets a register cap impose (the executor needs about 128;
 // below this ptxas spills heavily).

@@ -1,0 +1,14 @@
+// DeviceLimits: what one GPU can hold at once (SMs, threads, blocks and registers per SM), as the CUDA runtime
+// describes it (cuda/gpu_devices.hpp fills it); launch/launch_shape.hpp fits grids to it.
+#pragma once
+
+namespace canopy {
+
+struct DeviceLimits {
+  int sms = 132;
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
+  int registers_per_sm = 65536;
+};
+
+}  // namespace canopy
