@@ -27,7 +27,7 @@
 #include "runtime/jit/disk_cache.hpp"
 #include "runtime/jit/jit.hpp"
 #include "runtime/jit/nvrtc_compiler.hpp"
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/detect/detect_topology.hpp"
 #include "core/status.hpp"

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "dsl/algorithm_check.hpp"
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 #include "bench/harness/test_pattern.hpp"
 
 namespace canopy {

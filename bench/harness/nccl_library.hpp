@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 #include "core/status.hpp"
 
 namespace canopy {

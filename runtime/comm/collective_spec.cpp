@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 
 namespace canopy {
 

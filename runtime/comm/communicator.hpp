@@ -32,7 +32,7 @@
 #include "core/status.hpp"
 #include "dsl/algorithm.hpp"
 #include "dsl/topology.hpp"
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 #include "runtime/comm/collective_spec.hpp"
 #include "runtime/comm/communicator_options.hpp"
 #include "runtime/protocol/protocol_choice.hpp"

@@ -9,7 +9,7 @@
 
 #include "codegen/codegen_options.hpp"
 #include "runtime/comm/communicator_options.hpp"
-#include "runtime/comm/runtime_env.hpp"
+#include "runtime/env/runtime_env.hpp"
 #include "runtime/protocol/protocol_table.hpp"
 
 namespace canopy {

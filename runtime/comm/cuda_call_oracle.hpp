@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 
 namespace canopy {
 

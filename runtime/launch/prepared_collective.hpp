@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "runtime/jit/build.hpp"
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 #include "runtime/launch/launch_crew.hpp"
 #include "core/status.hpp"
 

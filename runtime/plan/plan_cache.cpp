@@ -5,8 +5,8 @@
 
 #include "codegen/lower.hpp"
 #include "planner/planner.hpp"
-#include "runtime/comm/collective_call.hpp"
-#include "runtime/comm/runtime_env.hpp"
+#include "runtime/call/collective_call.hpp"
+#include "runtime/env/runtime_env.hpp"
 
 namespace canopy {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/logger.hpp"
-#include "runtime/comm/runtime_env.hpp"
+#include "runtime/env/runtime_env.hpp"
 #include "runtime/jit/build.hpp"
 #include "runtime/transport/peer_memory.hpp"
 

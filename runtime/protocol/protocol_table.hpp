@@ -13,7 +13,7 @@
 
 #include "core/collective.hpp"
 #include "core/logger.hpp"
-#include "runtime/comm/runtime_env.hpp"
+#include "runtime/env/runtime_env.hpp"
 #include "runtime/protocol/protocol_choice.hpp"
 
 namespace canopy {

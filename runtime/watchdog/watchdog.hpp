@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "runtime/jit/build.hpp"
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 #include "core/logger.hpp"
 #include "runtime/launch/prepared_collective.hpp"
 

@@ -1,5 +1,5 @@
 // The mistakes users make when calling a collective, and the exact message each gets (check_call in
-// runtime/comm/collective_call.hpp). Pointers and streams are described by a table instead of the CUDA runtime, so
+// runtime/call/collective_call.hpp). Pointers and streams are described by a table instead of the CUDA runtime, so
 // every rule runs on any CPU; tests/gpu/communicator_errors_gpu_test.cpp makes the same mistakes on real GPUs.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <map>
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 
 namespace canopy {
 namespace {

@@ -1,5 +1,5 @@
 // Reading the runtime's CANOPY_ variables (see runtime_env.hpp).
-#include "runtime/comm/runtime_env.hpp"
+#include "runtime/env/runtime_env.hpp"
 
 #include <fmt/format.h>
 

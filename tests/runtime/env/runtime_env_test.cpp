@@ -13,7 +13,7 @@
 #include "planner/plan_json.hpp"
 #include "planner/planner.hpp"
 #include "core/logger.hpp"
-#include "runtime/comm/runtime_env.hpp"
+#include "runtime/env/runtime_env.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {

@@ -1,5 +1,5 @@
 // check_call and the buffer sizes of a collective call (see collective_call.hpp).
-#include "runtime/comm/collective_call.hpp"
+#include "runtime/call/collective_call.hpp"
 
 #include <fmt/format.h>
 
