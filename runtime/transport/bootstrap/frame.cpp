@@ -145,61 +145,60 @@ std::string encode_frame(const ErrorMessage& m) {
   return frame_of(MessageType::error, w);
 }
 
-Status decode_body(std::string_view body, Hello* out) {
-  constexpr MessageType t = MessageType::hello;
+// The frame of every decode_body: `read_fields` reads the message's fields from the body, nothing may follow the
+// last, and only a whole message reaches `out`.
+template <class Message, class ReadFields>
+Status decode_whole(std::string_view body, MessageType type, Message* out, ReadFields read_fields) {
   WireReader r(body);
-  Hello m;
-  std::string secret;
-  if (!r.raw(m.secret.size(), &secret))
-    return malformed(t, fmt::format("{} bytes, too short for the {}-byte secret", body.size(), m.secret.size()));
-  std::memcpy(m.secret.data(), secret.data(), m.secret.size());
-  Status s = read_text(r, &m.version, kMaxVersionBytes, t, "version");
-  if (s.ok()) s = read_u32(r, &m.nranks, t, "nranks");
-  if (s.ok()) s = read_u32(r, &m.rank, t, "rank");
-  if (s.ok()) s = read_text(r, &m.payload, kMaxFrameBody, t, "payload");
-  if (s.ok()) s = read_end(r, t);
+  Message m;
+  Status s = read_fields(r, m);
+  if (s.ok()) s = read_end(r, type);
   if (s.ok()) *out = std::move(m);
   return s;
 }
 
+Status decode_body(std::string_view body, Hello* out) {
+  constexpr MessageType t = MessageType::hello;
+  return decode_whole(body, t, out, [&](WireReader& r, Hello& m) {
+    std::string secret;
+    if (!r.raw(m.secret.size(), &secret))
+      return malformed(t, fmt::format("{} bytes, too short for the {}-byte secret", body.size(), m.secret.size()));
+    std::memcpy(m.secret.data(), secret.data(), m.secret.size());
+    Status s = read_text(r, &m.version, kMaxVersionBytes, t, "version");
+    if (s.ok()) s = read_u32(r, &m.nranks, t, "nranks");
+    if (s.ok()) s = read_u32(r, &m.rank, t, "rank");
+    if (s.ok()) s = read_text(r, &m.payload, kMaxFrameBody, t, "payload");
+    return s;
+  });
+}
+
 Status decode_body(std::string_view body, Welcome* out) {
-  WireReader r(body);
-  Welcome m;
-  Status s = read_list(r, &m.payloads, MessageType::welcome);
-  if (s.ok()) s = read_end(r, MessageType::welcome);
-  if (s.ok()) *out = std::move(m);
-  return s;
+  return decode_whole(body, MessageType::welcome, out,
+                      [](WireReader& r, Welcome& m) { return read_list(r, &m.payloads, MessageType::welcome); });
 }
 
 Status decode_body(std::string_view body, Allgather* out) {
   constexpr MessageType t = MessageType::allgather;
-  WireReader r(body);
-  Allgather m;
-  Status s = read_u32(r, &m.round, t, "round");
-  if (s.ok()) s = read_text(r, &m.payload, kMaxFrameBody, t, "payload");
-  if (s.ok()) s = read_end(r, t);
-  if (s.ok()) *out = std::move(m);
-  return s;
+  return decode_whole(body, t, out, [](WireReader& r, Allgather& m) {
+    Status s = read_u32(r, &m.round, t, "round");
+    if (s.ok()) s = read_text(r, &m.payload, kMaxFrameBody, t, "payload");
+    return s;
+  });
 }
 
 Status decode_body(std::string_view body, AllgatherResult* out) {
   constexpr MessageType t = MessageType::allgather_result;
-  WireReader r(body);
-  AllgatherResult m;
-  Status s = read_u32(r, &m.round, t, "round");
-  if (s.ok()) s = read_list(r, &m.payloads, t);
-  if (s.ok()) s = read_end(r, t);
-  if (s.ok()) *out = std::move(m);
-  return s;
+  return decode_whole(body, t, out, [](WireReader& r, AllgatherResult& m) {
+    Status s = read_u32(r, &m.round, t, "round");
+    if (s.ok()) s = read_list(r, &m.payloads, t);
+    return s;
+  });
 }
 
 Status decode_body(std::string_view body, ErrorMessage* out) {
-  WireReader r(body);
-  ErrorMessage m;
-  Status s = read_text(r, &m.text, kMaxFrameBody, MessageType::error, "text");
-  if (s.ok()) s = read_end(r, MessageType::error);
-  if (s.ok()) *out = std::move(m);
-  return s;
+  return decode_whole(body, MessageType::error, out, [](WireReader& r, ErrorMessage& m) {
+    return read_text(r, &m.text, kMaxFrameBody, MessageType::error, "text");
+  });
 }
 
 }  // namespace canopy
