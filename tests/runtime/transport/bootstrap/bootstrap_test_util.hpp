@@ -22,17 +22,16 @@
 
 namespace canopy::testing {
 
-class LogLines {
+class LogLines : public std::enable_shared_from_this<LogLines> {
  public:
-  // A logger at info level whose lines land here.
-  static std::pair<Logger, std::shared_ptr<LogLines>> make() {
-    auto lines = std::make_shared<LogLines>();
+  // A logger at info level whose lines land here (it keeps this alive).
+  Logger logger() {
     Logger logger(LogLevel::info, ~0u);
-    logger.set_sink([lines](std::string_view line) {
-      std::lock_guard lock(lines->mutex_);
-      lines->lines_.emplace_back(line);
+    logger.set_sink([self = shared_from_this()](std::string_view line) {
+      std::lock_guard lock(self->mutex_);
+      self->lines_.emplace_back(line);
     });
-    return {logger, lines};
+    return logger;
   }
   int count(const std::string& needle) const {
     std::lock_guard lock(mutex_);
@@ -61,14 +60,6 @@ inline std::string raw_frame(std::uint32_t magic, std::uint16_t version, std::ui
   w.u16(type);
   w.u32(length);
   return w.bytes() + body;
-}
-
-// Options for the tests: a timeout that keeps each test short, and a logger.
-inline BootstrapOptions test_options(std::chrono::milliseconds timeout, const Logger& logger) {
-  BootstrapOptions o;
-  o.timeout = timeout;
-  o.logger = logger;
-  return o;
 }
 
 struct RankSpec {
@@ -143,10 +134,27 @@ class RawPeer {
   BootstrapSecret secret_{};
 };
 
-// Sets CANOPY_BOOTSTRAP_ADDR to loopback for the test's roots.
+// Roots on loopback (CANOPY_BOOTSTRAP_ADDR), logging into log_.
 class BootstrapTest : public ::testing::Test {
  protected:
+  // Options whose waits last `timeout` and whose log lines land in log_.
+  BootstrapOptions options(std::chrono::milliseconds timeout) const {
+    BootstrapOptions o;
+    o.timeout = timeout;
+    o.logger = logger_;
+    return o;
+  }
+  // make_unique_id with options(timeout).
+  UniqueId start_root(std::chrono::milliseconds timeout) const {
+    UniqueId id;
+    const Status s = make_unique_id(&id, options(timeout));
+    EXPECT_TRUE(s.ok()) << s.to_string();
+    return id;
+  }
+
   ScopedEnv loopback_{"CANOPY_BOOTSTRAP_ADDR", "127.0.0.1"};
+  std::shared_ptr<LogLines> log_ = std::make_shared<LogLines>();
+  Logger logger_ = log_->logger();
 };
 
 }  // namespace canopy::testing

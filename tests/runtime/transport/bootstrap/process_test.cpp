@@ -64,9 +64,7 @@ class BootstrapProcesses : public BootstrapTest {
 };
 
 TEST_F(BootstrapProcesses, FourProcessesJoinAndAllgather) {
-  auto [logger, log] = LogLines::make();
-  UniqueId id;
-  ASSERT_TRUE(make_unique_id(&id, test_options(std::chrono::milliseconds(4000), logger)).ok());
+  const UniqueId id = start_root(std::chrono::milliseconds(4000));
   std::vector<RankProcess> ranks;
   for (int r = 0; r < 4; ++r) ranks.push_back(spawn_rank(id, 4, r, dir_));
   const std::string expected =
@@ -79,13 +77,11 @@ TEST_F(BootstrapProcesses, FourProcessesJoinAndAllgather) {
     EXPECT_EQ(read_file(p.out), expected);
   }
   EXPECT_TRUE(wait_for_bootstrap_root(id, std::chrono::milliseconds(4000)));
-  EXPECT_EQ(log->count("all 4 ranks joined"), 1) << log->all();
+  EXPECT_EQ(log_->count("all 4 ranks joined"), 1) << log_->all();
 }
 
 TEST_F(BootstrapProcesses, TwoProcessesClaimingOneRankBothFail) {
-  auto [logger, log] = LogLines::make();
-  UniqueId id;
-  ASSERT_TRUE(make_unique_id(&id, test_options(std::chrono::milliseconds(4000), logger)).ok());
+  const UniqueId id = start_root(std::chrono::milliseconds(4000));
   std::filesystem::create_directories(dir_ / "a");
   std::filesystem::create_directories(dir_ / "b");
   const RankProcess a = spawn_rank(id, 2, 0, dir_ / "a");
