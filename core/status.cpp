@@ -11,6 +11,7 @@ std::string to_string(StatusCode code) {
     case StatusCode::no_peer_access: return "no peer access";
     case StatusCode::cuda_error: return "CUDA error";
     case StatusCode::compile_error: return "compile error";
+    case StatusCode::remote_error: return "remote error";
     case StatusCode::internal: return "internal error";
   }
   return "unknown";

@@ -15,6 +15,8 @@ enum class StatusCode {
   no_peer_access,    // a plan needs two GPUs that cannot reach each other's memory
   cuda_error,        // the CUDA runtime or driver failed
   compile_error,     // planning, code generation or NVRTC failed
+  remote_error,      // another process of the job, or the network to it, failed: unreachable, closed, timed out,
+                     // answered garbage or refused us (NCCL's ncclRemoteError)
   internal,          // a bug in Canopy: please report it
 };
 

@@ -1,0 +1,37 @@
+// BootstrapOptions: what make_unique_id and Bootstrap::join take beside the id (how long to wait, which Canopy
+// version this rank says it runs, where to log), and the environment they fall back on: CANOPY_BOOTSTRAP_TIMEOUT_S.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "core/logger.hpp"
+
+namespace canopy {
+
+struct BootstrapOptions {
+  // How long ranks wait for each other: to reach the root, for the group to form, for each allgather round.
+  // Unset: CANOPY_BOOTSTRAP_TIMEOUT_S (default 120 s).
+  std::optional<std::chrono::milliseconds> timeout;
+  // The version this rank's HELLO names; the root fails the group when two ranks differ (tests change it).
+  std::string version = CANOPY_VERSION;
+  std::optional<Logger> logger;  // unset: Logger::from_environment() (CANOPY_LOG)
+};
+
+// The options with every unset field filled in. Throws canopy::Error when CANOPY_BOOTSTRAP_TIMEOUT_S is malformed.
+struct BootstrapSettings {
+  std::chrono::milliseconds timeout;
+  std::string version;
+  Logger logger;
+};
+BootstrapSettings settle(const BootstrapOptions& options);
+
+// CANOPY_BOOTSTRAP_TIMEOUT_S: seconds, more than 0 (fractions allowed), default 120. Throws canopy::Error naming the
+// variable when it is not such a number.
+std::chrono::milliseconds bootstrap_timeout_from_environment();
+
+// "120 s", "0.25 s": a timeout as the bootstrap's messages print it.
+std::string seconds_text(std::chrono::milliseconds duration);
+
+}  // namespace canopy

@@ -1,0 +1,41 @@
+// RootChannel: one rank's connection to its bootstrap root, in blocking calls that each end by a deadline (asio
+// operations run until they complete or the deadline passes, then are cancelled). Errors name the root's address
+// and, for deadlines, the timeout and its variable. Private to this folder; Bootstrap speaks the protocol over it.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "runtime/transport/bootstrap/asio_frames.hpp"
+
+namespace canopy {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+class RootChannel {
+ public:
+  // `timeout_text` ("120 s") is the timeout the deadlines come from, for messages.
+  RootChannel(const SocketAddress& root, std::string timeout_text);
+
+  // Connects, trying again while the root refuses or cannot be reached (it may not listen yet) until `deadline`.
+  Status connect(Deadline deadline);
+  Status send(const std::string& frame, Deadline deadline);
+  // One frame; `waiting_for` ("its WELCOME") says in errors what was expected, `if_closed` what a closed
+  // connection may mean.
+  Status receive(Frame* out, Deadline deadline, const std::string& waiting_for, const std::string& if_closed = "");
+  void close();
+  const std::string& root_text() const { return root_text_; }
+
+ private:
+  // Runs the io_context until `done` or `deadline`; at the deadline closes the socket (cancelling what waits on it)
+  // and returns false.
+  bool run(const bool& done, Deadline deadline);
+
+  asio::io_context io_;
+  tcp::socket socket_{io_};
+  tcp::endpoint root_;
+  std::string root_text_;
+  std::string timeout_text_;
+};
+
+}  // namespace canopy

@@ -1,0 +1,44 @@
+// canopy_bootstrap_rank NRANKS RANK: one rank process of the multi-process bootstrap tests. It joins the root named
+// by CANOPY_UNIQUE_ID (hex, as to_string writes it) with payload "hello RANK", prints every rank's payload, runs
+// allgather rounds 0 to 2 ("round K from RANK") and a barrier, printing each result:
+//   welcome: hello 0,hello 1,...
+//   round 0: round 0 from 0,round 0 from 1,...
+// and exits 0; on any error it prints "rank RANK: ERROR" to stderr and exits 1.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "runtime/transport/bootstrap/bootstrap.hpp"
+
+namespace {
+int fail(int rank, const canopy::Status& s) {
+  fmt::print(stderr, "rank {}: {}\n", rank, s.to_string());
+  return 1;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace canopy;
+  if (argc != 3) {
+    fmt::print(stderr, "usage: canopy_bootstrap_rank NRANKS RANK (and CANOPY_UNIQUE_ID in the environment)\n");
+    return 2;
+  }
+  const int nranks = std::atoi(argv[1]), rank = std::atoi(argv[2]);
+  const char* text = std::getenv("CANOPY_UNIQUE_ID");
+  UniqueId id;
+  if (Status s = parse_unique_id(text ? text : "", &id); !s.ok()) return fail(rank, s);
+  std::unique_ptr<Bootstrap> bootstrap;
+  if (Status s = Bootstrap::join(id, nranks, rank, fmt::format("hello {}", rank), &bootstrap); !s.ok())
+    return fail(rank, s);
+  fmt::print("welcome: {}\n", fmt::join(bootstrap->payloads(), ","));
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::string> all;
+    if (Status s = bootstrap->allgather(fmt::format("round {} from {}", round, rank), &all); !s.ok())
+      return fail(rank, s);
+    fmt::print("round {}: {}\n", round, fmt::join(all, ","));
+  }
+  if (Status s = bootstrap->barrier(); !s.ok()) return fail(rank, s);
+  return 0;
+}
