@@ -25,6 +25,7 @@ void add_simulate_command(CLI::App& app);  // simulate.cpp
 void add_algo_command(CLI::App& app);      // algo.cpp
 void add_msccl_command(CLI::App& app);     // msccl.cpp
 void add_tune_command(CLI::App& app);      // tune.cpp
+void add_run_command(CLI::App& app);       // run.cpp
 void add_topo_list(CLI::App& topo);    // topo_list.cpp
 void add_topo_show(CLI::App& topo);    // topo_show.cpp
 void add_topo_check(CLI::App& topo);   // topo_check.cpp

@@ -1,5 +1,5 @@
 // The `canopy` command: parses the command line, runs one subcommand, and turns a canopy::Error into a message
-// on stderr and exit status 1 (usage mistakes exit 2).
+// on stderr and exit status 1 (usage mistakes exit 2; `canopy run` exits with its failing rank's status).
 #include <fmt/format.h>
 
 #include <iostream>
@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       "  canopy cache info                         the kernel cache: where, how big\n"
       "  canopy detect --out mine.topo             this machine's GPUs as .topo (NVML + CUDA; --measure)\n"
       "  canopy bench -c allreduce --vs-nccl       time collectives on this machine's GPUs, beside NCCL\n"
+      "  canopy run -n 2 -- ./my_program           one process per rank, with the bootstrap id in the environment\n"
       "\n"
       "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.\n"
       "\n"
@@ -77,8 +78,11 @@ int main(int argc, char** argv) {
   canopy::cli::add_algo_command(app);
   canopy::cli::add_msccl_command(app);
   canopy::cli::add_tune_command(app);
+  canopy::cli::add_run_command(app);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RuntimeError& e) {  // a subcommand's own exit status (`canopy run`: the failing rank's)
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
