@@ -66,7 +66,10 @@ int main(int argc, char** argv) {
       "  CANOPY_PLAN_FILE          a plan JSON used instead of planning, for its collective\n"
       "  CANOPY_DUMP_DIR           write every prepared collective's plan, schedule, source and manifest there\n"
       "  CANOPY_WATCHDOG_S         report collectives still running after this many seconds (off by default)\n"
-      "  CANOPY_NCCL_LIBRARY       libnccl.so.2 for `canopy bench --vs-nccl` (default: the loader's search)");
+      "  CANOPY_NCCL_LIBRARY       libnccl.so.2 for `canopy bench --vs-nccl` (default: the loader's search)\n"
+      "  CANOPY_BOOTSTRAP_ADDR, CANOPY_SOCKET_IFNAME   the address, else the interface, a multi-process group's\n"
+      "                       bootstrap root listens on (default: the first up non-loopback IPv4, else 127.0.0.1)\n"
+      "  CANOPY_BOOTSTRAP_TIMEOUT_S   seconds the processes of a group wait for each other (default 120)");
   canopy::cli::add_topo_command(app);
   canopy::cli::add_plan_command(app);
   canopy::cli::add_gen_command(app);

@@ -13,6 +13,9 @@
 //   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
 //   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts staging a share through host memory (below)
 //   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
+//   CANOPY_BOOTSTRAP_ADDR, CANOPY_SOCKET_IFNAME   where a multi-process group's bootstrap root listens
+//                        (transport/bootstrap/root_address.hpp)
+//   CANOPY_BOOTSTRAP_TIMEOUT_S   seconds each bootstrap wait lasts, default 120 (transport/bootstrap/bootstrap_options.hpp)
 // A malformed value is a canopy::Error naming the variable and what it takes.
 #pragma once
 

@@ -19,7 +19,7 @@ namespace canopy {
 class Bootstrap {
  public:
   // Connects to the root named by `id` (trying again until the timeout: the root may start later), says HELLO as
-  // `rank` of `nranks` with `payload` (at most 1 MiB), and waits for every rank. Errors: invalid_argument for bad
+  // `rank` of `nranks` with `payload` (at most 1 MiB less 1 KiB), and waits for every rank. Errors: invalid_argument for bad
   // arguments or a malformed id or variable; remote_error when the root cannot be reached, answers garbage, sends
   // its ERROR (the group failed: its text says why), or does not answer within the timeout.
   static Status join(const UniqueId& id, int nranks, int rank, std::string payload, std::unique_ptr<Bootstrap>* out,
@@ -32,7 +32,8 @@ class Bootstrap {
   int nranks() const;
   const std::vector<std::string>& payloads() const;  // every rank's join payload, in rank order
 
-  // Every rank's `mine` of this round, in rank order, once every rank has called allgather (at most 64 MiB in all).
+  // Every rank's `mine` of this round, in rank order, once every rank has called allgather (at most 64 MiB in all
+  // less a little framing).
   // After an error the group is gone: every later call returns that error.
   Status allgather(std::string mine, std::vector<std::string>* all);
   // Returns once every rank has called barrier (an allgather of nothing).
