@@ -83,17 +83,27 @@ bool read_all(int fd, void* data, std::size_t bytes) {
   return true;
 }
 
-bool send_fds(int socket, std::span<const int> fds) {
-  for (std::size_t at = 0; at < fds.size(); at += kFdsPerMessage) {
-    const std::size_t count = std::min(kFdsPerMessage, fds.size() - at);
-    char byte = 'f';
-    iovec io{&byte, 1};
-    std::vector<char> control(CMSG_SPACE(count * sizeof(int)));
-    msghdr m{};
+// A one-byte message with room for `fds` descriptors in its control data, which SCM_RIGHTS rides on.
+struct OneByteMessage {
+  explicit OneByteMessage(std::size_t fds) : control(CMSG_SPACE(fds * sizeof(int))) {
     m.msg_iov = &io;
     m.msg_iovlen = 1;
     m.msg_control = control.data();
     m.msg_controllen = control.size();
+  }
+  OneByteMessage(const OneByteMessage&) = delete;
+  OneByteMessage& operator=(const OneByteMessage&) = delete;
+  char byte = 'f';
+  iovec io{&byte, 1};
+  std::vector<char> control;
+  msghdr m{};
+};
+
+bool send_fds(int socket, std::span<const int> fds) {
+  for (std::size_t at = 0; at < fds.size(); at += kFdsPerMessage) {
+    const std::size_t count = std::min(kFdsPerMessage, fds.size() - at);
+    OneByteMessage message(count);
+    msghdr& m = message.m;
     cmsghdr* c = CMSG_FIRSTHDR(&m);
     c->cmsg_level = SOL_SOCKET;
     c->cmsg_type = SCM_RIGHTS;
@@ -110,14 +120,8 @@ bool send_fds(int socket, std::span<const int> fds) {
 // Receives `count` descriptors into `out` (each owned at once, so none leaks on a failure).
 bool receive_fds(int socket, std::size_t count, std::vector<UniqueFd>* out) {
   while (out->size() < count) {
-    char byte = 0;
-    iovec io{&byte, 1};
-    std::vector<char> control(CMSG_SPACE(kFdsPerMessage * sizeof(int)));
-    msghdr m{};
-    m.msg_iov = &io;
-    m.msg_iovlen = 1;
-    m.msg_control = control.data();
-    m.msg_controllen = control.size();
+    OneByteMessage message(kFdsPerMessage);
+    msghdr& m = message.m;
     ssize_t n;
     do n = ::recvmsg(socket, &m, MSG_CMSG_CLOEXEC);
     while (n < 0 && errno == EINTR);
