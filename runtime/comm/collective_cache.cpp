@@ -19,6 +19,7 @@
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/jit/collective_dump.hpp"
 #include "runtime/launch/launch_shape.hpp"
+#include "runtime/protocol/protocol_memory.hpp"
 #include "templates/device_args.cuh"
 
 namespace canopy {
@@ -293,9 +294,7 @@ std::unique_ptr<PreparedCollective> CollectiveCache::load(
   const auto flag_lines = [&](int r) { return std::max(1, k.resources[r].flag_count); };
   p->flags = cx_.peers->allocate_zeroed(
       [&](int r) { return (flag_lines(r) + 1) * sizeof(unsigned long long) * kFlagStride; });
-  for (int first : pl.first_rank)
-    p->launches.push_back(static_cast<unsigned long long*>(p->flags[first]) +
-                          static_cast<std::size_t>(flag_lines(first)) * kFlagStride);
+  p->launches = launch_counters_after(p->flags, pl.first_rank, flag_lines);
   if (cx_.log.enabled(LogLevel::info, LogSubsys::jit)) {
     const CodegenOptions& o = p->built->schedule.options;
     cx_.log.info(LogSubsys::jit,

@@ -28,10 +28,11 @@ ProtocolMemory::~ProtocolMemory() {
   for (void* p : direct_.flags) peers_.free(p);
 }
 
-std::vector<unsigned long long*> ProtocolMemory::counters_after(const std::vector<void*>& areas,
-                                                                const std::function<int(int)>& lines) const {
+std::vector<unsigned long long*> launch_counters_after(const std::vector<void*>& areas,
+                                                       std::span<const int> first_rank,
+                                                       const std::function<int(int)>& lines) {
   std::vector<unsigned long long*> out;
-  for (int first : first_rank_)
+  for (int first : first_rank)
     out.push_back(static_cast<unsigned long long*>(areas[first]) +
                   static_cast<std::size_t>(lines(first)) * kFlagStride);
   return out;
@@ -62,7 +63,7 @@ void ProtocolMemory::allocate_lines(const char* what, std::int64_t bytes, int bl
   const std::size_t ack_bytes = static_cast<std::size_t>(acks + 1) * kFlagStride * 8;  // and the launch counter
   memory->lines = peers_.allocate_zeroed([&](int) { return static_cast<std::size_t>(bytes); });
   memory->acks = peers_.allocate_zeroed([&](int) { return ack_bytes; });
-  memory->launches = counters_after(memory->acks, [&](int) { return acks; });
+  memory->launches = launch_counters_after(memory->acks, first_rank_, [&](int) { return acks; });
   log_.debug(LogSubsys::init, fmt::format("{} buffers: {} bytes and {} counters per rank", what, bytes, acks));
 }
 
@@ -79,7 +80,7 @@ void ProtocolMemory::ready_direct(const DirectShape& shape) {
   const int count = direct_flag_count(ranks_, shape.blocks_per_rank);
   const std::size_t bytes = static_cast<std::size_t>(count + 1) * kFlagStride * sizeof(std::uint64_t);
   direct_.flags = peers_.allocate_zeroed([&](int) { return bytes; });
-  direct_.launches = counters_after(direct_.flags, [&](int) { return count; });
+  direct_.launches = launch_counters_after(direct_.flags, first_rank_, [&](int) { return count; });
   log_.debug(LogSubsys::init, fmt::format("direct counters: {} bytes per rank", bytes));
 }
 

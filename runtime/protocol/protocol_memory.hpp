@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "core/logger.hpp"
@@ -30,6 +31,13 @@ struct DirectMemory {
   std::uint64_t epoch = 0;                    // eager direct launches so far, shared by every direct kernel
 };
 
+// Per device index: the launch counter in the line after `lines(r)` counter lines of its first rank's area (`areas`
+// per rank, `first_rank` per device index). The plan-free protocols' memory and each prepared collective's own
+// counters place it so.
+std::vector<unsigned long long*> launch_counters_after(const std::vector<void*>& areas,
+                                                       std::span<const int> first_rank,
+                                                       const std::function<int(int)>& lines);
+
 class ProtocolMemory {
  public:
   // `first_rank`: per device index, its first rank (whose counter area holds the device's launch counter).
@@ -37,10 +45,6 @@ class ProtocolMemory {
   ~ProtocolMemory();  // frees everything (the caller has waited for the GPUs)
   ProtocolMemory(const ProtocolMemory&) = delete;
   ProtocolMemory& operator=(const ProtocolMemory&) = delete;
-
-  // Per device index: the launch counter in the line after `lines(r)` counter lines of its first rank's area.
-  std::vector<unsigned long long*> counters_after(const std::vector<void*>& areas,
-                                                  const std::function<int(int)>& lines) const;
 
   // Whether some rank's scratch is smaller than `need` asks; grow_scratch then reallocates it (the caller first
   // waits for the launches that use the old one).
