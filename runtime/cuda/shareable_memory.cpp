@@ -136,20 +136,15 @@ Status ShareableMemory::map(unsigned long long handle, int ordinal, std::size_t 
     (void)api.address_free(address, bytes);
     return driver_error("cuMemMap", r, ordinal);
   }
+  // Read/write for the owner's GPU and every peer, each once.
+  std::vector<int> devices{ordinal};
+  for (int d : peers)
+    if (d != ordinal) devices.push_back(d);
   std::vector<CUmemAccessDesc> access;
-  for (int d : peers) {
+  for (int d : devices) {
     CUmemAccessDesc a{};
     a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     a.location.id = d;
-    a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    access.push_back(a);
-  }
-  bool own = false;
-  for (const CUmemAccessDesc& a : access) own |= a.location.id == ordinal;
-  if (!own) {
-    CUmemAccessDesc a{};
-    a.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    a.location.id = ordinal;
     a.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     access.push_back(a);
   }
