@@ -162,7 +162,7 @@ void Communicator::State::ready_memory(const CollectiveSpec& spec, const Prepare
   if (spec.low_latency) memory->ready_low_latency(protocols.low_latency());
   if (spec.ll128) memory->ready_ll128(protocols.ll128());
   if (spec.direct) memory->ready_direct(protocols.direct());
-  if (spec.large && !spec.program && offload->may_stage(spec.collective, spec.dtype, spec.root))
+  if (spec.large && !spec.program && offload->may_stage(spec.collective, spec.root))
     if (Status s = offload->ready_staging(spec.collective, spec.root); !s.ok()) throw Error(s.message());
   if (spec.large && !spec.program && protocols.engine_collective(spec.collective))
     if (Status s = offload->ready_engines(spec.collective); !s.ok()) throw Error(s.message());

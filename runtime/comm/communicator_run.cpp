@@ -34,6 +34,11 @@ std::int64_t Communicator::State::tuned_chunk(Collective collective, std::uint64
   return e ? e->chunk_bytes : 0;
 }
 
+ProtocolPick Communicator::State::pick(const CollectiveCall& call, std::uint64_t count, bool in_place_call) const {
+  if (call.program) return ProtocolPick{};
+  return protocols.choose(call.collective, size_bytes(call.collective, count, call.dtype, ranks()), in_place_call);
+}
+
 CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick) {
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, is_large(call)};
   if (call.program) {
@@ -119,13 +124,7 @@ Status Communicator::run(const CollectiveCall& given) {
   if (given.count == 0) return Status();
   if (st.ranks() == 1 && !given.program) return st.local_copy(given);
   const bool in_place_call = in_place(given);
-  const auto pick_for = [&](std::uint64_t count) {
-    return given.program ? ProtocolPick{}
-                         : st.protocols.choose(given.collective, size_bytes(given.collective, count, given.dtype,
-                                                                            st.ranks()),
-                                               in_place_call);
-  };
-  ProtocolPick pick = pick_for(given.count);
+  ProtocolPick pick = st.pick(given, given.count, in_place_call);
   // Copy engines: on two GPUs, a large broadcast, or a reduce or allreduce out of place (the receive buffer is where
   // the other GPU's input lands). Hybrid transfers: a large broadcast's or reduce's tail crosses PCIe through host
   // memory while the kernels or engines move the rest. Captured into a CUDA graph, every call runs on the kernels
@@ -143,7 +142,7 @@ Status Communicator::run(const CollectiveCall& given) {
     for (int first : st.placement.first_rank) device_streams.push_back(given.streams[first]);
     if (Status s = st.offload->ready_staging(given.collective, given.root); !s.ok()) return s;
     if (Status s = st.offload->fork_staging(device_streams); !s.ok()) return s;
-    pick = pick_for(call.count);  // the kernels' share
+    pick = st.pick(call, call.count, in_place_call);  // the kernels' share
   }
   if (on_engines) {
     Status s = st.offload->run_on_engines(call, &st.broken);
@@ -179,12 +178,8 @@ Status Communicator::prepare(const CollectiveCall& call) {
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
   if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
   if (call.count == 0 || (st.ranks() == 1 && !call.program)) return Status();  // one rank: nothing to load
-  const ProtocolPick pick =
-      call.program ? ProtocolPick{}
-                   : st.protocols.choose(call.collective, size_bytes(call.collective, call.count, call.dtype, ranks()),
-                                         in_place(call));
   PreparedCollective* p = nullptr;
-  return st.get(st.kernel_spec(call, pick), &p);
+  return st.get(st.kernel_spec(call, st.pick(call, call.count, in_place(call))), &p);
 }
 
 // --- what a call of a given size takes -------------------------------------------------------------------------------

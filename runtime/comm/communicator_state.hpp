@@ -66,6 +66,9 @@ struct Communicator::State {
   // lines or counters, and for large broadcasts, reduces and allreduces the offload paths.
   Status prepare(std::span<const CollectiveSpec> specs);
   Status get(const CollectiveSpec& spec, PreparedCollective** out);  // find, else prepare
+  // What a call of `count` elements (its count, or the kernels' share of it) takes: the protocol table's choice, once
+  // per call; a program's call takes its own kernel.
+  ProtocolPick pick(const CollectiveCall& call, std::uint64_t count, bool in_place_call) const;
   // The kernel `call` runs, for the protocol `pick` chose (its count the kernels' share; a program's canonical copy).
   CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick);
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;

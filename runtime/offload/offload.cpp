@@ -21,14 +21,13 @@ Offload::~Offload() {
   combine_.clear();
 }
 
-const HostPath& Offload::host_path_for(Collective collective, DataType dtype, int root) {
+const HostPath& Offload::host_path_for(Collective collective, int root) {
   const std::pair<int, int> key{static_cast<int>(collective), root};
   if (auto it = host_paths_.find(key); it != host_paths_.end()) return it->second;
   const HostPath path = host_path(*where_.topology, plans_.plan_for(collective, root));
   // The share at `bytes` of an out-of-place call.
   const auto share_at = [&](std::uint64_t bytes) {
-    const bool on_engines = protocols_.engine_sized(collective, bytes / static_cast<std::uint64_t>(size_of(dtype)) *
-                                                                    static_cast<std::uint64_t>(size_of(dtype)));
+    const bool on_engines = protocols_.engine_sized(collective, bytes);
     return 100 * host_share(path, bytes, host_path_model(collective, on_engines));
   };
   const std::string& root_name = (*where_.rank_names)[root];
@@ -45,21 +44,21 @@ const HostPath& Offload::host_path_for(Collective collective, DataType dtype, in
   return host_paths_.emplace(key, path).first->second;
 }
 
-bool Offload::may_stage(Collective collective, DataType dtype, int root) {
+bool Offload::may_stage(Collective collective, int root) {
   const std::size_t ranks = where_.rank_names->size();
   if ((collective != Collective::broadcast && collective != Collective::reduce) || hybrid_.min_bytes <= 0 ||
       where_.gpus->size() < 2 || root < 0 || root >= static_cast<int>(ranks) ||
       (collective == Collective::reduce && ranks > static_cast<std::size_t>(CombineKernels::kMaxSources)))
     return false;
-  return hybrid_.share ? *hybrid_.share > 0 : host_path_for(collective, dtype, root).host_gbps > 0;
+  return hybrid_.share ? *hybrid_.share > 0 : host_path_for(collective, root).host_gbps > 0;
 }
 
 std::uint64_t Offload::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root,
                                     bool on_engines) {
   const auto element = static_cast<std::uint64_t>(size_of(dtype));
-  if (count * element < static_cast<std::uint64_t>(hybrid_.min_bytes) || !may_stage(collective, dtype, root)) return 0;
+  if (count * element < static_cast<std::uint64_t>(hybrid_.min_bytes) || !may_stage(collective, root)) return 0;
   const double share = hybrid_.share ? *hybrid_.share
-                                     : host_share(host_path_for(collective, dtype, root), count * element,
+                                     : host_share(host_path_for(collective, root), count * element,
                                                   host_path_model(collective, on_engines));
   // The kernels keep the head, rounded up to 4 KiB; the host path takes the tail.
   const std::uint64_t align = std::max<std::uint64_t>(1, 4096 / element);

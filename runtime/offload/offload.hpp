@@ -51,7 +51,7 @@ class Offload {
   // collectives, one GPU, or no host path. on_engines: the rest moves on the copy engines (the SMs stay free).
   std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root, bool on_engines);
   // Whether calls of this collective and root can stage at some size.
-  bool may_stage(Collective collective, DataType dtype, int root);
+  bool may_stage(Collective collective, int root);
 
   // Makes what stage() needs (the ring and side streams; a reduce's combining kernels), once.
   Status ready_staging(Collective collective, int root);
@@ -68,7 +68,7 @@ class Offload {
   Status run_on_engines(const CollectiveCall& call, bool* broken);
 
  private:
-  const HostPath& host_path_for(Collective collective, DataType dtype, int root);
+  const HostPath& host_path_for(Collective collective, int root);
   Status combine_for(const std::string& arch, const CombineKernels** out);
 
   OffloadPlacement where_;
