@@ -99,7 +99,8 @@ std::uint64_t max_count(const algo::Program& program, DataType dtype) {
 }
 
 Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle,
-                  bool* capturing, std::span<unsigned long long> stream_ids) {
+                  bool* capturing, std::span<unsigned long long> stream_ids, std::span<const char> own) {
+  const auto mine = [&](int r) { return own.empty() || own[r]; };
   if (capturing) *capturing = false;
   std::fill(stream_ids.begin(), stream_ids.end(), 0ull);
   const int n = static_cast<int>(device_of_rank.size());
@@ -144,10 +145,12 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   // Streams: on the rank's GPU; ranks of one GPU share one (they run in one launch); all capturing or none.
   int first_capturing = -1, first_not = -1;
   for (int r = 0; r < n; ++r) {
+    if (!mine(r)) continue;
     const cudaStream_t s = call.streams[r];
     // An earlier rank of this GPU with this stream had it asked about already (virtual ranks share one).
     bool asked = false;
-    for (int q = 0; q < r && !asked; ++q) asked = device_of_rank[q] == device_of_rank[r] && call.streams[q] == s;
+    for (int q = 0; q < r && !asked; ++q)
+      asked = mine(q) && device_of_rank[q] == device_of_rank[r] && call.streams[q] == s;
     // First: asking a capturing stream for its device (cuStreamGetDevice) invalidates the capture.
     const bool captures = !asked && oracle.stream_capturing && oracle.stream_capturing(s);
     if (!asked) (captures ? first_capturing : first_not) = r;
@@ -168,7 +171,7 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
       if (static_cast<std::size_t>(r) < stream_ids.size()) stream_ids[r] = facts->id;
     }
     for (int q = 0; q < r; ++q)
-      if (device_of_rank[q] == device_of_rank[r] && call.streams[q] != s)
+      if (mine(q) && device_of_rank[q] == device_of_rank[r] && call.streams[q] != s)
         return invalid(fmt::format("ranks {} and {} both run on GPU {} (one launch) but were given different streams "
                                    "({} and {}): give them the same stream",
                                    q, r, device_of_rank[r], pointer_text(call.streams[q]), pointer_text(s)));
@@ -180,6 +183,7 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   std::vector<Region> regions;
   regions.reserve(2 * static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
+    if (!mine(r)) continue;
     const std::uint64_t unit = program ? call.count / static_cast<std::uint64_t>(program->chunks()) : 0;
     const std::uint64_t send_bytes = (program ? unit * program->buffer_chunks(algo::Buffer::input)
                                               : send_elements(call.collective, call.count, n, r, call.root)) *

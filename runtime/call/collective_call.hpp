@@ -94,8 +94,10 @@ std::uint64_t max_count(const algo::Program& program, DataType dtype);  // the s
 // capturing a CUDA graph or none (a capturing stream's GPU is not asked: that would invalidate the capture).
 // `capturing`, when given, is set to whether the streams capture. `stream_ids`, when given (one per rank), gets the
 // ID of each stream the oracle was asked about, 0 for the others (default streams, capturing streams, and ranks
-// sharing an earlier rank's stream).
+// sharing an earlier rank's stream). `own`, when given (one per rank): only the ranks marked there have their streams
+// and buffers checked (a multi-process communicator's ranks of this process; the others' entries are placeholders).
 Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_rank, const CallOracle& oracle,
-                  bool* capturing = nullptr, std::span<unsigned long long> stream_ids = {});
+                  bool* capturing = nullptr, std::span<unsigned long long> stream_ids = {},
+                  std::span<const char> own = {});
 
 }  // namespace canopy

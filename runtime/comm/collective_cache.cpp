@@ -292,6 +292,7 @@ std::unique_ptr<PreparedCollective> CollectiveCache::load(
                               per_sm));
   }
   const auto flag_lines = [&](int r) { return std::max(1, k.resources[r].flag_count); };
+  p->peers = cx_.peers;
   p->flags = cx_.peers->allocate_zeroed(
       [&](int r) { return (flag_lines(r) + 1) * sizeof(unsigned long long) * kFlagStride; });
   p->launches = launch_counters_after(p->flags, pl.first_rank, flag_lines);

@@ -27,6 +27,7 @@ Communicator::State::~State() {
   if (cache) cache->clear();
   memory.reset();
   destroy_device_order(order);
+  if (peers) staging.release(*peers);
   peers.reset();
 }
 
@@ -87,38 +88,51 @@ void set_up_protocols(Communicator::State& st) {
 Communicator::Communicator(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Communicator::~Communicator() = default;
 
+// Everything after the placement and the transport, the same for one process and several: configuration, kernel
+// builder, tuning, protocols, memory, plans, prepared collectives, offload paths, launch order, helpers, watchdog.
+void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st) {
+  const Placement& pl = st.placement;
+  st.config = resolve_config(options, pl.ranks());
+  if (pl.multi_process()) {
+    // Not yet across processes: the copy engines and the host path (their side streams drive every GPU from one
+    // process), the watchdog (it reads every rank's counters from one place) and graph capture's device epochs.
+    st.config.hybrid.min_bytes = 0;
+    st.config.protocols.engine.min_bytes = 0;
+    st.config.watchdog_seconds.reset();
+  }
+  st.builder =
+      std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir) : DiskCache::from_environment());
+  set_up_tuning(st);
+  set_up_protocols(st);
+  st.oracle = cuda_call_oracle(st.config.check_pointers, &st.streams_seen);
+  st.memory = std::make_unique<ProtocolMemory>(*st.peers, pl.ranks(), pl.first_rank, st.log);
+  st.plans = std::make_unique<PlanCache>(st.topology, pl.rank_names, pl.devices(), st.log);
+  st.cache = std::make_unique<CollectiveCache>(CollectiveCacheContext{
+      &st.topology, &pl, &st.config, &st.protocols, st.plans.get(), st.builder.get(), st.peers.get(), st.log});
+  st.offload = std::make_unique<Offload>(
+      OffloadPlacement{&st.topology, &pl.rank_names, &pl.gpus, &pl.device_of_rank, &pl.ordinal_of_rank},
+      st.config.hybrid, st.protocols, *st.plans, st.builder->jit(), st.log);
+  st.order = make_device_order(pl.ordinals);
+  if (st.config.launch.enabled && pl.devices() > 1 && !pl.multi_process())
+    st.crew = std::make_unique<LaunchCrew>(pl.ordinals, st.config.launch.spin);
+  if (st.config.watchdog_seconds)
+    st.watchdog = std::make_unique<Watchdog>(*st.config.watchdog_seconds, st.log, pl.rank_names, pl.device_of_rank);
+  if (st.log.enabled(LogLevel::info, LogSubsys::init))
+    st.log.info(LogSubsys::init,
+                fmt::format("topology {} ({}), {} ranks on {} {}{}: {}", st.topology.name(), st.topology_source,
+                            pl.ranks(), pl.devices(), pl.multi_process() ? "processes" : "GPUs",
+                            pl.ranks() > pl.devices() ? " (virtual ranks)" : "", describe_placement(pl)));
+}
+
 Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<Communicator>* out) {
   auto st = std::make_unique<State>();
   st->log = Logger::from_environment();
   if (options.log_sink) st->log.set_sink(options.log_sink);
   try {
     set_up_topology(options, *st);
-    const Placement& pl = st->placement;
-    st->peers = std::make_unique<LocalPeerMemory>(pl.gpus, pl.device_of_rank);
+    st->peers = std::make_unique<LocalPeerMemory>(st->placement.gpus, st->placement.device_of_rank);
     st->placement.peer = st->peers->peer();
-    st->config = resolve_config(options, pl.ranks());
-    st->builder =
-        std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir) : DiskCache::from_environment());
-    set_up_tuning(*st);
-    set_up_protocols(*st);
-    st->oracle = cuda_call_oracle(st->config.check_pointers, &st->streams_seen);
-    st->memory = std::make_unique<ProtocolMemory>(*st->peers, pl.ranks(), pl.first_rank, st->log);
-    st->plans = std::make_unique<PlanCache>(st->topology, pl.rank_names, pl.devices(), st->log);
-    st->cache = std::make_unique<CollectiveCache>(CollectiveCacheContext{
-        &st->topology, &pl, &st->config, &st->protocols, st->plans.get(), st->builder.get(), st->peers.get(), st->log});
-    st->offload = std::make_unique<Offload>(
-        OffloadPlacement{&st->topology, &pl.rank_names, &pl.gpus, &pl.device_of_rank, &pl.ordinal_of_rank},
-        st->config.hybrid, st->protocols, *st->plans, st->builder->jit(), st->log);
-    st->order = make_device_order(pl.ordinals);
-    if (st->config.launch.enabled && pl.devices() > 1)
-      st->crew = std::make_unique<LaunchCrew>(pl.ordinals, st->config.launch.spin);
-    if (st->config.watchdog_seconds)
-      st->watchdog = std::make_unique<Watchdog>(*st->config.watchdog_seconds, st->log, pl.rank_names, pl.device_of_rank);
-    if (st->log.enabled(LogLevel::info, LogSubsys::init))
-      st->log.info(LogSubsys::init,
-                   fmt::format("topology {} ({}), {} ranks on {} GPUs{}: {}", st->topology.name(), st->topology_source,
-                               pl.ranks(), pl.devices(), pl.ranks() > pl.devices() ? " (virtual ranks)" : "",
-                               describe_placement(pl)));
+    set_up_runtime(options, *st);
   } catch (const Error& e) {
     return Status(StatusCode::invalid_argument, e.what());
   } catch (const InternalError& e) {
@@ -137,6 +151,14 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
       if (s.program) kept.push_back(s);
   std::vector<std::pair<CollectiveSpec, PreparedCollective*>> loaded;
   Status status = cache->prepare(ranks() == 1 ? std::span<const CollectiveSpec>(kept) : specs, &loaded);
+  if (group) {  // every process loads the same kernels, or none goes on (the memory below is made together)
+    std::vector<std::string> keys;
+    for (const auto& [spec, p] : loaded) keys.push_back(p->built->cache_key);
+    if (Status agreed = agree_on_kernels(keys); !agreed.ok()) {
+      for (const auto& [spec, p] : loaded) cache->erase(spec);
+      return agreed;
+    }
+  }
   for (const auto& [spec, p] : loaded) {
     try {
       ready_memory(spec, *p);
@@ -179,6 +201,11 @@ Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective*
 }
 
 int Communicator::ranks() const { return state_->placement.ranks(); }
+bool Communicator::multi_process() const { return state_->placement.multi_process(); }
+int Communicator::own_ranks() const { return state_->own_ranks(); }
+int Communicator::first_own_rank() const { return state_->first_own_rank(); }
+int Communicator::State::own_ranks() const { return group ? group->facts[group->process].ranks : ranks(); }
+int Communicator::State::first_own_rank() const { return group ? group->facts[group->process].first_rank : 0; }
 int Communicator::devices() const { return state_->placement.devices(); }
 int Communicator::device_of_rank(int rank) const { return state_->placement.ordinal_of_rank.at(rank); }
 const std::vector<int>& Communicator::device_ordinals() const { return state_->placement.ordinals; }

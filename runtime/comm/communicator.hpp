@@ -36,6 +36,7 @@
 #include "runtime/comm/collective_spec.hpp"
 #include "runtime/comm/communicator_options.hpp"
 #include "runtime/protocol/protocol_choice.hpp"
+#include "runtime/transport/bootstrap/unique_id.hpp"
 
 namespace canopy {
 
@@ -43,11 +44,23 @@ class Communicator {
  public:
   // Sets up everything that does not depend on a collective; `out` receives the communicator when ok.
   static Status create(const CommunicatorOptions& options, std::unique_ptr<Communicator>* out);
+  // This process's part of a communicator whose ranks live in several processes (as ncclCommInitRank): every
+  // process calls join with the same `id` (make_unique_id in one of them, handed to the others), the same `nranks`,
+  // and its first rank; it holds `own_ranks` ranks (rank .. rank + own_ranks - 1; more than one: virtual ranks, in
+  // one launch) on the GPU options.devices names, else the calling thread's current one. Several processes may share
+  // a GPU. Blocks until every process has joined (CANOPY_BOOTSTRAP_TIMEOUT_S). options.topology is required for now
+  // (every process the same; its GPUs, or options.gpus, are the ranks). Calls then take one send, recv and stream per
+  // own rank. Errors name the process at fault (another version, topology, rank block) and the fix.
+  static Status join(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options,
+                     std::unique_ptr<Communicator>* out, int own_ranks = 1);
   ~Communicator();  // waits for this communicator's launches, then frees its memory and modules
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
   int ranks() const;
+  bool multi_process() const;  // made by join
+  int own_ranks() const;       // the ranks this process holds (calls pass one buffer and stream for each)
+  int first_own_rank() const;
   int devices() const;
   int device_of_rank(int rank) const;            // CUDA ordinal
   const std::vector<int>& device_ordinals() const;

@@ -61,6 +61,7 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
                                            const CollectiveCall& call, bool capturing, std::uint64_t staged) {
   LaunchTarget target{placement.ordinals, placement.first_rank, memory->scratch(), &order};
   target.stream_id = call_stream_ids;
+  target.here = placement.here;
   target.crew = crew.get();
   target.capturing = capturing;
   device_epochs = device_epochs || capturing;  // from the first capture on, for good
@@ -117,6 +118,7 @@ Status Communicator::run(const CollectiveCall& given) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
+  if (st.group) return st.run_in_processes(given);
   bool capturing = false;
   st.call_stream_ids.resize(st.ranks());
   if (Status s = check_call(given, st.placement.ordinal_of_rank, st.oracle, &capturing, st.call_stream_ids); !s.ok())

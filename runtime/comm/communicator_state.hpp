@@ -18,6 +18,8 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_config.hpp"
 #include "runtime/comm/placement.hpp"
+#include "runtime/comm/process_group.hpp"
+#include "runtime/comm/staging_area.hpp"
 #include "runtime/jit/build.hpp"
 #include "runtime/launch/launch_crew.hpp"
 #include "runtime/launch/prepared_collective.hpp"
@@ -57,10 +59,16 @@ struct Communicator::State {
   bool device_epochs = false;        // calls were captured into CUDA graphs: the kernels count their own launches
   std::unique_ptr<Watchdog> watchdog;
   std::mutex mutex;
+  // Several processes (Communicator::join): the group, and per rank the staging area through which calls that touch
+  // other ranks' buffers (the planned trees, the direct protocol) move them: every process maps every other's.
+  std::unique_ptr<ProcessGroup> group;
+  StagingArea staging;
   bool broken = false;  // a partial launch left kernels waiting
   std::string broken_why;
 
   ~State();
+  int own_ranks() const;   // this process's ranks (all of them in one process)
+  int first_own_rank() const;
   int ranks() const { return placement.ranks(); }
   // Prepares `specs` (CollectiveCache) and makes the memory each newly loaded one shares: scratch, its protocol's
   // lines or counters, and for large broadcasts, reduces and allreduces the offload paths.
@@ -74,6 +82,10 @@ struct Communicator::State {
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
   bool is_large(const CollectiveCall& call) const;
   Status local_copy(const CollectiveCall& call);  // a one-rank communicator's call
+  // A multi-process communicator's call: `given` holds this process's ranks only (process_call.cpp).
+  Status run_in_processes(const CollectiveCall& given);
+  // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
+  Status agree_on_kernels(const std::vector<std::string>& keys);
   // Launches `p` for `call` on every GPU, then hands it to the watchdog. `staged`: elements the host path moves.
   Status launch_kernels(PreparedCollective& p, const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
                         std::uint64_t staged);
@@ -86,5 +98,6 @@ struct Communicator::State {
 void set_up_topology(const CommunicatorOptions& options, Communicator::State& st);
 void set_up_tuning(Communicator::State& st);
 void set_up_protocols(Communicator::State& st);
+void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st);
 
 }  // namespace canopy

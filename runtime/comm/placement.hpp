@@ -20,6 +20,12 @@ struct Placement {
   std::vector<int> ordinals;            // per device index
   std::vector<int> first_rank;          // per device index: its first rank, whose stream its launch uses
   std::vector<std::vector<bool>> peer;  // device index pairs: a can reach b's memory (filled by the transport)
+  // Per device index: launched by this process (empty: every one). A multi-process communicator
+  // (comm/process_group.hpp) has one device index per process and launches only its own.
+  std::vector<char> here;
+
+  bool launches(int device) const { return here.empty() || here[device]; }
+  bool multi_process() const { return !here.empty(); }
 
   int ranks() const { return static_cast<int>(rank_names.size()); }
   int devices() const { return static_cast<int>(gpus.size()); }

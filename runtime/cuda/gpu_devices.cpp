@@ -46,6 +46,7 @@ std::vector<GpuDevice> describe_gpus(std::vector<int> ordinals) {
     g.limits.max_blocks_per_sm = p.maxBlocksPerMultiProcessor;
     g.limits.registers_per_sm = p.regsPerMultiprocessor;
     g.memory_bytes = static_cast<std::int64_t>(p.totalGlobalMem);
+    for (unsigned char b : p.uuid.bytes) g.uuid += fmt::format("{:02x}", b);
     out.push_back(g);
   }
   return out;

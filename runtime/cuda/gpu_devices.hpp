@@ -17,6 +17,7 @@ struct GpuDevice {
   std::string arch;  // "sm_90"
   DeviceLimits limits;
   std::int64_t memory_bytes = 0;
+  std::string uuid;  // 32 hex digits (cudaDeviceProp::uuid): the same GPU in every process, whatever its ordinal
 };
 
 // Describes `ordinals` (all visible GPUs when empty); throws canopy::Error naming an ordinal that does not exist,

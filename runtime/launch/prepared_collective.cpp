@@ -12,7 +12,10 @@ namespace canopy {
 
 PreparedCollective::~PreparedCollective() {
   for (void* f : flags)
-    if (f) (void)cudaFree(f);
+    if (f && peers)
+      peers->free(f);
+    else if (f)
+      (void)cudaFree(f);
   for (cudaLibrary_t l : libraries) (void)cudaLibraryUnload(l);
   (void)cudaGetLastError();
 }
@@ -119,6 +122,10 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
   } else {  // one after another, stopping at the first failure
     p.results.resize(devices);
     for (std::size_t d = 0; d < devices && !failed; ++d) {
+      if (!target.here.empty() && !target.here[d]) {  // another process launches it
+        p.results[d] = Status();
+        continue;
+      }
       p.results[d] = launch_on_device(&job, static_cast<int>(d));
       if (p.results[d].ok())
         ++launched;

@@ -14,6 +14,7 @@
 #include "runtime/jit/build.hpp"
 #include "runtime/call/collective_call.hpp"
 #include "runtime/launch/launch_crew.hpp"
+#include "runtime/transport/peer_memory.hpp"
 #include "core/status.hpp"
 
 namespace canopy {
@@ -29,6 +30,7 @@ struct PreparedCollective {
   // each other; the low-latency kernels with one rank per GPU only wait on other GPUs, and launch faster without.
   bool cooperative = true;
   std::vector<void*> flags;  // per rank: flag_count x 128 bytes, zeroed, and a line for the count
+  PeerMemory* peers = nullptr;  // what made `flags` and frees them (null: cudaMalloc'd, cudaFree'd)
   // Per device index: the kernel's launch counter on that GPU, the line after its first rank's counters. The kernels
   // take their epoch from it (templates/flags.cuh: begin_launch), so graph replays count too.
   std::vector<unsigned long long*> launches;
@@ -93,6 +95,8 @@ struct LaunchTarget {
   // Launches every device at once through its helpers (not for a call on cudaStreamPerThread, the caller's own
   // stream); null: one after another.
   LaunchCrew* crew = nullptr;
+  // Per device index: launched here (empty: every one). A multi-process communicator launches only its own.
+  std::span<const char> here = {};
 };
 
 // Fills the DeviceArgs image (count, launch counters, every rank's pointers) and launches on every device, on the

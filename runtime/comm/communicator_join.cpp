@@ -1,0 +1,155 @@
+// Communicator::join: one process's part of a multi-process communicator. The process describes itself and its GPU,
+// joins the bootstrap group, checks that every process would plan alike (process_group.hpp), places the ranks with one
+// device index per process, opens its descriptor channel and shares memory through IpcPeerMemory; the rest of the
+// set-up is the single-process communicator's (set_up_runtime).
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <limits.h>
+
+#include "core/error.hpp"
+#include "core/sha256.hpp"
+#include "dsl/topo_writer.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/comm/communicator_state.hpp"
+#include "runtime/transport/ipc/ipc_peer_memory.hpp"
+
+namespace canopy {
+
+namespace {
+
+std::string host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
+}
+
+// What plans and kernels depend on besides the GPUs: every process must hash the same.
+std::string plan_key(const Communicator::State& st) {
+  const CodegenOptions& o = st.config.shape;
+  const ProtocolSettings& p = st.config.protocols;
+  Sha256 h;
+  h.update(write_topo(st.topology));
+  for (const std::string& n : st.placement.rank_names) h.update(n + ",");
+  h.update(fmt::format("chunk {} depth {} blocks {} threads {} large {} {} ll {} ll128 {} direct {} fixed {}",
+                       o.chunk_bytes, o.fifo_depth, o.blocks_per_rank, o.threads_per_block, st.config.large_bytes,
+                       st.config.large_blocks, p.low_latency.max_bytes, p.ll128.max_bytes, p.direct.max_bytes,
+                       st.config.chunk_fixed));
+  return h.hex_digest();
+}
+
+// Whether GPU `a` reaches GPU `b`'s memory, both named by UUID, as this process sees them (false for GPUs it does not
+// see).
+bool can_reach(const std::vector<GpuDevice>& visible, const std::string& a, const std::string& b) {
+  int oa = -1, ob = -1;
+  for (const GpuDevice& g : visible) {
+    if (g.uuid == a) oa = g.ordinal;
+    if (g.uuid == b) ob = g.ordinal;
+  }
+  if (oa < 0 || ob < 0) return false;
+  int yes = 0;
+  if (cudaDeviceCanAccessPeer(&yes, oa, ob) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return yes != 0;
+}
+
+}  // namespace
+
+Status Communicator::join(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options,
+                          std::unique_ptr<Communicator>* out, int own_ranks) {
+  if (nranks < 1 || own_ranks < 1 || rank < 0 || rank + own_ranks > nranks)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("join as ranks {}..{} of {}: give 0 <= rank and rank + own_ranks <= nranks", rank,
+                              rank + own_ranks - 1, nranks));
+  if (options.devices.size() > 1)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("join takes one GPU per process, {} given: run one process per GPU (virtual ranks "
+                              "share one GPU)",
+                              options.devices.size()));
+  if (!options.topology)
+    return Status(StatusCode::unsupported,
+                  "a multi-process communicator needs CommunicatorOptions::topology for now (the same in every "
+                  "process; its GPUs, or options.gpus, are the ranks): detection across processes is not there yet");
+  UniqueIdContents contents;
+  if (Status s = decode_unique_id(id, &contents); !s.ok()) return s;
+  auto st = std::make_unique<State>();
+  st->log = Logger::from_environment();
+  if (options.log_sink) st->log.set_sink(options.log_sink);
+  try {
+    int ordinal = 0;
+    if (options.devices.empty()) {
+      if (cudaGetDevice(&ordinal) != cudaSuccess) {
+        const cudaError_t e = cudaGetLastError();
+        return Status(StatusCode::cuda_error, fmt::format("join: no current CUDA device: {}", cudaGetErrorString(e)));
+      }
+    } else {
+      ordinal = options.devices[0];
+    }
+    const std::vector<GpuDevice> visible = describe_gpus({});
+    GpuDevice gpu = describe_gpus({ordinal})[0];
+    st->topology = *options.topology;
+    st->topology.validate();
+    st->topology_source = "given";
+    // The rank names as a single process would place them, so every process names the same ranks.
+    std::vector<std::string> names = place_ranks(st->topology, {gpu}, options.gpus, false).rank_names;
+    if (static_cast<int>(names.size()) != nranks)
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("join with nranks {} but topology {} lists {} GPUs{}: give as many ranks as GPUs (or "
+                                "choose them with CommunicatorOptions::gpus)",
+                                nranks, st->topology.name(), names.size(), options.gpus.empty() ? "" : " in gpus"));
+    st->config = resolve_config(options, nranks);
+    st->placement.rank_names = names;
+    ProcessFacts mine;
+    mine.version = CANOPY_VERSION;
+    mine.host = host_name();
+    mine.pid = static_cast<long>(getpid());
+    mine.first_rank = rank;
+    mine.ranks = own_ranks;
+    mine.nranks = nranks;
+    mine.gpu = gpu;
+    mine.plan_key = plan_key(*st);
+    // The bootstrap's members are processes; each process holds a block of own_ranks ranks.
+    if (nranks % own_ranks != 0 || rank % own_ranks != 0)
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("ranks {}..{}: with {} ranks per process, nranks ({}) and the first rank must be "
+                                "multiples of it",
+                                rank, rank + own_ranks - 1, own_ranks, nranks));
+    auto group = std::make_unique<ProcessGroup>();
+    group->process = rank / own_ranks;
+    const int processes = nranks / own_ranks;
+    BootstrapOptions bo;
+    bo.logger = st->log;
+    if (Status s = Bootstrap::join(id, processes, group->process, encode_process_facts(mine), &group->bootstrap, bo);
+        !s.ok())
+      return s;
+    for (const std::string& payload : group->bootstrap->payloads()) {
+      ProcessFacts f;
+      if (Status s = decode_process_facts(payload, &f); !s.ok()) return s;
+      group->facts.push_back(std::move(f));
+    }
+    if (Status s = check_process_facts(group->facts); !s.ok()) return s;
+    for (std::size_t p = 0; p < group->facts.size(); ++p)
+      for (int r = 0; r < group->facts[p].ranks; ++r) group->process_of_rank.push_back(static_cast<int>(p));
+    st->placement = place_processes(names, group->facts, group->process,
+                                    [&](const std::string& a, const std::string& b) { return can_reach(visible, a, b); });
+    FdChannel::Options fo;
+    fo.timeout = settle(bo).timeout;
+    fo.log = st->log;
+    if (Status s = FdChannel::listen(contents.secret, group->process, fo, &group->channel); !s.ok()) return s;
+    st->peers = std::make_unique<IpcPeerMemory>(*group->channel, group->process, group->process_of_rank, ordinal,
+                                                st->placement.peer, st->log);
+    st->group = std::move(group);
+    set_up_runtime(options, *st);
+  } catch (const Error& e) {
+    return Status(StatusCode::invalid_argument, e.what());
+  } catch (const InternalError& e) {
+    return Status(StatusCode::internal, e.what());
+  }
+  out->reset(new Communicator(std::move(st)));
+  return Status();
+}
+
+}  // namespace canopy

@@ -1,0 +1,145 @@
+// A multi-process communicator's call (Communicator::State::run_in_processes): the caller's buffers and streams for
+// its own ranks become a whole call (other ranks' entries placeholders, unchecked), the protocol is chosen as if out
+// of place (every process must choose alike, and only this one knows whether its buffers coincide), and the kernel
+// launches on this process's device index only. The low-latency and LL128 kernels touch only their own rank's
+// buffers; the others (the planned trees, the direct protocol) read and write other ranks' buffers, so they run on
+// the staging area (staging_area.hpp) with copies in and out on the caller's stream.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/comm/communicator_state.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+
+namespace canopy {
+
+namespace {
+
+Status copy_failed(const CollectiveCall& call, const char* what, int rank, cudaError_t e) {
+  (void)cudaGetLastError();
+  return Status(StatusCode::cuda_error, fmt::format("{} count {}: copying rank {}'s {} through the staging area "
+                                                    "failed: {}",
+                                                    call_name(call), call.count, rank, what, cudaGetErrorString(e)));
+}
+
+}  // namespace
+
+Status Communicator::State::agree_on_kernels(const std::vector<std::string>& keys) {
+  std::string mine;
+  for (const std::string& k : keys) mine += k + "\n";
+  std::vector<std::string> all;
+  if (Status s = group->bootstrap->allgather(mine, &all); !s.ok()) return s;
+  for (std::size_t p = 0; p < all.size(); ++p)
+    if (all[p] != all[0])
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("process {} prepared other kernels than process 0 ({} against {}): every process must "
+                                "plan alike (same topology, settings and tuning.json) and make the same calls in the "
+                                "same order",
+                                p, all[p].substr(0, 16), all[0].substr(0, 16)));
+  return Status();
+}
+
+Status Communicator::State::run_in_processes(const CollectiveCall& given) {
+  const int n = ranks();
+  const int own = own_ranks();
+  const int first = first_own_rank();
+  if (static_cast<int>(given.send.size()) != own || static_cast<int>(given.recv.size()) != own ||
+      static_cast<int>(given.streams.size()) != own)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("{}: got {} send buffers, {} receive buffers and {} streams: this process holds {} "
+                              "rank{} ({}..{}) of {}, pass one of each per rank it holds",
+                              call_name(given), given.send.size(), given.recv.size(), given.streams.size(), own,
+                              own == 1 ? "" : "s", first, first + own - 1, n));
+  if (given.program)
+    return Status(StatusCode::unsupported, "algorithm programs do not run across processes yet");
+  // The whole call: this process's entries, placeholders for the others (never checked nor used as buffers).
+  std::vector<const void*> send(n, nullptr);
+  std::vector<void*> recv(n, nullptr);
+  std::vector<cudaStream_t> streams(n, given.streams[0]);
+  std::vector<char> mine(n, 0);
+  for (int i = 0; i < own; ++i) {
+    send[first + i] = given.send[i];
+    recv[first + i] = given.recv[i];
+    streams[first + i] = given.streams[i];
+    mine[first + i] = 1;
+  }
+  CollectiveCall call = given;
+  call.send = send;
+  call.recv = recv;
+  call.streams = streams;
+  bool capturing = false;
+  call_stream_ids.assign(n, 0);
+  if (Status s = check_call(call, placement.ordinal_of_rank, oracle, &capturing, call_stream_ids, mine); !s.ok())
+    return s;
+  if (call.count == 0) return Status();
+  if (n == 1) return local_copy(given);
+  const ProtocolPick pick = this->pick(call, call.count, false);
+  const CollectiveSpec spec = kernel_spec(call, pick);
+  PreparedCollective* p = cache->repeat(spec);
+  if (!p && capturing && !(p = cache->find(spec)))
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: count {} needs the kernel for {}, not loaded yet: load it with "
+                              "Communicator::prepare(call) before capturing",
+                              call_name(call), call.count, spec_text(spec)));
+  if (!p) {
+    if (Status s = get(spec, &p); !s.ok()) return s;
+    cache->remember(spec, p);
+  }
+  if (spec.low_latency || spec.ll128) return launch_kernels(*p, spec, call, capturing, 0);
+
+  // Staged: every rank's buffers are its staging regions.
+  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
+  std::uint64_t send_bytes = 0, recv_bytes = 0;
+  for (int r = 0; r < n; ++r) {
+    send_bytes = std::max(send_bytes, send_elements(call.collective, call.count, n, r, call.root) * elem);
+    recv_bytes = std::max(recv_bytes, recv_elements(call.collective, call.count, n, r, call.root) * elem);
+  }
+  if (!staging.fits(send_bytes, recv_bytes)) {
+    if (capturing)
+      return Status(StatusCode::unsupported,
+                    fmt::format("{}: count {} needs a larger staging area, which a CUDA graph capture cannot make: "
+                                "make one eager call of this size first",
+                                call_name(call), call.count));
+    try {
+      wait_for_launches(order, placement.ordinals);
+      staging.grow(*peers, send_bytes, recv_bytes);
+    } catch (const Error& e) {
+      return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
+    }
+  }
+  std::vector<const void*> staged_send(n);
+  std::vector<void*> staged_recv(n);
+  for (int r = 0; r < n; ++r) {
+    staged_send[r] = staging.send(r);
+    staged_recv[r] = staging.recv(r);
+  }
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(placement.ordinals[placement.device_of_rank[first]]); e != cudaSuccess)
+    return copy_failed(call, "device", first, e);
+  for (int i = 0; i < own; ++i) {
+    const int r = first + i;
+    const std::uint64_t b = send_elements(call.collective, call.count, n, r, call.root) * elem;
+    if (b == 0) continue;
+    if (cudaError_t e = cudaMemcpyAsync(staging.send(r), send[r], b, cudaMemcpyDeviceToDevice, streams[r]);
+        e != cudaSuccess)
+      return copy_failed(call, "input", r, e);
+  }
+  CollectiveCall staged = call;
+  staged.send = staged_send;
+  staged.recv = staged_recv;
+  if (Status s = launch_kernels(*p, spec, staged, capturing, 0); !s.ok()) return s;
+  for (int i = 0; i < own; ++i) {
+    const int r = first + i;
+    const std::uint64_t b = recv_elements(call.collective, call.count, n, r, call.root) * elem;
+    if (b == 0) continue;
+    if (cudaError_t e = cudaMemcpyAsync(recv[r], staged_recv[r], b, cudaMemcpyDeviceToDevice, streams[r]);
+        e != cudaSuccess)
+      return copy_failed(call, "output", r, e);
+  }
+  return Status();
+}
+
+}  // namespace canopy

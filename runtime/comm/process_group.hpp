@@ -1,0 +1,58 @@
+// ProcessGroup: the processes of a multi-process communicator (Communicator::join) and what each said when it joined:
+// its host, pid, ranks, GPU (UUID, architecture, limits) and the Canopy version and topology it plans with. The facts
+// travel as text in the bootstrap's join payload; check_process_facts refuses a group whose processes would plan
+// differently (another version, topology, rank list or kernel shape), naming the process and the fix; place_processes
+// turns the facts into a Placement in which each process is one device index (its ranks run in its own launch),
+// so processes sharing a GPU are told apart. The pure parts are tested on any CPU.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.hpp"
+#include "runtime/comm/placement.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/transport/bootstrap/bootstrap.hpp"
+#include "runtime/transport/ipc/fd_channel.hpp"
+
+namespace canopy {
+
+struct ProcessFacts {
+  std::string version;   // CANOPY_VERSION
+  std::string host;      // hostname
+  long pid = 0;
+  int first_rank = 0;    // its ranks: first_rank .. first_rank + ranks - 1
+  int ranks = 1;
+  int nranks = 0;        // the communicator's ranks, as this process was told
+  GpuDevice gpu;         // its GPU (ordinal in its own process)
+  std::string plan_key;  // sha256 of what plans and kernels depend on: topology, rank list, kernel shape
+};
+
+std::string encode_process_facts(const ProcessFacts& facts);
+// Parses what encode_process_facts wrote; the error names the field.
+Status decode_process_facts(const std::string& text, ProcessFacts* out);
+
+// The first reason `all` (in process order) cannot form one communicator, or ok: another Canopy version or plan key
+// than process 0's, rank blocks that do not tile 0 .. nranks - 1 in process order, a different nranks.
+Status check_process_facts(const std::vector<ProcessFacts>& all);
+
+// Ranks named `rank_names` (topology GPUs, in rank order) placed on the processes of `all`; this process is `self`,
+// running on CUDA ordinal `ordinal`. Device index = process; other processes' GPUs keep their facts but carry this
+// process's ordinal (so setting the device there is harmless). peer: same GPU (UUID), else `can_reach(a, b)` (GPU
+// UUID a reaches b's memory; empty: never). Throws canopy::Error.
+Placement place_processes(std::vector<std::string> rank_names, const std::vector<ProcessFacts>& all, int self,
+                          const std::function<bool(const std::string&, const std::string&)>& can_reach);
+
+// The bootstrap group and descriptor channel of a joined communicator.
+struct ProcessGroup {
+  int process = 0;
+  std::vector<ProcessFacts> facts;   // per process
+  std::vector<int> process_of_rank;  // per rank
+  std::unique_ptr<Bootstrap> bootstrap;
+  std::unique_ptr<FdChannel> channel;
+  int processes() const { return static_cast<int>(facts.size()); }
+};
+
+}  // namespace canopy

@@ -1,0 +1,26 @@
+// StagingArea growth through the transport (see staging_area.hpp).
+#include "runtime/comm/staging_area.hpp"
+
+#include <bit>
+
+namespace canopy {
+
+namespace {
+std::size_t rounded(std::size_t bytes) { return std::bit_ceil(std::max<std::size_t>(bytes, std::size_t{1} << 20)); }
+}  // namespace
+
+void StagingArea::grow(PeerMemory& peers, std::size_t send, std::size_t recv) {
+  release(peers);
+  const std::size_t s = rounded(send), r = rounded(recv);
+  base = peers.allocate_zeroed([&](int) { return s + r; });
+  send_bytes = s;
+  recv_bytes = r;
+}
+
+void StagingArea::release(PeerMemory& peers) {
+  for (void* p : base) peers.free(p);
+  base.clear();
+  send_bytes = recv_bytes = 0;
+}
+
+}  // namespace canopy

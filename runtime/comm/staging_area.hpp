@@ -1,0 +1,30 @@
+// StagingArea: per rank, a send and a receive region in memory every process of a multi-process communicator maps
+// (PeerMemory), through which the calls whose kernels touch other ranks' buffers (the planned trees, the direct
+// protocol) move the user's data: a process copies its ranks' inputs in before the launch and their outputs out after
+// it, on the call's stream. The user's own buffers are never mapped by another process, so the caching allocators of
+// PyTorch and others may free and reuse them at will. Grown (never shrunk) to the largest call, in the same step on
+// every process (the sizes come from the call, which every process makes alike).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "runtime/transport/peer_memory.hpp"
+
+namespace canopy {
+
+struct StagingArea {
+  std::vector<void*> base;  // per rank: send region, then the receive region at recv_offset
+  std::size_t send_bytes = 0;
+  std::size_t recv_bytes = 0;
+
+  void* send(int rank) const { return base[rank]; }
+  void* recv(int rank) const { return static_cast<char*>(base[rank]) + send_bytes; }
+  bool fits(std::size_t send, std::size_t recv) const { return !base.empty() && send <= send_bytes && recv <= recv_bytes; }
+  // Replaces the area by one holding `send` and `recv` bytes per rank (rounded up to a power of two, at least 1 MiB
+  // each) through `peers`: the caller has waited for every launch using the old one. Throws canopy::Error.
+  void grow(PeerMemory& peers, std::size_t send, std::size_t recv);
+  void release(PeerMemory& peers);
+};
+
+}  // namespace canopy

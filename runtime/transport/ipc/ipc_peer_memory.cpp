@@ -1,0 +1,121 @@
+// IpcPeerMemory: each allocation step exports this process's ranks' memory and maps every other process's.
+#include "runtime/transport/ipc/ipc_peer_memory.hpp"
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <future>
+#include <sstream>
+
+#include "core/error.hpp"
+#include "runtime/cuda/cuda_check.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+
+namespace canopy {
+
+IpcPeerMemory::IpcPeerMemory(FdChannel& channel, int process, std::vector<int> process_of_rank, int ordinal,
+                             std::vector<std::vector<bool>> peer, Logger log)
+    : channel_(channel),
+      process_(process),
+      process_of_rank_(std::move(process_of_rank)),
+      ordinal_(ordinal),
+      peer_(std::move(peer)),
+      log_(std::move(log)) {
+  for (int p : process_of_rank_) processes_ = std::max(processes_, p + 1);
+}
+
+IpcPeerMemory::~IpcPeerMemory() = default;
+
+std::vector<void*> IpcPeerMemory::exchange(const std::vector<std::pair<int, std::size_t>>& mine, bool zero,
+                                           const std::vector<int>& from, const std::vector<int>& to) {
+  const std::uint32_t tag = ++step_;
+  std::vector<void*> out(process_of_rank_.size(), nullptr);
+  std::vector<std::unique_ptr<ShareableMemory>> made;
+  std::vector<UniqueFd> fds;
+  std::string payload;
+  {
+    CurrentDevice keep;
+    for (const auto& [rank, bytes] : mine) {
+      std::unique_ptr<ShareableMemory> m;
+      if (Status s = ShareableMemory::create(ordinal_, bytes, {}, &m); !s.ok())
+        throw Error(fmt::format("rank {}: {} bytes of memory shared with the other processes: {}", rank, bytes,
+                                s.message()));
+      if (zero) {
+        CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_));
+        CANOPY_CUDA_CHECK(cudaMemset(m->pointer(), 0, m->bytes()));  // done before any peer can see it
+      }
+      int fd = -1;
+      if (Status s = m->export_fd(&fd); !s.ok()) throw Error(fmt::format("rank {}: {}", rank, s.message()));
+      fds.emplace_back(fd);
+      payload += fmt::format("{} {}\n", rank, m->bytes());
+      out[rank] = m->pointer();
+      made.push_back(std::move(m));
+    }
+  }
+  std::vector<int> raw;
+  for (const UniqueFd& f : fds) raw.push_back(f.get());
+  // Sends wait for each receiver's acknowledgement, so they run beside this thread's receiving.
+  std::future<Status> sent = std::async(std::launch::async, [&] {
+    for (int p : to)
+      if (Status s = channel_.send(p, tag, raw, payload); !s.ok()) return s;
+    return Status();
+  });
+  Status received;
+  std::vector<std::unique_ptr<ShareableMemory>> imported;
+  for (int p : from) {
+    FdMessage m;
+    if (received = channel_.receive(p, tag, &m); !received.ok()) break;
+    std::istringstream lines(m.payload);
+    int rank = -1;
+    std::size_t bytes = 0;
+    std::size_t k = 0;
+    while (lines >> rank >> bytes) {
+      if (rank < 0 || rank >= static_cast<int>(out.size()) || process_of_rank_[rank] != p || k >= m.fds.size()) {
+        received = Status(StatusCode::remote_error,
+                          fmt::format("process {} sent memory for rank {} in step {}, which is not one of its ranks "
+                                      "(or without its descriptor): the processes disagree on the placement",
+                                      p, rank, tag));
+        break;
+      }
+      std::unique_ptr<ShareableMemory> mem;
+      if (received = ShareableMemory::import(m.fds[k].get(), ordinal_, bytes, {}, &mem); !received.ok()) break;
+      out[rank] = mem->pointer();
+      imported.push_back(std::move(mem));
+      ++k;
+    }
+    if (!received.ok()) break;
+  }
+  const Status send_status = sent.get();
+  if (!received.ok() || !send_status.ok())
+    throw Error(fmt::format("process {}: sharing memory (step {}) failed: {}", process_, tag,
+                            (!received.ok() ? received : send_status).message()));
+  for (auto& m : made) mapped_[m->pointer()] = std::move(m);
+  for (auto& m : imported) mapped_[m->pointer()] = std::move(m);
+  return out;
+}
+
+std::vector<void*> IpcPeerMemory::allocate_zeroed(const std::function<std::size_t(int)>& bytes) {
+  std::vector<std::pair<int, std::size_t>> mine;
+  for (std::size_t r = 0; r < process_of_rank_.size(); ++r)
+    if (process_of_rank_[r] == process_) mine.emplace_back(static_cast<int>(r), bytes(static_cast<int>(r)));
+  std::vector<int> others;
+  for (int p = 0; p < processes_; ++p)
+    if (p != process_) others.push_back(p);
+  return exchange(mine, true, others, others);
+}
+
+void* IpcPeerMemory::allocate(int rank, std::size_t bytes) {
+  const int owner = process_of_rank_.at(rank);
+  std::vector<int> others;
+  for (int p = 0; p < processes_; ++p)
+    if (p != process_) others.push_back(p);
+  if (owner == process_) return exchange({{rank, bytes}}, false, {}, others)[rank];
+  return exchange({}, false, {owner}, {})[rank];
+}
+
+void IpcPeerMemory::free(void* p) {
+  if (!p) return;
+  mapped_.erase(p);  // the physical memory lives on until every process has released its mapping
+}
+
+}  // namespace canopy

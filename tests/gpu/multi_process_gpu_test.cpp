@@ -1,0 +1,57 @@
+// Multi-process communicators on a GPU (label gpu; SKIPPED without one): `canopy run` starts canopy_mp_check in
+// several processes sharing the GPU (or one each where there are enough), each joins one communicator and checks every
+// output element of its ranks. Small matrices here, each protocol forced in turn; the acceptance matrix (every dtype
+// and op, counts to 40 M, 2 to 8 processes) runs from bench/device-run's `processes` step.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "runtime/cuda/gpu_devices.hpp"
+#include "tests/test_util.hpp"
+
+namespace canopy {
+namespace {
+
+testing::CommandRun check(int processes, const std::string& env, const std::string& args) {
+  return testing::run_command(fmt::format("{} CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} run -n {} -- {} {} 2>&1", env,
+                                          CANOPY_CLI, processes, CANOPY_MP_CHECK, args));
+}
+
+class MultiProcessOnGpu : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  }
+};
+
+// Every collective, one float and one integer type, sum and max, small and medium counts, in place and not.
+TEST_P(MultiProcessOnGpu, TwoProcessesCheckEveryCollective) {
+  const testing::CommandRun r = check(2, GetParam(),
+                                      "--collectives broadcast,reduce,allreduce,allgather,reduce_scatter "
+                                      "--dtypes f32,i32 --ops sum,max --counts 0,1,7,1028,65540,300004");
+  std::cout << r.output;
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("0 wrong, 0 failed calls"));
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("rank 0:")));
+}
+
+TEST_P(MultiProcessOnGpu, ThreeProcessesOfTwoRanksEach) {
+  const testing::CommandRun r = check(3, GetParam(),
+                                      "--per-process 2 --collectives allreduce,allgather,reduce_scatter,broadcast "
+                                      "--dtypes bf16 --ops sum --counts 7,65540");
+  std::cout << r.output;
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
+// The protocols, forced: the planned trees alone; the direct protocol for what it takes; the default table.
+INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
+                         ::testing::Values("CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0", ""),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           return std::string(info.index == 0 ? "Trees" : info.index == 1 ? "Direct" : "Default");
+                         });
+
+}  // namespace
+}  // namespace canopy

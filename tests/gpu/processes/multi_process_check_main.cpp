@@ -1,0 +1,249 @@
+// canopy_mp_check: one process of a multi-process datacheck, started N times by `canopy run -n N` (which sets
+// CANOPY_RANK, CANOPY_NRANKS and CANOPY_UNIQUE_ID). Each process joins one communicator (Communicator::join) with
+// --per-process ranks on its current GPU, then runs every case of the matrix below on its own ranks' buffers: inputs
+// from the test pattern, every output element checked against the host reference (bench/harness/collective_check).
+// Prints one line per wrong case and a summary; exits 1 on any wrong element or failed call, 2 on bad arguments.
+//
+//   canopy run -n 2 -- canopy_mp_check --topology hgx-h100 --collectives allreduce --counts 7,65540
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "bench/harness/collective_check.hpp"
+#include "bench/harness/test_pattern.hpp"
+#include "core/error.hpp"
+#include "dsl/shipped_topologies.hpp"
+#include "runtime/comm/communicator.hpp"
+#include "runtime/jit/jit.hpp"
+
+namespace {
+
+using namespace canopy;
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = text.find(',', at);
+    const std::string part = text.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (!part.empty()) out.push_back(part);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  return out;
+}
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) {
+    fmt::print(stderr, "canopy_mp_check: {} is not set: start it with `canopy run -n N -- canopy_mp_check ...`\n", name);
+    std::exit(2);
+  }
+  return std::atoi(v);
+}
+
+struct Args {
+  std::string topology = "hgx-h100";
+  int per_process = 1;
+  std::vector<Collective> collectives = {Collective::broadcast, Collective::reduce, Collective::allreduce,
+                                         Collective::allgather, Collective::reducescatter};
+  std::vector<DataType> dtypes = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
+                                  DataType::i32, DataType::i64, DataType::u8};
+  std::vector<ReduceOp> ops = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
+  std::vector<std::uint64_t> counts = {0, 1, 7, 1028, 65540, 3000004, 40000004};
+  std::vector<bool> in_place = {false, true};
+  std::uint64_t seed = 1;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) {
+      fmt::print(stderr, "canopy_mp_check: {} needs a value\n", k);
+      std::exit(2);
+    }
+    const std::string v = argv[++i];
+    if (k == "--topology") {
+      a.topology = v;
+    } else if (k == "--per-process") {
+      a.per_process = std::atoi(v.c_str());
+    } else if (k == "--collectives") {
+      a.collectives.clear();
+      for (const std::string& c : split(v)) a.collectives.push_back(parse_collective(c).value());
+    } else if (k == "--dtypes") {
+      a.dtypes.clear();
+      for (const std::string& d : split(v)) a.dtypes.push_back(parse_data_type(d).value());
+    } else if (k == "--ops") {
+      a.ops.clear();
+      for (const std::string& o : split(v)) a.ops.push_back(parse_reduce_op(o).value());
+    } else if (k == "--counts") {
+      a.counts.clear();
+      for (const std::string& c : split(v)) a.counts.push_back(std::stoull(c));
+    } else if (k == "--places") {
+      a.in_place.clear();
+      for (const std::string& p : split(v)) a.in_place.push_back(p == "in");
+    } else if (k == "--seed") {
+      a.seed = std::stoull(v);
+    } else {
+      fmt::print(stderr,
+                 "canopy_mp_check: unknown option {}; options: --topology NAME --per-process K --collectives LIST "
+                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S\n",
+                 k);
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+#define CHECK_CUDA(call)                                                                                  \
+  do {                                                                                                    \
+    if (cudaError_t e_ = (call); e_ != cudaSuccess) {                                                     \
+      fmt::print(stderr, "process {}: {} failed: {}\n", process, #call, cudaGetErrorString(e_));          \
+      return 1;                                                                                           \
+    }                                                                                                     \
+  } while (0)
+
+int run(int argc, char** argv) {
+  const Args a = parse(argc, argv);
+  const int process = env_int("CANOPY_RANK");
+  const int processes = env_int("CANOPY_NRANKS");
+  UniqueId id;
+  if (Status s = parse_unique_id(std::getenv("CANOPY_UNIQUE_ID") ? std::getenv("CANOPY_UNIQUE_ID") : "", &id); !s.ok()) {
+    fmt::print(stderr, "process {}: CANOPY_UNIQUE_ID: {}\n", process, s.message());
+    return 2;
+  }
+  const int nranks = processes * a.per_process;
+  const int first = process * a.per_process;
+  CommunicatorOptions o;
+  o.topology = load_topology(a.topology);
+  for (int r = 0; r < nranks; ++r) o.gpus.push_back(std::to_string(r));
+  std::unique_ptr<Communicator> comm;
+  if (Status s = Communicator::join(id, nranks, first, o, &comm, a.per_process); !s.ok()) {
+    fmt::print(stderr, "process {}: join failed: {}\n", process, s.message());
+    return 1;
+  }
+  int device = 0;
+  CHECK_CUDA(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
+  Jit jit(DiskCache::from_environment());
+  PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
+  cudaStream_t stream = nullptr;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  // Buffers for the largest case, per own rank: send and recv of count x nranks 8-byte elements.
+  std::uint64_t max_count = 0;
+  for (std::uint64_t c : a.counts) max_count = std::max(max_count, c);
+  const std::uint64_t bytes = std::max<std::uint64_t>(max_count * nranks * 8, 256);
+  std::vector<char*> send(a.per_process), recv(a.per_process);
+  for (int i = 0; i < a.per_process; ++i) {
+    CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&send[i]), bytes));
+    CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&recv[i]), bytes));
+  }
+  std::uint64_t calls = 0, checked = 0, wrong = 0, failed = 0;
+  std::vector<unsigned char> host;
+  int case_number = 0;
+  for (Collective c : a.collectives)
+    for (DataType dt : a.dtypes)
+      for (ReduceOp op : a.ops) {
+        if (!reduces(c) && op != a.ops.front()) continue;  // one op for broadcast and allgather
+        for (std::uint64_t count : a.counts)
+          for (bool in_place : a.in_place) {
+            ++case_number;
+            CheckSpec spec;
+            spec.collective = c;
+            spec.dtype = dt;
+            spec.op = reduces(c) ? op : ReduceOp::sum;
+            spec.root = case_number % nranks;
+            spec.ranks = nranks;
+            spec.count = count;
+            spec.seed = a.seed + case_number;
+            const std::uint64_t elem = size_of(dt);
+            const ReduceOp input_op = combines(spec) ? spec.op : ReduceOp::sum;
+            std::vector<const void*> call_send(a.per_process);
+            std::vector<void*> call_recv(a.per_process);
+            std::vector<cudaStream_t> streams(a.per_process, stream);
+            for (int i = 0; i < a.per_process; ++i) {
+              const int r = first + i;
+              const std::uint64_t out_bytes = (c == Collective::allgather ? count * nranks : count) * elem;
+              CHECK_CUDA(cudaMemsetAsync(recv[i], 0xff, std::max<std::uint64_t>(out_bytes, 1), stream));
+              auto fill = [&](void* dst, std::uint64_t n) {
+                if (n == 0) return;
+                if (Status s = patterns.fill(dst, n, dt, input_op, spec.seed, r, 0, stream); !s.ok())
+                  throw Error(s.message());
+              };
+              if (!in_place) {
+                fill(send[i], input_elements(spec, r));
+                call_send[i] = send[i];
+                call_recv[i] = recv[i];
+              } else if (c == Collective::allgather) {
+                fill(recv[i] + r * count * elem, count);
+                call_send[i] = recv[i] + r * count * elem;
+                call_recv[i] = recv[i];
+              } else if (c == Collective::reducescatter) {
+                fill(send[i], count * nranks);
+                call_send[i] = send[i];
+                call_recv[i] = send[i] + r * count * elem;
+              } else {
+                if (c != Collective::broadcast || r == spec.root) fill(recv[i], count);
+                call_send[i] = recv[i];
+                call_recv[i] = recv[i];
+              }
+            }
+            CollectiveCall call{c, call_send, call_recv, count, dt, spec.op, spec.root, streams};
+            ++calls;
+            const std::string what = fmt::format("{} {} {} count {} root {} {}", call_name(c), to_string(dt),
+                                                 to_string(spec.op), count, spec.root,
+                                                 in_place ? "in place" : "out of place");
+            if (Status s = comm->run(call); !s.ok()) {
+              fmt::print("process {}: {}: call failed: {}\n", process, what, s.message());
+              ++failed;
+              continue;
+            }
+            if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
+              fmt::print("process {}: {}: {}\n", process, what, cudaGetErrorString(e));
+              return 1;
+            }
+            for (int i = 0; i < a.per_process; ++i) {
+              const int r = first + i;
+              const std::uint64_t n = output_elements(spec, r);
+              if (n == 0) continue;
+              host.resize(n * elem);
+              CHECK_CUDA(cudaMemcpy(host.data(), call_recv[i], n * elem, cudaMemcpyDeviceToHost));
+              const CheckResult res = check_output(spec, r, host.data());
+              checked += res.checked;
+              wrong += res.wrong;
+              if (res.wrong)
+                fmt::print("process {} rank {}: {}: {} of {} wrong, e.g. {}\n", process, r, what, res.wrong,
+                           res.checked, fmt::join(res.examples, "; "));
+            }
+          }
+      }
+  fmt::print("process {} (ranks {}..{} of {}): {} calls, {} elements checked, {} wrong, {} failed calls\n", process,
+             first, first + a.per_process - 1, nranks, calls, checked, wrong, failed);
+  for (int i = 0; i < a.per_process; ++i) {
+    (void)cudaFree(send[i]);
+    (void)cudaFree(recv[i]);
+  }
+  comm.reset();
+  (void)cudaStreamDestroy(stream);
+  return wrong || failed ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "canopy_mp_check: {}\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,120 @@
+// ProcessFacts and the placement of ranks on processes (runtime/comm/process_group.hpp), on any CPU: the facts survive
+// their text form, a group whose processes would plan differently is refused naming the process and the fix, and each
+// process becomes one device index that only it launches, processes on one GPU able to reach each other.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "core/error.hpp"
+#include "runtime/comm/process_group.hpp"
+
+namespace canopy {
+namespace {
+
+using ::testing::HasSubstr;
+
+ProcessFacts facts(int first_rank, int ranks, int nranks, const std::string& uuid = "aa") {
+  ProcessFacts f;
+  f.version = "1.2.3";
+  f.host = "box";
+  f.pid = 100 + first_rank;
+  f.first_rank = first_rank;
+  f.ranks = ranks;
+  f.nranks = nranks;
+  f.gpu.ordinal = 0;
+  f.gpu.name = "NVIDIA H100 80GB HBM3";
+  f.gpu.arch = "sm_90";
+  f.gpu.uuid = uuid;
+  f.gpu.limits.sms = 132;
+  f.gpu.memory_bytes = 85000000000;
+  f.plan_key = "0123456789abcdef0123";
+  return f;
+}
+
+TEST(ProcessFacts, SurviveTheirTextForm) {
+  const ProcessFacts f = facts(2, 2, 4, "f00d");
+  ProcessFacts back;
+  ASSERT_TRUE(decode_process_facts(encode_process_facts(f), &back).ok());
+  EXPECT_EQ(back.version, f.version);
+  EXPECT_EQ(back.host, f.host);
+  EXPECT_EQ(back.pid, f.pid);
+  EXPECT_EQ(back.first_rank, 2);
+  EXPECT_EQ(back.ranks, 2);
+  EXPECT_EQ(back.nranks, 4);
+  EXPECT_EQ(back.gpu.name, f.gpu.name);
+  EXPECT_EQ(back.gpu.uuid, "f00d");
+  EXPECT_EQ(back.gpu.limits.sms, 132);
+  EXPECT_EQ(back.gpu.memory_bytes, f.gpu.memory_bytes);
+  EXPECT_EQ(back.plan_key, f.plan_key);
+}
+
+TEST(ProcessFacts, AMissingOrMalformedFieldIsNamed) {
+  ProcessFacts back;
+  std::string text = encode_process_facts(facts(0, 1, 2));
+  const Status missing = decode_process_facts(text.substr(0, text.find("plan_key")), &back);
+  EXPECT_THAT(missing.message(), HasSubstr("'plan_key' is missing"));
+  text.replace(text.find("pid=100"), 7, "pid=x");
+  EXPECT_THAT(decode_process_facts(text, &back).message(), HasSubstr("'pid' is 'x', not a number"));
+  EXPECT_THAT(decode_process_facts("garbage", &back).message(), HasSubstr("has no '='"));
+}
+
+TEST(ProcessFacts, AGroupThatWouldPlanAlikeIsAccepted) {
+  EXPECT_TRUE(check_process_facts({facts(0, 1, 3), facts(1, 1, 3), facts(2, 1, 3)}).ok());
+  EXPECT_TRUE(check_process_facts({facts(0, 2, 4), facts(2, 2, 4)}).ok());
+}
+
+TEST(ProcessFacts, AnotherVersionIsRefusedNamingTheProcess) {
+  std::vector<ProcessFacts> all = {facts(0, 1, 2), facts(1, 1, 2)};
+  all[1].version = "9.9.9";
+  const Status s = check_process_facts(all);
+  EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+  EXPECT_THAT(s.message(), HasSubstr("process 1 (ranks 1..1, pid 101 on box) runs Canopy 9.9.9"));
+  EXPECT_THAT(s.message(), HasSubstr("run one build of Canopy in every process"));
+}
+
+TEST(ProcessFacts, AnotherPlanKeyIsRefused) {
+  std::vector<ProcessFacts> all = {facts(0, 1, 2), facts(1, 1, 2)};
+  all[1].plan_key = "ffffffffffffffffffff";
+  EXPECT_THAT(check_process_facts(all).message(), HasSubstr("would plan differently"));
+}
+
+TEST(ProcessFacts, DuplicateMissingOrExtraRanksAreRefused) {
+  EXPECT_THAT(check_process_facts({facts(0, 1, 2), facts(0, 1, 2)}).message(),
+              HasSubstr("duplicate or missing rank"));
+  EXPECT_THAT(check_process_facts({facts(0, 1, 3), facts(1, 1, 3)}).message(),
+              HasSubstr("the processes hold 2 ranks but the communicator has 3"));
+  EXPECT_THAT(check_process_facts({facts(0, 1, 2), facts(1, 1, 3)}).message(), HasSubstr("pass the same nranks"));
+}
+
+TEST(PlaceProcesses, EachProcessIsOneDeviceIndexLaunchedOnlyThere) {
+  const std::vector<ProcessFacts> all = {facts(0, 2, 4, "aa"), facts(2, 2, 4, "aa")};
+  std::vector<ProcessFacts> mine = all;
+  mine[1].gpu.ordinal = 3;  // the other process's ordinal is its own business
+  const Placement p = place_processes({"gpu0", "gpu1", "gpu2", "gpu3"}, mine, 1, {});
+  EXPECT_EQ(p.devices(), 2);
+  EXPECT_EQ(p.device_of_rank, (std::vector<int>{0, 0, 1, 1}));
+  EXPECT_EQ(p.first_rank, (std::vector<int>{0, 2}));
+  EXPECT_EQ(p.here, (std::vector<char>{0, 1}));
+  EXPECT_TRUE(p.multi_process());
+  EXPECT_FALSE(p.launches(0));
+  EXPECT_TRUE(p.launches(1));
+  EXPECT_EQ(p.ordinal_of_rank, (std::vector<int>{3, 3, 3, 3}));  // this process's GPU stands in for every one
+  EXPECT_TRUE(p.peer[0][1]);  // one GPU: the processes reach each other's memory
+}
+
+TEST(PlaceProcesses, OtherGpusAreReachedWhereTheCallbackSays) {
+  const std::vector<ProcessFacts> all = {facts(0, 1, 3, "aa"), facts(1, 1, 3, "bb"), facts(2, 1, 3, "cc")};
+  const Placement p = place_processes({"gpu0", "gpu1", "gpu2"}, all, 0, [](const std::string& a, const std::string& b) {
+    return (a == "aa" && b == "bb") || (a == "bb" && b == "aa");
+  });
+  EXPECT_TRUE(p.peer[0][1]);
+  EXPECT_TRUE(p.peer[1][0]);
+  EXPECT_FALSE(p.peer[0][2]);
+  EXPECT_TRUE(p.peer[2][2]);
+}
+
+TEST(PlaceProcesses, MoreRanksThanTheListIsAnError) {
+  EXPECT_THROW(place_processes({"gpu0"}, {facts(0, 1, 2), facts(1, 1, 2)}, 0, {}), Error);
+}
+
+}  // namespace
+}  // namespace canopy
