@@ -21,12 +21,15 @@ struct RankPointers {
 // had calls captured into CUDA graphs (a replay repeats its arguments): then each GPU's launch counter says it.
 // launches: by device index (the kernel's `device` argument; entries past the launch's devices are unused), that
 // GPU's launch counter for the kernel (its own, or its protocol's), zeroed once (flags.cuh: begin_launch).
+// abort: the communicator's abort word (host memory mapped for the GPU; null: none): once non-zero, every wait gives
+// up, so a launch whose peers are gone or that the host aborted ends (its outputs are then undefined).
 template <int kRanks>
 struct DeviceArgs {
   unsigned long long count;
   unsigned long long epoch;
   unsigned long long* launches[kRanks];
   RankPointers rank[kRanks];
+  const volatile unsigned int* abort;
 };
 
 // Each counter sits alone on a 128-byte line (16 x 8 bytes) so remote writers and local spinners do not share.

@@ -170,7 +170,7 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
 // blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of device `device`.
 template <typename C>
 __device__ __forceinline__ void run_direct(const typename C::Args& a, const int* ranks, int device) {
-  const unsigned long long e = begin_launch(a.launches[device], a.epoch);
+  const unsigned long long e = begin_launch(a.launches[device], a.epoch, a.abort);
   run_direct_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
   end_launch(a.launches[device], a.epoch, e);
 }

@@ -25,13 +25,26 @@ __device__ __forceinline__ void store_release(u64* p, u64 v) {
 
 __device__ __forceinline__ bool leader() { return threadIdx.x == 0; }
 
+// The launch's abort word (DeviceArgs::abort), per block: begin_launch sets it. Waits look at it every kAbortPolls
+// spins (it lives in host memory: a read crosses PCIe) and give up once it is set.
+__shared__ const volatile unsigned int* abort_word;
+constexpr unsigned kAbortPolls = 1024;
+__device__ __forceinline__ bool aborted() {
+  const volatile unsigned int* w = abort_word;
+  return w != nullptr && *w != 0;
+}
+// Counts a spin; true every kAbortPolls spins when the abort word is set.
+__device__ __forceinline__ bool give_up(unsigned& spins) { return (++spins % kAbortPolls) == 0 && aborted(); }
+
 // Every thread of the block arrives; after a group of waits this publishes what the leader observed.
 __device__ __forceinline__ void sync() { __syncthreads(); }
 
 // The leader spins until *counter >= target. Follow a group of waits with sync() before touching the data.
 __device__ __forceinline__ void wait(const u64* counter, u64 target) {
   if (leader()) {
+    unsigned spins = 0;
     while (load_acquire(counter) < target) {
+      if (give_up(spins)) return;
     }
   }
 }
@@ -56,7 +69,8 @@ __device__ __forceinline__ void wait_covered(const u64* counter, u64 epoch_bits,
 // Otherwise (graph replays and every launch after the first capture) every block reads [0]: a communicator's
 // launches on one GPU run one after another (stream order), so all blocks of one read the same value, and the last
 // block out raises it (end_launch). Every block calls begin_launch first and end_launch last.
-__device__ __forceinline__ u64 begin_launch(u64* counter, u64 given) {
+__device__ __forceinline__ u64 begin_launch(u64* counter, u64 given, const volatile unsigned int* abort) {
+  abort_word = abort;  // every thread stores the same value, then reads its own store
   if (given > 0) {
     if (blockIdx.x == 0 && leader()) counter[0] = given;
     return given;

@@ -85,6 +85,7 @@ __device__ __forceinline__ void ll128_receive(void* buffer, u64 parity, int slot
     p[u] = ll128_line<C>(buffer, parity, slot, ready[u] ? 0 : line) + 2 * ll128_lane();
     v[u][0] = v[u][1] = 0;
   }
+  unsigned spins = 0;
   for (;;) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -97,6 +98,7 @@ __device__ __forceinline__ void ll128_receive(void* buffer, u64 parity, int slot
       all = all && ready[u];
     }
     if (__all_sync(0xffffffffu, all)) return;
+    if ((++spins % kAbortPolls) == 0 && __any_sync(0xffffffffu, aborted())) return;  // the warp gives up together
   }
 }
 
@@ -245,7 +247,7 @@ __device__ __forceinline__ void run_ll128_block(const typename C::Args& a, int m
 // blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of device `device`.
 template <typename C>
 __device__ __forceinline__ void run_ll128(const typename C::Args& a, const int* ranks, int device) {
-  const u64 e = begin_launch(a.launches[device], a.epoch);
+  const u64 e = begin_launch(a.launches[device], a.epoch, a.abort);
   run_ll128_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
   end_launch(a.launches[device], a.epoch, e);
 }

@@ -35,12 +35,13 @@ __device__ __forceinline__ void ll_store(LLLine* p, unsigned long long data, uns
 
 __device__ __forceinline__ unsigned long long ll_load(const LLLine* p, unsigned int flag) {
   unsigned int d0, f0, d1, f1;
+  unsigned spins = 0;
   do {
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
                  : "l"(p)
                  : "memory");
-  } while (f0 != flag || f1 != flag);
+  } while ((f0 != flag || f1 != flag) && !give_up(spins));
   return (static_cast<unsigned long long>(d1) << 32) | d0;
 }
 
@@ -249,7 +250,7 @@ __device__ __forceinline__ void run_ll_two_shot_block(const typename C::Args& a,
 // blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of device `device`.
 template <typename C>
 __device__ __forceinline__ void run_ll(const typename C::Args& a, const int* ranks, int device) {
-  const unsigned long long e = begin_launch(a.launches[device], a.epoch);
+  const unsigned long long e = begin_launch(a.launches[device], a.epoch, a.abort);
   if (C::kCollective == kLLAllReduce && C::kTwoShot)
     run_ll_two_shot_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
   else

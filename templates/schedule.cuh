@@ -146,7 +146,7 @@ __device__ __noinline__ void run_steps(const typename C::Args& a, const Program&
 // chunk of its part, epilogue.
 template <typename C>
 __device__ __forceinline__ void run_block(const typename C::Args& a, const Program& p, int device) {
-  const unsigned long long e = begin_launch(a.launches[device], a.epoch);
+  const unsigned long long e = begin_launch(a.launches[device], a.epoch, a.abort);
   const BlockRec br = p.blocks[blockIdx.x];
   const LaneRec& lane = p.lanes[br.lane];
   const Range range = block_part(tree_range<C>(a, lane.range), br.block, lane.blocks, C::kAlign);

@@ -1,5 +1,5 @@
-// `canopy run -n N [--grace S] -- PROGRAM ARGS...`: starts N processes of PROGRAM, one per rank, as torchrun and
-// mpirun do, with the variables a multi-process Canopy program (or PyTorch) reads: CANOPY_RANK, CANOPY_NRANKS,
+// `canopy run -n N [--grace S] [--keep-going] -- PROGRAM ARGS...`: starts N processes of PROGRAM, one per rank, as
+// torchrun and mpirun do, with the variables a multi-process Canopy program (or PyTorch) reads: CANOPY_RANK, CANOPY_NRANKS,
 // CANOPY_UNIQUE_ID (a bootstrap id whose root runs in this launcher), CANOPY_LOCAL_RANK, CANOPY_LOCAL_SIZE, and RANK,
 // WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE. It forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to every rank; when a rank
 // fails it stops the others (SIGTERM, then SIGKILL after the grace period) and exits with the first failing status
@@ -31,6 +31,7 @@ namespace {
 struct RunArgs {
   int ranks = 0;
   double grace_s = 10;
+  bool keep_going = false;
   std::vector<std::string> program;
 };
 
@@ -94,8 +95,9 @@ std::string describe(int status) {
                            : fmt::format("was killed by signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status)));
 }
 
-// Waits for every rank; after the first failure stops the rest (SIGTERM, then SIGKILL past `grace`).
-int wait_for_ranks(int ranks, double grace_s) {
+// Waits for every rank; after the first failure stops the rest (SIGTERM, then SIGKILL past `grace`), unless
+// `keep_going` (then they end by themselves).
+int wait_for_ranks(int ranks, double grace_s, bool keep_going = false) {
   int alive = ranks, first_failure = 0;
   std::chrono::steady_clock::time_point stop_at{};
   bool stopping = false, killed = false;
@@ -122,7 +124,10 @@ int wait_for_ranks(int ranks, double grace_s) {
     --alive;
     if (status_code(status) != 0 && first_failure == 0) {
       first_failure = status_code(status);
-      if (alive > 0) {
+      if (alive > 0 && keep_going) {
+        fmt::print(stderr, "canopy run: rank {} (pid {}) {}; the other {} rank{} go on (--keep-going)\n", rank, pid,
+                   describe(status), alive, alive == 1 ? "" : "s");
+      } else if (alive > 0) {
         fmt::print(stderr, "canopy run: rank {} (pid {}) {}; stopping the other {} rank{}\n", rank, pid,
                    describe(status), alive, alive == 1 ? "" : "s");
         forward_signal(SIGTERM);
@@ -161,7 +166,7 @@ int run_ranks(const RunArgs& args) {
     g_pids[r] = pid;
     g_count = r + 1;
   }
-  return wait_for_ranks(args.ranks, args.grace_s);
+  return wait_for_ranks(args.ranks, args.grace_s, args.keep_going);
 }
 
 }  // namespace
@@ -173,13 +178,17 @@ void add_run_command(CLI::App& app) {
   cmd->add_option("--grace", args->grace_s,
                   "seconds the other ranks get to end after one fails (SIGTERM), before SIGKILL (default 10)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--keep-going", args->keep_going,
+               "when a rank fails, let the others end by themselves (to see how they handle the loss) instead of "
+               "stopping them");
   cmd->add_option("program", args->program, "the program and its arguments, after --")->required();
   cmd->footer(
       "Each rank gets CANOPY_RANK, CANOPY_NRANKS, CANOPY_UNIQUE_ID (the bootstrap id: its root runs in this\n"
       "launcher), CANOPY_LOCAL_RANK and CANOPY_LOCAL_SIZE, and torchrun's RANK, WORLD_SIZE, LOCAL_RANK,\n"
       "LOCAL_WORLD_SIZE. SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to every rank. When a rank fails the\n"
       "others get SIGTERM, then SIGKILL after --grace; the exit status is the first failing rank's (128 + N for\n"
-      "signal N, 127 when the program cannot start).\n"
+      "signal N, 127 when the program cannot start). With --keep-going the others are left to end by\n"
+      "themselves (a multi-process communicator reports a lost rank within seconds).\n"
       "\n"
       "Examples:\n"
       "  canopy run -n 4 -- ./my_program                 four ranks of a Canopy program\n"

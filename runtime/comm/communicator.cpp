@@ -22,6 +22,12 @@ Communicator::State::~State() {
   watchdog.reset();
   crew.reset();
   wait_for_launches(order, placement.ordinals);
+  // Every process's kernels are done before any leaves, so none takes another's exit for a failure.
+  if (group && group->bootstrap && !failed) {
+    if (Status s = group->bootstrap->barrier(); !s.ok())
+      log.warn(LogSubsys::init, "leaving the communicator: " + s.message());
+  }
+  monitor.reset();
   offload.reset();  // waits for the copy engines' and the host path's work
   CurrentDevice keep;
   if (cache) cache->clear();
@@ -85,6 +91,20 @@ void set_up_protocols(Communicator::State& st) {
       st.log);
 }
 
+void Communicator::State::fail(const std::string& why) {
+  std::lock_guard<std::mutex> lock(failure_mutex);
+  if (failed) return;
+  failure = why;
+  failed = true;
+  if (abort_word) abort_word->set();
+  log.warn(LogSubsys::run, why);
+}
+
+Status Communicator::State::failure_status() {
+  std::lock_guard<std::mutex> lock(failure_mutex);
+  return failed ? Status(StatusCode::remote_error, failure) : Status();
+}
+
 Communicator::Communicator(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Communicator::~Communicator() = default;
 
@@ -112,6 +132,7 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
   st.offload = std::make_unique<Offload>(
       OffloadPlacement{&st.topology, &pl.rank_names, &pl.gpus, &pl.device_of_rank, &pl.ordinal_of_rank},
       st.config.hybrid, st.protocols, *st.plans, st.builder->jit(), st.log);
+  st.abort_word = std::make_unique<AbortWord>();
   st.order = make_device_order(pl.ordinals);
   if (st.config.launch.enabled && pl.devices() > 1 && !pl.multi_process())
     st.crew = std::make_unique<LaunchCrew>(pl.ordinals, st.config.launch.spin);
@@ -214,6 +235,16 @@ const Topology& Communicator::topology() const { return state_->topology; }
 std::string Communicator::topology_source() const { return state_->topology_source; }
 const std::string& Communicator::machine_key() const { return state_->machine; }
 std::filesystem::path Communicator::tuning_path() const { return state_->tuning_path; }
+
+Status Communicator::abort() {
+  State& st = *state_;
+  st.fail("the communicator was aborted (Communicator::abort): every call fails from now on");
+  std::lock_guard<std::mutex> lock(st.mutex);
+  wait_for_launches(st.order, st.placement.ordinals);  // they end promptly: every wait gives up
+  return Status();
+}
+
+Status Communicator::async_error() { return state_->failure_status(); }
 
 Status Communicator::prepare(std::span<const CollectiveSpec> specs) {
   std::lock_guard<std::mutex> lock(state_->mutex);

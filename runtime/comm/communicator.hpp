@@ -123,6 +123,14 @@ class Communicator {
   // in-place reduce or allreduce never is.
   bool is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const;
 
+  // Stops the communicator (as ncclCommAbort): every wait of its running kernels gives up, so they end promptly and
+  // leave the GPU usable (their outputs undefined); returns once this process's launches have ended. Every later call
+  // fails. Safe from another thread than the one making calls.
+  Status abort();
+  // ok, or why the communicator cannot go on (as ncclCommGetAsyncError): another process of it ended (its ranks,
+  // host and pid named), or abort() was called. Never blocks.
+  Status async_error();
+
   // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
   Status prepare(std::span<const CollectiveSpec> specs);
   // Loads the kernel `call` runs when captured into a CUDA graph (where calls never take the copy engines or the host

@@ -143,6 +143,17 @@ Status Communicator::join(const UniqueId& id, int nranks, int rank, const Commun
                                                 st->placement.peer, st->log);
     st->group = std::move(group);
     set_up_runtime(options, *st);
+    std::vector<WatchedProcess> others;
+    for (std::size_t p = 0; p < st->group->facts.size(); ++p) {
+      const ProcessFacts& f = st->group->facts[p];
+      if (static_cast<int>(p) == st->group->process || f.host != mine.host) continue;
+      others.push_back({static_cast<pid_t>(f.pid),
+                        fmt::format("process {} (rank{} {}{}, pid {} on host {})", p, f.ranks > 1 ? "s" : "",
+                                    f.first_rank, f.ranks > 1 ? fmt::format("..{}", f.first_rank + f.ranks - 1) : "",
+                                    f.pid, f.host)});
+    }
+    State* raw = st.get();
+    st->monitor = std::make_unique<PeerMonitor>(std::move(others), [raw](const std::string& why) { raw->fail(why); });
   } catch (const Error& e) {
     return Status(StatusCode::invalid_argument, e.what());
   } catch (const InternalError& e) {

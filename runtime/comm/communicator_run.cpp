@@ -62,6 +62,7 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
   LaunchTarget target{placement.ordinals, placement.first_rank, memory->scratch(), &order};
   target.stream_id = call_stream_ids;
   target.here = placement.here;
+  target.abort = abort_word ? abort_word->device() : nullptr;
   target.crew = crew.get();
   target.capturing = capturing;
   device_epochs = device_epochs || capturing;  // from the first capture on, for good
@@ -118,6 +119,7 @@ Status Communicator::run(const CollectiveCall& given) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
+  if (st.failed) return st.failure_status();
   if (st.group) return st.run_in_processes(given);
   bool capturing = false;
   st.call_stream_ids.resize(st.ranks());

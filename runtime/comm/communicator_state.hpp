@@ -5,6 +5,7 @@
 // into them; none calls back up. Internal: included by the communicator's source files only.
 #pragma once
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -18,9 +19,11 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_config.hpp"
 #include "runtime/comm/placement.hpp"
+#include "runtime/comm/peer_monitor.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/comm/staging_area.hpp"
 #include "runtime/jit/build.hpp"
+#include "runtime/launch/abort_word.hpp"
 #include "runtime/launch/launch_crew.hpp"
 #include "runtime/launch/prepared_collective.hpp"
 #include "runtime/offload/offload.hpp"
@@ -63,6 +66,15 @@ struct Communicator::State {
   // other ranks' buffers (the planned trees, the direct protocol) move them: every process maps every other's.
   std::unique_ptr<ProcessGroup> group;
   StagingArea staging;
+  std::unique_ptr<PeerMonitor> monitor;  // notices another process ending
+  // Set when the communicator cannot go on: another process ended, or abort() was called. Every wait of its kernels
+  // then gives up (abort_word), and every later call returns `failure`.
+  std::unique_ptr<AbortWord> abort_word;
+  std::atomic<bool> failed{false};
+  std::mutex failure_mutex;
+  std::string failure;
+  void fail(const std::string& why);  // from any thread; the first reason is kept
+  Status failure_status();
   bool broken = false;  // a partial launch left kernels waiting
   std::string broken_why;
 

@@ -93,10 +93,13 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
   if (!target.capturing) p.last_epoch = ++(target.epoch ? *target.epoch : p.epoch);
   const std::span<void* const> flags = launch_flags(p, target);
   const std::span<unsigned long long* const> launches = launch_counters(p, target);
-  // DeviceArgs<ranks>: count, epoch, a launch counter per device index (ranks entries), then every rank's pointers.
+  // DeviceArgs<ranks>: count, epoch, a launch counter per device index (ranks entries), every rank's pointers, then
+  // the abort word.
   const std::uint64_t epoch = target.device_epochs ? 0 : p.last_epoch;
   const std::size_t at_ranks = 16 + 8 * static_cast<std::size_t>(ranks);
-  p.args.assign(at_ranks + sizeof(RankPointers) * ranks, 0);
+  const std::size_t at_abort = at_ranks + sizeof(RankPointers) * ranks;
+  p.args.assign(at_abort + sizeof(void*), 0);
+  std::memcpy(p.args.data() + at_abort, &target.abort, sizeof(void*));
   std::memcpy(p.args.data(), &call.count, 8);
   std::memcpy(p.args.data() + 8, &epoch, 8);
   std::memcpy(p.args.data() + 16, launches.data(), 8 * launches.size());

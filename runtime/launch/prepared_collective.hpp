@@ -97,6 +97,8 @@ struct LaunchTarget {
   LaunchCrew* crew = nullptr;
   // Per device index: launched here (empty: every one). A multi-process communicator launches only its own.
   std::span<const char> here = {};
+  // The communicator's abort word as the GPUs see it (AbortWord; null: none): set, every wait gives up.
+  const unsigned int* abort = nullptr;
 };
 
 // Fills the DeviceArgs image (count, launch counters, every rank's pointers) and launches on every device, on the

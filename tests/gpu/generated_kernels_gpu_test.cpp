@@ -117,10 +117,10 @@ TEST_P(GeneratedKernelsOnGpu, DeliverTheCollective) {
       CUDA_OK(cudaMemcpy(send[r], in[r].data(), in_elems * sizeof(float), cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemset(recv[r], 0xff, recv_elems * sizeof(float)));  // NaN poison
     }
-    // DeviceArgs<n>: count, epoch, the launch counters (per device index), then every rank's pointers. Odd
+    // DeviceArgs<n>: count, epoch, the launch counters (per device index), every rank's pointers, the abort word. Odd
     // launches give their epoch; even ones pass 0, so the kernels read it from their launch counters (as after a
     // CUDA graph capture), which the launch before left there.
-    std::vector<unsigned char> args(16 + 8 * n + sizeof(RankPointers) * n);
+    std::vector<unsigned char> args(16 + 8 * n + sizeof(RankPointers) * n + sizeof(void*));  // the abort word: null
     const std::uint64_t epoch = launch % 2 == 1 ? launch : 0;
     std::memcpy(args.data(), &count, 8);
     std::memcpy(args.data() + 8, &epoch, 8);

@@ -53,5 +53,37 @@ INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                            return std::string(info.index == 0 ? "Trees" : info.index == 1 ? "Direct" : "Default");
                          });
 
+// kill -9 of one process inside a loop of allreduces: the others report the lost process (its ranks, host and pid)
+// within 10 s and exit (status 3 from canopy_mp_check); then a new job on the same GPU runs normally.
+TEST(MultiProcessFailureOnGpu, AKilledProcessIsReportedByTheOthersWithinTenSeconds) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r = testing::run_command(
+      fmt::format("CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} run -n 3 --keep-going -- {} --loop 1000000 --die-after 200 "
+                  "--counts 65540 2>&1",
+                  CANOPY_CLI, CANOPY_MP_CHECK));
+  std::cout << r.output;
+  EXPECT_NE(r.status, 0);
+  const auto at = [&](const std::string& marker) -> long long {
+    const std::size_t p = r.output.find(marker);
+    if (p == std::string::npos) return -1;
+    return std::stoll(r.output.substr(p + marker.size()));
+  };
+  const long long died = at("killing itself (SIGKILL) at ");
+  ASSERT_GT(died, 0) << r.output;
+  for (int survivor : {0, 2}) {
+    const std::string prefix = fmt::format("process {}: call ", survivor);
+    const std::size_t p = r.output.find(prefix);
+    ASSERT_NE(p, std::string::npos) << "process " << survivor << " did not report the loss:\n" << r.output;
+    const std::size_t at_ms = r.output.find(" failed at ", p);
+    ASSERT_NE(at_ms, std::string::npos);
+    const long long seen = std::stoll(r.output.substr(at_ms + 11));
+    EXPECT_LE(seen - died, 10000) << "process " << survivor << " took " << seen - died << " ms";
+    const std::string line = r.output.substr(p, r.output.find('\n', p) - p);
+    EXPECT_THAT(line, ::testing::HasSubstr("process 1 (rank 1, pid")) << line;
+  }
+  const testing::CommandRun next = check(2, "", "--collectives allreduce --dtypes f32 --ops sum --counts 65540");
+  EXPECT_EQ(next.status, 0) << next.output;
+}
+
 }  // namespace
 }  // namespace canopy

@@ -58,6 +58,15 @@ TEST(RunCli, AFailingRankStopsTheOthers) {
   EXPECT_THAT(r.output, HasSubstr("stopping the other 1 rank"));
 }
 
+TEST(RunCli, KeepGoingLetsTheOtherRanksEndByThemselves) {
+  // Rank 0 fails at once; rank 1 finishes its work 0.3 s later and says so: nobody stopped it.
+  const auto r = canopy_run(
+      "-n 2 --keep-going -- sh -c 'if [ $CANOPY_RANK = 0 ]; then exit 3; fi; sleep 0.3; echo rank 1 finished'");
+  EXPECT_EQ(r.status, 3) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("rank 1 finished"));
+  EXPECT_THAT(r.output, HasSubstr("the other 1 rank go on (--keep-going)"));
+}
+
 TEST(RunCli, ARankThatIgnoresSigtermIsKilledAfterTheGracePeriod) {
   const auto r = canopy_run(
       "-n 2 --grace 0.2 -- sh -c 'if [ $CANOPY_RANK = 0 ]; then exit 4; fi; trap \"\" TERM; while :; do sleep 0.05; "

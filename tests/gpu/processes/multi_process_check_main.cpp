@@ -10,7 +10,10 @@
 #include <fmt/ranges.h>
 
 #include <cstdlib>
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <unistd.h>
 #include <map>
 #include <string>
 #include <vector>
@@ -59,6 +62,11 @@ struct Args {
   std::vector<std::uint64_t> counts = {0, 1, 7, 1028, 65540, 3000004, 40000004};
   std::vector<bool> in_place = {false, true};
   std::uint64_t seed = 1;
+  // --loop N: instead of the matrix, N allreduces (f32 sum, the first count) checked at the end; with --die-after K,
+  // process --die-process (default 1) kills itself with SIGKILL after K of them and the others report the loss.
+  int loop = 0;
+  int die_after = -1;
+  int die_process = 1;
 };
 
 Args parse(int argc, char** argv) {
@@ -89,12 +97,18 @@ Args parse(int argc, char** argv) {
     } else if (k == "--places") {
       a.in_place.clear();
       for (const std::string& p : split(v)) a.in_place.push_back(p == "in");
+    } else if (k == "--loop") {
+      a.loop = std::atoi(v.c_str());
+    } else if (k == "--die-after") {
+      a.die_after = std::atoi(v.c_str());
+    } else if (k == "--die-process") {
+      a.die_process = std::atoi(v.c_str());
     } else if (k == "--seed") {
       a.seed = std::stoull(v);
     } else {
       fmt::print(stderr,
                  "canopy_mp_check: unknown option {}; options: --topology NAME --per-process K --collectives LIST "
-                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S\n",
+                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P\n",
                  k);
       std::exit(2);
     }
@@ -146,6 +160,36 @@ int run(int argc, char** argv) {
   for (int i = 0; i < a.per_process; ++i) {
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&send[i]), bytes));
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&recv[i]), bytes));
+  }
+  if (a.loop > 0) {  // a loop of allreduces, for failure tests
+    const auto now_ms = [] {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    };
+    const std::uint64_t count = a.counts.front();
+    std::vector<const void*> s_(a.per_process);
+    std::vector<void*> r_(a.per_process);
+    std::vector<cudaStream_t> st_(a.per_process, stream);
+    for (int i = 0; i < a.per_process; ++i) {
+      s_[i] = send[i];
+      r_[i] = recv[i];
+    }
+    for (int k = 0; k < a.loop; ++k) {
+      if (k == a.die_after && process == a.die_process) {
+        fmt::print("process {}: killing itself (SIGKILL) at {} ms\n", process, now_ms());
+        std::fflush(stdout);
+        kill(getpid(), SIGKILL);
+      }
+      const Status s = comm->allreduce(s_, r_, count, DataType::f32, ReduceOp::sum, st_);
+      const cudaError_t e = cudaStreamSynchronize(stream);
+      if (!s.ok() || e != cudaSuccess) {
+        fmt::print("process {}: call {} failed at {} ms: {}\n", process, k, now_ms(),
+                   s.ok() ? cudaGetErrorString(e) : s.message());
+        return 3;
+      }
+    }
+    fmt::print("process {}: {} allreduces done\n", process, a.loop);
+    return 0;
   }
   std::uint64_t calls = 0, checked = 0, wrong = 0, failed = 0;
   std::vector<unsigned char> host;
