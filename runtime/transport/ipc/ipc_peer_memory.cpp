@@ -24,7 +24,10 @@ IpcPeerMemory::IpcPeerMemory(FdChannel& channel, int process, std::vector<int> p
   for (int p : process_of_rank_) processes_ = std::max(processes_, p + 1);
 }
 
-IpcPeerMemory::~IpcPeerMemory() = default;
+IpcPeerMemory::~IpcPeerMemory() {
+  if (zero_stream_) (void)cudaStreamDestroy(zero_stream_);
+  (void)cudaGetLastError();
+}
 
 std::vector<void*> IpcPeerMemory::exchange(const std::vector<std::pair<int, std::size_t>>& mine, bool zero,
                                            const std::vector<int>& from, const std::vector<int>& to) {
@@ -40,9 +43,10 @@ std::vector<void*> IpcPeerMemory::exchange(const std::vector<std::pair<int, std:
       if (Status s = ShareableMemory::create(ordinal_, bytes, {}, &m); !s.ok())
         throw Error(fmt::format("rank {}: {} bytes of memory shared with the other processes: {}", rank, bytes,
                                 s.message()));
-      if (zero) {
+      if (zero) {  // on the transport's own stream, waited for below: done before any peer, or our own work, sees it
         CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_));
-        CANOPY_CUDA_CHECK(cudaMemset(m->pointer(), 0, m->bytes()));  // done before any peer can see it
+        if (!zero_stream_) CANOPY_CUDA_CHECK(cudaStreamCreateWithFlags(&zero_stream_, cudaStreamNonBlocking));
+        CANOPY_CUDA_CHECK(cudaMemsetAsync(m->pointer(), 0, m->bytes(), zero_stream_));
       }
       int fd = -1;
       if (Status s = m->export_fd(&fd); !s.ok()) throw Error(fmt::format("rank {}: {}", rank, s.message()));
@@ -51,6 +55,12 @@ std::vector<void*> IpcPeerMemory::exchange(const std::vector<std::pair<int, std:
       out[rank] = m->pointer();
       made.push_back(std::move(m));
     }
+  }
+  if (zero && zero_stream_) {
+    // cudaMemset would be asynchronous too: a peer's kernel could write before the zeros land, and the zeros win.
+    CurrentDevice keep;
+    CANOPY_CUDA_CHECK(cudaSetDevice(ordinal_));
+    CANOPY_CUDA_CHECK(cudaStreamSynchronize(zero_stream_));
   }
   std::vector<int> raw;
   for (const UniqueFd& f : fds) raw.push_back(f.get());

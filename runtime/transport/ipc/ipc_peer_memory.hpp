@@ -6,6 +6,8 @@
 // counts the steps, and a process that asks for a different step fails with both tags named.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -50,6 +52,7 @@ class IpcPeerMemory final : public PeerMemory {
   Logger log_;
   std::uint32_t step_ = 0;
   std::map<void*, std::unique_ptr<ShareableMemory>> mapped_;
+  cudaStream_t zero_stream_ = nullptr;  // non-blocking, made with the first zeroing
 };
 
 }  // namespace canopy
