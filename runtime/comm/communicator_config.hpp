@@ -24,6 +24,7 @@ struct CommunicatorConfig {
   HybridShape hybrid;
   std::optional<double> watchdog_seconds;  // unset: no watchdog
   bool check_pointers = true;              // CANOPY_CHECK_POINTERS
+  bool check_calls = false;                // CANOPY_CHECK_CALLS (multi-process communicators)
 };
 
 // The configuration of a communicator of `ranks` ranks. Throws canopy::Error on a value out of range.

@@ -67,6 +67,7 @@ struct Communicator::State {
   std::unique_ptr<ProcessGroup> group;
   StagingArea staging;
   std::unique_ptr<PeerMonitor> monitor;  // notices another process ending
+  std::uint64_t calls = 0;               // calls made (the call number CANOPY_CHECK_CALLS compares)
   // Set when the communicator cannot go on: another process ended, or abort() was called. Every wait of its kernels
   // then gives up (abort_word), and every later call returns `failure`.
   std::unique_ptr<AbortWord> abort_word;
@@ -98,6 +99,8 @@ struct Communicator::State {
   Status run_in_processes(const CollectiveCall& given);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);
+  // CANOPY_CHECK_CALLS: every process made the same call (its signature), else the error shows both and their ranks.
+  Status agree_on_call(const CollectiveCall& call);
   // Launches `p` for `call` on every GPU, then hands it to the watchdog. `staged`: elements the host path moves.
   Status launch_kernels(PreparedCollective& p, const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
                         std::uint64_t staged);

@@ -42,6 +42,29 @@ Status Communicator::State::agree_on_kernels(const std::vector<std::string>& key
   return Status();
 }
 
+Status Communicator::State::agree_on_call(const CollectiveCall& call) {
+  const std::string mine =
+      fmt::format("call {}: {} count {} {}{}{}", calls, call_name(call), call.count, to_string(call.dtype),
+                  reduces(call.collective) ? " " + to_string(call.op) : "",
+                  has_root(call.collective) ? fmt::format(" root {}", call.root) : "");
+  std::vector<std::string> all;
+  if (Status s = group->bootstrap->allgather(mine, &all); !s.ok()) return s;
+  for (std::size_t p = 0; p < all.size(); ++p)
+    if (all[p] != all[0]) {
+      const auto who = [&](std::size_t q) {
+        const ProcessFacts& f = group->facts[q];
+        return fmt::format("process {} (rank{} {}{})", q, f.ranks > 1 ? "s" : "", f.first_rank,
+                           f.ranks > 1 ? fmt::format("..{}", f.first_rank + f.ranks - 1) : "");
+      };
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("the processes made different calls (CANOPY_CHECK_CALLS): {} made \"{}\" but {} made "
+                                "\"{}\": every rank must make the same collective calls, with the same count, type, "
+                                "operator and root, in the same order",
+                                who(0), all[0], who(p), all[p]));
+    }
+  return Status();
+}
+
 Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   const int n = ranks();
   const int own = own_ranks();
@@ -74,6 +97,9 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   call_stream_ids.assign(n, 0);
   if (Status s = check_call(call, placement.ordinal_of_rank, oracle, &capturing, call_stream_ids, mine); !s.ok())
     return s;
+  ++calls;
+  if (config.check_calls)
+    if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();
   if (n == 1) return local_copy(given);
   const ProtocolPick pick = this->pick(call, call.count, false);

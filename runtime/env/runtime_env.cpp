@@ -109,6 +109,11 @@ std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices) 
   return std::int64_t{collective == Collective::allreduce ? 1 : 2} << 20;
 }
 
+bool check_calls_from_environment() {
+  return env_switch("CANOPY_CHECK_CALLS", false, "trust every process to make the same calls, the default",
+                    "compare every call's signature across the processes first");
+}
+
 bool check_pointers_from_environment() {
   return env_switch("CANOPY_CHECK_POINTERS", true, "skip the driver's pointer queries", "ask them, the default");
 }

@@ -95,6 +95,11 @@ std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks);
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
 // bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.
 bool check_pointers_from_environment();
+// CANOPY_CHECK_CALLS (default 0): 1 makes a multi-process communicator compare every call's signature (collective,
+// count, dtype, op, root, call number) across its processes before launching, so ranks that call differently all
+// fail that call naming both signatures, instead of hanging or mixing data. It costs a round trip through the
+// bootstrap root per call.
+bool check_calls_from_environment();
 
 // CANOPY_LAUNCH_THREADS (default 1; 0: off) and CANOPY_LAUNCH_SPIN_US (default 200): a communicator of several GPUs
 // launches on them at once through helper threads that wait `spin` for work before sleeping (launch_crew.hpp).

@@ -85,5 +85,22 @@ TEST(MultiProcessFailureOnGpu, AKilledProcessIsReportedByTheOthersWithinTenSecon
   EXPECT_EQ(next.status, 0) << next.output;
 }
 
+// A process that calls with count + 1: with CANOPY_CHECK_CALLS=1 every process fails that call, and the message shows
+// both signatures and the ranks that made them.
+TEST(MultiProcessFailureOnGpu, AMismatchedCountFailsTheCallOnEveryProcess) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r = testing::run_command(
+      fmt::format("CANOPY_CHECK_CALLS=1 CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} run -n 3 --keep-going -- {} --loop 5 "
+                  "--off-by-one 2 --counts 1028 2>&1",
+                  CANOPY_CLI, CANOPY_MP_CHECK));
+  std::cout << r.output;
+  EXPECT_NE(r.status, 0);
+  for (int p = 0; p < 3; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format(
+                              "process {}: call 0 failed at", p)));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("process 0 (rank 0) made \"call 1: allreduce count 1028 f32 sum\" but "
+                                             "process 2 (rank 2) made \"call 1: allreduce count 1029 f32 sum\""));
+}
+
 }  // namespace
 }  // namespace canopy

@@ -14,10 +14,12 @@
 #include <csignal>
 #include <cstring>
 #include <unistd.h>
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "bench/harness/benchmark.hpp"
 #include "bench/harness/collective_check.hpp"
 #include "bench/harness/test_pattern.hpp"
 #include "core/error.hpp"
@@ -67,6 +69,10 @@ struct Args {
   int loop = 0;
   int die_after = -1;
   int die_process = 1;
+  int off_by_one = -1;  // --off-by-one P: in --loop, process P calls with count + 1 (a mismatched call)
+  // --bench SIZES (as canopy bench --sizes): instead of the matrix, time f32 calls of --collectives at these sizes:
+  // per call the GPU's time (events around 200 calls, median of 5 loops) and the host's (issuing them).
+  std::vector<std::uint64_t> bench;
 };
 
 Args parse(int argc, char** argv) {
@@ -101,6 +107,10 @@ Args parse(int argc, char** argv) {
       a.loop = std::atoi(v.c_str());
     } else if (k == "--die-after") {
       a.die_after = std::atoi(v.c_str());
+    } else if (k == "--bench") {
+      a.bench = parse_bench_sizes(v);
+    } else if (k == "--off-by-one") {
+      a.off_by_one = std::atoi(v.c_str());
     } else if (k == "--die-process") {
       a.die_process = std::atoi(v.c_str());
     } else if (k == "--seed") {
@@ -108,7 +118,7 @@ Args parse(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "canopy_mp_check: unknown option {}; options: --topology NAME --per-process K --collectives LIST "
-                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P\n",
+                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P --off-by-one P --bench SIZES\n",
                  k);
       std::exit(2);
     }
@@ -161,6 +171,53 @@ int run(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&send[i]), bytes));
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&recv[i]), bytes));
   }
+  if (!a.bench.empty()) {  // per-call times, this process's view
+    cudaEvent_t start = nullptr, stop = nullptr;
+    CHECK_CUDA(cudaEventCreate(&start));
+    CHECK_CUDA(cudaEventCreate(&stop));
+    std::vector<cudaStream_t> st_(a.per_process, stream);
+    if (process == 0)
+      fmt::print("# {} processes x {} ranks, topology {}: f32 sum, per call, median of 5 loops of 200\n", processes,
+                 a.per_process, a.topology);
+    for (Collective c : a.collectives)
+      for (std::uint64_t bytes : a.bench) {
+        const std::uint64_t count = bench_count(c, bytes, DataType::f32, nranks);
+        if (count == 0) continue;
+        std::vector<const void*> s_(send.begin(), send.end());
+        std::vector<void*> r_(recv.begin(), recv.end());
+        const CollectiveCall call{c, s_, r_, count, DataType::f32, ReduceOp::sum, 0, st_};
+        for (int w = 0; w < 20; ++w)
+          if (Status s = comm->run(call); !s.ok()) {
+            fmt::print(stderr, "process {}: {}\n", process, s.message());
+            return 1;
+          }
+        std::vector<double> gpu, host;
+        for (int rep = 0; rep < 5; ++rep) {
+          constexpr int kIters = 200;
+          CHECK_CUDA(cudaEventRecord(start, stream));
+          const auto issued = std::chrono::steady_clock::now();
+          for (int i = 0; i < kIters; ++i)
+            if (Status s = comm->run(call); !s.ok()) {
+              fmt::print(stderr, "process {}: {}\n", process, s.message());
+              return 1;
+            }
+          host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
+                         kIters);
+          CHECK_CUDA(cudaEventRecord(stop, stream));
+          CHECK_CUDA(cudaEventSynchronize(stop));
+          float ms = 0;
+          CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+          gpu.push_back(1000.0 * ms / kIters);
+        }
+        std::sort(gpu.begin(), gpu.end());
+        std::sort(host.begin(), host.end());
+        fmt::print("process {}: {:<14} {:>8} B  time {:>9.2f} us  host {:>6.2f} us  ({})\n", process, call_name(c),
+                   bytes, gpu[2], host[2], to_string(comm->protocol(c, count, DataType::f32)));
+      }
+    (void)cudaEventDestroy(start);
+    (void)cudaEventDestroy(stop);
+    return 0;
+  }
   if (a.loop > 0) {  // a loop of allreduces, for failure tests
     const auto now_ms = [] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -180,7 +237,8 @@ int run(int argc, char** argv) {
         std::fflush(stdout);
         kill(getpid(), SIGKILL);
       }
-      const Status s = comm->allreduce(s_, r_, count, DataType::f32, ReduceOp::sum, st_);
+      const Status s =
+          comm->allreduce(s_, r_, count + (process == a.off_by_one ? 1 : 0), DataType::f32, ReduceOp::sum, st_);
       const cudaError_t e = cudaStreamSynchronize(stream);
       if (!s.ok() || e != cudaSuccess) {
         fmt::print("process {}: call {} failed at {} ms: {}\n", process, k, now_ms(),
