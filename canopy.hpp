@@ -30,4 +30,5 @@
 #include "runtime/call/collective_call.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/detect/detect_topology.hpp"
+#include "runtime/transport/bootstrap/unique_id.hpp"
 #include "core/status.hpp"
