@@ -145,15 +145,13 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
                             pl.ranks() > pl.devices() ? " (virtual ranks)" : "", describe_placement(pl)));
 }
 
-Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<Communicator>* out) {
+Status Communicator::make(const CommunicatorOptions& options, const std::function<Status(State&)>& steps,
+                          std::unique_ptr<Communicator>* out) {
   auto st = std::make_unique<State>();
   st->log = Logger::from_environment();
   if (options.log_sink) st->log.set_sink(options.log_sink);
   try {
-    set_up_topology(options, *st);
-    st->peers = std::make_unique<LocalPeerMemory>(st->placement.gpus, st->placement.device_of_rank);
-    st->placement.peer = st->peers->peer();
-    set_up_runtime(options, *st);
+    if (Status s = steps(*st); !s.ok()) return s;
   } catch (const Error& e) {
     return Status(StatusCode::invalid_argument, e.what());
   } catch (const InternalError& e) {
@@ -161,6 +159,19 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
   }
   out->reset(new Communicator(std::move(st)));
   return Status();
+}
+
+Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<Communicator>* out) {
+  return make(
+      options,
+      [&](State& st) {
+        set_up_topology(options, st);
+        st.peers = std::make_unique<LocalPeerMemory>(st.placement.gpus, st.placement.device_of_rank);
+        st.placement.peer = st.peers->peer();
+        set_up_runtime(options, st);
+        return Status();
+      },
+      out);
 }
 
 Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {

@@ -143,6 +143,10 @@ class Communicator {
 
  private:
   explicit Communicator(std::unique_ptr<State> state);
+  // Runs `steps` on a new State (its logger set from the environment and `options`) and hands out the communicator;
+  // canopy::Error and InternalError thrown by the steps become Statuses. create and join.
+  static Status make(const CommunicatorOptions& options, const std::function<Status(State&)>& steps,
+                     std::unique_ptr<Communicator>* out);
   std::unique_ptr<State> state_;
 };
 

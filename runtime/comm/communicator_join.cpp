@@ -56,6 +56,84 @@ bool can_reach(const std::vector<GpuDevice>& visible, const std::string& a, cons
   return yes != 0;
 }
 
+// join's steps on the new State (Communicator::make turns what they throw into a Status).
+Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nranks, int rank, int own_ranks,
+                  const CommunicatorOptions& options, Communicator::State& st) {
+  int ordinal = 0;
+  if (options.devices.empty()) {
+    if (cudaGetDevice(&ordinal) != cudaSuccess) {
+      const cudaError_t e = cudaGetLastError();
+      return Status(StatusCode::cuda_error, fmt::format("join: no current CUDA device: {}", cudaGetErrorString(e)));
+    }
+  } else {
+    ordinal = options.devices[0];
+  }
+  const std::vector<GpuDevice> visible = describe_gpus({});
+  GpuDevice gpu = describe_gpus({ordinal})[0];
+  st.topology = *options.topology;
+  st.topology.validate();
+  st.topology_source = "given";
+  // The rank names as a single process would place them, so every process names the same ranks.
+  std::vector<std::string> names = place_ranks(st.topology, {gpu}, options.gpus, false).rank_names;
+  if (static_cast<int>(names.size()) != nranks)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("join with nranks {} but topology {} lists {} GPUs{}: give as many ranks as GPUs (or "
+                              "choose them with CommunicatorOptions::gpus)",
+                              nranks, st.topology.name(), names.size(), options.gpus.empty() ? "" : " in gpus"));
+  st.config = resolve_config(options, nranks);
+  st.placement.rank_names = names;
+  ProcessFacts mine;
+  mine.version = CANOPY_VERSION;
+  mine.host = host_name();
+  mine.pid = static_cast<long>(getpid());
+  mine.first_rank = rank;
+  mine.ranks = own_ranks;
+  mine.nranks = nranks;
+  mine.gpu = gpu;
+  mine.plan_key = plan_key(st);
+  // The bootstrap's members are processes; each process holds a block of own_ranks ranks.
+  if (nranks % own_ranks != 0 || rank % own_ranks != 0)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("ranks {}..{}: with {} ranks per process, nranks ({}) and the first rank must be "
+                              "multiples of it",
+                              rank, rank + own_ranks - 1, own_ranks, nranks));
+  auto group = std::make_unique<ProcessGroup>();
+  group->process = rank / own_ranks;
+  const int processes = nranks / own_ranks;
+  BootstrapOptions bo;
+  bo.logger = st.log;
+  if (Status s = Bootstrap::join(id, processes, group->process, encode_process_facts(mine), &group->bootstrap, bo);
+      !s.ok())
+    return s;
+  for (const std::string& payload : group->bootstrap->payloads()) {
+    ProcessFacts f;
+    if (Status s = decode_process_facts(payload, &f); !s.ok()) return s;
+    group->facts.push_back(std::move(f));
+  }
+  if (Status s = check_process_facts(group->facts); !s.ok()) return s;
+  for (std::size_t p = 0; p < group->facts.size(); ++p)
+    for (int r = 0; r < group->facts[p].ranks; ++r) group->process_of_rank.push_back(static_cast<int>(p));
+  st.placement = place_processes(names, group->facts, group->process,
+                                  [&](const std::string& a, const std::string& b) { return can_reach(visible, a, b); });
+  FdChannel::Options fo;
+  fo.timeout = settle(bo).timeout;
+  fo.log = st.log;
+  if (Status s = FdChannel::listen(contents.secret, group->process, fo, &group->channel); !s.ok()) return s;
+  st.peers = std::make_unique<IpcPeerMemory>(*group->channel, group->process, group->process_of_rank, ordinal,
+                                              st.placement.peer, st.log);
+  st.group = std::move(group);
+  set_up_runtime(options, st);
+  std::vector<WatchedProcess> others;
+  for (std::size_t p = 0; p < st.group->facts.size(); ++p) {
+    const ProcessFacts& f = st.group->facts[p];
+    if (static_cast<int>(p) == st.group->process || f.host != mine.host) continue;
+    others.push_back({static_cast<pid_t>(f.pid), describe_process(f, static_cast<int>(p), true)});
+  }
+  Communicator::State* raw = &st;
+  st.monitor = std::make_unique<PeerMonitor>(std::move(others), [raw](const std::string& why) { raw->fail(why); });
+  return Status();
+}
+
 }  // namespace
 
 Status Communicator::join(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options,
@@ -75,92 +153,7 @@ Status Communicator::join(const UniqueId& id, int nranks, int rank, const Commun
                   "process; its GPUs, or options.gpus, are the ranks): detection across processes is not there yet");
   UniqueIdContents contents;
   if (Status s = decode_unique_id(id, &contents); !s.ok()) return s;
-  auto st = std::make_unique<State>();
-  st->log = Logger::from_environment();
-  if (options.log_sink) st->log.set_sink(options.log_sink);
-  try {
-    int ordinal = 0;
-    if (options.devices.empty()) {
-      if (cudaGetDevice(&ordinal) != cudaSuccess) {
-        const cudaError_t e = cudaGetLastError();
-        return Status(StatusCode::cuda_error, fmt::format("join: no current CUDA device: {}", cudaGetErrorString(e)));
-      }
-    } else {
-      ordinal = options.devices[0];
-    }
-    const std::vector<GpuDevice> visible = describe_gpus({});
-    GpuDevice gpu = describe_gpus({ordinal})[0];
-    st->topology = *options.topology;
-    st->topology.validate();
-    st->topology_source = "given";
-    // The rank names as a single process would place them, so every process names the same ranks.
-    std::vector<std::string> names = place_ranks(st->topology, {gpu}, options.gpus, false).rank_names;
-    if (static_cast<int>(names.size()) != nranks)
-      return Status(StatusCode::invalid_argument,
-                    fmt::format("join with nranks {} but topology {} lists {} GPUs{}: give as many ranks as GPUs (or "
-                                "choose them with CommunicatorOptions::gpus)",
-                                nranks, st->topology.name(), names.size(), options.gpus.empty() ? "" : " in gpus"));
-    st->config = resolve_config(options, nranks);
-    st->placement.rank_names = names;
-    ProcessFacts mine;
-    mine.version = CANOPY_VERSION;
-    mine.host = host_name();
-    mine.pid = static_cast<long>(getpid());
-    mine.first_rank = rank;
-    mine.ranks = own_ranks;
-    mine.nranks = nranks;
-    mine.gpu = gpu;
-    mine.plan_key = plan_key(*st);
-    // The bootstrap's members are processes; each process holds a block of own_ranks ranks.
-    if (nranks % own_ranks != 0 || rank % own_ranks != 0)
-      return Status(StatusCode::invalid_argument,
-                    fmt::format("ranks {}..{}: with {} ranks per process, nranks ({}) and the first rank must be "
-                                "multiples of it",
-                                rank, rank + own_ranks - 1, own_ranks, nranks));
-    auto group = std::make_unique<ProcessGroup>();
-    group->process = rank / own_ranks;
-    const int processes = nranks / own_ranks;
-    BootstrapOptions bo;
-    bo.logger = st->log;
-    if (Status s = Bootstrap::join(id, processes, group->process, encode_process_facts(mine), &group->bootstrap, bo);
-        !s.ok())
-      return s;
-    for (const std::string& payload : group->bootstrap->payloads()) {
-      ProcessFacts f;
-      if (Status s = decode_process_facts(payload, &f); !s.ok()) return s;
-      group->facts.push_back(std::move(f));
-    }
-    if (Status s = check_process_facts(group->facts); !s.ok()) return s;
-    for (std::size_t p = 0; p < group->facts.size(); ++p)
-      for (int r = 0; r < group->facts[p].ranks; ++r) group->process_of_rank.push_back(static_cast<int>(p));
-    st->placement = place_processes(names, group->facts, group->process,
-                                    [&](const std::string& a, const std::string& b) { return can_reach(visible, a, b); });
-    FdChannel::Options fo;
-    fo.timeout = settle(bo).timeout;
-    fo.log = st->log;
-    if (Status s = FdChannel::listen(contents.secret, group->process, fo, &group->channel); !s.ok()) return s;
-    st->peers = std::make_unique<IpcPeerMemory>(*group->channel, group->process, group->process_of_rank, ordinal,
-                                                st->placement.peer, st->log);
-    st->group = std::move(group);
-    set_up_runtime(options, *st);
-    std::vector<WatchedProcess> others;
-    for (std::size_t p = 0; p < st->group->facts.size(); ++p) {
-      const ProcessFacts& f = st->group->facts[p];
-      if (static_cast<int>(p) == st->group->process || f.host != mine.host) continue;
-      others.push_back({static_cast<pid_t>(f.pid),
-                        fmt::format("process {} (rank{} {}{}, pid {} on host {})", p, f.ranks > 1 ? "s" : "",
-                                    f.first_rank, f.ranks > 1 ? fmt::format("..{}", f.first_rank + f.ranks - 1) : "",
-                                    f.pid, f.host)});
-    }
-    State* raw = st.get();
-    st->monitor = std::make_unique<PeerMonitor>(std::move(others), [raw](const std::string& why) { raw->fail(why); });
-  } catch (const Error& e) {
-    return Status(StatusCode::invalid_argument, e.what());
-  } catch (const InternalError& e) {
-    return Status(StatusCode::internal, e.what());
-  }
-  out->reset(new Communicator(std::move(st)));
-  return Status();
+  return make(options, [&](State& st) { return join_steps(id, contents, nranks, rank, own_ranks, options, st); }, out);
 }
 
 }  // namespace canopy

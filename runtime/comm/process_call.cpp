@@ -51,11 +51,7 @@ Status Communicator::State::agree_on_call(const CollectiveCall& call) {
   if (Status s = group->bootstrap->allgather(mine, &all); !s.ok()) return s;
   for (std::size_t p = 0; p < all.size(); ++p)
     if (all[p] != all[0]) {
-      const auto who = [&](std::size_t q) {
-        const ProcessFacts& f = group->facts[q];
-        return fmt::format("process {} (rank{} {}{})", q, f.ranks > 1 ? "s" : "", f.first_rank,
-                           f.ranks > 1 ? fmt::format("..{}", f.first_rank + f.ranks - 1) : "");
-      };
+      const auto who = [&](std::size_t q) { return describe_process(group->facts[q], static_cast<int>(q), false); };
       return Status(StatusCode::invalid_argument,
                     fmt::format("the processes made different calls (CANOPY_CHECK_CALLS): {} made \"{}\" but {} made "
                                 "\"{}\": every rank must make the same collective calls, with the same count, type, "

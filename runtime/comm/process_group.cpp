@@ -66,6 +66,12 @@ Status decode_process_facts(const std::string& text, ProcessFacts* out) {
   return Status();
 }
 
+std::string describe_process(const ProcessFacts& f, int process, bool where) {
+  return fmt::format("process {} (rank{} {}{}{})", process, f.ranks > 1 ? "s" : "", f.first_rank,
+                     f.ranks > 1 ? fmt::format("..{}", f.first_rank + f.ranks - 1) : "",
+                     where ? fmt::format(", pid {} on host {}", f.pid, f.host) : "");
+}
+
 Status check_process_facts(const std::vector<ProcessFacts>& all) {
   if (all.empty()) return Status(StatusCode::internal, "no processes");
   const ProcessFacts& first = all[0];

@@ -34,6 +34,9 @@ std::string encode_process_facts(const ProcessFacts& facts);
 // Parses what encode_process_facts wrote; the error names the field.
 Status decode_process_facts(const std::string& text, ProcessFacts* out);
 
+// "process 1 (rank 1)", "process 1 (ranks 2..3)"; with `where`: ", pid 4242 on host box" inside the brackets.
+std::string describe_process(const ProcessFacts& facts, int process, bool where);
+
 // The first reason `all` (in process order) cannot form one communicator, or ok: another Canopy version or plan key
 // than process 0's, rank blocks that do not tile 0 .. nranks - 1 in process order, a different nranks.
 Status check_process_facts(const std::vector<ProcessFacts>& all);

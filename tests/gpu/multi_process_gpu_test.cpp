@@ -19,6 +19,12 @@ testing::CommandRun check(int processes, const std::string& env, const std::stri
                                           CANOPY_CLI, processes, CANOPY_MP_CHECK, args));
 }
 
+// Three processes under `canopy run --keep-going` (so the others are left to notice a failure themselves).
+testing::CommandRun failure_job(const std::string& env, const std::string& args) {
+  return testing::run_command(fmt::format("{} CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} run -n 3 --keep-going -- {} {} 2>&1", env,
+                                          CANOPY_CLI, CANOPY_MP_CHECK, args));
+}
+
 class MultiProcessOnGpu : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
@@ -26,23 +32,29 @@ class MultiProcessOnGpu : public ::testing::TestWithParam<const char*> {
   }
 };
 
-// Every collective, one float and one integer type, sum and max, small and medium counts, in place and not.
-TEST_P(MultiProcessOnGpu, TwoProcessesCheckEveryCollective) {
-  const testing::CommandRun r = check(2, GetParam(),
-                                      "--collectives broadcast,reduce,allreduce,allgather,reduce_scatter "
-                                      "--dtypes f32,i32 --ops sum,max --counts 0,1,7,1028,65540,300004");
+// Every process of the run says it checked its ranks with nothing wrong and no call failed.
+void expect_every_process_right(const testing::CommandRun& r, int processes) {
   std::cout << r.output;
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, ::testing::HasSubstr("0 wrong, 0 failed calls"));
-  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("rank 0:")));
+  for (int p = 0; p < processes; ++p)
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("process {} \\(ranks [0-9.]+ of [0-9]+\\): [0-9]+ "
+                                                               "calls, [0-9]+ elements checked, 0 wrong, 0 failed calls",
+                                                               p)));
+}
+
+// Every collective, one float and one integer type, sum and max, small and medium counts, in place and not.
+TEST_P(MultiProcessOnGpu, TwoProcessesCheckEveryCollective) {
+  expect_every_process_right(check(2, GetParam(),
+                                   "--collectives broadcast,reduce,allreduce,allgather,reduce_scatter "
+                                   "--dtypes f32,i32 --ops sum,max --counts 0,1,7,1028,65540,300004"),
+                             2);
 }
 
 TEST_P(MultiProcessOnGpu, ThreeProcessesOfTwoRanksEach) {
-  const testing::CommandRun r = check(3, GetParam(),
-                                      "--per-process 2 --collectives allreduce,allgather,reduce_scatter,broadcast "
-                                      "--dtypes bf16 --ops sum --counts 7,65540");
-  std::cout << r.output;
-  EXPECT_EQ(r.status, 0) << r.output;
+  expect_every_process_right(check(3, GetParam(),
+                                   "--per-process 2 --collectives allreduce,allgather,reduce_scatter,broadcast "
+                                   "--dtypes bf16 --ops sum --counts 7,65540"),
+                             3);
 }
 
 // The protocols, forced: the planned trees alone; the direct protocol for what it takes; the default table.
@@ -57,10 +69,7 @@ INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
 // within 10 s and exit (status 3 from canopy_mp_check); then a new job on the same GPU runs normally.
 TEST(MultiProcessFailureOnGpu, AKilledProcessIsReportedByTheOthersWithinTenSeconds) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
-  const testing::CommandRun r = testing::run_command(
-      fmt::format("CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} run -n 3 --keep-going -- {} --loop 1000000 --die-after 200 "
-                  "--counts 65540 2>&1",
-                  CANOPY_CLI, CANOPY_MP_CHECK));
+  const testing::CommandRun r = failure_job("", "--loop 1000000 --die-after 200 --counts 65540");
   std::cout << r.output;
   EXPECT_NE(r.status, 0);
   const auto at = [&](const std::string& marker) -> long long {
@@ -81,23 +90,18 @@ TEST(MultiProcessFailureOnGpu, AKilledProcessIsReportedByTheOthersWithinTenSecon
     const std::string line = r.output.substr(p, r.output.find('\n', p) - p);
     EXPECT_THAT(line, ::testing::HasSubstr("process 1 (rank 1, pid")) << line;
   }
-  const testing::CommandRun next = check(2, "", "--collectives allreduce --dtypes f32 --ops sum --counts 65540");
-  EXPECT_EQ(next.status, 0) << next.output;
+  expect_every_process_right(check(2, "", "--collectives allreduce --dtypes f32 --ops sum --counts 65540"), 2);
 }
 
 // A process that calls with count + 1: with CANOPY_CHECK_CALLS=1 every process fails that call, and the message shows
 // both signatures and the ranks that made them.
 TEST(MultiProcessFailureOnGpu, AMismatchedCountFailsTheCallOnEveryProcess) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
-  const testing::CommandRun r = testing::run_command(
-      fmt::format("CANOPY_CHECK_CALLS=1 CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} run -n 3 --keep-going -- {} --loop 5 "
-                  "--off-by-one 2 --counts 1028 2>&1",
-                  CANOPY_CLI, CANOPY_MP_CHECK));
+  const testing::CommandRun r = failure_job("CANOPY_CHECK_CALLS=1", "--loop 5 --off-by-one 2 --counts 1028");
   std::cout << r.output;
   EXPECT_NE(r.status, 0);
   for (int p = 0; p < 3; ++p)
-    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format(
-                              "process {}: call 0 failed at", p)));
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("process {}: call 0 failed at", p)));
   EXPECT_THAT(r.output, ::testing::HasSubstr("process 0 (rank 0) made \"call 1: allreduce count 1028 f32 sum\" but "
                                              "process 2 (rank 2) made \"call 1: allreduce count 1029 f32 sum\""));
 }

@@ -85,6 +85,11 @@ TEST(ProcessFacts, DuplicateMissingOrExtraRanksAreRefused) {
   EXPECT_THAT(check_process_facts({facts(0, 1, 2), facts(1, 1, 3)}).message(), HasSubstr("pass the same nranks"));
 }
 
+TEST(ProcessFacts, AProcessIsDescribedByItsRanksAndWhereItRuns) {
+  EXPECT_EQ(describe_process(facts(1, 1, 2), 1, false), "process 1 (rank 1)");
+  EXPECT_EQ(describe_process(facts(2, 2, 4), 1, true), "process 1 (ranks 2..3, pid 102 on host box)");
+}
+
 TEST(PlaceProcesses, EachProcessIsOneDeviceIndexLaunchedOnlyThere) {
   const std::vector<ProcessFacts> all = {facts(0, 2, 4, "aa"), facts(2, 2, 4, "aa")};
   std::vector<ProcessFacts> mine = all;
