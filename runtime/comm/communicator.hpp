@@ -48,9 +48,11 @@ class Communicator {
   // process calls join with the same `id` (make_unique_id in one of them, handed to the others), the same `nranks`,
   // and its first rank; it holds `own_ranks` ranks (rank .. rank + own_ranks - 1; more than one: virtual ranks, in
   // one launch) on the GPU options.devices names, else the calling thread's current one. Several processes may share
-  // a GPU. Blocks until every process has joined (CANOPY_BOOTSTRAP_TIMEOUT_S). options.topology is required for now
-  // (every process the same; its GPUs, or options.gpus, are the ranks). Calls then take one send, recv and stream per
-  // own rank. Errors name the process at fault (another version, topology, rank block) and the fix.
+  // a GPU. Blocks until every process has joined (CANOPY_BOOTSTRAP_TIMEOUT_S). The topology: options.topology (the
+  // same in every process; its GPUs, or options.gpus, are the ranks), else, when every process runs on one GPU,
+  // shared_gpu_topology (comm/process_group.hpp); processes on different GPUs must give it for now. Calls then take
+  // one send, recv and stream per own rank. Errors name the process at fault (another version, topology, rank block)
+  // and the fix.
   static Status join(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options,
                      std::unique_ptr<Communicator>* out, int own_ranks = 1);
   ~Communicator();  // waits for this communicator's launches, then frees its memory and modules

@@ -70,18 +70,25 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   }
   const std::vector<GpuDevice> visible = describe_gpus({});
   GpuDevice gpu = describe_gpus({ordinal})[0];
-  st.topology = *options.topology;
-  st.topology.validate();
-  st.topology_source = "given";
   // The rank names as a single process would place them, so every process names the same ranks.
-  std::vector<std::string> names = place_ranks(st.topology, {gpu}, options.gpus, false).rank_names;
-  if (static_cast<int>(names.size()) != nranks)
-    return Status(StatusCode::invalid_argument,
-                  fmt::format("join with nranks {} but topology {} lists {} GPUs{}: give as many ranks as GPUs (or "
-                              "choose them with CommunicatorOptions::gpus)",
-                              nranks, st.topology.name(), names.size(), options.gpus.empty() ? "" : " in gpus"));
+  std::vector<std::string> names;
+  const auto name_ranks = [&]() -> Status {
+    names = place_ranks(st.topology, {gpu}, options.gpus, false).rank_names;
+    if (static_cast<int>(names.size()) != nranks)
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("join with nranks {} but topology {} lists {} GPUs{}: give as many ranks as GPUs (or "
+                                "choose them with CommunicatorOptions::gpus)",
+                                nranks, st.topology.name(), names.size(), options.gpus.empty() ? "" : " in gpus"));
+    st.placement.rank_names = names;
+    return Status();
+  };
+  if (options.topology) {  // else the processes' GPUs decide it, below
+    st.topology = *options.topology;
+    st.topology.validate();
+    st.topology_source = "given";
+    if (Status s = name_ranks(); !s.ok()) return s;
+  }
   st.config = resolve_config(options, nranks);
-  st.placement.rank_names = names;
   ProcessFacts mine;
   mine.version = CANOPY_VERSION;
   mine.host = host_name();
@@ -111,6 +118,15 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     group->facts.push_back(std::move(f));
   }
   if (Status s = check_process_facts(group->facts); !s.ok()) return s;
+  if (!options.topology) {
+    if (!one_gpu(group->facts))
+      return Status(StatusCode::unsupported,
+                    "the processes run on different GPUs and no topology was given: give CommunicatorOptions::topology "
+                    "(the same in every process; detection across processes is not there yet)");
+    st.topology = shared_gpu_topology(nranks);
+    st.topology_source = fmt::format("one GPU shared by {} processes", group->processes());
+    if (Status s = name_ranks(); !s.ok()) return s;
+  }
   for (std::size_t p = 0; p < group->facts.size(); ++p)
     for (int r = 0; r < group->facts[p].ranks; ++r) group->process_of_rank.push_back(static_cast<int>(p));
   st.placement = place_processes(names, group->facts, group->process,
@@ -147,10 +163,6 @@ Status Communicator::join(const UniqueId& id, int nranks, int rank, const Commun
                   fmt::format("join takes one GPU per process, {} given: run one process per GPU (virtual ranks "
                               "share one GPU)",
                               options.devices.size()));
-  if (!options.topology)
-    return Status(StatusCode::unsupported,
-                  "a multi-process communicator needs CommunicatorOptions::topology for now (the same in every "
-                  "process; its GPUs, or options.gpus, are the ranks): detection across processes is not there yet");
   UniqueIdContents contents;
   if (Status s = decode_unique_id(id, &contents); !s.ok()) return s;
   return make(options, [&](State& st) { return join_steps(id, contents, nranks, rank, own_ranks, options, st); }, out);

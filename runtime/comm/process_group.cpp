@@ -109,6 +109,20 @@ Status check_process_facts(const std::vector<ProcessFacts>& all) {
   return Status();
 }
 
+Topology shared_gpu_topology(int nranks) {
+  Topology t(fmt::format("shared-gpu-{}", nranks));
+  const NodeId memory = t.relay("memory");
+  for (NodeId g : t.gpus(nranks)) t.link(g, memory, Bandwidth{1000, "nvlink"});
+  t.validate();
+  return t;
+}
+
+bool one_gpu(const std::vector<ProcessFacts>& all) {
+  for (const ProcessFacts& f : all)
+    if (f.gpu.uuid != all.at(0).gpu.uuid) return false;
+  return true;
+}
+
 Placement place_processes(std::vector<std::string> rank_names, const std::vector<ProcessFacts>& all, int self,
                           const std::function<bool(const std::string&, const std::string&)>& can_reach) {
   Placement p;

@@ -48,6 +48,13 @@ Status check_process_facts(const std::vector<ProcessFacts>& all);
 Placement place_processes(std::vector<std::string> rank_names, const std::vector<ProcessFacts>& all, int self,
                           const std::function<bool(const std::string&, const std::string&)>& can_reach);
 
+// The topology a multi-process communicator plans for when none is given and every process runs on one GPU: `nranks`
+// GPUs gpu0 .. gpu{nranks-1}, each joined to one switch ("memory": the GPU's own memory, through which their ranks
+// reach each other) by an NVLink-class link (whole 128-byte stores, one hop), all alike. Named "shared-gpu-N".
+Topology shared_gpu_topology(int nranks);
+// Whether every process of `all` runs on the same GPU (by UUID).
+bool one_gpu(const std::vector<ProcessFacts>& all);
+
 // The bootstrap group and descriptor channel of a joined communicator.
 struct ProcessGroup {
   int process = 0;

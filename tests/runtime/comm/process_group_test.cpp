@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "dsl/topo_writer.hpp"
 #include "runtime/comm/process_group.hpp"
 
 namespace canopy {
@@ -88,6 +89,26 @@ TEST(ProcessFacts, DuplicateMissingOrExtraRanksAreRefused) {
 TEST(ProcessFacts, AProcessIsDescribedByItsRanksAndWhereItRuns) {
   EXPECT_EQ(describe_process(facts(1, 1, 2), 1, false), "process 1 (rank 1)");
   EXPECT_EQ(describe_process(facts(2, 2, 4), 1, true), "process 1 (ranks 2..3, pid 102 on host box)");
+}
+
+TEST(SharedGpuTopology, EveryRankIsOneNvlinkHopFromEveryOther) {
+  const Topology t = shared_gpu_topology(3);
+  EXPECT_EQ(t.name(), "shared-gpu-3");
+  EXPECT_EQ(t.gpu_count(), 3);
+  const std::vector<NodeId> gpus = t.gpu_ids();
+  for (NodeId a : gpus)
+    for (NodeId b : gpus)
+      if (a != b) {
+        const std::vector<NodeId> path = switch_path(t, a, b, [](const Arc& arc) { return is_nvlink(arc); });
+        EXPECT_EQ(path.size(), 3u);  // gpu, the memory switch, gpu
+      }
+  EXPECT_NO_THROW(write_topo(t));
+  EXPECT_NO_THROW(write_topo(Topology("unset")));  // the plan key of a join without a topology hashes this
+}
+
+TEST(SharedGpuTopology, OneGpuIsTheSameUuidEverywhere) {
+  EXPECT_TRUE(one_gpu({facts(0, 1, 2, "aa"), facts(1, 1, 2, "aa")}));
+  EXPECT_FALSE(one_gpu({facts(0, 1, 2, "aa"), facts(1, 1, 2, "bb")}));
 }
 
 TEST(PlaceProcesses, EachProcessIsOneDeviceIndexLaunchedOnlyThere) {
