@@ -125,6 +125,13 @@ class Communicator {
   // in-place reduce or allreduce never is.
   bool is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const;
 
+  // Splits a multi-process communicator (as ncclCommSplit): every process calls it; those giving the same color >= 0
+  // form a new communicator, ranked by (key, process), over their GPUs (the parent's topology and rank names when it
+  // was given one; `options` may set others); color kSplitNoColor (-1) joins none (*out is then null). A process keeps
+  // its ranks per process and its GPU. Blocks until every process of each new communicator has joined.
+  static constexpr int kSplitNoColor = -1;
+  Status split(int color, int key, std::unique_ptr<Communicator>* out, const CommunicatorOptions& options = {});
+
   // Stops the communicator (as ncclCommAbort): every wait of its running kernels gives up, so they end promptly and
   // leave the GPU usable (their outputs undefined); returns once this process's launches have ended. Every later call
   // fails. Safe from another thread than the one making calls.

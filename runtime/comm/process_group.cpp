@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <sstream>
@@ -121,6 +122,27 @@ bool one_gpu(const std::vector<ProcessFacts>& all) {
   for (const ProcessFacts& f : all)
     if (f.gpu.uuid != all.at(0).gpu.uuid) return false;
   return true;
+}
+
+std::vector<SplitPlace> plan_split(const std::vector<std::pair<int, int>>& color_key) {
+  const int n = static_cast<int>(color_key.size());
+  std::vector<SplitPlace> out(n);
+  std::map<int, std::vector<std::pair<int, int>>> groups;  // color -> (key, process)
+  for (int p = 0; p < n; ++p) {
+    const auto [color, key] = color_key[p];
+    if (color < -1)
+      throw Error(fmt::format("process {} gave color {}: give a color >= 0, or -1 (NCCL_SPLIT_NOCOLOR) to join no "
+                              "group",
+                              p, color));
+    if (color >= 0) groups[color].emplace_back(key, p);
+  }
+  for (auto& [color, members] : groups) {
+    std::sort(members.begin(), members.end());
+    for (std::size_t i = 0; i < members.size(); ++i)
+      out[members[i].second] = SplitPlace{color, static_cast<int>(i), static_cast<int>(members.size()),
+                                          members[0].second};
+  }
+  return out;
 }
 
 Placement place_processes(std::vector<std::string> rank_names, const std::vector<ProcessFacts>& all, int self,

@@ -55,6 +55,16 @@ Topology shared_gpu_topology(int nranks);
 // Whether every process of `all` runs on the same GPU (by UUID).
 bool one_gpu(const std::vector<ProcessFacts>& all);
 
+// Where a process lands in Communicator::split: processes of one color form a group, ordered by (key, process).
+struct SplitPlace {
+  int color = -1;   // negative: no group
+  int index = -1;   // its place in the group
+  int size = 0;     // the group's processes
+  int leader = -1;  // the group's first process (it makes the group's UniqueId)
+};
+// Per process, from every process's (color, key); throws canopy::Error naming a process whose color is below -1.
+std::vector<SplitPlace> plan_split(const std::vector<std::pair<int, int>>& color_key);
+
 // The bootstrap group and descriptor channel of a joined communicator.
 struct ProcessGroup {
   int process = 0;

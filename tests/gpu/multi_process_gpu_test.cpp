@@ -57,6 +57,16 @@ TEST_P(MultiProcessOnGpu, ThreeProcessesOfTwoRanksEach) {
                              3);
 }
 
+// Five processes split into two communicators (colors 0 and 1, keys reversing the order): each checks its collectives.
+TEST_P(MultiProcessOnGpu, SplitCommunicatorsCheckTheirCollectives) {
+  const testing::CommandRun r = check(5, GetParam(),
+                                      "--split 1 --collectives allreduce,broadcast,allgather --dtypes f32 --ops sum "
+                                      "--counts 7,65540");
+  expect_every_process_right(r, 5);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("process 4: split into color 0: ranks 0..0 of 3"));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("process 1: split into color 1: ranks 1..1 of 2"));
+}
+
 // The protocols, forced: the planned trees alone; the direct protocol for what it takes; the default table.
 INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                          ::testing::Values("CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",

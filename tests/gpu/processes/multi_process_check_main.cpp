@@ -73,6 +73,9 @@ struct Args {
   // --bench SIZES (as canopy bench --sizes): instead of the matrix, time f32 calls of --collectives at these sizes:
   // per call the GPU's time (events around 200 calls, median of 5 loops) and the host's (issuing them).
   std::vector<std::uint64_t> bench;
+  // --split 1: run everything on a communicator split from the joined one: color = process % 2, key = -process
+  // (so each group's ranks run in reverse process order).
+  bool split = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -107,6 +110,8 @@ Args parse(int argc, char** argv) {
       a.loop = std::atoi(v.c_str());
     } else if (k == "--die-after") {
       a.die_after = std::atoi(v.c_str());
+    } else if (k == "--split") {
+      a.split = v == "1";
     } else if (k == "--bench") {
       a.bench = parse_bench_sizes(v);
     } else if (k == "--off-by-one") {
@@ -118,7 +123,7 @@ Args parse(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "canopy_mp_check: unknown option {}; options: --topology NAME --per-process K --collectives LIST "
-                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P --off-by-one P --bench SIZES\n",
+                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P --off-by-one P --bench SIZES --split 1\n",
                  k);
       std::exit(2);
     }
@@ -143,8 +148,8 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "process {}: CANOPY_UNIQUE_ID: {}\n", process, s.message());
     return 2;
   }
-  const int nranks = processes * a.per_process;
-  const int first = process * a.per_process;
+  int nranks = processes * a.per_process;
+  int first = process * a.per_process;
   CommunicatorOptions o;
   o.topology = load_topology(a.topology);
   for (int r = 0; r < nranks; ++r) o.gpus.push_back(std::to_string(r));
@@ -152,6 +157,20 @@ int run(int argc, char** argv) {
   if (Status s = Communicator::join(id, nranks, first, o, &comm, a.per_process); !s.ok()) {
     fmt::print(stderr, "process {}: join failed: {}\n", process, s.message());
     return 1;
+  }
+  std::unique_ptr<Communicator> parent;
+  if (a.split) {
+    std::unique_ptr<Communicator> child;
+    if (Status s = comm->split(process % 2, -process, &child); !s.ok()) {
+      fmt::print(stderr, "process {}: split failed: {}\n", process, s.message());
+      return 1;
+    }
+    parent = std::move(comm);
+    comm = std::move(child);
+    nranks = comm->ranks();
+    first = comm->first_own_rank();
+    fmt::print("process {}: split into color {}: ranks {}..{} of {}\n", process, process % 2, first,
+               first + a.per_process - 1, nranks);
   }
   int device = 0;
   CHECK_CUDA(cudaGetDevice(&device));

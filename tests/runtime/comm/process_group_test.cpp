@@ -111,6 +111,33 @@ TEST(SharedGpuTopology, OneGpuIsTheSameUuidEverywhere) {
   EXPECT_FALSE(one_gpu({facts(0, 1, 2, "aa"), facts(1, 1, 2, "bb")}));
 }
 
+TEST(PlanSplit, ProcessesOfAColorAreOrderedByKeyThenProcess) {
+  // Processes 0..4 with colors 1, 0, 1, -1, 1 and keys 5, 0, 5, 0, 2.
+  const std::vector<SplitPlace> places = plan_split({{1, 5}, {0, 0}, {1, 5}, {-1, 0}, {1, 2}});
+  EXPECT_EQ(places[4].index, 0);  // key 2 first
+  EXPECT_EQ(places[0].index, 1);  // key 5, process 0 before process 2
+  EXPECT_EQ(places[2].index, 2);
+  for (int p : {0, 2, 4}) {
+    EXPECT_EQ(places[p].size, 3);
+    EXPECT_EQ(places[p].leader, 4);
+    EXPECT_EQ(places[p].color, 1);
+  }
+  EXPECT_EQ(places[1].size, 1);
+  EXPECT_EQ(places[1].index, 0);
+  EXPECT_EQ(places[1].leader, 1);
+  EXPECT_EQ(places[3].color, -1);  // no group
+  EXPECT_EQ(places[3].size, 0);
+}
+
+TEST(PlanSplit, AColorBelowMinusOneIsNamed) {
+  try {
+    plan_split({{0, 0}, {-2, 0}});
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("process 1 gave color -2"));
+  }
+}
+
 TEST(PlaceProcesses, EachProcessIsOneDeviceIndexLaunchedOnlyThere) {
   const std::vector<ProcessFacts> all = {facts(0, 2, 4, "aa"), facts(2, 2, 4, "aa")};
   std::vector<ProcessFacts> mine = all;
