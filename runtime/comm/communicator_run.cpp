@@ -180,6 +180,11 @@ Status Communicator::prepare(const CollectiveCall& call) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
+  if (st.group)
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: prepare(call) is not there yet across processes: make one eager call of each kind "
+                              "before capturing it into a CUDA graph",
+                              call_name(call)));
   if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
   if (call.count == 0 || (st.ranks() == 1 && !call.program)) return Status();  // one rank: nothing to load
   PreparedCollective* p = nullptr;
