@@ -68,6 +68,13 @@ struct Communicator::State {
   StagingArea staging;
   std::unique_ptr<PeerMonitor> monitor;  // notices another process ending
   std::uint64_t calls = 0;               // calls made (the call number CANOPY_CHECK_CALLS compares)
+  // A multi-process call made whole (every rank's entry; run_in_processes), kept to spare an allocation per call.
+  struct WholeCall {
+    std::vector<const void*> send, staged_send;
+    std::vector<void*> recv, staged_recv;
+    std::vector<cudaStream_t> streams;
+    std::vector<char> mine;
+  } whole;
   // Set when the communicator cannot go on: another process ended, or abort() was called. Every wait of its kernels
   // then gives up (abort_word), and every later call returns `failure`.
   std::unique_ptr<AbortWord> abort_word;

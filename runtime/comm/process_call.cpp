@@ -75,10 +75,15 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   if (given.program)
     return Status(StatusCode::unsupported, "algorithm programs do not run across processes yet");
   // The whole call: this process's entries, placeholders for the others (never checked nor used as buffers).
-  std::vector<const void*> send(n, nullptr);
-  std::vector<void*> recv(n, nullptr);
-  std::vector<cudaStream_t> streams(n, given.streams[0]);
-  std::vector<char> mine(n, 0);
+  // The whole-call arrays live in the State (no allocation per call); entries of other ranks stay placeholders.
+  std::vector<const void*>& send = whole.send;
+  std::vector<void*>& recv = whole.recv;
+  std::vector<cudaStream_t>& streams = whole.streams;
+  std::vector<char>& mine = whole.mine;
+  send.assign(n, nullptr);
+  recv.assign(n, nullptr);
+  streams.assign(n, given.streams[0]);
+  mine.assign(n, 0);
   for (int i = 0; i < own; ++i) {
     send[first + i] = given.send[i];
     recv[first + i] = given.recv[i];
@@ -132,8 +137,10 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
       return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
     }
   }
-  std::vector<const void*> staged_send(n);
-  std::vector<void*> staged_recv(n);
+  std::vector<const void*>& staged_send = whole.staged_send;
+  std::vector<void*>& staged_recv = whole.staged_recv;
+  staged_send.resize(n);
+  staged_recv.resize(n);
   for (int r = 0; r < n; ++r) {
     staged_send[r] = staging.send(r);
     staged_recv[r] = staging.recv(r);
