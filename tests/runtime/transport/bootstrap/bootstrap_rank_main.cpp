@@ -3,12 +3,17 @@
 // allgather rounds 0 to 2 ("round K from RANK") and a barrier, printing each result:
 //   welcome: hello 0,hello 1,...
 //   round 0: round 0 from 0,round 0 from 1,...
-// and exits 0; on any error it prints "rank RANK: ERROR" to stderr and exits 1.
+// and exits 0; on any error it prints "rank RANK: ERROR" to stderr and exits 1. With CANOPY_BOOTSTRAP_TIMED=N it then
+// times N more allgathers of a call signature's size (what CANOPY_CHECK_CALLS costs a call) and prints
+//   timed: N allgathers, X us each (median of 5 runs of N / 5)
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "runtime/transport/bootstrap/bootstrap.hpp"
 
@@ -38,6 +43,22 @@ int main(int argc, char** argv) {
     if (Status s = bootstrap->allgather(fmt::format("round {} from {}", round, rank), &all); !s.ok())
       return fail(rank, s);
     fmt::print("round {}: {}\n", round, fmt::join(all, ","));
+  }
+  if (const char* timed = std::getenv("CANOPY_BOOTSTRAP_TIMED")) {
+    const int n = std::max(5, std::atoi(timed));
+    std::vector<double> runs;
+    for (int run = 0; run < 5; ++run) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < n / 5; ++i) {
+        std::vector<std::string> all;
+        if (Status s = bootstrap->allgather("call 12345: allreduce count 1048576 f32 sum", &all); !s.ok())
+          return fail(rank, s);
+      }
+      runs.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+                     (n / 5));
+    }
+    std::sort(runs.begin(), runs.end());
+    fmt::print("timed: {} allgathers, {:.1f} us each (median of 5 runs of {})\n", n, runs[2], n / 5);
   }
   if (Status s = bootstrap->barrier(); !s.ok()) return fail(rank, s);
   return 0;
