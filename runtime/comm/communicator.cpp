@@ -108,11 +108,11 @@ Status Communicator::State::failure_status() {
 Communicator::Communicator(std::unique_ptr<State> state) : state_(std::move(state)) {}
 Communicator::~Communicator() = default;
 
-// Everything after the placement and the transport, the same for one process and several: configuration, kernel
-// builder, tuning, protocols, memory, plans, prepared collectives, offload paths, launch order, helpers, watchdog.
+// Everything after the placement, the transport and the configuration (st.config, resolved by the caller), the same
+// for one process and several: kernel builder, tuning, protocols, memory, plans, prepared collectives, offload paths,
+// launch order, helpers, watchdog.
 void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st) {
   const Placement& pl = st.placement;
-  st.config = resolve_config(options, pl.ranks());
   if (pl.multi_process()) {
     // Not yet across processes: the copy engines and the host path (their side streams drive every GPU from one
     // process), the watchdog (it reads every rank's counters from one place) and graph capture's device epochs.
@@ -168,6 +168,7 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
         set_up_topology(options, st);
         st.peers = std::make_unique<LocalPeerMemory>(st.placement.gpus, st.placement.device_of_rank);
         st.placement.peer = st.peers->peer();
+        st.config = resolve_config(options, st.placement.ranks());
         set_up_runtime(options, st);
         return Status();
       },

@@ -69,7 +69,11 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     ordinal = options.devices[0];
   }
   const std::vector<GpuDevice> visible = describe_gpus({});
-  GpuDevice gpu = describe_gpus({ordinal})[0];
+  if (ordinal < 0 || ordinal >= static_cast<int>(visible.size()))
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("device {} does not exist: {} GPU{} visible (0..{})", ordinal, visible.size(),
+                              visible.size() == 1 ? " is" : "s are", visible.size() - 1));
+  const GpuDevice& gpu = visible[ordinal];
   // The rank names as a single process would place them, so every process names the same ranks.
   std::vector<std::string> names;
   const auto name_ranks = [&]() -> Status {
@@ -127,16 +131,15 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     st.topology_source = fmt::format("one GPU shared by {} processes", group->processes());
     if (Status s = name_ranks(); !s.ok()) return s;
   }
-  for (std::size_t p = 0; p < group->facts.size(); ++p)
-    for (int r = 0; r < group->facts[p].ranks; ++r) group->process_of_rank.push_back(static_cast<int>(p));
   st.placement = place_processes(names, group->facts, group->process,
                                   [&](const std::string& a, const std::string& b) { return can_reach(visible, a, b); });
   FdChannel::Options fo;
   fo.timeout = settle(bo).timeout;
   fo.log = st.log;
   if (Status s = FdChannel::listen(contents.secret, group->process, fo, &group->channel); !s.ok()) return s;
-  st.peers = std::make_unique<IpcPeerMemory>(*group->channel, group->process, group->process_of_rank, ordinal,
-                                              st.placement.peer, st.log);
+  // A process is its placement's device index, so device_of_rank says which process holds each rank.
+  st.peers = std::make_unique<IpcPeerMemory>(*group->channel, group->process, st.placement.device_of_rank, ordinal,
+                                              st.placement.peer);
   st.group = std::move(group);
   set_up_runtime(options, st);
   std::vector<WatchedProcess> others;

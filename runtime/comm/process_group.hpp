@@ -68,8 +68,7 @@ std::vector<SplitPlace> plan_split(const std::vector<std::pair<int, int>>& color
 // The bootstrap group and descriptor channel of a joined communicator.
 struct ProcessGroup {
   int process = 0;
-  std::vector<ProcessFacts> facts;   // per process
-  std::vector<int> process_of_rank;  // per rank
+  std::vector<ProcessFacts> facts;  // per process (which holds each rank: Placement::device_of_rank)
   std::unique_ptr<Bootstrap> bootstrap;
   std::unique_ptr<FdChannel> channel;
   int processes() const { return static_cast<int>(facts.size()); }

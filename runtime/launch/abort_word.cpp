@@ -35,6 +35,5 @@ AbortWord::~AbortWord() {
 }
 
 void AbortWord::set() { std::atomic_ref<unsigned int>(*host_).store(1, std::memory_order_release); }
-bool AbortWord::is_set() const { return std::atomic_ref<unsigned int>(*host_).load(std::memory_order_acquire) != 0; }
 
 }  // namespace canopy

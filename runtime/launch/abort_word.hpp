@@ -15,7 +15,6 @@ class AbortWord {
 
   const unsigned int* device() const { return device_; }  // for DeviceArgs
   void set();                                              // from any thread
-  bool is_set() const;
 
  private:
   unsigned int* host_ = nullptr;

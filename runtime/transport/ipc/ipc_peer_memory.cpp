@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <future>
 #include <sstream>
 
@@ -14,14 +15,16 @@
 namespace canopy {
 
 IpcPeerMemory::IpcPeerMemory(FdChannel& channel, int process, std::vector<int> process_of_rank, int ordinal,
-                             std::vector<std::vector<bool>> peer, Logger log)
+                             std::vector<std::vector<bool>> peer)
     : channel_(channel),
       process_(process),
       process_of_rank_(std::move(process_of_rank)),
       ordinal_(ordinal),
-      peer_(std::move(peer)),
-      log_(std::move(log)) {
-  for (int p : process_of_rank_) processes_ = std::max(processes_, p + 1);
+      peer_(std::move(peer)) {
+  int processes = 0;
+  for (int p : process_of_rank_) processes = std::max(processes, p + 1);
+  for (int p = 0; p < processes; ++p)
+    if (p != process_) others_.push_back(p);
 }
 
 IpcPeerMemory::~IpcPeerMemory() {
@@ -108,18 +111,12 @@ std::vector<void*> IpcPeerMemory::allocate_zeroed(const std::function<std::size_
   std::vector<std::pair<int, std::size_t>> mine;
   for (std::size_t r = 0; r < process_of_rank_.size(); ++r)
     if (process_of_rank_[r] == process_) mine.emplace_back(static_cast<int>(r), bytes(static_cast<int>(r)));
-  std::vector<int> others;
-  for (int p = 0; p < processes_; ++p)
-    if (p != process_) others.push_back(p);
-  return exchange(mine, true, others, others);
+  return exchange(mine, true, others_, others_);
 }
 
 void* IpcPeerMemory::allocate(int rank, std::size_t bytes) {
   const int owner = process_of_rank_.at(rank);
-  std::vector<int> others;
-  for (int p = 0; p < processes_; ++p)
-    if (p != process_) others.push_back(p);
-  if (owner == process_) return exchange({{rank, bytes}}, false, {}, others)[rank];
+  if (owner == process_) return exchange({{rank, bytes}}, false, {}, others_)[rank];
   return exchange({}, false, {owner}, {})[rank];
 }
 

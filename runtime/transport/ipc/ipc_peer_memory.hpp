@@ -13,7 +13,6 @@
 #include <memory>
 #include <vector>
 
-#include "core/logger.hpp"
 #include "runtime/cuda/shareable_memory.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 #include "runtime/transport/peer_memory.hpp"
@@ -26,7 +25,7 @@ class IpcPeerMemory final : public PeerMemory {
   // `peer`: per device index (one per process) whether a process's GPU reaches another's memory. The channel must
   // outlive this object.
   IpcPeerMemory(FdChannel& channel, int process, std::vector<int> process_of_rank, int ordinal,
-                std::vector<std::vector<bool>> peer, Logger log);
+                std::vector<std::vector<bool>> peer);
   ~IpcPeerMemory() override;  // unmaps everything still mapped (the holders' frees usually came first)
   IpcPeerMemory(const IpcPeerMemory&) = delete;
   IpcPeerMemory& operator=(const IpcPeerMemory&) = delete;
@@ -46,10 +45,9 @@ class IpcPeerMemory final : public PeerMemory {
   FdChannel& channel_;
   int process_ = 0;
   std::vector<int> process_of_rank_;
-  int processes_ = 0;
+  std::vector<int> others_;  // every process but this one
   int ordinal_ = 0;
   std::vector<std::vector<bool>> peer_;
-  Logger log_;
   std::uint32_t step_ = 0;
   std::map<void*, std::unique_ptr<ShareableMemory>> mapped_;
   cudaStream_t zero_stream_ = nullptr;  // non-blocking, made with the first zeroing
