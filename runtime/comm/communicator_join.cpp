@@ -141,6 +141,7 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   st.peers = std::make_unique<IpcPeerMemory>(*group->channel, group->process, st.placement.device_of_rank, ordinal,
                                               st.placement.peer);
   st.group = std::move(group);
+  for (int r = 0; r < nranks; ++r) st.whole.mine.push_back(st.placement.here[st.placement.device_of_rank[r]]);
   set_up_runtime(options, st);
   std::vector<WatchedProcess> others;
   for (std::size_t p = 0; p < st.group->facts.size(); ++p) {

@@ -68,7 +68,8 @@ struct Communicator::State {
   StagingArea staging;
   std::unique_ptr<PeerMonitor> monitor;  // notices another process ending
   std::uint64_t calls = 0;               // calls made (the call number CANOPY_CHECK_CALLS compares)
-  // A multi-process call made whole (every rank's entry; run_in_processes), kept to spare an allocation per call.
+  // A multi-process call made whole (every rank's entry; run_in_processes), kept to spare an allocation per call;
+  // `mine` marks this process's ranks (set at join).
   struct WholeCall {
     std::vector<const void*> send, staged_send;
     std::vector<void*> recv, staged_recv;

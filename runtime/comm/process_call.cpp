@@ -74,21 +74,18 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
                               own == 1 ? "" : "s", first, first + own - 1, n));
   if (given.program)
     return Status(StatusCode::unsupported, "algorithm programs do not run across processes yet");
-  // The whole call: this process's entries, placeholders for the others (never checked nor used as buffers).
-  // The whole-call arrays live in the State (no allocation per call); entries of other ranks stay placeholders.
+  // The whole call: this process's entries, placeholders for the others (never checked nor used as buffers), in
+  // arrays the State keeps (no allocation per call).
   std::vector<const void*>& send = whole.send;
   std::vector<void*>& recv = whole.recv;
   std::vector<cudaStream_t>& streams = whole.streams;
-  std::vector<char>& mine = whole.mine;
   send.assign(n, nullptr);
   recv.assign(n, nullptr);
   streams.assign(n, given.streams[0]);
-  mine.assign(n, 0);
   for (int i = 0; i < own; ++i) {
     send[first + i] = given.send[i];
     recv[first + i] = given.recv[i];
     streams[first + i] = given.streams[i];
-    mine[first + i] = 1;
   }
   CollectiveCall call = given;
   call.send = send;
@@ -96,7 +93,8 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   call.streams = streams;
   bool capturing = false;
   call_stream_ids.assign(n, 0);
-  if (Status s = check_call(call, placement.ordinal_of_rank, oracle, &capturing, call_stream_ids, mine); !s.ok())
+  if (Status s = check_call(call, placement.ordinal_of_rank, oracle, &capturing, call_stream_ids, whole.mine);
+      !s.ok())
     return s;
   ++calls;
   if (config.check_calls)
@@ -108,8 +106,8 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   PreparedCollective* p = cache->repeat(spec);
   if (!p && capturing && !(p = cache->find(spec)))
     return Status(StatusCode::unsupported,
-                  fmt::format("{}: count {} needs the kernel for {}, not loaded yet: load it with "
-                              "Communicator::prepare(call) before capturing",
+                  fmt::format("{}: count {} needs the kernel for {}, not loaded yet, and a CUDA graph capture cannot "
+                              "compile and load one: make one eager call of this kind before capturing",
                               call_name(call), call.count, spec_text(spec)));
   if (!p) {
     if (Status s = get(spec, &p); !s.ok()) return s;
