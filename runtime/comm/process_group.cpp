@@ -76,10 +76,7 @@ std::string describe_process(const ProcessFacts& f, int process, bool where) {
 Status check_process_facts(const std::vector<ProcessFacts>& all) {
   if (all.empty()) return Status(StatusCode::internal, "no processes");
   const ProcessFacts& first = all[0];
-  const auto where = [](const ProcessFacts& f, std::size_t p) {
-    return fmt::format("process {} (ranks {}..{}, pid {} on {})", p, f.first_rank, f.first_rank + f.ranks - 1, f.pid,
-                       f.host);
-  };
+  const auto where = [](const ProcessFacts& f, std::size_t p) { return describe_process(f, static_cast<int>(p), true); };
   int next = 0;
   for (std::size_t p = 0; p < all.size(); ++p) {
     const ProcessFacts& f = all[p];

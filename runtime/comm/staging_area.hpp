@@ -14,7 +14,7 @@
 namespace canopy {
 
 struct StagingArea {
-  std::vector<void*> base;  // per rank: send region, then the receive region at recv_offset
+  std::vector<void*> base;  // per rank: the send region, then the receive region send_bytes after it
   std::size_t send_bytes = 0;
   std::size_t recv_bytes = 0;
 

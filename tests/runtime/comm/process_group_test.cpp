@@ -68,7 +68,7 @@ TEST(ProcessFacts, AnotherVersionIsRefusedNamingTheProcess) {
   all[1].version = "9.9.9";
   const Status s = check_process_facts(all);
   EXPECT_EQ(s.code(), StatusCode::invalid_argument);
-  EXPECT_THAT(s.message(), HasSubstr("process 1 (ranks 1..1, pid 101 on box) runs Canopy 9.9.9"));
+  EXPECT_THAT(s.message(), HasSubstr("process 1 (rank 1, pid 101 on host box) runs Canopy 9.9.9"));
   EXPECT_THAT(s.message(), HasSubstr("run one build of Canopy in every process"));
 }
 
