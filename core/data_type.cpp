@@ -30,7 +30,7 @@ const TypeInfo& info(DataType t) {
   throw InternalError("unknown DataType");
 }
 static_assert(std::size(kTypes) == kDataTypeCount);
-constexpr const char* kOps[] = {"sum", "prod", "min", "max"};
+constexpr const char* kOps[] = {"sum", "prod", "min", "max", "avg"};
 static_assert(std::size(kOps) == kReduceOpCount);
 }  // namespace
 
@@ -38,7 +38,8 @@ std::string to_string(DataType t) { return info(t).name; }
 std::string to_string(ReduceOp op) { return kOps[static_cast<int>(op)]; }
 int size_of(DataType t) { return info(t).size; }
 std::string cuda_op_name(ReduceOp op) {
-  switch (op) {
+  switch (kernel_op(op)) {
+    case ReduceOp::avg:
     case ReduceOp::sum: return "canopy::OpSum";
     case ReduceOp::prod: return "canopy::OpProd";
     case ReduceOp::min: return "canopy::OpMin";

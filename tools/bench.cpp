@@ -56,7 +56,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--sizes", args->sizes, "bytes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a list 1K,1M,1G")
       ->capture_default_str();
   cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
-  cmd->add_option("--op", args->op, "sum prod min max")->capture_default_str();
+  cmd->add_option("--op", args->op, "sum prod min max avg")->capture_default_str();
   cmd->add_option("--root", args->root, "root rank of broadcast and reduce")->capture_default_str();
   cmd->add_option("--iters", args->iters, "timed launches per repeat")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed launches first")->capture_default_str();

@@ -68,7 +68,7 @@ DataType dtype_option(const std::string& name) {
 
 ReduceOp op_option(const std::string& name) {
   const auto op = parse_reduce_op(name);
-  if (!op) throw Error(fmt::format("--op '{}': expected sum, prod, min or max", name));
+  if (!op) throw Error(fmt::format("--op '{}': expected sum, prod, min, max or avg", name));
   return *op;
 }
 

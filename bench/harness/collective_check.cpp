@@ -41,6 +41,12 @@ std::int64_t wrap(std::int64_t v, DataType t) {
 // matters for f64.
 double tolerance_scale(int ranks, double u) { return (ranks + 1) * u + (ranks - 1) * std::ldexp(1.0, -53); }
 
+// avg's: the sum's tolerance divided by the ranks, plus the division's rounding in the arithmetic type (fp32 for f16
+// and bf16, whose u is larger) and the store's rounding in the type.
+double avg_tolerance(double sum_tolerance, double value, int ranks, double u) {
+  return sum_tolerance / ranks + (u + std::min(u, std::ldexp(1.0, -24))) * std::fabs(value);
+}
+
 struct Acc {
   double value = 0;
   double magnitude = 0;  // sum of |inputs| (sum) or |product| (prod): what the tolerance scales
@@ -58,6 +64,7 @@ void combine(Acc& a, double x, const CheckSpec& s) {
     return;
   }
   switch (s.op) {
+    case ReduceOp::avg:  // a sum here; reference_of divides
     case ReduceOp::sum:
       if (integer) a.int_value = static_cast<std::int64_t>(static_cast<std::uint64_t>(a.int_value) +
                                                            static_cast<std::uint64_t>(static_cast<std::int64_t>(x)));
@@ -128,15 +135,21 @@ const std::vector<std::pair<int, int>>* program_sources(const CheckSpec& s, int 
 namespace {
 // A reduction's expected value from its accumulator: integers exact (wrapping at the type's width), floats with
 // `scale` x the magnitude as tolerance for sums and products.
-double reference_of(const Acc& acc, double scale, const CheckSpec& s, double* tolerance, std::int64_t* exact) {
+// avg divides the sum by `ranks` (integers truncating the wrapped sum, as the GPU does; floats one more rounding in the
+// arithmetic type and one storing: avg_tolerance).
+double reference_of(const Acc& acc, double scale, const CheckSpec& s, double* tolerance, std::int64_t* exact,
+                    int ranks) {
+  const bool average = s.op == ReduceOp::avg;
   if (unit_roundoff(s.dtype) == 0) {
-    const std::int64_t v = wrap(acc.int_value, s.dtype);
+    const std::int64_t v = wrap(acc.int_value, s.dtype) / (average ? ranks : 1);
     if (exact) *exact = v;
     return static_cast<double>(v);
   }
+  const double value = average ? acc.value / ranks : acc.value;
   if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod)) *tolerance = scale * acc.magnitude;
-  if (exact) *exact = static_cast<std::int64_t>(acc.value);
-  return acc.value;
+  if (tolerance && average) *tolerance = avg_tolerance(scale * acc.magnitude, value, ranks, unit_roundoff(s.dtype));
+  if (exact) *exact = static_cast<std::int64_t>(value);
+  return value;
 }
 }  // namespace
 
@@ -151,7 +164,7 @@ double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tol
     const std::uint64_t unit = s.count / s.program->program.chunks();
     Acc acc;
     for (const auto& [q, c] : *from) combine(acc, pattern_value(s.seed, q, c * unit + offset, s.dtype, input_op), s);
-    return reference_of(acc, tolerance_scale(static_cast<int>(from->size()), u), s, tolerance, exact);
+    return reference_of(acc, tolerance_scale(static_cast<int>(from->size()), u), s, tolerance, exact, 1);
   }
   switch (s.collective) {
     case Collective::broadcast:
@@ -167,7 +180,7 @@ double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tol
   const std::uint64_t k = s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(rank) * s.count + j : j;
   Acc acc;
   for (int q = 0; q < s.ranks; ++q) combine(acc, pattern_value(s.seed, q, k, s.dtype, s.op), s);
-  return reference_of(acc, tolerance_scale(s.ranks, u), s, tolerance, exact);
+  return reference_of(acc, tolerance_scale(s.ranks, u), s, tolerance, exact, s.ranks);
 }
 
 CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsigned threads) {
@@ -195,7 +208,7 @@ Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
       const double v = pattern_value_of<T, kProd>(pattern_hash(seed, rank, index));
       if (q == 0)
         acc = v, mag = std::fabs(v);
-      else if constexpr (Op == ReduceOp::sum)
+      else if constexpr (Op == ReduceOp::sum || Op == ReduceOp::avg)
         acc += v, mag += std::fabs(v);
       else if constexpr (Op == ReduceOp::prod)
         acc *= v, mag = std::fabs(acc);
@@ -204,8 +217,9 @@ Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
       else
         acc = std::max(acc, v);
     }
-    r.want = acc;
+    r.want = Op == ReduceOp::avg ? acc / n : acc;
     r.tol = (Op == ReduceOp::sum || Op == ReduceOp::prod) ? tol_scale * mag : 0;
+    if constexpr (Op == ReduceOp::avg) r.tol = avg_tolerance(tol_scale * mag, r.want, n, unit_roundoff(T));
   } else {
     std::uint64_t acc = 0;
     for (int q = 0; q < n; ++q) {
@@ -214,7 +228,7 @@ Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
           static_cast<std::int64_t>(pattern_value_of<T, kProd>(pattern_hash(seed, rank, index))));
       if (q == 0)
         acc = v;
-      else if constexpr (Op == ReduceOp::sum)
+      else if constexpr (Op == ReduceOp::sum || Op == ReduceOp::avg)
         acc += v;
       else if constexpr (Op == ReduceOp::prod)
         acc *= v;
@@ -223,7 +237,7 @@ Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
       else
         acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
     }
-    r.exact = wrap(static_cast<std::int64_t>(acc), T);
+    r.exact = wrap(static_cast<std::int64_t>(acc), T) / (Op == ReduceOp::avg ? n : 1);
     r.want = static_cast<double>(r.exact);
   }
   return r;
@@ -300,6 +314,7 @@ RangeChecker checker_for_op(ReduceOp op) {
     case ReduceOp::prod: return check_range<T, ReduceOp::prod>;
     case ReduceOp::min: return check_range<T, ReduceOp::min>;
     case ReduceOp::max: return check_range<T, ReduceOp::max>;
+    case ReduceOp::avg: return check_range<T, ReduceOp::avg>;
   }
   return check_range<T, ReduceOp::sum>;
 }

@@ -34,6 +34,7 @@ int nccl_op(ReduceOp op) {  // ncclRedOp_t
     case ReduceOp::prod: return 1;
     case ReduceOp::max: return 2;
     case ReduceOp::min: return 3;
+    case ReduceOp::avg: return 4;  // ncclAvg
   }
   return 0;
 }

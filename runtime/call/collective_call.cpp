@@ -117,10 +117,15 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
                   fmt::format("{}: dtype {} is not supported; use f32, f16, bf16, f64, i32, i64 or u8", name,
                               static_cast<int>(call.dtype)));
   const bool combines = program ? program->reduces() : reduces(call.collective);
-  if (combines && static_cast<unsigned>(call.op) > static_cast<unsigned>(ReduceOp::max))
+  if (combines && static_cast<unsigned>(call.op) > static_cast<unsigned>(ReduceOp::avg))
     return Status(StatusCode::unsupported, fmt::format("{}: reduction operator {} is not supported; use sum, prod, "
-                                                       "min or max",
+                                                       "min, max or avg",
                                                        name, static_cast<int>(call.op)));
+  if (program && program->reduces() && call.op == ReduceOp::avg)
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: avg is for the five collectives (the sum divided by the ranks); a program's outputs "
+                              "combine a number of inputs of its own: run it with sum and divide",
+                              name));
   if (static_cast<int>(call.send.size()) != n || static_cast<int>(call.recv.size()) != n ||
       static_cast<int>(call.streams.size()) != n)
     return invalid(fmt::format("got {} send buffers, {} receive buffers and {} streams for {} ranks: pass one of "

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
+#include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy {
@@ -115,12 +116,52 @@ Status Communicator::State::local_copy(const CollectiveCall& call) {
   return Status();
 }
 
+// avg (as ncclAvg): the call runs as a sum, then each result is divided by the rank count on its rank's stream, by the
+// combining module's divide kernel (loaded once per GPU architecture; a capture cannot load it, so the first avg call
+// must be eager or prepared).
+Status Communicator::State::divide_results(const CollectiveCall& call) {
+  const int n = ranks();
+  if (n == 1 || call.count == 0) return Status();
+  CurrentDevice keep;
+  for (std::size_t i = 0; i < call.recv.size(); ++i) {
+    const int r = first_own_rank() + static_cast<int>(i);
+    const std::uint64_t count = recv_elements(call.collective, call.count, n, r, call.root);
+    if (count == 0) continue;
+    const int device = placement.device_of_rank[r];
+    const std::string& arch = placement.gpus[device].arch;
+    if (!offload->combine_loaded(arch)) {
+      cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(call.streams[i], &capture) == cudaSuccess && capture != cudaStreamCaptureStatusNone)
+        return Status(StatusCode::unsupported,
+                      fmt::format("{} avg: the division by the ranks needs its kernel, not loaded yet, and a CUDA "
+                                  "graph capture cannot load one: make one eager avg call (or prepare(call)) first",
+                                  call_name(call)));
+    }
+    const CombineKernels* kernels = nullptr;
+    if (Status s = offload->combine_for(arch, &kernels); !s.ok()) return s;
+    if (cudaError_t e = cudaSetDevice(placement.ordinals[device]); e != cudaSuccess)
+      return cuda_status(e, call_name(call) + " avg: selecting rank " + std::to_string(r) + "'s GPU");
+    if (Status s = kernels->divide(call.recv[i], count, call.dtype, n, call.streams[i]); !s.ok()) return s;
+  }
+  return Status();
+}
+
 Status Communicator::run(const CollectiveCall& given) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
   if (st.failed) return st.failure_status();
-  if (st.group) return st.run_in_processes(given);
+  if (given.op == ReduceOp::avg && reduces(given.collective) && !given.program) {
+    CollectiveCall sum = given;
+    sum.op = ReduceOp::sum;
+    Status s = st.group ? st.run_in_processes(sum) : st.run_here(sum);
+    return s.ok() ? st.divide_results(given) : s;
+  }
+  return st.group ? st.run_in_processes(given) : st.run_here(given);
+}
+
+Status Communicator::State::run_here(const CollectiveCall& given) {
+  State& st = *this;
   bool capturing = false;
   st.call_stream_ids.resize(st.ranks());
   if (Status s = check_call(given, st.placement.ordinal_of_rank, st.oracle, &capturing, st.call_stream_ids); !s.ok())
@@ -187,6 +228,11 @@ Status Communicator::prepare(const CollectiveCall& call) {
                               call_name(call)));
   if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
   if (call.count == 0 || (st.ranks() == 1 && !call.program)) return Status();  // one rank: nothing to load
+  if (call.op == ReduceOp::avg && reduces(call.collective) && !call.program)
+    for (const GpuDevice& g : st.placement.gpus) {  // avg's division kernel
+      const CombineKernels* kernels = nullptr;
+      if (Status s = st.offload->combine_for(g.arch, &kernels); !s.ok()) return s;
+    }
   PreparedCollective* p = nullptr;
   return st.get(st.kernel_spec(call, st.pick(call, call.count, in_place(call))), &p);
 }

@@ -103,6 +103,9 @@ struct Communicator::State {
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
   bool is_large(const CollectiveCall& call) const;
   Status local_copy(const CollectiveCall& call);  // a one-rank communicator's call
+  Status run_here(const CollectiveCall& given);  // a call of a communicator whose ranks are all in this process
+  // avg after its sum: every result of `call` (this process's ranks, as the caller passed them) divided by ranks().
+  Status divide_results(const CollectiveCall& call);
   // A multi-process communicator's call: `given` holds this process's ranks only (process_call.cpp).
   Status run_in_processes(const CollectiveCall& given);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.

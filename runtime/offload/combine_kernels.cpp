@@ -55,11 +55,29 @@ __device__ __forceinline__ void combine(T* out, const Sources& s, int n, u64 cou
   CANOPY_COMBINE(canopy_combine_##TYPE##_min, T, OpMin)     \
   CANOPY_COMBINE(canopy_combine_##TYPE##_max, T, OpMax)
 CANOPY_FOR_EACH_DTYPE(CANOPY_COMBINE_OPS)
+// avg's last step: data[j] /= n in the type's arithmetic (floats through Math; integers truncate, as ncclAvg's do).
+template <typename T>
+__device__ __forceinline__ void divide(T* data, u64 count, int n) {
+  typedef typename canopy::Elem<T>::Math M;
+  const u64 first = blockIdx.x * (u64)blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+  const M d = static_cast<M>(n);
+  for (u64 j = first; j < count; j += stride)
+    data[j] = canopy::Elem<T>::out(static_cast<M>(canopy::Elem<T>::in(data[j]) / d));
+}
+#define CANOPY_DIVIDE(TYPE, T) \
+  extern "C" __global__ void canopy_divide_##TYPE(T* data, u64 count, int n) { divide<T>(data, count, n); }
+CANOPY_FOR_EACH_DTYPE(CANOPY_DIVIDE)
 )";
 
 struct Sources {
   const void* p[CombineKernels::kMaxSources];
 };
+
+// A thread per 16-byte line (the combine kernel's unit when every pointer is aligned), at most 1024 blocks of 512.
+unsigned line_blocks(std::uint64_t count, DataType dtype) {
+  const std::uint64_t lines = (count * static_cast<std::uint64_t>(size_of(dtype)) + 15) / 16;
+  return static_cast<unsigned>(std::clamp<std::uint64_t>((lines + 511) / 512, 1, 1024));
+}
 
 }  // namespace
 
@@ -68,14 +86,18 @@ SourceFile combine_kernel_source() { return SourceFile{"canopy_combine.cu", kCom
 CombineKernels::CombineKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const auto module = jit.get("canopy-combine-v3", combine_kernel_source, options);
+  const auto module = jit.get("canopy-combine-v4", combine_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  for (int t = 0; t < kDataTypeCount; ++t)
+  for (int t = 0; t < kDataTypeCount; ++t) {
+    const std::string type = to_string(static_cast<DataType>(t));
     for (int o = 0; o < kReduceOpCount; ++o) {
-      const std::string name =
-          fmt::format("canopy_combine_{}_{}", to_string(static_cast<DataType>(t)), to_string(static_cast<ReduceOp>(o)));
+      const ReduceOp op = static_cast<ReduceOp>(o);
+      if (op != kernel_op(op)) continue;  // avg sums
+      const std::string name = fmt::format("canopy_combine_{}_{}", type, to_string(op));
       CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t][o], library_, name.c_str()));
     }
+    CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&divide_[t], library_, fmt::format("canopy_divide_{}", type).c_str()));
+  }
 }
 
 CombineKernels::~CombineKernels() {
@@ -93,13 +115,20 @@ Status CombineKernels::run(void* out, std::span<const void* const> sources, std:
   int n = static_cast<int>(sources.size());
   unsigned long long elements = count;
   void* params[] = {&out, &s, &n, &elements};
-  // A thread per 16-byte line (the kernel's unit when every pointer is aligned), at most 1024 blocks of 512.
-  const std::uint64_t lines = (count * static_cast<std::uint64_t>(size_of(dtype)) + 15) / 16;
-  const unsigned blocks = static_cast<unsigned>(std::clamp<std::uint64_t>((lines + 511) / 512, 1, 1024));
   const cudaError_t e =
-      cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[static_cast<int>(dtype)][static_cast<int>(op)]),
-                       dim3(blocks), dim3(512), params, 0, stream);
+      cudaLaunchKernel(reinterpret_cast<const void*>(kernels_[static_cast<int>(dtype)][static_cast<int>(kernel_op(op))]),
+                       dim3(line_blocks(count, dtype)), dim3(512), params, 0, stream);
   if (e != cudaSuccess) return cuda_status(e, "combine kernel launch");
+  return Status();
+}
+
+Status CombineKernels::divide(void* data, std::uint64_t count, DataType dtype, int n, cudaStream_t stream) const {
+  if (count == 0 || n == 1) return Status();
+  unsigned long long elements = count;
+  void* params[] = {&data, &elements, &n};
+  const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(divide_[static_cast<int>(dtype)]),
+                                         dim3(line_blocks(count, dtype)), dim3(512), params, 0, stream);
+  if (e != cudaSuccess) return cuda_status(e, "avg's divide kernel launch");
   return Status();
 }
 

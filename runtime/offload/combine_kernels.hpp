@@ -1,6 +1,7 @@
 // CombineKernels: the element-wise reduction a hybrid reduce runs at its root on what crossed the host path
-// (runtime/offload/host_staging.hpp): out[j] = op(src0[j], src1[j], ...) in source order, for every dtype and op, one module
-// compiled through the Jit (so cached on disk like every kernel) and loaded as a library usable on every GPU.
+// (runtime/offload/host_staging.hpp): out[j] = op(src0[j], src1[j], ...) in source order, for every dtype and op, and
+// avg's division of a sum by the ranks; one module compiled through the Jit (so cached on disk like every kernel) and
+// loaded as a library usable on every GPU.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -34,10 +35,13 @@ class CombineKernels {
   // source). 1 to kMaxSources sources; out may be one of them.
   Status run(void* out, std::span<const void* const> sources, std::uint64_t count, DataType dtype, ReduceOp op,
              cudaStream_t stream) const;
+  // data[j] = data[j] / n, j < count, on `stream` (avg after its sum; integers truncate). Nothing for n = 1.
+  Status divide(void* data, std::uint64_t count, DataType dtype, int n, cudaStream_t stream) const;
 
  private:
   cudaLibrary_t library_{};
-  cudaKernel_t kernels_[kDataTypeCount][kReduceOpCount]{};  // by DataType, ReduceOp
+  cudaKernel_t kernels_[kDataTypeCount][kReduceOpCount]{};  // by DataType, ReduceOp (avg's entry unused: it sums)
+  cudaKernel_t divide_[kDataTypeCount]{};
 };
 
 }  // namespace canopy

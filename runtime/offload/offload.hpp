@@ -67,9 +67,12 @@ class Offload {
   // Moves `call` on the copy engines. A failure after queueing anything is `*broken` (the communicator is unusable).
   Status run_on_engines(const CollectiveCall& call, bool* broken);
 
+  // The element-wise kernels for GPUs of `arch` (combining, and avg's division), compiled and loaded once.
+  Status combine_for(const std::string& arch, const CombineKernels** out);
+  bool combine_loaded(const std::string& arch) const { return combine_.count(arch) > 0; }
+
  private:
   const HostPath& host_path_for(Collective collective, int root);
-  Status combine_for(const std::string& arch, const CombineKernels** out);
 
   OffloadPlacement where_;
   HybridShape hybrid_;

@@ -16,7 +16,7 @@ namespace {
 
 constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
                                DataType::i32, DataType::i64, DataType::u8};
-constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
+constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
 
 std::vector<unsigned char> encode(const std::vector<double>& values, DataType t, const std::vector<std::int64_t>* ints) {
   std::vector<unsigned char> out(values.size() * size_of(t));
@@ -163,6 +163,32 @@ TEST(CollectiveCheck, FloatToleranceGrowsWithRanksNotBeyond) {
   m.op = ReduceOp::max;
   expected_value(m, 0, 4, &tol);
   EXPECT_EQ(tol, 0);  // min and max are exact
+}
+
+// avg is the sum divided by the ranks: integers truncate the wrapped sum (as the GPU's division does), floats keep the
+// sum's tolerance over the ranks plus the division's and the store's roundings.
+TEST(CollectiveCheck, AverageIsTheSumOverTheRanks) {
+  for (DataType t : kTypes)
+    for (Collective c : {Collective::allreduce, Collective::reducescatter})
+      for (std::uint64_t j = 0; j < 200; ++j) {
+        CheckSpec sum{c, t, ReduceOp::sum, 0, 3, 100, 5};
+        CheckSpec avg = sum;
+        avg.op = ReduceOp::avg;
+        double sum_tol = 0, avg_tol = 0;
+        std::int64_t sum_exact = 0, avg_exact = 0;
+        const double s = expected_value(sum, 1, j, &sum_tol, &sum_exact);
+        const double a = expected_value(avg, 1, j, &avg_tol, &avg_exact);
+        const std::string what = fmt::format("{} {} element {}", to_string(t), to_string(c), j);
+        if (sum_tol == 0) {  // integers
+          EXPECT_EQ(avg_exact, sum_exact / 3) << what;
+          EXPECT_EQ(avg_tol, 0) << what;
+        } else {
+          EXPECT_DOUBLE_EQ(a, s / 3) << what;
+          EXPECT_GT(avg_tol, sum_tol / 3) << what;
+          const int bits = t == DataType::f16 ? 11 : t == DataType::bf16 ? 8 : t == DataType::f32 ? 24 : 53;
+          EXPECT_LE(avg_tol, sum_tol / 3 + 2 * std::fabs(a) * std::ldexp(1.0, -bits)) << what;
+        }
+      }
 }
 
 TEST(CollectiveCheck, ReduceCheckesOnlyTheRoot) {

@@ -194,8 +194,10 @@ TEST(CollectiveCallErrors, UnsupportedDtypeAndOp) {
   EXPECT_EQ(check(v).code(), StatusCode::unsupported);
   EXPECT_EQ(check(v).message(), "allreduce: dtype 42 is not supported; use f32, f16, bf16, f64, i32, i64 or u8");
   v.call.dtype = DataType::f32;
-  v.call.op = static_cast<ReduceOp>(4);  // NCCL's ncclAvg
-  EXPECT_EQ(check(v).message(), "allreduce: reduction operator 4 is not supported; use sum, prod, min or max");
+  v.call.op = ReduceOp::avg;  // NCCL's ncclAvg: the runtime's division after a sum
+  EXPECT_TRUE(check(v).ok()) << check(v).message();
+  v.call.op = static_cast<ReduceOp>(5);  // NCCL's ncclMaxRedOp and beyond (premul-sum ops are not Canopy's)
+  EXPECT_EQ(check(v).message(), "allreduce: reduction operator 5 is not supported; use sum, prod, min, max or avg");
 }
 
 TEST(CollectiveCallErrors, OverlapWithoutBeingInPlace) {
@@ -335,6 +337,11 @@ TEST(CollectiveCallErrors, ProgramCalls) {
   v.call.program = &ring;
   v.call.root = 7;
   EXPECT_TRUE(check(v).ok()) << check(v).message();
+  v.call.op = ReduceOp::avg;
+  EXPECT_EQ(check(v).message(),
+            "algorithm ring-allreduce: avg is for the five collectives (the sum divided by the ranks); a program's "
+            "outputs combine a number of inputs of its own: run it with sum and divide");
+  v.call.op = ReduceOp::sum;
   v.call.count = 1001;
   EXPECT_EQ(check(v).message(),
             "algorithm ring-allreduce: count 1001 is not a multiple of the program's 2 chunks (each chunk is count / "

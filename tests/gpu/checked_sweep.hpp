@@ -53,7 +53,7 @@ inline CommunicatorOptions sweep_options(const SweepCase& tc) {
 
 inline constexpr DataType kEveryType[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
                                           DataType::i32, DataType::i64, DataType::u8};
-inline constexpr ReduceOp kEveryOp[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
+inline constexpr ReduceOp kEveryOp[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
 
 // The specs of `collective` for every element type and, where it reduces, every operator; root: the last rank.
 inline std::vector<CollectiveSpec> every_type_and_op(Collective collective, int ranks) {

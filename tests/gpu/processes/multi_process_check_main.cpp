@@ -60,7 +60,7 @@ struct Args {
                                          Collective::allgather, Collective::reducescatter};
   std::vector<DataType> dtypes = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
                                   DataType::i32, DataType::i64, DataType::u8};
-  std::vector<ReduceOp> ops = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max};
+  std::vector<ReduceOp> ops = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
   std::vector<std::uint64_t> counts = {0, 1, 7, 1028, 65540, 3000004, 40000004};
   std::vector<bool> in_place = {false, true};
   std::uint64_t seed = 1;

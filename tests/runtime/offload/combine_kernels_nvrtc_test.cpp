@@ -1,5 +1,5 @@
 // The hybrid reduce's combining kernels (runtime/offload/combine_kernels.hpp) compile with NVRTC against the embedded
-// templates (label nvrtc: no GPU needed), one entry per dtype and op, without spilling.
+// templates (label nvrtc: no GPU needed), one entry per dtype and op, and avg's divide per dtype.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -16,12 +16,15 @@ TEST(CombineKernelsNvrtc, EveryDtypeAndOpCompiles) {
   const CompiledModule m = compile_cuda(combine_kernel_source(), template_headers(), o);
   EXPECT_FALSE(m.cubin.empty());
   int found = 0;
-  for (const char* dtype : {"f32", "f16", "bf16", "f64", "i32", "i64", "u8"})
+  for (const char* dtype : {"f32", "f16", "bf16", "f64", "i32", "i64", "u8"}) {
     for (const char* op : {"sum", "prod", "min", "max"}) {
       const std::string name = fmt::format("canopy_combine_{}_{}", dtype, op);
       EXPECT_NE(m.cubin.find(name), std::string::npos) << name;
       ++found;
     }
+    const std::string divide = fmt::format("canopy_divide_{}", dtype);
+    EXPECT_NE(m.cubin.find(divide), std::string::npos) << divide;
+  }
   EXPECT_EQ(found, 28);
 }
 
