@@ -8,6 +8,7 @@
 #include "dsl/shipped_topologies.hpp"
 #include "bench/harness/benchmark.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
+#include "tools/bench_procs.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {
@@ -42,6 +43,7 @@ void add_bench_command(CLI::App& app) {
     std::string chunk;
     int blocks = 0;
     int threads = 0;
+    int procs = 0;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("bench", "time Canopy's collectives on this machine's GPUs (nccl-tests' table)");
@@ -71,6 +73,9 @@ void add_bench_command(CLI::App& app) {
                 "capture each loop's --iters calls into a CUDA graph once and time its replays, for Canopy and NCCL "
                 "alike (nccl-tests' -G): calls without the host's launches; captured calls never take the copy "
                 "engines or the host path");
+  cmd->add_option("--procs", args->procs,
+                  "one process per rank, N ranks (as torchrun runs programs): starts N copies of this command, or "
+                  "joins the job a launcher (canopy run -n N) made; rows are the slowest process's");
   cmd->add_option("--json", args->json, "also write the rows as JSON to this file ('-' = stdout, table to stderr)");
   cmd->add_option("--chunk", args->chunk, "kernel chunk size (default: CANOPY_CHUNK or 256KiB)");
   cmd->add_option("--blocks", args->blocks, "thread blocks per rank (default: CANOPY_BLOCKS or 24)");
@@ -83,6 +88,7 @@ void add_bench_command(CLI::App& app) {
       "  canopy bench --json bench.json                      rows as DESIGN.md's bench JSON\n"
       "  canopy bench -a ring-allreduce --vs-nccl            a program (docs/algorithms.md) beside NCCL\n"
       "  canopy bench --sizes 8:64K --vs-nccl --graph        replays of captured calls, both libraries\n"
+      "  canopy bench --procs 2 -c allreduce --vs-nccl       one process per rank, Canopy and NCCL alike\n"
       "Columns follow nccl-tests: size in bytes (allgather: output, reduce-scatter: input), count per rank,\n"
       "time in µs (median of --repeats loops of --iters launches, CUDA events, slowest GPU), algbw = size / time,\n"
       "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce-scatter), 1 (broadcast, reduce).\n"
@@ -108,14 +114,30 @@ void add_bench_command(CLI::App& app) {
     if (args->blocks) co.blocks_per_rank = args->blocks;
     if (args->threads) co.threads_per_block = args->threads;
     std::unique_ptr<Communicator> comm;
-    if (Status s = Communicator::create(co, &comm); !s.ok()) throw Error(s.message());
+    if (args->procs != 0) {
+      if (args->procs < 1) throw Error(fmt::format("--procs {}: give the number of processes, 1 or more", args->procs));
+      if (args->graph)
+        throw Error("--graph with --procs: capturing calls into CUDA graphs is not there yet across processes");
+      if (int code = 0; launch_bench_processes(args->procs, &code)) {
+        if (code != 0) throw CLI::RuntimeError(code);
+        return;
+      }
+      comm = join_bench_process(args->procs, co);
+    } else if (Status s = Communicator::create(co, &comm); !s.ok()) {
+      throw Error(s.message());
+    }
 
     if (!args->algorithm.empty()) {
       if (args->in_place) throw Error("--in-place: algorithm programs run out of place");
       o.program = std::make_shared<ProgramOutputs>(program_option(args->algorithm, comm->ranks()));
     }
     std::unique_ptr<NcclLibrary> nccl;
-    if (args->vs_nccl) {
+    if (args->vs_nccl && comm->multi_process()) {
+      std::string why;
+      nccl = NcclLibrary::load(&why);
+      if (!nccl) throw Error(why);
+      if (Status s = init_nccl_processes(*comm, *nccl); !s.ok()) throw Error(s.message());
+    } else if (args->vs_nccl) {
       if (comm->ranks() != comm->devices())
         throw Error(fmt::format("--vs-nccl needs one rank per GPU; this run has {} ranks on {} GPUs", comm->ranks(),
                                 comm->devices()));
@@ -125,9 +147,16 @@ void add_bench_command(CLI::App& app) {
       if (Status s = nccl->init(comm->device_ordinals()); !s.ok()) throw Error(s.message());
     }
     const bool json_stdout = args->json == "-";
-    std::FILE* table = json_stdout ? stderr : stdout;
-    fmt::print(table, "# canopy bench: topology {} ({}), {} ranks on {} GPU{}{}\n", comm->topology().name(),
-               comm->topology_source(), comm->ranks(), comm->devices(), comm->devices() == 1 ? "" : "s",
+    // Every process of --procs measures (each row is agreed among them); the first one prints.
+    const bool quiet = comm->multi_process() && comm->first_own_rank() != 0;
+    std::FILE* null_table = quiet ? std::fopen("/dev/null", "w") : nullptr;
+    std::FILE* table = quiet ? null_table : json_stdout ? stderr : stdout;
+    if (!table) throw Error("cannot open /dev/null for a quiet process's table");
+    const std::string where =
+        comm->multi_process() ? fmt::format("{} processes", comm->devices())
+                              : fmt::format("{} GPU{}", comm->devices(), comm->devices() == 1 ? "" : "s");
+    fmt::print(table, "# canopy bench: topology {} ({}), {} ranks on {}{}\n", comm->topology().name(),
+               comm->topology_source(), comm->ranks(), where,
                nccl ? fmt::format(", NCCL {} ({})", nccl->version(), nccl->path()) : "");
     fmt::print(table, "# {} iters x {} repeats (median), {} warm-up; {}{}\n", o.iters, o.repeats, o.warmup,
                o.check ? "outputs checked" : "not checked",
@@ -243,7 +272,8 @@ void add_bench_command(CLI::App& app) {
       std::fflush(table);
       rows.push_back(r);
     });
-    if (!args->json.empty()) write_output(args->json, bench_rows_json(rows));
+    if (null_table) std::fclose(null_table);
+    if (!args->json.empty() && !quiet) write_output(args->json, bench_rows_json(rows));
     if (!s.ok()) throw Error(s.message());
     std::int64_t wrong = 0;
     for (const BenchRow& r : rows) wrong += std::max<std::int64_t>(r.errors, 0);

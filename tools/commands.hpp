@@ -26,6 +26,8 @@ void add_algo_command(CLI::App& app);      // algo.cpp
 void add_msccl_command(CLI::App& app);     // msccl.cpp
 void add_tune_command(CLI::App& app);      // tune.cpp
 void add_run_command(CLI::App& app);       // run.cpp
+// Runs `program` as `ranks` processes as `canopy run -n` does (its variables, signals, first failing status).
+int run_processes(int ranks, const std::vector<std::string>& program);
 void add_topo_list(CLI::App& topo);    // topo_list.cpp
 void add_topo_show(CLI::App& topo);    // topo_show.cpp
 void add_topo_check(CLI::App& topo);   // topo_check.cpp

@@ -171,6 +171,13 @@ int run_ranks(const RunArgs& args) {
 
 }  // namespace
 
+int run_processes(int ranks, const std::vector<std::string>& program) {
+  RunArgs args;
+  args.ranks = ranks;
+  args.program = program;
+  return run_ranks(args);
+}
+
 void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "start N processes of a program, one per rank (as torchrun or mpirun)");

@@ -16,13 +16,14 @@ namespace canopy {
 
 namespace {
 
-// Each GPU's stream (that of its first rank), in the order of comm.device_ordinals().
+// Each of this process's GPUs' stream (that of its first rank), in the order of own_ordinals(comm); `rank_streams`
+// per own rank.
 std::vector<cudaStream_t> device_streams(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams) {
   std::vector<cudaStream_t> streams;
-  for (int ordinal : comm.device_ordinals())
-    for (int r = 0; r < comm.ranks(); ++r)
-      if (comm.device_of_rank(r) == ordinal) {
-        streams.push_back(rank_streams[r]);
+  for (int ordinal : own_ordinals(comm))
+    for (int k = 0; k < comm.own_ranks(); ++k)
+      if (comm.device_of_rank(comm.first_own_rank() + k) == ordinal) {
+        streams.push_back(rank_streams[k]);
         break;
       }
   return streams;
@@ -35,7 +36,7 @@ std::vector<cudaStream_t> device_streams(const Communicator& comm, const std::ve
 Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters,
                   int repeats, const std::function<Status()>& launch, double* time_us, double* host_us = nullptr,
                   bool graph = false) {
-  const std::vector<int>& ordinals = comm.device_ordinals();
+  const std::vector<int> ordinals = own_ordinals(comm);
   std::vector<cudaStream_t> streams = device_streams(comm, rank_streams);
   CurrentDevice keep;
   std::vector<cudaEvent_t> start(ordinals.size()), stop(ordinals.size());
@@ -92,6 +93,36 @@ Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& ran
   *time_us = loops[loops.size() / 2];
   if (host_us) *host_us = hosts[hosts.size() / 2];
   return Status();
+}
+
+// A multi-process communicator's row is every process's: `values` (this process's) become their combination over
+// the processes by `op` (max: the slowest process's time; sum: all processes' wrong elements), through the
+// communicator itself, an in-place allreduce of f64 on this process's ranks' streams. Nothing for one process.
+Status across_processes(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, ReduceOp op,
+                        std::vector<double>& values) {
+  if (!comm.multi_process() || values.empty()) return Status();
+  const std::uint64_t bytes = values.size() * sizeof(double);
+  CurrentDevice keep;
+  std::vector<void*> buffers(comm.own_ranks(), nullptr);
+  auto release = [&] {
+    for (int k = 0; k < comm.own_ranks(); ++k)
+      if (buffers[k]) (void)cudaFree(buffers[k]);
+  };
+  for (int k = 0; k < comm.own_ranks(); ++k) {
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(comm.device_of_rank(comm.first_own_rank() + k)));
+    if (const cudaError_t e = cudaMalloc(&buffers[k], bytes); e != cudaSuccess)
+      return release(), cuda_status(e, "cudaMalloc for the processes' shared figures");
+    if (const cudaError_t e = cudaMemcpy(buffers[k], values.data(), bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
+      return release(), cuda_status(e, "cudaMemcpy of this process's figures");
+  }
+  const std::vector<const void*> send(buffers.begin(), buffers.end());
+  if (Status s = comm.allreduce(send, buffers, values.size(), DataType::f64, op, rank_streams); !s.ok())
+    return release(), s;
+  CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(comm.device_of_rank(comm.first_own_rank())));
+  const cudaError_t e = cudaMemcpyAsync(values.data(), buffers[0], bytes, cudaMemcpyDeviceToHost, rank_streams[0]);
+  const cudaError_t synced = e == cudaSuccess ? cudaStreamSynchronize(rank_streams[0]) : e;
+  release();
+  return synced == cudaSuccess ? Status() : cuda_status(synced, "the processes' shared figures");
 }
 
 }  // namespace
@@ -163,7 +194,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
     specs.push_back(CollectiveSpec{c, o.dtype, o.op, o.root});
   if (Status s = comm.prepare(specs); !s.ok()) return s;
   cudaDeviceProp prop{};
-  if (const cudaError_t e = cudaGetDeviceProperties(&prop, comm.device_ordinals()[0]); e != cudaSuccess)
+  if (const cudaError_t e = cudaGetDeviceProperties(&prop, own_ordinals(comm)[0]); e != cudaSuccess)
     return cuda_status(e, "cudaGetDeviceProperties");
   Jit jit(DiskCache::from_environment());
   std::unique_ptr<PatternKernels> patterns;
@@ -175,8 +206,13 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
   std::unique_ptr<CollectiveBuffers> buffers;
   if (Status s = CollectiveBuffers::create(comm, top, top, *patterns, &buffers); !s.ok()) return s;
   std::string device = prop.name;
-  if (comm.devices() > 1) device = fmt::format("{} x{}", device, comm.devices());
-  if (n > comm.devices()) device += fmt::format(" ({} virtual ranks)", n);
+  const int procs = comm.multi_process() ? comm.devices() : 1;  // a multi-process communicator: a device per process
+  if (comm.multi_process())
+    device += fmt::format(" ({} processes{})", procs,
+                          comm.own_ranks() > 1 ? fmt::format(" of {} ranks", comm.own_ranks()) : "");
+  else if (comm.devices() > 1)
+    device = fmt::format("{} x{}", device, comm.devices());
+  if (!comm.multi_process() && n > comm.devices()) device += fmt::format(" ({} virtual ranks)", n);
   for (Collective c : collectives)
     for (std::uint64_t size : o.sizes) {
       const std::uint64_t count = program ? bench_count(*program, size, o.dtype) : bench_count(c, size, o.dtype, n);
@@ -195,6 +231,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       row.bytes = bytes;
       row.count = count;
       row.ranks = n;
+      row.procs = procs;
       row.device = device;
       // Captured calls never take the copy engines or the host path: load the kernel a captured call runs.
       if (o.graph)
@@ -203,7 +240,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
         std::unique_ptr<CapturedCalls> one;
         const std::vector<cudaStream_t> streams = device_streams(comm, buffers->streams());
         if (Status s = CapturedCalls::capture(
-                comm.device_ordinals(), streams, 1, [&] { return comm.run(call); }, &one);
+                own_ordinals(comm), streams, 1, [&] { return comm.run(call); }, &one);
             !s.ok())
           return s;
         if (Status s = one->replay(); !s.ok()) return s;  // ordered on every stream: the check's wait covers it
@@ -213,7 +250,9 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       if (o.check) {
         CheckResult result;
         if (Status s = buffers->check(spec, call, &result); !s.ok()) return s;
-        row.errors = static_cast<std::int64_t>(result.wrong);
+        std::vector<double> wrong = {static_cast<double>(result.wrong)};
+        if (Status s = across_processes(comm, buffers->streams(), ReduceOp::sum, wrong); !s.ok()) return s;
+        row.errors = static_cast<std::int64_t>(wrong[0]);
         for (const std::string& e : result.examples) fmt::print(stderr, "canopy bench: wrong: {}\n", e);
       }
       if (Status s = time_calls(
@@ -221,10 +260,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
               &row.host_us, o.graph);
           !s.ok())
         return s;
-      const double seconds = row.time_us * 1e-6;
-      row.algbw_gbps = static_cast<double>(bytes) / seconds / 1e9;
       const double factor = program ? busbw_factor(*program) : busbw_factor(c, n);
-      row.busbw_gbps = row.algbw_gbps * factor;
       if (nccl && (!program || program->collective())) {  // a program: NCCL runs its goal on the same buffers
         CollectiveCall same = call;
         same.program = nullptr;
@@ -233,8 +269,16 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
                 &row.nccl_time_us, nullptr, o.graph);
             !s.ok())
           return s;
-        row.nccl_busbw_gbps = static_cast<double>(bytes) / (row.nccl_time_us * 1e-6) / 1e9 * factor;
       }
+      std::vector<double> times = {row.time_us, row.host_us, row.nccl_time_us};  // the slowest process's
+      if (Status s = across_processes(comm, buffers->streams(), ReduceOp::max, times); !s.ok()) return s;
+      row.time_us = times[0];
+      row.host_us = times[1];
+      row.nccl_time_us = times[2];
+      row.algbw_gbps = static_cast<double>(bytes) / (row.time_us * 1e-6) / 1e9;
+      row.busbw_gbps = row.algbw_gbps * factor;
+      if (row.nccl_time_us > 0)
+        row.nccl_busbw_gbps = static_cast<double>(bytes) / (row.nccl_time_us * 1e-6) / 1e9 * factor;
       on_row(row);
     }
   return buffers->synchronize();
@@ -255,6 +299,7 @@ std::string bench_rows_json(const std::vector<BenchRow>& rows) {
     j["op"] = to_string(r.op);
     j["bytes"] = r.bytes;
     j["ranks"] = r.ranks;
+    j["procs"] = r.procs;
     j["time_us"] = r.time_us;
     j["algbw_GBps"] = r.algbw_gbps;
     j["busbw_GBps"] = r.busbw_gbps;

@@ -3,7 +3,9 @@
 // launches, then `repeats` timed loops of `iters` launches between CUDA events on every GPU's stream (the time of
 // a loop is the slowest GPU's), or of one replay of a CUDA graph holding `iters` calls (BenchOptions::graph); the
 // median loop gives time, algbw and busbw (nccl-tests' conventions). With an NcclLibrary, NCCL runs the same calls
-// on the same buffers and streams, timed the same way.
+// on the same buffers and streams, timed the same way. A multi-process communicator (Communicator::join) runs it in
+// every process at once, each on its own ranks' buffers and streams; a row's times are then the slowest process's
+// and #wrong the sum over the processes (agreed through the communicator), the same in every process.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +47,7 @@ struct BenchRow {
   std::uint64_t bytes = 0;
   std::uint64_t count = 0;  // elements per rank, NCCL's count
   int ranks = 0;
+  int procs = 1;  // processes the ranks ran in (canopy bench --procs); 1: one process drove every GPU
   double time_us = 0;
   double host_us = 0;  // the host's time per call while issuing them (not in the JSON)
   double algbw_gbps = 0;

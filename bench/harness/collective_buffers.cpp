@@ -16,13 +16,22 @@ constexpr std::uint64_t kStagingBytes = std::uint64_t{256} << 20;
 
 }  // namespace
 
+std::vector<int> own_ordinals(const Communicator& comm) {
+  std::vector<int> ordinals;
+  for (int r = comm.first_own_rank(); r < comm.first_own_rank() + comm.own_ranks(); ++r)
+    if (std::find(ordinals.begin(), ordinals.end(), comm.device_of_rank(r)) == ordinals.end())
+      ordinals.push_back(comm.device_of_rank(r));
+  return ordinals;
+}
+
 Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_bytes, std::uint64_t recv_bytes,
                                  const PatternKernels& patterns, std::unique_ptr<CollectiveBuffers>* out) {
   std::unique_ptr<CollectiveBuffers> b(new CollectiveBuffers());
   b->patterns_ = &patterns;
   b->send_bytes_ = send_bytes;
   b->recv_bytes_ = recv_bytes;
-  b->device_ordinals_ = comm.device_ordinals();
+  b->first_ = comm.first_own_rank();
+  b->device_ordinals_ = own_ordinals(comm);
   CurrentDevice keep;
   for (int ordinal : b->device_ordinals_) {
     cudaStream_t s = nullptr;
@@ -30,7 +39,7 @@ Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_by
     CANOPY_CUDA_RETURN_STATUS(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     b->device_streams_.push_back(s);
   }
-  for (int r = 0; r < comm.ranks(); ++r) {
+  for (int r = b->first_; r < b->first_ + comm.own_ranks(); ++r) {
     const int ordinal = comm.device_of_rank(r);
     b->ordinal_of_rank_.push_back(ordinal);
     const std::size_t d = std::find(b->device_ordinals_.begin(), b->device_ordinals_.end(), ordinal) -
@@ -67,7 +76,7 @@ CollectiveBuffers::~CollectiveBuffers() {
 
 bool CollectiveBuffers::fits(const CheckSpec& s) const {
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
-  for (int r = 0; r < s.ranks; ++r) {
+  for (int r = first_; r < first_ + own(); ++r) {
     if (input_elements(s, r) * elem > send_bytes_) return false;
     if (output_elements(s, r) * elem > recv_bytes_) return false;
   }
@@ -83,14 +92,15 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
                   fmt::format("algorithm {}: programs run out of place; there is no in-place layout to set up",
                               s.program->program.name()));
   const unsigned char poison = 0xff;  // NaN in every float type; -1 / 255 in the integer ones
-  call_send_.assign(n, nullptr);
-  call_recv_.assign(n, nullptr);
+  call_send_.assign(own(), nullptr);
+  call_recv_.assign(own(), nullptr);
   CurrentDevice keep;
-  for (int r = 0; r < n; ++r) {
-    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[r]));
-    cudaStream_t stream = rank_streams_[r];
-    char* send = static_cast<char*>(send_[r]);
-    char* recv = static_cast<char*>(recv_[r]);
+  for (int k = 0; k < own(); ++k) {
+    const int r = first_ + k;
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[k]));
+    cudaStream_t stream = rank_streams_[k];
+    char* send = static_cast<char*>(send_[k]);
+    char* recv = static_cast<char*>(recv_[k]);
     const std::uint64_t out_bytes = (s.program                               ? output_elements(s, r)
                                      : s.collective == Collective::allgather ? s.count * n
                                                                              : s.count) *
@@ -101,32 +111,32 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
     Status st;
     if (!in_place) {
       st = fill(send, input_elements(s, r));
-      call_send_[r] = send;
-      call_recv_[r] = recv;
+      call_send_[k] = send;
+      call_recv_[k] = recv;
       CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
     } else {
       switch (s.collective) {
         case Collective::allgather:
           CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
           st = fill(recv + r * s.count * elem, s.count);
-          call_send_[r] = recv + r * s.count * elem;
-          call_recv_[r] = recv;
+          call_send_[k] = recv + r * s.count * elem;
+          call_recv_[k] = recv;
           break;
         case Collective::reducescatter:
           st = fill(send, s.count * n);
-          call_send_[r] = send;
-          call_recv_[r] = send + r * s.count * elem;
+          call_send_[k] = send;
+          call_recv_[k] = send + r * s.count * elem;
           break;
         case Collective::broadcast:
           if (r == s.root) st = fill(recv, s.count);
           else CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
-          call_send_[r] = recv;
-          call_recv_[r] = recv;
+          call_send_[k] = recv;
+          call_recv_[k] = recv;
           break;
         default:  // allreduce, reduce: the input is where the output goes
           st = fill(recv, s.count);
-          call_send_[r] = recv;
-          call_recv_[r] = recv;
+          call_send_[k] = recv;
+          call_recv_[k] = recv;
       }
     }
     if (!st.ok()) return st;
@@ -163,27 +173,28 @@ Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, 
   if (Status st = synchronize(); !st.ok()) return st;
   *result = CheckResult{};
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
-  // Ranks checked on the host against the reference; where every rank must hold the same output (broadcast,
-  // allreduce, allgather: one root's bytes copied everywhere) one rank, rotating with the seed, is checked on the
-  // host and the others are compared with it bit for bit on the GPU.
+  // Ranks (of this process: local indices k, rank first_ + k) checked on the host against the reference; where
+  // every rank must hold the same output (broadcast, allreduce, allgather: one root's bytes copied everywhere) one
+  // rank, rotating with the seed, is checked on the host and the others are compared with it bit for bit on the GPU.
   std::vector<int> host_ranks;
   std::vector<int> same_as_host;
   if (s.collective == Collective::reduce && !s.program) {
-    host_ranks.push_back(s.root);
+    if (s.root >= first_ && s.root < first_ + own()) host_ranks.push_back(s.root - first_);
   } else if (s.collective == Collective::reducescatter || s.program) {
-    for (int r = 0; r < s.ranks; ++r) host_ranks.push_back(r);
+    for (int k = 0; k < own(); ++k) host_ranks.push_back(k);
   } else {
-    const int pick = static_cast<int>(s.seed % static_cast<std::uint64_t>(s.ranks));
+    const int pick = static_cast<int>(s.seed % static_cast<std::uint64_t>(own()));
     host_ranks.push_back(pick);
-    for (int r = 0; r < s.ranks; ++r)
-      if (r != pick) same_as_host.push_back(r);
+    for (int k = 0; k < own(); ++k)
+      if (k != pick) same_as_host.push_back(k);
   }
   const std::uint64_t per_copy = host_bytes_ / elem;
-  for (int r : host_ranks) {
+  for (int k : host_ranks) {
+    const int r = first_ + k;
     const std::uint64_t n = output_elements(s, r);
     for (std::uint64_t first = 0; first < n; first += per_copy) {
       const std::uint64_t part = std::min(per_copy, n - first);
-      CANOPY_CUDA_RETURN_STATUS(cudaMemcpy(host_, static_cast<const char*>(call.recv[r]) + first * elem, part * elem,
+      CANOPY_CUDA_RETURN_STATUS(cudaMemcpy(host_, static_cast<const char*>(call.recv[k]) + first * elem, part * elem,
                                  cudaMemcpyDeviceToHost));
       const CheckResult c = check_outputs_part(s, {r}, {host_}, first, part);
       result->checked += c.checked;
@@ -194,7 +205,7 @@ Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, 
   }
   if (same_as_host.empty()) return Status();
   const int reference = host_ranks[0];
-  const std::uint64_t n = output_elements(s, reference);
+  const std::uint64_t n = output_elements(s, first_ + reference);
   CurrentDevice keep;
   std::vector<unsigned long long*> counters(same_as_host.size(), nullptr);
   Status status;
@@ -219,7 +230,7 @@ Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, 
     if (m[0] && result->examples.size() < 5)
       result->examples.push_back(fmt::format("rank {} differs from rank {} (checked on the host) in {} elements, the "
                                              "first at element {}",
-                                             r, reference, m[0], m[1]));
+                                             first_ + r, first_ + reference, m[0], m[1]));
   }
   return status;
 }

@@ -1,7 +1,9 @@
 // CollectiveBuffers: per-rank device buffers for exercising a communicator's collectives, as nccl-tests does:
 // inputs from the test pattern (bench/harness/test_pattern.hpp), outputs poisoned before every run, the in-place
 // layouts of NCCL, and every rank's output copied back and checked element by element against the host
-// reference (bench/harness/collective_check.hpp). The GPU tests and `canopy bench` (its #wrong column) use it.
+// reference (bench/harness/collective_check.hpp). The GPU tests and `canopy bench` (its #wrong column) use it. A
+// multi-process communicator's buffers are its process's ranks' only (Communicator::own_ranks, from
+// first_own_rank), and so are the calls set_up fills and the outputs check reads: index k is rank first + k.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,9 +19,12 @@
 
 namespace canopy {
 
+// The CUDA ordinals of this process's ranks of `comm`, each once, in rank order.
+std::vector<int> own_ordinals(const Communicator& comm);
+
 class CollectiveBuffers {
  public:
-  // Per rank, on its GPU: a send buffer of `send_bytes` and a receive buffer of `recv_bytes`; one non-blocking
+  // Per own rank, on its GPU: a send buffer of `send_bytes` and a receive buffer of `recv_bytes`; one non-blocking
   // stream per GPU. `patterns` must outlive the buffers.
   static Status create(const Communicator& comm, std::uint64_t send_bytes, std::uint64_t recv_bytes,
                        const PatternKernels& patterns, std::unique_ptr<CollectiveBuffers>* out);
@@ -39,10 +44,12 @@ class CollectiveBuffers {
   Status run_checked(Communicator& comm, const CheckSpec& spec, bool in_place, CheckResult* result);
   Status synchronize();
 
-  const std::vector<cudaStream_t>& streams() const { return rank_streams_; }  // per rank
+  const std::vector<cudaStream_t>& streams() const { return rank_streams_; }  // per own rank
+  int own() const { return static_cast<int>(send_.size()); }
 
  private:
   CollectiveBuffers() = default;
+  int first_ = 0;                        // the first own rank
   std::vector<int> ordinal_of_rank_;
   std::vector<void*> send_, recv_;       // per rank
   std::vector<const void*> call_send_;   // the layout of the last set_up

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 
+#include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy {
@@ -44,6 +45,8 @@ struct NcclLibrary::Api {
   Result (*get_version)(int*);
   const char* (*error_string)(Result);
   Result (*comm_init_all)(Comm*, int, const int*);
+  Result (*get_unique_id)(NcclLibrary::UniqueId*);
+  Result (*comm_init_rank)(Comm*, int, NcclLibrary::UniqueId, int);
   Result (*comm_destroy)(Comm);
   Result (*group_start)();
   Result (*group_end)();
@@ -79,6 +82,8 @@ std::unique_ptr<NcclLibrary> NcclLibrary::load(std::string* why_not) {
   get(a.get_version, "ncclGetVersion");
   get(a.error_string, "ncclGetErrorString");
   get(a.comm_init_all, "ncclCommInitAll");
+  get(a.get_unique_id, "ncclGetUniqueId");
+  get(a.comm_init_rank, "ncclCommInitRank");
   get(a.comm_destroy, "ncclCommDestroy");
   get(a.group_start, "ncclGroupStart");
   get(a.group_end, "ncclGroupEnd");
@@ -111,6 +116,27 @@ Status NcclLibrary::init(const std::vector<int>& ordinals) {
   if (r != 0) {
     comms_.clear();
     return Status(StatusCode::cuda_error, fmt::format("ncclCommInitAll: {}", api_->error_string(r)));
+  }
+  return Status();
+}
+
+Status NcclLibrary::unique_id(UniqueId* out) {
+  if (const Result r = api_->get_unique_id(out); r != 0)
+    return Status(StatusCode::cuda_error, fmt::format("ncclGetUniqueId: {}", api_->error_string(r)));
+  return Status();
+}
+
+Status NcclLibrary::init_rank(int ordinal, int nranks, int rank, const UniqueId& id) {
+  CurrentDevice keep;
+  if (const cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) return cuda_status(e, "cudaSetDevice for NCCL");
+  comms_.assign(1, nullptr);
+  const Result r = api_->comm_init_rank(comms_.data(), nranks, id, rank);
+  if (r != 0) {
+    comms_.clear();
+    return Status(StatusCode::cuda_error,
+                  fmt::format("ncclCommInitRank (rank {} of {}): {} (processes sharing a GPU: NCCL refuses them "
+                              "unless NCCL_HOSTID differs per process)",
+                              rank, nranks, api_->error_string(r)));
   }
   return Status();
 }

@@ -1,8 +1,11 @@
 // NcclLibrary: NCCL loaded at run time (dlopen) so `canopy bench --vs-nccl` can time NCCL on the same GPUs and
 // buffers; Canopy never links or needs NCCL. Found through CANOPY_NCCL_LIBRARY, else libnccl.so.2 on the loader's
-// path. One process, one rank per GPU (ncclCommInitAll), every call grouped over the GPUs.
+// path. One process, one rank per GPU (ncclCommInitAll), every call grouped over the GPUs; or one rank of a
+// communicator whose ranks are processes (ncclGetUniqueId in one, ncclCommInitRank in each), as `canopy bench
+// --procs` runs it.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +28,12 @@ class NcclLibrary {
 
   // ncclCommInitAll over the CUDA `ordinals`: rank r on ordinals[r].
   Status init(const std::vector<int>& ordinals);
+  // ncclGetUniqueId: what every process's init_rank takes (made in one, handed to the others).
+  using UniqueId = std::array<char, 128>;
+  Status unique_id(UniqueId* out);
+  // ncclCommInitRank: this process's one rank `rank` of `nranks`, on CUDA device `ordinal`; blocks until every rank
+  // has joined.
+  Status init_rank(int ordinal, int nranks, int rank, const UniqueId& id);
   // One collective over every rank (ncclGroupStart / per-rank calls / ncclGroupEnd), NCCL's own conventions,
   // which CollectiveCall shares.
   Status run(const CollectiveCall& call);
