@@ -88,6 +88,7 @@ CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks)
   if (c.hybrid.share && !(*c.hybrid.share >= 0 && *c.hybrid.share <= 0.5))
     throw Error(fmt::format("hybrid share {}: use 0 to 0.5 (unset: from the topology's link rates)", *c.hybrid.share));
   c.watchdog_seconds = watchdog_seconds_from_environment();
+  c.stall_seconds = stall_seconds_from_environment();
   return c;
 }
 

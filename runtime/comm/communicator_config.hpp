@@ -25,6 +25,7 @@ struct CommunicatorConfig {
   std::optional<double> watchdog_seconds;  // unset: no watchdog
   bool check_pointers = true;              // CANOPY_CHECK_POINTERS
   bool check_calls = false;                // CANOPY_CHECK_CALLS (multi-process communicators)
+  std::optional<double> stall_seconds;     // CANOPY_STALL_TIMEOUT_S (multi-process communicators; unset: off)
 };
 
 // The configuration of a communicator of `ranks` ranks. Throws canopy::Error on a value out of range.

@@ -8,6 +8,10 @@
 
 #include <limits.h>
 
+#include <chrono>
+#include <functional>
+#include <memory>
+
 #include "core/error.hpp"
 #include "core/sha256.hpp"
 #include "dsl/topo_writer.hpp"
@@ -149,8 +153,33 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     if (static_cast<int>(p) == st.group->process || f.host != mine.host) continue;
     others.push_back({static_cast<pid_t>(f.pid), describe_process(f, static_cast<int>(p), true)});
   }
+  // Every process shares its call counter (whatever its stall setting, so none waits for a page never sent).
+  if (Status s = CallCounters::share(*st.group->channel, st.group->process, st.group->processes(), &st.counters);
+      !s.ok())
+    return s;
   Communicator::State* raw = &st;
-  st.monitor = std::make_unique<PeerMonitor>(std::move(others), [raw](const std::string& why) { raw->fail(why); });
+  std::function<std::string()> stalled;
+  if (st.config.stall_seconds) {
+    const double limit = *st.config.stall_seconds;
+    auto watch = std::make_shared<StallWatch>(std::chrono::milliseconds(static_cast<std::int64_t>(limit * 1000)));
+    stalled = [raw, watch, limit]() -> std::string {
+      const CallCounters& c = *raw->counters;
+      std::vector<std::uint64_t> calls(c.processes());
+      for (int p = 0; p < c.processes(); ++p) calls[p] = c.of(p);
+      const auto now = std::chrono::steady_clock::now();
+      const std::uint64_t mine = calls[c.process()];
+      const int p = watch->check(now, c.process(), mine, calls);
+      if (p < 0) return "";
+      return fmt::format("{} has made {} calls of this communicator where this process made {}, and none for {:.1f} "
+                         "s: it stopped calling (or is stuck before its next call), and this process's call {} "
+                         "waits for it (CANOPY_STALL_TIMEOUT_S={:g}; raise it where processes may arrive that far "
+                         "apart, 0 turns this check off)",
+                         describe_process(raw->group->facts[p], p, true), calls[p], mine,
+                         watch->still_for(p, now).count() / 1000.0, mine, limit);
+    };
+  }
+  st.monitor = std::make_unique<PeerMonitor>(
+      std::move(others), [raw](const std::string& why) { raw->fail(why); }, std::move(stalled));
   return Status();
 }
 

@@ -19,6 +19,7 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_config.hpp"
 #include "runtime/comm/placement.hpp"
+#include "runtime/comm/call_counters.hpp"
 #include "runtime/comm/peer_monitor.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/comm/staging_area.hpp"
@@ -66,7 +67,8 @@ struct Communicator::State {
   // other ranks' buffers (the planned trees, the direct protocol) move them: every process maps every other's.
   std::unique_ptr<ProcessGroup> group;
   StagingArea staging;
-  std::unique_ptr<PeerMonitor> monitor;  // notices another process ending
+  std::unique_ptr<CallCounters> counters;  // every process's calls made, for the monitor's stall check
+  std::unique_ptr<PeerMonitor> monitor;    // notices another process ending, or stopping its calls
   std::uint64_t calls = 0;               // calls made (the call number CANOPY_CHECK_CALLS compares)
   // A multi-process call made whole (every rank's entry; run_in_processes), kept to spare an allocation per call;
   // `mine` marks this process's ranks (set at join).

@@ -26,8 +26,9 @@ bool gone(pid_t pid) { return kill(pid, 0) != 0 && errno == ESRCH; }
 
 }  // namespace
 
-PeerMonitor::PeerMonitor(std::vector<WatchedProcess> others, std::function<void(const std::string&)> on_lost)
-    : others_(std::move(others)), on_lost_(std::move(on_lost)) {
+PeerMonitor::PeerMonitor(std::vector<WatchedProcess> others, std::function<void(const std::string&)> on_lost,
+                         std::function<std::string()> check)
+    : others_(std::move(others)), on_lost_(std::move(on_lost)), check_(std::move(check)) {
   for (const WatchedProcess& p : others_) pidfds_.push_back(open_pidfd(p.pid));
   thread_ = std::thread([this] { loop(); });
 }
@@ -53,6 +54,11 @@ void PeerMonitor::loop() {
         return;
       }
     }
+    if (check_ && !stop_)
+      if (const std::string why = check_(); !why.empty()) {
+        on_lost_(why);
+        return;
+      }
   }
 }
 

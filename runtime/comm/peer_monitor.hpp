@@ -1,6 +1,8 @@
 // PeerMonitor: a thread that notices when another process of a multi-process communicator ends (killed, crashed or
 // exited without leaving) and says who: its ranks, host and pid. Processes of one host are watched through pidfds
-// (pidfd_open, poll), else by probing their pids every 100 ms. The callback runs on the monitor's thread, once.
+// (pidfd_open, poll), else by probing their pids every 100 ms; `check`, when given, runs as often and names any other
+// reason to stop (a process that stopped calling: call_counters.hpp). The callback runs on the monitor's thread,
+// once.
 #pragma once
 
 #include <sys/types.h>
@@ -20,7 +22,8 @@ struct WatchedProcess {
 
 class PeerMonitor {
  public:
-  PeerMonitor(std::vector<WatchedProcess> others, std::function<void(const std::string& why)> on_lost);
+  PeerMonitor(std::vector<WatchedProcess> others, std::function<void(const std::string& why)> on_lost,
+              std::function<std::string()> check = {});
   ~PeerMonitor();  // stops watching
   PeerMonitor(const PeerMonitor&) = delete;
   PeerMonitor& operator=(const PeerMonitor&) = delete;
@@ -30,6 +33,7 @@ class PeerMonitor {
   std::vector<WatchedProcess> others_;
   std::vector<int> pidfds_;  // per process: -1 where pidfd_open failed (probed instead)
   std::function<void(const std::string&)> on_lost_;
+  std::function<std::string()> check_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

@@ -97,6 +97,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
       !s.ok())
     return s;
   ++calls;
+  if (counters) counters->publish(calls);
   if (config.check_calls)
     if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();

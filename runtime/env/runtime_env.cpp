@@ -195,15 +195,26 @@ std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::
   return p;
 }
 
-std::optional<double> watchdog_seconds_from_environment() {
-  const auto v = env("CANOPY_WATCHDOG_S");
-  if (!v) return std::nullopt;
+namespace {
+// Seconds in `name` (0: off), `fallback` when unset.
+std::optional<double> seconds_from_environment(const char* name, std::optional<double> fallback) {
+  const auto v = env(name);
+  if (!v) return fallback;
   double seconds = 0;
   const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), seconds);
   if (ec != std::errc() || end != v->data() + v->size() || seconds < 0)
-    throw Error(fmt::format("CANOPY_WATCHDOG_S='{}': expected seconds, e.g. 10 (0 or unset: off)", *v));
+    throw Error(fmt::format("{}='{}': expected seconds, e.g. 10 (0: off)", name, *v));
   if (seconds == 0) return std::nullopt;
   return seconds;
+}
+}  // namespace
+
+std::optional<double> watchdog_seconds_from_environment() {
+  return seconds_from_environment("CANOPY_WATCHDOG_S", std::nullopt);
+}
+
+std::optional<double> stall_seconds_from_environment() {
+  return seconds_from_environment("CANOPY_STALL_TIMEOUT_S", 8.0);
 }
 
 }  // namespace canopy

@@ -139,5 +139,8 @@ std::optional<Plan> plan_file_for(Collective collective, const std::vector<std::
                                   const std::string& root);
 
 std::optional<double> watchdog_seconds_from_environment();
+// CANOPY_STALL_TIMEOUT_S (default 8, so calls fail within 10 s of the last call; 0: off): a multi-process communicator fails every pending call when another
+// process has made fewer calls than this one and made none for this long (it stopped calling), naming it.
+std::optional<double> stall_seconds_from_environment();
 
 }  // namespace canopy

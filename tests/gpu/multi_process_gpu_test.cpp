@@ -103,6 +103,31 @@ TEST(MultiProcessFailureOnGpu, AKilledProcessIsReportedByTheOthersWithinTenSecon
   expect_every_process_right(check(2, "", "--collectives allreduce --dtypes f32 --ops sum --counts 65540"), 2);
 }
 
+// A process that stops calling (alive, sleeping) inside a loop of allreduces: the others' pending call fails within 10 s
+// (CANOPY_STALL_TIMEOUT_S, default 8) with an error naming it, its calls and theirs.
+TEST(MultiProcessFailureOnGpu, AProcessThatStopsCallingIsReportedByTheOthersWithinTenSeconds) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r = failure_job("", "--loop 1000000 --stall-after 100 --counts 65540");
+  std::cout << r.output;
+  EXPECT_NE(r.status, 0);
+  const std::size_t stop = r.output.find("stops calling at ");
+  ASSERT_NE(stop, std::string::npos) << r.output;
+  const long long stopped = std::stoll(r.output.substr(stop + 17));
+  for (int survivor : {0, 2}) {
+    const std::string prefix = fmt::format("process {}: call ", survivor);
+    const std::size_t p = r.output.find(prefix);
+    ASSERT_NE(p, std::string::npos) << "process " << survivor << " did not report the stall:\n" << r.output;
+    const std::size_t at_ms = r.output.find(" failed at ", p);
+    ASSERT_NE(at_ms, std::string::npos);
+    const long long seen = std::stoll(r.output.substr(at_ms + 11));
+    EXPECT_LE(seen - stopped, 10000) << "process " << survivor << " took " << seen - stopped << " ms";
+    const std::string line = r.output.substr(p, r.output.find('\n', p) - p);
+    EXPECT_THAT(line, ::testing::HasSubstr("process 1 (rank 1, pid")) << line;
+    EXPECT_THAT(line, ::testing::HasSubstr("has made 100 calls of this communicator where this process made 101"))
+        << line;
+  }
+}
+
 // A process that calls with count + 1: with CANOPY_CHECK_CALLS=1 every process fails that call, and the message shows
 // both signatures and the ranks that made them.
 TEST(MultiProcessFailureOnGpu, AMismatchedCountFailsTheCallOnEveryProcess) {

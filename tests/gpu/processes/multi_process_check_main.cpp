@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/harness/benchmark.hpp"
@@ -70,9 +71,9 @@ struct Args {
   int die_after = -1;
   int die_process = 1;
   int off_by_one = -1;  // --off-by-one P: in --loop, process P calls with count + 1 (a mismatched call)
-  // --bench SIZES (as canopy bench --sizes): instead of the matrix, time f32 calls of --collectives at these sizes:
-  // per call the GPU's time (events around 200 calls, median of 5 loops) and the host's (issuing them).
-  std::vector<std::uint64_t> bench;
+  // --stall-after K: in --loop, process --die-process stops calling after K calls (sleeps 30 s, then exits without
+  // leaving): the others' pending call fails once CANOPY_STALL_TIMEOUT_S passes.
+  int stall_after = -1;
   // --split 1: run everything on a communicator split from the joined one: color = process % 2, key = -process
   // (so each group's ranks run in reverse process order).
   bool split = false;
@@ -112,8 +113,8 @@ Args parse(int argc, char** argv) {
       a.die_after = std::atoi(v.c_str());
     } else if (k == "--split") {
       a.split = v == "1";
-    } else if (k == "--bench") {
-      a.bench = parse_bench_sizes(v);
+    } else if (k == "--stall-after") {
+      a.stall_after = std::atoi(v.c_str());
     } else if (k == "--off-by-one") {
       a.off_by_one = std::atoi(v.c_str());
     } else if (k == "--die-process") {
@@ -123,7 +124,7 @@ Args parse(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "canopy_mp_check: unknown option {}; options: --topology NAME --per-process K --collectives LIST "
-                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P --off-by-one P --bench SIZES --split 1\n",
+                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P --stall-after K --off-by-one P --split 1\n",
                  k);
       std::exit(2);
     }
@@ -190,53 +191,6 @@ int run(int argc, char** argv) {
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&send[i]), bytes));
     CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&recv[i]), bytes));
   }
-  if (!a.bench.empty()) {  // per-call times, this process's view
-    cudaEvent_t start = nullptr, stop = nullptr;
-    CHECK_CUDA(cudaEventCreate(&start));
-    CHECK_CUDA(cudaEventCreate(&stop));
-    std::vector<cudaStream_t> st_(a.per_process, stream);
-    if (process == 0)
-      fmt::print("# {} processes x {} ranks, topology {}: f32 sum, per call, median of 5 loops of 200\n", processes,
-                 a.per_process, a.topology);
-    for (Collective c : a.collectives)
-      for (std::uint64_t bytes : a.bench) {
-        const std::uint64_t count = bench_count(c, bytes, DataType::f32, nranks);
-        if (count == 0) continue;
-        std::vector<const void*> s_(send.begin(), send.end());
-        std::vector<void*> r_(recv.begin(), recv.end());
-        const CollectiveCall call{c, s_, r_, count, DataType::f32, ReduceOp::sum, 0, st_};
-        for (int w = 0; w < 20; ++w)
-          if (Status s = comm->run(call); !s.ok()) {
-            fmt::print(stderr, "process {}: {}\n", process, s.message());
-            return 1;
-          }
-        std::vector<double> gpu, host;
-        for (int rep = 0; rep < 5; ++rep) {
-          constexpr int kIters = 200;
-          CHECK_CUDA(cudaEventRecord(start, stream));
-          const auto issued = std::chrono::steady_clock::now();
-          for (int i = 0; i < kIters; ++i)
-            if (Status s = comm->run(call); !s.ok()) {
-              fmt::print(stderr, "process {}: {}\n", process, s.message());
-              return 1;
-            }
-          host.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
-                         kIters);
-          CHECK_CUDA(cudaEventRecord(stop, stream));
-          CHECK_CUDA(cudaEventSynchronize(stop));
-          float ms = 0;
-          CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-          gpu.push_back(1000.0 * ms / kIters);
-        }
-        std::sort(gpu.begin(), gpu.end());
-        std::sort(host.begin(), host.end());
-        fmt::print("process {}: {:<14} {:>8} B  time {:>9.2f} us  host {:>6.2f} us  ({})\n", process, call_name(c),
-                   bytes, gpu[2], host[2], to_string(comm->protocol(c, count, DataType::f32)));
-      }
-    (void)cudaEventDestroy(start);
-    (void)cudaEventDestroy(stop);
-    return 0;
-  }
   if (a.loop > 0) {  // a loop of allreduces, for failure tests
     const auto now_ms = [] {
       return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -256,12 +210,19 @@ int run(int argc, char** argv) {
         std::fflush(stdout);
         kill(getpid(), SIGKILL);
       }
+      if (k == a.stall_after && process == a.die_process) {
+        fmt::print("process {}: stops calling at {} ms\n", process, now_ms());
+        std::fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::seconds(30));
+        std::_Exit(0);
+      }
       const Status s =
           comm->allreduce(s_, r_, count + (process == a.off_by_one ? 1 : 0), DataType::f32, ReduceOp::sum, st_);
       const cudaError_t e = cudaStreamSynchronize(stream);
-      if (!s.ok() || e != cudaSuccess) {
+      const Status lost = comm->async_error();  // a call the communicator gave up on ends, its output undefined
+      if (!s.ok() || e != cudaSuccess || !lost.ok()) {
         fmt::print("process {}: call {} failed at {} ms: {}\n", process, k, now_ms(),
-                   s.ok() ? cudaGetErrorString(e) : s.message());
+                   !s.ok() ? s.message() : e != cudaSuccess ? std::string(cudaGetErrorString(e)) : lost.message());
         return 3;
       }
     }

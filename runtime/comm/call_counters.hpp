@@ -1,0 +1,54 @@
+// CallCounters: how many calls each process of a multi-process communicator has made, in one page of shared host
+// memory per process (a memfd each process makes, writes alone and passes to the others over the FdChannel, which
+// map it read-only): a call costs one store. StallWatch reads them to find a process that stopped calling: it has
+// made fewer calls than this one (so this one's latest call waits for it) and none for the stall limit.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "core/status.hpp"
+#include "runtime/transport/ipc/fd_channel.hpp"
+
+namespace canopy {
+
+class CallCounters {
+ public:
+  // This process is `process` of `processes`; every process calls it together (one step on `channel`).
+  static Status share(FdChannel& channel, int process, int processes, std::unique_ptr<CallCounters>* out);
+  ~CallCounters();
+  CallCounters(const CallCounters&) = delete;
+  CallCounters& operator=(const CallCounters&) = delete;
+
+  void publish(std::uint64_t calls);   // this process's count
+  std::uint64_t of(int process) const;  // any process's (this one's included)
+  int processes() const { return static_cast<int>(pages_.size()); }
+  int process() const { return process_; }
+
+ private:
+  CallCounters() = default;
+  int process_ = 0;
+  std::vector<void*> pages_;  // per process, mapped (this process's writable)
+};
+
+// Since when each other process has made no call while behind this one; pure, so it is tested on any CPU.
+class StallWatch {
+ public:
+  explicit StallWatch(std::chrono::milliseconds limit) : limit_(limit) {}
+  // `theirs[p]`: process p's calls (this process's own entry ignored through `self`). The first process behind
+  // `mine` whose count has not moved for the limit, else -1.
+  int check(std::chrono::steady_clock::time_point now, int self, std::uint64_t mine,
+            std::span<const std::uint64_t> theirs);
+  // How long process p's count has stood still (as of the last check).
+  std::chrono::milliseconds still_for(int p, std::chrono::steady_clock::time_point now) const;
+
+ private:
+  std::chrono::milliseconds limit_;
+  std::vector<std::uint64_t> last_;
+  std::vector<std::chrono::steady_clock::time_point> since_;
+};
+
+}  // namespace canopy

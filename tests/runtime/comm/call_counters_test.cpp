@@ -1,0 +1,75 @@
+// CallCounters and StallWatch without a GPU: three "processes" (threads with their own FdChannel endpoints) share
+// their counters and each reads every other's stores; StallWatch names a process behind this one whose count stood
+// still for the limit, and never one that keeps calling, is level or ahead, or is this process.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <thread>
+
+#include "runtime/comm/call_counters.hpp"
+
+namespace canopy {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+TEST(CallCounters, EveryProcessReadsTheOthersStores) {
+  BootstrapSecret secret{};
+  ASSERT_TRUE(random_secret(&secret).ok());
+  constexpr int kProcesses = 3;
+  FdChannel::Options o;
+  o.timeout = milliseconds(5000);
+  std::vector<std::unique_ptr<FdChannel>> channels(kProcesses);
+  for (int p = 0; p < kProcesses; ++p) ASSERT_TRUE(FdChannel::listen(secret, p, o, &channels[p]).ok());
+  std::vector<std::future<Status>> shared;
+  std::vector<std::unique_ptr<CallCounters>> counters(kProcesses);
+  for (int p = 0; p < kProcesses; ++p)
+    shared.push_back(std::async(std::launch::async,
+                                [&, p] { return CallCounters::share(*channels[p], p, kProcesses, &counters[p]); }));
+  for (auto& f : shared) {
+    const Status s = f.get();
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  for (int p = 0; p < kProcesses; ++p) counters[p]->publish(10 + p);
+  for (int reader = 0; reader < kProcesses; ++reader)
+    for (int p = 0; p < kProcesses; ++p) EXPECT_EQ(counters[reader]->of(p), 10u + p) << reader << " reads " << p;
+  counters[1]->publish(99);
+  EXPECT_EQ(counters[0]->of(1), 99u);
+  EXPECT_EQ(counters[2]->of(1), 99u);
+}
+
+TEST(StallWatch, NamesAProcessBehindWhoseCountStoodStill) {
+  StallWatch w(milliseconds(10000));
+  const Clock::time_point t0 = Clock::now();
+  std::vector<std::uint64_t> calls = {5, 4, 5};  // this is process 0; process 1 is one call behind
+  EXPECT_EQ(w.check(t0, 0, 5, calls), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(9999), 0, 5, calls), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(10000), 0, 5, calls), 1);
+  EXPECT_EQ(w.still_for(1, t0 + milliseconds(10500)).count(), 10500);
+}
+
+TEST(StallWatch, AProcessThatKeepsCallingIsNeverStalledHoweverFarBehind) {
+  StallWatch w(milliseconds(1000));
+  const Clock::time_point t0 = Clock::now();
+  std::uint64_t mine = 100;
+  for (int step = 0; step < 50; ++step) {  // process 1 trails by many calls but makes one every 500 ms
+    mine += 3;
+    const std::vector<std::uint64_t> calls = {mine, static_cast<std::uint64_t>(step)};
+    EXPECT_EQ(w.check(t0 + milliseconds(500 * step), 0, mine, calls), -1) << step;
+  }
+}
+
+TEST(StallWatch, LevelOrAheadOrSelfIsNeverStalled) {
+  StallWatch w(milliseconds(1));
+  const Clock::time_point t0 = Clock::now();
+  const std::vector<std::uint64_t> calls = {7, 7, 9};
+  EXPECT_EQ(w.check(t0, 0, 7, calls), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(5000), 0, 7, calls), -1);  // level (1) and ahead (2) for long
+  // This process's own entry lagging its `mine` (published late) is not another process.
+  const std::vector<std::uint64_t> self_behind = {3, 9, 9};
+  EXPECT_EQ(w.check(t0 + milliseconds(6000), 0, 9, self_behind), -1);
+}
+
+}  // namespace
+}  // namespace canopy
