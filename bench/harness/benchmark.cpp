@@ -299,7 +299,7 @@ std::string bench_rows_json(const std::vector<BenchRow>& rows) {
     j["op"] = to_string(r.op);
     j["bytes"] = r.bytes;
     j["ranks"] = r.ranks;
-    j["procs"] = r.procs;
+    if (r.procs > 1) j["procs"] = r.procs;  // ranks in several processes (canopy bench --procs)
     j["time_us"] = r.time_us;
     j["algbw_GBps"] = r.algbw_gbps;
     j["busbw_GBps"] = r.busbw_gbps;
