@@ -19,6 +19,9 @@
 namespace canopy {
 
 Communicator::State::~State() {
+  if (profile.on && profile.calls() > 0)
+    fmt::print(stderr, "canopy: profile of ranks {}..{} of {}: {}\n", first_own_rank(), first_own_rank() + own_ranks() - 1,
+               ranks(), profile.report());
   watchdog.reset();
   crew.reset();
   wait_for_launches(order, placement.ordinals);
@@ -133,6 +136,7 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
       OffloadPlacement{&st.topology, &pl.rank_names, &pl.gpus, &pl.device_of_rank, &pl.ordinal_of_rank},
       st.config.hybrid, st.protocols, *st.plans, st.builder->jit(), st.log);
   st.abort_word = std::make_unique<AbortWord>();
+  st.profile.on = profile_calls_from_environment();
   st.order = make_device_order(pl.ordinals);
   if (st.config.launch.enabled && pl.devices() > 1 && !pl.multi_process())
     st.crew = std::make_unique<LaunchCrew>(pl.ordinals, st.config.launch.spin);

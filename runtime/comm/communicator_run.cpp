@@ -148,16 +148,22 @@ Status Communicator::State::divide_results(const CollectiveCall& call) {
 
 Status Communicator::run(const CollectiveCall& given) {
   State& st = *state_;
+  st.profile.start();
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
   if (st.failed) return st.failure_status();
+  st.profile.mark(CallProfile::entry);
+  Status s;
   if (given.op == ReduceOp::avg && reduces(given.collective) && !given.program) {
     CollectiveCall sum = given;
     sum.op = ReduceOp::sum;
-    Status s = st.group ? st.run_in_processes(sum) : st.run_here(sum);
-    return s.ok() ? st.divide_results(given) : s;
+    s = st.group ? st.run_in_processes(sum) : st.run_here(sum);
+    if (s.ok()) s = st.divide_results(given);
+  } else {
+    s = st.group ? st.run_in_processes(given) : st.run_here(given);
   }
-  return st.group ? st.run_in_processes(given) : st.run_here(given);
+  st.profile.end();
+  return s;
 }
 
 Status Communicator::State::run_here(const CollectiveCall& given) {
@@ -166,6 +172,7 @@ Status Communicator::State::run_here(const CollectiveCall& given) {
   st.call_stream_ids.resize(st.ranks());
   if (Status s = check_call(given, st.placement.ordinal_of_rank, st.oracle, &capturing, st.call_stream_ids); !s.ok())
     return s;
+  st.profile.mark(CallProfile::check);
   if (given.count == 0) return Status();
   if (st.ranks() == 1 && !given.program) return st.local_copy(given);
   const bool in_place_call = in_place(given);
@@ -212,7 +219,9 @@ Status Communicator::State::run_here(const CollectiveCall& given) {
     if (Status s = st.get(spec, &p); !s.ok()) return s;
     if (!spec.program) st.cache->remember(spec, p);
   }
+  st.profile.mark(CallProfile::choose);
   Status s = st.launch_kernels(*p, spec, call, capturing, staged);
+  st.profile.mark(CallProfile::launch);
   if (s.ok() && staged > 0) s = st.offload->stage(given, staged, device_streams, false);
   return s;
 }

@@ -20,6 +20,7 @@
 #include "runtime/comm/communicator_config.hpp"
 #include "runtime/comm/placement.hpp"
 #include "runtime/comm/call_counters.hpp"
+#include "runtime/comm/call_profile.hpp"
 #include "runtime/comm/peer_monitor.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/comm/staging_area.hpp"
@@ -70,6 +71,7 @@ struct Communicator::State {
   std::unique_ptr<CallCounters> counters;  // every process's calls made, for the monitor's stall check
   std::unique_ptr<PeerMonitor> monitor;    // notices another process ending, or stopping its calls
   std::uint64_t calls = 0;               // calls made (the call number CANOPY_CHECK_CALLS compares)
+  CallProfile profile;                   // CANOPY_PROFILE_CALLS=1: the host's time per call, by phase
   // A multi-process call made whole (every rank's entry; run_in_processes), kept to spare an allocation per call;
   // `mine` marks this process's ranks (set at join).
   struct WholeCall {

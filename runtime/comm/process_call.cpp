@@ -96,6 +96,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   if (Status s = check_call(call, placement.ordinal_of_rank, oracle, &capturing, call_stream_ids, whole.mine);
       !s.ok())
     return s;
+  profile.mark(CallProfile::check);
   ++calls;
   if (counters) counters->publish(calls);
   if (config.check_calls)
@@ -114,7 +115,12 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     if (Status s = get(spec, &p); !s.ok()) return s;
     cache->remember(spec, p);
   }
-  if (spec.low_latency || spec.ll128) return launch_kernels(*p, spec, call, capturing, 0);
+  profile.mark(CallProfile::choose);
+  if (spec.low_latency || spec.ll128) {
+    const Status s = launch_kernels(*p, spec, call, capturing, 0);
+    profile.mark(CallProfile::launch);
+    return s;
+  }
 
   // Staged: every rank's buffers are its staging regions.
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
@@ -158,7 +164,9 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   CollectiveCall staged = call;
   staged.send = staged_send;
   staged.recv = staged_recv;
+  profile.mark(CallProfile::stage);
   if (Status s = launch_kernels(*p, spec, staged, capturing, 0); !s.ok()) return s;
+  profile.mark(CallProfile::launch);
   for (int i = 0; i < own; ++i) {
     const int r = first + i;
     const std::uint64_t b = recv_elements(call.collective, call.count, n, r, call.root) * elem;
@@ -167,6 +175,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
         e != cudaSuccess)
       return copy_failed(call, "output", r, e);
   }
+  profile.mark(CallProfile::stage);
   return Status();
 }
 
