@@ -88,11 +88,11 @@ int run_allreduce(const canopy::Topology& machine, int gpus) {
     check(cudaStreamSynchronize(streams[r]), "the allreduce");
     check(cudaMemcpy(host.data(), buffers[r], count * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
     for (float v : host) wrong += v != expected;
-    cudaFree(buffers[r]);
   }
   std::printf("ran: allreduce of %zu floats on %d ranks over %d GPU(s), %zu wrong (expected %.0f everywhere)\n", count,
               ranks, comm->devices(), wrong, expected);
-  comm.reset();
+  comm.reset();  // waits for its launches; then the buffers and streams can go
+  for (void* buffer : buffers) cudaFree(buffer);
   for (cudaStream_t stream : stream_of_device)
     if (stream) cudaStreamDestroy(stream);
   return wrong ? 1 : 0;
