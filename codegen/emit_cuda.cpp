@@ -10,6 +10,7 @@
 
 #include "core/sha256.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "planner/plan_json.hpp"
 
 namespace canopy {

@@ -7,6 +7,7 @@
 #include "codegen/lower.hpp"
 #include "codegen/lower_program.hpp"
 #include "codegen/template_bundle.hpp"
+#include "core/version.hpp"
 #if CANOPY_WITH_CLANG
 #include "codegen/source_format.hpp"
 #endif

@@ -5,13 +5,14 @@
 #include <iostream>
 
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "tools/commands.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"canopy: fast GPU collectives on any interconnect topology, from spanning trees.\n"};
   app.name("canopy");
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("canopy ") + CANOPY_VERSION);
+  app.set_version_flag("--version", std::string("canopy ") + canopy::library_version());
   app.footer(
       "Examples:\n"
       "  canopy topo list                          shipped topologies\n"

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/sha256.hpp"
+#include "core/version.hpp"
 #include "dsl/topo_writer.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
@@ -98,7 +99,7 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   }
   st.config = resolve_config(options, nranks);
   ProcessFacts mine;
-  mine.version = CANOPY_VERSION;
+  mine.version = library_version();
   mine.host = host_name();
   mine.pid = static_cast<long>(getpid());
   mine.first_rank = rank;

@@ -20,7 +20,7 @@
 namespace canopy {
 
 struct ProcessFacts {
-  std::string version;   // CANOPY_VERSION
+  std::string version;   // library_version()
   std::string host;      // hostname
   long pid = 0;
   int first_rank = 0;    // its ranks: first_rank .. first_rank + ranks - 1

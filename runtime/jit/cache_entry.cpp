@@ -11,6 +11,7 @@
 
 #include "core/sha256.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace canopy {
 namespace fs = std::filesystem;

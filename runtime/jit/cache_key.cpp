@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "core/sha256.hpp"
+#include "core/version.hpp"
 #include "codegen/template_bundle.hpp"
 
 namespace canopy {

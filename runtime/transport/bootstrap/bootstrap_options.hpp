@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/logger.hpp"
+#include "core/version.hpp"
 
 namespace canopy {
 
@@ -14,8 +15,9 @@ struct BootstrapOptions {
   // How long ranks wait for each other: to reach the root, for the group to form, for each allgather round.
   // Unset: CANOPY_BOOTSTRAP_TIMEOUT_S (default 120 s).
   std::optional<std::chrono::milliseconds> timeout;
-  // The version this rank's HELLO names; the root fails the group when two ranks differ (tests change it).
-  std::string version = CANOPY_VERSION;
+  // The version this rank's HELLO names; the root fails the group when two ranks differ (tests change it). The
+  // loaded library's, not the headers' this program was compiled with: the library is what runs the collectives.
+  std::string version = library_version();
   std::optional<Logger> logger;  // unset: Logger::from_environment() (CANOPY_LOG)
 };
 

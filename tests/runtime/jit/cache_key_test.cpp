@@ -7,6 +7,7 @@
 #include <set>
 
 #include "codegen/template_bundle.hpp"
+#include "core/version.hpp"
 
 namespace canopy {
 namespace {

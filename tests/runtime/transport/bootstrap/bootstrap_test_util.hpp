@@ -18,6 +18,7 @@
 #include "runtime/transport/bootstrap/frame.hpp"
 #include "runtime/transport/bootstrap/unique_id.hpp"
 #include "runtime/transport/bootstrap/wire_bytes.hpp"
+#include "core/version.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy::testing {
