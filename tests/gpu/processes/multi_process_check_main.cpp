@@ -1,7 +1,8 @@
 // canopy_mp_check: one process of a multi-process datacheck, started N times by `canopy run -n N` (which sets
 // CANOPY_RANK, CANOPY_NRANKS and CANOPY_UNIQUE_ID). Each process joins one communicator (Communicator::join) with
-// --per-process ranks on its current GPU, then runs every case of the matrix below on its own ranks' buffers: inputs
-// from the test pattern, every output element checked against the host reference (bench/harness/collective_check).
+// --per-process ranks on its current GPU, then runs every case of the matrix below on its own ranks' buffers
+// (bench/harness/collective_buffers: inputs from the test pattern, NCCL's in-place layouts, every output element
+// checked against the host reference).
 // Prints one line per wrong case and a summary; exits 1 on any wrong element or failed call, 2 on bad arguments.
 //
 //   canopy run -n 2 -- canopy_mp_check --topology hgx-h100 --collectives allreduce --counts 7,65540
@@ -16,11 +17,12 @@
 #include <unistd.h>
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "bench/harness/benchmark.hpp"
+#include "bench/harness/collective_buffers.hpp"
 #include "bench/harness/collective_check.hpp"
 #include "bench/harness/test_pattern.hpp"
 #include "core/error.hpp"
@@ -179,17 +181,15 @@ int run(int argc, char** argv) {
   CHECK_CUDA(cudaGetDeviceProperties(&prop, device));
   Jit jit(DiskCache::from_environment());
   PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
-  cudaStream_t stream = nullptr;
-  CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-
-  // Buffers for the largest case, per own rank: send and recv of count x nranks 8-byte elements.
+  // Buffers for the largest case, per own rank (CollectiveBuffers: this process's ranks only): send and recv of
+  // count x nranks 8-byte elements.
   std::uint64_t max_count = 0;
   for (std::uint64_t c : a.counts) max_count = std::max(max_count, c);
   const std::uint64_t bytes = std::max<std::uint64_t>(max_count * nranks * 8, 256);
-  std::vector<char*> send(a.per_process), recv(a.per_process);
-  for (int i = 0; i < a.per_process; ++i) {
-    CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&send[i]), bytes));
-    CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&recv[i]), bytes));
+  std::unique_ptr<CollectiveBuffers> buffers;
+  if (Status s = CollectiveBuffers::create(*comm, bytes, bytes, patterns, &buffers); !s.ok()) {
+    fmt::print(stderr, "process {}: buffers: {}\n", process, s.message());
+    return 1;
   }
   if (a.loop > 0) {  // a loop of allreduces, for failure tests
     const auto now_ms = [] {
@@ -197,13 +197,9 @@ int run(int argc, char** argv) {
           .count();
     };
     const std::uint64_t count = a.counts.front();
-    std::vector<const void*> s_(a.per_process);
-    std::vector<void*> r_(a.per_process);
-    std::vector<cudaStream_t> st_(a.per_process, stream);
-    for (int i = 0; i < a.per_process; ++i) {
-      s_[i] = send[i];
-      r_[i] = recv[i];
-    }
+    CollectiveCall call;
+    const CheckSpec spec{Collective::allreduce, DataType::f32, ReduceOp::sum, 0, nranks, count, a.seed};
+    if (Status s = buffers->set_up(spec, false, &call); !s.ok()) throw Error(s.message());
     for (int k = 0; k < a.loop; ++k) {
       if (k == a.die_after && process == a.die_process) {
         fmt::print("process {}: killing itself (SIGKILL) at {} ms\n", process, now_ms());
@@ -217,12 +213,13 @@ int run(int argc, char** argv) {
         std::_Exit(0);
       }
       const Status s =
-          comm->allreduce(s_, r_, count + (process == a.off_by_one ? 1 : 0), DataType::f32, ReduceOp::sum, st_);
-      const cudaError_t e = cudaStreamSynchronize(stream);
+          comm->allreduce(call.send, call.recv, count + (process == a.off_by_one ? 1 : 0), DataType::f32,
+                          ReduceOp::sum, call.streams);
+      const Status synced = buffers->synchronize();
       const Status lost = comm->async_error();  // a call the communicator gave up on ends, its output undefined
-      if (!s.ok() || e != cudaSuccess || !lost.ok()) {
+      if (!s.ok() || !synced.ok() || !lost.ok()) {
         fmt::print("process {}: call {} failed at {} ms: {}\n", process, k, now_ms(),
-                   !s.ok() ? s.message() : e != cudaSuccess ? std::string(cudaGetErrorString(e)) : lost.message());
+                   (!s.ok() ? s : !synced.ok() ? synced : lost).message());
         return 3;
       }
     }
@@ -230,7 +227,6 @@ int run(int argc, char** argv) {
     return 0;
   }
   std::uint64_t calls = 0, checked = 0, wrong = 0, failed = 0;
-  std::vector<unsigned char> host;
   int case_number = 0;
   for (Collective c : a.collectives)
     for (DataType dt : a.dtypes)
@@ -239,83 +235,38 @@ int run(int argc, char** argv) {
         for (std::uint64_t count : a.counts)
           for (bool in_place : a.in_place) {
             ++case_number;
-            CheckSpec spec;
-            spec.collective = c;
-            spec.dtype = dt;
-            spec.op = reduces(c) ? op : ReduceOp::sum;
-            spec.root = case_number % nranks;
-            spec.ranks = nranks;
-            spec.count = count;
-            spec.seed = a.seed + case_number;
-            const std::uint64_t elem = size_of(dt);
-            const ReduceOp input_op = combines(spec) ? spec.op : ReduceOp::sum;
-            std::vector<const void*> call_send(a.per_process);
-            std::vector<void*> call_recv(a.per_process);
-            std::vector<cudaStream_t> streams(a.per_process, stream);
-            for (int i = 0; i < a.per_process; ++i) {
-              const int r = first + i;
-              const std::uint64_t out_bytes = (c == Collective::allgather ? count * nranks : count) * elem;
-              CHECK_CUDA(cudaMemsetAsync(recv[i], 0xff, std::max<std::uint64_t>(out_bytes, 1), stream));
-              auto fill = [&](void* dst, std::uint64_t n) {
-                if (n == 0) return;
-                if (Status s = patterns.fill(dst, n, dt, input_op, spec.seed, r, 0, stream); !s.ok())
-                  throw Error(s.message());
-              };
-              if (!in_place) {
-                fill(send[i], input_elements(spec, r));
-                call_send[i] = send[i];
-                call_recv[i] = recv[i];
-              } else if (c == Collective::allgather) {
-                fill(recv[i] + r * count * elem, count);
-                call_send[i] = recv[i] + r * count * elem;
-                call_recv[i] = recv[i];
-              } else if (c == Collective::reducescatter) {
-                fill(send[i], count * nranks);
-                call_send[i] = send[i];
-                call_recv[i] = send[i] + r * count * elem;
-              } else {
-                if (c != Collective::broadcast || r == spec.root) fill(recv[i], count);
-                call_send[i] = recv[i];
-                call_recv[i] = recv[i];
-              }
-            }
-            CollectiveCall call{c, call_send, call_recv, count, dt, spec.op, spec.root, streams};
-            ++calls;
+            const CheckSpec spec{c, dt, reduces(c) ? op : ReduceOp::sum, case_number % nranks, nranks, count,
+                                 a.seed + case_number};
             const std::string what = fmt::format("{} {} {} count {} root {} {}", call_name(c), to_string(dt),
                                                  to_string(spec.op), count, spec.root,
                                                  in_place ? "in place" : "out of place");
+            CollectiveCall call;
+            if (Status s = buffers->set_up(spec, in_place, &call); !s.ok()) {
+              fmt::print("process {}: {}: set-up failed: {}\n", process, what, s.message());
+              return 1;
+            }
+            ++calls;
             if (Status s = comm->run(call); !s.ok()) {
               fmt::print("process {}: {}: call failed: {}\n", process, what, s.message());
               ++failed;
               continue;
             }
-            if (cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess) {
-              fmt::print("process {}: {}: {}\n", process, what, cudaGetErrorString(e));
+            CheckResult res;
+            if (Status s = buffers->check(spec, call, &res); !s.ok()) {
+              fmt::print("process {}: {}: {}\n", process, what, s.message());
               return 1;
             }
-            for (int i = 0; i < a.per_process; ++i) {
-              const int r = first + i;
-              const std::uint64_t n = output_elements(spec, r);
-              if (n == 0) continue;
-              host.resize(n * elem);
-              CHECK_CUDA(cudaMemcpy(host.data(), call_recv[i], n * elem, cudaMemcpyDeviceToHost));
-              const CheckResult res = check_output(spec, r, host.data());
-              checked += res.checked;
-              wrong += res.wrong;
-              if (res.wrong)
-                fmt::print("process {} rank {}: {}: {} of {} wrong, e.g. {}\n", process, r, what, res.wrong,
-                           res.checked, fmt::join(res.examples, "; "));
-            }
+            checked += res.checked;
+            wrong += res.wrong;
+            if (res.wrong)
+              fmt::print("process {} (ranks {}..{}): {}: {} of {} wrong, e.g. {}\n", process, first,
+                         first + a.per_process - 1, what, res.wrong, res.checked, fmt::join(res.examples, "; "));
           }
       }
   fmt::print("process {} (ranks {}..{} of {}): {} calls, {} elements checked, {} wrong, {} failed calls\n", process,
              first, first + a.per_process - 1, nranks, calls, checked, wrong, failed);
-  for (int i = 0; i < a.per_process; ++i) {
-    (void)cudaFree(send[i]);
-    (void)cudaFree(recv[i]);
-  }
+  buffers.reset();
   comm.reset();
-  (void)cudaStreamDestroy(stream);
   return wrong || failed ? 1 : 0;
 }
 
