@@ -148,8 +148,8 @@ Status Communicator::State::divide_results(const CollectiveCall& call) {
 
 Status Communicator::run(const CollectiveCall& given) {
   State& st = *state_;
-  st.profile.start();
   std::lock_guard<std::mutex> lock(st.mutex);
+  st.profile.start();  // under the lock: calls from several threads take turns
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
   if (st.failed) return st.failure_status();
   st.profile.mark(CallProfile::entry);
