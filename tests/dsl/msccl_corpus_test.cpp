@@ -14,6 +14,7 @@
 #include "core/error.hpp"
 #include "dsl/algorithm_check.hpp"
 #include "dsl/msccl_xml.hpp"
+#include "tests/dsl/program_statements.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy::algo {
@@ -36,15 +37,6 @@ std::string attribute(const std::string& xml, const std::string& name) {
   std::smatch m;
   const std::regex re("<algo [^>]*\\b" + name + "=\"([^\"]*)\"");
   return std::regex_search(xml, m, re) ? m[1].str() : "";
-}
-
-std::vector<std::tuple<int, int, int, int, int, int, int, int>> statements(const Program& p) {
-  std::vector<std::tuple<int, int, int, int, int, int, int, int>> out;
-  for (const Op& op : p.ops())
-    out.push_back({static_cast<int>(op.kind), op.src.rank, static_cast<int>(op.src.buffer), op.src.index, op.dst.rank,
-                   static_cast<int>(op.dst.buffer), op.dst.index, op.src.count});
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // Programs msccl-tools writes that do not compute their collective: the diagnostic the checker must give.

@@ -2,6 +2,7 @@
 // program in msccl-tools' style (tb with both peers, fused and in-place steps) imports and verifies; malformed files
 // get ORIGIN:LINE errors.
 #include "dsl/msccl_xml.hpp"
+#include "tests/dsl/program_statements.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,15 +18,6 @@ namespace canopy::algo {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::vector<std::tuple<int, int, int, int, int, int, int, int>> statements(const Program& p) {
-  std::vector<std::tuple<int, int, int, int, int, int, int, int>> out;
-  for (const Op& op : p.ops())
-    out.push_back({static_cast<int>(op.kind), op.src.rank, static_cast<int>(op.src.buffer), op.src.index, op.dst.rank,
-                   static_cast<int>(op.dst.buffer), op.dst.index, op.src.count});
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 std::string import_error(const std::string& xml) {
   try {
