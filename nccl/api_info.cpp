@@ -32,7 +32,8 @@ CANOPY_NCCL_EXPORT const char* ncclGetErrorString(ncclResult_t result) {
 
 CANOPY_NCCL_EXPORT const char* ncclGetLastError(ncclComm_t comm) {
   if (!last_error().empty()) return last_error().c_str();
-  if (comm && !is_canopy_comm(comm))
+  // Forwarded calls clear Canopy's message, so the real NCCL's is the last one then.
+  if (!comm || !is_canopy_comm(comm))
     if (auto real = real_nccl<const char* (*)(ncclComm_t)>("ncclGetLastError")) return real(comm);
   return "";
 }

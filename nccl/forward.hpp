@@ -28,6 +28,7 @@ ncclResult_t forward(const char* function, const ncclComm* comm, Args... args) {
   auto f = real_nccl<ncclResult_t (*)(Args...)>(function);
   if (!f) return no_real_nccl(function);
   sync_real_group();
+  clear_last_error();  // ncclGetLastError then gives the real NCCL's message
   return f(args...);
 }
 
