@@ -15,6 +15,20 @@
 
 using namespace canopy::nccl_api;
 
+namespace {
+
+// ncclCommCount, CuDevice, UserRank: one field of the handle (also while its init waits for ncclGroupEnd).
+ncclResult_t comm_attribute(const ncclComm* comm, int* out, int ncclComm::*field, const char* function,
+                            const char* out_name) {
+  if (comm && !is_canopy_comm(comm)) return forward(function, comm, comm, out);
+  if (const ncclResult_t r = check_comm(comm, function, true); r != ncclSuccess) return r;
+  if (!out) return fail(ncclInvalidArgument, fmt::format("{}: {} is NULL", function, out_name));
+  *out = comm->*field;
+  return ncclSuccess;
+}
+
+}  // namespace
+
 extern "C" {
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {
@@ -52,27 +66,15 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 }
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
-  if (comm && !is_canopy_comm(comm)) return forward("ncclCommCount", comm, comm, count);
-  if (const ncclResult_t r = check_comm(comm, "ncclCommCount", true); r != ncclSuccess) return r;
-  if (!count) return fail(ncclInvalidArgument, "ncclCommCount: count is NULL");
-  *count = comm->nranks;
-  return ncclSuccess;
+  return comm_attribute(comm, count, &ncclComm::nranks, "ncclCommCount", "count");
 }
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
-  if (comm && !is_canopy_comm(comm)) return forward("ncclCommCuDevice", comm, comm, device);
-  if (const ncclResult_t r = check_comm(comm, "ncclCommCuDevice", true); r != ncclSuccess) return r;
-  if (!device) return fail(ncclInvalidArgument, "ncclCommCuDevice: device is NULL");
-  *device = comm->device;
-  return ncclSuccess;
+  return comm_attribute(comm, device, &ncclComm::device, "ncclCommCuDevice", "device");
 }
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
-  if (comm && !is_canopy_comm(comm)) return forward("ncclCommUserRank", comm, comm, rank);
-  if (const ncclResult_t r = check_comm(comm, "ncclCommUserRank", true); r != ncclSuccess) return r;
-  if (!rank) return fail(ncclInvalidArgument, "ncclCommUserRank: rank is NULL");
-  *rank = comm->rank;
-  return ncclSuccess;
+  return comm_attribute(comm, rank, &ncclComm::rank, "ncclCommUserRank", "rank");
 }
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
