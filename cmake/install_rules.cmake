@@ -47,10 +47,15 @@ install(TARGETS canopy EXPORT CanopyTargets
 set_target_properties(canopy_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 install(TARGETS canopy_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 
-# The NCCL-API library (issue 32, nccl/ in DESIGN.md's layout) is not built yet. When it is, it goes to
-# ${CMAKE_INSTALL_LIBDIR}/canopy/libnccl.so.2, in the runtime component: a folder of its own that no loader searches,
-# so it never shadows the system's NCCL unless a user points LD_PRELOAD or LD_LIBRARY_PATH at it.
+# The NCCL-API library (nccl/, docs/nccl-api.md) goes to ${CMAKE_INSTALL_LIBDIR}/canopy/ as libcanopy_nccl.so and
+# the link libnccl.so.2 (its SONAME) to it, in the runtime component: a folder of its own that no loader searches, so
+# it never shadows the system's NCCL unless a user points LD_PRELOAD or LD_LIBRARY_PATH at it. Its RPATH
+# ($ORIGIN/..) finds libcanopy.so.0 one folder up.
 set(CANOPY_INSTALL_NCCL_DIR ${CMAKE_INSTALL_LIBDIR}/canopy)
+install(TARGETS canopy_nccl LIBRARY DESTINATION ${CANOPY_INSTALL_NCCL_DIR} COMPONENT runtime)
+install(CODE "file(CREATE_LINK libcanopy_nccl.so
+                   \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CANOPY_INSTALL_NCCL_DIR}/libnccl.so.2\" SYMBOLIC)"
+        COMPONENT runtime)
 
 # find_package(Canopy CONFIG): CanopyConfig.cmake finds the CUDA toolkit (Canopy::canopy links CUDA::cudart, whose
 # types the headers use), then loads the exported target; CanopyConfigVersion.cmake accepts requests of the same

@@ -1,0 +1,170 @@
+// NCCL API entry points Canopy serves with its own kernels: AllReduce, Broadcast, Bcast, Reduce, AllGather,
+// ReduceScatter, and ncclGroupStart/End around them. Each call is checked as NCCL checks it (communicator, type,
+// operator, root, count overflow, buffers), mapped to Canopy's types, then issued at once or at the outermost
+// ncclGroupEnd. The real NCCL's handles go to it.
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <cstdint>
+
+#include "nccl/comm_handle.hpp"
+#include "nccl/export.hpp"
+#include "nccl/forward.hpp"
+#include "nccl/group.hpp"
+#include "nccl/last_error.hpp"
+#include "nccl/nccl_types.hpp"
+#include "nccl/rank_call.hpp"
+
+using namespace canopy::nccl_api;
+using canopy::Collective;
+
+namespace {
+
+// What the arguments of one served call are, before checking.
+struct Request {
+  RankCall call;                 // function, collective, buffers, count, root, stream (dtype and op set here)
+  ncclDataType_t datatype = ncclFloat32;
+  ncclRedOp_t op = ncclSum;
+};
+
+ncclResult_t check_and_issue(Request q, ncclComm* comm) {
+  RankCall& c = q.call;
+  const char* fn = c.function;
+  if (const ncclResult_t r = check_comm(comm, fn, /*pending_ok=*/true); r != ncclSuccess) return r;
+  if (!is_nccl_type(q.datatype))
+    return fail(ncclInvalidArgument, fmt::format("{}: datatype {} is not an ncclDataType_t (0 .. {})",
+                                                 describe(comm, fn), static_cast<int>(q.datatype), ncclNumTypes - 1));
+  const bool reduces = canopy::reduces(c.collective);
+  if (reduces && static_cast<int>(q.op) < 0)
+    return fail(ncclInvalidArgument, fmt::format("{}: op {} is not an ncclRedOp_t", describe(comm, fn),
+                                                 static_cast<int>(q.op)));
+  if (reduces && static_cast<int>(q.op) >= ncclNumOps)
+    return fail(ncclInvalidArgument, fmt::format("{}: op {} is not a built-in ncclRedOp_t (ncclSum .. ncclAvg) and "
+                                                 "ncclRedOpCreatePreMulSum did not make it for this communicator",
+                                                 describe(comm, fn), static_cast<int>(q.op)));
+  if (canopy::has_root(c.collective) && (c.root < 0 || c.root >= comm->nranks))
+    return fail(ncclInvalidArgument, fmt::format("{}: root is {}: it must be a rank, 0 .. {}", describe(comm, fn),
+                                                 c.root, comm->nranks - 1));
+  // The largest buffer of the call, in bytes, must fit a size_t.
+  const bool per_rank = c.collective == Collective::allgather || c.collective == Collective::reducescatter;
+  std::uint64_t elements = c.count, bytes = 0;
+  if ((per_rank && __builtin_mul_overflow(c.count, static_cast<std::uint64_t>(comm->nranks), &elements)) ||
+      __builtin_mul_overflow(elements, static_cast<std::uint64_t>(nccl_type_size(q.datatype)), &bytes) ||
+      bytes > static_cast<std::uint64_t>(SIZE_MAX))
+    return fail(ncclInvalidArgument, fmt::format("{}: count {} of {}{} overflows a 64-bit byte size",
+                                                 describe(comm, fn), c.count, nccl_type_name(q.datatype),
+                                                 per_rank ? fmt::format(" times {} ranks", comm->nranks) : ""));
+  if (c.count == 0) return ncclSuccess;  // as NCCL: nothing to do
+  const bool is_root = comm->rank == c.root;
+  const bool needs_send = c.collective != Collective::broadcast || is_root;
+  const bool needs_recv = c.collective != Collective::reduce || is_root;
+  if (needs_send && !c.send)
+    return fail(ncclInvalidArgument, fmt::format("{}: sendbuff is NULL (count {})", describe(comm, fn), c.count));
+  if (needs_recv && !c.recv)
+    return fail(ncclInvalidArgument, fmt::format("{}: recvbuff is NULL (count {})", describe(comm, fn), c.count));
+  if (auto t = canopy_type(q.datatype)) {
+    c.dtype = *t;
+  } else if (!reduces) {  // a copy moves bytes: any type is served as bytes
+    c.dtype = canopy::DataType::u8;
+    c.count *= nccl_type_size(q.datatype);
+  } else {
+    return not_served(fmt::format("{} of {}", fn, nccl_type_name(q.datatype)), comm);
+  }
+  if (reduces) c.op = *canopy_op(q.op);
+  if (group_depth() > 0) {
+    defer_call(comm, c);
+    return ncclSuccess;
+  }
+  SharedComm& shared = *comm->shared;
+  return to_result(shared.wait(shared.post(comm->local, c)), fn);
+}
+
+// Serves `q` on a Canopy handle; an error inside a group also makes ncclGroupEnd fail.
+ncclResult_t serve(const Request& q, ncclComm* comm) {
+  const ncclResult_t r = check_and_issue(q, comm);
+  if (r != ncclSuccess) note_group_error(r);
+  return r;
+}
+
+Request request(const char* function, Collective collective, const void* send, void* recv, size_t count,
+                ncclDataType_t datatype, ncclRedOp_t op, int root, cudaStream_t stream) {
+  Request q;
+  q.call.function = function;
+  q.call.collective = collective;
+  q.call.send = send;
+  q.call.recv = recv;
+  q.call.count = count;
+  q.call.root = root;
+  q.call.stream = stream;
+  q.datatype = datatype;
+  q.op = op;
+  return q;
+}
+
+}  // namespace
+
+extern "C" {
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
+  if (comm && !is_canopy_comm(comm))
+    return forward("ncclAllReduce", comm, sendbuff, recvbuff, count, datatype, op, comm, stream);
+  return serve(request("ncclAllReduce", Collective::allreduce, sendbuff, recvbuff, count, datatype, op, 0, stream),
+               comm);
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                    int root, ncclComm_t comm, cudaStream_t stream) {
+  if (comm && !is_canopy_comm(comm))
+    return forward("ncclBroadcast", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  return serve(request("ncclBroadcast", Collective::broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root,
+                       stream),
+               comm);
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
+                                cudaStream_t stream) {
+  if (comm && !is_canopy_comm(comm)) return forward("ncclBcast", comm, buff, count, datatype, root, comm, stream);
+  return serve(request("ncclBcast", Collective::broadcast, buff, buff, count, datatype, ncclSum, root, stream), comm);
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
+                                 ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
+  if (comm && !is_canopy_comm(comm))
+    return forward("ncclReduce", comm, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+  return serve(request("ncclReduce", Collective::reduce, sendbuff, recvbuff, count, datatype, op, root, stream),
+               comm);
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
+                                    ncclComm_t comm, cudaStream_t stream) {
+  if (comm && !is_canopy_comm(comm))
+    return forward("ncclAllGather", comm, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+  return serve(request("ncclAllGather", Collective::allgather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0,
+                       stream),
+               comm);
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                        cudaStream_t stream) {
+  if (comm && !is_canopy_comm(comm))
+    return forward("ncclReduceScatter", comm, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+  return serve(request("ncclReduceScatter", Collective::reducescatter, sendbuff, recvbuff, recvcount, datatype, op, 0,
+                       stream),
+               comm);
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclGroupStart() { return group_start(); }
+CANOPY_NCCL_EXPORT ncclResult_t ncclGroupEnd() { return group_end(); }
+
+}  // extern "C"
+
+CANOPY_PNCCL_ALIAS(ncclAllReduce)
+CANOPY_PNCCL_ALIAS(ncclBroadcast)
+CANOPY_PNCCL_ALIAS(ncclBcast)
+CANOPY_PNCCL_ALIAS(ncclReduce)
+CANOPY_PNCCL_ALIAS(ncclAllGather)
+CANOPY_PNCCL_ALIAS(ncclReduceScatter)
+CANOPY_PNCCL_ALIAS(ncclGroupStart)
+CANOPY_PNCCL_ALIAS(ncclGroupEnd)

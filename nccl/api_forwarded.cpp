@@ -1,0 +1,92 @@
+// NCCL API entry points Canopy does not serve yet: each goes to the real NCCL for the real NCCL's handles (or when it
+// takes none); for a Canopy communicator, or without a real NCCL, it returns ncclInvalidUsage and ncclGetLastError
+// says why (forward.hpp). ncclDevCommCreate/Destroy are declared in nccl_device/core.h, a CUDA header, not nccl.h:
+// they are defined here with opaque pointers, which is their C ABI.
+#include <nccl.h>
+
+#include "nccl/export.hpp"
+#include "nccl/forward.hpp"
+
+using namespace canopy::nccl_api;
+
+extern "C" {
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  return forward("ncclMemAlloc", nullptr, ptr, size);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclMemFree(void* ptr) { return forward("ncclMemFree", nullptr, ptr); }
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
+  return forward("ncclCommRevoke", comm, comm, revokeFlags);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRanksList, int excludeRanksCount,
+                                               ncclComm_t* newcomm, ncclConfig_t* config, int shrinkFlags) {
+  return forward("ncclCommShrink", comm, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  return forward("ncclCommRegister", comm, comm, buff, size, handle);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  return forward("ncclCommDeregister", comm, comm, handle);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
+                                                       int winFlags) {
+  return forward("ncclCommWindowRegister", comm, comm, buff, size, win, winFlags);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
+  return forward("ncclCommWindowDeregister", comm, comm, win);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
+                                                         ncclScalarResidence_t residence, ncclComm_t comm) {
+  return forward("ncclRedOpCreatePreMulSum", comm, op, scalar, datatype, residence, comm);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
+  return forward("ncclRedOpDestroy", comm, op, comm);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
+                                             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
+  return forward("ncclAlltoAll", comm, sendbuff, recvbuff, count, datatype, comm, stream);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
+                                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return forward("ncclGather", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
+                                            ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
+  return forward("ncclScatter", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
+                                         ncclComm_t comm, cudaStream_t stream) {
+  return forward("ncclSend", comm, sendbuff, count, datatype, peer, comm, stream);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
+                                         ncclComm_t comm, cudaStream_t stream) {
+  return forward("ncclRecv", comm, recvbuff, count, datatype, peer, comm, stream);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
+  return forward("ncclGroupSimulateEnd", nullptr, simInfo);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void* requirements, void* outDevComm) {
+  return forward("ncclDevCommCreate", comm, comm, requirements, outDevComm);
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void* devComm) {
+  return forward("ncclDevCommDestroy", comm, comm, devComm);
+}
+
+}  // extern "C"
+
+CANOPY_PNCCL_ALIAS(ncclMemAlloc)
+CANOPY_PNCCL_ALIAS(ncclMemFree)
+CANOPY_PNCCL_ALIAS(ncclCommRevoke)
+CANOPY_PNCCL_ALIAS(ncclCommShrink)
+CANOPY_PNCCL_ALIAS(ncclCommRegister)
+CANOPY_PNCCL_ALIAS(ncclCommDeregister)
+CANOPY_PNCCL_ALIAS(ncclCommWindowRegister)
+CANOPY_PNCCL_ALIAS(ncclCommWindowDeregister)
+CANOPY_PNCCL_ALIAS(ncclRedOpCreatePreMulSum)
+CANOPY_PNCCL_ALIAS(ncclRedOpDestroy)
+CANOPY_PNCCL_ALIAS(ncclAlltoAll)
+CANOPY_PNCCL_ALIAS(ncclGather)
+CANOPY_PNCCL_ALIAS(ncclScatter)
+CANOPY_PNCCL_ALIAS(ncclSend)
+CANOPY_PNCCL_ALIAS(ncclRecv)
+CANOPY_PNCCL_ALIAS(ncclGroupSimulateEnd)

@@ -1,0 +1,176 @@
+// NCCL API entry points that make and end communicators: ncclCommInitRank / InitRankConfig / InitRankScalable (a
+// Canopy Communicator::join, deferred to ncclGroupEnd inside a group), ncclCommInitAll (Communicator::create),
+// ncclCommSplit (Communicator::split), Finalize, Destroy, Abort. The real NCCL's handles go to it.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "nccl/comm_handle.hpp"
+#include "nccl/export.hpp"
+#include "nccl/comm_init.hpp"
+#include "nccl/forward.hpp"
+#include "nccl/group.hpp"
+#include "nccl/last_error.hpp"
+
+using namespace canopy::nccl_api;
+
+namespace {
+
+constexpr unsigned kConfigMagic = 0xcafebeef;
+
+// Reads a user's ncclConfig_t as NCCL does: only min(size, sizeof) bytes, after checking its magic and version; what
+// it does not reach keeps NCCL_CONFIG_INITIALIZER's value.
+ncclResult_t read_config(const ncclConfig_t* config, const char* function, ncclConfig_t* out) {
+  *out = NCCL_CONFIG_INITIALIZER;
+  if (!config) return ncclSuccess;
+  if (config->magic != kConfigMagic)
+    return fail(ncclInvalidArgument, fmt::format("{}: config->magic is {:#x}, not 0xcafebeef: initialise the config "
+                                                 "with NCCL_CONFIG_INITIALIZER",
+                                                 function, config->magic));
+  if (config->version < NCCL_VERSION(2, 14, 0))
+    return fail(ncclInvalidArgument, fmt::format("{}: config->version is {}: configs start at NCCL 2.14 (21400); "
+                                                 "initialise the config with NCCL_CONFIG_INITIALIZER",
+                                                 function, config->version));
+  if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int))
+    return fail(ncclInvalidArgument, fmt::format("{}: config->size is {}: too small for an ncclConfig_t", function,
+                                                 config->size));
+  std::memcpy(static_cast<void*>(out), config, std::min(config->size, sizeof(ncclConfig_t)));
+  out->size = sizeof(ncclConfig_t);
+  return ncclSuccess;
+}
+
+// ncclCommInitRank and its variants: checks, then joins now or at the outermost ncclGroupEnd. A non-blocking config
+// is honoured by finishing before returning (ncclSuccess, which NCCL allows of a non-blocking init).
+ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config,
+                       const char* function) {
+  if (!out) return fail(ncclInvalidArgument, fmt::format("{}: comm is NULL: pass where to write the communicator",
+                                                         function));
+  *out = nullptr;
+  if (nranks < 1)
+    return fail(ncclInvalidArgument, fmt::format("{}: nranks is {}: it must be at least 1", function, nranks));
+  if (rank < 0 || rank >= nranks)
+    return fail(ncclInvalidArgument, fmt::format("{}: rank is {}: it must be in 0 .. {}", function, rank, nranks - 1));
+  ncclConfig_t cfg;
+  if (const ncclResult_t r = read_config(config, function, &cfg); r != ncclSuccess) return r;
+  canopy::UniqueId id;
+  std::memcpy(id.bytes.data(), commId.internal, sizeof(commId.internal));
+  canopy::UniqueIdContents contents;
+  if (const canopy::Status s = canopy::decode_unique_id(id, &contents); !s.ok())
+    return fail(ncclInvalidArgument, fmt::format("{}: commId is not one that ncclGetUniqueId of Canopy's libnccl made "
+                                                 "(every rank must load the same library): {}",
+                                                 function, s.message()));
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    device = -1;  // the join reports that there is no GPU
+  }
+  ncclComm* comm = new_pending_comm(nranks, rank, id, device);
+  *out = comm;
+  if (group_depth() > 0) {
+    defer_init(comm);
+    return ncclSuccess;
+  }
+  return join_comm(comm, function);
+}
+
+// Ends a handle: Abort stops its kernels first; the Communicator goes when its last handle does. The handle itself is
+// kept, marked, so that later use is reported.
+ncclResult_t end_comm(ncclComm_t comm, const char* function, bool abort) {
+  if (comm && !is_canopy_comm(comm)) return forward(function, comm, comm);
+  if (!comm) return check_comm(comm, function);
+  if (comm->magic == kDestroyedMagic || comm->state == CommState::destroyed) return check_comm(comm, function);
+  ncclResult_t result = ncclSuccess;
+  if (abort && comm->shared) result = to_result(comm->shared->communicator().abort(), function);
+  comm->shared.reset();
+  comm->state = CommState::destroyed;
+  comm->magic = kDestroyedMagic;
+  return result;
+}
+
+}  // namespace
+
+extern "C" {
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks,
+                                                                     ncclUniqueId commId, int rank) {
+  return init_rank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank");
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks,
+                                                                           ncclUniqueId commId, int rank,
+                                                                           ncclConfig_t* config) {
+  return init_rank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig");
+}
+
+// Several ids spread the bootstrap's load in NCCL; Canopy's bootstrap has one root: every rank joins commIds[0].
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int nranks,
+                                                                             int myrank, int nId,
+                                                                             ncclUniqueId* commIds,
+                                                                             ncclConfig_t* config) {
+  if (nId < 1 || !commIds)
+    return fail(ncclInvalidArgument, fmt::format("ncclCommInitRankScalable: nId is {} and commIds is {}: pass at "
+                                                 "least one id",
+                                                 nId, static_cast<const void*>(commIds)));
+  return init_rank(newcomm, nranks, commIds[0], myrank, config, "ncclCommInitRankScalable");
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev,
+                                                                    const int* devlist) {
+  return init_all(comm, ndev, devlist);
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                                                                  ncclComm_t* newcomm, ncclConfig_t* config) {
+  if (comm && !is_canopy_comm(comm)) return forward("ncclCommSplit", comm, comm, color, key, newcomm, config);
+  if (const ncclResult_t r = check_comm(comm, "ncclCommSplit"); r != ncclSuccess) return r;
+  if (!newcomm) return fail(ncclInvalidArgument, "ncclCommSplit: newcomm is NULL");
+  *newcomm = nullptr;
+  ncclConfig_t cfg;
+  if (const ncclResult_t r = read_config(config, "ncclCommSplit", &cfg); r != ncclSuccess) return r;
+  if (comm->shared->own_ranks() != 1)
+    return not_served("ncclCommSplit of a communicator holding several ranks in one process (ncclCommInitAll)", comm);
+  std::unique_ptr<canopy::Communicator> child;
+  const int canopy_color = color == NCCL_SPLIT_NOCOLOR ? canopy::Communicator::kSplitNoColor : color;
+  if (const canopy::Status s = comm->shared->communicator().split(canopy_color, key, &child); !s.ok())
+    return to_result(s, "ncclCommSplit");
+  if (!child) return ncclSuccess;  // NCCL_SPLIT_NOCOLOR
+  auto* out = new ncclComm();
+  out->nranks = child->ranks();
+  out->rank = child->first_own_rank();
+  out->device = child->device_of_rank(out->rank);
+  out->shared = std::make_shared<SharedComm>(std::move(child), out->nranks, out->rank, 1);
+  out->state = CommState::ready;
+  *newcomm = out;
+  return ncclSuccess;
+}
+
+// Canopy's collectives are enqueued whole on the caller's streams and no proxy thread runs beside them: there is
+// nothing left to flush, so Finalize only marks the handle.
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (comm && !is_canopy_comm(comm)) return forward("ncclCommFinalize", comm, comm);
+  if (const ncclResult_t r = check_comm(comm, "ncclCommFinalize"); r != ncclSuccess) return r;
+  comm->finalized = true;
+  return ncclSuccess;
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+  return end_comm(comm, "ncclCommDestroy", false);
+}
+
+CANOPY_NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  return end_comm(comm, "ncclCommAbort", true);
+}
+
+}  // extern "C"
+
+CANOPY_PNCCL_ALIAS(ncclCommInitRank)
+CANOPY_PNCCL_ALIAS(ncclCommInitRankConfig)
+CANOPY_PNCCL_ALIAS(ncclCommInitRankScalable)
+CANOPY_PNCCL_ALIAS(ncclCommInitAll)
+CANOPY_PNCCL_ALIAS(ncclCommSplit)
+CANOPY_PNCCL_ALIAS(ncclCommFinalize)
+CANOPY_PNCCL_ALIAS(ncclCommDestroy)
+CANOPY_PNCCL_ALIAS(ncclCommAbort)

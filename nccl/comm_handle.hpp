@@ -1,0 +1,54 @@
+// The handle ncclComm_t points at when Canopy made the communicator. nccl.h only declares `struct ncclComm`; this
+// library defines it. Its first word is a magic: a handle without it is the real NCCL's and is passed to it
+// (is_canopy_comm). A destroyed handle is never freed, only marked (kDestroyedMagic), so that a later call with it is
+// reported instead of crashing.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "nccl/shared_comm.hpp"
+#include "runtime/transport/bootstrap/unique_id.hpp"
+
+namespace canopy::nccl_api {
+
+constexpr std::uint64_t kCanopyCommMagic = 0x63616e6f70794e43ull;  // "CNypocna"
+constexpr std::uint64_t kDestroyedMagic = 0x63616e6f70794e44ull;   // a Canopy handle after ncclCommDestroy/Abort
+
+enum class CommState {
+  pending,    // ncclCommInitRank* inside a group: joined at the outermost ncclGroupEnd
+  ready,
+  failed,     // its init failed (init_error says why); only Destroy/Abort/GetAsyncError/GetLastError take it
+  destroyed,  // ncclCommDestroy or ncclCommAbort
+};
+
+}  // namespace canopy::nccl_api
+
+struct ncclComm {
+  std::uint64_t magic = canopy::nccl_api::kCanopyCommMagic;
+  canopy::nccl_api::CommState state = canopy::nccl_api::CommState::pending;
+  std::shared_ptr<canopy::nccl_api::SharedComm> shared;  // set when ready
+  int nranks = 0;
+  int rank = 0;     // the user's rank
+  int local = 0;    // its index among shared->own_ranks()
+  int device = -1;  // CUDA ordinal
+  bool finalized = false;
+  ncclResult_t init_result = ncclSuccess;  // failed: what init returned
+  std::string init_error;                  // failed: why
+  canopy::UniqueId id;                     // pending: what to join
+};
+
+namespace canopy::nccl_api {
+
+// Whether `comm` (non-null) was made by Canopy, destroyed or not: reads its first word.
+bool is_canopy_comm(const ncclComm* comm);
+// ncclSuccess when `comm` is a Canopy handle that `function` may use now (ready; pending too where `pending_ok`);
+// otherwise records why (null, destroyed, failed init, not yet initialised) and returns the code.
+ncclResult_t check_comm(const ncclComm* comm, const char* function, bool pending_ok = false);
+// "ncclAllReduce on communicator 0x..(rank 1 of 4)": how messages name a handle.
+std::string describe(const ncclComm* comm, const char* function);
+
+}  // namespace canopy::nccl_api

@@ -1,0 +1,133 @@
+// Per-thread NCCL group state and the outermost ncclGroupEnd (group.hpp).
+#include "nccl/group.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "nccl/comm_handle.hpp"
+#include "nccl/comm_init.hpp"
+#include "nccl/last_error.hpp"
+#include "nccl/real_nccl.hpp"
+
+namespace canopy::nccl_api {
+
+namespace {
+
+struct GroupState {
+  int depth = 0;
+  int real_depth = 0;  // how deep the real NCCL's group is (<= depth)
+  std::vector<ncclComm*> inits;
+  std::vector<std::pair<ncclComm*, RankCall>> calls;
+  ncclResult_t error = ncclSuccess;
+  std::string error_text;
+};
+thread_local GroupState t_group;
+
+// Joins every deferred init at once (each blocks until all ranks have joined).
+ncclResult_t run_inits(std::vector<ncclComm*> inits) {
+  std::erase_if(inits, [](ncclComm* c) { return c->state != CommState::pending; });  // destroyed meanwhile
+  if (inits.empty()) return ncclSuccess;
+  std::vector<ncclResult_t> results(inits.size(), ncclSuccess);
+  std::vector<std::string> messages(inits.size());
+  if (inits.size() == 1) {
+    results[0] = join_comm(inits[0], "ncclGroupEnd (deferred ncclCommInitRank)");
+    messages[0] = last_error();
+  } else {
+    std::vector<std::thread> threads;
+    for (std::size_t k = 0; k < inits.size(); ++k)
+      threads.emplace_back([&, k] {
+        results[k] = join_comm(inits[k], "ncclGroupEnd (deferred ncclCommInitRank)");
+        messages[k] = last_error();  // the joining thread's
+      });
+    for (std::thread& t : threads) t.join();
+  }
+  for (std::size_t k = 0; k < inits.size(); ++k)
+    if (results[k] != ncclSuccess) return fail(results[k], messages[k]);
+  return ncclSuccess;
+}
+
+ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls) {
+  std::vector<std::pair<SharedComm*, SharedComm::Ticket>> tickets;
+  ncclResult_t result = ncclSuccess;
+  for (const auto& [comm, call] : calls) {
+    if (comm->state != CommState::ready) {
+      if (result == ncclSuccess)
+        result = fail(ncclInvalidUsage, fmt::format("ncclGroupEnd: {} was not issued: its communicator's "
+                                                    "initialisation failed ({})",
+                                                    call.function, comm->init_error));
+      continue;
+    }
+    tickets.emplace_back(comm->shared.get(), comm->shared->post(comm->local, call));
+  }
+  for (std::size_t k = 0; k < tickets.size(); ++k) {
+    const Status s = tickets[k].first->wait(tickets[k].second);
+    if (!s.ok() && result == ncclSuccess) result = to_result(s, calls[k].second.function);
+  }
+  return result;
+}
+
+}  // namespace
+
+int group_depth() { return t_group.depth; }
+
+ncclResult_t group_start() {
+  ++t_group.depth;
+  if (t_group.real_depth > 0) {  // the real NCCL's group is open: keep it as deep as ours
+    if (auto f = real_nccl<ncclResult_t (*)()>("ncclGroupStart")) {
+      f();
+      ++t_group.real_depth;
+    }
+  }
+  return ncclSuccess;
+}
+
+void sync_real_group() {
+  auto f = real_nccl<ncclResult_t (*)()>("ncclGroupStart");
+  while (f && t_group.real_depth < t_group.depth) {
+    f();
+    ++t_group.real_depth;
+  }
+}
+
+void defer_init(ncclComm* comm) { t_group.inits.push_back(comm); }
+void defer_call(ncclComm* comm, const RankCall& call) { t_group.calls.emplace_back(comm, call); }
+void note_group_error(ncclResult_t result) {
+  if (t_group.depth > 0 && t_group.error == ncclSuccess) {
+    t_group.error = result;
+    t_group.error_text = last_error();
+  }
+}
+
+ncclResult_t group_end() {
+  GroupState& g = t_group;
+  if (g.depth == 0)
+    return fail(ncclInvalidUsage, "ncclGroupEnd: no group is open on this thread: every ncclGroupEnd must follow "
+                                  "its own ncclGroupStart");
+  ncclResult_t real_result = ncclSuccess;
+  if (g.real_depth == g.depth) {
+    if (auto f = real_nccl<ncclResult_t (*)()>("ncclGroupEnd")) real_result = f();
+    --g.real_depth;
+  }
+  if (--g.depth > 0) return ncclSuccess;
+  std::vector<ncclComm*> inits = std::move(g.inits);
+  std::vector<std::pair<ncclComm*, RankCall>> calls = std::move(g.calls);
+  const ncclResult_t earlier = g.error;
+  const std::string earlier_text = std::move(g.error_text);
+  g = GroupState{};
+  const ncclResult_t init_result = run_inits(inits);
+  const std::string init_text = last_error();
+  if (earlier != ncclSuccess)
+    return fail(earlier, fmt::format("ncclGroupEnd: a call inside the group failed, so its collectives were not "
+                                     "issued: {}",
+                                     earlier_text));
+  const ncclResult_t call_result = run_calls(calls);
+  if (init_result != ncclSuccess) return fail(init_result, init_text);
+  if (call_result != ncclSuccess) return call_result;
+  return real_result;
+}
+
+}  // namespace canopy::nccl_api

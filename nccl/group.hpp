@@ -1,0 +1,24 @@
+// ncclGroupStart/End with NCCL's semantics, per thread: groups nest (a count); calls inside one are checked when made
+// and issued at the outermost ncclGroupEnd: first the deferred inits (every handle joined at once, one thread each,
+// as nccl-tests' single-process mode needs), then the collectives, each rank's part posted to its SharedComm, then
+// waited for. A call that failed inside the group makes ncclGroupEnd fail too, and its collectives are dropped.
+// The real NCCL's group is kept at the same depth once a forwarded call needs it.
+#pragma once
+
+#include <nccl.h>
+
+#include "nccl/rank_call.hpp"
+
+namespace canopy::nccl_api {
+
+int group_depth();
+ncclResult_t group_start();
+ncclResult_t group_end();
+void defer_init(ncclComm* comm);
+void defer_call(ncclComm* comm, const RankCall& call);
+// A call inside the group failed with `result` (its message is already the last error): ncclGroupEnd returns it.
+void note_group_error(ncclResult_t result);
+// Before a call is forwarded to the real NCCL: opens its group as deep as ours.
+void sync_real_group();
+
+}  // namespace canopy::nccl_api

@@ -1,0 +1,26 @@
+// RankCall: one rank's part of a served collective, as its ncclXxx call gave it (already checked and mapped to
+// Canopy's DataType and ReduceOp). SharedComm matches the parts of every rank it holds and runs them as one call.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "core/collective.hpp"
+#include "core/data_type.hpp"
+
+namespace canopy::nccl_api {
+
+struct RankCall {
+  const char* function = "";  // "ncclAllReduce", for messages
+  Collective collective = Collective::allreduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::uint64_t count = 0;  // NCCL's count (allgather: per rank sent; reduce-scatter: per rank received)
+  DataType dtype = DataType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;
+  cudaStream_t stream = nullptr;
+};
+
+}  // namespace canopy::nccl_api

@@ -1,0 +1,25 @@
+// The real NCCL, for what Canopy does not serve. Loaded once, on first need, by absolute path with RTLD_DEEPBIND (so
+// its calls to its own exported functions stay inside it, never reaching this library): CANOPY_NCCL_LIBRARY when set
+// (only that path); else a libnccl.so* the process has already loaded (torch preloads its nvidia-nccl wheel's); else
+// the wheel beside a loaded libtorch_cuda.so or in the usual site-packages folders; else libnccl.so.2 in
+// LD_LIBRARY_PATH's folders and the system's and CUDA toolkit's library folders. Never by the bare name, and never a
+// file that is this library itself.
+#pragma once
+
+#include <string>
+
+namespace canopy::nccl_api {
+
+// The real NCCL's `name`, or nullptr when it is not loaded (real_nccl_why_not says why) or lacks it.
+void* real_nccl_symbol(const char* name);
+template <class F>
+F real_nccl(const char* name) {
+  return reinterpret_cast<F>(real_nccl_symbol(name));
+}
+bool real_nccl_loaded();         // tries to load it (once) and says whether it is there
+std::string real_nccl_path();    // "" when not loaded
+std::string real_nccl_why_not(); // why it could not be loaded ("" when it is)
+// The absolute path of this library (to never load it as the real NCCL).
+std::string own_library_path();
+
+}  // namespace canopy::nccl_api

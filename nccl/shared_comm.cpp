@@ -1,0 +1,71 @@
+// SharedComm (shared_comm.hpp): matches every own rank's part of a collective and runs them as one Communicator call.
+#include "nccl/shared_comm.hpp"
+
+#include <fmt/format.h>
+
+namespace canopy::nccl_api {
+
+SharedComm::SharedComm(std::unique_ptr<Communicator> comm, int nranks, int first_rank, int own_ranks)
+    : comm_(std::move(comm)), nranks_(nranks), first_rank_(first_rank), own_ranks_(own_ranks), next_(own_ranks, 0) {}
+
+SharedComm::~SharedComm() = default;
+
+SharedComm::Ticket SharedComm::post(int local, const RankCall& call) {
+  std::unique_lock lock(mutex_);
+  const Ticket ticket = next_[local]++;
+  Slot& slot = slots_[ticket];
+  slot.parts.resize(own_ranks_);
+  slot.parts[local] = call;
+  if (++slot.posted == own_ranks_) {
+    // The last part: run it here (holding the lock keeps the communicator's calls in sequence order).
+    slot.result = run(slot.parts);
+    slot.done = true;
+    ran_.notify_all();
+  }
+  return ticket;
+}
+
+Status SharedComm::wait(Ticket ticket) {
+  std::unique_lock lock(mutex_);
+  auto it = slots_.find(ticket);
+  ran_.wait(lock, [&] { return it->second.done; });
+  Status result = it->second.result;
+  if (++it->second.waited == own_ranks_) slots_.erase(it);
+  return result;
+}
+
+Status SharedComm::run(const std::vector<std::optional<RankCall>>& parts) {
+  const RankCall& first = *parts[0];
+  for (int k = 1; k < own_ranks_; ++k) {
+    const RankCall& p = *parts[k];
+    if (p.collective != first.collective || p.count != first.count || p.dtype != first.dtype || p.op != first.op ||
+        p.root != first.root)
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("rank {} called {} (count {}, {}, {}, root {}) where rank {} called {} (count {}, {}, "
+                                "{}, root {}) as the same collective of this communicator: every rank must make the "
+                                "same calls in the same order",
+                                first_rank_ + k, p.function, p.count, to_string(p.dtype), to_string(p.op), p.root,
+                                first_rank_, first.function, first.count, to_string(first.dtype),
+                                to_string(first.op), first.root));
+  }
+  std::vector<const void*> send(own_ranks_);
+  std::vector<void*> recv(own_ranks_);
+  std::vector<cudaStream_t> streams(own_ranks_);
+  for (int k = 0; k < own_ranks_; ++k) {
+    send[k] = parts[k]->send;
+    recv[k] = parts[k]->recv;
+    streams[k] = parts[k]->stream;
+  }
+  CollectiveCall call;
+  call.collective = first.collective;
+  call.send = send;
+  call.recv = recv;
+  call.count = first.count;
+  call.dtype = first.dtype;
+  call.op = first.op;
+  call.root = first.root;
+  call.streams = streams;
+  return comm_->run(call);
+}
+
+}  // namespace canopy::nccl_api

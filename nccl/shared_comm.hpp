@@ -1,0 +1,54 @@
+// SharedComm: one Canopy Communicator and the NCCL handles (ranks) this process holds of it: one for
+// ncclCommInitRank, several for ncclCommInitAll. NCCL takes each rank's part of a collective in a separate call
+// (from one thread inside a group, or from one thread per rank); the Communicator takes every own rank's buffers in
+// one call. post() files rank `local`'s part under that rank's next sequence number; the post that completes a
+// sequence runs it, checking that every part asks for the same collective; wait() returns that run's Status.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/status.hpp"
+#include "nccl/rank_call.hpp"
+#include "runtime/comm/communicator.hpp"
+
+namespace canopy::nccl_api {
+
+class SharedComm {
+ public:
+  SharedComm(std::unique_ptr<Communicator> comm, int nranks, int first_rank, int own_ranks);
+  ~SharedComm();
+
+  Communicator& communicator() { return *comm_; }
+  int nranks() const { return nranks_; }
+  int first_rank() const { return first_rank_; }
+  int own_ranks() const { return own_ranks_; }
+
+  using Ticket = std::uint64_t;
+  Ticket post(int local, const RankCall& call);
+  Status wait(Ticket ticket);
+
+ private:
+  struct Slot {
+    std::vector<std::optional<RankCall>> parts;
+    int posted = 0;
+    int waited = 0;
+    bool done = false;
+    Status result;
+  };
+  Status run(const std::vector<std::optional<RankCall>>& parts);
+
+  std::unique_ptr<Communicator> comm_;
+  int nranks_, first_rank_, own_ranks_;
+  std::mutex mutex_;
+  std::condition_variable ran_;
+  std::vector<Ticket> next_;  // per own rank
+  std::map<Ticket, Slot> slots_;
+};
+
+}  // namespace canopy::nccl_api

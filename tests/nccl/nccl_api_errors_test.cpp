@@ -1,0 +1,137 @@
+// The NCCL API's error paths on any CPU (no GPU, no real NCCL: CANOPY_NCCL_LIBRARY names a missing file): null and
+// destroyed communicators, bad types and operators, count overflow, null buffers, types Canopy does not serve,
+// calls it does not serve, bad configs and ids, mismatched group nesting. Each gives the right ncclResult_t and an
+// ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
+// pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU.
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace {
+
+const bool kNoRealNccl = [] { return setenv("CANOPY_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1) == 0; }();
+
+std::string last() { return ncclGetLastError(nullptr); }
+
+// Expects `result` to be `want` and the last error to contain `text`.
+#define EXPECT_NCCL_ERROR(call, want, text)                                                  \
+  do {                                                                                       \
+    const ncclResult_t r_ = (call);                                                          \
+    EXPECT_EQ(r_, want) << #call << ": " << last();                                          \
+    EXPECT_NE(last().find(text), std::string::npos) << #call << " says: " << last();         \
+  } while (0)
+
+// A fake device address: the calls below are refused or deferred before any pointer is used.
+void* fake(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
+
+TEST(NcclApiErrors, NullCommunicator) {
+  ASSERT_TRUE(kNoRealNccl);
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, nullptr, nullptr), ncclInvalidArgument,
+                    "ncclAllReduce: comm is NULL");
+  int n = 0;
+  EXPECT_NCCL_ERROR(ncclCommCount(nullptr, &n), ncclInvalidArgument, "ncclCommCount: comm is NULL");
+  EXPECT_NCCL_ERROR(ncclCommDestroy(nullptr), ncclInvalidArgument, "ncclCommDestroy: comm is NULL");
+}
+
+TEST(NcclApiErrors, MismatchedGroupNesting) {
+  EXPECT_NCCL_ERROR(ncclGroupEnd(), ncclInvalidUsage, "no group is open on this thread");
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+  EXPECT_NCCL_ERROR(ncclGroupEnd(), ncclInvalidUsage, "every ncclGroupEnd must follow its own ncclGroupStart");
+}
+
+TEST(NcclApiErrors, BadConfigAndId) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ncclComm_t comm = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.magic = 0x1234;
+  EXPECT_NCCL_ERROR(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclInvalidArgument, "not 0xcafebeef");
+  EXPECT_NCCL_ERROR(ncclCommInitRank(&comm, 2, id, 2), ncclInvalidArgument, "rank is 2: it must be in 0 .. 1");
+  ncclUniqueId garbage{};
+  EXPECT_NCCL_ERROR(ncclCommInitRank(&comm, 1, garbage, 0), ncclInvalidArgument, "commId is not one");
+  EXPECT_NCCL_ERROR(ncclCommInitAll(nullptr, 1, nullptr), ncclInvalidArgument, "ncclCommInitAll: comm is NULL");
+}
+
+TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << last();  // deferred to ncclGroupEnd
+  ASSERT_NE(comm, nullptr);
+  int n = 0, rank = -1;
+  EXPECT_EQ(ncclCommCount(comm, &n), ncclSuccess);
+  EXPECT_EQ(n, 1);
+  EXPECT_EQ(ncclCommUserRank(comm, &rank), ncclSuccess);
+  EXPECT_EQ(rank, 0);
+  ncclResult_t async = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclInProgress);
+
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, static_cast<ncclDataType_t>(42), ncclSum, comm, nullptr),
+                    ncclInvalidArgument, "datatype 42 is not an ncclDataType_t");
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, static_cast<ncclRedOp_t>(-1), comm, nullptr),
+                    ncclInvalidArgument, "op -1 is not an ncclRedOp_t");
+  EXPECT_NCCL_ERROR(ncclReduce(fake(64), fake(64), 4, ncclFloat, static_cast<ncclRedOp_t>(9), 0, comm, nullptr),
+                    ncclInvalidArgument, "ncclRedOpCreatePreMulSum did not make it");
+  EXPECT_NCCL_ERROR(ncclBroadcast(fake(64), fake(64), 4, ncclFloat, 3, comm, nullptr), ncclInvalidArgument,
+                    "root is 3");
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), SIZE_MAX / 2, ncclFloat, ncclSum, comm, nullptr),
+                    ncclInvalidArgument, "overflows a 64-bit byte size");
+  EXPECT_NCCL_ERROR(ncclAllReduce(nullptr, fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidArgument,
+                    "sendbuff is NULL");
+  EXPECT_NCCL_ERROR(ncclAllGather(fake(64), nullptr, 4, ncclFloat, comm, nullptr), ncclInvalidArgument,
+                    "recvbuff is NULL");
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclInt8, ncclSum, comm, nullptr), ncclInvalidUsage,
+                    "ncclAllReduce of ncclInt8 is not served by Canopy yet and no real NCCL communicator exists");
+  EXPECT_NCCL_ERROR(ncclSend(fake(64), 4, ncclFloat, 0, comm, nullptr), ncclInvalidUsage,
+                    "ncclSend is not served by Canopy yet and no real NCCL communicator exists");
+  EXPECT_NE(last().find("CANOPY_NCCL_LIBRARY"), std::string::npos) << last();
+  // Served and valid: checked and queued for ncclGroupEnd (a copy of any type is served, as bytes).
+  EXPECT_EQ(ncclAllGather(fake(64), fake(64), 4, ncclUint64, comm, nullptr), ncclSuccess) << last();
+  EXPECT_EQ(ncclAllReduce(fake(64), fake(64), 0, ncclFloat, ncclSum, comm, nullptr), ncclSuccess);  // nothing to do
+
+  // The group saw failed calls: ncclGroupEnd fails and issues nothing; the join failed too (no GPU here).
+  EXPECT_NCCL_ERROR(ncclGroupEnd(), ncclInvalidArgument, "a call inside the group failed");
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_NE(async, ncclSuccess);
+  EXPECT_NE(async, ncclInProgress);
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage,
+                    "initialisation failed");
+
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage,
+                    "the communicator was destroyed");
+  EXPECT_NCCL_ERROR(ncclCommDestroy(comm), ncclInvalidUsage, "the communicator was destroyed");
+  EXPECT_NCCL_ERROR(ncclSend(fake(64), 4, ncclFloat, 0, comm, nullptr), ncclInvalidUsage, "was destroyed");
+}
+
+TEST(NcclApiErrors, InitWithoutAGpuSaysWhy) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ncclComm_t comm = nullptr;
+  const ncclResult_t r = ncclCommInitRank(&comm, 1, id, 0);
+  if (r == ncclSuccess) GTEST_SKIP() << "a GPU is present: the init succeeded";
+  EXPECT_NE(last().find("ncclCommInitRank: "), std::string::npos) << last();
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  ncclComm_t comms[1] = {};
+  if (ncclCommInitAll(comms, 1, nullptr) != ncclSuccess) {
+    EXPECT_NE(last().find("ncclCommInitAll: "), std::string::npos) << last();
+  }
+}
+
+TEST(NcclApiErrors, ForwardedCallWithoutARealNccl) {
+  void* ptr = nullptr;
+  EXPECT_NCCL_ERROR(ncclMemAlloc(&ptr, 1024), ncclInvalidUsage, "the real NCCL is not loaded");
+  int version = 0;
+  EXPECT_EQ(ncclGetVersion(&version), ncclSuccess);
+  EXPECT_EQ(version, NCCL_VERSION_CODE);
+}
+
+}  // namespace
