@@ -1,6 +1,7 @@
 // Internal to planner/: an integer-capacity digraph with exact max-flow (Boost Boykov-Kolmogorov on int64) and the
-// min cut it finds. Capacities are in planner units (see planner/units.hpp); arcs keep stable ids so callers can
-// lower and restore capacities between flows without rebuilding the graph.
+// min cut it finds. Capacities are integer planner units (planner.cpp's Network::units_per_gbps: 1e-6 GB/s unless the
+// sums could overflow); arcs keep stable ids so callers can lower and restore capacities between flows without
+// rebuilding the graph.
 #pragma once
 
 #include <cstdint>
