@@ -1,5 +1,6 @@
 // place_ranks: ranks from the topology (all GPUs or a --gpus list), devices cut to the ranks, virtual ranks in blocks,
 // and what the placement allows (peer access, NVLink hops), on any CPU with GPUs described by hand.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -15,7 +16,7 @@ using ::testing::HasSubstr;
 
 std::vector<GpuDevice> gpus(int count) {
   std::vector<GpuDevice> out;
-  for (int i = 0; i < count; ++i) out.push_back(GpuDevice{i, "test GPU", "sm_90", DeviceLimits{}, 0});
+  for (int i = 0; i < count; ++i) out.push_back(GpuDevice{i, "test GPU", "sm_90", DeviceLimits{}, 0, fmt::format("{:032x}", i)});
   return out;
 }
 
