@@ -224,7 +224,10 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       CollectiveCall call;
       if (Status s = buffers->set_up(spec, o.in_place, &call); !s.ok()) return s;
       BenchRow row;
-      if (program) row.algorithm = program->name();
+      if (program) {
+        row.algorithm = program->name();
+        row.goal = program->goal();
+      }
       row.collective = c;
       row.dtype = o.dtype;
       row.op = o.op;
@@ -293,7 +296,7 @@ std::string bench_rows_json(const std::vector<BenchRow>& rows) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const BenchRow& r : rows) {
     nlohmann::ordered_json j;
-    j["collective"] = to_string(r.collective);
+    j["collective"] = r.goal.empty() ? to_string(r.collective) : r.goal;  // alltoall, custom: goals of no Collective
     if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
     j["dtype"] = to_string(r.dtype);
     j["op"] = to_string(r.op);

@@ -57,6 +57,7 @@ struct BenchRow {
   double nccl_busbw_gbps = 0;
   std::string device;
   std::string algorithm;  // a program's name; `collective` is then its goal's (allreduce for other goals)
+  std::string goal;       // a program's goal as Program::goal() names it ("alltoall", "custom"): the JSON's collective
 };
 
 // The element count of size S for `collective` over `ranks` (0 when S is smaller than one element per rank).

@@ -1,4 +1,4 @@
-// canopy bench's size list and counts, in nccl-tests' conventions.
+// canopy bench's size list and counts, in nccl-tests' conventions, and its JSON rows.
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
@@ -22,6 +22,28 @@ TEST(BenchSizes, CountsFollowNcclTests) {
   EXPECT_EQ(bench_count(Collective::allgather, 1 << 20, DataType::f32, 8), 1u << 15);  // S is the output
   EXPECT_EQ(bench_count(Collective::reducescatter, 1 << 20, DataType::bf16, 4), 1u << 17);  // S is the input
   EXPECT_EQ(bench_count(Collective::allgather, 8, DataType::f32, 8), 0u);  // under one element per rank: skipped
+}
+
+}  // namespace
+}  // namespace canopy
+
+namespace canopy {
+namespace {
+
+// A program's row names its own goal as the collective (an alltoall program was labelled allreduce, the stand-in
+// Collective for goals NCCL's collectives lack); planned collectives keep their name.
+TEST(BenchJson, AProgramRowNamesItsGoal) {
+  BenchRow program;
+  program.collective = Collective::allreduce;
+  program.algorithm = "two-step-alltoall";
+  program.goal = "alltoall";
+  BenchRow planned;
+  planned.collective = Collective::reducescatter;
+  const std::string json = bench_rows_json({program, planned});
+  EXPECT_NE(json.find("\"collective\": \"alltoall\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"algorithm\": \"two-step-alltoall\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"collective\": \"reducescatter\""), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"collective\": \"allreduce\""), std::string::npos) << json;
 }
 
 }  // namespace
