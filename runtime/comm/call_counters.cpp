@@ -8,7 +8,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <future>
 
 namespace canopy {
 namespace {
@@ -37,34 +36,23 @@ Status CallCounters::share(FdChannel& channel, int process, int processes, std::
   }
   c->pages_[process] = mine;
   new (mine) std::atomic<std::uint64_t>(0);
-  // Sends wait for each receiver's acknowledgement, so they run beside this thread's receiving.
-  std::future<Status> sent = std::async(std::launch::async, [&] {
-    for (int p = 0; p < processes; ++p)
-      if (p != process)
-        if (Status s = channel.send(p, kCountersTag, std::span<const int>(&fd, 1), "calls"); !s.ok()) return s;
-    return Status();
-  });
-  Status s;
-  for (int p = 0; p < processes && s.ok(); ++p) {
-    if (p == process) continue;
-    FdMessage m;
-    if (s = channel.receive(p, kCountersTag, &m); !s.ok()) break;
-    if (m.fds.size() != 1) {
-      s = Status(StatusCode::internal, fmt::format("process {} sent {} descriptors for its call counter", p,
-                                                   m.fds.size()));
-      break;
-    }
+  std::vector<int> others;
+  for (int p = 0; p < processes; ++p)
+    if (p != process) others.push_back(p);
+  const auto map_page = [&](int p, FdMessage& m) {
+    if (m.fds.size() != 1)
+      return Status(StatusCode::internal,
+                    fmt::format("process {} sent {} descriptors for its call counter", p, m.fds.size()));
     void* page = mmap(nullptr, kPage, PROT_READ, MAP_SHARED, m.fds[0].get(), 0);
-    if (page == MAP_FAILED) {
-      s = Status(StatusCode::internal, fmt::format("mapping process {}'s call counter: {}", p, std::strerror(errno)));
-      break;
-    }
+    if (page == MAP_FAILED)
+      return Status(StatusCode::internal,
+                    fmt::format("mapping process {}'s call counter: {}", p, std::strerror(errno)));
     c->pages_[p] = page;
-  }
-  const Status delivered = sent.get();
+    return Status();
+  };
+  const Status s = channel.exchange(kCountersTag, std::span<const int>(&fd, 1), "calls", others, others, map_page);
   close(fd);
   if (!s.ok()) return s;  // the destructor unmaps what was mapped
-  if (!delivered.ok()) return delivered;
   *out = std::move(c);
   return Status();
 }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <thread>
 
 #include "core/sha256.hpp"
@@ -273,6 +274,28 @@ Status FdChannel::receive(int from, std::uint32_t tag, FdMessage* out) {
                     fmt::format("rank {}: no descriptors from rank {} (tag {}) within {} ms{}", rank_, from, tag,
                                 options_.timeout.count(), s.message() == "timeout" ? "" : ": " + s.message()));
   }
+}
+
+}  // namespace canopy
+
+namespace canopy {
+
+Status FdChannel::exchange(std::uint32_t tag, std::span<const int> fds, std::string_view payload,
+                           std::span<const int> to, std::span<const int> from,
+                           const std::function<Status(int from, FdMessage& message)>& on_message) {
+  std::future<Status> sent = std::async(std::launch::async, [&] {
+    for (int p : to)
+      if (Status s = send(p, tag, fds, payload); !s.ok()) return s;
+    return Status();
+  });
+  Status received;
+  for (int p : from) {
+    FdMessage m;
+    if (received = receive(p, tag, &m); !received.ok()) break;
+    if (received = on_message(p, m); !received.ok()) break;
+  }
+  const Status delivered = sent.get();
+  return received.ok() ? delivered : received;
 }
 
 }  // namespace canopy

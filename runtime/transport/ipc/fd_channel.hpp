@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -81,6 +82,12 @@ class FdChannel {
   // The next message from rank `from` with tag `tag`, waiting until the timeout; messages from others are kept for
   // later calls.
   Status receive(int from, std::uint32_t tag, FdMessage* out);
+  // One step every process takes together: sends `fds` and `payload` to each rank of `to` while receiving the message
+  // tagged `tag` of each rank of `from` in turn and handing it to `on_message` (whose failure stops the receiving).
+  // Sends wait for their receivers' acknowledgements, so they run on a thread of their own. The receiving's failure,
+  // else the sending's.
+  Status exchange(std::uint32_t tag, std::span<const int> fds, std::string_view payload, std::span<const int> to,
+                  std::span<const int> from, const std::function<Status(int from, FdMessage& message)>& on_message);
 
  private:
   FdChannel() = default;

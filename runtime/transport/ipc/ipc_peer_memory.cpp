@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <future>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -67,41 +66,28 @@ std::vector<void*> IpcPeerMemory::exchange(const std::vector<std::pair<int, std:
   }
   std::vector<int> raw;
   for (const UniqueFd& f : fds) raw.push_back(f.get());
-  // Sends wait for each receiver's acknowledgement, so they run beside this thread's receiving.
-  std::future<Status> sent = std::async(std::launch::async, [&] {
-    for (int p : to)
-      if (Status s = channel_.send(p, tag, raw, payload); !s.ok()) return s;
-    return Status();
-  });
-  Status received;
   std::vector<std::unique_ptr<ShareableMemory>> imported;
-  for (int p : from) {
-    FdMessage m;
-    if (received = channel_.receive(p, tag, &m); !received.ok()) break;
+  const Status shared = channel_.exchange(tag, raw, payload, to, from, [&](int p, FdMessage& m) {
     std::istringstream lines(m.payload);
     int rank = -1;
     std::size_t bytes = 0;
     std::size_t k = 0;
     while (lines >> rank >> bytes) {
-      if (rank < 0 || rank >= static_cast<int>(out.size()) || process_of_rank_[rank] != p || k >= m.fds.size()) {
-        received = Status(StatusCode::remote_error,
-                          fmt::format("process {} sent memory for rank {} in step {}, which is not one of its ranks "
-                                      "(or without its descriptor): the processes disagree on the placement",
-                                      p, rank, tag));
-        break;
-      }
+      if (rank < 0 || rank >= static_cast<int>(out.size()) || process_of_rank_[rank] != p || k >= m.fds.size())
+        return Status(StatusCode::remote_error,
+                      fmt::format("process {} sent memory for rank {} in step {}, which is not one of its ranks "
+                                  "(or without its descriptor): the processes disagree on the placement",
+                                  p, rank, tag));
       std::unique_ptr<ShareableMemory> mem;
-      if (received = ShareableMemory::import(m.fds[k].get(), ordinal_, bytes, {}, &mem); !received.ok()) break;
+      if (Status s = ShareableMemory::import(m.fds[k].get(), ordinal_, bytes, {}, &mem); !s.ok()) return s;
       out[rank] = mem->pointer();
       imported.push_back(std::move(mem));
       ++k;
     }
-    if (!received.ok()) break;
-  }
-  const Status send_status = sent.get();
-  if (!received.ok() || !send_status.ok())
-    throw Error(fmt::format("process {}: sharing memory (step {}) failed: {}", process_, tag,
-                            (!received.ok() ? received : send_status).message()));
+    return Status();
+  });
+  if (!shared.ok())
+    throw Error(fmt::format("process {}: sharing memory (step {}) failed: {}", process_, tag, shared.message()));
   for (auto& m : made) mapped_[m->pointer()] = std::move(m);
   for (auto& m : imported) mapped_[m->pointer()] = std::move(m);
   return out;
