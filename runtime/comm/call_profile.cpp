@@ -1,12 +1,7 @@
-// CallProfile's report and its switch (see call_profile.hpp).
+// CallProfile's report (see call_profile.hpp).
 #include "runtime/comm/call_profile.hpp"
 
 #include <fmt/format.h>
-
-#include <cstdlib>
-#include <string_view>
-
-#include "core/error.hpp"
 
 namespace canopy {
 
@@ -21,11 +16,5 @@ std::string CallProfile::report() const {
   return out + fmt::format(" = {:.2f}", calls_ ? total / 1000.0 / calls_ : 0.0);
 }
 
-bool profile_calls_from_environment() {
-  const char* v = std::getenv("CANOPY_PROFILE_CALLS");
-  if (!v || !*v || std::string_view(v) == "0") return false;
-  if (std::string_view(v) == "1") return true;
-  throw Error(fmt::format("CANOPY_PROFILE_CALLS='{}': expected 0 or 1", v));
-}
 
 }  // namespace canopy

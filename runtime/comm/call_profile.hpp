@@ -1,9 +1,10 @@
-// CallProfile: where a communicator's calls spend the host's time, phase by phase, when CANOPY_PROFILE_CALLS=1 (off:
-// one branch per phase). Each call's time from entry to return is cut at marks into: entry (the state checks), check
-// (the call's arguments and pointers; across processes also the whole call made from this process's part), choose
-// (protocol, kernel spec, the prepared kernel found), launch (arguments and the launch itself), stage (copies in and
-// out of the staging area, across processes) and finish (the rest: avg's division, return); the lock's wait is left
-// out. The communicator prints the means per call when it is destroyed.
+// CallProfile: where a communicator's calls spend the host's time, phase by phase, when CANOPY_PROFILE_CALLS=1
+// (CommunicatorConfig::profile_calls; off: one branch per phase). Each call's time from entry to return is cut at
+// marks into: entry (the state checks), check (the call's arguments and pointers; across processes also the whole
+// call made from this process's part), choose (protocol, kernel spec, the prepared kernel found), launch (arguments
+// and the launch itself), stage (copies in and out of the staging area, across processes) and finish (the rest:
+// avg's division, return); the lock's wait is left out. The communicator prints the means per call when it is
+// destroyed.
 #pragma once
 
 #include <array>
@@ -44,8 +45,5 @@ class CallProfile {
   std::array<std::uint64_t, kPhases> ns_{};
   std::uint64_t calls_ = 0;
 };
-
-// CANOPY_PROFILE_CALLS: 1 turns the profile on (default 0).
-bool profile_calls_from_environment();
 
 }  // namespace canopy

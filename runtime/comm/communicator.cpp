@@ -136,7 +136,7 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
       OffloadPlacement{&st.topology, &pl.rank_names, &pl.gpus, &pl.device_of_rank, &pl.ordinal_of_rank},
       st.config.hybrid, st.protocols, *st.plans, st.builder->jit(), st.log);
   st.abort_word = std::make_unique<AbortWord>();
-  st.profile.on = profile_calls_from_environment();
+  st.profile.on = st.config.profile_calls;
   st.order = make_device_order(pl.ordinals);
   if (st.config.launch.enabled && pl.devices() > 1 && !pl.multi_process())
     st.crew = std::make_unique<LaunchCrew>(pl.ordinals, st.config.launch.spin);

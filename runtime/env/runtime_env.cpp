@@ -114,6 +114,11 @@ bool check_calls_from_environment() {
                     "compare every call's signature across the processes first");
 }
 
+bool profile_calls_from_environment() {
+  return env_switch("CANOPY_PROFILE_CALLS", false, "no profile, the default",
+                    "time each call's phases and print the means when the communicator goes");
+}
+
 bool check_pointers_from_environment() {
   return env_switch("CANOPY_CHECK_POINTERS", true, "skip the driver's pointer queries", "ask them, the default");
 }

@@ -100,6 +100,8 @@ bool check_pointers_from_environment();
 // fail that call naming both signatures, instead of hanging or mixing data. It costs a round trip through the
 // bootstrap root per call.
 bool check_calls_from_environment();
+// CANOPY_PROFILE_CALLS (default 0): 1 times each call's phases on the host (runtime/comm/call_profile.hpp).
+bool profile_calls_from_environment();
 
 // CANOPY_LAUNCH_THREADS (default 1; 0: off) and CANOPY_LAUNCH_SPIN_US (default 200): a communicator of several GPUs
 // launches on them at once through helper threads that wait `spin` for work before sleeping (launch_crew.hpp).

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "runtime/comm/call_profile.hpp"
+#include "runtime/env/runtime_env.hpp"
 
 namespace canopy {
 namespace {
