@@ -15,20 +15,11 @@
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/detect/detect_topology.hpp"
+#include "runtime/env/runtime_env.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {
 namespace {
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  try {
-    return std::stoi(v);
-  } catch (const std::exception&) {
-    throw Error(fmt::format("{}='{}': expected a number", name, v));
-  }
-}
 
 // This process's command line as it was started (/proc/self/cmdline), with argv[0] made this executable's path.
 std::vector<std::string> own_command_line() {
@@ -58,8 +49,8 @@ bool launch_bench_processes(int procs, int* code) {
 }
 
 std::unique_ptr<Communicator> join_bench_process(int procs, CommunicatorOptions options) {
-  const int rank = env_int("CANOPY_RANK", -1);
-  const int nranks = env_int("CANOPY_NRANKS", -1);
+  const int rank = env_int("CANOPY_RANK", -1, "a rank number");
+  const int nranks = env_int("CANOPY_NRANKS", -1, "a number of ranks");
   if (nranks != procs || rank < 0 || rank >= procs)
     throw Error(fmt::format("--procs {}: this process is CANOPY_RANK {} of CANOPY_NRANKS {}: start it with the same "
                             "number of processes (canopy run -n {}), or without a launcher",
@@ -73,7 +64,7 @@ std::unique_ptr<Communicator> join_bench_process(int procs, CommunicatorOptions 
   std::vector<int> devices = options.devices;
   if (devices.empty())
     for (int d = 0; d < visible; ++d) devices.push_back(d);
-  const int local = env_int("CANOPY_LOCAL_RANK", rank);
+  const int local = env_int("CANOPY_LOCAL_RANK", rank, "a rank number on this host");
   options.devices = {devices[static_cast<std::size_t>(local) % devices.size()]};
   if (!options.topology && devices.size() > 1) {
     if (static_cast<int>(devices.size()) < procs)

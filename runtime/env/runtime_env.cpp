@@ -14,21 +14,22 @@
 
 namespace canopy {
 
+int env_int(const char* name, int fallback, const char* takes) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const std::string_view text(v);
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size())
+    throw Error(fmt::format("{}='{}': expected {}", name, text, takes));
+  return value;
+}
+
 namespace {
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) return std::nullopt;
   return std::string(v);
-}
-
-int env_int(const char* name, int fallback, const char* takes) {
-  const auto v = env(name);
-  if (!v) return fallback;
-  int value = 0;
-  const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), value);
-  if (ec != std::errc() || end != v->data() + v->size())
-    throw Error(fmt::format("{}='{}': expected {}", name, *v, takes));
-  return value;
 }
 
 // A 0/1 variable (default `fallback`); anything else is refused, naming what each value does.

@@ -30,6 +30,10 @@
 
 namespace canopy {
 
+// The integer in variable `name`, `fallback` when unset or empty; anything else is a canopy::Error saying what it
+// `takes` ("seconds, e.g. 10").
+int env_int(const char* name, int fallback, const char* takes);
+
 CodegenOptions shape_from_environment();
 
 // CANOPY_LARGE_BYTES (default 8 MiB) and CANOPY_LARGE_BLOCKS (default 128; CANOPY_BLOCKS, when set, for every size).
