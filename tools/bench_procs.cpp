@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/error.hpp"
+#include "bench/harness/benchmark.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/detect/detect_topology.hpp"
@@ -86,21 +87,11 @@ Status init_nccl_processes(Communicator& comm, NcclLibrary& nccl) {
   const int ordinal = comm.device_of_rank(comm.first_own_rank());
   CurrentDevice keep;
   if (const cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) return cuda_status(e, "cudaSetDevice");
-  void* buffer = nullptr;
   cudaStream_t stream = nullptr;
   if (const cudaError_t e = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking); e != cudaSuccess)
     return cuda_status(e, "cudaStreamCreate");
-  cudaError_t e = cudaMalloc(&buffer, id.size());
-  if (e == cudaSuccess) e = cudaMemcpy(buffer, id.data(), id.size(), cudaMemcpyHostToDevice);
-  Status s = e == cudaSuccess ? Status() : cuda_status(e, "a device copy of NCCL's id");
-  const void* send[] = {buffer};
-  void* recv[] = {buffer};
-  const cudaStream_t streams[] = {stream};
-  if (s.ok()) s = comm.broadcast(send, recv, id.size(), DataType::u8, 0, streams);
-  if (s.ok() && (e = cudaStreamSynchronize(stream)) == cudaSuccess)
-    e = cudaMemcpy(id.data(), buffer, id.size(), cudaMemcpyDeviceToHost);
-  if (s.ok() && e != cudaSuccess) s = cuda_status(e, "NCCL's id from rank 0");
-  if (buffer) (void)cudaFree(buffer);
+  const Status s = collective_on_host(comm, Collective::broadcast, id.data(), id.size(), DataType::u8, ReduceOp::sum,
+                                      0, std::vector<cudaStream_t>(comm.own_ranks(), stream));
   (void)cudaStreamDestroy(stream);
   if (!s.ok()) return s;
   return nccl.init_rank(ordinal, comm.ranks(), comm.first_own_rank(), id);

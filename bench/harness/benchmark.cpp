@@ -96,36 +96,42 @@ Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& ran
 }
 
 // A multi-process communicator's row is every process's: `values` (this process's) become their combination over
-// the processes by `op` (max: the slowest process's time; sum: all processes' wrong elements), through the
-// communicator itself, an in-place allreduce of f64 on this process's ranks' streams. Nothing for one process.
+// the processes by `op` (max: the slowest process's time; sum: all processes' wrong elements). Nothing for one
+// process.
 Status across_processes(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, ReduceOp op,
                         std::vector<double>& values) {
   if (!comm.multi_process() || values.empty()) return Status();
-  const std::uint64_t bytes = values.size() * sizeof(double);
-  CurrentDevice keep;
-  std::vector<void*> buffers(comm.own_ranks(), nullptr);
-  auto release = [&] {
-    for (int k = 0; k < comm.own_ranks(); ++k)
-      if (buffers[k]) (void)cudaFree(buffers[k]);
-  };
-  for (int k = 0; k < comm.own_ranks(); ++k) {
-    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(comm.device_of_rank(comm.first_own_rank() + k)));
-    if (const cudaError_t e = cudaMalloc(&buffers[k], bytes); e != cudaSuccess)
-      return release(), cuda_status(e, "cudaMalloc for the processes' shared figures");
-    if (const cudaError_t e = cudaMemcpy(buffers[k], values.data(), bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
-      return release(), cuda_status(e, "cudaMemcpy of this process's figures");
-  }
-  const std::vector<const void*> send(buffers.begin(), buffers.end());
-  if (Status s = comm.allreduce(send, buffers, values.size(), DataType::f64, op, rank_streams); !s.ok())
-    return release(), s;
-  CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(comm.device_of_rank(comm.first_own_rank())));
-  const cudaError_t e = cudaMemcpyAsync(values.data(), buffers[0], bytes, cudaMemcpyDeviceToHost, rank_streams[0]);
-  const cudaError_t synced = e == cudaSuccess ? cudaStreamSynchronize(rank_streams[0]) : e;
-  release();
-  return synced == cudaSuccess ? Status() : cuda_status(synced, "the processes' shared figures");
+  return collective_on_host(comm, Collective::allreduce, values.data(), values.size(), DataType::f64, op, 0,
+                            rank_streams);
 }
 
 }  // namespace
+
+Status collective_on_host(Communicator& comm, Collective collective, void* host, std::uint64_t count, DataType dtype,
+                          ReduceOp op, int root, const std::vector<cudaStream_t>& rank_streams) {
+  const std::uint64_t bytes = count * static_cast<std::uint64_t>(size_of(dtype));
+  CurrentDevice keep;
+  std::vector<void*> buffers(comm.own_ranks(), nullptr);
+  auto release = [&] {
+    for (void* b : buffers)
+      if (b) (void)cudaFree(b);
+  };
+  for (int k = 0; k < comm.own_ranks(); ++k) {
+    CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(comm.device_of_rank(comm.first_own_rank() + k)));
+    if (const cudaError_t e = cudaMalloc(&buffers[k], std::max<std::uint64_t>(bytes, 1)); e != cudaSuccess)
+      return release(), cuda_status(e, "cudaMalloc for host data through the communicator");
+    if (const cudaError_t e = cudaMemcpy(buffers[k], host, bytes, cudaMemcpyHostToDevice); e != cudaSuccess)
+      return release(), cuda_status(e, "cudaMemcpy of host data to the GPU");
+  }
+  const std::vector<const void*> send(buffers.begin(), buffers.end());
+  CollectiveCall call{collective, send, buffers, count, dtype, op, root, rank_streams};
+  if (Status s = comm.run(call); !s.ok()) return release(), s;
+  CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(comm.device_of_rank(comm.first_own_rank())));
+  const cudaError_t e = cudaMemcpyAsync(host, buffers[0], bytes, cudaMemcpyDeviceToHost, rank_streams[0]);
+  const cudaError_t synced = e == cudaSuccess ? cudaStreamSynchronize(rank_streams[0]) : e;
+  release();
+  return synced == cudaSuccess ? Status() : cuda_status(synced, "host data back from the communicator");
+}
 
 std::uint64_t bench_count(Collective c, std::uint64_t bytes, DataType dtype, int ranks) {
   const std::uint64_t elements = bytes / static_cast<std::uint64_t>(size_of(dtype));

@@ -76,6 +76,12 @@ Status run_benchmark(Communicator& comm, const BenchOptions& options, NcclLibrar
 
 std::string bench_rows_json(const std::vector<BenchRow>& rows);
 
+// `collective` over host data through `comm`, in place: each of this process's ranks gets a device copy of `host`
+// (`count` elements of `dtype`) on its stream in `rank_streams`, and the first one's result comes back into `host`.
+// Blocks. How the processes of `canopy bench --procs` agree on a row's figures and hand out NCCL's id.
+Status collective_on_host(Communicator& comm, Collective collective, void* host, std::uint64_t count, DataType dtype,
+                          ReduceOp op, int root, const std::vector<cudaStream_t>& rank_streams);
+
 // The median time per call of `repeats` loops of `iters` calls of `call` after `warmup` (CUDA events on every GPU's
 // stream, the slowest GPU's loop), as run_benchmark times a row.
 Status time_call(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, const CollectiveCall& call,
