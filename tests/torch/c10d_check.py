@@ -33,7 +33,8 @@ import zlib
 import torch
 import torch.distributed as dist
 
-import torch_setup
+sys.dont_write_bytecode = True  # importing the helpers beside it leaves no __pycache__ in the tree
+import torch_setup  # noqa: E402 (after the line above)
 
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "int64": torch.int64,

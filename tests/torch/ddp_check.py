@@ -16,7 +16,8 @@ import sys
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
-import torch_setup
+sys.dont_write_bytecode = True  # importing the helpers beside it leaves no __pycache__ in the tree
+import torch_setup  # noqa: E402 (after the line above)
 import train_setup
 
 

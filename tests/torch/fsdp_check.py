@@ -20,7 +20,8 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
 
-import torch_setup
+sys.dont_write_bytecode = True  # importing the helpers beside it leaves no __pycache__ in the tree
+import torch_setup  # noqa: E402 (after the line above)
 import train_setup
 
 

@@ -31,11 +31,11 @@ def start(backend):
     """init_process_group for this rank; returns (rank, world size, device).
 
     The device is bound (device_id) so that barrier() and the eager communicator use it rather than guessing
-    rank mod GPUs. CANOPY_TORCH_TIMEOUT (seconds, default 300) bounds every collective: a hang ends in an error
-    that names the collective instead of waiting for the step's timeout.
+    rank mod GPUs. CANOPY_TORCH_COLLECTIVE_TIMEOUT (seconds, default 300) bounds every collective: a hang ends in an
+    error that names the collective instead of waiting for the step's timeout.
     """
     device = rank_device(backend)
-    timeout = datetime.timedelta(seconds=int(os.environ.get("CANOPY_TORCH_TIMEOUT", "300")))
+    timeout = datetime.timedelta(seconds=int(os.environ.get("CANOPY_TORCH_COLLECTIVE_TIMEOUT", "300")))
     bind = {"device_id": device} if device.type == "cuda" else {}
     dist.init_process_group(backend, timeout=timeout, **bind)
     return dist.get_rank(), dist.get_world_size(), device
