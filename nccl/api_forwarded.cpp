@@ -11,10 +11,6 @@ using namespace canopy::nccl_api;
 
 extern "C" {
 
-CANOPY_NCCL_EXPORT ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
-  return forward("ncclMemAlloc", nullptr, ptr, size);
-}
-CANOPY_NCCL_EXPORT ncclResult_t ncclMemFree(void* ptr) { return forward("ncclMemFree", nullptr, ptr); }
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return forward("ncclCommRevoke", comm, comm, revokeFlags);
 }
@@ -74,8 +70,6 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void* 
 
 }  // extern "C"
 
-CANOPY_PNCCL_ALIAS(ncclMemAlloc)
-CANOPY_PNCCL_ALIAS(ncclMemFree)
 CANOPY_PNCCL_ALIAS(ncclCommRevoke)
 CANOPY_PNCCL_ALIAS(ncclCommShrink)
 CANOPY_PNCCL_ALIAS(ncclCommRegister)

@@ -3,6 +3,7 @@
 // calls it does not serve, bad configs and ids, mismatched group nesting. Each gives the right ncclResult_t and an
 // ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
 // pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -127,11 +128,26 @@ TEST(NcclApiErrors, InitWithoutAGpuSaysWhy) {
 }
 
 TEST(NcclApiErrors, ForwardedCallWithoutARealNccl) {
-  void* ptr = nullptr;
-  EXPECT_NCCL_ERROR(ncclMemAlloc(&ptr, 1024), ncclInvalidUsage, "the real NCCL is not loaded");
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  EXPECT_NCCL_ERROR(ncclGroupSimulateEnd(&info), ncclInvalidUsage, "the real NCCL is not loaded");
   int version = 0;
   EXPECT_EQ(ncclGetVersion(&version), ncclSuccess);
   EXPECT_EQ(version, NCCL_VERSION_CODE);
+}
+
+// ncclMemAlloc/ncclMemFree are Canopy's own (nccl/api_memory.cpp): their argument checks, and without a GPU a CUDA
+// error that names the failing call.
+TEST(NcclApiErrors, MemAllocChecksItsArguments) {
+  EXPECT_NCCL_ERROR(ncclMemAlloc(nullptr, 1024), ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");
+  void* ptr = reinterpret_cast<void*>(0x1);
+  EXPECT_EQ(ncclMemAlloc(&ptr, 0), ncclSuccess);  // as NCCL: nothing, and a NULL pointer
+  EXPECT_EQ(ptr, nullptr);
+  EXPECT_EQ(ncclMemFree(nullptr), ncclSuccess);
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    EXPECT_NCCL_ERROR(ncclMemAlloc(&ptr, 1024), ncclUnhandledCudaError, "ncclMemAlloc: cudaGetDevice failed");
+    EXPECT_EQ(ptr, nullptr);
+  }
 }
 
 }  // namespace
