@@ -132,6 +132,12 @@ class Program {
   // Chunks in `buffer` of a rank (scratch: as many as the program uses).
   int buffer_chunks(Buffer buffer) const;
   const std::vector<Op>& ops() const { return ops_; }
+  // Whether a call may pass NCCL's in-place layout (allgather: send = recv + rank x input; reduce-scatter: recv =
+  // send + rank x output; else send = recv). Only for programs whose statements read their input before anything
+  // writes where it lies: imported MSCCL-IR programs declared inplace="1", whose input is copied into the working
+  // area first (dsl/msccl_layout.hpp). Programs written with this DSL run out of place.
+  bool runs_in_place() const { return runs_in_place_; }
+  void set_runs_in_place(bool in_place) { runs_in_place_ = in_place; }
 
   // Used by Chunk; also lets imported programs (MSCCL XML) append statements.
   Chunk add(OpKind kind, const ChunkRef& src, const ChunkRef& dst, Hints hints, int line);
@@ -145,6 +151,7 @@ class Program {
   int chunks_;
   int root_;
   int scratch_chunks_ = 0;
+  bool runs_in_place_ = false;
   std::vector<Op> ops_;
 };
 

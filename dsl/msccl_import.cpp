@@ -428,6 +428,7 @@ Program from_msccl_xml(std::string_view text, std::string_view origin) {
     }
   }
   layout.add_epilogue(p, algo.line);
+  p.set_runs_in_place(h.inplace && h.coll != MscclColl::custom);
   return p;
 }
 

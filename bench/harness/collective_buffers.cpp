@@ -87,10 +87,13 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
   const int n = s.ranks;
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
   const ReduceOp input_op = combines(s) ? s.op : ReduceOp::sum;
-  if (s.program && in_place)
+  if (s.program && in_place && !s.program->program.runs_in_place())
     return Status(StatusCode::invalid_argument,
-                  fmt::format("algorithm {}: programs run out of place; there is no in-place layout to set up",
+                  fmt::format("algorithm {}: this program runs out of place; there is no in-place layout to set up",
                               s.program->program.name()));
+  // The in-place layout: a program's goal's (alltoall and custom: send = recv), else the collective's.
+  const Collective shape =
+      s.program ? s.program->program.collective().value_or(Collective::allreduce) : s.collective;
   const unsigned char poison = 0xff;  // NaN in every float type; -1 / 255 in the integer ones
   call_send_.assign(own(), nullptr);
   call_recv_.assign(own(), nullptr);
@@ -115,26 +118,27 @@ Status CollectiveBuffers::set_up(const CheckSpec& s, bool in_place, CollectiveCa
       call_recv_[k] = recv;
       CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
     } else {
-      switch (s.collective) {
-        case Collective::allgather:
+      const std::uint64_t in_elements = input_elements(s, r);
+      switch (shape) {
+        case Collective::allgather:  // the input is this rank's slice of the output
           CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
-          st = fill(recv + r * s.count * elem, s.count);
-          call_send_[k] = recv + r * s.count * elem;
+          st = fill(recv + r * in_elements * elem, in_elements);
+          call_send_[k] = recv + r * in_elements * elem;
           call_recv_[k] = recv;
           break;
-        case Collective::reducescatter:
-          st = fill(send, s.count * n);
+        case Collective::reducescatter:  // the output is this rank's slice of the input
+          st = fill(send, in_elements);
           call_send_[k] = send;
-          call_recv_[k] = send + r * s.count * elem;
+          call_recv_[k] = send + r * (out_bytes / elem) * elem;
           break;
         case Collective::broadcast:
-          if (r == s.root) st = fill(recv, s.count);
+          if (r == s.root) st = fill(recv, in_elements);
           else CANOPY_CUDA_RETURN_STATUS(cudaMemsetAsync(recv, poison, out_bytes, stream));
           call_send_[k] = recv;
           call_recv_[k] = recv;
           break;
-        default:  // allreduce, reduce: the input is where the output goes
-          st = fill(recv, s.count);
+        default:  // allreduce, reduce (and alltoall programs): the input is where the output goes
+          st = fill(recv, in_elements);
           call_send_[k] = recv;
           call_recv_[k] = recv;
       }

@@ -239,15 +239,20 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
       const std::uintptr_t s = reinterpret_cast<std::uintptr_t>(call.send[r]);
       const std::uintptr_t d = reinterpret_cast<std::uintptr_t>(call.recv[r]);
       const std::uint64_t block = call.count * elem * static_cast<std::uint64_t>(r);
-      const bool in_place = call.collective == Collective::allgather       ? s == d + block
-                            : call.collective == Collective::reducescatter ? d == s + block
-                                                                           : s == d;
+      // A program's layout is its goal's (alltoall and custom goals: send = recv).
+      const Collective shape = program ? program->collective().value_or(Collective::allreduce) : call.collective;
+      const bool in_place = shape == Collective::allgather       ? s == d + block
+                            : shape == Collective::reducescatter ? d == s + block
+                                                                 : s == d;
       const bool disjoint = s + send_bytes <= d || d + recv_bytes <= s;
-      if (program && !disjoint)
-        return invalid(
-            fmt::format("send[{}] and recv[{}] overlap: algorithm programs run out of place (their "
-                        "statements read inputs after writing outputs); use separate buffers",
-                        r, r));
+      if (program && !disjoint && !(in_place && program->runs_in_place()))
+        return invalid(fmt::format(
+            "send[{}] and recv[{}] overlap: {}; use separate buffers", r, r,
+            program->runs_in_place()
+                ? "this in-place program takes NCCL's in-place layout only (allgather: send = recv + rank x count; "
+                  "reduce-scatter: recv = send + rank x count; else send = recv), not another overlap"
+                : "this algorithm program runs out of place (its statements read inputs after writing outputs; "
+                  "MSCCL-IR programs declared inplace=\"1\" run in place)"));
       if (!in_place && !disjoint) {
         const char* rule = call.collective == Collective::allgather       ? "send = recv + rank x count elements"
                            : call.collective == Collective::reducescatter ? "recv = send + rank x count elements"

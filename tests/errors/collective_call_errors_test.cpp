@@ -349,10 +349,22 @@ TEST(CollectiveCallErrors, ProgramCalls) {
   v.call.count = 1000;
   v.recv[1] = const_cast<void*>(dev(1, 0x800));  // overlaps its send buffer (4000 bytes from 0)
   EXPECT_EQ(check(v).message(),
-            "algorithm ring-allreduce: send[1] and recv[1] overlap: algorithm programs run out of place (their "
-            "statements read inputs after writing outputs); use separate buffers");
+            "algorithm ring-allreduce: send[1] and recv[1] overlap: this algorithm program runs out of place (its "
+            "statements read inputs after writing outputs; MSCCL-IR programs declared inplace=\"1\" run in place); "
+            "use separate buffers");
   v.recv[1] = devw(1, 0);  // exactly in place is refused too
   EXPECT_FALSE(check(v).ok());
+  // An in-place program (as imported from MSCCL-IR with inplace="1") takes exactly NCCL's in-place layout.
+  algo::Program in_place_ring = ring;
+  in_place_ring.set_runs_in_place(true);
+  v.call.program = &in_place_ring;
+  EXPECT_TRUE(check(v).ok()) << check(v).message();
+  v.recv[1] = const_cast<void*>(dev(1, 0x800));
+  EXPECT_EQ(check(v).message(),
+            "algorithm ring-allreduce: send[1] and recv[1] overlap: this in-place program takes NCCL's in-place "
+            "layout only (allgather: send = recv + rank x count; reduce-scatter: recv = send + rank x count; else "
+            "send = recv), not another overlap; use separate buffers");
+  v.call.program = &ring;
   v = valid(Collective::allreduce);
   v.call.program = &gather;
   v.recv[0] = devw(0, (1 << 20) - 6000);  // room for 1500 elements; the output needs 2 x 1000

@@ -1,7 +1,8 @@
 // check_program_on_gpus: a collective-algorithm program run through the Communicator on the visible GPUs (ranks beyond
 // them as virtual ranks) and checked as the planned collectives are: pattern inputs, poisoned outputs, every element
 // of every rank compared with the host reference of what the program computes (bench/harness/collective_check.hpp),
-// each case twice (the second call reuses counters, scratch and buffers). Shared by the shipped algorithms' and the
+// each case twice (the second call reuses counters, scratch and buffers), and twice more in place for in-place
+// programs. Shared by the shipped algorithms' and the
 // msccl-tools corpus's GPU tests; the caller has checked that a GPU is visible. CANOPY_TEST_MAX_COUNT lowers the
 // largest count.
 #pragma once
@@ -61,7 +62,11 @@ inline void check_program_on_gpus(const Topology& topology, const std::vector<st
   const int ranks_per_gpu = (ranks + comm->devices() - 1) / comm->devices();
   const std::uint64_t budget =
       static_cast<std::uint64_t>(prop.totalGlobalMem * test_memory_fraction(0.6)) / ranks_per_gpu;
-  const std::uint64_t capacity = std::min(top, budget / (8 * (in_chunks + out_chunks) / chunks + 8));
+  // Per element of count, 8 bytes at most of each of the input, the output and the program's scratch (which the
+  // runtime allocates per rank), and the reference.
+  const std::uint64_t scratch_chunks = static_cast<std::uint64_t>(program.buffer_chunks(algo::Buffer::scratch));
+  const std::uint64_t capacity =
+      std::min(top, budget / (8 * (in_chunks + out_chunks + scratch_chunks) / chunks + 8));
   Jit jit(DiskCache::from_environment());
   PatternKernels patterns(jit, fmt::format("sm_{}{}", prop.major, prop.minor));
   std::unique_ptr<CollectiveBuffers> buffers;
@@ -71,6 +76,7 @@ inline void check_program_on_gpus(const Topology& topology, const std::vector<st
 
   const auto t0 = std::chrono::steady_clock::now();
   int runs = 0;
+  int in_place_runs = 0;
   std::uint64_t elements = 0;
   std::vector<std::string> left_out;
   for (const Kind& kind : kinds)
@@ -84,21 +90,25 @@ inline void check_program_on_gpus(const Topology& topology, const std::vector<st
         left_out.push_back(fmt::format("{} {} count {}", to_string(kind.dtype), to_string(kind.op), count));
         continue;
       }
-      for (int repeat = 0; repeat < 2; ++repeat) {
+      // Twice out of place; an in-place program (MSCCL-IR inplace="1") then twice more in NCCL's in-place layout.
+      for (int repeat = 0; repeat < (program.runs_in_place() ? 4 : 2); ++repeat) {
+        const bool in_place = repeat >= 2;
         CheckResult result;
-        const Status st = buffers->run_checked(*comm, s, /*in_place=*/false, &result);
+        const Status st = buffers->run_checked(*comm, s, in_place, &result);
         ASSERT_TRUE(st.ok()) << st.message();
         ++runs;
+        in_place_runs += in_place ? 1 : 0;
         elements += result.checked;
         EXPECT_EQ(result.wrong, 0u) << what << " " << to_string(kind.dtype) << " " << to_string(kind.op) << " count "
-                                    << count << ": " << result.wrong << " of " << result.checked
-                                    << " elements wrong, e.g. " << (result.examples.empty() ? "" : result.examples[0]);
+                                    << count << (in_place ? " in place" : "") << ": " << result.wrong << " of "
+                                    << result.checked << " elements wrong, e.g. "
+                                    << (result.examples.empty() ? "" : result.examples[0]);
         s.seed ^= 0x5555;
       }
     }
   const double total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::cout << fmt::format("[ runs ] {}: {} ranks on {} GPUs, {} runs, {} elements checked, {:.1f} s\n", what, ranks,
-                           comm->devices(), runs, elements, total_s);
+  std::cout << fmt::format("[ runs ] {}: {} ranks on {} GPUs, {} runs ({} in place), {} elements checked, {:.1f} s\n",
+                           what, ranks, comm->devices(), runs, in_place_runs, elements, total_s);
   if (!left_out.empty())
     std::cout << fmt::format("[ note ] left out, more than 60% of GPU memory: {}\n", fmt::join(left_out, "; "));
 }
