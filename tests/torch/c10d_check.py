@@ -17,7 +17,7 @@
 # wraps; |x| <= 2^62/N for int64), {-2,-1,1,2} (floats), -3..3 (int64) or 0..2 (uint8) for products, any value
 # for max, min and the copies. One uint8 case sums full-range bytes and expects them wrapped mod 256, as NCCL
 # does. AVG is exact where N is a power of two (else 2 ulp are allowed); PREMUL_SUM's factors are powers of two.
-# Skipped with their reason: AVG on integers (NCCL's own truncating average, not a c10d contract) and PREMUL_SUM on
+# AVG on integers is NCCL's: the sum divided by N, truncated toward zero. Skipped with their reason: PREMUL_SUM on
 # integers (c10d raises: "PreMulSum Data type must be half, float, bfloat16 or double").
 #
 # Rank 0 prints a line per case; any rank prints its own wrong results; the ranks agree on the verdict through
@@ -56,8 +56,6 @@ class Op:
     def skip_reason(self, dtype, backend):
         if self.name.startswith("PREMUL_SUM") and dtype not in FLOATS:
             return "c10d's NCCL backend has PREMUL_SUM for half, float, bfloat16 and double only"
-        if self.name == "AVG" and dtype not in FLOATS:
-            return "AVG on integers is NCCL's own truncating average, which c10d does not specify"
         if backend == "gloo" and (self.name == "AVG" or self.name.startswith("PREMUL_SUM")):
             return "gloo has no AVG or PREMUL_SUM"
         return None
@@ -76,6 +74,9 @@ class Op:
             result = stacked.sum(0)
             if self.factor is not None:
                 result = result * self.factor
+        elif self.name == "AVG" and dtype not in FLOATS:
+            # c10d passes ncclAvg through; NCCL's integer average divides the sum and truncates toward zero
+            result = torch.div(stacked.sum(0), len(inputs), rounding_mode="trunc")
         elif self.name == "AVG":
             result = stacked.sum(0) / len(inputs)
         elif self.name == "PRODUCT":
