@@ -133,7 +133,8 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
   if (needs_recv && !c.recv)
     return fail(ncclInvalidArgument, fmt::format("{}: recvbuff is NULL (count {})", describe(comm, fn), c.count));
   if (comm->forward.count(c.collective))
-    return forward_collective(q, comm, premul, fmt::format("CANOPY_NCCL_FORWARD names {}", canopy::to_string(c.collective)));
+    return forward_collective(q, comm, premul,
+                              fmt::format("CANOPY_NCCL_FORWARD names {}", canopy::to_string(c.collective)));
   c.datatype = q.datatype;
   if (auto t = canopy_type(q.datatype)) {
     c.dtype = *t;

@@ -1,9 +1,12 @@
 // NCCL API entry points Canopy does not serve: each goes to the real NCCL for the real NCCL's handles (or when it
 // takes none), and for a Canopy communicator to the real NCCL communicator beside it; where there is none, or no real
 // NCCL, it returns ncclInvalidUsage and ncclGetLastError says why (forward.hpp). ncclCommRegister/Deregister on a
-// Canopy communicator without a real one register nothing (registration is a hint; NCCL too may decline it). ncclDevCommCreate/Destroy are declared in nccl_device/core.h, a CUDA header, not nccl.h:
-// they are defined here with opaque pointers, which is their C ABI.
+// Canopy communicator without a real one register nothing (registration is a hint; NCCL too may decline it).
+// ncclDevCommCreate/Destroy are declared in nccl_device/core.h, a CUDA header, not nccl.h: they are defined here with
+// opaque pointers, which is their C ABI.
 #include <nccl.h>
+
+#include <string>
 
 #include "nccl/export.hpp"
 #include "nccl/forward.hpp"
@@ -28,8 +31,11 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* bu
     if (const ncclResult_t r = check_comm(comm, "ncclCommRegister"); r != ncclSuccess) return r;
     if (!handle) return fail(ncclInvalidArgument, "ncclCommRegister: handle is NULL");
     *handle = nullptr;  // nothing registered: Canopy's kernels do not use it; ncclCommDeregister takes it back
-    note_forwarded(comm, "ncclCommRegister", kNoType, 0,
-                   "no: no real NCCL communicator, so nothing is registered (a hint; calls work unregistered)");
+    if (comm->shared)
+      comm->shared->log().note("ncclCommRegister", kNoType, 0, comm->rank, comm->nranks, [] {
+        return std::string("nothing registered: no real NCCL communicator beside Canopy's (registration is a hint; "
+                           "calls work unregistered)");
+      });
     return ncclSuccess;
   }
   return forward("ncclCommRegister", comm, comm, buff, size, handle);

@@ -25,7 +25,7 @@ constexpr std::uint64_t kDestroyedMagic = 0x63616e6f70794e44ull;   // a Canopy h
 
 enum class CommState {
   pending,    // ncclCommInitRank* inside a group: joined at the outermost ncclGroupEnd
-  joining,    // a non-blocking init (config blocking = 0) joining on its own thread (ncclCommGetAsyncError: in progress)
+  joining,    // a non-blocking init (config blocking = 0) joining on its own thread (GetAsyncError: in progress)
   ready,
   failed,     // its init failed (init_error says why); only Destroy/Abort/GetAsyncError/GetLastError take it
   destroyed,  // ncclCommDestroy or ncclCommAbort

@@ -27,7 +27,8 @@ Status PreMulScratch::scale(Communicator& comm, int first_rank, const std::vecto
     const std::uint64_t elements = input_elements(c, comm.ranks());
     void* scratch = nullptr;
     cudaError_t e = cudaSetDevice(device);
-    if (e == cudaSuccess) e = cudaMallocAsync(&scratch, elements * static_cast<std::uint64_t>(size_of(c.dtype)), c.stream);
+    const std::uint64_t bytes = elements * static_cast<std::uint64_t>(size_of(c.dtype));
+    if (e == cudaSuccess) e = cudaMallocAsync(&scratch, bytes, c.stream);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
       result = Status(StatusCode::cuda_error, fmt::format("{} with a PreMulSum operator: scratch for rank {}'s scaled "

@@ -1,8 +1,8 @@
 // The NCCL API's error paths on any CPU (no GPU, no real NCCL: CANOPY_NCCL_LIBRARY names a missing file): null and
 // destroyed communicators, bad types and operators, count overflow, null buffers, types Canopy does not serve,
 // calls it does not serve, bad configs and ids, mismatched group nesting, PreMulSum operators' misuse, a bad
-// CANOPY_NCCL_FORWARD, and a non-blocking init (ncclInProgress, then its end through ncclCommGetAsyncError). Each gives the right ncclResult_t and an
-// ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
+// CANOPY_NCCL_FORWARD, and a non-blocking init (ncclInProgress, then its end through ncclCommGetAsyncError). Each
+// gives the right ncclResult_t and an ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
 // pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU.
 #include <gtest/gtest.h>
 #include <nccl.h>
