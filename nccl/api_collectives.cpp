@@ -1,11 +1,15 @@
 // NCCL API entry points Canopy serves with its own kernels: AllReduce, Broadcast, Bcast, Reduce, AllGather,
 // ReduceScatter, and ncclGroupStart/End around them. Each call is checked as NCCL checks it (communicator, type,
 // operator, root, count overflow, buffers), mapped to Canopy's types, then issued at once or at the outermost
-// ncclGroupEnd. The real NCCL's handles go to it.
+// ncclGroupEnd. PreMulSum operators are served as a scale then a sum (premul_run.hpp). Collectives CANOPY_NCCL_FORWARD
+// names, and reductions of types Canopy lacks, go to the real NCCL communicator beside Canopy's (real_comm.hpp). The
+// real NCCL's handles go to it.
 #include <fmt/format.h>
 #include <nccl.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "nccl/comm_handle.hpp"
 #include "nccl/export.hpp"
@@ -13,7 +17,10 @@
 #include "nccl/group.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/nccl_types.hpp"
+#include "nccl/premul_ops.hpp"
 #include "nccl/rank_call.hpp"
+#include "nccl/real_nccl.hpp"
+#include "runtime/call/collective_call.hpp"
 
 using namespace canopy::nccl_api;
 using canopy::Collective;
@@ -27,6 +34,59 @@ struct Request {
   ncclRedOp_t op = ncclSum;
 };
 
+// Passes a checked call on a Canopy handle to the real NCCL communicator beside it (its PreMulSum operator, if any,
+// as made there too), or refuses it saying why there is none.
+ncclResult_t forward_collective(const Request& q, ncclComm* comm, const std::optional<PreMulOp>& premul,
+                                const std::string& why) {
+  const RankCall& c = q.call;
+  const std::string what = fmt::format("{} of {} ({})", c.function, nccl_type_name(q.datatype), why);
+  if (comm->state != CommState::ready || !comm->real) return not_served(what, comm);
+  ncclRedOp_t op = q.op;
+  if (premul) {
+    if (premul->real == ncclNumOps)
+      return fail(ncclInvalidUsage, fmt::format("{}: op {} is a PreMulSum operator Canopy made while no real NCCL "
+                                                "communicator existed, so the real NCCL cannot take it",
+                                                describe(comm, c.function), static_cast<int>(q.op)));
+    op = premul->real;
+  }
+  note_forwarded(comm, c.function, q.datatype,
+                 canopy::size_bytes(c.collective, c.count, canopy::DataType::u8, comm->nranks) *
+                     nccl_type_size(q.datatype),
+                 why);
+  sync_real_group();
+  clear_last_error();
+  ncclComm_t real = comm->real;
+  using R = ncclResult_t;
+  switch (c.collective) {
+    case Collective::allreduce:
+      if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                   cudaStream_t)>("ncclAllReduce"))
+        return f(c.send, c.recv, c.count, q.datatype, op, real, c.stream);
+      break;
+    case Collective::broadcast:
+      if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)>(
+              "ncclBroadcast"))
+        return f(c.send, c.recv, c.count, q.datatype, c.root, real, c.stream);
+      break;
+    case Collective::reduce:
+      if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
+                                   cudaStream_t)>("ncclReduce"))
+        return f(c.send, c.recv, c.count, q.datatype, op, c.root, real, c.stream);
+      break;
+    case Collective::allgather:
+      if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)>(
+              "ncclAllGather"))
+        return f(c.send, c.recv, c.count, q.datatype, real, c.stream);
+      break;
+    case Collective::reducescatter:
+      if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                   cudaStream_t)>("ncclReduceScatter"))
+        return f(c.send, c.recv, c.count, q.datatype, op, real, c.stream);
+      break;
+  }
+  return no_real_nccl(c.function);
+}
+
 ncclResult_t check_and_issue(Request q, ncclComm* comm) {
   RankCall& c = q.call;
   const char* fn = c.function;
@@ -38,10 +98,20 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
   if (reduces && static_cast<int>(q.op) < 0)
     return fail(ncclInvalidArgument, fmt::format("{}: op {} is not an ncclRedOp_t", describe(comm, fn),
                                                  static_cast<int>(q.op)));
-  if (reduces && static_cast<int>(q.op) >= ncclNumOps)
-    return fail(ncclInvalidArgument, fmt::format("{}: op {} is not a built-in ncclRedOp_t (ncclSum .. ncclAvg) and "
-                                                 "ncclRedOpCreatePreMulSum did not make it for this communicator",
-                                                 describe(comm, fn), static_cast<int>(q.op)));
+  std::optional<PreMulOp> premul;
+  if (reduces && static_cast<int>(q.op) >= ncclNumOps) {
+    premul = comm->premul.find(q.op);
+    if (!premul)
+      return fail(ncclInvalidArgument, fmt::format("{}: op {} is not a built-in ncclRedOp_t (ncclSum .. ncclAvg) and "
+                                                   "ncclRedOpCreatePreMulSum did not make it for this communicator (or "
+                                                   "ncclRedOpDestroy destroyed it)",
+                                                   describe(comm, fn), static_cast<int>(q.op)));
+    if (premul->datatype != q.datatype)
+      return fail(ncclInvalidArgument, fmt::format("{}: op {} is a PreMulSum operator made for {}, but the call's "
+                                                   "datatype is {}: make the operator with the call's type",
+                                                   describe(comm, fn), static_cast<int>(q.op),
+                                                   nccl_type_name(premul->datatype), nccl_type_name(q.datatype)));
+  }
   if (canopy::has_root(c.collective) && (c.root < 0 || c.root >= comm->nranks))
     return fail(ncclInvalidArgument, fmt::format("{}: root is {}: it must be a rank, 0 .. {}", describe(comm, fn),
                                                  c.root, comm->nranks - 1));
@@ -62,15 +132,25 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
     return fail(ncclInvalidArgument, fmt::format("{}: sendbuff is NULL (count {})", describe(comm, fn), c.count));
   if (needs_recv && !c.recv)
     return fail(ncclInvalidArgument, fmt::format("{}: recvbuff is NULL (count {})", describe(comm, fn), c.count));
+  if (comm->forward.count(c.collective))
+    return forward_collective(q, comm, premul,
+                              fmt::format("CANOPY_NCCL_FORWARD names {}", canopy::to_string(c.collective)));
+  c.datatype = q.datatype;
   if (auto t = canopy_type(q.datatype)) {
     c.dtype = *t;
   } else if (!reduces) {  // a copy moves bytes: any type is served as bytes
     c.dtype = canopy::DataType::u8;
     c.count *= nccl_type_size(q.datatype);
   } else {
-    return not_served(fmt::format("{} of {}", fn, nccl_type_name(q.datatype)), comm);
+    return forward_collective(q, comm, premul, fmt::format("Canopy does not reduce {}", nccl_type_name(q.datatype)));
   }
-  if (reduces) c.op = *canopy_op(q.op);
+  if (reduces && premul) {
+    c.op = canopy::ReduceOp::sum;
+    c.premul = true;
+    c.scalar = premul->scalar;
+  } else if (reduces) {
+    c.op = *canopy_op(q.op);
+  }
   if (group_depth() > 0) {
     defer_call(comm, c);
     return ncclSuccess;

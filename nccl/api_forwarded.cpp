@@ -1,8 +1,12 @@
-// NCCL API entry points Canopy does not serve yet: each goes to the real NCCL for the real NCCL's handles (or when it
-// takes none); for a Canopy communicator, or without a real NCCL, it returns ncclInvalidUsage and ncclGetLastError
-// says why (forward.hpp). ncclDevCommCreate/Destroy are declared in nccl_device/core.h, a CUDA header, not nccl.h:
-// they are defined here with opaque pointers, which is their C ABI.
+// NCCL API entry points Canopy does not serve: each goes to the real NCCL for the real NCCL's handles (or when it
+// takes none), and for a Canopy communicator to the real NCCL communicator beside it; where there is none, or no real
+// NCCL, it returns ncclInvalidUsage and ncclGetLastError says why (forward.hpp). ncclCommRegister/Deregister on a
+// Canopy communicator without a real one register nothing (registration is a hint; NCCL too may decline it).
+// ncclDevCommCreate/Destroy are declared in nccl_device/core.h, a CUDA header, not nccl.h: they are defined here with
+// opaque pointers, which is their C ABI.
 #include <nccl.h>
+
+#include <string>
 
 #include "nccl/export.hpp"
 #include "nccl/forward.hpp"
@@ -19,9 +23,22 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommShrink(ncclComm_t comm, int* excludeRank
   return forward("ncclCommShrink", comm, comm, excludeRanksList, excludeRanksCount, newcomm, config, shrinkFlags);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t size, void** handle) {
+  if (comm && is_canopy_comm(comm) && !comm->real) {
+    if (const ncclResult_t r = check_comm(comm, "ncclCommRegister"); r != ncclSuccess) return r;
+    if (!handle) return fail(ncclInvalidArgument, "ncclCommRegister: handle is NULL");
+    *handle = nullptr;  // nothing registered: Canopy's kernels do not use it; ncclCommDeregister takes it back
+    if (comm->shared)
+      comm->shared->log().note("ncclCommRegister", kNoType, 0, comm->rank, comm->nranks, [] {
+        return std::string("nothing registered: no real NCCL communicator beside Canopy's (registration is a hint; "
+                           "calls work unregistered)");
+      });
+    return ncclSuccess;
+  }
   return forward("ncclCommRegister", comm, comm, buff, size, handle);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommDeregister(const ncclComm_t comm, void* handle) {
+  if (comm && is_canopy_comm(comm) && (!comm->real || !handle))
+    return check_comm(comm, "ncclCommDeregister");  // what ncclCommRegister handed out registered nothing
   return forward("ncclCommDeregister", comm, comm, handle);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, size_t size, ncclWindow_t* win,
@@ -30,13 +47,6 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* bu
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return forward("ncclCommWindowDeregister", comm, comm, win);
-}
-CANOPY_NCCL_EXPORT ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t datatype,
-                                                         ncclScalarResidence_t residence, ncclComm_t comm) {
-  return forward("ncclRedOpCreatePreMulSum", comm, op, scalar, datatype, residence, comm);
-}
-CANOPY_NCCL_EXPORT ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm) {
-  return forward("ncclRedOpDestroy", comm, op, comm);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                              ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
@@ -76,8 +86,6 @@ CANOPY_PNCCL_ALIAS(ncclCommRegister)
 CANOPY_PNCCL_ALIAS(ncclCommDeregister)
 CANOPY_PNCCL_ALIAS(ncclCommWindowRegister)
 CANOPY_PNCCL_ALIAS(ncclCommWindowDeregister)
-CANOPY_PNCCL_ALIAS(ncclRedOpCreatePreMulSum)
-CANOPY_PNCCL_ALIAS(ncclRedOpDestroy)
 CANOPY_PNCCL_ALIAS(ncclAlltoAll)
 CANOPY_PNCCL_ALIAS(ncclGather)
 CANOPY_PNCCL_ALIAS(ncclScatter)

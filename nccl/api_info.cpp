@@ -82,8 +82,9 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
   if (comm && !is_canopy_comm(comm)) return forward("ncclCommGetAsyncError", comm, comm, asyncError);
   if (!comm) return check_comm(comm, "ncclCommGetAsyncError");
   if (!asyncError) return fail(ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
-  switch (comm->state) {
-    case CommState::pending: *asyncError = ncclInProgress; return ncclSuccess;
+  switch (comm->state.load()) {
+    case CommState::pending:
+    case CommState::joining: *asyncError = ncclInProgress; return ncclSuccess;
     case CommState::failed:
       *asyncError = comm->init_result;
       fail(comm->init_result, fmt::format("{}: initialisation failed: {}",
@@ -94,6 +95,15 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm,
   }
   const canopy::Status s = comm->shared->communicator().async_error();
   *asyncError = to_result(s, "ncclCommGetAsyncError");
+  if (*asyncError == ncclSuccess && comm->real)  // the real NCCL communicator beside it (forwarded calls)
+    if (auto f = real_nccl<ncclResult_t (*)(ncclComm_t, ncclResult_t*)>("ncclCommGetAsyncError")) {
+      ncclResult_t real = ncclSuccess;
+      if (f(comm->real, &real) == ncclSuccess && real != ncclSuccess && real != ncclInProgress) {
+        *asyncError = real;
+        fail(real, fmt::format("{}: the real NCCL communicator beside Canopy's reports an error (code {})",
+                               describe(comm, "ncclCommGetAsyncError"), static_cast<int>(real)));
+      }
+    }
   return ncclSuccess;
 }
 

@@ -1,6 +1,7 @@
 // NCCL API entry points that make and end communicators: ncclCommInitRank / InitRankConfig / InitRankScalable (a
 // Canopy Communicator::join, deferred to ncclGroupEnd inside a group), ncclCommInitAll (Communicator::create),
-// ncclCommSplit (Communicator::split), Finalize, Destroy, Abort. The real NCCL's handles go to it.
+// ncclCommSplit (Communicator::split), Finalize, Destroy, Abort, each also on the real NCCL's communicator beside
+// Canopy's where there is one. The real NCCL's handles go to it.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
@@ -9,41 +10,21 @@
 #include <cstring>
 
 #include "nccl/comm_handle.hpp"
-#include "nccl/export.hpp"
 #include "nccl/comm_init.hpp"
+#include "nccl/config.hpp"
+#include "nccl/export.hpp"
 #include "nccl/forward.hpp"
 #include "nccl/group.hpp"
 #include "nccl/last_error.hpp"
+#include "nccl/real_comm.hpp"
 
 using namespace canopy::nccl_api;
 
 namespace {
 
-constexpr unsigned kConfigMagic = 0xcafebeef;
-
-// Reads a user's ncclConfig_t as NCCL does: only min(size, sizeof) bytes, after checking its magic and version; what
-// it does not reach keeps NCCL_CONFIG_INITIALIZER's value.
-ncclResult_t read_config(const ncclConfig_t* config, const char* function, ncclConfig_t* out) {
-  *out = NCCL_CONFIG_INITIALIZER;
-  if (!config) return ncclSuccess;
-  if (config->magic != kConfigMagic)
-    return fail(ncclInvalidArgument, fmt::format("{}: config->magic is {:#x}, not 0xcafebeef: initialise the config "
-                                                 "with NCCL_CONFIG_INITIALIZER",
-                                                 function, config->magic));
-  if (config->version < NCCL_VERSION(2, 14, 0))
-    return fail(ncclInvalidArgument, fmt::format("{}: config->version is {}: configs start at NCCL 2.14 (21400); "
-                                                 "initialise the config with NCCL_CONFIG_INITIALIZER",
-                                                 function, config->version));
-  if (config->size < offsetof(ncclConfig_t, blocking) + sizeof(int))
-    return fail(ncclInvalidArgument, fmt::format("{}: config->size is {}: too small for an ncclConfig_t", function,
-                                                 config->size));
-  std::memcpy(static_cast<void*>(out), config, std::min(config->size, sizeof(ncclConfig_t)));
-  out->size = sizeof(ncclConfig_t);
-  return ncclSuccess;
-}
-
-// ncclCommInitRank and its variants: checks, then joins now or at the outermost ncclGroupEnd. A non-blocking config
-// is honoured by finishing before returning (ncclSuccess, which NCCL allows of a non-blocking init).
+// ncclCommInitRank and its variants: checks, then joins now, at the outermost ncclGroupEnd (inside a group), or on a
+// thread of its own for a non-blocking config (ncclInProgress; ncclCommGetAsyncError says when it is done). Deferred
+// inits of non-blocking configs join at ncclGroupEnd, which returns once they have (NCCL allows that).
 ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, int rank, const ncclConfig_t* config,
                        const char* function) {
   if (!out) return fail(ncclInvalidArgument, fmt::format("{}: comm is NULL: pass where to write the communicator",
@@ -55,6 +36,8 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, 
     return fail(ncclInvalidArgument, fmt::format("{}: rank is {}: it must be in 0 .. {}", function, rank, nranks - 1));
   ncclConfig_t cfg;
   if (const ncclResult_t r = read_config(config, function, &cfg); r != ncclSuccess) return r;
+  ForwardSet forward;
+  if (const ncclResult_t r = read_environment(function, &forward); r != ncclSuccess) return r;
   canopy::UniqueId id;
   std::memcpy(id.bytes.data(), commId.internal, sizeof(commId.internal));
   canopy::UniqueIdContents contents;
@@ -68,22 +51,31 @@ ncclResult_t init_rank(ncclComm_t* out, int nranks, const ncclUniqueId& commId, 
     device = -1;  // the join reports that there is no GPU
   }
   ncclComm* comm = new_pending_comm(nranks, rank, id, device);
+  comm->config = cfg;
+  comm->forward = std::move(forward);
   *out = comm;
   if (group_depth() > 0) {
     defer_init(comm);
     return ncclSuccess;
   }
+  if (non_blocking(cfg)) {
+    start_join(comm, function);
+    return ncclInProgress;
+  }
   return join_comm(comm, function);
 }
 
-// Ends a handle: Abort stops its kernels first; the Communicator goes when its last handle does. The handle itself is
+// Ends a handle: a non-blocking init still joining is waited for; Abort stops its kernels first; the real NCCL's
+// communicator beside it ends the same way; the Communicator goes when its last handle does. The handle itself is
 // kept, marked, so that later use is reported.
 ncclResult_t end_comm(ncclComm_t comm, const char* function, bool abort) {
   if (comm && !is_canopy_comm(comm)) return forward(function, comm, comm);
   if (!comm) return check_comm(comm, function);
   if (comm->magic == kDestroyedMagic || comm->state == CommState::destroyed) return check_comm(comm, function);
+  finish_join(comm);
   ncclResult_t result = ncclSuccess;
   if (abort && comm->shared) result = to_result(comm->shared->communicator().abort(), function);
+  if (const ncclResult_t r = end_real_comm(comm, function); r != ncclSuccess && result == ncclSuccess) result = r;
   comm->shared.reset();
   comm->state = CommState::destroyed;
   comm->magic = kDestroyedMagic;
@@ -136,12 +128,18 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int ke
   const int canopy_color = color == NCCL_SPLIT_NOCOLOR ? canopy::Communicator::kSplitNoColor : color;
   if (const canopy::Status s = comm->shared->communicator().split(canopy_color, key, &child); !s.ok())
     return to_result(s, "ncclCommSplit");
-  if (!child) return ncclSuccess;  // NCCL_SPLIT_NOCOLOR
+  if (!child) {  // NCCL_SPLIT_NOCOLOR (the real NCCL's split is collective over the parent: it takes part too)
+    split_real_comm(comm, nullptr, color, key);
+    return ncclSuccess;
+  }
   auto* out = new ncclComm();
   out->nranks = child->ranks();
   out->rank = child->first_own_rank();
   out->device = child->device_of_rank(out->rank);
   out->shared = std::make_shared<SharedComm>(std::move(child), out->nranks, out->rank, 1);
+  out->config = cfg;
+  out->forward = comm->forward;
+  split_real_comm(comm, out, color, key);
   out->state = CommState::ready;
   *newcomm = out;
   return ncclSuccess;
@@ -153,7 +151,7 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (comm && !is_canopy_comm(comm)) return forward("ncclCommFinalize", comm, comm);
   if (const ncclResult_t r = check_comm(comm, "ncclCommFinalize"); r != ncclSuccess) return r;
   comm->finalized = true;
-  return ncclSuccess;
+  return end_real_comm(comm, "ncclCommFinalize");
 }
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm) {

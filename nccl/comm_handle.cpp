@@ -28,7 +28,7 @@ ncclResult_t check_comm(const ncclComm* comm, const char* function, bool pending
     return fail(ncclInvalidUsage, fmt::format("{}: the communicator was destroyed (ncclCommDestroy or "
                                               "ncclCommAbort): it cannot be used again",
                                               describe(comm, function)));
-  switch (comm->state) {
+  switch (comm->state.load()) {
     case CommState::ready: return ncclSuccess;
     case CommState::pending:
       if (pending_ok) return ncclSuccess;
@@ -36,6 +36,11 @@ ncclResult_t check_comm(const ncclComm* comm, const char* function, bool pending
                                                 "ncclCommInitRank was inside a group, so it joins at the outermost "
                                                 "ncclGroupEnd",
                                                 describe(comm, function)));
+    case CommState::joining:
+      return fail(ncclInvalidArgument, fmt::format("{}: the communicator's non-blocking initialisation (config "
+                                                   "blocking = 0) has not finished: poll ncclCommGetAsyncError until "
+                                                   "it reports ncclSuccess before using it, as NCCL requires",
+                                                   describe(comm, function)));
     case CommState::failed:
       return fail(ncclInvalidUsage, fmt::format("{}: the communicator's initialisation failed ({}): destroy it",
                                                 describe(comm, function), comm->init_error));

@@ -1,4 +1,4 @@
-// The messages of calls that can neither be served by Canopy nor forwarded (forward.hpp).
+// The messages and log lines of calls that go to the real NCCL, or can go nowhere (forward.hpp).
 #include "nccl/forward.hpp"
 
 #include <fmt/format.h>
@@ -6,14 +6,15 @@
 namespace canopy::nccl_api {
 
 ncclResult_t not_served(const std::string& what, const ncclComm* comm) {
-  const std::string why =
-      real_nccl_loaded()
-          ? fmt::format("the real NCCL ({}) is loaded, but Canopy does not yet make a real NCCL communicator beside "
-                        "its own",
-                        real_nccl_path())
-          : real_nccl_why_not();
-  return fail(ncclInvalidUsage, fmt::format("{} is not served by Canopy yet and no real NCCL communicator exists: {} "
-                                            "(communicator {}, rank {} of {}); docs/nccl-api.md lists what is served",
+  std::string why = comm->real_why_not;
+  if (why.empty()) why = real_nccl_loaded() ? "the communicator has none" : real_nccl_why_not();
+  if (comm->shared && comm->shared->log().on())
+    comm->shared->log().logger().info(LogSubsys::run, fmt::format("nccl: {} (rank {} of {}): refused: no real NCCL "
+                                                                  "communicator: {}",
+                                                                  what, comm->rank, comm->nranks, why));
+  return fail(ncclInvalidUsage, fmt::format("{} is not served by Canopy and no real NCCL communicator exists beside "
+                                            "Canopy's to forward it to: {} (communicator {}, rank {} of {}); "
+                                            "docs/nccl-api.md says when one is made",
                                             what, why, static_cast<const void*>(comm), comm->rank, comm->nranks));
 }
 
@@ -21,6 +22,13 @@ ncclResult_t no_real_nccl(const char* function) {
   return fail(ncclInvalidUsage, fmt::format("{}: this call is not Canopy's to serve (its communicator, if any, was "
                                             "made by the real NCCL) and the real NCCL is not loaded: {}",
                                             function, real_nccl_why_not()));
+}
+
+void note_forwarded(ncclComm* comm, const char* function, ncclDataType_t datatype, std::uint64_t bytes,
+                    const std::string& why) {
+  if (!comm->shared) return;
+  comm->shared->log().note(function, datatype, bytes, comm->rank, comm->nranks,
+                           [&] { return "forwarded to the real NCCL: " + why; });
 }
 
 }  // namespace canopy::nccl_api

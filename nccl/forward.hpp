@@ -1,6 +1,8 @@
 // Passing a call Canopy does not serve to the real NCCL: forward() calls the real NCCL's function of the same name
-// when `comm` is the real NCCL's (untagged) or absent; for a Canopy communicator, or when no real NCCL is loaded, it
-// returns ncclInvalidUsage and ncclGetLastError says why. Never a crash, never a silent success.
+// when `comm` is the real NCCL's (untagged) or absent; for a Canopy communicator it calls it with the real NCCL
+// communicator made beside Canopy's (real_comm.hpp) in place of the handle, and says so once in CANOPY_LOG=info.
+// Where there is none, or no real NCCL is loaded, it returns ncclInvalidUsage and ncclGetLastError says why. Never a
+// crash, never a silent success.
 #pragma once
 
 #include <nccl.h>
@@ -14,22 +16,40 @@
 
 namespace canopy::nccl_api {
 
-// Records why `what` (e.g. "ncclSend", "ncclAllReduce of ncclInt8") on the Canopy communicator `comm` cannot be done.
+// Records why `what` (e.g. "ncclSend", "ncclAllReduce of ncclInt8") on the Canopy communicator `comm` cannot be done:
+// no real NCCL communicator beside it (comm->real_why_not, or the real NCCL's absence).
 ncclResult_t not_served(const std::string& what, const ncclComm* comm);
 // Records why `function` with a handle that is not Canopy's cannot be passed on: no real NCCL is loaded.
 ncclResult_t no_real_nccl(const char* function);
+// A log line's type for calls that have none (the line then names neither a type nor a size class).
+constexpr ncclDataType_t kNoType = static_cast<ncclDataType_t>(ncclNumTypes);
+// The CANOPY_LOG=info line of a call passed to comm->real: `why` ("Canopy does not serve ncclSend", ...).
+void note_forwarded(ncclComm* comm, const char* function, ncclDataType_t datatype, std::uint64_t bytes,
+                    const std::string& why);
+
+// An argument as the real NCCL takes it: a Canopy handle becomes the real NCCL communicator beside it.
+template <class T>
+T as_real(T arg, const ncclComm*, ncclComm_t) {
+  return arg;
+}
+inline ncclComm_t as_real(ncclComm_t arg, const ncclComm* canopy, ncclComm_t real) {
+  return arg == canopy && real ? real : arg;
+}
 
 template <class... Args>
 ncclResult_t forward(const char* function, const ncclComm* comm, Args... args) {
+  ncclComm_t real = nullptr;
   if (comm && is_canopy_comm(comm)) {
     if (const ncclResult_t r = check_comm(comm, function, /*pending_ok=*/true); r != ncclSuccess) return r;
-    return not_served(function, comm);
+    if (!comm->real) return not_served(function, comm);
+    real = comm->real;
+    note_forwarded(const_cast<ncclComm*>(comm), function, kNoType, 0, "Canopy does not serve it");
   }
   auto f = real_nccl<ncclResult_t (*)(Args...)>(function);
   if (!f) return no_real_nccl(function);
   sync_real_group();
   clear_last_error();  // ncclGetLastError then gives the real NCCL's message
-  return f(args...);
+  return f(as_real(args, comm, real)...);
 }
 
 }  // namespace canopy::nccl_api

@@ -1,13 +1,16 @@
 // RankCall: one rank's part of a served collective, as its ncclXxx call gave it (already checked and mapped to
-// Canopy's DataType and ReduceOp). SharedComm matches the parts of every rank it holds and runs them as one call.
+// Canopy's DataType and ReduceOp; a PreMulSum operator becomes sum with
+// this rank's scalar). SharedComm matches the parts of every rank it holds and runs them as one call.
 #pragma once
 
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <cstdint>
 
 #include "core/collective.hpp"
 #include "core/data_type.hpp"
+#include "nccl/premul_ops.hpp"
 
 namespace canopy::nccl_api {
 
@@ -21,6 +24,9 @@ struct RankCall {
   ReduceOp op = ReduceOp::sum;
   int root = 0;
   cudaStream_t stream = nullptr;
+  ncclDataType_t datatype = ncclFloat32;  // as the caller named it (logs)
+  bool premul = false;                    // a PreMulSum operator: the input is scaled by `scalar`, then summed
+  PreMulScalar scalar;
 };
 
 }  // namespace canopy::nccl_api

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "nccl/premul_run.hpp"
+
 namespace canopy::nccl_api {
 
 SharedComm::SharedComm(std::unique_ptr<Communicator> comm, int nranks, int first_rank, int own_ranks)
@@ -39,7 +41,7 @@ Status SharedComm::run(const std::vector<std::optional<RankCall>>& parts) {
   for (int k = 1; k < own_ranks_; ++k) {
     const RankCall& p = *parts[k];
     if (p.collective != first.collective || p.count != first.count || p.dtype != first.dtype || p.op != first.op ||
-        p.root != first.root)
+        p.root != first.root || p.premul != first.premul)
       return Status(StatusCode::invalid_argument,
                     fmt::format("rank {} called {} (count {}, {}, {}, root {}) where rank {} called {} (count {}, {}, "
                                 "{}, root {}) as the same collective of this communicator: every rank must make the "
@@ -65,7 +67,22 @@ Status SharedComm::run(const std::vector<std::optional<RankCall>>& parts) {
   call.op = first.op;
   call.root = first.root;
   call.streams = streams;
-  return comm_->run(call);
+  PreMulScratch scratch;
+  if (first.premul)
+    if (Status s = scratch.scale(*comm_, first_rank_, parts, send); !s.ok()) return s;
+  Status s = comm_->run(call);
+  scratch.release();
+  if (s.ok() && log_.on()) {
+    const bool in_place = first.send == first.recv;
+    const std::uint64_t bytes = size_bytes(first.collective, first.count, first.dtype, nranks_);
+    log_.note(first.function, first.datatype, bytes, first_rank_, nranks_, [&] {
+      std::string text = "served by Canopy, " +
+                         choice_text(comm_->choice(first.collective, first.count, first.dtype, first.root, in_place));
+      if (first.premul) text += " (PreMulSum: inputs scaled on the GPU, then summed)";
+      return text;
+    });
+  }
+  return s;
 }
 
 }  // namespace canopy::nccl_api

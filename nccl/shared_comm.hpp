@@ -2,7 +2,8 @@
 // ncclCommInitRank, several for ncclCommInitAll. NCCL takes each rank's part of a collective in a separate call
 // (from one thread inside a group, or from one thread per rank); the Communicator takes every own rank's buffers in
 // one call. post() files rank `local`'s part under that rank's next sequence number; the post that completes a
-// sequence runs it, checking that every part asks for the same collective; wait() returns that run's Status.
+// sequence runs it, checking that every part asks for the same collective (a PreMulSum's parts first scale their
+// inputs: premul_run.hpp), and says what ran in its CallLog (CANOPY_LOG=info); wait() returns that run's Status.
 #pragma once
 
 #include <condition_variable>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "nccl/call_log.hpp"
 #include "nccl/rank_call.hpp"
 #include "runtime/comm/communicator.hpp"
 
@@ -25,6 +27,7 @@ class SharedComm {
   ~SharedComm();
 
   Communicator& communicator() { return *comm_; }
+  CallLog& log() { return log_; }
   int nranks() const { return nranks_; }
   int first_rank() const { return first_rank_; }
   int own_ranks() const { return own_ranks_; }
@@ -44,6 +47,7 @@ class SharedComm {
   Status run(const std::vector<std::optional<RankCall>>& parts);
 
   std::unique_ptr<Communicator> comm_;
+  CallLog log_;
   int nranks_, first_rank_, own_ranks_;
   std::mutex mutex_;
   std::condition_variable ran_;

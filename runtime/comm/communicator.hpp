@@ -115,6 +115,16 @@ class Communicator {
   // Which of the above a call of this collective and count takes: the low-latency, LL128 or direct kernel, else
   // Protocol::planned (the planned trees' kernels, or the copy engines where is_copy_engine says so).
   Protocol protocol(Collective collective, std::uint64_t count, DataType dtype, bool in_place = false) const;
+  // What a call of this collective, count and root takes, for logs (the NCCL API's CANOPY_LOG=info line): its
+  // protocol, two-shot, copy engines, and how many trees its plan has where it is already made (-1: not yet, or not
+  // a planned call). Never plans nor compiles.
+  struct Choice {
+    Protocol protocol = Protocol::planned;
+    bool two_shot = false;
+    bool copy_engine = false;
+    int trees = -1;
+  };
+  Choice choice(Collective collective, std::uint64_t count, DataType dtype, int root, bool in_place = false) const;
 
   // How many of an out-of-place call's elements (its tail) cross the host path beside the kernels or the copy
   // engines (hybrid_bytes above): 0 for calls below hybrid_bytes, other collectives, one GPU, or topologies without a
@@ -131,6 +141,17 @@ class Communicator {
   // its ranks per process and its GPU. Blocks until every process of each new communicator has joined.
   static constexpr int kSplitNoColor = -1;
   Status split(int color, int key, std::unique_ptr<Communicator>* out, const CommunicatorOptions& options = {});
+
+  // Host data across the processes (a multi-process communicator): every process's `mine`, in process order, once
+  // every process has called it, through the bootstrap root (no GPU involved). A single-process communicator gets
+  // its own back. Every process must call it at the same point of its calls. How the NCCL API hands out the real
+  // NCCL's id and agrees on whether to make a real NCCL communicator.
+  Status exchange(std::string mine, std::vector<std::string>* all);
+  // out[j] = in[j] * scalar, j < count, on `stream` of rank `rank`'s GPU (one of this process's ranks; out may be
+  // in): the scale kernel of the element-wise module (runtime/offload/combine_kernels.hpp). The scalar, of `dtype`,
+  // is read by the kernel from `device_scalar` when set, else taken from `host_scalar` now. NCCL's PreMulSum.
+  Status scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype, const void* device_scalar,
+               const void* host_scalar, cudaStream_t stream);
 
   // Stops the communicator (as ncclCommAbort): every wait of its running kernels gives up, so they end promptly and
   // leave the GPU usable (their outputs undefined); returns once this process's launches have ended. Every later call

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "runtime/cuda/cuda_check.hpp"
 
@@ -67,6 +68,24 @@ __device__ __forceinline__ void divide(T* data, u64 count, int n) {
 #define CANOPY_DIVIDE(TYPE, T) \
   extern "C" __global__ void canopy_divide_##TYPE(T* data, u64 count, int n) { divide<T>(data, count, n); }
 CANOPY_FOR_EACH_DTYPE(CANOPY_DIVIDE)
+// PreMulSum's first step: out[j] = in[j] * s in the type's arithmetic, s read from `dev` when set (a device scalar,
+// read at run time as NCCL's ncclScalarDevice), else the value the launch passed (8 bytes holding one T).
+template <typename T>
+__device__ __forceinline__ void scale(T* out, const T* in, u64 count, const T* dev, u64 host) {
+  typedef typename canopy::Elem<T>::Math M;
+  const u64 first = blockIdx.x * (u64)blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
+  T raw;
+  if (dev) raw = *dev;
+  else raw = *reinterpret_cast<const T*>(&host);
+  const M s = canopy::Elem<T>::in(raw);
+  for (u64 j = first; j < count; j += stride)
+    out[j] = canopy::Elem<T>::out(static_cast<M>(canopy::Elem<T>::in(in[j]) * s));
+}
+#define CANOPY_SCALE(TYPE, T)                                                                       \
+  extern "C" __global__ void canopy_scale_##TYPE(T* out, const T* in, u64 count, const T* dev, u64 host) { \
+    scale<T>(out, in, count, dev, host);                                                            \
+  }
+CANOPY_FOR_EACH_DTYPE(CANOPY_SCALE)
 )";
 
 struct Sources {
@@ -86,7 +105,7 @@ SourceFile combine_kernel_source() { return SourceFile{"canopy_combine.cu", kCom
 CombineKernels::CombineKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const auto module = jit.get("canopy-combine-v4", combine_kernel_source, options);
+  const auto module = jit.get("canopy-combine-v5", combine_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   for (int t = 0; t < kDataTypeCount; ++t) {
     const std::string type = to_string(static_cast<DataType>(t));
@@ -97,6 +116,7 @@ CombineKernels::CombineKernels(Jit& jit, const std::string& arch) {
       CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&kernels_[t][o], library_, name.c_str()));
     }
     CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&divide_[t], library_, fmt::format("canopy_divide_{}", type).c_str()));
+    CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&scale_[t], library_, fmt::format("canopy_scale_{}", type).c_str()));
   }
 }
 
@@ -129,6 +149,21 @@ Status CombineKernels::divide(void* data, std::uint64_t count, DataType dtype, i
   const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(divide_[static_cast<int>(dtype)]),
                                          dim3(line_blocks(count, dtype)), dim3(512), params, 0, stream);
   if (e != cudaSuccess) return cuda_status(e, "avg's divide kernel launch");
+  return Status();
+}
+
+Status CombineKernels::scale(void* out, const void* in, std::uint64_t count, DataType dtype, const void* device_scalar,
+                             const void* host_scalar, cudaStream_t stream) const {
+  if (count == 0) return Status();
+  unsigned long long elements = count, host = 0;
+  if (!device_scalar) {
+    if (!host_scalar) return Status(StatusCode::internal, "scale: neither a device nor a host scalar");
+    std::memcpy(&host, host_scalar, static_cast<std::size_t>(size_of(dtype)));
+  }
+  void* params[] = {&out, &in, &elements, &device_scalar, &host};
+  const cudaError_t e = cudaLaunchKernel(reinterpret_cast<const void*>(scale_[static_cast<int>(dtype)]),
+                                         dim3(line_blocks(count, dtype)), dim3(512), params, 0, stream);
+  if (e != cudaSuccess) return cuda_status(e, "PreMulSum's scale kernel launch");
   return Status();
 }
 

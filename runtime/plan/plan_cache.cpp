@@ -1,4 +1,4 @@
-// PlanCache::plan_for: plan (or read) once per collective and root, and say so in the log.
+// PlanCache::plan_for: plan (or read) once per collective and root, and say so in the log; find: a plan made.
 #include "runtime/plan/plan_cache.hpp"
 
 #include <fmt/format.h>
@@ -33,6 +33,11 @@ const Plan& PlanCache::plan_for(Collective collective, int root) {
                           rank_names_.size(), devices_, p.trees.size(), plan_strategy(p), p.algbw_gbps,
                           p.bound_algbw_gbps));
   return plans_.emplace(key, std::move(p)).first->second;
+}
+
+const Plan* PlanCache::find(Collective collective, int root) const {
+  auto it = plans_.find({static_cast<int>(collective), has_root(collective) ? root : 0});
+  return it == plans_.end() ? nullptr : &it->second;
 }
 
 }  // namespace canopy

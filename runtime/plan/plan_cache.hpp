@@ -23,6 +23,8 @@ class PlanCache {
   // The plan of `collective` (rooted at rank `root` where it has a root). Throws canopy::Error when planning fails or
   // CANOPY_PLAN_FILE holds a plan of this collective over other ranks.
   const Plan& plan_for(Collective collective, int root);
+  // The plan already made for (collective, root), else nullptr (never plans).
+  const Plan* find(Collective collective, int root) const;
 
  private:
   const Topology& topology_;

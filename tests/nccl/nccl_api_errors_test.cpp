@@ -1,7 +1,8 @@
 // The NCCL API's error paths on any CPU (no GPU, no real NCCL: CANOPY_NCCL_LIBRARY names a missing file): null and
 // destroyed communicators, bad types and operators, count overflow, null buffers, types Canopy does not serve,
-// calls it does not serve, bad configs and ids, mismatched group nesting. Each gives the right ncclResult_t and an
-// ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
+// calls it does not serve, bad configs and ids, mismatched group nesting, PreMulSum operators' misuse, a bad
+// CANOPY_NCCL_FORWARD, and a non-blocking init (ncclInProgress, then its end through ncclCommGetAsyncError). Each
+// gives the right ncclResult_t and an ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
 // pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 namespace {
 
@@ -90,9 +92,10 @@ TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
   EXPECT_NCCL_ERROR(ncclAllGather(fake(64), nullptr, 4, ncclFloat, comm, nullptr), ncclInvalidArgument,
                     "recvbuff is NULL");
   EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclInt8, ncclSum, comm, nullptr), ncclInvalidUsage,
-                    "ncclAllReduce of ncclInt8 is not served by Canopy yet and no real NCCL communicator exists");
+                    "ncclAllReduce of ncclInt8 (Canopy does not reduce ncclInt8) is not served by Canopy and no real "
+                    "NCCL communicator exists");
   EXPECT_NCCL_ERROR(ncclSend(fake(64), 4, ncclFloat, 0, comm, nullptr), ncclInvalidUsage,
-                    "ncclSend is not served by Canopy yet and no real NCCL communicator exists");
+                    "ncclSend is not served by Canopy and no real NCCL communicator exists");
   EXPECT_NE(last().find("CANOPY_NCCL_LIBRARY"), std::string::npos) << last();
   // Served and valid: checked and queued for ncclGroupEnd (a copy of any type is served, as bytes).
   EXPECT_EQ(ncclAllGather(fake(64), fake(64), 4, ncclUint64, comm, nullptr), ncclSuccess) << last();
@@ -111,6 +114,77 @@ TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
                     "the communicator was destroyed");
   EXPECT_NCCL_ERROR(ncclCommDestroy(comm), ncclInvalidUsage, "the communicator was destroyed");
   EXPECT_NCCL_ERROR(ncclSend(fake(64), 4, ncclFloat, 0, comm, nullptr), ncclInvalidUsage, "was destroyed");
+}
+
+TEST(NcclApiErrors, PreMulSumOperators) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << last();  // pending until ncclGroupEnd
+  float scalar = 0.25f;
+  ncclRedOp_t op{};
+  ASSERT_EQ(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm), ncclSuccess) << last();
+  EXPECT_GE(static_cast<int>(op), static_cast<int>(ncclNumOps));
+  EXPECT_EQ(ncclAllReduce(fake(64), fake(64), 4, ncclFloat32, op, comm, nullptr), ncclSuccess) << last();
+  EXPECT_EQ(ncclReduceScatter(fake(64), fake(64), 4, ncclFloat32, op, comm, nullptr), ncclSuccess) << last();
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat16, op, comm, nullptr), ncclInvalidArgument,
+                    "is a PreMulSum operator made for ncclFloat32, but the call's datatype is ncclFloat16");
+  EXPECT_NCCL_ERROR(ncclRedOpCreatePreMulSum(&op, nullptr, ncclFloat32, ncclScalarDevice, comm), ncclInvalidArgument,
+                    "scalar is NULL");
+  EXPECT_EQ(ncclRedOpDestroy(op, comm), ncclSuccess) << last();
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat32, op, comm, nullptr), ncclInvalidArgument,
+                    "or ncclRedOpDestroy destroyed it");
+  EXPECT_NCCL_ERROR(ncclRedOpDestroy(op, comm), ncclInvalidArgument, "destroyed already");
+  EXPECT_NCCL_ERROR(ncclRedOpDestroy(ncclSum, comm), ncclInvalidArgument, "is a built-in operator");
+  EXPECT_NE(ncclGroupEnd(), ncclSuccess);  // calls above failed (and there is no GPU)
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  EXPECT_NCCL_ERROR(ncclRedOpCreatePreMulSum(&op, &scalar, ncclFloat32, ncclScalarHostImmediate, comm),
+                    ncclInvalidUsage, "the communicator was destroyed");
+}
+
+TEST(NcclApiErrors, NonBlockingInitReportsInProgressThenItsEnd) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ncclComm_t comm = nullptr;
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclInProgress) << last();
+  ASSERT_NE(comm, nullptr);
+  ncclResult_t async = ncclInProgress;
+  // The join runs on its own thread; poll as NCCL's users do (no sleep: it ends, failing here without a GPU).
+  while (async == ncclInProgress) {
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+    if (async == ncclInProgress) {
+      EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidArgument,
+                        "poll ncclCommGetAsyncError until it reports ncclSuccess");
+      std::this_thread::yield();
+    }
+  }
+  if (async == ncclSuccess) {
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+    GTEST_SKIP() << "a GPU is present: the non-blocking init succeeded";
+  }
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage,
+                    "initialisation failed");
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  // Destroying a handle whose non-blocking init is still joining waits for it.
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclInProgress) << last();
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+}
+
+TEST(NcclApiErrors, BadForwardListFailsInit) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ncclComm_t comm = nullptr;
+  setenv("CANOPY_NCCL_FORWARD", "allreduce,sendrecv", 1);
+  EXPECT_NCCL_ERROR(ncclCommInitRank(&comm, 1, id, 0), ncclInvalidArgument,
+                    "ncclCommInitRank: CANOPY_NCCL_FORWARD names 'sendrecv'");
+  unsetenv("CANOPY_NCCL_FORWARD");
+  setenv("CANOPY_NCCL_REAL", "sometimes", 1);
+  EXPECT_NCCL_ERROR(ncclCommInitRank(&comm, 1, id, 0), ncclInvalidArgument, "CANOPY_NCCL_REAL='sometimes'");
+  unsetenv("CANOPY_NCCL_REAL");
 }
 
 TEST(NcclApiErrors, InitWithoutAGpuSaysWhy) {

@@ -1,5 +1,6 @@
 // The hybrid reduce's combining kernels (runtime/offload/combine_kernels.hpp) compile with NVRTC against the embedded
-// templates (label nvrtc: no GPU needed), one entry per dtype and op, and avg's divide per dtype.
+// templates (label nvrtc: no GPU needed), one entry per dtype and op, and avg's divide and PreMulSum's scale
+// per dtype.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -24,6 +25,8 @@ TEST(CombineKernelsNvrtc, EveryDtypeAndOpCompiles) {
     }
     const std::string divide = fmt::format("canopy_divide_{}", dtype);
     EXPECT_NE(m.cubin.find(divide), std::string::npos) << divide;
+    const std::string scale = fmt::format("canopy_scale_{}", dtype);
+    EXPECT_NE(m.cubin.find(scale), std::string::npos) << scale;
   }
   EXPECT_EQ(found, 28);
 }
