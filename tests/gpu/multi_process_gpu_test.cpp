@@ -124,10 +124,11 @@ TEST(MultiProcessFailureOnGpu, AKilledProcessIsReportedByTheOthersWithinTenSecon
 TEST(MultiProcessFailureOnGpu, AProcessThatStopsCallingIsReportedByTheOthersWithinTenSeconds) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const auto [r, stopped] = failure_at("--loop 1000000 --stall-after 100 --counts 65540", "stops calling at ");
-  if (stopped > 0)
+  if (stopped > 0) {
     for (int survivor : {0, 2})
       EXPECT_THAT(expect_reported_within_ten_seconds(r, survivor, stopped),
                   ::testing::HasSubstr("has made 100 calls of this communicator where this process made 101"));
+  }
 }
 
 // A process that calls with count + 1: with CANOPY_CHECK_CALLS=1 every process fails that call, and the message shows
