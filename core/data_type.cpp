@@ -23,6 +23,11 @@ constexpr TypeInfo kTypes[] = {
     {DataType::i32, "i32", "int32", 4, "int"},
     {DataType::i64, "i64", "int64", 8, "long long"},
     {DataType::u8, "u8", "uint8", 1, "unsigned char"},
+    {DataType::i8, "i8", "int8", 1, "signed char"},
+    {DataType::u32, "u32", "uint32", 4, "unsigned int"},
+    {DataType::u64, "u64", "uint64", 8, "unsigned long long"},
+    {DataType::f8e4m3, "f8e4m3", "float8e4m3", 1, "canopy::fp8e4m3_t"},
+    {DataType::f8e5m2, "f8e5m2", "float8e5m2", 1, "canopy::fp8e5m2_t"},
 };
 const TypeInfo& info(DataType t) {
   for (const TypeInfo& i : kTypes)
@@ -49,6 +54,13 @@ std::string cuda_op_name(ReduceOp op) {
 }
 
 std::string cuda_type_name(DataType t) { return info(t).cuda; }
+
+std::string data_type_choices() {
+  std::string out;
+  for (std::size_t i = 0; i < std::size(kTypes); ++i)
+    out += (i == 0 ? "" : i + 1 == std::size(kTypes) ? " or " : ", ") + std::string(kTypes[i].name);
+  return out;
+}
 
 std::optional<DataType> parse_data_type(std::string_view name) {
   for (const TypeInfo& i : kTypes)

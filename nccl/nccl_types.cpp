@@ -37,13 +37,18 @@ std::string nccl_type_name(ncclDataType_t t) {
 
 std::optional<DataType> canopy_type(ncclDataType_t t) {
   switch (t) {
+    case ncclInt8: return DataType::i8;
     case ncclUint8: return DataType::u8;
     case ncclInt32: return DataType::i32;
+    case ncclUint32: return DataType::u32;
     case ncclInt64: return DataType::i64;
+    case ncclUint64: return DataType::u64;
     case ncclFloat16: return DataType::f16;
     case ncclFloat32: return DataType::f32;
     case ncclFloat64: return DataType::f64;
     case ncclBfloat16: return DataType::bf16;
+    case ncclFloat8e4m3: return DataType::f8e4m3;
+    case ncclFloat8e5m2: return DataType::f8e5m2;
     default: return std::nullopt;
   }
 }

@@ -1,6 +1,8 @@
-// Element types and reduction operators. 16-bit floats are stored as raw bits and computed in fp32 (one rounding
-// per stored result), so the templates need no CUDA headers and stay NVRTC-clean.
+// Element types and reduction operators. 16-bit and 8-bit floats are stored as raw bits and computed in fp32 (one
+// rounding per stored result), so the templates need no CUDA headers and stay NVRTC-clean.
 #pragma once
+
+#include "canopy/fp8.cuh"
 
 namespace canopy {
 
@@ -49,6 +51,29 @@ struct Elem<bfloat16_t> {
   }
 };
 
+// fp8 (fp8.cuh): fp32 arithmetic, rounded to nearest even and saturated to the largest finite value when stored.
+template <>
+struct Elem<fp8e4m3_t> {
+  typedef float Math;
+  __device__ __forceinline__ static float in(fp8e4m3_t x) { return fp8::e4m3_to_float(x.bits); }
+  __device__ __forceinline__ static fp8e4m3_t out(float f) {
+    fp8e4m3_t x;
+    x.bits = fp8::e4m3_from_float(f);
+    return x;
+  }
+};
+
+template <>
+struct Elem<fp8e5m2_t> {
+  typedef float Math;
+  __device__ __forceinline__ static float in(fp8e5m2_t x) { return fp8::e5m2_to_float(x.bits); }
+  __device__ __forceinline__ static fp8e5m2_t out(float f) {
+    fp8e5m2_t x;
+    x.bits = fp8::e5m2_from_float(f);
+    return x;
+  }
+};
+
 struct OpSum {
   template <typename M>
   __device__ __forceinline__ static M apply(M a, M b) { return a + b; }
@@ -77,4 +102,9 @@ struct OpMax {
   X(f64, double)                 \
   X(i32, int)                    \
   X(i64, long long)              \
-  X(u8, unsigned char)
+  X(u8, unsigned char)           \
+  X(i8, signed char)             \
+  X(u32, unsigned int)           \
+  X(u64, unsigned long long)     \
+  X(f8e4m3, canopy::fp8e4m3_t)   \
+  X(f8e5m2, canopy::fp8e5m2_t)

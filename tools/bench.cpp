@@ -57,7 +57,8 @@ void add_bench_command(CLI::App& app) {
                   "communicator's ranks; --vs-nccl times NCCL's collective of the program's goal");
   cmd->add_option("--sizes", args->sizes, "bytes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a list 1K,1M,1G")
       ->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8 i8 u32 u64 f8e4m3 f8e5m2")
+      ->capture_default_str();
   cmd->add_option("--op", args->op, "sum prod min max avg")->capture_default_str();
   cmd->add_option("--root", args->root, "root rank of broadcast and reduce")->capture_default_str();
   cmd->add_option("--iters", args->iters, "timed launches per repeat")->capture_default_str();

@@ -27,7 +27,8 @@ void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
                  "list) or MSCCL-IR XML");
   cmd.add_option("--ranks,-n", args.ranks,
                  "ranks of --algorithm (default: the topology's GPUs; without --topology, 8 GPUs on one switch)");
-  cmd.add_option("--dtype", args.dtype, "element type: f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
+  cmd.add_option("--dtype", args.dtype, "element type: f32 f16 bf16 f64 i32 i64 u8 i8 u32 u64 f8e4m3 f8e5m2")
+      ->capture_default_str();
   cmd.add_option("--op", args.op, "reduction: sum prod min max")->capture_default_str();
   cmd.add_option("--chunk", args.chunk, "bytes a lane moves per pipeline step, e.g. 64KiB, 1MiB")
       ->capture_default_str();

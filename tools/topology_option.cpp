@@ -62,7 +62,7 @@ std::vector<Collective> collectives_option(const std::string& text) {
 
 DataType dtype_option(const std::string& name) {
   const auto dtype = parse_data_type(name);
-  if (!dtype) throw Error(fmt::format("--dtype '{}': expected f32, f16, bf16, f64, i32, i64 or u8", name));
+  if (!dtype) throw Error(fmt::format("--dtype '{}': expected {}", name, data_type_choices()));
   return *dtype;
 }
 

@@ -48,7 +48,8 @@ void add_tune_command(CLI::App& app) {
       cmd->add_option("--sizes", args->sizes,
                       "bytes: MIN:MAX (powers of 2), MIN:MAX:FACTOR, or a list 1M,16M (--protocols: 8:64M)")
           ->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8 i8 u32 u64 f8e4m3 f8e5m2")
+      ->capture_default_str();
   cmd->add_option("--op", args->op, "sum prod min max avg")->capture_default_str();
   cmd->add_option("--iters", args->iters, "timed calls per repeat")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed calls first")->capture_default_str();

@@ -11,54 +11,59 @@
 
 #include "dsl/algorithm_check.hpp"
 #include "runtime/call/collective_call.hpp"
+#include "bench/harness/float_tolerance.hpp"
 #include "bench/harness/test_pattern.hpp"
 
 namespace canopy {
 
 namespace {
 
-double unit_roundoff(DataType t) {
-  switch (t) {
-    case DataType::f16: return std::ldexp(1.0, -11);
-    case DataType::bf16: return std::ldexp(1.0, -8);
-    case DataType::f32: return std::ldexp(1.0, -24);
-    case DataType::f64: return std::ldexp(1.0, -53);
-    default: return 0;  // integers: exact
-  }
-}
-
-// Integer reductions wrap at the type's width, as the GPU's arithmetic does.
+// Integer reductions wrap at the type's width, as the GPU's arithmetic does (the result as int64 bits: u64's top half
+// reads negative).
 std::int64_t wrap(std::int64_t v, DataType t) {
   switch (t) {
     case DataType::i32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
     case DataType::u8: return static_cast<std::uint8_t>(v);
+    case DataType::i8: return static_cast<std::int8_t>(static_cast<std::uint8_t>(v));
+    case DataType::u32: return static_cast<std::uint32_t>(v);
     default: return v;
   }
 }
 
-// The kernels round at most once per reduction step and once when storing (ranks + 1 roundings of the type's
-// unit roundoff u); the reference, computed in double, rounds up to ranks - 1 times itself (2^-53 each), which
-// matters for f64.
-double tolerance_scale(int ranks, double u) { return (ranks + 1) * u + (ranks - 1) * std::ldexp(1.0, -53); }
+// avg of integers: the wrapped sum divided by the ranks, truncating, signed or unsigned as the type is.
+std::int64_t divide_wrapped(std::int64_t sum, int ranks, DataType t) {
+  if (is_unsigned(t)) return static_cast<std::int64_t>(static_cast<std::uint64_t>(sum) / ranks);
+  return sum / ranks;
+}
 
-// avg's: the sum's tolerance divided by the ranks, plus the division's rounding in the arithmetic type (fp32 for f16
-// and bf16, whose u is larger) and the store's rounding in the type.
-double avg_tolerance(double sum_tolerance, double value, int ranks, double u) {
-  return sum_tolerance / ranks + (u + std::min(u, std::ldexp(1.0, -24))) * std::fabs(value);
+double integer_value(std::int64_t exact, DataType t) {
+  return is_unsigned(t) ? static_cast<double>(static_cast<std::uint64_t>(exact)) : static_cast<double>(exact);
 }
 
 struct Acc {
   double value = 0;
   double magnitude = 0;  // sum of |inputs| (sum) or |product| (prod): what the tolerance scales
+  double growth = 1;     // prod: the product of max(1, |input|) (float_tolerance.hpp)
   std::int64_t int_value = 0;
   bool first = true;
 };
 
+// Integers' min and max compare as their type does (u64's values may pass 2^63).
+std::int64_t integer_min(std::int64_t a, std::int64_t b, DataType t) {
+  if (!is_unsigned(t)) return std::min(a, b);
+  return static_cast<std::int64_t>(std::min(static_cast<std::uint64_t>(a), static_cast<std::uint64_t>(b)));
+}
+std::int64_t integer_max(std::int64_t a, std::int64_t b, DataType t) {
+  if (!is_unsigned(t)) return std::max(a, b);
+  return static_cast<std::int64_t>(std::max(static_cast<std::uint64_t>(a), static_cast<std::uint64_t>(b)));
+}
+
 void combine(Acc& a, double x, const CheckSpec& s) {
-  const bool integer = unit_roundoff(s.dtype) == 0;
+  const bool integer = !is_floating(s.dtype);
+  if (s.op == ReduceOp::prod) a.growth *= std::max(1.0, std::fabs(x));
   if (a.first) {
     a.value = x;
-    a.int_value = static_cast<std::int64_t>(x);
+    a.int_value = static_cast<std::int64_t>(x);  // every pattern value is below 2^53: exact
     a.magnitude = std::fabs(x);
     a.first = false;
     return;
@@ -79,11 +84,11 @@ void combine(Acc& a, double x, const CheckSpec& s) {
       break;
     case ReduceOp::min:
       a.value = std::min(a.value, x);
-      a.int_value = std::min(a.int_value, static_cast<std::int64_t>(x));
+      a.int_value = integer_min(a.int_value, static_cast<std::int64_t>(x), s.dtype);
       break;
     case ReduceOp::max:
       a.value = std::max(a.value, x);
-      a.int_value = std::max(a.int_value, static_cast<std::int64_t>(x));
+      a.int_value = integer_max(a.int_value, static_cast<std::int64_t>(x), s.dtype);
       break;
   }
 }
@@ -133,21 +138,23 @@ const std::vector<std::pair<int, int>>* program_sources(const CheckSpec& s, int 
 }  // namespace
 
 namespace {
-// A reduction's expected value from its accumulator: integers exact (wrapping at the type's width), floats with
-// `scale` x the magnitude as tolerance for sums and products.
+// A reduction's expected value from its accumulator of `inputs` values: integers exact (wrapping at the type's
+// width), floats with reduction_tolerance for sums and products.
 // avg divides the sum by `ranks` (integers truncating the wrapped sum, as the GPU does; floats one more rounding in the
-// arithmetic type and one storing: avg_tolerance).
-double reference_of(const Acc& acc, double scale, const CheckSpec& s, double* tolerance, std::int64_t* exact,
+// arithmetic type and one storing: average_tolerance).
+double reference_of(const Acc& acc, int inputs, const CheckSpec& s, double* tolerance, std::int64_t* exact,
                     int ranks) {
   const bool average = s.op == ReduceOp::avg;
-  if (unit_roundoff(s.dtype) == 0) {
-    const std::int64_t v = wrap(acc.int_value, s.dtype) / (average ? ranks : 1);
+  if (!is_floating(s.dtype)) {
+    const std::int64_t wrapped = wrap(acc.int_value, s.dtype);
+    const std::int64_t v = average ? divide_wrapped(wrapped, ranks, s.dtype) : wrapped;
     if (exact) *exact = v;
-    return static_cast<double>(v);
+    return integer_value(v, s.dtype);
   }
   const double value = average ? acc.value / ranks : acc.value;
-  if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod)) *tolerance = scale * acc.magnitude;
-  if (tolerance && average) *tolerance = avg_tolerance(scale * acc.magnitude, value, ranks, unit_roundoff(s.dtype));
+  const double sum_tolerance = reduction_tolerance(s.dtype, inputs)(acc.magnitude, acc.growth);
+  if (tolerance && (s.op == ReduceOp::sum || s.op == ReduceOp::prod)) *tolerance = sum_tolerance;
+  if (tolerance && average) *tolerance = average_tolerance(s.dtype, sum_tolerance, value, ranks);
   if (exact) *exact = static_cast<std::int64_t>(value);
   return value;
 }
@@ -156,7 +163,6 @@ double reference_of(const Acc& acc, double scale, const CheckSpec& s, double* to
 double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tolerance, std::int64_t* exact) {
   if (tolerance) *tolerance = 0;
   const ReduceOp input_op = combines(s) ? s.op : ReduceOp::sum;
-  const double u = unit_roundoff(s.dtype);
   if (s.program) {
     std::uint64_t offset = 0;
     const std::vector<std::pair<int, int>>* from = program_sources(s, rank, j, &offset);
@@ -164,7 +170,7 @@ double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tol
     const std::uint64_t unit = s.count / s.program->program.chunks();
     Acc acc;
     for (const auto& [q, c] : *from) combine(acc, pattern_value(s.seed, q, c * unit + offset, s.dtype, input_op), s);
-    return reference_of(acc, tolerance_scale(static_cast<int>(from->size()), u), s, tolerance, exact, 1);
+    return reference_of(acc, static_cast<int>(from->size()), s, tolerance, exact, 1);
   }
   switch (s.collective) {
     case Collective::broadcast:
@@ -180,7 +186,7 @@ double expected_value(const CheckSpec& s, int rank, std::uint64_t j, double* tol
   const std::uint64_t k = s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(rank) * s.count + j : j;
   Acc acc;
   for (int q = 0; q < s.ranks; ++q) combine(acc, pattern_value(s.seed, q, k, s.dtype, s.op), s);
-  return reference_of(acc, tolerance_scale(s.ranks, u), s, tolerance, exact, s.ranks);
+  return reference_of(acc, s.ranks, s, tolerance, exact, s.ranks);
 }
 
 CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsigned threads) {
@@ -196,16 +202,17 @@ struct Reference {
   std::int64_t exact = 0;
 };
 
+// `tolerance`: that of a reduction of n inputs (reduction_tolerance); null for a copy or one input (exact).
 template <DataType T, ReduceOp Op, typename At>
-Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
-  constexpr bool kFloat = T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64;
+Reference reduce_reference(std::uint64_t seed, int n, const ReductionTolerance* tolerance, At at) {
   constexpr bool kProd = Op == ReduceOp::prod;
   Reference r;
-  if constexpr (kFloat) {
-    double acc = 0, mag = 0;
+  if constexpr (is_floating(T)) {
+    double acc = 0, mag = 0, growth = 1;
     for (int q = 0; q < n; ++q) {
       const auto [rank, index] = at(q);
       const double v = pattern_value_of<T, kProd>(pattern_hash(seed, rank, index));
+      if constexpr (kProd) growth *= std::max(1.0, std::fabs(v));
       if (q == 0)
         acc = v, mag = std::fabs(v);
       else if constexpr (Op == ReduceOp::sum || Op == ReduceOp::avg)
@@ -218,9 +225,11 @@ Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
         acc = std::max(acc, v);
     }
     r.want = Op == ReduceOp::avg ? acc / n : acc;
-    r.tol = (Op == ReduceOp::sum || Op == ReduceOp::prod) ? tol_scale * mag : 0;
-    if constexpr (Op == ReduceOp::avg) r.tol = avg_tolerance(tol_scale * mag, r.want, n, unit_roundoff(T));
+    if (tolerance && (Op == ReduceOp::sum || Op == ReduceOp::prod)) r.tol = (*tolerance)(mag, growth);
+    if constexpr (Op == ReduceOp::avg)
+      if (tolerance) r.tol = average_tolerance(T, (*tolerance)(mag), r.want, n);
   } else {
+    // Pattern values are below 2^53 in magnitude: exact through int64; unsigned types compare as unsigned.
     std::uint64_t acc = 0;
     for (int q = 0; q < n; ++q) {
       const auto [rank, index] = at(q);
@@ -232,13 +241,16 @@ Reference reduce_reference(std::uint64_t seed, int n, double tol_scale, At at) {
         acc += v;
       else if constexpr (Op == ReduceOp::prod)
         acc *= v;
+      else if constexpr (is_unsigned(T))
+        acc = Op == ReduceOp::min ? std::min(acc, v) : std::max(acc, v);
       else if constexpr (Op == ReduceOp::min)
         acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
       else
         acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
     }
-    r.exact = wrap(static_cast<std::int64_t>(acc), T) / (Op == ReduceOp::avg ? n : 1);
-    r.want = static_cast<double>(r.exact);
+    const std::int64_t wrapped = wrap(static_cast<std::int64_t>(acc), T);
+    r.exact = Op == ReduceOp::avg ? divide_wrapped(wrapped, n, T) : wrapped;
+    r.want = integer_value(r.exact, T);
   }
   return r;
 }
@@ -249,15 +261,10 @@ template <DataType T, ReduceOp Op>
 void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::vector<const void*>& outputs,
                  std::uint64_t first, std::uint64_t begin, std::uint64_t end, std::uint64_t& wrong,
                  std::vector<std::string>& examples) {
-  constexpr int kSize = T == DataType::f64 || T == DataType::i64 ? 8
-                        : T == DataType::f32 || T == DataType::i32 ? 4
-                        : T == DataType::u8                         ? 1
-                                                                    : 2;
-  constexpr double u = T == DataType::f16 ? 1.0 / 2048 : T == DataType::bf16 ? 1.0 / 256
-                       : T == DataType::f32 ? 1.0 / 16777216 : T == DataType::f64 ? 1.0 / 9007199254740992.0 : 0;
+  const int size = size_of(T);
   const bool reduction = combines(s);
   const bool same_for_all = !s.program && s.collective != Collective::reducescatter;
-  const double tol_scale = tolerance_scale(s.ranks, u);
+  const ReductionTolerance tolerance = reduction_tolerance(T, s.ranks);
   const std::uint64_t unit = s.program ? s.count / s.program->program.chunks() : 0;
   for (std::uint64_t j = begin; j < end; ++j) {
     double want = 0, tol = 0;
@@ -271,27 +278,28 @@ void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::v
           const std::vector<std::pair<int, int>>* from = program_sources(s, ranks[k], e, &offset);
           if (!from) continue;
           const int n = static_cast<int>(from->size());
-          ref = reduce_reference<T, Op>(s.seed, n, n > 1 ? tolerance_scale(n, u) : 0, [&](int q) {
+          const ReductionTolerance of_n = reduction_tolerance(T, n);
+          ref = reduce_reference<T, Op>(s.seed, n, n > 1 ? &of_n : nullptr, [&](int q) {
             return std::pair{(*from)[q].first, (*from)[q].second * unit + offset};
           });
         } else if (!reduction) {
           const int from = s.collective == Collective::broadcast ? s.root : static_cast<int>(e / s.count);
           const std::uint64_t index = s.collective == Collective::broadcast ? e : e % s.count;
-          ref = reduce_reference<T, ReduceOp::sum>(s.seed, 1, 0, [&](int) { return std::pair{from, index}; });
+          ref = reduce_reference<T, ReduceOp::sum>(s.seed, 1, nullptr, [&](int) { return std::pair{from, index}; });
         } else {
           const std::uint64_t index =
               s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(ranks[k]) * s.count + e : e;
-          ref = reduce_reference<T, Op>(s.seed, s.ranks, tol_scale, [&](int q) { return std::pair{q, index}; });
+          ref = reduce_reference<T, Op>(s.seed, s.ranks, &tolerance, [&](int q) { return std::pair{q, index}; });
         }
         want = ref.want, tol = ref.tol, exact = ref.exact;
       }
-      const void* p = static_cast<const char*>(outputs[k]) + j * kSize;
+      const void* p = static_cast<const char*>(outputs[k]) + j * size;
       bool ok;
       double got;
-      if constexpr (T == DataType::i64) {
+      if constexpr (T == DataType::i64 || T == DataType::u64) {  // 64 bits: compared exactly, not through a double
         std::int64_t g;
         std::memcpy(&g, p, 8);
-        got = static_cast<double>(g);
+        got = integer_value(g, T);
         ok = g == exact;
       } else {
         got = element_value(p, T);
@@ -330,6 +338,11 @@ RangeChecker checker_for(const CheckSpec& s) {
     case DataType::i32: return checker_for_op<DataType::i32>(op);
     case DataType::i64: return checker_for_op<DataType::i64>(op);
     case DataType::u8: return checker_for_op<DataType::u8>(op);
+    case DataType::i8: return checker_for_op<DataType::i8>(op);
+    case DataType::u32: return checker_for_op<DataType::u32>(op);
+    case DataType::u64: return checker_for_op<DataType::u64>(op);
+    case DataType::f8e4m3: return checker_for_op<DataType::f8e4m3>(op);
+    case DataType::f8e5m2: return checker_for_op<DataType::f8e5m2>(op);
   }
   return checker_for_op<DataType::f32>(op);
 }

@@ -18,13 +18,18 @@ using Comm = void*;  // ncclComm_t
 
 int nccl_type(DataType t) {  // ncclDataType_t
   switch (t) {
+    case DataType::i8: return 0;
     case DataType::u8: return 1;
     case DataType::i32: return 2;
+    case DataType::u32: return 3;
     case DataType::i64: return 4;
+    case DataType::u64: return 5;
     case DataType::f16: return 6;
     case DataType::f32: return 7;
     case DataType::f64: return 8;
     case DataType::bf16: return 9;
+    case DataType::f8e4m3: return 10;  // ncclFloat8e4m3 (NCCL 2.24 and later)
+    case DataType::f8e5m2: return 11;  // ncclFloat8e5m2
   }
   return 7;
 }

@@ -9,6 +9,7 @@
 #include "codegen/source_file.hpp"
 #include "core/error.hpp"
 #include "runtime/cuda/cuda_check.hpp"
+#include "templates/fp8.cuh"  // the fp8 conversions the kernels use, in their plain C++ form
 
 namespace canopy {
 
@@ -67,6 +68,21 @@ template <> __device__ __forceinline__ long long make<long long>(u64 h, int prod
 template <> __device__ __forceinline__ unsigned char make<unsigned char>(u64 h, int prod) {
   return prod ? (unsigned char)(1 + (h >> 62)) : (unsigned char)(h >> 56);
 }
+template <> __device__ __forceinline__ signed char make<signed char>(u64 h, int prod) {
+  return prod ? (signed char)small_factor(h) : (signed char)((long long)(h >> 56) - 128);
+}
+template <> __device__ __forceinline__ unsigned int make<unsigned int>(u64 h, int prod) {
+  return prod ? (unsigned int)(1 + (h >> 62)) : (unsigned int)(h >> 32);
+}
+template <> __device__ __forceinline__ unsigned long long make<unsigned long long>(u64 h, int prod) {
+  return prod ? 1 + (h >> 62) : h >> 12;
+}
+template <> __device__ __forceinline__ canopy::fp8e4m3_t make<canopy::fp8e4m3_t>(u64 h, int prod) {
+  return canopy::Elem<canopy::fp8e4m3_t>::out((float)float_value(h, 3, prod));
+}
+template <> __device__ __forceinline__ canopy::fp8e5m2_t make<canopy::fp8e5m2_t>(u64 h, int prod) {
+  return canopy::Elem<canopy::fp8e5m2_t>::out((float)float_value(h, 2, prod));
+}
 template <typename T>
 __device__ __forceinline__ void fill(T* dst, u64 n, u64 seed, u64 rank, u64 first, int prod) {
   for (u64 j = blockIdx.x * (u64)blockDim.x + threadIdx.x; j < n; j += (u64)gridDim.x * blockDim.x)
@@ -112,6 +128,11 @@ double pattern_value(std::uint64_t seed, int rank, std::uint64_t index, DataType
     case DataType::i32: return value_of<DataType::i32>(h, prod);
     case DataType::i64: return value_of<DataType::i64>(h, prod);
     case DataType::u8: return value_of<DataType::u8>(h, prod);
+    case DataType::i8: return value_of<DataType::i8>(h, prod);
+    case DataType::u32: return value_of<DataType::u32>(h, prod);
+    case DataType::u64: return value_of<DataType::u64>(h, prod);
+    case DataType::f8e4m3: return value_of<DataType::f8e4m3>(h, prod);
+    case DataType::f8e5m2: return value_of<DataType::f8e5m2>(h, prod);
   }
   return 0;
 }
@@ -140,6 +161,11 @@ std::uint64_t pattern_bits(std::uint64_t seed, int rank, std::uint64_t index, Da
     case DataType::i32: return static_cast<std::uint32_t>(static_cast<std::int32_t>(v));
     case DataType::i64: return static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
     case DataType::u8: return static_cast<std::uint8_t>(v);
+    case DataType::i8: return static_cast<std::uint8_t>(static_cast<std::int8_t>(v));
+    case DataType::u32: return static_cast<std::uint32_t>(v);
+    case DataType::u64: return static_cast<std::uint64_t>(v);
+    case DataType::f8e4m3: return fp8::e4m3_from_float(static_cast<float>(v));  // exact: 4 significant bits
+    case DataType::f8e5m2: return fp8::e5m2_from_float(static_cast<float>(v));  // exact: 3 significant bits
   }
   return 0;
 }
@@ -184,6 +210,19 @@ double element_value(const void* p, DataType dtype) {
       return static_cast<double>(i);
     }
     case DataType::u8: return *static_cast<const std::uint8_t*>(p);
+    case DataType::i8: return *static_cast<const std::int8_t*>(p);
+    case DataType::u32: {
+      std::uint32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
+    case DataType::u64: {
+      std::uint64_t i;
+      std::memcpy(&i, p, 8);
+      return static_cast<double>(i);
+    }
+    case DataType::f8e4m3: return fp8::e4m3_to_float(*static_cast<const std::uint8_t*>(p));
+    case DataType::f8e5m2: return fp8::e5m2_to_float(*static_cast<const std::uint8_t*>(p));
   }
   return 0;
 }
@@ -193,7 +232,7 @@ SourceFile pattern_kernel_source() { return SourceFile{"canopy_test_pattern.cu",
 PatternKernels::PatternKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const auto module = jit.get("canopy-test-pattern-v3", pattern_kernel_source, options);
+  const auto module = jit.get("canopy-test-pattern-v4", pattern_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   for (int t = 0; t < kDataTypeCount; ++t) {
     const std::string name = fmt::format("canopy_fill_{}", to_string(static_cast<DataType>(t)));

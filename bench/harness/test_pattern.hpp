@@ -28,34 +28,50 @@ inline std::uint64_t pattern_hash(std::uint64_t seed, int rank, std::uint64_t in
   return x ^ (x >> 31);
 }
 
+// Fraction bits each float type holds exactly (the pattern draws that many).
+constexpr int pattern_fraction_bits(DataType t) {
+  return t == DataType::f16      ? 10
+         : t == DataType::bf16   ? 7
+         : t == DataType::f32    ? 23
+         : t == DataType::f8e4m3 ? 3
+         : t == DataType::f8e5m2 ? 2
+                                 : 52;
+}
+
 template <DataType T, bool kProd>
 inline double pattern_value_of(std::uint64_t h) {
-  if constexpr (T == DataType::f32 || T == DataType::f16 || T == DataType::bf16 || T == DataType::f64) {
-    // Fraction bits each float type holds exactly.
-    constexpr int bits = T == DataType::f16 ? 10 : T == DataType::bf16 ? 7 : T == DataType::f32 ? 23 : 52;
+  if constexpr (is_floating(T)) {
+    constexpr int bits = pattern_fraction_bits(T);
     constexpr double scale = static_cast<double>(std::uint64_t{1} << bits);
     if constexpr (kProd) return (0.75 * scale + static_cast<double>(h >> (64 - (bits - 1)))) / scale;
     else return (static_cast<double>(static_cast<std::int64_t>(h >> (64 - (bits + 1)))) - scale) / scale;
   } else if constexpr (kProd) {
-    if constexpr (T == DataType::u8) return static_cast<double>(1 + (h >> 62));
+    if constexpr (is_unsigned(T)) return static_cast<double>(1 + (h >> 62));  // {1, 2, 3, 4}
     const std::int64_t k = static_cast<std::int64_t>(h >> 62);
     return static_cast<double>(k < 2 ? k - 2 : k - 1);  // {-2, -1, 1, 2}
   } else if constexpr (T == DataType::i32) {
     return static_cast<double>(static_cast<std::int64_t>(h >> 40) - (1ll << 23));
   } else if constexpr (T == DataType::i64) {
     return static_cast<double>(static_cast<std::int64_t>(h >> 16) - (1ll << 47));
+  } else if constexpr (T == DataType::i8) {
+    return static_cast<double>(static_cast<std::int64_t>(h >> 56) - 128);
+  } else if constexpr (T == DataType::u32) {
+    return static_cast<double>(h >> 32);  // the whole range: the top bit set half the time
+  } else if constexpr (T == DataType::u64) {
+    return static_cast<double>(h >> 12);  // 52 bits: exact in a double, wider than 32
   } else {
     return static_cast<double>(h >> 56);
   }
 }
 
 // The value of input element `index` of `rank` (index < 2^48). Products get values in [0.75, 1.25) (floats) or
-// {-2, -1, 1, 2} ({1, 2, 3, 4} for u8); the other operators signed values filling the type's precision.
+// {-2, -1, 1, 2} ({1, 2, 3, 4} for unsigned types); the other operators values filling the type's precision (signed
+// ones for signed types).
 double pattern_value(std::uint64_t seed, int rank, std::uint64_t index, DataType dtype, ReduceOp op);
 // The same as raw bits of the dtype (the low size_of(dtype) bytes).
 std::uint64_t pattern_bits(std::uint64_t seed, int rank, std::uint64_t index, DataType dtype, ReduceOp op);
 
-// An element of `dtype` at `p` as a double (f16 and bf16 decoded; integers exactly).
+// An element of `dtype` at `p` as a double (f16, bf16 and fp8 decoded; integers exactly, u64 below 2^53).
 double element_value(const void* p, DataType dtype);
 
 // The fill kernels' CUDA source (one extern "C" canopy_fill_<dtype> each), compiled with the embedded templates.

@@ -112,10 +112,9 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   if (!program && static_cast<unsigned>(call.collective) > static_cast<unsigned>(Collective::reducescatter))
     return invalid(fmt::format("collective {} is not one of broadcast, reduce, allreduce, allgather, reduce_scatter",
                                static_cast<int>(call.collective)));
-  if (static_cast<unsigned>(call.dtype) > static_cast<unsigned>(DataType::u8))
-    return Status(StatusCode::unsupported,
-                  fmt::format("{}: dtype {} is not supported; use f32, f16, bf16, f64, i32, i64 or u8", name,
-                              static_cast<int>(call.dtype)));
+  if (static_cast<unsigned>(call.dtype) >= static_cast<unsigned>(kDataTypeCount))
+    return Status(StatusCode::unsupported, fmt::format("{}: dtype {} is not supported; use {}", name,
+                                                       static_cast<int>(call.dtype), data_type_choices()));
   const bool combines = program ? program->reduces() : reduces(call.collective);
   if (combines && static_cast<unsigned>(call.op) > static_cast<unsigned>(ReduceOp::avg))
     return Status(StatusCode::unsupported, fmt::format("{}: reduction operator {} is not supported; use sum, prod, "

@@ -57,13 +57,13 @@ __device__ __forceinline__ void combine(T* out, const Sources& s, int n, u64 cou
   CANOPY_COMBINE(canopy_combine_##TYPE##_max, T, OpMax)
 CANOPY_FOR_EACH_DTYPE(CANOPY_COMBINE_OPS)
 // avg's last step: data[j] /= n in the type's arithmetic (floats through Math; integers truncate, as ncclAvg's do).
+// The divisor stays an int: as a narrow Math (u8, i8) 256 ranks would wrap it to 0, 128 make it negative.
 template <typename T>
 __device__ __forceinline__ void divide(T* data, u64 count, int n) {
   typedef typename canopy::Elem<T>::Math M;
   const u64 first = blockIdx.x * (u64)blockDim.x + threadIdx.x, stride = (u64)gridDim.x * blockDim.x;
-  const M d = static_cast<M>(n);
   for (u64 j = first; j < count; j += stride)
-    data[j] = canopy::Elem<T>::out(static_cast<M>(canopy::Elem<T>::in(data[j]) / d));
+    data[j] = canopy::Elem<T>::out(static_cast<M>(canopy::Elem<T>::in(data[j]) / n));
 }
 #define CANOPY_DIVIDE(TYPE, T) \
   extern "C" __global__ void canopy_divide_##TYPE(T* data, u64 count, int n) { divide<T>(data, count, n); }
@@ -105,7 +105,7 @@ SourceFile combine_kernel_source() { return SourceFile{"canopy_combine.cu", kCom
 CombineKernels::CombineKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const auto module = jit.get("canopy-combine-v5", combine_kernel_source, options);
+  const auto module = jit.get("canopy-combine-v6", combine_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   for (int t = 0; t < kDataTypeCount; ++t) {
     const std::string type = to_string(static_cast<DataType>(t));

@@ -9,13 +9,13 @@
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "bench/harness/collective_check.hpp"
+#include "bench/harness/float_tolerance.hpp"
 #include "bench/harness/test_pattern.hpp"
+#include "templates/fp8.cuh"
 
 namespace canopy {
 namespace {
 
-constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
-                               DataType::i32, DataType::i64, DataType::u8};
 constexpr ReduceOp kOps[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
 
 std::vector<unsigned char> encode(const std::vector<double>& values, DataType t, const std::vector<std::int64_t>* ints) {
@@ -47,13 +47,18 @@ std::vector<unsigned char> encode(const std::vector<double>& values, DataType t,
       case DataType::i32: { const std::int32_t i = static_cast<std::int32_t>((*ints)[j]); std::memcpy(p, &i, 4); break; }
       case DataType::i64: { const std::int64_t i = (*ints)[j]; std::memcpy(p, &i, 8); break; }
       case DataType::u8: *p = static_cast<unsigned char>((*ints)[j]); break;
+      case DataType::i8: *p = static_cast<unsigned char>(static_cast<std::int8_t>((*ints)[j])); break;
+      case DataType::u32: { const auto i = static_cast<std::uint32_t>((*ints)[j]); std::memcpy(p, &i, 4); break; }
+      case DataType::u64: { const auto i = static_cast<std::uint64_t>((*ints)[j]); std::memcpy(p, &i, 8); break; }
+      case DataType::f8e4m3: *p = fp8::e4m3_from_float(static_cast<float>(v)); break;
+      case DataType::f8e5m2: *p = fp8::e5m2_from_float(static_cast<float>(v)); break;
     }
   }
   return out;
 }
 
 TEST(TestPattern, ValuesAreExactInTheirTypeAndVaried) {
-  for (DataType t : kTypes)
+  for (DataType t : kEveryDataType)
     for (ReduceOp op : kOps) {
       std::set<std::uint64_t> distinct;
       bool nonzero = false;
@@ -63,14 +68,22 @@ TEST(TestPattern, ValuesAreExactInTheirTypeAndVaried) {
         distinct.insert(bits);
         nonzero |= v != 0;
         EXPECT_EQ(element_value(&bits, t), v) << to_string(t) << " " << to_string(op) << " k=" << k;
-        if (op == ReduceOp::prod && (t == DataType::f32 || t == DataType::f16 || t == DataType::bf16 || t == DataType::f64)) {
+        if (op == ReduceOp::prod && is_floating(t)) {
           EXPECT_GE(v, 0.75);
           EXPECT_LT(v, 1.25);
         }
+        if (op == ReduceOp::prod && !is_floating(t)) {
+          EXPECT_LE(std::fabs(v), 4);
+        }
       }
       EXPECT_TRUE(nonzero);
-      EXPECT_GE(distinct.size(), op == ReduceOp::prod && (t == DataType::i32 || t == DataType::i64 || t == DataType::u8) ? 4u : 64u)
-          << to_string(t) << " " << to_string(op);
+      // All the values the pattern can draw: fp8 has few (k / 8 for k in [-8, 8) and 4 factors for e4m3, k / 4 and
+      // 2 factors for e5m2), integers' products 4 factors.
+      const std::size_t want = t == DataType::f8e4m3   ? (op == ReduceOp::prod ? 4u : 16u)
+                               : t == DataType::f8e5m2 ? (op == ReduceOp::prod ? 2u : 8u)
+                               : op == ReduceOp::prod && !is_floating(t) ? 4u
+                                                                         : 64u;
+      EXPECT_GE(distinct.size(), want) << to_string(t) << " " << to_string(op);
     }
 }
 
@@ -87,7 +100,7 @@ TEST(TestPattern, RanksAndSeedsDrawDifferentValues) {
 TEST(CollectiveCheck, AcceptsTheDefinitionAndCatchesMistakes) {
   for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
                        Collective::reducescatter})
-    for (DataType t : kTypes)
+    for (DataType t : kEveryDataType)
       for (ReduceOp op : kOps) {
         CheckSpec s{c, t, op, 1, 5, 300, 99};
         const int rank = 1;
@@ -104,10 +117,14 @@ TEST(CollectiveCheck, AcceptsTheDefinitionAndCatchesMistakes) {
         EXPECT_EQ(ok.wrong, 0u) << to_string(c) << " " << to_string(t) << " " << to_string(op) << ": "
                                 << (ok.examples.empty() ? "" : ok.examples[0]);
         EXPECT_EQ(ok.checked, n);
-        // Element 17 replaced by element 18's value.
+        // Element 17 replaced by element 18's value; for fp8, whose sums' tolerance spans neighbouring values, by
+        // the largest finite value instead.
         std::vector<unsigned char> bad = out;
-        std::memcpy(bad.data() + 17 * size_of(t), out.data() + 18 * size_of(t), size_of(t));
-        if (std::memcmp(out.data() + 17 * size_of(t), out.data() + 18 * size_of(t), size_of(t)) != 0) {
+        if (t == DataType::f8e4m3 || t == DataType::f8e5m2)
+          bad[17] = t == DataType::f8e4m3 ? 0x7E : 0x7B;
+        else
+          std::memcpy(bad.data() + 17 * size_of(t), out.data() + 18 * size_of(t), size_of(t));
+        if (std::memcmp(out.data() + 17 * size_of(t), bad.data() + 17 * size_of(t), size_of(t)) != 0) {
           EXPECT_GE(check_output(s, rank, bad.data()).wrong, 1u) << to_string(c) << " " << to_string(t);
         }
         // Poison (all bits set: NaN for floats).
@@ -157,7 +174,10 @@ TEST(CollectiveCheck, FloatToleranceGrowsWithRanksNotBeyond) {
   EXPECT_GT(tol, 0);
   double sum_abs = 0;
   for (int q = 0; q < 8; ++q) sum_abs += std::fabs(pattern_value(3, q, 4, DataType::f16, ReduceOp::sum));
-  EXPECT_DOUBLE_EQ(tol, (9 * std::ldexp(1.0, -11) + 7 * std::ldexp(1.0, -53)) * sum_abs);
+  // 9 roundings of f16 (u = 2^-11) compounded, the reference's 7 in double, and 9 underflow errors (2^-25).
+  const double compound = std::pow(1 + std::ldexp(1.0, -11), 9);
+  const double bound = (compound - 1 + 7 * std::ldexp(1.0, -53)) * sum_abs + 9 * compound * std::ldexp(1.0, -25);
+  EXPECT_NEAR(tol, bound, bound * 1e-12);
   (void)want;
   CheckSpec m = s;
   m.op = ReduceOp::max;
@@ -168,7 +188,7 @@ TEST(CollectiveCheck, FloatToleranceGrowsWithRanksNotBeyond) {
 // avg is the sum divided by the ranks: integers truncate the wrapped sum (as the GPU's division does), floats keep the
 // sum's tolerance over the ranks plus the division's and the store's roundings.
 TEST(CollectiveCheck, AverageIsTheSumOverTheRanks) {
-  for (DataType t : kTypes)
+  for (DataType t : kEveryDataType)
     for (Collective c : {Collective::allreduce, Collective::reducescatter})
       for (std::uint64_t j = 0; j < 200; ++j) {
         CheckSpec sum{c, t, ReduceOp::sum, 0, 3, 100, 5};
@@ -185,8 +205,9 @@ TEST(CollectiveCheck, AverageIsTheSumOverTheRanks) {
         } else {
           EXPECT_DOUBLE_EQ(a, s / 3) << what;
           EXPECT_GT(avg_tol, sum_tol / 3) << what;
-          const int bits = t == DataType::f16 ? 11 : t == DataType::bf16 ? 8 : t == DataType::f32 ? 24 : 53;
-          EXPECT_LE(avg_tol, sum_tol / 3 + 2 * std::fabs(a) * std::ldexp(1.0, -bits)) << what;
+          // The division's and the store's roundings (at most 2u, and second-order terms) and one underflow.
+          const double u = unit_roundoff(t);
+          EXPECT_LE(avg_tol, sum_tol / 3 + 2.01 * (std::fabs(a) + sum_tol / 3) * u + underflow_error(t)) << what;
         }
       }
 }

@@ -192,7 +192,8 @@ TEST(CollectiveCallErrors, UnsupportedDtypeAndOp) {
   Call v = valid(Collective::allreduce);
   v.call.dtype = static_cast<DataType>(42);
   EXPECT_EQ(check(v).code(), StatusCode::unsupported);
-  EXPECT_EQ(check(v).message(), "allreduce: dtype 42 is not supported; use f32, f16, bf16, f64, i32, i64 or u8");
+  EXPECT_EQ(check(v).message(),
+            "allreduce: dtype 42 is not supported; use f32, f16, bf16, f64, i32, i64, u8, i8, u32, u64, f8e4m3 or f8e5m2");
   v.call.dtype = DataType::f32;
   v.call.op = ReduceOp::avg;  // NCCL's ncclAvg: the runtime's division after a sum
   EXPECT_TRUE(check(v).ok()) << check(v).message();

@@ -49,7 +49,9 @@ inline void check_program_on_gpus(const Topology& topology, const std::vector<st
              {DataType::bf16, ReduceOp::sum},
              {DataType::f32, ReduceOp::max},
              {DataType::i64, ReduceOp::prod},
-             {DataType::u8, ReduceOp::min}};
+             {DataType::u8, ReduceOp::min},
+             {DataType::f8e4m3, ReduceOp::sum},
+             {DataType::u32, ReduceOp::max}};
   else
     kinds = {{DataType::f32, ReduceOp::sum}, {DataType::f16, ReduceOp::sum}, {DataType::u8, ReduceOp::sum}};
 

@@ -51,8 +51,7 @@ inline CommunicatorOptions sweep_options(const SweepCase& tc) {
   return o;
 }
 
-inline constexpr DataType kEveryType[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
-                                          DataType::i32, DataType::i64, DataType::u8};
+inline constexpr const DataType (&kEveryType)[kDataTypeCount] = kEveryDataType;  // NCCL's twelve, fp8 included
 inline constexpr ReduceOp kEveryOp[] = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
 
 // The specs of `collective` for every element type and, where it reduces, every operator; root: the last rank.

@@ -91,9 +91,9 @@ TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
                     "sendbuff is NULL");
   EXPECT_NCCL_ERROR(ncclAllGather(fake(64), nullptr, 4, ncclFloat, comm, nullptr), ncclInvalidArgument,
                     "recvbuff is NULL");
-  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclInt8, ncclSum, comm, nullptr), ncclInvalidUsage,
-                    "ncclAllReduce of ncclInt8 (Canopy does not reduce ncclInt8) is not served by Canopy and no real "
-                    "NCCL communicator exists");
+  // Every ncclDataType_t is served for reductions too (int8, uint32, uint64 and the fp8 types included).
+  for (ncclDataType_t t : {ncclInt8, ncclUint32, ncclUint64, ncclFloat8e4m3, ncclFloat8e5m2})
+    EXPECT_EQ(ncclAllReduce(fake(64), fake(64), 4, t, ncclAvg, comm, nullptr), ncclSuccess) << last();
   EXPECT_NCCL_ERROR(ncclSend(fake(64), 4, ncclFloat, 0, comm, nullptr), ncclInvalidUsage,
                     "ncclSend is not served by Canopy and no real NCCL communicator exists");
   EXPECT_NE(last().find("CANOPY_NCCL_LIBRARY"), std::string::npos) << last();

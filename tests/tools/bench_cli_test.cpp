@@ -22,7 +22,8 @@ TEST(BenchCli, WithoutAGpuExitsOneAndSaysWhy) {
 
 TEST(BenchCli, BadOptionsAreRefusedFirst) {
   EXPECT_THAT(canopy("bench --sizes 1G:1M").output, HasSubstr("--sizes '1G:1M': need 0 < MIN <= MAX"));
-  EXPECT_THAT(canopy("bench --dtype f8").output, HasSubstr("--dtype 'f8': expected f32, f16, bf16, f64, i32, i64 or u8"));
+  EXPECT_THAT(canopy("bench --dtype f8").output,
+              HasSubstr("--dtype 'f8': expected f32, f16, bf16, f64, i32, i64, u8, i8, u32, u64, f8e4m3 or f8e5m2"));
   EXPECT_THAT(canopy("bench -c allsum").output, HasSubstr("--collective 'allsum': expected broadcast"));
   EXPECT_THAT(canopy("bench --iters 0").output, HasSubstr("--iters and --repeats take at least 1"));
   EXPECT_EQ(canopy("bench --op avg").status, 1);

@@ -61,8 +61,7 @@ struct Args {
   int per_process = 1;
   std::vector<Collective> collectives = {Collective::broadcast, Collective::reduce, Collective::allreduce,
                                          Collective::allgather, Collective::reducescatter};
-  std::vector<DataType> dtypes = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
-                                  DataType::i32, DataType::i64, DataType::u8};
+  std::vector<DataType> dtypes{std::begin(kEveryDataType), std::end(kEveryDataType)};
   std::vector<ReduceOp> ops = {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max, ReduceOp::avg};
   std::vector<std::uint64_t> counts = {0, 1, 7, 1028, 65540, 3000004, 40000004};
   std::vector<bool> in_place = {false, true};
@@ -99,7 +98,14 @@ Args parse(int argc, char** argv) {
       for (const std::string& c : split(v)) a.collectives.push_back(parse_collective(c).value());
     } else if (k == "--dtypes") {
       a.dtypes.clear();
-      for (const std::string& d : split(v)) a.dtypes.push_back(parse_data_type(d).value());
+      for (const std::string& d : split(v)) {
+        const std::optional<DataType> t = parse_data_type(d);
+        if (!t) {
+          fmt::print(stderr, "canopy_mp_check: --dtypes: '{}' is not a dtype; use {}\n", d, data_type_choices());
+          std::exit(2);
+        }
+        a.dtypes.push_back(*t);
+      }
     } else if (k == "--ops") {
       a.ops.clear();
       for (const std::string& o : split(v)) a.ops.push_back(parse_reduce_op(o).value());

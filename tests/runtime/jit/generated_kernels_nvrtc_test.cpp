@@ -23,8 +23,7 @@
 namespace canopy {
 namespace {
 
-constexpr DataType kTypes[] = {DataType::f32, DataType::f16, DataType::bf16, DataType::f64,
-                               DataType::i32, DataType::i64, DataType::u8};
+constexpr const DataType (&kTypes)[kDataTypeCount] = kEveryDataType;  // NCCL's twelve, fp8 included
 
 // Returns ptxas's statistics of the entry (empty when it did not compile).
 KernelStats expect_compiles(const KernelSource& k, const CodegenOptions& o) {
@@ -98,7 +97,8 @@ INSTANTIATE_TEST_SUITE_P(Shipped, GeneratedKernels, ::testing::ValuesIn(all_case
 TEST(GeneratedKernelsOps, EveryReductionOperatorCompiles) {
   const Plan p = plan(load_topology("hgx-h200"), Collective::allreduce);
   for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max})
-    for (DataType t : {DataType::f32, DataType::bf16, DataType::i64}) {
+    for (DataType t : {DataType::f32, DataType::bf16, DataType::i64, DataType::i8, DataType::u64, DataType::f8e4m3,
+                       DataType::f8e5m2}) {
       CodegenOptions o;
       o.dtype = t;
       o.op = op;
