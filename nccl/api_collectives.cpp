@@ -235,8 +235,17 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* re
                comm);
 }
 
-CANOPY_NCCL_EXPORT ncclResult_t ncclGroupStart() { return group_start(); }
-CANOPY_NCCL_EXPORT ncclResult_t ncclGroupEnd() { return group_end(); }
+// The real NCCL's own calls of these (from inside it) stay its own: Canopy's group state is the program's.
+CANOPY_NCCL_EXPORT ncclResult_t ncclGroupStart() {
+  if (called_by_real_nccl(__builtin_return_address(0)))
+    if (auto real = real_nccl<ncclResult_t (*)()>("ncclGroupStart")) return real();
+  return group_start();
+}
+CANOPY_NCCL_EXPORT ncclResult_t ncclGroupEnd() {
+  if (called_by_real_nccl(__builtin_return_address(0)))
+    if (auto real = real_nccl<ncclResult_t (*)()>("ncclGroupEnd")) return real();
+  return group_end();
+}
 
 }  // extern "C"
 

@@ -57,6 +57,9 @@ CANOPY_NCCL_EXPORT void ncclResetDebugInit() {
 }
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  // The real NCCL's own ncclCommInitAll asks for an id of its own kind.
+  if (called_by_real_nccl(__builtin_return_address(0)))
+    if (auto real = real_nccl<ncclResult_t (*)(ncclUniqueId*)>("ncclGetUniqueId")) return real(uniqueId);
   if (!uniqueId) return fail(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   canopy::UniqueId id;
   if (const canopy::Status s = canopy::make_unique_id(&id); !s.ok()) return to_result(s, "ncclGetUniqueId");

@@ -96,7 +96,12 @@ std::optional<void*> open_real(const fs::path& path, std::string* why) {
     *why = fmt::format("'{}' is Canopy's own libnccl.so.2", path.string());
     return std::nullopt;
   }
-  void* handle = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+  // Not RTLD_DEEPBIND: a real NCCL opened so (its own libstdc++ copy bound first) died in its first
+  // ncclCommInitRankConfig under nccl-tests, in libc calling a null function (CANOPY_CRASH_REPORT, an H200,
+  // 2026-11-25); torch, which loads the wheel's NCCL plainly before us, never did. Bound plainly, the real NCCL's calls
+  // to its own exported names (ncclBcast -> ncclBroadcast, ...) reach this library, which passes their untagged
+  // handles straight back to the real NCCL's definitions (dlsym on this handle), so nothing loops.
+  void* handle = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     *why = fmt::format("cannot open '{}': {}", real, dlerror());
     return std::nullopt;
@@ -158,6 +163,15 @@ void* real_nccl_symbol(const char* name) {
   return r.handle ? dlsym(r.handle, name) : nullptr;
 }
 bool real_nccl_loaded() { return real().handle != nullptr; }
+bool called_by_real_nccl(const void* return_address) {
+  static const void* const base = [] {  // the real NCCL's load address, once it is loaded
+    Dl_info info{};
+    void* any = real_nccl_symbol("ncclGetVersion");
+    return any && dladdr(any, &info) ? static_cast<const void*>(info.dli_fbase) : nullptr;
+  }();
+  Dl_info caller{};
+  return base && dladdr(return_address, &caller) && caller.dli_fbase == base;
+}
 std::string real_nccl_path() { return real().path; }
 std::string real_nccl_why_not() { return real().why_not; }
 

@@ -1,5 +1,6 @@
-// The real NCCL, for what Canopy does not serve. Loaded once, on first need, by absolute path with RTLD_DEEPBIND (so
-// its calls to its own exported functions stay inside it, never reaching this library): CANOPY_NCCL_LIBRARY when set
+// The real NCCL, for what Canopy does not serve. Loaded once, on first need, by absolute path, bound plainly (its calls
+// to its own exported functions reach this library, which hands their untagged handles back to the real NCCL's own
+// definitions; RTLD_DEEPBIND crashed it, see real_nccl.cpp): CANOPY_NCCL_LIBRARY when set
 // (only that path); else a libnccl.so* the process has already loaded (torch preloads its nvidia-nccl wheel's); else
 // the wheel beside a loaded libtorch_cuda.so or in the usual site-packages folders; else libnccl.so.2 in
 // LD_LIBRARY_PATH's folders and the system's and CUDA toolkit's library folders. Never by the bare name, and never a
@@ -19,6 +20,10 @@ F real_nccl(const char* name) {
 bool real_nccl_loaded();         // tries to load it (once) and says whether it is there
 std::string real_nccl_path();    // "" when not loaded
 std::string real_nccl_why_not(); // why it could not be loaded ("" when it is)
+// Whether `return_address` (a caller's __builtin_return_address(0)) lies in the real NCCL: its internal calls to its
+// own exported names (ncclCommInitAll calls ncclGetUniqueId, ...) land in this library, which must then answer as
+// the real NCCL would, by calling its definition.
+bool called_by_real_nccl(const void* return_address);
 // The absolute path of this library (to never load it as the real NCCL).
 std::string own_library_path();
 
