@@ -96,9 +96,9 @@ std::optional<void*> open_real(const fs::path& path, std::string* why) {
     *why = fmt::format("'{}' is Canopy's own libnccl.so.2", path.string());
     return std::nullopt;
   }
-  // Not RTLD_DEEPBIND: a real NCCL opened so (its own libstdc++ copy bound first) died in its first
-  // ncclCommInitRankConfig under nccl-tests, in libc calling a null function (CANOPY_CRASH_REPORT, an H200,
-  // 2026-11-25); torch, which loads the wheel's NCCL plainly before us, never did. Bound plainly, the real NCCL's calls
+  // Not RTLD_DEEPBIND: opened so, nccl-tests died while the real communicator was being made, in libc calling a
+  // null function (CANOPY_CRASH_REPORT, an H200, 2026-11-25); torch, which loads the wheel's NCCL plainly before us,
+  // never did. Bound plainly, the real NCCL's calls
   // to its own exported names (ncclBcast -> ncclBroadcast, ...) reach this library, which passes their untagged
   // handles straight back to the real NCCL's definitions (dlsym on this handle), so nothing loops.
   void* handle = dlopen(real.c_str(), RTLD_NOW | RTLD_LOCAL);
