@@ -43,20 +43,7 @@ def main():
             print(f"ddp_check: step {step}: rank 0's loss {loss:.6f}", flush=True)
 
     trained = {name: p.detach() for name, p in model.named_parameters()}
-    expected = train_setup.reference(world, args.steps, device)
-    diff = train_setup.max_difference(trained, expected)
-    moved = train_setup.initial_distance(trained, device)
-    print(f"ddp_check: rank {rank}: max abs diff {diff:.3e} from the one-process reference "
-          f"(training moved the parameters by up to {moved:.3e})", flush=True)
-
-    diffs = torch_setup.gather_from_ranks("ddp_check", rank, world, diff)
-    worst = max(diffs)
-    over = not worst <= train_setup.LIMIT  # NaN is over
-    if rank == 0:
-        print(f"ddp_check: {world} ranks, {args.steps} steps, max abs diff {worst:.3e} (limit {train_setup.LIMIT})"
-              f"{': OVER' if over else ''}", flush=True)
-    torch_setup.finish()
-    return 1 if over else 0
+    return train_setup.verdict("ddp_check", rank, world, args.steps, trained, device)
 
 
 if __name__ == "__main__":

@@ -54,20 +54,7 @@ def main():
         if not isinstance(p, DTensor):
             raise SystemExit(f"fsdp_check: parameter {name} is a {type(p).__name__}, not a DTensor: not sharded?")
         trained[name] = p.detach().full_tensor()
-    expected = train_setup.reference(world, args.steps, device)
-    diff = train_setup.max_difference(trained, expected)
-    moved = train_setup.initial_distance(trained, device)
-    print(f"fsdp_check: rank {rank}: max abs diff {diff:.3e} from the one-process reference "
-          f"(training moved the parameters by up to {moved:.3e})", flush=True)
-
-    diffs = torch_setup.gather_from_ranks("fsdp_check", rank, world, diff)
-    worst = max(diffs)
-    over = not worst <= train_setup.LIMIT  # NaN is over
-    if rank == 0:
-        print(f"fsdp_check: {world} ranks, {args.steps} steps, max abs diff {worst:.3e} (limit {train_setup.LIMIT})"
-              f"{': OVER' if over else ''}", flush=True)
-    torch_setup.finish()
-    return 1 if over else 0
+    return train_setup.verdict("fsdp_check", rank, world, args.steps, trained, device)
 
 
 if __name__ == "__main__":

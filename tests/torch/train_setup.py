@@ -65,3 +65,21 @@ def initial_distance(trained, device):
     """How far training moved the parameters from their initial values (a check that it did something)."""
     start = {name: p.detach() for name, p in make_model(device).named_parameters()}
     return max_difference(trained, start)
+
+
+def verdict(check, rank, world, steps, trained, device):
+    """Compares this rank's trained parameters with the one-process reference, prints them and the ranks' worst
+    difference (agreed through torchrun's store), ends the process group; 1 when over LIMIT (or NaN), else 0."""
+    import torch_setup  # beside this file
+    expected = reference(world, steps, device)
+    diff = max_difference(trained, expected)
+    moved = initial_distance(trained, device)
+    print(f"{check}: rank {rank}: max abs diff {diff:.3e} from the one-process reference "
+          f"(training moved the parameters by up to {moved:.3e})", flush=True)
+    worst = max(torch_setup.gather_from_ranks(check, rank, world, diff))
+    over = not worst <= LIMIT  # NaN is over
+    if rank == 0:
+        print(f"{check}: {world} ranks, {steps} steps, max abs diff {worst:.3e} (limit {LIMIT})"
+              f"{': OVER' if over else ''}", flush=True)
+    torch_setup.finish()
+    return 1 if over else 0
