@@ -16,7 +16,8 @@
 # result is exact: small integers for sums (|x| <= 8 for floats: exact in bfloat16; 0 .. 255/N for uint8 so no sum
 # wraps; |x| <= 2^62/N for int64), {-2,-1,1,2} (floats), -3..3 (int64) or 0..2 (uint8) for products, any value
 # for max, min and the copies. One uint8 case sums full-range bytes and expects them wrapped mod 256, as NCCL
-# does. AVG is exact where N is a power of two (else 2 ulp are allowed); PREMUL_SUM's factors are powers of two.
+# does. AVG is exact where N is a power of two (else 2 ulp are allowed); PREMUL_SUM's factors are powers of two, and a
+# bfloat16 PREMUL_SUM expects what NCCL computes from what torch hands it (nccl_factor: torch passes a float).
 # AVG on integers is NCCL's: the sum divided by N, truncated toward zero. Skipped with their reason: PREMUL_SUM on
 # integers (c10d raises: "PreMulSum Data type must be half, float, bfloat16 or double").
 #
@@ -25,6 +26,7 @@
 # wrong result or exception. --backend gloo runs the same on the CPU (the ops gloo lacks are skipped): a self-test
 # of this script on a machine without a GPU.
 import argparse
+import struct
 import sys
 import traceback
 import warnings
@@ -62,8 +64,9 @@ class Op:
 
     def reduce_op(self, dtype, device):
         if self.name.startswith("PREMUL_SUM"):
-            if self.tensor_factor:  # c10d reads the factor as the input's type, on the device
-                return dist._make_nccl_premul_sum(torch.tensor(self.factor, dtype=dtype, device=device))
+            if self.tensor_factor:  # c10d reads the factor as the input's type (float for bfloat16), on the device
+                factor_type = torch.float32 if dtype == torch.bfloat16 else dtype
+                return dist._make_nccl_premul_sum(torch.tensor(self.factor, dtype=factor_type, device=device))
             return dist._make_nccl_premul_sum(self.factor)
         return getattr(dist.ReduceOp, self.name)
 
@@ -73,7 +76,7 @@ class Op:
         if self.name == "SUM" or self.name.startswith("PREMUL_SUM"):
             result = stacked.sum(0)
             if self.factor is not None:
-                result = result * self.factor
+                result = result * nccl_factor(self.factor, dtype)
         elif self.name == "AVG" and dtype not in FLOATS:
             # c10d passes ncclAvg through; NCCL's integer average divides the sum and truncates toward zero
             result = torch.div(stacked.sum(0), len(inputs), rounding_mode="trunc")
@@ -100,6 +103,17 @@ OPS = [Op("SUM", "sum"), Op("AVG", "sum"), Op("MAX", "any"), Op("MIN", "any"), O
        Op("PREMUL_SUM(0.5)", "sum", factor=0.5), Op("PREMUL_SUM(tensor 0.25)", "sum", factor=0.25, tensor_factor=True)]
 SUM, MAX, MIN = OPS[0], OPS[2], OPS[3]
 WRAPPING_SUM = Op("SUM", "bytes")  # uint8 only: full-range bytes, the sum wrapped mod 256
+
+
+def nccl_factor(factor, dtype):
+    """The PREMUL_SUM factor NCCL multiplies by. torch 2.11 hands NCCL a bfloat16 factor as a C float (its
+    unpackPreMulSum<float, ncclBfloat16>, for the host scalar and for the device tensor, which must be float32), and
+    NCCL reads the 2 bytes of a bfloat16 there: the float's low half. So the real NCCL, and Canopy as NCCL, multiply
+    by that (0 for 0.5 and 0.25, whose low halves are zero); other types get the factor itself."""
+    if dtype != torch.bfloat16:
+        return factor
+    low_half = struct.unpack("<I", struct.pack("<f", factor))[0] & 0xFFFF
+    return struct.unpack("<f", struct.pack("<I", low_half << 16))[0]
 
 
 def draw(name, rank, count, dtype, values, world):
