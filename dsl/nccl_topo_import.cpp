@@ -368,6 +368,7 @@ class Importer {
         const auto it = hosts_.size() == 1 ? detected.find(gpu.bus) : detected.end();
         if (it == detected.end()) continue;
         ++from_detection;
+        ++detected_gpus_;
         gpus_[g].sm = it->second->sm;
         for (const NcclNvlink& l : it->second->nvlinks)
           nvlink(g, l.target, l.count, l.tclass, it->second->sm, XmlElement{"gpu", {}, {}, gpu.line}, "detected");
@@ -478,10 +479,17 @@ class Importer {
                                   t.node(a.from).name, t.node(a.to).name, format_gbps(a.gbps)));
       t.validate();
     } catch (const Error& e) {
-      throw Error(fmt::format("{}: error: {}", origin_, e.what()));
+      throw Error(fmt::format("{}: error: {}{}", origin_, e.what(),
+                              hosts_.size() > 1 ? fmt::format("\n  the file holds {} hosts (host_hash values): NCCL joins "
+                                                              "CPUs within a host only, so only NVLink joins hosts; "
+                                                              "import one host's part at a time",
+                                                              hosts_.size())
+                                                : ""));
     }
     out.legend.insert(out.legend.end(), legend_.begin(), legend_.end());
     out.notes = std::move(notes_);
+    out.detected_gpus = detected_gpus_;
+    out.partial_gpus = static_cast<int>(std::count_if(gpus_.begin(), gpus_.end(), [](const Gpu& g) { return !g.element; }));
     return out;
   }
 
@@ -497,7 +505,7 @@ class Importer {
   std::vector<std::string> switches_, legend_, notes_;
   std::vector<Edge> edges_;
   std::set<std::string> ignored_, unknown_speeds_, net_names_;
-  int nics_ = 0, pcis_ = 0, nvs_ = -1;
+  int nics_ = 0, pcis_ = 0, nvs_ = -1, detected_gpus_ = 0;
 };
 
 }  // namespace

@@ -45,6 +45,8 @@ struct NcclImport {
   Topology topology{"nccl-topo"};
   std::vector<std::string> legend;  // one line per node: what it is in the file
   std::vector<std::string> notes;   // how the rates were derived, and what was left out
+  int partial_gpus = 0;             // GPUs listed without a <gpu> element: their NVLink can only come from detection
+  int detected_gpus = 0;            // of those, the ones options.detected matched
 };
 
 // Throws canopy::Error "ORIGIN:LINE: error: ..." on malformed XML, a missing or bad attribute NCCL requires, a wrong
