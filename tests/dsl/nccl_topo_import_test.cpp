@@ -1,6 +1,6 @@
 // NCCL topology XML -> Topology on real files others wrote (tests/data/nccl-topo/README.md): Azure's HPC image files
-// (partial: PCIe only), IBM Cloud's H100 NCCL_TOPO_FILE (a full dump: NVSwitch, NICs and ports) and, when present, a
-// dump NCCL wrote on the device machine. Each must give NCCL's GPUs, switches and rates, read back through .topo, and
+// (partial: PCIe only), IBM Cloud's H100 NCCL_TOPO_FILE (a full dump: NVSwitch, NICs and ports) and the dump NCCL
+// 2.28 wrote on the device machine (one H100). Each must give NCCL's GPUs, switches and rates, read back through .topo, and
 // plan: the planner's optimum for broadcast and allreduce is finite and positive. Malformed files (real files with
 // one thing broken) are errors naming FILE:LINE and the fix.
 #include <gmock/gmock.h>
@@ -177,16 +177,28 @@ TEST(NcclTopoImport, IbmH100DumpJoinsEveryNvswitchTargetInOneSwitch) {
   EXPECT_LE(p.bound_algbw_gbps, 370.8 + 0.1875 + 1e-6);
 }
 
-// NCCL 2.28 on the device machine's one H100/H200, written with NCCL_TOPO_DUMP_FILE (when the file is present).
-TEST(NcclTopoImport, DeviceMachineDump) {
-  const std::string file = "device-h100-nccl-topo-dump.xml";
-  if (!std::filesystem::exists(data(file))) GTEST_SKIP() << "no " << file;
-  const NcclImport r = import_file(file);
-  EXPECT_GE(r.topology.gpu_count(), 1);
+// NCCL 2.28 on the device machine's one H100/H200, written with NCCL_TOPO_DUMP_FILE: one GPU (sm 90, PCIe gen5 with
+// link_width 0) on a <cpu numaid="-1"> (a VM), and the socket NIC eth0 (10000 Mb/s) as a <nic> of the <cpu>.
+TEST(NcclTopoImport, DeviceMachineDumpOfOneH100) {
+  const NcclImport r = import_file("device-h100-nccl-topo-dump.xml");
+  const Topology& t = r.topology;
+  EXPECT_EQ(t.gpu_count(), 1);
   EXPECT_EQ(r.partial_gpus, 0);
-  EXPECT_THAT(r.legend[0], HasSubstr("NCCL rank 0"));
-  EXPECT_THAT(r.legend[0], HasSubstr("sm 90"));
-  expect_round_trip(r, file);
+  EXPECT_THAT(r.legend[0], HasSubstr("gpu0 = GPU 0000:00:06.0 (line 3), NCCL rank 0, dev 0, sm 90, PCIe gen5 x16"));
+  EXPECT_THAT(r.legend[1], HasSubstr("cpu0 = <cpu numaid=\"-1\"> (line 2): x86_64 GenuineIntel family 6 model 207"));
+  EXPECT_DOUBLE_EQ(gbps(t, "gpu0", "cpu0", "pcie5"), 48);  // link_width="0" counts as 16: 16 x 240 / 80
+  EXPECT_DOUBLE_EQ(*t.host_gbps(*t.find("gpu0")), 48);
+  EXPECT_DOUBLE_EQ(gbps(t, "cpu0", "nic0", "loc"), 5000);
+  EXPECT_DOUBLE_EQ(gbps(t, "nic0", "net0", "net"), 1.25);  // speed="10000" Mb/s
+  EXPECT_EQ(switches(t, "nvs"), 0);                         // one GPU: NCCL lists no <nvlink>
+  expect_round_trip(r, "device-h100-nccl-topo-dump.xml");
+  // One GPU is a local copy, not a plan: the planner says so rather than failing on the imported topology.
+  try {
+    (void)plan(t, Collective::allreduce);
+    ADD_FAILURE() << "planned one GPU";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("planning needs at least 2 GPUs, got 1"));
+  }
 }
 
 // ---- errors: real files with one thing broken -------------------------------------------------------------
