@@ -15,11 +15,12 @@ namespace {
 
 class XmlReader {
  public:
-  XmlReader(std::string_view text, std::string_view origin) : text_(text), origin_(origin) {}
+  XmlReader(std::string_view text, std::string_view origin, const XmlDialect& dialect)
+      : text_(text), origin_(origin), dialect_(dialect) {}
 
   XmlElement document() {
     skip_misc();
-    if (at_end()) fail("empty document: expected an <algo> element");
+    if (at_end()) fail(fmt::format("empty document: expected an <{}> element", dialect_.root));
     XmlElement root = element(0);
     skip_misc();
     if (!at_end()) fail("text after the root element");
@@ -91,7 +92,8 @@ class XmlReader {
     return out;
   }
   XmlElement element(int depth) {
-    if (depth > 8) fail("elements nested too deeply for MSCCL-IR (algo > gpu > tb > step)");
+    if (depth > dialect_.max_depth)
+      fail(fmt::format("elements nested too deeply for {} ({})", dialect_.format, dialect_.nesting));
     XmlElement e;
     e.line = line_;
     if (peek() != '<') fail("expected '<'");
@@ -130,20 +132,24 @@ class XmlReader {
         advance();
         return e;
       }
-      if (peek() != '<') fail(fmt::format("text inside <{}>: MSCCL-IR holds elements and attributes only", e.name));
+      if (peek() != '<')
+        fail(fmt::format("text inside <{}>: {} holds elements and attributes only", e.name, dialect_.format));
       e.children.push_back(element(depth + 1));
     }
   }
 
   std::string_view text_;
   std::string_view origin_;
+  XmlDialect dialect_;
   std::size_t pos_ = 0;
   int line_ = 1;
 };
 
 }  // namespace
 
-XmlElement read_xml(std::string_view text, std::string_view origin) { return XmlReader(text, origin).document(); }
+XmlElement read_xml(std::string_view text, std::string_view origin, const XmlDialect& dialect) {
+  return XmlReader(text, origin, dialect).document();
+}
 
 [[noreturn]] void fail_at(std::string_view origin, int line, const std::string& message) {
   throw Error(fmt::format("{}:{}: error: {}", origin, line, message));

@@ -32,6 +32,7 @@ void add_topo_list(CLI::App& topo);    // topo_list.cpp
 void add_topo_show(CLI::App& topo);    // topo_show.cpp
 void add_topo_check(CLI::App& topo);   // topo_check.cpp
 void add_topo_dot(CLI::App& topo);     // topo_dot.cpp
+void add_topo_import(CLI::App& topo);  // topo_import.cpp
 
 // `NAME|FILE [--gpus a,b,..]` as every command takes a topology (topology_option.cpp).
 struct TopologyArgs {

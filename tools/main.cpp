@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       "  canopy compile -t dgx1-v100 -c allreduce  compile them with NVRTC (cached on disk)\n"
       "  canopy cache info                         the kernel cache: where, how big\n"
       "  canopy detect --out mine.topo             this machine's GPUs as .topo (NVML + CUDA; --measure)\n"
+      "  canopy topo import nccl.xml --out my.topo  NCCL's topology XML (NCCL_TOPO_FILE, a dump) as .topo\n"
       "  canopy bench -c allreduce --vs-nccl       time collectives on this machine's GPUs, beside NCCL\n"
       "  canopy run -n 2 -- ./my_program           one process per rank, with the bootstrap id in the environment\n"
       "\n"

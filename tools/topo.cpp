@@ -1,10 +1,11 @@
-// `canopy topo`: write and inspect topology descriptions (list, show, check, dot).
+// `canopy topo`: write and inspect topology descriptions (list, show, check, dot, import).
 #include "tools/commands.hpp"
 
 namespace canopy::cli {
 
 void add_topo_command(CLI::App& app) {
-  CLI::App* topo = app.add_subcommand("topo", "list, show, check and draw topologies (.topo files or shipped names)");
+  CLI::App* topo = app.add_subcommand(
+      "topo", "list, show, check, draw and import topologies (.topo files, shipped names, NCCL's topology XML)");
   topo->require_subcommand(1);
   topo->footer(
       "Example: canopy topo show dgx1-v100\n"
@@ -21,6 +22,7 @@ void add_topo_command(CLI::App& app) {
   add_topo_show(*topo);
   add_topo_check(*topo);
   add_topo_dot(*topo);
+  add_topo_import(*topo);
 }
 
 }  // namespace canopy::cli
