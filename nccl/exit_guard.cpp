@@ -24,7 +24,7 @@ Tracked& tracked() {
 void leave_all() {
   Tracked& t = tracked();
   std::lock_guard<std::mutex> lock(t.mutex);
-  for (SharedComm* c : t.comms) c->communicator().leave_at_exit();
+  for (SharedComm* c : t.comms) c->leave_at_exit();
 }
 
 }  // namespace

@@ -276,7 +276,8 @@ Status Communicator::fail(const std::string& why) {
 
 void Communicator::leave_at_exit() {
   State& st = *state_;
-  st.monitor.reset();  // joins its thread (it polls every 100 ms)
+  st.monitor.reset();   // joins its thread (it polls every 100 ms)
+  st.watchdog.reset();  // CANOPY_WATCHDOG_S: its thread reads the GPUs
 }
 
 Status Communicator::async_error() { return state_->failure_status(); }

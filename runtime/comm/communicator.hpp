@@ -165,8 +165,9 @@ class Communicator {
   // errors). Returns once this process's launches have ended; safe from any thread.
   Status fail(const std::string& why);
   // For a process that exits without destroying the communicator (NCCL programs may leak their handles): stops the
-  // thread that watches the other processes, so that nothing of the communicator runs while the process (and the
-  // CUDA runtime in it) is torn down. Calls still work but losses are no longer noticed; nothing is freed.
+  // threads that watch the other processes and the launches (peer monitor, watchdog), so that nothing of the
+  // communicator runs while the process (and the CUDA runtime in it) is torn down. Calls still work but losses are no
+  // longer noticed; nothing is freed.
   void leave_at_exit();
   // ok, or why the communicator cannot go on (as ncclCommGetAsyncError): another process of it ended (its ranks,
   // host and pid named), or abort() was called. Never blocks.
