@@ -277,7 +277,9 @@ Status Communicator::fail(const std::string& why) {
 void Communicator::leave_at_exit() {
   State& st = *state_;
   st.monitor.reset();   // joins its thread (it polls every 100 ms)
-  st.watchdog.reset();  // CANOPY_WATCHDOG_S: its thread reads the GPUs
+  // CANOPY_WATCHDOG_S: its thread reads the GPUs. Calls use it under the mutex; a thread stuck in a call keeps it.
+  std::unique_lock<std::mutex> lock(st.mutex, std::try_to_lock);
+  if (lock.owns_lock()) st.watchdog.reset();
 }
 
 Status Communicator::async_error() { return state_->failure_status(); }
