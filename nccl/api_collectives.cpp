@@ -16,6 +16,7 @@
 #include "nccl/forward.hpp"
 #include "nccl/group.hpp"
 #include "nccl/last_error.hpp"
+#include "nccl/local_failure.hpp"
 #include "nccl/nccl_types.hpp"
 #include "nccl/premul_ops.hpp"
 #include "nccl/rank_call.hpp"
@@ -159,10 +160,14 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
   return to_result(shared.wait(shared.post(comm->local, c)), fn);
 }
 
-// Serves `q` on a Canopy handle; an error inside a group also makes ncclGroupEnd fail.
+// Serves `q` on a Canopy handle; an error inside a group also makes ncclGroupEnd fail, and one of this rank's own
+// arguments fails a communicator spanning processes (local_failure.hpp: the others would wait for this call).
 ncclResult_t serve(const Request& q, ncclComm* comm) {
   const ncclResult_t r = check_and_issue(q, comm);
-  if (r != ncclSuccess) note_group_error(r);
+  if (r != ncclSuccess) {
+    note_group_error(r);
+    fail_communicator_on_local_error(comm, r, q.call.function, last_error());
+  }
   return r;
 }
 

@@ -11,6 +11,7 @@
 #include "nccl/comm_handle.hpp"
 #include "nccl/comm_init.hpp"
 #include "nccl/last_error.hpp"
+#include "nccl/local_failure.hpp"
 #include "nccl/real_nccl.hpp"
 
 namespace canopy::nccl_api {
@@ -65,7 +66,10 @@ ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls)
   }
   for (std::size_t k = 0; k < tickets.size(); ++k) {
     const Status s = tickets[k].first->wait(tickets[k].second);
-    if (!s.ok() && result == ncclSuccess) result = to_result(s, calls[k].second.function);
+    if (s.ok()) continue;
+    const ncclResult_t r = to_result(s, calls[k].second.function);
+    fail_communicator_on_local_error(calls[k].first, r, calls[k].second.function, last_error());
+    if (result == ncclSuccess) result = r;
   }
   return result;
 }
@@ -120,10 +124,15 @@ ncclResult_t group_end() {
   g = GroupState{};
   const ncclResult_t init_result = run_inits(inits);
   const std::string init_text = last_error();
-  if (earlier != ncclSuccess)
+  if (earlier != ncclSuccess) {
+    // Not issued here, but the other processes issue theirs: communicators spanning processes fail (local_failure).
+    for (const auto& [comm, call] : calls)
+      fail_communicator_on_local_error(comm, earlier, call.function,
+                                       "not issued: another call of its group failed: " + earlier_text);
     return fail(earlier, fmt::format("ncclGroupEnd: a call inside the group failed, so its collectives were not "
                                      "issued: {}",
                                      earlier_text));
+  }
   const ncclResult_t call_result = run_calls(calls);
   if (init_result != ncclSuccess) return fail(init_result, init_text);
   if (call_result != ncclSuccess) return call_result;

@@ -3,14 +3,17 @@
 
 #include <fmt/format.h>
 
+#include "nccl/exit_guard.hpp"
 #include "nccl/premul_run.hpp"
 
 namespace canopy::nccl_api {
 
 SharedComm::SharedComm(std::unique_ptr<Communicator> comm, int nranks, int first_rank, int own_ranks)
-    : comm_(std::move(comm)), nranks_(nranks), first_rank_(first_rank), own_ranks_(own_ranks), next_(own_ranks, 0) {}
+    : comm_(std::move(comm)), nranks_(nranks), first_rank_(first_rank), own_ranks_(own_ranks), next_(own_ranks, 0) {
+  track_at_exit(this);
+}
 
-SharedComm::~SharedComm() = default;
+SharedComm::~SharedComm() { untrack_at_exit(this); }
 
 SharedComm::Ticket SharedComm::post(int local, const RankCall& call) {
   std::unique_lock lock(mutex_);

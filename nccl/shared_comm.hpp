@@ -27,6 +27,9 @@ class SharedComm {
   ~SharedComm();
 
   Communicator& communicator() { return *comm_; }
+  void leave_at_exit() {  // exit_guard.hpp (a SharedComm without a Communicator is a CPU test's)
+    if (comm_) comm_->leave_at_exit();
+  }
   CallLog& log() { return log_; }
   int nranks() const { return nranks_; }
   int first_rank() const { return first_rank_; }

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -15,7 +16,15 @@ namespace {
 constexpr std::size_t kPage = 4096;
 constexpr std::uint32_t kCountersTag = 0x80000001u;  // beside IpcPeerMemory's steps (small numbers from 1)
 
+// A page: [0, 8) the calls made, [8, 12) the ProcessFailure, [16, kPage) its reason, NUL-terminated, written before
+// the failure word is stored (release) and read after it is loaded (acquire).
+constexpr std::size_t kFailureAt = 8;
+constexpr std::size_t kReasonAt = 16;
+
 std::atomic<std::uint64_t>* counter(void* page) { return static_cast<std::atomic<std::uint64_t>*>(page); }
+std::atomic<std::uint32_t>* failure_word(void* page) {
+  return reinterpret_cast<std::atomic<std::uint32_t>*>(static_cast<char*>(page) + kFailureAt);
+}
 
 }  // namespace
 
@@ -36,6 +45,7 @@ Status CallCounters::share(FdChannel& channel, int process, int processes, std::
   }
   c->pages_[process] = mine;
   new (mine) std::atomic<std::uint64_t>(0);
+  new (failure_word(mine)) std::atomic<std::uint32_t>(0);
   std::vector<int> others;
   for (int p = 0; p < processes; ++p)
     if (p != process) others.push_back(p);
@@ -66,6 +76,32 @@ void CallCounters::publish(std::uint64_t calls) { counter(pages_[process_])->sto
 
 std::uint64_t CallCounters::of(int process) const {
   return counter(pages_[process])->load(std::memory_order_acquire);
+}
+
+void CallCounters::publish_failure(ProcessFailure kind, std::string_view why) {
+  void* page = pages_[process_];
+  if (kind == ProcessFailure::none || failure_word(page)->load(std::memory_order_relaxed) != 0) return;
+  const std::size_t n = std::min(why.size(), kPage - kReasonAt - 1);
+  char* reason = static_cast<char*>(page) + kReasonAt;
+  std::memcpy(reason, why.data(), n);
+  reason[n] = '\0';
+  failure_word(page)->store(static_cast<std::uint32_t>(kind), std::memory_order_release);
+}
+
+std::optional<SeenFailure> CallCounters::failure_of_another() const {
+  for (int p = 0; p < processes(); ++p) {
+    if (p == process_) continue;
+    const std::uint32_t word = failure_word(pages_[p])->load(std::memory_order_acquire);
+    if (word == 0) continue;
+    const char* reason = static_cast<const char*>(pages_[p]) + kReasonAt;
+    SeenFailure seen;
+    seen.process = p;
+    seen.kind = word == static_cast<std::uint32_t>(ProcessFailure::aborted) ? ProcessFailure::aborted
+                                                                          : ProcessFailure::failed;
+    seen.why.assign(reason, strnlen(reason, kPage - kReasonAt));
+    return seen;
+  }
+  return std::nullopt;
 }
 
 int StallWatch::check(std::chrono::steady_clock::time_point now, int self, std::uint64_t mine,

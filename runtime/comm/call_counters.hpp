@@ -1,19 +1,38 @@
 // CallCounters: how many calls each process of a multi-process communicator has made, in one page of shared host
 // memory per process (a memfd each process makes, writes alone and passes to the others over the FdChannel, which
 // map it read-only): a call costs one store. StallWatch reads them to find a process that stopped calling: it has
-// made fewer calls than this one (so this one's latest call waits for it) and none for the stall limit.
+// made fewer calls than this one (so this one's latest call waits for it) and none for the stall limit. The same page
+// says when its process's communicator failed or was aborted, and why (published once), so that the others, whose
+// calls would wait for it, fail too within the monitor's period instead of hanging.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 
 namespace canopy {
+
+// How a process's communicator ended before its time, as its page says.
+enum class ProcessFailure : std::uint32_t {
+  none = 0,
+  failed = 1,   // an error (a lost peer, a stall, a call refused in this process alone): the others must fail too
+  aborted = 2,  // its user aborted it (Communicator::abort, ncclCommAbort): it makes no more calls
+};
+
+// Another process's published failure.
+struct SeenFailure {
+  int process = -1;
+  ProcessFailure kind = ProcessFailure::none;
+  std::string why;  // its own message (cut to what the page holds)
+};
 
 class CallCounters {
  public:
@@ -25,6 +44,10 @@ class CallCounters {
 
   void publish(std::uint64_t calls);   // this process's count
   std::uint64_t of(int process) const;  // any process's (this one's included)
+  // Says in this process's page that its communicator failed (or was aborted) and why; only the first call counts.
+  void publish_failure(ProcessFailure kind, std::string_view why);
+  // The first other process whose page says its communicator failed or was aborted, if any.
+  std::optional<SeenFailure> failure_of_another() const;
   int processes() const { return static_cast<int>(pages_.size()); }
   int process() const { return process_; }
 

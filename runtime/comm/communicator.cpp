@@ -24,13 +24,15 @@ Communicator::State::~State() {
                ranks(), profile.report());
   watchdog.reset();
   crew.reset();
-  wait_for_launches(order, placement.ordinals);
+  wait_for_launches(order, placement.ordinals);  // the monitor still watches: a lost peer ends these waits
+  // No more watching once this process's work is done: a process that passes the barrier below first and exits is
+  // not a loss. A peer lost during the barrier fails it through the bootstrap.
+  monitor.reset();
   // Every process's kernels are done before any leaves, so none takes another's exit for a failure.
   if (group && group->bootstrap && !failed) {
     if (Status s = group->bootstrap->barrier(); !s.ok())
       log.warn(LogSubsys::init, "leaving the communicator: " + s.message());
   }
-  monitor.reset();
   offload.reset();  // waits for the copy engines' and the host path's work
   CurrentDevice keep;
   if (cache) cache->clear();
@@ -94,13 +96,17 @@ void set_up_protocols(Communicator::State& st) {
       st.log);
 }
 
-void Communicator::State::fail(const std::string& why) {
+void Communicator::State::fail(const std::string& why, ProcessFailure kind) {
   std::lock_guard<std::mutex> lock(failure_mutex);
   if (failed) return;
   failure = why;
   failed = true;
   if (abort_word) abort_word->set();
-  log.warn(LogSubsys::run, why);
+  if (counters) counters->publish_failure(kind, why);
+  if (kind == ProcessFailure::aborted)
+    log.info(LogSubsys::run, why);
+  else
+    log.warn(LogSubsys::run, why);
 }
 
 Status Communicator::State::failure_status() {
@@ -216,7 +222,7 @@ void Communicator::State::ready_memory(const CollectiveSpec& spec, const Prepare
   const std::vector<RankResources>& need = p.built->source.resources;
   if (memory->scratch_short(need)) {
     wait_for_launches(order, placement.ordinals);
-    memory->grow_scratch(need);
+    memory->grow_scratch(need, /*keep_old=*/device_epochs);  // captured graphs keep naming the old scratch
   }
   if (spec.low_latency) memory->ready_low_latency(protocols.low_latency());
   if (spec.ll128) memory->ready_ll128(protocols.ll128());
@@ -254,10 +260,26 @@ std::filesystem::path Communicator::tuning_path() const { return state_->tuning_
 
 Status Communicator::abort() {
   State& st = *state_;
-  st.fail("the communicator was aborted (Communicator::abort): every call fails from now on");
+  st.fail("the communicator was aborted (Communicator::abort): every call fails from now on", ProcessFailure::aborted);
   std::lock_guard<std::mutex> lock(st.mutex);
   wait_for_launches(st.order, st.placement.ordinals);  // they end promptly: every wait gives up
   return Status();
+}
+
+Status Communicator::fail(const std::string& why) {
+  State& st = *state_;
+  st.fail(why);
+  std::lock_guard<std::mutex> lock(st.mutex);
+  wait_for_launches(st.order, st.placement.ordinals);
+  return Status();
+}
+
+void Communicator::leave_at_exit() {
+  State& st = *state_;
+  st.monitor.reset();   // joins its thread (it polls every 100 ms)
+  // CANOPY_WATCHDOG_S: its thread reads the GPUs. Calls use it under the mutex; a thread stuck in a call keeps it.
+  std::unique_lock<std::mutex> lock(st.mutex, std::try_to_lock);
+  if (lock.owns_lock()) st.watchdog.reset();
 }
 
 Status Communicator::async_error() { return state_->failure_status(); }

@@ -155,8 +155,20 @@ class Communicator {
 
   // Stops the communicator (as ncclCommAbort): every wait of its running kernels gives up, so they end promptly and
   // leave the GPU usable (their outputs undefined); returns once this process's launches have ended. Every later call
-  // fails. Safe from another thread than the one making calls.
+  // fails. Safe from another thread than the one making calls. On a multi-process communicator the other processes'
+  // communicators fail too, within ~100 ms (this process makes no more calls for theirs to meet), logged at info.
   Status abort();
+  // Fails the communicator for `why` (as the loss of a process would): every wait of its running kernels gives up,
+  // every later call returns remote_error with `why`, and on a multi-process communicator every other process's
+  // communicator fails too within ~100 ms, naming this process and `why` (their calls would otherwise wait for this
+  // one's forever). For a call that one process refused while the others make it (the NCCL library's argument
+  // errors). Returns once this process's launches have ended; safe from any thread.
+  Status fail(const std::string& why);
+  // For a process that exits without destroying the communicator (NCCL programs may leak their handles): stops the
+  // threads that watch the other processes and the launches (peer monitor, watchdog), so that nothing of the
+  // communicator runs while the process (and the CUDA runtime in it) is torn down. Calls still work but losses are no
+  // longer noticed; nothing is freed.
+  void leave_at_exit();
   // ok, or why the communicator cannot go on (as ncclCommGetAsyncError): another process of it ended (its ranks,
   // host and pid named), or abort() was called. Never blocks.
   Status async_error();

@@ -159,7 +159,7 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
       !s.ok())
     return s;
   Communicator::State* raw = &st;
-  std::function<std::string()> stalled;
+  std::function<std::string()> stalled = [] { return std::string(); };
   if (st.config.stall_seconds) {
     const double limit = *st.config.stall_seconds;
     auto watch = std::make_shared<StallWatch>(std::chrono::milliseconds(static_cast<std::int64_t>(limit * 1000)));
@@ -179,8 +179,23 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
                          watch->still_for(p, now).count() / 1000.0, mine, limit);
     };
   }
+  // Every 100 ms: another process's communicator failed or was aborted (its page says so: its calls stopped, so
+  // this one's would wait for them), else the stall check.
+  auto check = [raw, stalled = std::move(stalled)]() -> std::string {
+    if (const std::optional<SeenFailure> f = raw->counters->failure_of_another()) {
+      const std::string who = describe_process(raw->group->facts[f->process], f->process, true);
+      if (f->kind == ProcessFailure::aborted) {  // as expected when every process aborts: said at info level
+        raw->fail(fmt::format("{} aborted its communicator ({}): it makes no more calls, so this process's calls fail too",
+                              who, f->why),
+                  ProcessFailure::aborted);
+        return "";
+      }
+      return fmt::format("{} failed, so this process's calls fail too (they would wait for it): {}", who, f->why);
+    }
+    return stalled();
+  };
   st.monitor = std::make_unique<PeerMonitor>(
-      std::move(others), [raw](const std::string& why) { raw->fail(why); }, std::move(stalled));
+      std::move(others), [raw](const std::string& why) { raw->fail(why); }, std::move(check));
   return Status();
 }
 

@@ -86,7 +86,9 @@ struct Communicator::State {
   std::atomic<bool> failed{false};
   std::mutex failure_mutex;
   std::string failure;
-  void fail(const std::string& why);  // from any thread; the first reason is kept
+  // From any thread; the first reason is kept, logged (a warning; `kind` aborted: info) and, on a multi-process
+  // communicator, published in this process's call page so the other processes fail too (their monitors read it).
+  void fail(const std::string& why, ProcessFailure kind = ProcessFailure::failed);
   Status failure_status();
   bool broken = false;  // a partial launch left kernels waiting
   std::string broken_why;

@@ -137,7 +137,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
                                 call_name(call), call.count));
     try {
       wait_for_launches(order, placement.ordinals);
-      staging.grow(*peers, send_bytes, recv_bytes);
+      staging.grow(*peers, send_bytes, recv_bytes, /*keep_old=*/device_epochs);  // graphs name the old area
     } catch (const Error& e) {
       return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
     }

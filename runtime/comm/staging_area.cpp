@@ -9,8 +9,14 @@ namespace {
 std::size_t rounded(std::size_t bytes) { return std::bit_ceil(std::max<std::size_t>(bytes, std::size_t{1} << 20)); }
 }  // namespace
 
-void StagingArea::grow(PeerMemory& peers, std::size_t send, std::size_t recv) {
-  release(peers);
+void StagingArea::grow(PeerMemory& peers, std::size_t send, std::size_t recv, bool keep_old) {
+  for (void* p : base)
+    if (keep_old)
+      retired.push_back(p);
+    else
+      peers.free(p);
+  base.clear();
+  send_bytes = recv_bytes = 0;
   const std::size_t s = rounded(send), r = rounded(recv);
   base = peers.allocate_zeroed([&](int) { return s + r; });
   send_bytes = s;
@@ -19,7 +25,9 @@ void StagingArea::grow(PeerMemory& peers, std::size_t send, std::size_t recv) {
 
 void StagingArea::release(PeerMemory& peers) {
   for (void* p : base) peers.free(p);
+  for (void* p : retired) peers.free(p);
   base.clear();
+  retired.clear();
   send_bytes = recv_bytes = 0;
 }
 

@@ -22,6 +22,7 @@ ProtocolMemory::ProtocolMemory(PeerMemory& peers, int ranks, std::vector<int> fi
 
 ProtocolMemory::~ProtocolMemory() {
   for (void* p : scratch_) peers_.free(p);
+  for (void* p : retired_) peers_.free(p);
   for (const LineMemory* m : {&ll_, &ll128_})
     for (const std::vector<void*>* area : {&m->lines, &m->acks})
       for (void* p : *area) peers_.free(p);
@@ -44,11 +45,14 @@ bool ProtocolMemory::scratch_short(const std::vector<RankResources>& need) const
   return false;
 }
 
-void ProtocolMemory::grow_scratch(const std::vector<RankResources>& need) {
+void ProtocolMemory::grow_scratch(const std::vector<RankResources>& need, bool keep_old) {
   for (std::size_t r = 0; r < need.size(); ++r) {
     const std::int64_t bytes = std::max<std::int64_t>(need[r].scratch_bytes, 16);
     if (bytes <= scratch_bytes_[r]) continue;
-    peers_.free(scratch_[r]);
+    if (keep_old && scratch_[r])
+      retired_.push_back(scratch_[r]);
+    else
+      peers_.free(scratch_[r]);
     scratch_[r] = nullptr;
     scratch_bytes_[r] = 0;
     scratch_[r] = peers_.allocate(static_cast<int>(r), static_cast<std::size_t>(bytes));

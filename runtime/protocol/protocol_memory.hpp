@@ -47,9 +47,10 @@ class ProtocolMemory {
   ProtocolMemory& operator=(const ProtocolMemory&) = delete;
 
   // Whether some rank's scratch is smaller than `need` asks; grow_scratch then reallocates it (the caller first
-  // waits for the launches that use the old one).
+  // waits for the eager launches that use the old one). `keep_old` (calls were captured into CUDA graphs, whose
+  // kernels name the old scratch at every replay): the old scratch is kept until destruction, not freed.
   bool scratch_short(const std::vector<RankResources>& need) const;
-  void grow_scratch(const std::vector<RankResources>& need);
+  void grow_scratch(const std::vector<RankResources>& need, bool keep_old = false);
   const std::vector<void*>& scratch() const { return scratch_; }
 
   // The protocols' memory, made once (the first kernel of the protocol loaded), zeroed through the transport.
@@ -68,6 +69,7 @@ class ProtocolMemory {
   std::vector<int> first_rank_;
   Logger log_;
   std::vector<void*> scratch_;              // per rank
+  std::vector<void*> retired_;              // scratch replaced after a capture (grow_scratch's keep_old)
   std::vector<std::int64_t> scratch_bytes_;  // per rank
   LineMemory ll_;
   LineMemory ll128_;

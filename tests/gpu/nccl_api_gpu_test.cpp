@@ -1,18 +1,58 @@
-// The NCCL API on a GPU (label gpu; SKIPPED without one): `canopy run` starts canopy_nccl_check in 2 and 3 processes
-// sharing the GPU; each initialises non-blocking through ncclCommInitRankConfig and checks PreMulSum AllReduce,
-// Reduce and ReduceScatter (host and device scalars, one per rank) element by element, with CANOPY_LOG=info showing
-// Canopy served them.
+// The NCCL API on a GPU (label gpu; SKIPPED without one): `canopy run` starts canopy_nccl_check in 2 or 3 processes
+// sharing the GPU, each initialising non-blocking through ncclCommInitRankConfig, then one mode each:
+// - PreMulSum AllReduce, Reduce and ReduceScatter (host and device scalars, one per rank), element by element, with
+//   CANOPY_LOG=info showing Canopy served them;
+// - and the known failures of other NCCL replacements (docs/nccl-api.md): collectives captured into CUDA graphs and
+//   replayed 100 times with fresh data; buffers carved from pools freed and reallocated between calls (a caching
+//   allocator); teardown by ncclCommDestroy, Finalize then Destroy, Abort, or none at all, each process ending within
+//   5 s and with status 0; one rank's bad argument making every other rank's call fail within 5 s, not hang.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
 #include <iostream>
+#include <tuple>
+
+#include <unistd.h>
 
 #include "runtime/cuda/gpu_devices.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {
 namespace {
+
+testing::CommandRun nccl_check(int processes, const std::string& env, const std::string& args) {
+  const testing::CommandRun r = testing::run_command(
+      fmt::format("CANOPY_NCCL_REAL=0 CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} {} run -n {} -- {} {} 2>&1", env, CANOPY_CLI,
+                  processes, CANOPY_NCCL_CHECK, args));
+  std::cout << r.output;
+  return r;
+}
+
+long long wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// The milliseconds printed after `marker` in `line` (-1: not there).
+long long time_after(const std::string& text, const std::string& marker) {
+  const std::size_t p = text.find(marker);
+  return p == std::string::npos ? -1 : std::stoll(text.substr(p + marker.size()));
+}
+
+// The line of `output` that starts with `prefix` ("" when none).
+std::string line_of(const std::string& output, const std::string& prefix) {
+  const std::size_t p = output.find(prefix);
+  return p == std::string::npos ? "" : output.substr(p, output.find('\n', p) - p);
+}
+
+void expect_no_crash(const std::string& output) {
+  for (const char* bad : {"Segmentation", "terminate called", "core dumped", "killed by signal"})
+    EXPECT_THAT(output, ::testing::Not(::testing::HasSubstr(bad)));
+}
 
 class NcclApiOnGpu : public ::testing::TestWithParam<int> {
  protected:
@@ -23,10 +63,7 @@ class NcclApiOnGpu : public ::testing::TestWithParam<int> {
 
 TEST_P(NcclApiOnGpu, NonBlockingInitAndPreMulSum) {
   const int n = GetParam();
-  const testing::CommandRun r = testing::run_command(
-      fmt::format("CANOPY_LOG=info CANOPY_NCCL_REAL=0 CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} run -n {} -- {} 2>&1",
-                  CANOPY_CLI, n, CANOPY_NCCL_CHECK));
-  std::cout << r.output;
+  const testing::CommandRun r = nccl_check(n, "CANOPY_LOG=info", "");
   EXPECT_EQ(r.status, 0) << r.output;
   for (int p = 0; p < n; ++p)
     EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl rank {}: [0-9]+ elements checked, 0 wrong", p)));
@@ -35,7 +72,119 @@ TEST_P(NcclApiOnGpu, NonBlockingInitAndPreMulSum) {
   EXPECT_THAT(r.output, ::testing::HasSubstr("PreMulSum"));
 }
 
+// Every case (allreduce out of and in place, broadcast, reduce, allgather, reduce-scatter) at 4 KiB (LL), 1 MiB (the
+// direct protocol through the staging area) and 16 MiB, each count's calls captured into one graph (PyTorch's global
+// capture mode) after an eager call, the three graphs replayed 100 times in turn with fresh inputs and poisoned
+// outputs, every output checked; then eager calls again.
+TEST_P(NcclApiOnGpu, CapturedCollectivesReplayWithFreshData) {
+  const int n = GetParam();
+  const testing::CommandRun r = nccl_check(n, "", "--mode graphs --replays 100");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 300 replays checked, 0 wrong", p)));
+}
+
+// The same on the planned trees (the direct protocol off), and in thread-local capture mode.
+TEST_P(NcclApiOnGpu, CapturedTreesReplayWithFreshData) {
+  const int n = GetParam();
+  const testing::CommandRun r =
+      nccl_check(n, "CANOPY_DIRECT_BYTES=0", "--mode graphs --replays 100 --capture thread --counts 262147,4194307");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 200 replays checked, 0 wrong", p)));
+}
+
+// 60 calls on buffers carved at changing offsets from pools replaced every 5 calls (cudaMalloc and ncclMemAlloc in
+// turn, registered and deregistered), counts 1 .. 1000003, every case.
+TEST_P(NcclApiOnGpu, BuffersReusedAsACachingAllocatorDoesStayRight) {
+  const int n = GetParam();
+  const testing::CommandRun r = nccl_check(n, "", "--mode reuse --iterations 60");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: reuse: 60 calls checked, 0 wrong", p)));
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclApiOnGpu, ::testing::Values(2, 3));
+
+// Teardown: (how, whether rank 0 makes the id so the bootstrap root lives in its process, as under torchrun).
+class NcclTeardownOnGpu : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
+ protected:
+  void SetUp() override {
+    if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  }
+};
+
+// Three processes make a few checked calls, then end their communicator as the parameter says (or not at all): every
+// process exits 0, without a crash, and the job ends within 5 s of the last process starting its teardown. Destroy
+// and Finalize + Destroy leave no warning in the log.
+TEST_P(NcclTeardownOnGpu, EveryProcessEndsPromptlyAndCleanly) {
+  const auto [how, id_in_rank0] = GetParam();
+  std::string args = fmt::format("--mode teardown --teardown {}", how);
+  const std::filesystem::path id_file =
+      std::filesystem::temp_directory_path() / fmt::format("canopy-nccl-id-{}-{}", getpid(), wall_ms());
+  if (id_in_rank0) args += " --id-file " + id_file.string();
+  const testing::CommandRun r = nccl_check(3, "CANOPY_LOG=info", args);
+  const long long ended = wall_ms();
+  std::filesystem::remove(id_file);
+  EXPECT_EQ(r.status, 0) << r.output;
+  long long last_start = -1;
+  for (int p = 0; p < 3; ++p) {
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: teardown work: 0 wrong", p)));
+    const long long at = time_after(r.output, fmt::format("process {}: teardown {} starts at ", p, how));
+    EXPECT_GT(at, 0) << "process " << p << " did not reach its teardown";
+    last_start = std::max(last_start, at);
+  }
+  EXPECT_LE(ended - last_start, 5000) << "the processes took " << ended - last_start << " ms to end";
+  expect_no_crash(r.output);
+  if (std::string(how) == "destroy" || std::string(how) == "finalize") {
+    EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr(" WARN ")));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ways, NcclTeardownOnGpu,
+                         ::testing::Combine(::testing::Values("destroy", "finalize", "abort", "exit"),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param)) +
+                                  (std::get<1>(info.param) ? "_IdFromRank0" : "_IdFromLauncher");
+                         });
+
+// One rank's bad argument: (what is bad, count). The stall check is off (CANOPY_STALL_TIMEOUT_S=0), so only the
+// failure the bad rank publishes can end the others' call.
+class NcclBadArgumentOnGpu : public ::testing::TestWithParam<std::tuple<const char*, int>> {
+ protected:
+  void SetUp() override {
+    if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  }
+};
+
+// Rank 1 of 3 passes the bad argument at its 4th allreduce and gets ncclInvalidArgument; ranks 0 and 2, whose call is
+// queued, see their stream end and ncclCommGetAsyncError report the failure, naming rank 1 and its error, within 5 s;
+// their next call fails at once; every process then destroys its communicator and exits 0.
+TEST_P(NcclBadArgumentOnGpu, TheOtherRanksFailWithinFiveSecondsInsteadOfHanging) {
+  const auto [bad, count] = GetParam();
+  const testing::CommandRun r = nccl_check(
+      3, "CANOPY_STALL_TIMEOUT_S=0", fmt::format("--mode bad-argument --bad {} --bad-rank 1 --bad-call 3 --counts {}",
+                                                 bad, count));
+  EXPECT_EQ(r.status, 0) << r.output;
+  const long long refused = time_after(r.output, "process 1: refused its call at ");
+  ASSERT_GT(refused, 0) << "rank 1 did not report its refused call";
+  EXPECT_THAT(line_of(r.output, "process 1: refused its call"), ::testing::HasSubstr("invalid argument"));
+  for (int survivor : {0, 2}) {
+    const std::string line = line_of(r.output, fmt::format("process {}: call 3 ended at ", survivor));
+    ASSERT_FALSE(line.empty()) << "rank " << survivor << " did not report its call's end";
+    EXPECT_LE(time_after(line, " ended at ") - refused, 5000) << line;
+    EXPECT_THAT(line, ::testing::HasSubstr("rank 1 of 3 refused its ncclAllReduce")) << line;
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: bad-argument: 0 wrong before it", survivor)));
+  }
+  expect_no_crash(r.output);
+}
+
+INSTANTIATE_TEST_SUITE_P(Arguments, NcclBadArgumentOnGpu,
+                         ::testing::Combine(::testing::Values("null", "oversized"), ::testing::Values(1031, 262147)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param));
+                         });
 
 }  // namespace
 }  // namespace canopy

@@ -1,31 +1,32 @@
-// One process of a multi-process check of the NCCL API (libcanopy_nccl's entry points, linked from its objects):
-// started by `canopy run -n N` (CANOPY_RANK, CANOPY_NRANKS, CANOPY_UNIQUE_ID), every process on the same GPU. It
-// initialises with a non-blocking config (ncclInProgress, then ncclCommGetAsyncError until ncclSuccess), then runs
-// AllReduce, Reduce and ReduceScatter of float with PreMulSum operators (a host scalar and a device scalar, each
-// rank its own) and checks every element against sum_r(scalar_r * x_r) computed here. Prints
-// "nccl rank R: N elements checked, W wrong" and exits 0 only when all is right.
+// canopy_nccl_check: one process of a multi-process check of the NCCL API (libcanopy_nccl's entry points, linked from
+// its objects), started by `canopy run -n N` (CANOPY_RANK, CANOPY_NRANKS, CANOPY_UNIQUE_ID), every process on GPU 0.
+// It initialises with a non-blocking config (ncclInProgress, then ncclCommGetAsyncError until ncclSuccess), runs one
+// --mode (nccl_check.hpp; each in its own file), then ends the communicator as --teardown says and exits with the
+// mode's code (0: all right; 1: wrong or failed; 2: bad arguments).
+//
+//   canopy run -n 2 -- canopy_nccl_check --mode graphs --replays 100 --counts 1031,262147,4194307
+//   canopy run -n 2 -- canopy_nccl_check --mode teardown --teardown exit --id-file /tmp/id
+//
+// Options: --mode premul|graphs|reuse|bad-argument|teardown, --teardown destroy|finalize|abort|exit, --id-file PATH
+// (rank 0 makes the id with ncclGetUniqueId, so the bootstrap root runs in its process as under torchrun, and writes
+// it there; the others read it), --capture global|thread|relaxed, --counts LIST, --replays N, --iterations N,
+// --bad-rank R, --bad-call K, --bad null|oversized.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
 
-#include <cmath>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "runtime/transport/bootstrap/unique_id.hpp"
+#include "tests/gpu/processes/nccl_check.hpp"
 
-namespace {
-
-int env_int(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::atoi(v) : -1;
-}
-
-float input(int rank, std::size_t j) { return static_cast<float>(rank + 1) + static_cast<float>(j % 7); }
-float scalar_of(int rank, int which) { return which == 0 ? 0.5f * static_cast<float>(rank + 1) : 2.0f - rank * 0.25f; }
+namespace canopy::nccl_check {
 
 bool ok(ncclResult_t r, const char* what, ncclComm_t comm) {
   if (r == ncclSuccess) return true;
@@ -33,19 +34,124 @@ bool ok(ncclResult_t r, const char* what, ncclComm_t comm) {
   return false;
 }
 
+bool cuda_ok(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return true;
+  fmt::print(stderr, "{} failed: {}\n", what, cudaGetErrorString(e));
+  return false;
+}
+
+long long now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace canopy::nccl_check
+
+namespace {
+
+using namespace canopy::nccl_check;
+
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : -1;
+}
+
+bool parse(int argc, char** argv, CheckArgs* a) {
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--mode") a->mode = v;
+    else if (k == "--teardown") a->teardown = v;
+    else if (k == "--id-file") a->id_file = v;
+    else if (k == "--capture") a->capture = v;
+    else if (k == "--replays") a->replays = std::atoi(v.c_str());
+    else if (k == "--iterations") a->iterations = std::atoi(v.c_str());
+    else if (k == "--bad-rank") a->bad_rank = std::atoi(v.c_str());
+    else if (k == "--bad-call") a->bad_call = std::atoi(v.c_str());
+    else if (k == "--bad") a->bad = v;
+    else if (k == "--counts") {
+      for (std::size_t at = 0; at < v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        a->counts.push_back(std::stoull(v.substr(at, comma - at)));
+        at = comma + 1;
+      }
+    } else {
+      fmt::print(stderr, "canopy_nccl_check: unknown option {}\n", k);
+      return false;
+    }
+  }
+  return (argc % 2) == 1;
+}
+
+// The id: rank 0 makes it and writes it to `path` (written aside, then renamed); the others wait for it (60 s).
+bool id_through_file(int rank, const std::string& path, ncclUniqueId* id) {
+  if (rank == 0) {
+    if (!ok(ncclGetUniqueId(id), "ncclGetUniqueId", nullptr)) return false;
+    const std::string aside = path + ".part";
+    std::ofstream(aside, std::ios::binary).write(id->internal, sizeof id->internal);
+    std::filesystem::rename(aside, path);
+    return true;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::ifstream in(path, std::ios::binary);
+    if (in && in.read(id->internal, sizeof id->internal)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  fmt::print(stderr, "rank {}: no id in {} after 60 s\n", rank, path);
+  return false;
+}
+
+int run_mode(const CheckRank& c) {
+  const std::string& m = c.args->mode;
+  if (m == "premul") return check_premul(c);
+  if (m == "graphs") return check_graphs(c);
+  if (m == "reuse") return check_reuse(c);
+  if (m == "bad-argument") return check_bad_argument(c);
+  if (m == "teardown") return check_teardown_work(c);
+  fmt::print(stderr, "canopy_nccl_check: unknown mode {}\n", m);
+  return 2;
+}
+
+// Ends the communicator as --teardown says ("exit": not at all, the process just ends); prints when it starts (the
+// test measures from there until every process has ended).
+bool tear_down(const CheckRank& c) {
+  const std::string& t = c.args->teardown;
+  fmt::print("process {}: teardown {} starts at {} ms\n", c.rank, t, now_ms());
+  std::fflush(stdout);
+  bool right = true;
+  if (t == "finalize") right = ok(ncclCommFinalize(c.comm), "ncclCommFinalize", c.comm);
+  if (t == "destroy" || t == "finalize") right = ok(ncclCommDestroy(c.comm), "ncclCommDestroy", nullptr) && right;
+  else if (t == "abort") right = ok(ncclCommAbort(c.comm), "ncclCommAbort", nullptr);
+  else if (t != "exit") {
+    fmt::print(stderr, "canopy_nccl_check: unknown teardown {}\n", t);
+    return false;
+  }
+  if (t != "exit") fmt::print("process {}: teardown {} returned at {} ms\n", c.rank, t, now_ms());
+  return right;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CheckArgs args;
   const int rank = env_int("CANOPY_RANK"), nranks = env_int("CANOPY_NRANKS");
-  canopy::UniqueId cid;
-  const char* text = std::getenv("CANOPY_UNIQUE_ID");
-  if (rank < 0 || nranks < 1 || !text || !canopy::parse_unique_id(text, &cid).ok()) {
-    fmt::print(stderr, "run me under `canopy run -n N`\n");
+  if (!parse(argc, argv, &args) || rank < 0 || nranks < 1) {
+    fmt::print(stderr, "run me under `canopy run -n N -- canopy_nccl_check [--mode M] ...`\n");
     return 2;
   }
-  ncclUniqueId id;
-  std::memcpy(id.internal, cid.bytes.data(), sizeof id.internal);
   if (cudaSetDevice(0) != cudaSuccess) return 2;
+  ncclUniqueId id;
+  if (!args.id_file.empty()) {
+    if (!id_through_file(rank, args.id_file, &id)) return 1;
+  } else {
+    canopy::UniqueId cid;
+    const char* text = std::getenv("CANOPY_UNIQUE_ID");
+    if (!text || !canopy::parse_unique_id(text, &cid).ok()) {
+      fmt::print(stderr, "CANOPY_UNIQUE_ID is not set: run me under `canopy run -n N`, or pass --id-file\n");
+      return 2;
+    }
+    std::memcpy(id.internal, cid.bytes.data(), sizeof id.internal);
+  }
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;
@@ -57,60 +163,10 @@ int main() {
     std::this_thread::yield();
   }
   if (!ok(state, "the non-blocking init", comm)) return 1;
-
-  const std::size_t count = 1000003;  // odd: the scale kernel's tail
-  cudaStream_t stream;
-  cudaStreamCreate(&stream);
-  std::vector<float> host(count * nranks);
-  for (std::size_t j = 0; j < host.size(); ++j) host[j] = input(rank, j);
-  float *send = nullptr, *recv = nullptr, *device_scalar = nullptr;
-  cudaMalloc(&send, host.size() * sizeof(float));
-  cudaMalloc(&recv, host.size() * sizeof(float));
-  cudaMalloc(&device_scalar, sizeof(float));
-  const float device_value = scalar_of(rank, 1);
-  cudaMemcpy(device_scalar, &device_value, sizeof(float), cudaMemcpyHostToDevice);
-  cudaMemcpy(send, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice);
-  float host_value = scalar_of(rank, 0);
-  ncclRedOp_t ops[2];
-  if (!ok(ncclRedOpCreatePreMulSum(&ops[0], &host_value, ncclFloat32, ncclScalarHostImmediate, comm), "create", comm) ||
-      !ok(ncclRedOpCreatePreMulSum(&ops[1], device_scalar, ncclFloat32, ncclScalarDevice, comm), "create", comm))
-    return 1;
-  host_value = 99.0f;  // an immediate scalar was copied at creation
-
-  std::size_t checked = 0, wrong = 0;
-  std::vector<float> out(host.size());
-  auto expect = [&](std::size_t j, std::size_t element, int which) {  // element: index into the rank's input
-    double e = 0;
-    for (int r = 0; r < nranks; ++r) e += static_cast<double>(scalar_of(r, which)) * input(r, element);
-    ++checked;
-    if (std::fabs(out[j] - e) > 1e-4 * std::fabs(e) + 1e-5) {
-      if (wrong++ < 5) fmt::print(stderr, "rank {}: element {} is {}, expected {}\n", rank, j, out[j], e);
-    }
-  };
-  for (int which = 0; which < 2; ++which) {
-    if (!ok(ncclAllReduce(send, recv, count, ncclFloat32, ops[which], comm, stream), "ncclAllReduce", comm)) return 1;
-    cudaMemcpyAsync(out.data(), recv, count * sizeof(float), cudaMemcpyDeviceToHost, stream);
-    cudaStreamSynchronize(stream);
-    for (std::size_t j = 0; j < count; ++j) expect(j, j, which);
-    if (!ok(ncclReduceScatter(send, recv, count, ncclFloat32, ops[which], comm, stream), "ncclReduceScatter", comm))
-      return 1;
-    cudaMemcpyAsync(out.data(), recv, count * sizeof(float), cudaMemcpyDeviceToHost, stream);
-    cudaStreamSynchronize(stream);
-    for (std::size_t j = 0; j < count; ++j) expect(j, rank * count + j, which);
-    if (!ok(ncclReduce(send, recv, count, ncclFloat32, ops[which], 0, comm, stream), "ncclReduce", comm)) return 1;
-    if (rank == 0) {
-      cudaMemcpyAsync(out.data(), recv, count * sizeof(float), cudaMemcpyDeviceToHost, stream);
-      cudaStreamSynchronize(stream);
-      for (std::size_t j = 0; j < count; ++j) expect(j, j, which);
-    }
-  }
-  // The send buffer is left as it was (the scaling went to scratch).
-  cudaMemcpy(out.data(), send, host.size() * sizeof(float), cudaMemcpyDeviceToHost);
-  for (std::size_t j = 0; j < host.size(); ++j) wrong += out[j] != host[j] ? 1 : 0;
-  cudaStreamSynchronize(stream);
-  ok(ncclRedOpDestroy(ops[0], comm), "ncclRedOpDestroy", comm);
-  ok(ncclRedOpDestroy(ops[1], comm), "ncclRedOpDestroy", comm);
-  ok(ncclCommDestroy(comm), "ncclCommDestroy", nullptr);
-  fmt::print("nccl rank {}: {} elements checked, {} wrong\n", rank, checked, wrong);
-  return wrong == 0 ? 0 : 1;
+  cudaStream_t stream = nullptr;
+  if (!cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate")) return 1;
+  const CheckRank c{rank, nranks, comm, stream, &args};
+  const int code = run_mode(c);
+  const bool ended = tear_down(c);
+  return code != 0 ? code : ended ? 0 : 1;
 }

@@ -1,5 +1,6 @@
 // CallCounters and StallWatch without a GPU: three "processes" (threads with their own FdChannel endpoints) share
-// their counters and each reads every other's stores; StallWatch names a process behind this one whose count stood
+// their counters and each reads every other's stores, and a failure one publishes (once: its first reason) is what
+// the others find; StallWatch names a process behind this one whose count stood
 // still for the limit, and never one that keeps calling, is level or ahead, or is this process.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,55 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// Three processes' counters shared through their FdChannels (threads standing for processes).
+std::vector<std::unique_ptr<CallCounters>> share_counters(int processes) {
+  BootstrapSecret secret{};
+  EXPECT_TRUE(random_secret(&secret).ok());
+  FdChannel::Options o;
+  o.timeout = milliseconds(5000);
+  std::vector<std::unique_ptr<FdChannel>> channels(processes);
+  for (int p = 0; p < processes; ++p) EXPECT_TRUE(FdChannel::listen(secret, p, o, &channels[p]).ok());
+  std::vector<std::future<Status>> shared;
+  std::vector<std::unique_ptr<CallCounters>> counters(processes);
+  for (int p = 0; p < processes; ++p)
+    shared.push_back(std::async(std::launch::async,
+                                [&, p] { return CallCounters::share(*channels[p], p, processes, &counters[p]); }));
+  for (auto& f : shared) {
+    const Status s = f.get();
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  return counters;
+}
+
+TEST(CallCounters, AFailureOneProcessPublishesIsWhatTheOthersFind) {
+  std::vector<std::unique_ptr<CallCounters>> c = share_counters(3);
+  ASSERT_TRUE(c[0] && c[1] && c[2]);
+  for (int p = 0; p < 3; ++p) EXPECT_FALSE(c[p]->failure_of_another()) << p;
+  c[1]->publish(7);
+  c[1]->publish_failure(ProcessFailure::failed, "rank 1's ncclAllReduce: recvbuff is NULL");
+  c[1]->publish_failure(ProcessFailure::aborted, "a second reason is ignored");
+  for (int reader : {0, 2}) {
+    const std::optional<SeenFailure> f = c[reader]->failure_of_another();
+    ASSERT_TRUE(f) << reader;
+    EXPECT_EQ(f->process, 1);
+    EXPECT_EQ(f->kind, ProcessFailure::failed);
+    EXPECT_EQ(f->why, "rank 1's ncclAllReduce: recvbuff is NULL");
+  }
+  EXPECT_FALSE(c[1]->failure_of_another());  // its own failure is not another's
+  EXPECT_EQ(c[0]->of(1), 7u);                 // the count beside it is untouched
+}
+
+TEST(CallCounters, AnAbortIsToldApartAndALongReasonIsCutToThePage) {
+  std::vector<std::unique_ptr<CallCounters>> c = share_counters(2);
+  ASSERT_TRUE(c[0] && c[1]);
+  c[0]->publish_failure(ProcessFailure::aborted, std::string(10000, 'x'));
+  const std::optional<SeenFailure> f = c[1]->failure_of_another();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->process, 0);
+  EXPECT_EQ(f->kind, ProcessFailure::aborted);
+  EXPECT_EQ(f->why, std::string(4096 - 16 - 1, 'x'));
+}
 
 TEST(CallCounters, EveryProcessReadsTheOthersStores) {
   BootstrapSecret secret{};

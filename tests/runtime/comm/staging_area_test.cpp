@@ -1,5 +1,6 @@
 // StagingArea on any CPU, over a PeerMemory that records what it is asked: regions of at least 1 MiB, in powers of two,
-// send then receive in one allocation per rank; growth frees the old area first; release frees everything once.
+// send then receive in one allocation per rank; growth frees the old area first, or keeps it (retired) once calls were
+// captured into CUDA graphs that name it; release frees everything once.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -63,6 +64,25 @@ TEST(StagingArea, GrowingFreesTheOldAreaAndReleaseFreesTheRest) {
   EXPECT_FALSE(area.fits(0, 0));
   area.release(peers);  // twice is harmless
   EXPECT_EQ(peers.live, 0);
+}
+
+// After a capture the communicator grows with keep_old: a graph replayed later still names the old area, so it stays
+// allocated (and distinct from the new one) until release.
+TEST(StagingArea, GrowingAfterACaptureKeepsTheOldAreaUntilRelease) {
+  RecordingPeerMemory peers(2);
+  StagingArea area;
+  area.grow(peers, 1, 1);
+  const std::vector<void*> captured = area.base;
+  area.grow(peers, 8 << 20, 1, /*keep_old=*/true);
+  EXPECT_EQ(peers.live, 4);
+  EXPECT_EQ(area.retired, captured);
+  EXPECT_NE(area.base, captured);
+  EXPECT_EQ(area.send_bytes, std::size_t{8} << 20);
+  area.grow(peers, 32 << 20, 1, /*keep_old=*/true);
+  EXPECT_EQ(peers.live, 6);
+  area.release(peers);
+  EXPECT_EQ(peers.live, 0);
+  EXPECT_TRUE(area.retired.empty());
 }
 
 }  // namespace
