@@ -2,10 +2,15 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
+#include "planner/hier_simulate.hpp"
+#include "planner/hier_summary.hpp"
+#include "planner/hierarchical.hpp"
 #include "planner/plan_dot.hpp"
+#include "planner/plan_eval.hpp"
 #include "planner/plan_json.hpp"
 #include "planner/plan_summary.hpp"
 #include "planner/planner.hpp"
@@ -45,7 +50,8 @@ void add_plan_command(CLI::App& app) {
       "  canopy plan -t my-box.topo -c reducescatter --json > plan.json\n"
       "  canopy plan -t dgx2 -c broadcast --svg trees.svg\n"
       "The summary shows predicted algbw/busbw, the proven bound, tree count, NCCL-style rings on the same\n"
-      "links, and each link's load as a share of its capacity.");
+      "links, and each link's load as a share of its capacity. On several hosts (GPUs joined by ib/eth links) it\n"
+      "adds the hierarchical plan: trees inside hosts, NCCL rings per rail between them (docs/multi-host.md).");
   cmd->callback([args] {
     const Collective collective = collective_option(args->collective);
     const Topology full = load_topology(args->topology.topology);
@@ -58,10 +64,23 @@ void add_plan_command(CLI::App& app) {
     const Plan p = plan(full, collective, options, &report);
     if (!args->dot.empty()) write_output(args->dot, plan_dot(t, p));
     if (!args->svg.empty()) render_svg(plan_dot(t, p), args->svg);
+    // Ranks on several hosts (joined by network links) also get the hierarchical plan (docs/multi-host.md).
+    const std::vector<Host> hosts = find_hosts(full, p.ranks);
+    std::optional<HierarchicalPlan> hier;
+    if (hosts.size() > 1 && !args->relay) hier = plan_hierarchical(full, collective, options);
     if (args->json) {
-      fmt::print("{}", plan_to_json(p));
+      fmt::print("{}", hier ? plan_to_json_with_hierarchy(p, full, *hier) : plan_to_json(p));
     } else {
-      fmt::print("{}", describe_plan(t, p, report, find_rings(t, p.ranks), args->trees));
+      const RingBaseline rings = find_rings(t, p.ranks);
+      fmt::print("{}", describe_plan(t, p, report, rings, args->trees));
+      if (hier) {
+        const int n = static_cast<int>(p.ranks.size());
+        const double tree = collective == Collective::allreduce
+                                ? predicted_algbw(full, nccl_multihost_trees(full, hosts))
+                                : 0.0;
+        fmt::print("{}", describe_hierarchy(full, *hier, rings.rings > 0 ? rings.algbw_gbps(collective, n) : 0.0,
+                                            tree));
+      }
     }
   });
 }

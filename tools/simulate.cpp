@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "planner/hier_simulate.hpp"
+#include "planner/hierarchical.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"
 #include "bench/harness/benchmark.hpp"
@@ -21,7 +23,8 @@ namespace {
 struct Row {
   std::uint64_t bytes = 0;
   SimResult ours, rings;
-  std::optional<SimResult> tree;  // allreduce: NCCL's double binary tree
+  std::optional<SimResult> tree;  // allreduce: NCCL's double binary tree (across hosts: NCCL's multi-host trees)
+  std::optional<SimResult> hier;  // several hosts: the hierarchical plan (docs/multi-host.md)
 };
 
 // Ten slices of a link's busy share over the run, one digit each (0 idle .. 9 at least 90 % busy).
@@ -102,7 +105,9 @@ void add_simulate_command(CLI::App& app) {
       "per link kind (docs/simulator.md).\n"
       "speedup = ring time / Canopy time. Rings are searched as NCCL does "
       "(NVLink first, any link when NVLink\n"
-      "holds no ring); allreduce also shows NCCL's double binary tree.");
+      "holds no ring); allreduce also shows NCCL's double binary tree.\n"
+      "On several hosts (GPUs joined by ib/eth links) it adds the hierarchical plan (trees inside hosts, one NCCL\n"
+      "ring per rail between them, phases pipelined) and its gain over the rings: docs/multi-host.md.");
   cmd->callback([args] {
     const Topology topology = resolve_topology(args->topology);
     const Collective c = collective_option(args->collective);
@@ -111,8 +116,15 @@ void add_simulate_command(CLI::App& app) {
     const Plan p = plan(topology, c, po);
     const RingBaseline rings = find_rings(topology, p.ranks);
     const std::string root = p.root.value_or(p.ranks.front());
+    // Ranks on several hosts: the hierarchical plan beside the flat one, and NCCL's trees as NCCL builds them across
+    // hosts (a chain inside each host, binary trees between hosts).
+    const std::vector<Host> hosts = find_hosts(topology, p.ranks);
+    const std::optional<HierarchicalPlan> hier =
+        hosts.size() > 1 ? std::optional<HierarchicalPlan>(plan_hierarchical(topology, c, po)) : std::nullopt;
     const std::optional<Plan> tree =
-        c == Collective::allreduce ? std::optional<Plan>(double_binary_tree(topology, p.ranks)) : std::nullopt;
+        c != Collective::allreduce ? std::nullopt
+        : hier                     ? std::optional<Plan>(nccl_multihost_trees(topology, hosts))
+                                   : std::optional<Plan>(double_binary_tree(topology, p.ranks));
     SimOptions base;
     base.launch_us = args->launch_us;
     base.chunk_cost_us = args->chunk_cost_us;
@@ -137,6 +149,8 @@ void add_simulate_command(CLI::App& app) {
         row.rings =
             run([&](const SimOptions& o) { return simulate_rings(topology, rings, c, p.ranks, root, b, o); }, bytes);
       if (tree) row.tree = run([&](const SimOptions& o) { return simulate_plan(topology, *tree, b, o); }, bytes);
+      if (hier)
+        row.hier = run([&](const SimOptions& o) { return simulate_hierarchical(topology, *hier, b, o); }, bytes);
       rows.push_back(std::move(row));
     }
     const bool table = args->json != "-" && args->csv != "-";  // stdout carries the rows alone when asked to
@@ -150,16 +164,26 @@ void add_simulate_command(CLI::App& app) {
       fmt::print("# launch {} us, {} us per chunk and hop, latency x {}; chunk {}\n", base.launch_us,
                  base.chunk_cost_us, base.latency_scale,
                  automatic ? "picked per size" : format_byte_size(base.chunk_bytes));
-      fmt::print("{:>8} {:>9} {:>11} {:>9} {:>9} {:>11} {:>9} {:>8}{}\n", "size", "chunk", "time(us)", "algbw", "busbw",
-                 "ring(us)", "ring_bus", "speedup", tree ? "   tree(us)  tree_bus" : "");
+      if (hier)
+        fmt::print("# {} hosts, {} rails; hierarchical plan: steady algbw {:.2f} GB/s (busiest link {}); "
+                   "hier_gain = ring time / hierarchical time{}\n",
+                   hier->hosts.size(), hier->rails.size(), hier->algbw_gbps, hier->bottleneck,
+                   tree ? ", tree_gain = tree time / hierarchical time" : "");
+      fmt::print("{:>8} {:>9} {:>11} {:>9} {:>9} {:>11} {:>9} {:>8}{}{}\n", "size", "chunk", "time(us)", "algbw", "busbw",
+                 "ring(us)", "ring_bus", "speedup", tree ? "   tree(us)  tree_bus" : "",
+                 hier ? "   hier(us)  hier_bus hier_gain" + std::string(tree ? " tree_gain" : "") : "");
       for (const Row& r : rows) {
         const double speedup = rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0;
         fmt::print(
             "{:>8} {:>9} {:>11.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>9.2f} "
-            "{:>8.2f}{}\n",
+            "{:>8.2f}{}{}\n",
             size_text(r.bytes), size_text(static_cast<std::uint64_t>(r.ours.chunk_bytes)), r.ours.time_us,
             r.ours.algbw_gbps, r.ours.busbw_gbps, r.rings.time_us, r.rings.busbw_gbps, speedup,
-            r.tree ? fmt::format(" {:>10.2f} {:>9.2f}", r.tree->time_us, r.tree->busbw_gbps) : "");
+            r.tree ? fmt::format(" {:>10.2f} {:>9.2f}", r.tree->time_us, r.tree->busbw_gbps) : "",
+            r.hier ? fmt::format(" {:>10.2f} {:>9.2f} {:>9.3f}{}", r.hier->time_us, r.hier->busbw_gbps,
+                                 rings.rings > 0 ? r.rings.time_us / r.hier->time_us : 0.0,
+                                 r.tree ? fmt::format(" {:>9.3f}", r.tree->time_us / r.hier->time_us) : "")
+                   : "");
       }
     }
     if (table && args->links && !rows.empty()) {
@@ -168,7 +192,7 @@ void add_simulate_command(CLI::App& app) {
     }
     if (!args->json.empty()) {
       nlohmann::json j = nlohmann::json::array();
-      for (const Row& r : rows)
+      for (const Row& r : rows) {
         j.push_back({{"bytes", r.bytes},
                      {"time_us", r.ours.time_us},
                      {"algbw_GBps", r.ours.algbw_gbps},
@@ -177,25 +201,40 @@ void add_simulate_command(CLI::App& app) {
                      {"ring_busbw_GBps", r.rings.busbw_gbps},
                      {"speedup", rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0.0},
                      {"chunk_bytes", r.ours.chunk_bytes}});
+        if (r.hier) {  // several hosts only: one host keeps exactly DESIGN.md's keys
+          if (r.tree) j.back()["tree_time_us"] = r.tree->time_us, j.back()["tree_busbw_GBps"] = r.tree->busbw_gbps;
+          j.back()["hier_time_us"] = r.hier->time_us;
+          j.back()["hier_busbw_GBps"] = r.hier->busbw_gbps;
+          j.back()["hier_speedup"] = rings.rings > 0 ? r.rings.time_us / r.hier->time_us : 0.0;
+          j.back()["hier_chunk_bytes"] = r.hier->chunk_bytes;
+        }
+      }
       write_output(args->json, j.dump(2) + "\n");
     }
     if (!args->csv.empty()) {
       std::string csv =
           "bytes,time_us,algbw_GBps,busbw_GBps,ring_time_us,ring_"
-          "busbw_GBps,speedup,chunk_bytes\n";
-      for (const Row& r : rows)
-        csv += fmt::format("{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}\n", r.bytes, r.ours.time_us,
+          "busbw_GBps,speedup,chunk_bytes";
+      csv += hier ? ",hier_time_us,hier_busbw_GBps,hier_speedup\n" : "\n";
+      for (const Row& r : rows) {
+        csv += fmt::format("{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}", r.bytes, r.ours.time_us,
                            r.ours.algbw_gbps, r.ours.busbw_gbps, r.rings.time_us, r.rings.busbw_gbps,
                            rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0.0, r.ours.chunk_bytes);
+        csv += r.hier ? fmt::format(",{:.4f},{:.4f},{:.4f}\n", r.hier->time_us, r.hier->busbw_gbps,
+                                    rings.rings > 0 ? r.rings.time_us / r.hier->time_us : 0.0)
+                      : "\n";
+      }
       write_output(args->csv, csv);
     }
     if (!args->plot.empty()) {
       std::vector<PlotSeries> series{{"Canopy (trees)", "#1f77b4", {}}, {"NCCL-style rings", "#d62728", {}}};
-      if (tree) series.push_back({"NCCL double binary tree", "#2ca02c", {}});
+      if (tree) series.push_back({hier ? "NCCL trees across hosts" : "NCCL double binary tree", "#2ca02c", {}});
+      if (hier) series.push_back({"Canopy hierarchical (trees in hosts, NCCL rails)", "#9467bd", {}});
       for (const Row& r : rows) {
         series[0].points.push_back({static_cast<double>(r.bytes), r.ours.busbw_gbps});
         series[1].points.push_back({static_cast<double>(r.bytes), r.rings.busbw_gbps});
         if (tree) series[2].points.push_back({static_cast<double>(r.bytes), r.tree->busbw_gbps});
+        if (hier) series.back().points.push_back({static_cast<double>(r.bytes), r.hier->busbw_gbps});
       }
       write_output(args->plot,
                    busbw_plot_svg(fmt::format("{} on {} (simulated)", to_string(c), topology.name()), series));
