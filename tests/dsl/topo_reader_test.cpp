@@ -123,6 +123,7 @@ TEST(TopoReader, ReadsEveryShippedTopologyWithTheExpectedShape) {
       {"dgx2", 16, 28, 6 * 25},
       {"h200x2", 2, 2, 18 * 26.5625},
       {"hgx-h100", 8, 12, 18 * 26.5625},
+      {"hgx-h100-x2", 16, 16 + 2 * 20 + 1, 18 * 26.5625 + 63},  // 4 NVSwitches, 8 PCIe switches, 8 NICs a host
       {"hgx-h200", 8, 12, 18 * 26.5625},
       {"pcie-4gpu", 4, 5, 31.5},
   };
