@@ -180,7 +180,7 @@ TEST(NcclTopoImport, IbmH100DumpJoinsEveryNvswitchTargetInOneSwitch) {
 // NCCL 2.28 on the device machine's one H100/H200, written with NCCL_TOPO_DUMP_FILE: one GPU (sm 90, PCIe gen5 with
 // link_width 0) on a <cpu numaid="-1"> (a VM), and the socket NIC eth0 (10000 Mb/s) as a <nic> of the <cpu>.
 TEST(NcclTopoImport, DeviceMachineDumpOfOneH100) {
-  const NcclImport r = import_file("device-h100-nccl-topo-dump.xml");
+  const NcclImport r = import_file("device-h200-nccl-topo-dump.xml");
   const Topology& t = r.topology;
   EXPECT_EQ(t.gpu_count(), 1);
   EXPECT_EQ(r.partial_gpus, 0);
@@ -191,7 +191,7 @@ TEST(NcclTopoImport, DeviceMachineDumpOfOneH100) {
   EXPECT_DOUBLE_EQ(gbps(t, "cpu0", "nic0", "loc"), 5000);
   EXPECT_DOUBLE_EQ(gbps(t, "nic0", "net0", "net"), 1.25);  // speed="10000" Mb/s
   EXPECT_EQ(switches(t, "nvs"), 0);                         // one GPU: NCCL lists no <nvlink>
-  expect_round_trip(r, "device-h100-nccl-topo-dump.xml");
+  expect_round_trip(r, "device-h200-nccl-topo-dump.xml");
   // One GPU is a local copy, not a plan: the planner says so rather than failing on the imported topology.
   try {
     (void)plan(t, Collective::allreduce);
