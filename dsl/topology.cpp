@@ -212,6 +212,12 @@ std::vector<NodeId> Topology::gpu_ids() const {
   return ids;
 }
 
+std::vector<std::string> Topology::gpu_names() const {
+  std::vector<std::string> out;
+  for (NodeId g : gpu_ids()) out.push_back(node(g).name);
+  return out;
+}
+
 int Topology::gpu_count() const { return static_cast<int>(gpu_ids().size()); }
 
 bool is_nvlink(const Arc& arc) { return arc.kind.rfind("nvlink", 0) == 0; }

@@ -128,6 +128,7 @@ class Topology {
   const Node& node(NodeId id) const;
   std::optional<NodeId> find(std::string_view name) const;
   std::vector<NodeId> gpu_ids() const;  // in declaration order: this is rank order
+  std::vector<std::string> gpu_names() const;  // the same GPUs' names
   int gpu_count() const;
 
   friend bool operator==(const Topology&, const Topology&) = default;

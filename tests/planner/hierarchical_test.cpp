@@ -17,12 +17,6 @@
 namespace canopy {
 namespace {
 
-std::vector<std::string> all_gpus(const Topology& t) {
-  std::vector<std::string> out;
-  for (NodeId g : t.gpu_ids()) out.push_back(t.node(g).name);
-  return out;
-}
-
 // Three hosts with 1, 2 and 1 GPUs: a0 | b0 b1 (NVLink2 pair) | c0; every GPU behind its own 100 Gb/s NIC (12.5 GB/s)
 // on a PCIe gen3 link, all NICs on one IB switch.
 Topology uneven_hosts() {
@@ -169,7 +163,7 @@ TEST(HierarchicalPlan, PredictedGainOverMultiHostRingsOnShippedTwoHostTopologies
     SCOPED_TRACE(c.name);
     const Topology t = load_topology(c.name);
     const HierarchicalPlan hp = plan_hierarchical(t, Collective::allreduce);
-    const RingBaseline rings = find_rings(t, all_gpus(t));
+    const RingBaseline rings = find_rings(t, t.gpu_names());
     EXPECT_NEAR(hp.algbw_gbps, c.hier, 1e-6 * c.hier);
     EXPECT_NEAR(rings.algbw_gbps(Collective::allreduce, 16), c.ring, 1e-6 * c.ring);
     EXPECT_NEAR(hp.algbw_gbps / rings.algbw_gbps(Collective::allreduce, 16), c.hier / c.ring, 1e-6);
@@ -190,8 +184,8 @@ TEST(HierarchicalSimulation, PipelinedTimeApproachesTheSteadyRateAndBeatsRingsAt
   for (double f : fill) expected += f;
   EXPECT_NEAR(h.time_us, expected, 1e-6 * expected);
   EXPECT_GT(h.algbw_gbps, 0.95 * 50);
-  const RingBaseline rings = find_rings(t, all_gpus(t));
-  const SimResult r = simulate_rings(t, rings, Collective::allreduce, all_gpus(t), "gpu0", bytes, o);
+  const RingBaseline rings = find_rings(t, t.gpu_names());
+  const SimResult r = simulate_rings(t, rings, Collective::allreduce, t.gpu_names(), "gpu0", bytes, o);
   // At least the 1.875 of the link loads: simulate_rings routes every ring hop by fewest hops, so rings that the
   // search spread over the 4 NICs share paths in the simulation and come out slower still (about 3.7x here).
   EXPECT_GT(r.time_us / h.time_us, 1.875 * 0.97);

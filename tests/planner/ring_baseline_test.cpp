@@ -10,15 +10,9 @@
 namespace canopy {
 namespace {
 
-std::vector<std::string> all_gpus(const Topology& t) {
-  std::vector<std::string> out;
-  for (NodeId g : t.gpu_ids()) out.push_back(t.node(g).name);
-  return out;
-}
-
 TEST(RingBaseline, TwoH200ShareOneRingAtFullNvlinkSpeed) {
   const Topology t = load_topology("h200x2");
-  const RingBaseline r = find_rings(t, all_gpus(t));
+  const RingBaseline r = find_rings(t, t.gpu_names());
   EXPECT_EQ(r.link_class, "nvlink");
   EXPECT_DOUBLE_EQ(r.busbw_gbps(), 478.125);
   EXPECT_DOUBLE_EQ(r.algbw_gbps(Collective::allreduce, 2), 478.125);
@@ -27,7 +21,7 @@ TEST(RingBaseline, TwoH200ShareOneRingAtFullNvlinkSpeed) {
 
 TEST(RingBaseline, Dgx1V100UsesEverySingleLaneAsItsOwnRing) {
   const Topology t = load_topology("dgx1-v100");
-  const auto ranks = all_gpus(t);
+  const auto ranks = t.gpu_names();
   const RingBaseline r = find_rings(t, ranks);
   EXPECT_EQ(r.link_class, "nvlink");
   EXPECT_DOUBLE_EQ(r.busbw_gbps(), 150);  // 6 lanes of 25 GB/s per GPU, all used
@@ -46,7 +40,7 @@ TEST(RingBaseline, FallsBackToPcieWhereNvlinkHoldsNoRing) {
   EXPECT_EQ(r.link_class, "any");
   EXPECT_DOUBLE_EQ(r.busbw_gbps(), 15.75);
   const Topology pcie = load_topology("pcie-4gpu");
-  EXPECT_DOUBLE_EQ(find_rings(pcie, all_gpus(pcie)).busbw_gbps(), 31.5);
+  EXPECT_DOUBLE_EQ(find_rings(pcie, pcie.gpu_names()).busbw_gbps(), 31.5);
 }
 
 }  // namespace
