@@ -2,8 +2,8 @@
 // ReduceScatter, and ncclGroupStart/End around them. Each call is checked as NCCL checks it (communicator, type,
 // operator, root, count overflow, buffers), mapped to Canopy's types, then issued at once or at the outermost
 // ncclGroupEnd. PreMulSum operators are served as a scale then a sum (premul_run.hpp). Collectives CANOPY_NCCL_FORWARD
-// names, and reductions of types Canopy lacks, go to the real NCCL communicator beside Canopy's (real_comm.hpp). The
-// real NCCL's handles go to it.
+// names go to the real NCCL communicator beside Canopy's (real_comm.hpp), as would a reduction of a type this library
+// does not know (none of nccl.h 2.28's). The real NCCL's handles go to it.
 #include <fmt/format.h>
 #include <nccl.h>
 

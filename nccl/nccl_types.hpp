@@ -18,7 +18,7 @@ bool is_nccl_type(ncclDataType_t t);
 std::size_t nccl_type_size(ncclDataType_t t);
 // "ncclFloat32", or "ncclDataType_t 42" for a value nccl.h does not define.
 std::string nccl_type_name(ncclDataType_t t);
-// The Canopy type that reduces like `t`, or nullopt where Canopy has none (int8, uint32, uint64, the fp8 types).
+// The Canopy type of `t` (every type of the nccl.h built against has one), or nullopt for a value it does not know.
 std::optional<DataType> canopy_type(ncclDataType_t t);
 // The Canopy operator for a built-in ncclRedOp_t (sum, prod, max, min, avg), else nullopt.
 std::optional<ReduceOp> canopy_op(ncclRedOp_t op);

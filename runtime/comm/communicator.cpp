@@ -258,21 +258,22 @@ std::string Communicator::topology_source() const { return state_->topology_sour
 const std::string& Communicator::machine_key() const { return state_->machine; }
 std::filesystem::path Communicator::tuning_path() const { return state_->tuning_path; }
 
-Status Communicator::abort() {
-  State& st = *state_;
-  st.fail("the communicator was aborted (Communicator::abort): every call fails from now on", ProcessFailure::aborted);
-  std::lock_guard<std::mutex> lock(st.mutex);
-  wait_for_launches(st.order, st.placement.ordinals);  // they end promptly: every wait gives up
-  return Status();
-}
-
-Status Communicator::fail(const std::string& why) {
-  State& st = *state_;
-  st.fail(why);
+namespace {
+// Fails the communicator, then waits for its launches (they end promptly: every wait gives up).
+Status fail_and_drain(Communicator::State& st, const std::string& why, ProcessFailure kind) {
+  st.fail(why, kind);
   std::lock_guard<std::mutex> lock(st.mutex);
   wait_for_launches(st.order, st.placement.ordinals);
   return Status();
 }
+}  // namespace
+
+Status Communicator::abort() {
+  return fail_and_drain(*state_, "the communicator was aborted (Communicator::abort): every call fails from now on",
+                        ProcessFailure::aborted);
+}
+
+Status Communicator::fail(const std::string& why) { return fail_and_drain(*state_, why, ProcessFailure::failed); }
 
 void Communicator::leave_at_exit() {
   State& st = *state_;
