@@ -185,7 +185,8 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     if (const std::optional<SeenFailure> f = raw->counters->failure_of_another()) {
       const std::string who = describe_process(raw->group->facts[f->process], f->process, true);
       if (f->kind == ProcessFailure::aborted) {  // as expected when every process aborts: said at info level
-        raw->fail(fmt::format("{} aborted its communicator ({}): it makes no more calls, so this process's calls fail too",
+        raw->fail(fmt::format("{} aborted its communicator ({}): it makes no more calls, so this process's calls "
+                              "fail too",
                               who, f->why),
                   ProcessFailure::aborted);
         return "";
