@@ -18,6 +18,7 @@
 #include "dsl/topo_writer.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
+#include "runtime/comm/process_topology.hpp"
 #include "runtime/transport/ipc/ipc_peer_memory.hpp"
 
 namespace canopy {
@@ -128,12 +129,25 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   }
   if (Status s = check_process_facts(group->facts); !s.ok()) return s;
   if (!options.topology) {
-    if (!one_gpu(group->facts))
-      return Status(StatusCode::unsupported,
-                    "the processes run on different GPUs and no topology was given: give CommunicatorOptions::topology "
-                    "(the same in every process; detection across processes is not there yet)");
-    st.topology = shared_gpu_topology(nranks);
-    st.topology_source = fmt::format("one GPU shared by {} processes", group->processes());
+    if (one_gpu(group->facts)) {
+      st.topology = shared_gpu_topology(nranks);
+      st.topology_source = fmt::format("one GPU shared by {} processes", group->processes());
+    } else {
+      // Processes on different GPUs of this host: the machine's topology over their GPUs, gpuP = process P's, as
+      // every process detects it; agreed by hash below, so a process that saw the machine differently fails init.
+      if (Status s = detect_process_topology(group->facts, visible, &st.topology); !s.ok()) return s;
+      st.topology_source = fmt::format("detected over the GPUs of {} processes", group->processes());
+      std::vector<std::string> digests;
+      if (Status s = group->bootstrap->allgather(sha256_hex(write_topo(st.topology)), &digests); !s.ok()) return s;
+      for (std::size_t p = 0; p < digests.size(); ++p)
+        if (digests[p] != digests[0])
+          return Status(StatusCode::invalid_argument,
+                        fmt::format("{} detected another topology of this machine than process 0 (topology hash {} "
+                                    "vs {}): give every process the same topology (CommunicatorOptions::topology, "
+                                    "e.g. from `canopy detect --out`)",
+                                    describe_process(group->facts[p], static_cast<int>(p), true),
+                                    digests[p].substr(0, 12), digests[0].substr(0, 12)));
+    }
     if (Status s = name_ranks(); !s.ok()) return s;
   }
   st.placement = place_processes(names, group->facts, group->process,

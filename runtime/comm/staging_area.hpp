@@ -23,10 +23,10 @@ struct StagingArea {
   void* send(int rank) const { return base[rank]; }
   void* recv(int rank) const { return static_cast<char*>(base[rank]) + send_bytes; }
   bool fits(std::size_t send, std::size_t recv) const { return !base.empty() && send <= send_bytes && recv <= recv_bytes; }
-  // Replaces the area by one holding `send` and `recv` bytes per rank (rounded up to a power of two, at least 1 MiB
-  // each) through `peers`: the caller has waited for every eager launch using the old one. `keep_old` (calls were
-  // captured into CUDA graphs, which may still use it at every replay): the old area is retired, not freed. Throws
-  // canopy::Error.
+  // Replaces the area by one holding at least `send` and `recv` bytes per rank and no less than it held (rounded up
+  // to a power of two, at least 1 MiB each) through `peers`: the caller has waited for every eager launch using the
+  // old one. `keep_old` (calls were captured into CUDA graphs, which may still use it at every replay): the old area
+  // is retired, not freed. Throws canopy::Error.
   void grow(PeerMemory& peers, std::size_t send, std::size_t recv, bool keep_old = false);
   void release(PeerMemory& peers);  // the area and every retired one
 };

@@ -67,6 +67,17 @@ TEST_P(MultiProcessOnGpu, SplitCommunicatorsCheckTheirCollectives) {
   EXPECT_THAT(r.output, ::testing::HasSubstr("process 1: split into color 1: ranks 1..1 of 2"));
 }
 
+// One process per GPU (process p on GPU p) and no topology given: every process detects the machine's topology over
+// the processes' GPUs and the join agrees on it; every collective checked, counts to 3 M.
+TEST_P(MultiProcessOnGpu, OneProcessPerGpuOnTheDetectedTopology) {
+  const int gpus = visible_gpu_count();
+  if (gpus < 2) GTEST_SKIP() << "needs 2 GPUs (one process each): run on nvidia-h200-x2";
+  expect_every_process_right(check(gpus, GetParam(),
+                                   "--spread 1 --topology detect --collectives broadcast,reduce,allreduce,allgather,"
+                                   "reduce_scatter --dtypes f32,bf16,i32 --ops sum,max --counts 0,1,7,1028,65540,3000004"),
+                             gpus);
+}
+
 // The protocols, forced: the planned trees alone; the direct protocol for what it takes; the default table.
 INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                          ::testing::Values("CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",

@@ -106,6 +106,26 @@ TEST_P(NcclApiOnGpu, BuffersReusedAsACachingAllocatorDoesStayRight) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclApiOnGpu, ::testing::Values(2, 3));
 
+// One process per GPU, as torchrun and mpirun place them (rank r on GPU r): the communicator's topology is detected
+// over the processes' GPUs. PreMulSum, captured graphs and reused buffers, every output checked.
+TEST(NcclApiOnGpus, OneProcessPerGpuServesEveryMode) {
+  if (visible_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (one process each): run on nvidia-h200-x2";
+  const int n = visible_gpu_count();
+  testing::CommandRun r = nccl_check(n, "CANOPY_LOG=info", "--spread 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("detected over the GPUs of"));
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl rank {}: [0-9]+ elements checked, 0 wrong", p)));
+  r = nccl_check(n, "", "--spread 1 --mode graphs --replays 100");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 300 replays checked, 0 wrong", p)));
+  r = nccl_check(n, "", "--spread 1 --mode reuse --iterations 60");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: reuse: 60 calls checked, 0 wrong", p)));
+}
+
 // Teardown: (how, whether rank 0 makes the id so the bootstrap root lives in its process, as under torchrun).
 class NcclTeardownOnGpu : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
  protected:

@@ -78,6 +78,9 @@ struct Args {
   // --split 1: run everything on a communicator split from the joined one: color = process % 2, key = -process
   // (so each group's ranks run in reverse process order).
   bool split = false;
+  // --spread 1: process P on GPU P mod the visible GPUs (else on the current one, GPU 0); with --topology detect
+  // (no topology given) the join detects the machine's topology over the processes' GPUs.
+  bool spread = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -121,6 +124,8 @@ Args parse(int argc, char** argv) {
       a.die_after = std::atoi(v.c_str());
     } else if (k == "--split") {
       a.split = v == "1";
+    } else if (k == "--spread") {
+      a.spread = v == "1";
     } else if (k == "--stall-after") {
       a.stall_after = std::atoi(v.c_str());
     } else if (k == "--off-by-one") {
@@ -131,8 +136,8 @@ Args parse(int argc, char** argv) {
       a.seed = std::stoull(v);
     } else {
       fmt::print(stderr,
-                 "canopy_mp_check: unknown option {}; options: --topology NAME --per-process K --collectives LIST "
-                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P --stall-after K --off-by-one P --split 1\n",
+                 "canopy_mp_check: unknown option {}; options: --topology NAME|detect --per-process K --collectives LIST "
+                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P --stall-after K --off-by-one P --split 1 --spread 1\n",
                  k);
       std::exit(2);
     }
@@ -159,9 +164,16 @@ int run(int argc, char** argv) {
   }
   int nranks = processes * a.per_process;
   int first = process * a.per_process;
+  if (a.spread) {
+    int gpus = 0;
+    CHECK_CUDA(cudaGetDeviceCount(&gpus));
+    CHECK_CUDA(cudaSetDevice(process % std::max(gpus, 1)));
+  }
   CommunicatorOptions o;
-  o.topology = load_topology(a.topology);
-  for (int r = 0; r < nranks; ++r) o.gpus.push_back(std::to_string(r));
+  if (a.topology != "detect") {  // "detect": none given, the join finds it
+    o.topology = load_topology(a.topology);
+    for (int r = 0; r < nranks; ++r) o.gpus.push_back(std::to_string(r));
+  }
   std::unique_ptr<Communicator> comm;
   if (Status s = Communicator::join(id, nranks, first, o, &comm, a.per_process); !s.ok()) {
     fmt::print(stderr, "process {}: join failed: {}\n", process, s.message());

@@ -68,6 +68,7 @@ bool parse(int argc, char** argv, CheckArgs* a) {
     else if (k == "--bad-rank") a->bad_rank = std::atoi(v.c_str());
     else if (k == "--bad-call") a->bad_call = std::atoi(v.c_str());
     else if (k == "--bad") a->bad = v;
+    else if (k == "--spread") a->spread = v == "1";
     else if (k == "--counts") {
       for (std::size_t at = 0; at < v.size();) {
         const std::size_t comma = std::min(v.find(',', at), v.size());
@@ -139,7 +140,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "run me under `canopy run -n N -- canopy_nccl_check [--mode M] ...`\n");
     return 2;
   }
-  if (cudaSetDevice(0) != cudaSuccess) return 2;
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1) return 2;
+  if (cudaSetDevice(args.spread ? rank % gpus : 0) != cudaSuccess) return 2;
   ncclUniqueId id;
   if (!args.id_file.empty()) {
     if (!id_through_file(rank, args.id_file, &id)) return 1;

@@ -23,6 +23,7 @@ struct CheckArgs {
   int bad_rank = 1;                // bad-argument: the rank that passes it
   int bad_call = 3;                // bad-argument: at which call
   std::string bad = "null";        // bad-argument: null (recvbuff NULL) or oversized (count beyond its buffer)
+  bool spread = false;             // --spread 1: rank r on GPU r mod the visible GPUs (else every rank on GPU 0)
 };
 
 struct CheckRank {

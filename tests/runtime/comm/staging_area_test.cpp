@@ -66,6 +66,19 @@ TEST(StagingArea, GrowingFreesTheOldAreaAndReleaseFreesTheRest) {
   EXPECT_EQ(peers.live, 0);
 }
 
+// An allgather's large receive region survives a later reduce-scatter's large send region: the area never shrinks on
+// either side, so a size that ran eagerly still fits when it is captured later (a capture cannot grow the area).
+TEST(StagingArea, GrowingNeverShrinksEitherRegion) {
+  RecordingPeerMemory peers(2);
+  StagingArea area;
+  area.grow(peers, 1 << 20, 4 << 20);  // allgather of 4 ranks: 1 MiB in, 4 MiB out
+  area.grow(peers, 4 << 20, 1 << 20);  // reduce-scatter: 4 MiB in, 1 MiB out
+  EXPECT_EQ(area.send_bytes, std::size_t{4} << 20);
+  EXPECT_EQ(area.recv_bytes, std::size_t{4} << 20);
+  EXPECT_TRUE(area.fits(1 << 20, 4 << 20));
+  EXPECT_TRUE(area.fits(4 << 20, 1 << 20));
+}
+
 // After a capture the communicator grows with keep_old: a graph replayed later still names the old area, so it stays
 // allocated (and distinct from the new one) until release.
 TEST(StagingArea, GrowingAfterACaptureKeepsTheOldAreaUntilRelease) {
