@@ -26,14 +26,16 @@
 # Loss: each rank's own loss of every step, gathered after the run through torchrun's store (not a collective: no
 # extra call in the step) and averaged over the ranks: the global mean loss, for warm-up and timed steps alike.
 #
-# Communication (--profile-steps 5 more steps under torch.profiler, after one profiled step thrown away): the device
-# time of communication on rank 0's GPU divided by the wall time of those steps. Communication is every kernel named
-# nccl* (the real NCCL's ncclDevKernel_*/ncclKernel_*) or canopy* (every kernel Canopy generates or launches), every
-# memcpy/memset on a stream that runs such a kernel (Canopy stages through copies on the collective's stream) and
-# every peer-to-peer copy; torch's own copies (a bucket's gradients, the batch) are not. "Exposed" communication is
-# the part of it during which no other work runs on the GPU (the union of communication intervals less the union of
-# everything else). For DDP, --nosync-steps (10) more steps under no_sync() (no all_reduce at all) give a second
-# estimate: the median step less the median no_sync step. Those steps come last: they let the ranks' models differ.
+# Communication (--profile-steps 5 more steps under torch.profiler, after one profiled step thrown away): the time
+# during which communication runs on rank 0's GPU (the union of its intervals: FSDP's all-gather and reduce-scatter at
+# once count once; the plain sum is in the JSON too) divided by the wall time of those steps. Communication is every
+# kernel named nccl* (the real NCCL's ncclDevKernel_*/ncclKernel_*) or canopy* (every kernel Canopy generates or
+# launches), every memcpy/memset on a stream that runs such a kernel (Canopy stages through copies on the collective's
+# stream) and every peer-to-peer copy; torch's own copies (a bucket's gradients, the batch) are not. "Exposed"
+# communication is the part of it during which no other work runs on the GPU (the union of communication intervals
+# less the union of everything else). For DDP, --nosync-steps (10) more steps under no_sync() (no all_reduce at all)
+# give a second estimate: the median step less the median no_sync step. Those steps come last: they let the ranks'
+# models differ.
 #
 # Rank 0 writes --out (JSON: the configuration, which library ran, every step's time and loss, medians, the
 # communication figures) and prints `train_bench: ddp 2 ranks (real NCCL), 100.7M params, median step 41.2 ms, comm
@@ -232,7 +234,8 @@ def profile_steps(args, model, optimizer, rank, device, first_step):
     if device.type != "cuda" or times["events"] == 0:
         result.update(comm_fraction=None, exposed_fraction=None, why="no device timeline (CPU run)")
     else:
-        result.update(comm_fraction=times["comm_ms"] / wall_ms, exposed_fraction=times["exposed_ms"] / wall_ms)
+        result.update(comm_fraction=times["comm_busy_ms"] / wall_ms, comm_sum_fraction=times["comm_ms"] / wall_ms,
+                      exposed_fraction=times["exposed_ms"] / wall_ms)
     return result
 
 
