@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <utility>
@@ -52,9 +54,13 @@ ncclResult_t run_inits(std::vector<ncclComm*> inits) {
 }
 
 ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls) {
-  std::vector<std::pair<SharedComm*, SharedComm::Ticket>> tickets;
+  std::vector<std::pair<SharedComm*, SharedComm::Ticket>> tickets(calls.size(), {nullptr, 0});
   ncclResult_t result = ncclSuccess;
-  for (const auto& [comm, call] : calls) {
+  // Which calls go to which communicator, in order; the not-ready ones fail here.
+  std::map<SharedComm*, std::vector<std::size_t>> by_comm;
+  bool across_processes = false;
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    const auto& [comm, call] = calls[k];
     if (comm->state != CommState::ready) {
       if (result == ncclSuccess)
         result = fail(ncclInvalidUsage, fmt::format("ncclGroupEnd: {} was not issued: its communicator's "
@@ -62,9 +68,25 @@ ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls)
                                                     call.function, comm->init_error));
       continue;
     }
-    tickets.emplace_back(comm->shared.get(), comm->shared->post(comm->local, call));
+    by_comm[comm->shared.get()].push_back(k);
+    across_processes = across_processes || comm->shared->across_processes();
+  }
+  const auto post_all = [&](SharedComm* shared, const std::vector<std::size_t>& ks) {
+    for (std::size_t k : ks) tickets[k] = {shared, shared->post(calls[k].first->local, calls[k].second)};
+  };
+  if (by_comm.size() > 1 && across_processes) {
+    // A communicator joined across processes runs a rank's call when it is posted and may wait there for the other
+    // ranks (their handles, when the staging area grows). This thread's group holds calls of several such
+    // communicators (nccl-tests -g N: this process holds one rank of each, a GPU each): one thread per communicator
+    // posts its calls, so none waits for a rank whose call this thread has not posted yet.
+    std::vector<std::thread> posters;
+    for (const auto& [shared, ks] : by_comm) posters.emplace_back(post_all, shared, std::cref(ks));
+    for (std::thread& t : posters) t.join();
+  } else {
+    for (const auto& [shared, ks] : by_comm) post_all(shared, ks);
   }
   for (std::size_t k = 0; k < tickets.size(); ++k) {
+    if (!tickets[k].first) continue;
     const Status s = tickets[k].first->wait(tickets[k].second);
     if (s.ok()) continue;
     const ncclResult_t r = to_result(s, calls[k].second.function);

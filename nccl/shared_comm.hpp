@@ -31,6 +31,8 @@ class SharedComm {
     if (comm_) comm_->leave_at_exit();
   }
   CallLog& log() { return log_; }
+  // Whether its Communicator spans processes (joined), whose calls may wait on the host for other ranks.
+  bool across_processes() const { return comm_ && comm_->multi_process(); }
   int nranks() const { return nranks_; }
   int first_rank() const { return first_rank_; }
   int own_ranks() const { return own_ranks_; }
