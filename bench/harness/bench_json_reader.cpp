@@ -14,8 +14,8 @@ std::vector<BenchRow> read_bench_rows_json(std::string_view text, const std::str
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("{}: error: not JSON ({}): give the file `canopy bench --json FILE` wrote", source,
-                            e.what()));
+    throw Error(
+        fmt::format("{}: error: not JSON ({}): give the file `canopy bench --json FILE` wrote", source, e.what()));
   }
   if (!j.is_array())
     throw Error(fmt::format("{}: error: canopy bench --json writes a list of rows; this file holds a JSON {}", source,
@@ -25,8 +25,8 @@ std::vector<BenchRow> read_bench_rows_json(std::string_view text, const std::str
     const nlohmann::json& r = j[i];
     const auto field = [&](const char* name) -> const nlohmann::json& {
       if (!r.is_object() || !r.contains(name))
-        throw Error(fmt::format("{}: error: row {} has no \"{}\": is this `canopy bench --json` output?", source, i,
-                                name));
+        throw Error(
+            fmt::format("{}: error: row {} has no \"{}\": is this `canopy bench --json` output?", source, i, name));
       return r.at(name);
     };
     const auto text_of = [&](const char* name) {
@@ -48,20 +48,23 @@ std::vector<BenchRow> read_bench_rows_json(std::string_view text, const std::str
     } else if (!row.algorithm.empty()) {
       row.goal = collective;  // a program whose goal is no NCCL collective (alltoall, custom)
     } else {
-      throw Error(fmt::format("{}: error: row {}: collective \"{}\" is none of broadcast, reduce, allreduce, "
-                              "allgather, reducescatter",
-                              source, i, collective));
+      throw Error(
+          fmt::format("{}: error: row {}: collective \"{}\" is none of broadcast, reduce, allreduce, "
+                      "allgather, reducescatter",
+                      source, i, collective));
     }
     const std::string dtype = text_of("dtype"), op = text_of("op");
     const auto t = parse_data_type(dtype);
-    if (!t) throw Error(fmt::format("{}: error: row {}: dtype \"{}\" is none of {}", source, i, dtype, data_type_choices()));
+    if (!t)
+      throw Error(fmt::format("{}: error: row {}: dtype \"{}\" is none of {}", source, i, dtype, data_type_choices()));
     const auto o = parse_reduce_op(op);
     if (!o) throw Error(fmt::format("{}: error: row {}: op \"{}\" is none of sum prod min max avg", source, i, op));
     row.dtype = *t;
     row.op = *o;
     const double bytes = number_of("bytes", false), ranks = number_of("ranks", false);
     if (bytes < 0 || ranks < 1)
-      throw Error(fmt::format("{}: error: row {}: bytes {} and ranks {} must be >= 0 and >= 1", source, i, bytes, ranks));
+      throw Error(
+          fmt::format("{}: error: row {}: bytes {} and ranks {} must be >= 0 and >= 1", source, i, bytes, ranks));
     row.bytes = static_cast<std::uint64_t>(bytes);
     row.ranks = static_cast<int>(ranks);
     if (r.contains("procs") && r["procs"].is_number()) row.procs = r["procs"].get<int>();

@@ -45,7 +45,9 @@ NcclTestsRatio ratio(const NcclTestsTiming& base, const NcclTestsTiming& newer, 
 
 bool nonzero(const NcclTestsTiming& t) { return t.wrong && *t.wrong != 0; }
 
-std::string plural(std::size_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+std::string plural(std::size_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -92,10 +94,10 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
       for (const auto& [bytes, r] : sizes) rows += r.size();
     }
     for (const auto& [which, count] : absent)
-      out.notes.push_back(fmt::format("{}, {}: only in {} ({}, {})", which.first.empty() ? "(unnamed test)" : which.first,
-                                      which.second > 0 ? plural(which.second, "rank", "ranks") : "ranks not printed",
-                                      name, plural(count.first, "type/op table", "type/op tables"),
-                                      plural(count.second, "row", "rows")));
+      out.notes.push_back(
+          fmt::format("{}, {}: only in {} ({}, {})", which.first.empty() ? "(unnamed test)" : which.first,
+                      which.second > 0 ? plural(which.second, "rank", "ranks") : "ranks not printed", name,
+                      plural(count.first, "type/op table", "type/op tables"), plural(count.second, "row", "rows")));
   };
   lacking(b, n, base_name);
   lacking(n, b, new_name);
@@ -103,9 +105,10 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
     std::size_t most = 0;
     for (const auto& [bytes, rows] : sizes) most = std::max(most, rows.size());
     if (most > 1)
-      out.notes.push_back(fmt::format("{}: {} holds sizes up to {} times; each size's row is the one of median "
-                                      "out-of-place time",
-                                      to_string(key), name, most));
+      out.notes.push_back(
+          fmt::format("{}: {} holds sizes up to {} times; each size's row is the one of median "
+                      "out-of-place time",
+                      to_string(key), name, most));
   };
 
   std::map<std::pair<std::string, int>, std::vector<std::vector<double>>> band_ratios;  // [band * 2 + in_place]
@@ -146,7 +149,8 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
         if (s.bytes < kNcclTestsBands[band].from || s.bytes > kNcclTestsBands[band].to) continue;
         if (s.out_of_place.busbw_ratio && *s.out_of_place.busbw_ratio > 0)
           ratios[band * 2].push_back(*s.out_of_place.busbw_ratio);
-        if (s.in_place.busbw_ratio && *s.in_place.busbw_ratio > 0) ratios[band * 2 + 1].push_back(*s.in_place.busbw_ratio);
+        if (s.in_place.busbw_ratio && *s.in_place.busbw_ratio > 0)
+          ratios[band * 2 + 1].push_back(*s.in_place.busbw_ratio);
       }
     out.tables.push_back(std::move(table));
   }

@@ -73,9 +73,9 @@ struct NcclTestsSummary {
 };
 
 struct NcclTestsComparison {
-  std::vector<NcclTestsTable> tables;        // ordered by key
-  std::vector<NcclTestsSummary> summaries;   // one per (collective, ranks) with a table
-  std::vector<std::string> notes;            // keys one log lacks, repeated sizes
+  std::vector<NcclTestsTable> tables;       // ordered by key
+  std::vector<NcclTestsSummary> summaries;  // one per (collective, ranks) with a table
+  std::vector<std::string> notes;           // keys one log lacks, repeated sizes
 };
 
 NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTestsOutput& newer,

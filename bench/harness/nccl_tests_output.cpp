@@ -137,9 +137,9 @@ bool started(const NcclTestsRun& r) { return !r.version_line.empty() || !r.colle
 
 bool is_nccl_tests_failure_line(std::string_view line) {
   static constexpr std::string_view kMarkers[] = {
-      "Test NCCL failure", "Test CUDA failure", "Test failure",    "Segmentation fault", "received signal",
-      "exited on signal",  "non-zero status",   "non-zero exit",   "NCCL WARN",          "Aborted",
-      "core dumped"};
+      "Test NCCL failure", "Test CUDA failure", "Test failure",    "Segmentation fault",
+      "received signal",   "exited on signal",  "non-zero status", "non-zero exit",
+      "NCCL WARN",         "Aborted",           "core dumped"};
   for (std::string_view m : kMarkers)
     if (line.find(m) != std::string_view::npos) return true;
   return false;
@@ -196,9 +196,9 @@ NcclTestsOutput parse_nccl_tests_output(std::string_view text, const std::string
       current(false).devices.emplace_back(body);
     } else if (const std::vector<std::string_view> w = words(body);
                w.size() >= 3 && w[0] == "size" && w[1] == "count" && w[2] == "type") {
-      static constexpr std::array<std::string_view, 13> kHeader = {
-          "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw",
-          "#wrong"};
+      static constexpr std::array<std::string_view, 13> kHeader = {"size",  "count", "type",  "redop",  "root",
+                                                                   "time",  "algbw", "busbw", "#wrong", "time",
+                                                                   "algbw", "busbw", "#wrong"};
       if (!std::equal(w.begin(), w.end(), kHeader.begin(), kHeader.end()))
         throw Error(fmt::format(
             "{}:{}: error: the table's columns are '{}'; canopy reads the 13 columns nccl-tests 2.19 prints ({}): "

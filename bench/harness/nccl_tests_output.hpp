@@ -39,12 +39,12 @@ struct NcclTestsRow {
 // One run of one nccl-tests binary: its header, rows and footer (each absent where the output stopped before it).
 struct NcclTestsRun {
   int first_line = 0;
-  std::string version_line;  // "nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22803"
-  std::string version;       // "2.19.6"
-  std::string nccl_headers;  // "22809" (NCCL_VERSION_CODE of the headers it was built with)
-  std::string nccl_library;  // "22803" (ncclGetVersion of the library it ran with: 2.28.3)
-  std::string collective;    // "all_reduce_perf", from "# Collective test starting: all_reduce_perf"
-  std::string parameters;    // "nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 4(factor) ..."
+  std::string version_line;          // "nccl-tests version 2.19.6 nccl-headers=22809 nccl-library=22803"
+  std::string version;               // "2.19.6"
+  std::string nccl_headers;          // "22809" (NCCL_VERSION_CODE of the headers it was built with)
+  std::string nccl_library;          // "22803" (ncclGetVersion of the library it ran with: 2.28.3)
+  std::string collective;            // "all_reduce_perf", from "# Collective test starting: all_reduce_perf"
+  std::string parameters;            // "nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 4(factor) ..."
   std::vector<std::string> devices;  // "Rank  0 Group  0 Pid  17809 on  vm device  0 [0000:00:06] NVIDIA H100 ..."
   std::vector<NcclTestsRow> rows;
   std::optional<std::int64_t> out_of_bounds;  // "# Out of bounds values : 0 OK": 0

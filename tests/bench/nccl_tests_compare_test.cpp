@@ -106,8 +106,8 @@ TEST(NcclTestsCompare, RealVsCanopyBroadcastRatiosAreTheRowsRatios) {
 }
 
 TEST(NcclTestsCompare, SizeZeroHasATimeRatioButNoBusbwRatio) {
-  const NcclTestsComparison c =
-      compare_nccl_tests(parse("nccltests-all_gather-real-g1.log"), parse("nccltests-all_gather-canopy-g1.log"), "a", "b");
+  const NcclTestsComparison c = compare_nccl_tests(parse("nccltests-all_gather-real-g1.log"),
+                                                   parse("nccltests-all_gather-canopy-g1.log"), "a", "b");
   ASSERT_EQ(c.tables.size(), 12u);
   const NcclTestsComparedSize& zero = table_of(c, "int8").sizes.front();
   EXPECT_EQ(zero.bytes, 0u);
@@ -132,13 +132,14 @@ TEST(NcclTestsCompare, KeysAndSizesOneLogLacksAreNoted) {
   EXPECT_TRUE(f.only_new.empty());
 
   // Different binaries or rank counts share nothing: each key is noted, no table.
-  const std::string np2 = testing::read_file(testing::source_dir() /
-                                             "tests/data/nccl-tests/h200-2026-11-25/nccltests-all_gather-canopy-np2-R0.log");
+  const std::string np2 = testing::read_file(
+      testing::source_dir() / "tests/data/nccl-tests/h200-2026-11-25/nccltests-all_gather-canopy-np2-R0.log");
   const NcclTestsComparison none =
       compare_nccl_tests(parse("nccltests-all_gather-real-g1.log"), parse_nccl_tests_output(np2, "np2"), "g1", "np2");
   EXPECT_TRUE(none.tables.empty());
-  EXPECT_EQ(none.notes, (std::vector<std::string>{"all_gather_perf, 1 rank: only in g1 (12 type/op tables, 156 rows)",
-                                                   "all_gather_perf, 2 ranks: only in np2 (12 type/op tables, 84 rows)"}));
+  EXPECT_EQ(none.notes,
+            (std::vector<std::string>{"all_gather_perf, 1 rank: only in g1 (12 type/op tables, 156 rows)",
+                                      "all_gather_perf, 2 ranks: only in np2 (12 type/op tables, 84 rows)"}));
 }
 
 TEST(NcclTestsCompare, ARepeatedSizeTakesTheMedianRow) {

@@ -74,12 +74,12 @@ TEST(NcclTestsOutput, ReadsHeaderRowsAndFooterOfAFinishedRun) {
 }
 
 TEST(NcclTestsOutput, DashDAllGivesEveryTypeAndDashOAllEveryOp) {
-  const std::set<std::string> twelve = {"int8",   "uint8", "int32",  "uint32",   "int64",  "uint64",
-                                        "half",   "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
-  for (const char* file : {"h100-2026-11-26/nccltests-all_gather-real-g1.log",
-                           "h100-2026-11-26/nccltests-all_gather-canopy-g1.log",
-                           "h100-2026-11-26/nccltests-broadcast-canopy-g1.log",
-                           "h200-2026-11-25/nccltests-all_gather-canopy-np2-R1.log"}) {
+  const std::set<std::string> twelve = {"int8", "uint8", "int32",  "uint32",   "int64",  "uint64",
+                                        "half", "float", "double", "bfloat16", "f8e4m3", "f8e5m2"};
+  for (const char* file :
+       {"h100-2026-11-26/nccltests-all_gather-real-g1.log", "h100-2026-11-26/nccltests-all_gather-canopy-g1.log",
+        "h100-2026-11-26/nccltests-broadcast-canopy-g1.log",
+        "h200-2026-11-25/nccltests-all_gather-canopy-np2-R1.log"}) {
     const NcclTestsOutput log = parse(file);
     std::set<std::string> types;
     for (const NcclTestsRow& row : log.runs.at(0).rows) types.insert(row.type);
@@ -157,7 +157,8 @@ TEST(NcclTestsOutput, CudaFailureAndMpirunBannersUnderMpirun) {
   EXPECT_EQ(lines, (std::vector<int>{9, 10, 11, 12, 15, 18}));
   EXPECT_EQ(log.failures[0].text,
             "vm: Test CUDA failure common.cu:1569 'CUDA-capable device(s) is/are busy or unavailable'");
-  EXPECT_THAT(log.failures[5].text, HasSubstr("mpirun detected that one or more processes exited with non-zero status"));
+  EXPECT_THAT(log.failures[5].text,
+              HasSubstr("mpirun detected that one or more processes exited with non-zero status"));
   // Open MPI's warning, the dashed rules, "Primary job terminated normally", "Process name:", "Exit code:".
   EXPECT_EQ(log.skipped.size(), 9u);
   EXPECT_EQ(log.skipped[0].line, 1);
@@ -210,8 +211,10 @@ TEST(NcclTestsOutput, ALogCutMidRowNamesTheLine) {
 
   // The same cut followed by more output (another process writing into the line) also names it.
   const std::string merged = text.substr(0, at + 95) + "vm: Test NCCL failure broadcast.cu:43\n" + text.substr(at);
-  EXPECT_THAT(error_of(merged, "merged.log"), HasSubstr("merged.log:112: error: a data row has 13 columns (size count type redop root, then time algbw busbw "
-                                       "#wrong out of place and again in place); this one has 15"));
+  EXPECT_THAT(
+      error_of(merged, "merged.log"),
+      HasSubstr("merged.log:112: error: a data row has 13 columns (size count type redop root, then time algbw busbw "
+                "#wrong out of place and again in place); this one has 15"));
   EXPECT_THAT(error_of(merged, "merged.log"), HasSubstr("two outputs written into one line"));
 }
 
