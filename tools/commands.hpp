@@ -26,6 +26,7 @@ void add_algo_command(CLI::App& app);      // algo.cpp
 void add_msccl_command(CLI::App& app);     // msccl.cpp
 void add_tune_command(CLI::App& app);      // tune.cpp
 void add_run_command(CLI::App& app);       // run.cpp
+void add_nccl_tests_compare_command(CLI::App& app);  // nccl_tests_compare.cpp
 // Runs `program` as `ranks` processes as `canopy run -n` does (its variables, signals, first failing status).
 int run_processes(int ranks, const std::vector<std::string>& program);
 void add_topo_list(CLI::App& topo);    // topo_list.cpp
