@@ -151,8 +151,20 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     staged_recv[r] = staging.recv(r);
   }
   CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(placement.ordinals[placement.device_of_rank[first]]); e != cudaSuccess)
+  const int device = placement.device_of_rank[first];
+  if (cudaError_t e = cudaSetDevice(placement.ordinals[device]); e != cudaSuccess)
     return copy_failed(call, "device", first, e);
+  // The staging area is every call's: a call on another stream than the last waits for the last call's copies and
+  // kernel before copying in (FSDP2 issues its all-gathers and reduce-scatters on two streams), and its copies out
+  // are marked done below, so the next call waits for them too.
+  if (!capturing)
+    for (int i = 0; i < own; ++i) {
+      const int r = first + i;
+      unsigned long long id = call_stream_ids[r];
+      cudaError_t e = id ? cudaSuccess : cudaStreamGetId(streams[r], &id);
+      if (e == cudaSuccess) e = order_stream(order, device, streams[r], id);
+      if (e != cudaSuccess) return copy_failed(call, "stream order", r, e);
+    }
   for (int i = 0; i < own; ++i) {
     const int r = first + i;
     const std::uint64_t b = send_elements(call.collective, call.count, n, r, call.root) * elem;
@@ -175,6 +187,10 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
         e != cudaSuccess)
       return copy_failed(call, "output", r, e);
   }
+  if (!capturing)
+    for (int i = 0; i < own; ++i)
+      if (cudaError_t e = mark_done(order, device, streams[first + i]); e != cudaSuccess)
+        return copy_failed(call, "stream order", first + i, e);
   profile.mark(CallProfile::stage);
   return Status();
 }

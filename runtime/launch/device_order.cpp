@@ -33,6 +33,27 @@ void destroy_device_order(DeviceOrder& order) {
   (void)cudaGetLastError();
 }
 
+cudaError_t order_stream(DeviceOrder& order, int d, cudaStream_t stream, unsigned long long stream_id) {
+  cudaError_t e = cudaSuccess;
+  if (order.used[d] && order.stream_id[d] != stream_id) {
+    if (order.switched[d]) {
+      e = cudaStreamWaitEvent(stream, order.done[d], 0);
+    } else {
+      e = cudaDeviceSynchronize();
+      order.switched[d] = 1;
+    }
+  }
+  if (e == cudaSuccess) {
+    order.stream_id[d] = stream_id;
+    order.used[d] = 1;
+  }
+  return e;
+}
+
+cudaError_t mark_done(DeviceOrder& order, int d, cudaStream_t stream) {
+  return order.switched[d] ? cudaEventRecord(order.done[d], stream) : cudaSuccess;
+}
+
 void wait_for_launches(const DeviceOrder& order, std::span<const int> ordinals) {
   CurrentDevice keep;
   for (std::size_t d = 0; d < order.done.size(); ++d)
