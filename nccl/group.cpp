@@ -12,6 +12,7 @@
 
 #include "nccl/comm_handle.hpp"
 #include "nccl/comm_init.hpp"
+#include "nccl/group_posters.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/local_failure.hpp"
 #include "nccl/real_nccl.hpp"
@@ -79,9 +80,9 @@ ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls)
     // ranks (their handles, when the staging area grows). This thread's group holds calls of several such
     // communicators (nccl-tests -g N: this process holds one rank of each, a GPU each): one thread per communicator
     // posts its calls, so none waits for a rank whose call this thread has not posted yet.
-    std::vector<std::thread> posters;
-    for (const auto& [shared, ks] : by_comm) posters.emplace_back(post_all, shared, std::cref(ks));
-    for (std::thread& t : posters) t.join();
+    std::vector<std::function<void()>> jobs;
+    for (const auto& [shared, ks] : by_comm) jobs.push_back([&post_all, shared = shared, &ks = ks] { post_all(shared, ks); });
+    run_on_posters(jobs);
   } else {
     for (const auto& [shared, ks] : by_comm) post_all(shared, ks);
   }
