@@ -121,6 +121,7 @@ RingBaseline find_rings(const Topology& t, const std::vector<std::string>& rank_
         std::rotate(s.ranks.begin() + 1, s.ranks.begin() + 1 + attempt % (s.ranks.size() - 1), s.ranks.end());
         if (attempt >= 4) std::reverse(s.ranks.begin() + 1, s.ranks.end());
         std::vector<std::vector<std::string>> orders;
+        std::vector<std::vector<std::vector<std::string>>> hop_paths;
         while (orders.size() < 32) {
           s.budget = 20000;
           std::vector<int> order{s.ranks.front()};
@@ -131,12 +132,20 @@ RingBaseline find_rings(const Topology& t, const std::vector<std::string>& rank_
           std::vector<std::string> names;
           for (int r : order) names.push_back(t.nodes()[r].name);
           orders.push_back(std::move(names));
+          std::vector<std::vector<std::string>> hops;
+          for (const std::vector<int>& path : paths) {
+            std::vector<std::string> nodes;
+            for (int v : path) nodes.push_back(t.nodes()[v].name);
+            hops.push_back(std::move(nodes));
+          }
+          hop_paths.push_back(std::move(hops));
         }
         const double total = static_cast<double>(orders.size()) * s.speed;
         if (total > found.busbw_gbps() * (1 + 1e-9)) {
           found.rings = static_cast<int>(orders.size());
           found.ring_gbps = s.speed;
           found.orders = std::move(orders);
+          found.hop_paths = std::move(hop_paths);
         }
       }
     }

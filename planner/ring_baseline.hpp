@@ -16,6 +16,9 @@ struct RingBaseline {
   int rings = 0;
   double ring_gbps = 0;                          // speed of each ring
   std::vector<std::vector<std::string>> orders;  // rank order of each ring
+  // Per ring, per hop i (orders[r][i] -> orders[r][i + 1], the last one closing the ring): the nodes it passes,
+  // both ends included, as the search reserved them (NCCL binds each ring to its own paths and NICs).
+  std::vector<std::vector<std::vector<std::string>>> hop_paths;
   double busbw_gbps() const { return rings * ring_gbps; }
   double algbw_gbps(Collective c, int ranks) const;  // nccl-tests algbw of the rings for a large message
 };

@@ -197,11 +197,22 @@ SimResult simulate_rings(const Topology& topology, const RingBaseline& rings, Co
   check_size(static_cast<std::int64_t>(R) * k * steps * (chain ? 1 : n), o, static_cast<double>(bytes), "rings");
   std::vector<SimTransfer> transfers;
   const bool nvlink_only = rings.link_class == "nvlink";
-  for (const std::vector<std::string>& names : rings.orders) {
+  for (std::size_t ring = 0; ring < rings.orders.size(); ++ring) {
+    const std::vector<std::string>& names = rings.orders[ring];
     std::vector<int> order;
     for (const std::string& name : names) order.push_back(node_of(topology, name));
+    // Each hop along the path the ring search reserved for it (its own NIC, as NCCL binds a ring to one), else the
+    // fewest-hop route (a RingBaseline made by hand).
+    const bool reserved = ring < rings.hop_paths.size() && static_cast<int>(rings.hop_paths[ring].size()) == n;
     std::vector<std::pair<std::vector<int>, double>> hop(n);  // order[i] -> order[i + 1]
-    for (int i = 0; i < n; ++i) hop[i] = lm.along(topology, route(topology, order[i], order[(i + 1) % n], nvlink_only));
+    for (int i = 0; i < n; ++i) {
+      std::vector<int> nodes;
+      if (reserved)
+        for (const std::string& name : rings.hop_paths[ring][i]) nodes.push_back(node_of(topology, name));
+      if (nodes.size() < 2 || nodes.front() != order[i] || nodes.back() != order[(i + 1) % n])
+        nodes = route(topology, order[i], order[(i + 1) % n], nvlink_only);
+      hop[i] = lm.along(topology, nodes);
+    }
     auto add = [&](int h, double size, std::vector<int> after_arrived, std::vector<int> after_sent) {
       SimTransfer x;
       x.bytes = size;

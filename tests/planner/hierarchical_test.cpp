@@ -186,9 +186,10 @@ TEST(HierarchicalSimulation, PipelinedTimeApproachesTheSteadyRateAndBeatsRingsAt
   EXPECT_GT(h.algbw_gbps, 0.95 * 50);
   const RingBaseline rings = find_rings(t, t.gpu_names());
   const SimResult r = simulate_rings(t, rings, Collective::allreduce, t.gpu_names(), "gpu0", bytes, o);
-  // At least the 1.875 of the link loads: simulate_rings routes every ring hop by fewest hops, so rings that the
-  // search spread over the 4 NICs share paths in the simulation and come out slower still (about 3.7x here).
-  EXPECT_GT(r.time_us / h.time_us, 1.875 * 0.97);
+  // The 1.875 of the link loads, within 5 %: each ring hop follows the path the ring search reserved (its own NIC),
+  // so the simulated rings run at their link-load rate. (Routed by fewest hops, rings shared NIC paths and the
+  // ratio came out near 3.7.)
+  EXPECT_NEAR(r.time_us / h.time_us, 1.875, 0.05 * 1.875);
 }
 
 TEST(HierarchicalSimulation, NcclTreesAcrossHostsChainInsideAndCrossOncePerTree) {
