@@ -46,7 +46,8 @@ struct SimResult {
 SimResult simulate_plan(const Topology& topology, const Plan& plan, std::int64_t bytes, const SimOptions& options);
 
 // NCCL-style rings (find_rings) over `ranks`: broadcast and reduce as a pipelined chain per ring from or to `root`;
-// allgather and reduce-scatter in n-1 steps, allreduce in 2(n-1), of blocks of bytes / (n x rings).
+// allgather and reduce-scatter in n-1 steps, allreduce in 2(n-1), of blocks of bytes / (n x rings). Each hop follows
+// the path find_rings reserved for it (RingBaseline::hop_paths), else the fewest-hop route through switches.
 SimResult simulate_rings(const Topology& topology, const RingBaseline& rings, Collective collective,
                          const std::vector<std::string>& ranks, const std::string& root, std::int64_t bytes,
                          const SimOptions& options);
