@@ -124,6 +124,7 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     group->facts.push_back(std::move(f));
   }
   if (Status s = check_process_facts(group->facts); !s.ok()) return s;
+  if (several_hosts(group->facts)) return join_across_hosts(options, ordinal, own_ranks, std::move(group), st);
   if (!options.topology) {
     if (one_gpu(group->facts)) {
       st.topology = shared_gpu_topology(nranks);

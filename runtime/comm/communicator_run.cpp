@@ -154,7 +154,10 @@ Status Communicator::run(const CollectiveCall& given) {
   if (st.failed) return st.failure_status();
   st.profile.mark(CallProfile::entry);
   Status s;
-  if (given.op == ReduceOp::avg && reduces(given.collective) && !given.program) {
+  if (st.hosts) {  // several hosts: the phases (avg included)
+    s = st.hosts->run(given);
+    if (!s.ok() && s.code() == StatusCode::remote_error) st.fail(s.message());
+  } else if (given.op == ReduceOp::avg && reduces(given.collective) && !given.program) {
     CollectiveCall sum = given;
     sum.op = ReduceOp::sum;
     s = st.group ? st.run_in_processes(sum) : st.run_here(sum);
