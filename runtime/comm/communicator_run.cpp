@@ -280,6 +280,7 @@ bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, Da
 }
 std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
   std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_->offload) return 0;  // across hosts: no host path
   return state_->offload->staged_count(collective, count, dtype, root, is_copy_engine(collective, count, dtype));
 }
 

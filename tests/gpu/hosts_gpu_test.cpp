@@ -30,8 +30,8 @@ std::string counts() {
 
 testing::CommandRun hosts_check(int processes, const std::string& hosts, const std::string& env,
                                 const std::string& args) {
-  return testing::run_command(fmt::format("{} {} CANOPY_BOOTSTRAP_TIMEOUT_S=120 {} run -n {} --hosts {} -- {} "
-                                          "--topology detect {} 2>&1",
+  return testing::run_command(fmt::format("{} {} CANOPY_BOOTSTRAP_TIMEOUT_S=120 CANOPY_STALL_TIMEOUT_S=120 {} run -n {} "
+                                          "--hosts {} -- {} --topology detect {} 2>&1",
                                           kNcclOnOneMachine, env, CANOPY_CLI, processes, hosts, CANOPY_MP_CHECK, args));
 }
 
