@@ -281,6 +281,7 @@ Status Communicator::fail(const std::string& why) { return fail_and_drain(*state
 void Communicator::leave_at_exit() {
   State& st = *state_;
   st.monitor.reset();   // joins its thread (it polls every 100 ms)
+  if (st.hosts && st.hosts->inside) st.hosts->inside->leave_at_exit();  // across hosts: the host's own monitor
   // CANOPY_WATCHDOG_S: its thread reads the GPUs. Calls use it under the mutex; a thread stuck in a call keeps it.
   std::unique_lock<std::mutex> lock(st.mutex, std::try_to_lock);
   if (lock.owns_lock()) st.watchdog.reset();

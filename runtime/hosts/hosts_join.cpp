@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/hosts/hosts_runtime.hpp"
 #include "runtime/transport/bootstrap/unique_id.hpp"
 
@@ -113,6 +114,7 @@ Status join_hosts(ProcessGroup& group, const CommunicatorOptions& options, int o
 
   // 5. This process's rail communicators, ascending: NCCL rank = the host's index, H ranks.
   rt->rail_comms.assign(l.k, nullptr);
+  CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess)
     return Status(StatusCode::cuda_error, fmt::format("selecting GPU {}: {}", ordinal, cudaGetErrorString(e)));
   for (int s : l.rails_of[rt->process]) {
