@@ -32,8 +32,10 @@ bool from_hex(const std::string& text, nccl_abi::UniqueId* id) {
 std::vector<std::string> split_fields(const std::string& text) {
   std::vector<std::string> out(1);
   for (char c : text) {
-    if (c == ',') out.emplace_back();
-    else out.back() += c;
+    if (c == ',')
+      out.emplace_back();
+    else
+      out.back() += c;
   }
   return out;
 }
@@ -56,11 +58,11 @@ Status join_hosts(ProcessGroup& group, const CommunicatorOptions& options, int o
   std::vector<std::string> hosts;
   for (const ProcessFacts& f : group.facts) {
     if (f.ranks != own_ranks)
-      return Status(StatusCode::unsupported,
-                    fmt::format("{} holds {} ranks and this process {}: across hosts every process holds as many "
-                                "ranks",
-                                describe_process(f, static_cast<int>(&f - group.facts.data()), true), f.ranks,
-                                own_ranks));
+      return Status(
+          StatusCode::unsupported,
+          fmt::format("{} holds {} ranks and this process {}: across hosts every process holds as many "
+                      "ranks",
+                      describe_process(f, static_cast<int>(&f - group.facts.data()), true), f.ranks, own_ranks));
     hosts.push_back(f.host);
   }
   rt->ranks = group.facts.at(0).nranks;

@@ -25,10 +25,10 @@ namespace canopy {
 struct HostsRuntime {
   Logger log;
   RailLayout layout;
-  int process = 0;    // this process, in the world's process order
-  int own_ranks = 1;  // ranks per process (every process holds as many)
-  int ranks = 0;      // the world's ranks
-  int ordinal = 0;    // this process's CUDA device
+  int process = 0;                       // this process, in the world's process order
+  int own_ranks = 1;                     // ranks per process (every process holds as many)
+  int ranks = 0;                         // the world's ranks
+  int ordinal = 0;                       // this process's CUDA device
   std::unique_ptr<Communicator> inside;  // this host's processes (n_h x own_ranks ranks)
   const NcclLibrary* nccl = nullptr;
   std::vector<nccl_abi::Comm> rail_comms;  // per rail: this process's NCCL communicator, null where not a member

@@ -139,9 +139,10 @@ Loaded load() {
   std::string why;
   if (const char* env = std::getenv("CANOPY_NCCL_LIBRARY"); env && *env) {
     if (!open_real(env, &r.lib, &why))
-      r.why_not = fmt::format("CANOPY_NCCL_LIBRARY: {}: point CANOPY_NCCL_LIBRARY at the real NCCL's libnccl.so.2 "
-                              "(e.g. site-packages/nvidia/nccl/lib/libnccl.so.2)",
-                              why);
+      r.why_not = fmt::format(
+          "CANOPY_NCCL_LIBRARY: {}: point CANOPY_NCCL_LIBRARY at the real NCCL's libnccl.so.2 "
+          "(e.g. site-packages/nvidia/nccl/lib/libnccl.so.2)",
+          why);
     return r;
   }
   std::vector<std::string> tried;

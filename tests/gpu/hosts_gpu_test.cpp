@@ -30,9 +30,10 @@ std::string counts() {
 
 testing::CommandRun hosts_check(int processes, const std::string& hosts, const std::string& env,
                                 const std::string& args) {
-  return testing::run_command(fmt::format("{} {} CANOPY_BOOTSTRAP_TIMEOUT_S=120 CANOPY_STALL_TIMEOUT_S=120 {} run -n {} "
-                                          "--hosts {} -- {} --topology detect {} 2>&1",
-                                          kNcclOnOneMachine, env, CANOPY_CLI, processes, hosts, CANOPY_MP_CHECK, args));
+  return testing::run_command(
+      fmt::format("{} {} CANOPY_BOOTSTRAP_TIMEOUT_S=120 CANOPY_STALL_TIMEOUT_S=120 {} run -n {} "
+                  "--hosts {} -- {} --topology detect {} 2>&1",
+                  kNcclOnOneMachine, env, CANOPY_CLI, processes, hosts, CANOPY_MP_CHECK, args));
 }
 
 class HostsOnGpu : public ::testing::Test {
@@ -46,9 +47,10 @@ void expect_every_process_right(const testing::CommandRun& r, int processes) {
   std::cout << r.output.substr(r.output.size() > 20000 ? r.output.size() - 20000 : 0);
   EXPECT_EQ(r.status, 0) << "see the output above";
   for (int p = 0; p < processes; ++p)
-    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("process {} \\(ranks [0-9.]+ of [0-9]+\\): [0-9]+ "
-                                                               "calls, [0-9]+ elements checked, 0 wrong, 0 failed calls",
-                                                               p)));
+    EXPECT_THAT(r.output,
+                ::testing::ContainsRegex(fmt::format("process {} \\(ranks [0-9.]+ of [0-9]+\\): [0-9]+ "
+                                                     "calls, [0-9]+ elements checked, 0 wrong, 0 failed calls",
+                                                     p)));
 }
 
 // The matrix of issue 33's acceptance: every collective x f32, bf16, i32 x sum, max, in and out of place.
