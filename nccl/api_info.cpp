@@ -31,6 +31,10 @@ ncclResult_t comm_attribute(const ncclComm* comm, int* out, int ncclComm::*field
 
 extern "C" {
 
+// Not NCCL's: marks this library as Canopy's, so loaders of the real NCCL (runtime/hosts/nccl_library.cpp) never take
+// it for the real one (its SONAME is libnccl.so.2 too).
+CANOPY_NCCL_EXPORT int ncclCanopyOwnLibrary() { return 1; }
+
 CANOPY_NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {
   if (!version) return fail(ncclInvalidArgument, "ncclGetVersion: version is NULL");
   // The real NCCL's code when there is one (torch and nccl-tests gate features on it), else the header's.

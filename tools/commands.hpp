@@ -29,6 +29,14 @@ void add_run_command(CLI::App& app);       // run.cpp
 void add_nccl_tests_compare_command(CLI::App& app);  // nccl_tests_compare.cpp
 // Runs `program` as `ranks` processes as `canopy run -n` does (its variables, signals, first failing status).
 int run_processes(int ranks, const std::vector<std::string>& program);
+// `canopy run --hosts`: per rank its host (-1: no --hosts), local rank and its host's size; `hosts` "2,2" (empty:
+// one host of `ranks`). Throws canopy::Error when the list is not numbers >= 1 adding up to `ranks`.
+struct RankPlace {
+  int host = -1;
+  int local = 0;
+  int local_size = 1;
+};
+std::vector<RankPlace> host_places(int ranks, const std::string& hosts);
 void add_topo_list(CLI::App& topo);    // topo_list.cpp
 void add_topo_show(CLI::App& topo);    // topo_show.cpp
 void add_topo_check(CLI::App& topo);   // topo_check.cpp

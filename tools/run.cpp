@@ -1,7 +1,9 @@
-// `canopy run -n N [--grace S] [--keep-going] -- PROGRAM ARGS...`: starts N processes of PROGRAM, one per rank, as
-// torchrun and mpirun do, with the variables a multi-process Canopy program (or PyTorch) reads: CANOPY_RANK, CANOPY_NRANKS,
-// CANOPY_UNIQUE_ID (a bootstrap id whose root runs in this launcher), CANOPY_LOCAL_RANK, CANOPY_LOCAL_SIZE, and RANK,
-// WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE. It forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to every rank; when a rank
+// `canopy run -n N [--hosts A,B,...] [--grace S] [--keep-going] -- PROGRAM ARGS...`: starts N processes of PROGRAM,
+// one per rank, as torchrun and mpirun do, with the variables a multi-process Canopy program (or PyTorch) reads:
+// CANOPY_RANK, CANOPY_NRANKS, CANOPY_UNIQUE_ID (a bootstrap id whose root runs in this launcher), CANOPY_LOCAL_RANK,
+// CANOPY_LOCAL_SIZE, and RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE. --hosts makes "hosts" on this machine (for
+// tests of the multi-host runtime on one GPU): ranks in host order, each with CANOPY_HOST_ID and NCCL_HOSTID naming
+// its host and the local variables counted per host. It forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to every rank; when a rank
 // fails it stops the others (SIGTERM, then SIGKILL after the grace period) and exits with the first failing status
 // (128 + N for a rank killed by signal N; 127 when PROGRAM cannot be started).
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <map>
@@ -30,6 +33,7 @@ namespace {
 
 struct RunArgs {
   int ranks = 0;
+  std::string hosts;  // --hosts "2,2": processes per host, summing to ranks
   double grace_s = 10;
   bool keep_going = false;
   std::vector<std::string> program;
@@ -45,14 +49,51 @@ void forward_signal(int sig) {
     if (const pid_t pid = g_pids[r].load(); pid > 0) kill(pid, sig);
 }
 
+}  // namespace
+
+std::vector<RankPlace> host_places(int ranks, const std::string& hosts) {
+  std::vector<RankPlace> places;
+  if (hosts.empty()) {
+    for (int r = 0; r < ranks; ++r) places.push_back({-1, r, ranks});
+    return places;
+  }
+  std::vector<int> sizes;
+  std::size_t at = 0;
+  while (at <= hosts.size()) {
+    const std::size_t comma = hosts.find(',', at);
+    const std::string part = hosts.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    int n = 0;
+    const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), n);
+    if (ec != std::errc() || end != part.data() + part.size() || n < 1)
+      throw Error(fmt::format("--hosts {}: '{}' is not a number of processes (give e.g. --hosts 2,2)", hosts, part));
+    sizes.push_back(n);
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  int sum = 0;
+  for (int n : sizes) sum += n;
+  if (sum != ranks)
+    throw Error(fmt::format("--hosts {} makes {} processes but -n is {}: the processes per host add up to -n", hosts,
+                            sum, ranks));
+  for (int h = 0; h < static_cast<int>(sizes.size()); ++h)
+    for (int j = 0; j < sizes[h]; ++j) places.push_back({h, j, sizes[h]});
+  return places;
+}
+
+namespace {
+
 // This process's environment with `rank`'s variables set (replacing any already there).
-std::vector<std::string> rank_environment(int rank, int ranks, const std::string& id) {
-  const std::map<std::string, std::string> set = {
+std::vector<std::string> rank_environment(int rank, int ranks, const std::string& id, const RankPlace& place) {
+  std::map<std::string, std::string> set = {
       {"CANOPY_RANK", std::to_string(rank)},       {"CANOPY_NRANKS", std::to_string(ranks)},
-      {"CANOPY_UNIQUE_ID", id},                    {"CANOPY_LOCAL_RANK", std::to_string(rank)},
-      {"CANOPY_LOCAL_SIZE", std::to_string(ranks)}, {"RANK", std::to_string(rank)},
-      {"WORLD_SIZE", std::to_string(ranks)},       {"LOCAL_RANK", std::to_string(rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(ranks)}};
+      {"CANOPY_UNIQUE_ID", id},                    {"CANOPY_LOCAL_RANK", std::to_string(place.local)},
+      {"CANOPY_LOCAL_SIZE", std::to_string(place.local_size)}, {"RANK", std::to_string(rank)},
+      {"WORLD_SIZE", std::to_string(ranks)},       {"LOCAL_RANK", std::to_string(place.local)},
+      {"LOCAL_WORLD_SIZE", std::to_string(place.local_size)}};
+  if (place.host >= 0) {
+    set["CANOPY_HOST_ID"] = fmt::format("host{}", place.host);
+    set["NCCL_HOSTID"] = fmt::format("host{}", place.host);
+  }
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string entry = *e;
@@ -149,12 +190,13 @@ int run_ranks(const RunArgs& args) {
   UniqueId id;
   if (Status s = make_unique_id(&id); !s.ok()) throw Error("the bootstrap root could not start: " + s.message());
   const std::string id_text = to_string(id);
+  const std::vector<RankPlace> places = host_places(args.ranks, args.hosts);
   struct sigaction forward {};
   forward.sa_handler = forward_signal;
   sigemptyset(&forward.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &forward, nullptr);
   for (int r = 0; r < args.ranks; ++r) {
-    const pid_t pid = spawn_rank(args.program, rank_environment(r, args.ranks, id_text));
+    const pid_t pid = spawn_rank(args.program, rank_environment(r, args.ranks, id_text, places[r]));
     if (pid < 0) {
       const int e = errno;
       fmt::print(stderr, "canopy run: cannot start '{}' for rank {}: {}\n", args.program[0], r, std::strerror(e));
@@ -182,6 +224,10 @@ void add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "start N processes of a program, one per rank (as torchrun or mpirun)");
   cmd->add_option("-n,--nranks", args->ranks, "how many ranks (processes) to start")->required();
+  cmd->add_option("--hosts", args->hosts,
+                  "make \"hosts\" on this machine: processes per host, e.g. 2,2 or 1,2,1 (summing to -n), ranks in "
+                  "host order; each gets CANOPY_HOST_ID=hostH and NCCL_HOSTID=hostH, and LOCAL_RANK, "
+                  "LOCAL_WORLD_SIZE, CANOPY_LOCAL_RANK, CANOPY_LOCAL_SIZE per host");
   cmd->add_option("--grace", args->grace_s,
                   "seconds the other ranks get to end after one fails (SIGTERM), before SIGKILL (default 10)")
       ->check(CLI::NonNegativeNumber);
@@ -197,9 +243,15 @@ void add_run_command(CLI::App& app) {
       "signal N, 127 when the program cannot start). With --keep-going the others are left to end by\n"
       "themselves (a multi-process communicator reports a lost rank within seconds).\n"
       "\n"
+      "--hosts A,B,... tests the multi-host runtime on one machine (docs/multi-host.md): ranks 0..A-1 are\n"
+      "host0, the next B host1, ...; each rank gets CANOPY_HOST_ID=hostH (Canopy's host grouping) and\n"
+      "NCCL_HOSTID=hostH (so the real NCCL between the hosts treats them as separate nodes), and the local\n"
+      "variables count within its host. On one GPU add NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1.\n"
+      "\n"
       "Examples:\n"
       "  canopy run -n 4 -- ./my_program                 four ranks of a Canopy program\n"
-      "  canopy run -n 2 -- sh -c 'echo $CANOPY_RANK'    what each rank sees");
+      "  canopy run -n 2 -- sh -c 'echo $CANOPY_RANK'    what each rank sees\n"
+      "  canopy run -n 4 --hosts 2,2 -- canopy_mp_check --topology detect   two \"hosts\" of two ranks");
   cmd->callback([args] {
     const int code = run_ranks(*args);
     if (code != 0) throw CLI::RuntimeError(code);

@@ -22,6 +22,7 @@ Communicator::State::~State() {
   if (profile.on && profile.calls() > 0)
     fmt::print(stderr, "canopy: profile of ranks {}..{} of {}: {}\n", first_own_rank(), first_own_rank() + own_ranks() - 1,
                ranks(), profile.report());
+  hosts.reset();  // the rails' NCCL communicators, then the inside communicator (its own processes' barrier)
   watchdog.reset();
   crew.reset();
   wait_for_launches(order, placement.ordinals);  // the monitor still watches: a lost peer ends these waits
@@ -103,6 +104,7 @@ void Communicator::State::fail(const std::string& why, ProcessFailure kind) {
   failed = true;
   if (abort_word) abort_word->set();
   if (counters) counters->publish_failure(kind, why);
+  if (hosts) hosts->abort(why, kind == ProcessFailure::aborted);
   if (kind == ProcessFailure::aborted)
     log.info(LogSubsys::run, why);
   else
@@ -187,6 +189,7 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
 
 Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
   if (broken) return Status(StatusCode::cuda_error, broken_why);
+  if (hosts) return Status();  // across hosts nothing is prepared ahead: the inside communicator loads at first use
   // One rank: calls are local copies (local_copy), with nothing to prepare but programs.
   std::vector<CollectiveSpec> kept;
   if (ranks() == 1)
@@ -243,7 +246,7 @@ Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective*
   return *out ? Status() : Status(StatusCode::internal, spec_text(spec) + ": prepared but not found");
 }
 
-int Communicator::ranks() const { return state_->placement.ranks(); }
+int Communicator::ranks() const { return state_->ranks(); }
 bool Communicator::multi_process() const { return state_->placement.multi_process(); }
 int Communicator::own_ranks() const { return state_->own_ranks(); }
 int Communicator::first_own_rank() const { return state_->first_own_rank(); }
@@ -278,12 +281,16 @@ Status Communicator::fail(const std::string& why) { return fail_and_drain(*state
 void Communicator::leave_at_exit() {
   State& st = *state_;
   st.monitor.reset();   // joins its thread (it polls every 100 ms)
+  if (st.hosts && st.hosts->inside) st.hosts->inside->leave_at_exit();  // across hosts: the host's own monitor
   // CANOPY_WATCHDOG_S: its thread reads the GPUs. Calls use it under the mutex; a thread stuck in a call keeps it.
   std::unique_lock<std::mutex> lock(st.mutex, std::try_to_lock);
   if (lock.owns_lock()) st.watchdog.reset();
 }
 
-Status Communicator::async_error() { return state_->failure_status(); }
+Status Communicator::async_error() {
+  if (Status s = state_->failure_status(); !s.ok() || !state_->hosts) return s;
+  return state_->hosts->async_error();
+}
 
 Status Communicator::prepare(std::span<const CollectiveSpec> specs) {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -292,6 +299,11 @@ Status Communicator::prepare(std::span<const CollectiveSpec> specs) {
 
 Status Communicator::info(const CollectiveSpec& spec, CollectiveInfo* out) {
   std::lock_guard<std::mutex> lock(state_->mutex);
+  if (state_->hosts)
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: a communicator across hosts runs phases, not one kernel (CANOPY_LOG=info shows "
+                              "them)",
+                              spec_text(spec)));
   if (ranks() == 1 && !spec.program)
     return Status(StatusCode::unsupported,
                   fmt::format("{}: a communicator of one rank runs no kernel (every call is a local copy)",

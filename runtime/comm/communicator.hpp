@@ -185,6 +185,7 @@ class Communicator {
   struct State;  // defined in communicator_state.hpp
 
  private:
+  friend struct HostsRuntime;  // a multi-host communicator borrows its inside communicator's combining kernels
   explicit Communicator(std::unique_ptr<State> state);
   // Runs `steps` on a new State (its logger set from the environment and `options`) and hands out the communicator;
   // canopy::Error and InternalError thrown by the steps become Statuses. create and join.

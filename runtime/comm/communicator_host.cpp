@@ -15,6 +15,7 @@ namespace canopy {
 Communicator::Choice Communicator::choice(Collective collective, std::uint64_t count, DataType dtype, int root,
                                           bool in_place) const {
   const State& st = *state_;
+  if (st.hosts) return Choice{};  // phases across hosts (CANOPY_LOG=info shows them)
   const ProtocolPick pick = st.protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place);
   Choice c;
   c.protocol = pick.protocol;
@@ -49,6 +50,7 @@ Status Communicator::scale(int rank, void* out, const void* in, std::uint64_t co
                               st.first_own_rank() + st.own_ranks() - 1));
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.failed) return st.failure_status();
+  if (st.hosts) return st.hosts->scale(rank, out, in, count, dtype, device_scalar, host_scalar, stream);
   const int device = st.placement.device_of_rank[rank];
   const std::string& arch = st.placement.gpus[device].arch;
   if (!st.offload->combine_loaded(arch)) {

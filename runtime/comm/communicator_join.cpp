@@ -19,17 +19,12 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
 #include "runtime/comm/process_topology.hpp"
+#include "runtime/hosts/host_identity.hpp"
 #include "runtime/transport/ipc/ipc_peer_memory.hpp"
 
 namespace canopy {
 
 namespace {
-
-std::string host_name() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
-  return name;
-}
 
 // What plans and kernels depend on besides the GPUs: every process must hash the same.
 std::string plan_key(const Communicator::State& st) {
@@ -101,7 +96,8 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   st.config = resolve_config(options, nranks);
   ProcessFacts mine;
   mine.version = library_version();
-  mine.host = host_name();
+  mine.host = host_identity();
+  mine.hostname = host_name();
   mine.pid = static_cast<long>(getpid());
   mine.first_rank = rank;
   mine.ranks = own_ranks;
@@ -128,6 +124,7 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     group->facts.push_back(std::move(f));
   }
   if (Status s = check_process_facts(group->facts); !s.ok()) return s;
+  if (several_hosts(group->facts)) return join_across_hosts(options, ordinal, own_ranks, std::move(group), st);
   if (!options.topology) {
     if (one_gpu(group->facts)) {
       st.topology = shared_gpu_topology(nranks);

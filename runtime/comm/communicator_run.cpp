@@ -154,7 +154,10 @@ Status Communicator::run(const CollectiveCall& given) {
   if (st.failed) return st.failure_status();
   st.profile.mark(CallProfile::entry);
   Status s;
-  if (given.op == ReduceOp::avg && reduces(given.collective) && !given.program) {
+  if (st.hosts) {  // several hosts: the phases (avg included)
+    s = st.hosts->run(given);
+    if (!s.ok() && s.code() == StatusCode::remote_error) st.fail(s.message());
+  } else if (given.op == ReduceOp::avg && reduces(given.collective) && !given.program) {
     CollectiveCall sum = given;
     sum.op = ReduceOp::sum;
     s = st.group ? st.run_in_processes(sum) : st.run_here(sum);
@@ -277,6 +280,7 @@ bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, Da
 }
 std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
   std::lock_guard<std::mutex> lock(state_->mutex);
+  if (!state_->offload) return 0;  // across hosts: no host path
   return state_->offload->staged_count(collective, count, dtype, root, is_copy_engine(collective, count, dtype));
 }
 

@@ -24,6 +24,7 @@
 #include "runtime/comm/peer_monitor.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/comm/staging_area.hpp"
+#include "runtime/hosts/hosts_runtime.hpp"
 #include "runtime/jit/build.hpp"
 #include "runtime/launch/abort_word.hpp"
 #include "runtime/launch/launch_crew.hpp"
@@ -70,6 +71,10 @@ struct Communicator::State {
   StagingArea staging;
   std::unique_ptr<CallCounters> counters;  // every process's calls made, for the monitor's stall check
   std::unique_ptr<PeerMonitor> monitor;    // notices another process ending, or stopping its calls
+  // Several hosts (runtime/hosts/): the inside communicator of this host and the real NCCL's rail communicators;
+  // set, every call runs its phases (HostsRuntime::run) and the parts above for kernels stay empty. `group` is then
+  // the world's bootstrap group (no descriptor channel: memory is shared inside each host only).
+  std::unique_ptr<HostsRuntime> hosts;
   std::uint64_t calls = 0;               // calls made (the call number CANOPY_CHECK_CALLS compares)
   CallProfile profile;                   // CANOPY_PROFILE_CALLS=1: the host's time per call, by phase
   // A multi-process call made whole (every rank's entry; run_in_processes), kept to spare an allocation per call;
@@ -131,5 +136,9 @@ void set_up_topology(const CommunicatorOptions& options, Communicator::State& st
 void set_up_tuning(Communicator::State& st);
 void set_up_protocols(Communicator::State& st);
 void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st);
+// join's steps when the processes of `group` run on several hosts (runtime/hosts/hosts_world.cpp): the world's
+// placement, topology and configuration for the accessors, and st.hosts (join_hosts).
+Status join_across_hosts(const CommunicatorOptions& options, int ordinal, int own_ranks,
+                         std::unique_ptr<ProcessGroup> group, Communicator::State& st);
 
 }  // namespace canopy

@@ -16,9 +16,9 @@ namespace canopy {
 std::string encode_process_facts(const ProcessFacts& f) {
   const GpuDevice& g = f.gpu;
   return fmt::format(
-      "version={}\nhost={}\npid={}\nfirst_rank={}\nranks={}\nnranks={}\nordinal={}\ngpu_name={}\narch={}\nuuid={}\n"
+      "version={}\nhost={}\nhostname={}\npid={}\nfirst_rank={}\nranks={}\nnranks={}\nordinal={}\ngpu_name={}\narch={}\nuuid={}\n"
       "sms={}\nthreads_per_sm={}\nblocks_per_sm={}\nregisters_per_sm={}\nmemory={}\nplan_key={}\n",
-      f.version, f.host, f.pid, f.first_rank, f.ranks, f.nranks, g.ordinal, g.name, g.arch, g.uuid, g.limits.sms,
+      f.version, f.host, f.hostname, f.pid, f.first_rank, f.ranks, f.nranks, g.ordinal, g.name, g.arch, g.uuid, g.limits.sms,
       g.limits.max_threads_per_sm, g.limits.max_blocks_per_sm, g.limits.registers_per_sm, g.memory_bytes, f.plan_key);
 }
 
@@ -49,6 +49,7 @@ Status decode_process_facts(const std::string& text, ProcessFacts* out) {
   Status s;
   if (s = text_of("version", &f.version); !s.ok()) return s;
   if (s = text_of("host", &f.host); !s.ok()) return s;
+  if (const auto it = kv.find("hostname"); it != kv.end()) f.hostname = it->second;
   if (s = number("pid", &f.pid); !s.ok()) return s;
   if (s = number("first_rank", &f.first_rank); !s.ok()) return s;
   if (s = number("ranks", &f.ranks); !s.ok()) return s;
@@ -70,7 +71,7 @@ Status decode_process_facts(const std::string& text, ProcessFacts* out) {
 std::string describe_process(const ProcessFacts& f, int process, bool where) {
   return fmt::format("process {} (rank{} {}{}{})", process, f.ranks > 1 ? "s" : "", f.first_rank,
                      f.ranks > 1 ? fmt::format("..{}", f.first_rank + f.ranks - 1) : "",
-                     where ? fmt::format(", pid {} on host {}", f.pid, f.host) : "");
+                     where ? fmt::format(", pid {} on host {}", f.pid, f.hostname.empty() ? f.host : f.hostname) : "");
 }
 
 Status check_process_facts(const std::vector<ProcessFacts>& all) {

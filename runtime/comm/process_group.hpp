@@ -21,7 +21,8 @@ namespace canopy {
 
 struct ProcessFacts {
   std::string version;   // library_version()
-  std::string host;      // hostname
+  std::string host;      // host identity (runtime/hosts/host_identity.hpp): CANOPY_HOST_ID, else hostname:boot id
+  std::string hostname;  // for messages (empty from an older process: host is used)
   long pid = 0;
   int first_rank = 0;    // its ranks: first_rank .. first_rank + ranks - 1
   int ranks = 1;

@@ -1,7 +1,7 @@
 // libcanopy_nccl.so as a program sees it (dlopen, no GPU or driver needed): its SONAME is libnccl.so.2; it defines
 // every function the toolkit's nccl.h declares, each with its pncclXxx alias, and the names PyTorch 2.11 imports;
 // it exports nothing else; it answers ncclGetVersion and ncclGetErrorString. Paths: CANOPY_NCCL_LIBRARY_FILE (the
-// built library), CANOPY_NCCL_HEADER (nccl.h), from tests/CMakeLists.txt.
+// built library), CANOPY_NCCL_HEADER (nccl.h), from tests/CMakeLists.txt. The runtime's loader of the real NCCL refuses it.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -14,6 +14,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+
+#include "runtime/hosts/nccl_library.hpp"
 
 namespace {
 
@@ -107,3 +109,14 @@ TEST(NcclExports, AnswersVersionAndErrorStringsWithoutAGpu) {
 }
 
 }  // namespace
+
+// The runtime's loader of the real NCCL (runtime/hosts/nccl_library.cpp) refuses this library, whose SONAME is
+// libnccl.so.2 too: it exports ncclCanopyOwnLibrary, and the loader asks for it.
+TEST(NcclExports, TheRuntimesNcclLoaderNeverTakesThisLibraryForTheRealOne) {
+  setenv("CANOPY_NCCL_LIBRARY", CANOPY_NCCL_LIBRARY_FILE, 1);
+  const canopy::NcclLibrary* lib = nullptr;
+  const canopy::Status s = canopy::open_nccl_library(&lib);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("is Canopy's own libnccl.so.2"), std::string::npos) << s.message();
+  EXPECT_NE(dlsym(library(), "ncclCanopyOwnLibrary"), nullptr);
+}

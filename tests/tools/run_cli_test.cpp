@@ -37,6 +37,24 @@ TEST(RunCli, EveryRankGetsItsVariables) {
               ElementsAre("0/3 0/3 0/3 0/3 256", "1/3 1/3 1/3 1/3 256", "2/3 2/3 2/3 2/3 256"));
 }
 
+TEST(RunCli, HostsGiveEachRankItsHostAndLocalRanksWithinIt) {
+  const auto r = canopy_run(
+      "-n 4 --hosts 1,2,1 -- sh -c 'echo $CANOPY_RANK $CANOPY_HOST_ID $NCCL_HOSTID $LOCAL_RANK/$LOCAL_WORLD_SIZE "
+      "$CANOPY_LOCAL_RANK/$CANOPY_LOCAL_SIZE $WORLD_SIZE'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(sorted_lines(r.output), ElementsAre("0 host0 host0 0/1 0/1 4", "1 host1 host1 0/2 0/2 4",
+                                                  "2 host1 host1 1/2 1/2 4", "3 host2 host2 0/1 0/1 4"));
+}
+
+TEST(RunCli, HostsThatDoNotAddUpToTheRanksAreRefused) {
+  const auto r = canopy_run("-n 4 --hosts 2,1 -- true");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--hosts 2,1 makes 3 processes but -n is 4"));
+  const auto bad = canopy_run("-n 2 --hosts 2,x -- true");
+  EXPECT_NE(bad.status, 0) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("'x' is not a number of processes"));
+}
+
 TEST(RunCli, TheRanksFormABootstrapGroupThroughTheLaunchersRoot) {
   const auto r = canopy_run(std::string("-n 4 -- sh -c 'exec ") + CANOPY_BOOTSTRAP_RANK +
                             " $CANOPY_NRANKS $CANOPY_RANK'");

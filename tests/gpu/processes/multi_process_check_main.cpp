@@ -6,6 +6,10 @@
 // Prints one line per wrong case and a summary; exits 1 on any wrong element or failed call, 2 on bad arguments.
 //
 //   canopy run -n 2 -- canopy_mp_check --topology hgx-h100 --collectives allreduce --counts 7,65540
+//
+// Across "hosts" (`canopy run --hosts 2,2`, which sets CANOPY_HOST_ID and NCCL_HOSTID per process) give
+// --topology detect: each host's processes then find their own topology, the real NCCL joins the hosts
+// (docs/multi-host.md; NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 on one machine); the checks are the same.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -174,6 +178,9 @@ int run(int argc, char** argv) {
     o.topology = load_topology(a.topology);
     for (int r = 0; r < nranks; ++r) o.gpus.push_back(std::to_string(r));
   }
+  if (const char* host = std::getenv("CANOPY_HOST_ID"); host && *host)
+    fmt::print("process {}: host {}{}\n", process, host,
+               a.topology == "detect" ? "" : " (a named topology is not used across hosts: give --topology detect)");
   std::unique_ptr<Communicator> comm;
   if (Status s = Communicator::join(id, nranks, first, o, &comm, a.per_process); !s.ok()) {
     fmt::print(stderr, "process {}: join failed: {}\n", process, s.message());

@@ -91,6 +91,18 @@ TEST(ProcessFacts, AProcessIsDescribedByItsRanksAndWhereItRuns) {
   EXPECT_EQ(describe_process(facts(2, 2, 4), 1, true), "process 1 (ranks 2..3, pid 102 on host box)");
 }
 
+// The host identity (CANOPY_HOST_ID, or hostname:boot id) tells hosts apart; messages name the hostname.
+TEST(ProcessFacts, TheHostnameTravelsBesideTheHostIdentityForMessages) {
+  ProcessFacts f = facts(2, 2, 4);
+  f.host = "box:4c1f";
+  f.hostname = "box";
+  ProcessFacts back;
+  ASSERT_TRUE(decode_process_facts(encode_process_facts(f), &back).ok());
+  EXPECT_EQ(back.host, "box:4c1f");
+  EXPECT_EQ(back.hostname, "box");
+  EXPECT_EQ(describe_process(back, 1, true), "process 1 (ranks 2..3, pid 102 on host box)");
+}
+
 TEST(SharedGpuTopology, EveryRankIsOneNvlinkHopFromEveryOther) {
   const Topology t = shared_gpu_topology(3);
   EXPECT_EQ(t.name(), "shared-gpu-3");

@@ -1,0 +1,145 @@
+// join_hosts (hosts_runtime.hpp): the set-up of a communicator over several hosts, after the world's bootstrap
+// exchange. Every step trades through the world bootstrap, in this order: whether each process opened the real NCCL
+// (all fail together, naming the process), each host's UniqueId (made by its first process), the one-host join of
+// each host's processes, each rail's ncclUniqueId (made by its first member), then ncclCommInitRank for this
+// process's rails in ascending rail order (a process on several rails takes them in the order every member does).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/hosts/hosts_runtime.hpp"
+#include "runtime/transport/bootstrap/unique_id.hpp"
+
+namespace canopy {
+
+namespace {
+
+std::string to_hex(const nccl_abi::UniqueId& id) {
+  std::string out;
+  for (unsigned char c : id.internal) out += fmt::format("{:02x}", c);
+  return out;
+}
+
+bool from_hex(const std::string& text, nccl_abi::UniqueId* id) {
+  if (text.size() != 2 * sizeof id->internal) return false;
+  for (std::size_t i = 0; i < sizeof id->internal; ++i)
+    id->internal[i] = static_cast<char>(std::stoi(text.substr(2 * i, 2), nullptr, 16));
+  return true;
+}
+
+std::vector<std::string> split_fields(const std::string& text) {
+  std::vector<std::string> out(1);
+  for (char c : text) {
+    if (c == ',')
+      out.emplace_back();
+    else
+      out.back() += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool several_hosts(const std::vector<ProcessFacts>& facts) {
+  for (const ProcessFacts& f : facts)
+    if (f.host != facts.at(0).host) return true;
+  return false;
+}
+
+Status join_hosts(ProcessGroup& group, const CommunicatorOptions& options, int own_ranks, int ordinal,
+                  const Logger& log, std::unique_ptr<HostsRuntime>* out) {
+  auto rt = std::make_unique<HostsRuntime>();
+  rt->log = log;
+  rt->process = group.process;
+  rt->own_ranks = own_ranks;
+  rt->ordinal = ordinal;
+  std::vector<std::string> hosts;
+  for (const ProcessFacts& f : group.facts) {
+    if (f.ranks != own_ranks)
+      return Status(
+          StatusCode::unsupported,
+          fmt::format("{} holds {} ranks and this process {}: across hosts every process holds as many "
+                      "ranks",
+                      describe_process(f, static_cast<int>(&f - group.facts.data()), true), f.ranks, own_ranks));
+    hosts.push_back(f.host);
+  }
+  rt->ranks = group.facts.at(0).nranks;
+  rt->layout = make_rail_layout(hosts);
+  const RailLayout& l = rt->layout;
+  const int h = rt->host();
+
+  // 1. The real NCCL, in every process or in none.
+  Status opened = open_nccl_library(&rt->nccl);
+  std::vector<std::string> all;
+  if (Status s = group.bootstrap->allgather(opened.ok() ? "ok" : opened.message(), &all); !s.ok()) return s;
+  for (std::size_t p = 0; p < all.size(); ++p)
+    if (all[p] != "ok")
+      return Status(StatusCode::unsupported,
+                    fmt::format("{}: {}", describe_process(group.facts[p], static_cast<int>(p), true), all[p]));
+
+  // 2. Each host's UniqueId, made by its first process (the root of the host's bootstrap runs there).
+  std::string mine;
+  if (rt->local() == 0) {
+    UniqueId id;
+    if (Status s = make_unique_id(&id); !s.ok()) return s;
+    mine = to_string(id);
+  }
+  if (Status s = group.bootstrap->allgather(mine, &all); !s.ok()) return s;
+  UniqueId host_id;
+  if (Status s = parse_unique_id(all[l.members[h][0]], &host_id); !s.ok()) return s;
+
+  // 3. The inside communicator: a one-host join over this host's processes, which finds its own topology.
+  CommunicatorOptions inner = options;
+  inner.topology.reset();
+  inner.gpus.clear();
+  if (options.topology)
+    log.info(LogSubsys::init, fmt::format("topology {} is not used across hosts: each host's join finds its own",
+                                          options.topology->name()));
+  const int n_h = l.size_of(h);
+  if (Status s = Communicator::join(host_id, n_h * own_ranks, rt->local() * own_ranks, inner, &rt->inside, own_ranks);
+      !s.ok())
+    return Status(s.code(), fmt::format("joining the processes of host {} ({}): {}", h, l.hosts[h], s.message()));
+
+  // 4. Each rail's ncclUniqueId, made by its first member.
+  mine.clear();
+  for (int s = 0; s < l.k; ++s) {
+    if (s) mine += ',';
+    if (l.rails[s][0] != rt->process) continue;
+    nccl_abi::UniqueId id{};
+    if (nccl_abi::Result r = rt->nccl->get_unique_id(&id); r != 0)
+      return rt->nccl_status(r, fmt::format("ncclGetUniqueId for rail {}", s));
+    mine += to_hex(id);
+  }
+  if (Status s = group.bootstrap->allgather(mine, &all); !s.ok()) return s;
+
+  // 5. This process's rail communicators, ascending: NCCL rank = the host's index, H ranks.
+  rt->rail_comms.assign(l.k, nullptr);
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess)
+    return Status(StatusCode::cuda_error, fmt::format("selecting GPU {}: {}", ordinal, cudaGetErrorString(e)));
+  for (int s : l.rails_of[rt->process]) {
+    const std::vector<std::string> fields = split_fields(all[l.rails[s][0]]);
+    nccl_abi::UniqueId id{};
+    if (static_cast<int>(fields.size()) != l.k || !from_hex(fields[s], &id))
+      return Status(StatusCode::internal, fmt::format("rail {}: process {} sent no NCCL id", s, l.rails[s][0]));
+    nccl_abi::Comm comm = nullptr;
+    if (nccl_abi::Result r = rt->nccl->comm_init_rank(&comm, l.host_count(), id, h); r != 0)
+      return rt->nccl_status(r, fmt::format("ncclCommInitRank for rail {} (rank {} of {})", s, h, l.host_count()));
+    rt->rail_comms[s] = comm;
+  }
+  if (log.enabled(LogLevel::info, LogSubsys::init)) {
+    std::string rails;
+    for (int s : l.rails_of[rt->process]) rails += fmt::format("{}{}", rails.empty() ? "" : ",", s);
+    log.info(LogSubsys::init,
+             fmt::format("{} ranks on {} hosts: {}; this process: host {} local rank {}, rail{} {}; between hosts "
+                         "NCCL {} ({})",
+                         rt->ranks, l.host_count(), describe_rail_layout(l), h, rt->local(),
+                         l.rails_of[rt->process].size() == 1 ? "" : "s", rails, rt->nccl->version, rt->nccl->path));
+  }
+  *out = std::move(rt);
+  return Status();
+}
+
+}  // namespace canopy

@@ -1,0 +1,61 @@
+// PhaseScript: one process's part of a multi-host call as plain data (docs/multi-host.md, "Runtime"): the steps it
+// issues in order on its stream — collectives of its host's inside communicator, NCCL collectives of its rails,
+// copies, zero fills, avg's division — over its ranks' send and receive buffers and one scratch block. Pure and
+// printable: hosts_phases.cpp runs it on the GPU, and tests/runtime/hosts/phase_script_test.cpp runs every process's
+// script on host arrays (collectives matched across processes as their communicators would) against the reference,
+// so the phases' index arithmetic is checked on any CPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/collective.hpp"
+#include "core/data_type.hpp"
+#include "runtime/hosts/rail_layout.hpp"
+
+namespace canopy {
+
+// A place in one of this process's buffers: own rank `rank`'s send or receive buffer, or its part of the scratch
+// block (rank r's part starts at r x scratch_per_rank), `offset` elements in.
+struct ScriptRef {
+  enum class Buffer { send, recv, scratch } buffer = Buffer::recv;
+  int rank = 0;
+  std::uint64_t offset = 0;
+};
+
+struct ScriptStep {
+  enum class Kind {
+    inside_allreduce,     // every own rank i: from[i] -> to[i], the host's reduction (inside communicator)
+    inside_broadcast,     // every own rank i: root's from -> to[i]; root: an inside rank
+    rail_allreduce,       // own rank 0, rail `rail`: NCCL, from -> to, count elements
+    rail_broadcast,       // root: the rail rank (host index) whose `from` is sent
+    rail_reduce,          // into the root's `to`
+    rail_allgather,       // count elements from each member -> to, member h's at h x count
+    rail_reduce_scatter,  // from holds H x count; member h gets the reduction of block h
+    copy,                 // from -> to, count elements (ranks as the refs say)
+    zero,                 // to: count zero elements
+    divide,               // to: count elements divided by the world's ranks (avg)
+    mark,                 // the phase named `phase` ends here (CANOPY_LOG=info's times)
+  } kind = Kind::mark;
+  ScriptRef from, to;  // inside collectives: rank ignored (every own rank, same offsets)
+  std::uint64_t count = 0;
+  int root = 0;
+  int rail = -1;
+  std::string phase;
+};
+
+struct PhaseScript {
+  std::uint64_t scratch_per_rank = 0;  // elements
+  std::vector<ScriptStep> steps;
+};
+
+// Process `process`'s script for a call of `collective` over the world of `layout` (own_ranks ranks per process,
+// ranks in all): count as NCCL counts it, root a world rank (broadcast, reduce), op the call's (avg: the phases sum
+// and the last step divides). Sum, prod, max and min run as themselves.
+PhaseScript make_phase_script(const RailLayout& layout, int process, int own_ranks, int ranks, Collective collective,
+                              std::uint64_t count, int root, ReduceOp op);
+
+std::string to_string(const ScriptStep& step);  // one line, for CANOPY_LOG=debug and test failures
+
+}  // namespace canopy
