@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
-#include <link.h>
 #include <nccl.h>
 
 #include <cstdlib>
@@ -11,6 +10,8 @@
 #include <mutex>
 #include <optional>
 #include <vector>
+
+#include "runtime/cuda/nccl_locations.hpp"
 
 namespace canopy::nccl_api {
 
@@ -23,67 +24,6 @@ struct RealNccl {
   std::string path;
   std::string why_not;
 };
-
-std::string canonical_or_empty(const fs::path& p) {
-  std::error_code ec;
-  fs::path c = fs::canonical(p, ec);
-  return ec ? std::string() : c.string();
-}
-
-// Objects already loaded whose file name starts with `prefix`.
-std::vector<std::string> loaded_objects(const std::string& prefix) {
-  struct Args {
-    const std::string* prefix;
-    std::vector<std::string>* out;
-  } args{&prefix, nullptr};
-  std::vector<std::string> out;
-  args.out = &out;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) {
-        auto* a = static_cast<Args*>(data);
-        if (info->dlpi_name && *info->dlpi_name) {
-          const std::string name = info->dlpi_name;
-          if (fs::path(name).filename().string().rfind(*a->prefix, 0) == 0) a->out->push_back(name);
-        }
-        return 0;
-      },
-      &args);
-  return out;
-}
-
-// Where to look, in order (CANOPY_NCCL_LIBRARY aside).
-std::vector<fs::path> candidates() {
-  std::vector<fs::path> c;
-  for (const std::string& p : loaded_objects("libnccl.so")) c.emplace_back(p);
-  for (const std::string& p : loaded_objects("libtorch_cuda.so"))  // site-packages/torch/lib/libtorch_cuda.so
-    c.push_back(fs::path(p).parent_path() / "../../nvidia/nccl/lib/libnccl.so.2");
-  std::vector<fs::path> site;
-  if (const char* venv = std::getenv("VIRTUAL_ENV")) site.emplace_back(fs::path(venv) / "lib");
-  if (const char* home = std::getenv("HOME")) site.emplace_back(fs::path(home) / ".local/lib");
-  site.emplace_back("/usr/local/lib");
-  site.emplace_back("/usr/lib");
-  for (const fs::path& lib : site) {
-    std::error_code ec;
-    for (const auto& e : fs::directory_iterator(lib, ec)) {
-      if (e.path().filename().string().rfind("python3", 0) != 0) continue;
-      for (const char* kind : {"site-packages", "dist-packages"})
-        c.push_back(e.path() / kind / "nvidia/nccl/lib/libnccl.so.2");
-    }
-  }
-  if (const char* ld = std::getenv("LD_LIBRARY_PATH")) {
-    std::string s = ld;
-    for (std::size_t start = 0; start <= s.size();) {
-      std::size_t end = s.find(':', start);
-      if (end == std::string::npos) end = s.size();
-      if (end > start) c.push_back(fs::path(s.substr(start, end - start)) / "libnccl.so.2");
-      start = end + 1;
-    }
-  }
-  for (const char* dir : {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
-                          "/usr/local/lib", "/usr/local/cuda/lib", "/usr/local/cuda/lib64"})
-    c.push_back(fs::path(dir) / "libnccl.so.2");
-  return c;
-}
 
 // Opens `path` if it is a real NCCL and not this library; else nullopt with the reason in *why.
 std::optional<void*> open_real(const fs::path& path, std::string* why) {
@@ -127,7 +67,7 @@ RealNccl load() {
     }
     return r;
   }
-  for (const fs::path& p : candidates()) {
+  for (const fs::path& p : nccl_library_candidates()) {
     if (auto h = open_real(p, &why)) {
       r.handle = *h;
       r.path = canonical_or_empty(p);

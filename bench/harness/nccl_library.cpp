@@ -9,41 +9,13 @@
 
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/cuda/nccl_locations.hpp"
 
 namespace canopy {
 
 namespace {
 using Result = int;  // ncclResult_t; 0 = ncclSuccess
 using Comm = void*;  // ncclComm_t
-
-int nccl_type(DataType t) {  // ncclDataType_t
-  switch (t) {
-    case DataType::i8: return 0;
-    case DataType::u8: return 1;
-    case DataType::i32: return 2;
-    case DataType::u32: return 3;
-    case DataType::i64: return 4;
-    case DataType::u64: return 5;
-    case DataType::f16: return 6;
-    case DataType::f32: return 7;
-    case DataType::f64: return 8;
-    case DataType::bf16: return 9;
-    case DataType::f8e4m3: return 10;  // ncclFloat8e4m3 (NCCL 2.24 and later)
-    case DataType::f8e5m2: return 11;  // ncclFloat8e5m2
-  }
-  return 7;
-}
-
-int nccl_op(ReduceOp op) {  // ncclRedOp_t
-  switch (op) {
-    case ReduceOp::sum: return 0;
-    case ReduceOp::prod: return 1;
-    case ReduceOp::max: return 2;
-    case ReduceOp::min: return 3;
-    case ReduceOp::avg: return 4;  // ncclAvg
-  }
-  return 0;
-}
 }  // namespace
 
 struct NcclLibrary::Api {
@@ -150,7 +122,7 @@ Status NcclLibrary::run(const CollectiveCall& call) {
   CurrentDevice keep;
   Result r = api_->group_start();
   for (std::size_t k = 0; k < comms_.size() && r == 0; ++k) {
-    const int t = nccl_type(call.dtype), op = nccl_op(call.op);
+    const int t = nccl_data_type(call.dtype), op = nccl_reduce_op(call.op);
     Comm c = comms_[k];
     cudaStream_t s = call.streams[k];
     switch (call.collective) {

@@ -13,6 +13,7 @@
 
 #include "core/data_type.hpp"
 #include "core/status.hpp"
+#include "runtime/cuda/nccl_locations.hpp"  // nccl_data_type, nccl_reduce_op
 
 namespace canopy {
 
@@ -50,9 +51,5 @@ struct NcclLibrary {
 // The process's one NcclLibrary (opened at the first call, kept for the process), or an error that names
 // CANOPY_NCCL_LIBRARY and where it looked.
 Status open_nccl_library(const NcclLibrary** out);
-
-// NCCL's ncclDataType_t and ncclRedOp_t for Canopy's (avg: ncclAvg).
-int nccl_data_type(DataType dtype);
-int nccl_reduce_op(ReduceOp op);
 
 }  // namespace canopy
