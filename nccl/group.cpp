@@ -81,7 +81,8 @@ ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls)
     // communicators (nccl-tests -g N: this process holds one rank of each, a GPU each): one thread per communicator
     // posts its calls, so none waits for a rank whose call this thread has not posted yet.
     std::vector<std::function<void()>> jobs;
-    for (const auto& [shared, ks] : by_comm) jobs.push_back([&post_all, shared = shared, &ks = ks] { post_all(shared, ks); });
+    for (const auto& [shared, ks] : by_comm)
+      jobs.push_back([&post_all, shared = shared, &ks = ks] { post_all(shared, ks); });
     run_on_posters(jobs);
   } else {
     for (const auto& [shared, ks] : by_comm) post_all(shared, ks);

@@ -63,22 +63,11 @@ Status launch_on_device(void* context, int d) {
   if (e == cudaSuccess && !target.capturing && stream_id == 0) e = cudaStreamGetId(config.stream, &stream_id);
   // Another stream than last time: it first waits for everything issued on the last one (our launches included),
   // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
-  if (e == cudaSuccess && !target.capturing && order.used[d] && order.stream_id[d] != stream_id) {
-    if (order.switched[d]) {
-      e = cudaStreamWaitEvent(config.stream, order.done[d], 0);
-    } else {
-      e = cudaDeviceSynchronize();
-      order.switched[d] = 1;
-    }
-  }
+  if (e == cudaSuccess && !target.capturing) e = order_stream(order, d, config.stream, stream_id);
   if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
   if (e == cudaSuccess && target.capturing) return Status();
-  if (e == cudaSuccess && order.switched[d]) e = cudaEventRecord(order.done[d], config.stream);
-  if (e == cudaSuccess) {
-    order.stream_id[d] = stream_id;
-    order.used[d] = 1;
-    return Status();
-  }
+  if (e == cudaSuccess) e = mark_done(order, d, config.stream);
+  if (e == cudaSuccess) return Status();
   (void)cudaGetLastError();
   return Status(StatusCode::cuda_error,
                 fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {} ({})", call_name(call),

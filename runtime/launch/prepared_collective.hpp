@@ -68,10 +68,10 @@ struct DeviceOrder {
 // canopy::Error.
 DeviceOrder make_device_order(std::span<const int> ordinals);
 void destroy_device_order(DeviceOrder& order);  // its events (the launches are done)
-// Work of a call issued around its launch on device index d (a multi-process call's copies into and out of the
-// staging area, which every call shares): order_stream before the first of it makes `stream` (ID `stream_id`) wait
-// for the last stream's work as a launch would; mark_done after the last of it records `done` there (once switched),
-// so the next call on another stream waits for these copies too, not only for the kernel.
+// The order across streams, for a launch and for work issued around it on device index d (a multi-process call's
+// copies into and out of the staging area, which every call shares): order_stream before the first of it makes
+// `stream` (ID `stream_id`) wait for the last stream's work; mark_done after the last of it records `done` there
+// (once switched), so the next call on another stream waits for all of it, copies included.
 cudaError_t order_stream(DeviceOrder& order, int d, cudaStream_t stream, unsigned long long stream_id);
 cudaError_t mark_done(DeviceOrder& order, int d, cudaStream_t stream);
 // Waits for every launch made through `order` on the GPUs it was used on: no event marks the last launch (one is
