@@ -154,6 +154,12 @@ Placement place_processes(std::vector<std::string> rank_names, const std::vector
   for (const ProcessFacts& f : all) {
     GpuDevice g = f.gpu;
     g.ordinal = ordinal;
+    // Processes on one GPU each launch their own grid, and those grids spin on each other: under MPS they run at
+    // once, so together they must be resident. Each process fits its grid to its share of the SMs (without MPS the
+    // driver time-slices the processes, and a share fits as well).
+    const auto sharing =
+        std::count_if(all.begin(), all.end(), [&](const ProcessFacts& o) { return o.gpu.uuid == f.gpu.uuid; });
+    g.limits.sms = std::max(1, g.limits.sms / static_cast<int>(sharing));
     p.gpus.push_back(g);
     p.ordinals.push_back(ordinal);
     p.first_rank.push_back(f.first_rank);

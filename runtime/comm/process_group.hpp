@@ -45,7 +45,8 @@ Status check_process_facts(const std::vector<ProcessFacts>& all);
 // Ranks named `rank_names` (topology GPUs, in rank order) placed on the processes of `all`; this process is `self`,
 // running on CUDA ordinal `ordinal`. Device index = process; other processes' GPUs keep their facts but carry this
 // process's ordinal (so setting the device there is harmless). peer: same GPU (UUID), else `can_reach(a, b)` (GPU
-// UUID a reaches b's memory; empty: never). Throws canopy::Error.
+// UUID a reaches b's memory; empty: never). Processes sharing one GPU each get an equal share of its SMs in their
+// device's limits (their grids must be resident together under MPS). Throws canopy::Error.
 Placement place_processes(std::vector<std::string> rank_names, const std::vector<ProcessFacts>& all, int self,
                           const std::function<bool(const std::string&, const std::string&)>& can_reach);
 

@@ -177,6 +177,16 @@ TEST(PlaceProcesses, OtherGpusAreReachedWhereTheCallbackSays) {
   EXPECT_TRUE(p.peer[2][2]);
 }
 
+TEST(PlaceProcesses, ProcessesSharingAGpuShareItsSms) {
+  // Under MPS the grids of processes on one GPU run at once and spin on each other: each fits its share.
+  const std::vector<ProcessFacts> all = {facts(0, 1, 4, "aa"), facts(1, 1, 4, "aa"), facts(2, 1, 4, "aa"),
+                                         facts(3, 1, 4, "bb")};
+  const Placement p = place_processes({"gpu0", "gpu1", "gpu2", "gpu3"}, all, 0, {});
+  EXPECT_EQ(p.gpus[0].limits.sms, 44);
+  EXPECT_EQ(p.gpus[2].limits.sms, 44);
+  EXPECT_EQ(p.gpus[3].limits.sms, 132);  // alone on its GPU: all of it
+}
+
 TEST(PlaceProcesses, MoreRanksThanTheListIsAnError) {
   EXPECT_THROW(place_processes({"gpu0"}, {facts(0, 1, 2), facts(1, 1, 2)}, 0, {}), Error);
 }
