@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <chrono>
 #include <csignal>
@@ -298,6 +299,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line-buffered: the processes share one pipe, and a line written whole (under PIPE_BUF) is never cut by
+  // another process's output (the real NCCL's INFO lines included), so the summary lines stay greppable.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include <nccl.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -134,6 +135,9 @@ bool tear_down(const CheckRank& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Line-buffered: the processes share one pipe, and a line written whole (under PIPE_BUF) is never cut by
+  // another process's output (the real NCCL's INFO lines included), so the summary lines stay greppable.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   CheckArgs args;
   const int rank = env_int("CANOPY_RANK"), nranks = env_int("CANOPY_NRANKS");
   if (!parse(argc, argv, &args) || rank < 0 || nranks < 1) {
