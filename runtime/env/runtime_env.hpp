@@ -16,6 +16,8 @@
 //   CANOPY_BOOTSTRAP_ADDR, CANOPY_SOCKET_IFNAME   where a multi-process group's bootstrap root listens
 //                        (transport/bootstrap/root_address.hpp)
 //   CANOPY_BOOTSTRAP_TIMEOUT_S   seconds each bootstrap wait lasts, default 120 (transport/bootstrap/bootstrap_options.hpp)
+//   CANOPY_HOSTS_PIECE_BYTES   across hosts, the size of the pieces an allreduce, broadcast or reduce is cut into
+//                        (hosts/hosts_join.cpp reads it; 0 or unset: not cut)
 // A malformed value is a canopy::Error naming the variable and what it takes.
 #pragma once
 

@@ -6,8 +6,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
+#include "core/byte_size.hpp"
+#include "core/error.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/hosts/hosts_runtime.hpp"
 #include "runtime/transport/bootstrap/unique_id.hpp"
@@ -38,6 +41,38 @@ std::vector<std::string> split_fields(const std::string& text) {
       out.back() += c;
   }
   return out;
+}
+
+// This process's CANOPY_HOSTS_PIECE_BYTES, checked against every other process's through the bootstrap: a value
+// that does not parse, or differs from process 0's, fails the join on every process, naming the process.
+Status agree_on_piece_bytes(ProcessGroup& group, std::uint64_t* out) {
+  const char* text = std::getenv("CANOPY_HOSTS_PIECE_BYTES");
+  std::string mine;
+  try {
+    const std::int64_t bytes = text && *text ? parse_byte_size(text, "CANOPY_HOSTS_PIECE_BYTES") : 0;
+    if (bytes < 0) throw Error(fmt::format("CANOPY_HOSTS_PIECE_BYTES: '{}' is negative; give a size like 4MiB", text));
+    *out = static_cast<std::uint64_t>(bytes);
+    mine = std::to_string(*out);
+  } catch (const Error& e) {
+    mine = std::string("!") + e.what();
+  }
+  std::vector<std::string> all;
+  if (Status s = group.bootstrap->allgather(mine, &all); !s.ok()) return s;
+  const auto shown = [](const std::string& v) {
+    return v == "0" ? std::string("unset") : format_byte_size(std::stoll(v));
+  };
+  for (std::size_t p = 0; p < all.size(); ++p) {
+    const std::string who = describe_process(group.facts[p], static_cast<int>(p), true);
+    if (all[p][0] == '!') return Status(StatusCode::invalid_argument, fmt::format("{}: {}", who, all[p].substr(1)));
+  }
+  for (std::size_t p = 0; p < all.size(); ++p)
+    if (all[p] != all[0])
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("{} has CANOPY_HOSTS_PIECE_BYTES {} and process 0 {}: every process must cut calls "
+                                "alike, so set it the same everywhere (or nowhere)",
+                                describe_process(group.facts[p], static_cast<int>(p), true), shown(all[p]),
+                                shown(all[0])));
+  return Status();
 }
 
 }  // namespace
@@ -78,6 +113,9 @@ Status join_hosts(ProcessGroup& group, const CommunicatorOptions& options, int o
     if (all[p] != "ok")
       return Status(StatusCode::unsupported,
                     fmt::format("{}: {}", describe_process(group.facts[p], static_cast<int>(p), true), all[p]));
+
+  // CANOPY_HOSTS_PIECE_BYTES, alike in every process (the processes' phase scripts must pair up).
+  if (Status s = agree_on_piece_bytes(group, &rt->piece_bytes); !s.ok()) return s;
 
   // 2. Each host's UniqueId, made by its first process (the root of the host's bootstrap runs there).
   std::string mine;

@@ -1,10 +1,13 @@
 // A multi-host call (HostsRuntime::run): this process's PhaseScript (phase_script.hpp) issued step by step on the
 // caller's stream: inside steps through the host's inside communicator, rail steps through the real NCCL (one
-// communicator per rail), copies, zero fills and avg's division on the stream. Correctness first: the phases follow
-// each other in stream order (no pipelining by chunk yet), and the scratch block comes from cudaMallocAsync on the
-// stream, freed in stream order once every step is issued. CANOPY_LOG=info times the phases (phase_clock.hpp);
-// CANOPY_LOG=debug lists the steps.
+// communicator per rail), copies, zero fills and avg's division on the stream. The phases follow each other in stream
+// order; with CANOPY_HOSTS_PIECE_BYTES, an allreduce, broadcast or reduce is cut into pieces issued as a wavefront,
+// the rails on a stream of their own (Pipeline), so one piece's rails overlap the next piece's inside phase. The
+// scratch block comes from cudaMallocAsync on the stream, freed in stream order once every step is issued.
+// CANOPY_LOG=info times the phases (phase_clock.hpp; one time for a pipelined call); CANOPY_LOG=debug lists the steps.
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/hosts/hosts_runtime.hpp"
@@ -61,6 +64,85 @@ struct Places {
   char* at(const ScriptRef& r) const { return at(r, r.rank); }
 };
 
+// A call cut into pieces: each phase with rail steps runs on the rail stream, the others on the caller's; a phase
+// whose piece's previous phase ran on the other stream waits for that phase's event. The rail stream starts after
+// what the caller's stream holds at the call, and the caller's stream ends after the rail stream (also when a step
+// fails: the destructor joins them, before the scratch is freed).
+class Pipeline {
+ public:
+  Pipeline() = default;
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
+  ~Pipeline() { finish(); }
+  // The caller's stream waits for the rail stream; the events go (released once their work is done).
+  void finish() {
+    if (on_ && (cudaEventRecord(end_, rails_) != cudaSuccess || cudaStreamWaitEvent(main_, end_, 0) != cudaSuccess))
+      (void)cudaGetLastError();
+    on_ = false;
+    for (cudaEvent_t& e : events_)
+      if (e) (void)cudaEventDestroy(e), e = nullptr;
+  }
+  Status begin(const PhaseScript& script, int pieces, cudaStream_t main, cudaStream_t rails) {
+    main_ = main;
+    rails_ = rails;
+    rails_in_.assign(pieces, {});
+    steps_in_.assign(pieces, {});
+    for (const ScriptStep& st : script.steps) {
+      auto& r = rails_in_.at(st.piece);
+      auto& n = steps_in_.at(st.piece);
+      if (static_cast<int>(r.size()) <= st.stage) r.resize(st.stage + 1, false), n.resize(st.stage + 1, false);
+      if (st.rail >= 0) r[st.stage] = true;
+      if (st.kind != Kind::mark) n[st.stage] = true;
+    }
+    events_.assign(pieces + 2, nullptr);  // destroyed by finish, made or not
+    for (cudaEvent_t& e : events_)
+      if (cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming); err != cudaSuccess) {
+        (void)cudaGetLastError();
+        e = nullptr;
+        return Status(StatusCode::cuda_error,
+                      fmt::format("an event for the pieces across hosts: {}", cudaGetErrorString(err)));
+      }
+    start_ = events_[pieces];
+    end_ = events_[pieces + 1];
+    last_.assign(pieces, main);
+    if (cudaError_t e = cudaEventRecord(start_, main); e != cudaSuccess) return failed("recording the call's start", e);
+    if (cudaError_t e = cudaStreamWaitEvent(rails, start_, 0); e != cudaSuccess)
+      return failed("the rail stream waiting for the call's start", e);
+    on_ = true;
+    return Status();
+  }
+  // The stream of `step`, after the waits it needs.
+  Status stream_for(const ScriptStep& step, cudaStream_t* out) {
+    cudaStream_t s = rails_in_[step.piece][step.stage] ? rails_ : main_;
+    *out = s;
+    if (step.kind == Kind::mark) {  // the phase ends: its event, unless it had nothing to do
+      if (!steps_in_[step.piece][step.stage]) return Status();
+      last_[step.piece] = s;
+      if (cudaError_t e = cudaEventRecord(events_[step.piece], s); e != cudaSuccess)
+        return failed("recording a phase's end", e);
+      return Status();
+    }
+    if (last_[step.piece] != s) {  // the piece's last phase ran on the other stream
+      if (cudaError_t e = cudaStreamWaitEvent(s, events_[step.piece], 0); e != cudaSuccess)
+        return failed("waiting for a piece's previous phase", e);
+      last_[step.piece] = s;
+    }
+    return Status();
+  }
+
+ private:
+  static Status failed(const char* what, cudaError_t e) {
+    (void)cudaGetLastError();
+    return Status(StatusCode::cuda_error, fmt::format("{} across hosts: {}", what, cudaGetErrorString(e)));
+  }
+  bool on_ = false;
+  cudaStream_t main_ = nullptr, rails_ = nullptr;
+  cudaEvent_t start_ = nullptr, end_ = nullptr;
+  std::vector<cudaEvent_t> events_;                    // per piece: its last phase's end; then start, end
+  std::vector<cudaStream_t> last_;                     // per piece: the stream its last phase with steps ran on
+  std::vector<std::vector<bool>> rails_in_, steps_in_;  // per piece and phase: rail steps in it; any step
+};
+
 }  // namespace
 
 Status HostsRuntime::run(const CollectiveCall& call) {
@@ -80,15 +162,24 @@ Status HostsRuntime::run(const CollectiveCall& call) {
       (call.root < 0 || call.root >= ranks))
     return Status(StatusCode::invalid_argument,
                   fmt::format("{}: root {} is not a rank (0..{})", call_name(call), call.root, ranks - 1));
+  const std::uint64_t esize = static_cast<std::uint64_t>(size_of(call.dtype));
+  const int pieces = pieces_for(call.collective, call.count * esize);
   const PhaseScript script =
-      make_phase_script(layout, process, o, ranks, call.collective, call.count, call.root, call.op);
+      make_pipelined_script(layout, process, o, ranks, call.collective, call.count, call.root, call.op, pieces);
   if (script.steps.empty()) return Status();
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) return cuda(e, "selecting this process's GPU");
   const cudaStream_t stream = call.streams[0];
-  const std::uint64_t esize = static_cast<std::uint64_t>(size_of(call.dtype));
+  if (pieces > 1 && !rail_stream)
+    if (cudaError_t e = cudaStreamCreateWithFlags(&rail_stream, cudaStreamNonBlocking); e != cudaSuccess) {
+      rail_stream = nullptr;
+      return cuda(e, "making the rail stream");
+    }
   Scratch scratch;
   if (Status s = scratch.make(script.scratch_per_rank * o * esize, stream); !s.ok()) return s;
+  Pipeline pipeline;  // after the scratch: joins the streams before the scratch is freed
+  if (pieces > 1)
+    if (Status s = pipeline.begin(script, pieces, stream, rail_stream); !s.ok()) return s;
   const Places places{call, scratch.get(), script.scratch_per_rank, esize};
   const ReduceOp op = call.op == ReduceOp::avg ? ReduceOp::sum : call.op;
   const int nccl_type = nccl_data_type(call.dtype), nccl_op = nccl_reduce_op(op);
@@ -98,6 +189,9 @@ Status HostsRuntime::run(const CollectiveCall& call) {
   const bool listing = log.enabled(LogLevel::debug, LogSubsys::run);
   for (const ScriptStep& step : script.steps) {
     if (listing && step.kind != Kind::mark) log.debug(LogSubsys::run, what + ": " + to_string(step));
+    cudaStream_t on = stream;
+    if (pieces > 1)
+      if (Status s = pipeline.stream_for(step, &on); !s.ok()) return s;
     std::vector<const void*> from;
     std::vector<void*> to;
     if (step.kind == Kind::inside_allreduce || step.kind == Kind::inside_broadcast)
@@ -116,32 +210,40 @@ Status HostsRuntime::run(const CollectiveCall& call) {
         s = inside->broadcast(from, to, step.count, call.dtype, step.root, call.streams);
         break;
       case Kind::rail_allreduce:
-        s = nccl_status(nccl->all_reduce(src, dst, step.count, nccl_type, nccl_op, comm, stream),
+        s = nccl_status(nccl->all_reduce(src, dst, step.count, nccl_type, nccl_op, comm, on),
                         "ncclAllReduce, " + rail);
         break;
       case Kind::rail_broadcast:
-        s = nccl_status(nccl->broadcast(src, dst, step.count, nccl_type, step.root, comm, stream),
+        s = nccl_status(nccl->broadcast(src, dst, step.count, nccl_type, step.root, comm, on),
                         "ncclBroadcast, " + rail);
         break;
       case Kind::rail_reduce:
-        s = nccl_status(nccl->reduce(src, dst, step.count, nccl_type, nccl_op, step.root, comm, stream),
+        s = nccl_status(nccl->reduce(src, dst, step.count, nccl_type, nccl_op, step.root, comm, on),
                         "ncclReduce, " + rail);
         break;
       case Kind::rail_allgather:
-        s = nccl_status(nccl->all_gather(src, dst, step.count, nccl_type, comm, stream), "ncclAllGather, " + rail);
+        s = nccl_status(nccl->all_gather(src, dst, step.count, nccl_type, comm, on), "ncclAllGather, " + rail);
         break;
       case Kind::rail_reduce_scatter:
-        s = nccl_status(nccl->reduce_scatter(src, dst, step.count, nccl_type, nccl_op, comm, stream),
+        s = nccl_status(nccl->reduce_scatter(src, dst, step.count, nccl_type, nccl_op, comm, on),
                         "ncclReduceScatter, " + rail);
         break;
       case Kind::copy:
-        s = cuda(cudaMemcpyAsync(dst, src, step.count * esize, cudaMemcpyDeviceToDevice, stream), "a copy of " + what);
+        s = cuda(cudaMemcpyAsync(dst, src, step.count * esize, cudaMemcpyDeviceToDevice, on), "a copy of " + what);
         break;
-      case Kind::zero: s = cuda(cudaMemsetAsync(dst, 0, step.count * esize, stream), "a zero fill of " + what); break;
-      case Kind::divide: s = divide(dst, step.count, call.dtype, stream); break;
-      case Kind::mark: clock.mark(step.phase); break;
+      case Kind::zero: s = cuda(cudaMemsetAsync(dst, 0, step.count * esize, on), "a zero fill of " + what); break;
+      case Kind::divide: s = divide(dst, step.count, call.dtype, on); break;
+      case Kind::mark:
+        if (pieces == 1) clock.mark(step.phase);
+        break;
     }
     if (!s.ok()) return s;
+  }
+  if (pieces > 1) {
+    pipeline.finish();  // the caller's stream waits for the rail stream
+    int used = 0;  // pieces with elements (a count below `pieces` leaves some empty)
+    for (const ScriptStep& st : script.steps) used = std::max(used, st.piece + 1);
+    clock.mark(fmt::format("{} pieces, their inside phases and rails overlapped", used));
   }
   clock.report();
   return Status();

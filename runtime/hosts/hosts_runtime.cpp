@@ -1,12 +1,15 @@
-// HostsRuntime's life beside its calls (hosts_runtime.hpp): teardown, abort, asynchronous errors, and what avg and
-// PreMulSum borrow from the inside communicator (its combining kernels).
+// HostsRuntime's life beside its calls (hosts_runtime.hpp): teardown, abort, asynchronous errors, how many pieces a
+// call is cut into, and what avg and PreMulSum borrow from the inside communicator (its combining kernels).
 #include "runtime/hosts/hosts_runtime.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "runtime/comm/communicator_state.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/hosts/phase_script.hpp"
 
 namespace canopy {
 
@@ -21,7 +24,17 @@ HostsRuntime::~HostsRuntime() {
         c = nullptr;
       }
   }
+  if (rail_stream) {
+    CurrentDevice keep;
+    (void)cudaSetDevice(ordinal);
+    (void)cudaStreamDestroy(rail_stream);
+  }
   inside.reset();
+}
+
+int HostsRuntime::pieces_for(Collective collective, std::uint64_t bytes) const {
+  if (piece_bytes == 0 || !pipelines(collective) || bytes / 2 < piece_bytes) return 1;
+  return static_cast<int>(std::min<std::uint64_t>(kMaxPieces, (bytes + piece_bytes - 1) / piece_bytes));
 }
 
 Status HostsRuntime::nccl_status(nccl_abi::Result r, const std::string& what) const {

@@ -2,7 +2,8 @@
 // "Runtime"): the inside communicator of this process's host (a one-host Communicator::join over the host's
 // processes: Canopy's trees, shared memory, plans), the real NCCL (nccl_library.hpp) and one NCCL communicator per
 // rail this process is on (rail s: local rank s mod n_h of every host; its NCCL rank is the host's index). A call
-// runs the phases of its collective (hosts_phases.cpp) on the caller's stream, in stream order. Made by
+// runs the phases of its collective (hosts_phases.cpp) on the caller's stream, in stream order (or, cut into pieces,
+// the rails on a stream of its own, CANOPY_HOSTS_PIECE_BYTES). Made by
 // join_hosts (hosts_join.cpp) when the processes' hosts differ; held by Communicator::State::hosts.
 #pragma once
 
@@ -32,6 +33,12 @@ struct HostsRuntime {
   std::unique_ptr<Communicator> inside;  // this host's processes (n_h x own_ranks ranks)
   const NcclLibrary* nccl = nullptr;
   std::vector<nccl_abi::Comm> rail_comms;  // per rail: this process's NCCL communicator, null where not a member
+  // CANOPY_HOSTS_PIECE_BYTES (0: off): allreduces, broadcasts and reduces of more bytes are cut into pieces of about
+  // this size (at most kMaxPieces), the rails of one piece on `rail_stream` while the next piece's inside phase runs
+  // on the caller's stream. Agreed at join (every process must cut alike).
+  std::uint64_t piece_bytes = 0;
+  static constexpr int kMaxPieces = 16;
+  cudaStream_t rail_stream = nullptr;  // made with the first pipelined call
 
   ~HostsRuntime();  // destroys the NCCL communicators, then the inside communicator
   int host() const { return layout.host_of[process]; }
@@ -53,6 +60,8 @@ struct HostsRuntime {
   Status divide(void* data, std::uint64_t count, DataType dtype, cudaStream_t stream);
   // Checks an NCCL call's result: ok, or the error naming the phase (and the communicator is to be failed).
   Status nccl_status(nccl_abi::Result r, const std::string& what) const;
+  // How many pieces a call of `collective` over `bytes` (count x element size) is cut into (1: not cut).
+  int pieces_for(Collective collective, std::uint64_t bytes) const;
   // The inside communicator's rank of this process's own rank i.
   int inside_rank(int i) const { return local() * own_ranks + i; }
 };

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace canopy {
 
 namespace {
@@ -197,9 +199,50 @@ PhaseScript make_phase_script(const RailLayout& layout, int process, int own_ran
   return b.script;
 }
 
+bool pipelines(Collective collective) {
+  return collective == Collective::allreduce || collective == Collective::broadcast ||
+         collective == Collective::reduce;
+}
+
+PhaseScript make_pipelined_script(const RailLayout& layout, int process, int own_ranks, int ranks,
+                                  Collective collective, std::uint64_t count, int root, ReduceOp op, int pieces) {
+  if (pieces <= 1 || !pipelines(collective) || count < 2)
+    return make_phase_script(layout, process, own_ranks, ranks, collective, count, root, op);
+  // Each piece's phases: the steps up to and including each mark.
+  std::vector<std::vector<std::vector<ScriptStep>>> phases;
+  PhaseScript out;
+  for (int p = 0; p < pieces; ++p) {
+    const ElementRange r = shard_range(count, pieces, p);
+    if (r.empty()) continue;
+    const PhaseScript piece = make_phase_script(layout, process, own_ranks, ranks, collective, r.count(), root, op);
+    const int index = static_cast<int>(phases.size());
+    std::vector<std::vector<ScriptStep>>& mine = phases.emplace_back(1);
+    for (ScriptStep step : piece.steps) {
+      step.from.offset += r.begin;  // elementwise: every buffer, the scratch included, at the range's place
+      step.to.offset += r.begin;
+      step.piece = index;
+      step.stage = static_cast<int>(mine.size()) - 1;
+      mine.back().push_back(step);
+      if (step.kind == Kind::mark) mine.emplace_back();
+    }
+    if (mine.back().empty()) mine.pop_back();
+    // The whole call's scratch: reduce's is one element per element (the pieces' ranges tile it).
+    if (piece.scratch_per_rank > 0) out.scratch_per_rank = count;
+  }
+  const int n = static_cast<int>(phases.size());
+  int stages = 0;
+  for (const auto& piece : phases) stages = std::max(stages, static_cast<int>(piece.size()));
+  for (int t = 0; t < n + stages - 1; ++t)
+    for (int p = std::min(t, n - 1); p >= 0 && t - p < stages; --p)
+      if (t - p < static_cast<int>(phases[p].size()))
+        for (const ScriptStep& step : phases[p][t - p]) out.steps.push_back(step);
+  return out;
+}
+
 std::string to_string(const ScriptStep& s) {
   if (s.kind == Kind::mark) return "mark " + s.phase;
   std::string t = fmt::format("{} {} -> {} count {}", name(s.kind), ref_text(s.from), ref_text(s.to), s.count);
+  if (s.piece > 0 || s.stage > 0) t += fmt::format(" (piece {} phase {})", s.piece, s.stage);
   if (s.rail >= 0) t += fmt::format(" rail {}", s.rail);
   if (s.kind == Kind::inside_broadcast || s.kind == Kind::rail_broadcast || s.kind == Kind::rail_reduce)
     t += fmt::format(" root {}", s.root);

@@ -43,6 +43,8 @@ struct ScriptStep {
   int root = 0;
   int rail = -1;
   std::string phase;
+  int piece = 0;  // make_pipelined_script: the piece of the call this step works on
+  int stage = 0;  // ... and the index of its phase in that piece (a mark ends phase `stage` of `piece`)
 };
 
 struct PhaseScript {
@@ -55,6 +57,20 @@ struct PhaseScript {
 // and the last step divides). Sum, prod, max and min run as themselves.
 PhaseScript make_phase_script(const RailLayout& layout, int process, int own_ranks, int ranks, Collective collective,
                               std::uint64_t count, int root, ReduceOp op);
+
+// Whether `collective` is elementwise across hosts (allreduce, broadcast, reduce): a range of its elements runs the
+// same phases as a call of that many elements, so make_pipelined_script can cut it into pieces.
+bool pipelines(Collective collective);
+
+// The call cut into `pieces` element ranges (shard_range's cut; empty ones dropped), each piece the phases of
+// make_phase_script over its range (every reference shifted by the range's start; the scratch block is the whole
+// call's), in wavefront order: round t issues phase t - p of every piece p, the latest piece first, so that piece
+// p's rails run while piece p + 1's inside phase does. Each step carries its piece and phase index (`stage`); a mark
+// ends one piece's phase. The order is the same on every process of a host (inside collectives pair up) and keeps
+// each rail's collectives in piece order on every host (NCCL's calls pair up). A collective that does not pipeline,
+// or pieces <= 1: make_phase_script's script (every step piece 0).
+PhaseScript make_pipelined_script(const RailLayout& layout, int process, int own_ranks, int ranks,
+                                  Collective collective, std::uint64_t count, int root, ReduceOp op, int pieces);
 
 std::string to_string(const ScriptStep& step);  // one line, for CANOPY_LOG=debug and test failures
 

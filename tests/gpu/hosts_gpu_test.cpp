@@ -88,6 +88,30 @@ TEST_F(HostsOnGpu, TwoRanksPerProcessAcrossHosts) {
                              3);
 }
 
+// Cut into pieces of 64 KiB (CANOPY_HOSTS_PIECE_BYTES): allreduce, broadcast and reduce run as a wavefront, the
+// rails on a stream of their own overlapping the next piece's inside phase; every output is still right, even and
+// uneven hosts, the log says so.
+TEST_F(HostsOnGpu, PipelinedPiecesCheckEveryElementwiseCollective) {
+  for (const char* hosts : {"2,2", "1,2,1"}) {
+    const testing::CommandRun r = hosts_check(4, hosts, "CANOPY_LOG=info CANOPY_HOSTS_PIECE_BYTES=64KiB",
+                                              "--collectives broadcast,reduce,allreduce --dtypes f32,bf16 --ops "
+                                              "sum,max,avg --counts 1028,65540,1000003");
+    expect_every_process_right(r, 4);
+    EXPECT_THAT(r.output, ::testing::HasSubstr("16 pieces, their inside phases and rails overlapped"));
+  }
+}
+
+// Processes that cut calls differently would not pair up: the join refuses it, naming the variable.
+TEST_F(HostsOnGpu, PieceBytesThatDifferAreRefusedAtJoin) {
+  const testing::CommandRun r = testing::run_command(fmt::format(
+      "{} CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} run -n 2 --hosts 1,1 -- sh -c 'CANOPY_HOSTS_PIECE_BYTES=$((CANOPY_RANK + 1))"
+      "MiB exec {} --topology detect --collectives allreduce --counts 7' 2>&1",
+      kNcclOnOneMachine, CANOPY_CLI, CANOPY_MP_CHECK));
+  std::cout << r.output;
+  EXPECT_NE(r.status, 0);
+  EXPECT_THAT(r.output, ::testing::HasSubstr("CANOPY_HOSTS_PIECE_BYTES 2 MiB and process 0 1 MiB"));
+}
+
 TEST_F(HostsOnGpu, WithoutTheRealNcclTheJoinFailsNamingCanopyNcclLibrary) {
   const testing::CommandRun r =
       hosts_check(2, "1,1", "CANOPY_NCCL_LIBRARY=/nonexistent/libnccl.so.2", "--collectives allreduce --counts 7");

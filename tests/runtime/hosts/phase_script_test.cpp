@@ -7,6 +7,7 @@
 #include "runtime/hosts/phase_script.hpp"
 
 #include <fmt/format.h>
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,6 +40,7 @@ struct World {
   int o = 1, ranks = 0;
   Collective collective = Collective::allreduce;
   std::uint64_t count = 0;
+  int pieces = 1;  // make_pipelined_script's
   int root = 0;
   ReduceOp op = ReduceOp::sum;
   bool in_place = false;
@@ -90,7 +92,7 @@ struct World {
     const std::uint64_t size = in_place ? std::max(send_count, recv_count) : send_count + recv_count;
     memory.assign(processes, std::vector<std::vector<double>>(o, std::vector<double>(size, kUnwritten)));
     for (int p = 0; p < processes; ++p) {
-      scripts.push_back(make_phase_script(layout, p, o, ranks, collective, count, root, op));
+      scripts.push_back(make_pipelined_script(layout, p, o, ranks, collective, count, root, op, pieces));
       scratch.emplace_back(scripts[p].scratch_per_rank * o, kUnwritten);
       for (int i = 0; i < o; ++i)
         for (std::uint64_t j = 0; j < send_count; ++j) memory[p][i][send_base(p, i) + j] = input(op, rank_of(p, i), j);
@@ -295,6 +297,104 @@ TEST(PhaseScript, EveryCollectiveIsRightOnEvenUnevenAndInterleavedHosts) {
           }
       }
   std::printf("%d calls checked element by element\n", runs);
+}
+
+// Whether the pieces of `script` touch disjoint elements of every buffer: the runtime orders one piece's phases (the
+// same stream, or an event between the streams), but two pieces may run at once on the two streams.
+std::string pieces_overlap(const PhaseScript& script) {
+  struct Span {
+    int piece;
+    std::uint64_t begin, end;
+  };
+  std::map<std::pair<int, int>, std::vector<Span>> touched;  // (buffer, rank) -> spans
+  for (const ScriptStep& st : script.steps) {
+    if (st.kind == Kind::mark) continue;
+    for (const ScriptRef* r : {&st.from, &st.to}) {
+      auto& spans = touched[{static_cast<int>(r->buffer), r->rank}];
+      for (const Span& o : spans)
+        if (o.piece != st.piece && r->offset < o.end && o.begin < r->offset + st.count)
+          return fmt::format("piece {} ({}) and piece {} touch the same elements", st.piece, to_string(st), o.piece);
+      spans.push_back({st.piece, r->offset, r->offset + st.count});
+    }
+  }
+  return "";
+}
+
+// Cut into pieces (CANOPY_HOSTS_PIECE_BYTES), the elementwise collectives stay right, every process's steps, in their
+// wavefront order, still pair up across the host's processes and each rail's members, and no two pieces share memory.
+TEST(PhaseScript, PipelinedPiecesAreRightAndPairUp) {
+  const std::vector<Case> cases = {{{"a", "a", "b", "b"}, 1}, {{"a", "b", "b", "c"}, 1}, {{"x", "y", "x", "x"}, 1},
+                                   {{"a", "a", "b"}, 2}};
+  int runs = 0;
+  for (const Case& c : cases)
+    for (Collective coll : {Collective::allreduce, Collective::broadcast, Collective::reduce})
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::max, ReduceOp::avg}) {
+        if (coll == Collective::broadcast && op != ReduceOp::sum) continue;
+        for (std::uint64_t count : {2ull, 7ull, 1028ull})
+          for (int pieces : {2, 3, 5})
+            for (bool in_place : {false, true}) {
+              const int ranks = static_cast<int>(c.hosts.size()) * c.own_ranks;
+              const bool rooted = coll != Collective::allreduce;
+              for (int root = 0; root < (rooted ? ranks : 1); ++root) {
+                World w;
+                w.layout = make_rail_layout(c.hosts);
+                w.o = c.own_ranks;
+                w.collective = coll;
+                w.count = count;
+                w.pieces = pieces;
+                w.root = root;
+                w.op = op;
+                w.in_place = in_place;
+                w.set_up();
+                const std::string what = fmt::format("{} {} count {} in {} pieces root {} {} on hosts {} x {} ranks",
+                                                     to_string(coll), to_string(op), count, pieces, root,
+                                                     in_place ? "in place" : "out of place", fmt::join(c.hosts, ","),
+                                                     c.own_ranks);
+                for (const PhaseScript& script : w.scripts) ASSERT_EQ(pieces_overlap(script), "") << what;
+                ASSERT_TRUE(w.run()) << what << ": " << w.failure;
+                ASSERT_EQ(w.check(), "") << what;
+                ++runs;
+              }
+            }
+      }
+  std::printf("%d pipelined calls checked element by element\n", runs);
+}
+
+// The wavefront: piece p + 1's inside allreduce is issued before piece p's inside broadcasts (so it runs while piece
+// p's rails do), the rails stay in piece order, every step is tagged with its piece and phase, and the pieces tile
+// the call.
+TEST(PhaseScript, PiecesAreIssuedAsAWavefront) {
+  const RailLayout l = make_rail_layout({"a", "a", "b", "b"});
+  const PhaseScript s = make_pipelined_script(l, 0, 1, 4, Collective::allreduce, 3000, 0, ReduceOp::sum, 3);
+  std::vector<std::string> order;
+  std::uint64_t inside_elements = 0;
+  for (const ScriptStep& st : s.steps) {
+    if (st.kind == Kind::mark) continue;
+    order.push_back(fmt::format("{}{}", st.kind == Kind::inside_allreduce   ? "A"
+                                        : st.kind == Kind::rail_allreduce   ? "R"
+                                        : st.kind == Kind::inside_broadcast ? "B"
+                                                                            : "?",
+                                st.piece));
+    if (st.kind == Kind::inside_allreduce) {
+      EXPECT_EQ(st.stage, 0);
+      EXPECT_EQ(st.from.offset, inside_elements);
+      inside_elements += st.count;
+    }
+    if (st.kind == Kind::rail_allreduce) {
+      EXPECT_EQ(st.stage, 1);
+    }
+  }
+  EXPECT_EQ(inside_elements, 3000u);
+  // Process 0 owns shard 0 of each piece (rail 0); each piece's two shards are broadcast from their owners.
+  EXPECT_EQ(fmt::format("{}", fmt::join(order, " ")), "A0 A1 R0 A2 R1 B0 B0 R2 B1 B1 B2 B2");
+  EXPECT_EQ(pieces_overlap(s), "");
+  PhaseScript unshifted = s;  // piece 1 at piece 0's elements: caught
+  for (ScriptStep& st : unshifted.steps)
+    if (st.piece == 1) st.from.offset = st.to.offset = 0;
+  EXPECT_THAT(pieces_overlap(unshifted), ::testing::HasSubstr("touch the same elements"));
+  // One piece, or a collective that does not pipeline: the plain script.
+  EXPECT_EQ(make_pipelined_script(l, 0, 1, 4, Collective::allgather, 3000, 0, ReduceOp::sum, 3).steps.size(),
+            make_phase_script(l, 0, 1, 4, Collective::allgather, 3000, 0, ReduceOp::sum).steps.size());
 }
 
 TEST(PhaseScript, ACountOfZeroIsNoStepAndAvgEndsWithTheDivision) {
