@@ -23,6 +23,7 @@
 #include "runtime/comm/call_profile.hpp"
 #include "runtime/comm/peer_monitor.hpp"
 #include "runtime/comm/process_group.hpp"
+#include "runtime/comm/staged_sides.hpp"
 #include "runtime/comm/staging_area.hpp"
 #include "runtime/hosts/hosts_runtime.hpp"
 #include "runtime/jit/build.hpp"
@@ -84,6 +85,7 @@ struct Communicator::State {
     std::vector<void*> recv, staged_recv;
     std::vector<cudaStream_t> streams;
     std::vector<char> mine;
+    std::vector<StagedSides> sides;  // per rank: which of its buffers the staged call runs through the staging area
   } whole;
   // Set when the communicator cannot go on: another process ended, or abort() was called. Every wait of its kernels
   // then gives up (abort_word), and every later call returns `failure`.

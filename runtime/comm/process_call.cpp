@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
+#include "runtime/comm/staged_sides.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy {
@@ -146,9 +147,14 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   std::vector<void*>& staged_recv = whole.staged_recv;
   staged_send.resize(n);
   staged_recv.resize(n);
+  // Another process's ranks always by their staging regions (this kernel touches only those the rule stages there);
+  // this process's own ranks by their own buffers where no other rank touches them (CANOPY_STAGE_ONLY_SHARED).
+  std::vector<StagedSides>& sides = whole.sides;
+  sides.assign(n, StagedSides{});
   for (int r = 0; r < n; ++r) {
-    staged_send[r] = staging.send(r);
-    staged_recv[r] = staging.recv(r);
+    if (r >= first && r < first + own) sides[r] = staged_sides(spec, r, config.stage_only_shared);
+    staged_send[r] = sides[r].send ? staging.send(r) : send[r];
+    staged_recv[r] = sides[r].recv ? staging.recv(r) : recv[r];
   }
   CurrentDevice keep;
   const int device = placement.device_of_rank[first];
@@ -168,7 +174,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   for (int i = 0; i < own; ++i) {
     const int r = first + i;
     const std::uint64_t b = send_elements(call.collective, call.count, n, r, call.root) * elem;
-    if (b == 0) continue;
+    if (b == 0 || !sides[r].send) continue;
     if (cudaError_t e = cudaMemcpyAsync(staging.send(r), send[r], b, cudaMemcpyDeviceToDevice, streams[r]);
         e != cudaSuccess)
       return copy_failed(call, "input", r, e);
@@ -182,7 +188,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   for (int i = 0; i < own; ++i) {
     const int r = first + i;
     const std::uint64_t b = recv_elements(call.collective, call.count, n, r, call.root) * elem;
-    if (b == 0) continue;
+    if (b == 0 || !sides[r].recv) continue;
     if (cudaError_t e = cudaMemcpyAsync(recv[r], staged_recv[r], b, cudaMemcpyDeviceToDevice, streams[r]);
         e != cudaSuccess)
       return copy_failed(call, "output", r, e);

@@ -115,6 +115,12 @@ bool check_calls_from_environment() {
                     "compare every call's signature across the processes first");
 }
 
+bool stage_only_shared_from_environment() {
+  return env_switch("CANOPY_STAGE_ONLY_SHARED", false,
+                    "stage every buffer of a multi-process direct call, the default",
+                    "stage only the buffers other ranks read or write");
+}
+
 bool profile_calls_from_environment() {
   return env_switch("CANOPY_PROFILE_CALLS", false, "no profile, the default",
                     "time each call's phases and print the means when the communicator goes");

@@ -16,6 +16,7 @@
 //   CANOPY_BOOTSTRAP_ADDR, CANOPY_SOCKET_IFNAME   where a multi-process group's bootstrap root listens
 //                        (transport/bootstrap/root_address.hpp)
 //   CANOPY_BOOTSTRAP_TIMEOUT_S   seconds each bootstrap wait lasts, default 120 (transport/bootstrap/bootstrap_options.hpp)
+//   CANOPY_STAGE_ONLY_SHARED   multi-process direct calls stage only the buffers other ranks touch (default off)
 //   CANOPY_HOSTS_PIECE_BYTES   across hosts, the size of the pieces an allreduce, broadcast or reduce is cut into
 //                        (hosts/hosts_join.cpp reads it; 0 or unset: not cut)
 // A malformed value is a canopy::Error naming the variable and what it takes.
@@ -106,6 +107,9 @@ bool check_pointers_from_environment();
 // fail that call naming both signatures, instead of hanging or mixing data. It costs a round trip through the
 // bootstrap root per call.
 bool check_calls_from_environment();
+// CANOPY_STAGE_ONLY_SHARED (default off): a multi-process call of the direct protocol stages only the buffers other
+// ranks read or write (comm/staged_sides.hpp); off, it stages every buffer.
+bool stage_only_shared_from_environment();
 // CANOPY_PROFILE_CALLS (default 0): 1 times each call's phases on the host (runtime/comm/call_profile.hpp).
 bool profile_calls_from_environment();
 

@@ -78,13 +78,18 @@ TEST_P(MultiProcessOnGpu, OneProcessPerGpuOnTheDetectedTopology) {
                              gpus);
 }
 
-// The protocols, forced: the planned trees alone; the direct protocol for what it takes; the default table.
+std::string protocol_name(const ::testing::TestParamInfo<const char*>& info) {
+  const char* names[] = {"Trees", "Direct", "Default", "DirectStagingOnlyShared"};
+  return names[info.index];
+}
+
+// The protocols, forced: the planned trees alone; the direct protocol for what it takes; the default table; the
+// direct protocol staging only the buffers other ranks touch (its outputs written in place, CANOPY_STAGE_ONLY_SHARED).
 INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                          ::testing::Values("CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",
-                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0", ""),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.index == 0 ? "Trees" : info.index == 1 ? "Direct" : "Default");
-                         });
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0", "",
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_STAGE_ONLY_SHARED=1"),
+                         protocol_name);
 
 // The milliseconds printed after `marker` in `output` (-1: not there).
 long long time_after(const std::string& output, const std::string& marker) {
