@@ -262,43 +262,6 @@ struct Case {
   int own_ranks;
 };
 
-TEST(PhaseScript, EveryCollectiveIsRightOnEvenUnevenAndInterleavedHosts) {
-  const std::vector<Case> cases = {{{"a", "a", "b", "b"}, 1}, {{"a", "b", "b", "c"}, 1}, {{"a", "a", "a", "b"}, 1},
-                                   {{"x", "y", "x", "x"}, 1}, {{"a", "b"}, 1},           {{"a", "a", "b"}, 2},
-                                   {{"a", "b", "b", "c"}, 2}};
-  const Collective collectives[] = {Collective::allreduce, Collective::broadcast, Collective::reduce,
-                                    Collective::allgather, Collective::reducescatter};
-  int runs = 0;
-  for (const Case& c : cases)
-    for (Collective coll : collectives)
-      for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min, ReduceOp::avg}) {
-        if ((coll == Collective::broadcast || coll == Collective::allgather) && op != ReduceOp::sum) continue;
-        for (std::uint64_t count : {1ull, 2ull, 7ull, 1028ull})
-          for (bool in_place : {false, true}) {
-            const int ranks = static_cast<int>(c.hosts.size()) * c.own_ranks;
-            const bool rooted = coll == Collective::broadcast || coll == Collective::reduce;
-            for (int root = 0; root < (rooted ? ranks : 1); ++root) {
-              World w;
-              w.layout = make_rail_layout(c.hosts);
-              w.o = c.own_ranks;
-              w.collective = coll;
-              w.count = count;
-              w.root = root;
-              w.op = op;
-              w.in_place = in_place;
-              w.set_up();
-              const std::string what =
-                  fmt::format("{} {} count {} root {} {} on hosts {} x {} ranks", to_string(coll), to_string(op), count,
-                              root, in_place ? "in place" : "out of place", fmt::join(c.hosts, ","), c.own_ranks);
-              ASSERT_TRUE(w.run()) << what << ": " << w.failure;
-              ASSERT_EQ(w.check(), "") << what;
-              ++runs;
-            }
-          }
-      }
-  std::printf("%d calls checked element by element\n", runs);
-}
-
 // Whether the pieces of `script` touch disjoint elements of every buffer: the runtime orders one piece's phases (the
 // same stream, or an event between the streams), but two pieces may run at once on the two streams.
 std::string pieces_overlap(const PhaseScript& script) {
@@ -320,6 +283,54 @@ std::string pieces_overlap(const PhaseScript& script) {
   return "";
 }
 
+// One call on the simulated world of `c`: "" when every process's steps pair up, no two pieces share memory and every
+// output element is right; else what and why.
+std::string run_call(const Case& c, Collective coll, ReduceOp op, std::uint64_t count, int root, bool in_place,
+                     int pieces = 1) {
+  World w;
+  w.layout = make_rail_layout(c.hosts);
+  w.o = c.own_ranks;
+  w.collective = coll;
+  w.count = count;
+  w.pieces = pieces;
+  w.root = root;
+  w.op = op;
+  w.in_place = in_place;
+  w.set_up();
+  const std::string what = fmt::format("{} {} count {} in {} piece(s) root {} {} on hosts {} x {} ranks",
+                                       to_string(coll), to_string(op), count, pieces, root,
+                                       in_place ? "in place" : "out of place", fmt::join(c.hosts, ","), c.own_ranks);
+  for (const PhaseScript& script : w.scripts)
+    if (const std::string overlap = pieces_overlap(script); !overlap.empty()) return what + ": " + overlap;
+  if (!w.run()) return what + ": " + w.failure;
+  if (const std::string wrong = w.check(); !wrong.empty()) return what + ": " + wrong;
+  return "";
+}
+
+TEST(PhaseScript, EveryCollectiveIsRightOnEvenUnevenAndInterleavedHosts) {
+  const std::vector<Case> cases = {{{"a", "a", "b", "b"}, 1}, {{"a", "b", "b", "c"}, 1}, {{"a", "a", "a", "b"}, 1},
+                                   {{"x", "y", "x", "x"}, 1}, {{"a", "b"}, 1},           {{"a", "a", "b"}, 2},
+                                   {{"a", "b", "b", "c"}, 2}};
+  const Collective collectives[] = {Collective::allreduce, Collective::broadcast, Collective::reduce,
+                                    Collective::allgather, Collective::reducescatter};
+  int runs = 0;
+  for (const Case& c : cases)
+    for (Collective coll : collectives)
+      for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::max, ReduceOp::min, ReduceOp::avg}) {
+        if ((coll == Collective::broadcast || coll == Collective::allgather) && op != ReduceOp::sum) continue;
+        for (std::uint64_t count : {1ull, 2ull, 7ull, 1028ull})
+          for (bool in_place : {false, true}) {
+            const int ranks = static_cast<int>(c.hosts.size()) * c.own_ranks;
+            const bool rooted = coll == Collective::broadcast || coll == Collective::reduce;
+            for (int root = 0; root < (rooted ? ranks : 1); ++root) {
+              ASSERT_EQ(run_call(c, coll, op, count, root, in_place), "");
+              ++runs;
+            }
+          }
+      }
+  std::printf("%d calls checked element by element\n", runs);
+}
+
 // Cut into pieces (CANOPY_HOSTS_PIECE_BYTES), the elementwise collectives stay right, every process's steps, in their
 // wavefront order, still pair up across the host's processes and each rail's members, and no two pieces share memory.
 TEST(PhaseScript, PipelinedPiecesAreRightAndPairUp) {
@@ -336,23 +347,7 @@ TEST(PhaseScript, PipelinedPiecesAreRightAndPairUp) {
               const int ranks = static_cast<int>(c.hosts.size()) * c.own_ranks;
               const bool rooted = coll != Collective::allreduce;
               for (int root = 0; root < (rooted ? ranks : 1); ++root) {
-                World w;
-                w.layout = make_rail_layout(c.hosts);
-                w.o = c.own_ranks;
-                w.collective = coll;
-                w.count = count;
-                w.pieces = pieces;
-                w.root = root;
-                w.op = op;
-                w.in_place = in_place;
-                w.set_up();
-                const std::string what = fmt::format("{} {} count {} in {} pieces root {} {} on hosts {} x {} ranks",
-                                                     to_string(coll), to_string(op), count, pieces, root,
-                                                     in_place ? "in place" : "out of place", fmt::join(c.hosts, ","),
-                                                     c.own_ranks);
-                for (const PhaseScript& script : w.scripts) ASSERT_EQ(pieces_overlap(script), "") << what;
-                ASSERT_TRUE(w.run()) << what << ": " << w.failure;
-                ASSERT_EQ(w.check(), "") << what;
+                ASSERT_EQ(run_call(c, coll, op, count, root, in_place, pieces), "");
                 ++runs;
               }
             }
