@@ -64,10 +64,9 @@ struct Places {
   char* at(const ScriptRef& r) const { return at(r, r.rank); }
 };
 
-// A call cut into pieces: each phase with rail steps runs on the rail stream, the others on the caller's; a phase
-// whose piece's previous phase ran on the other stream waits for that phase's event. The rail stream starts after
+// A call cut into pieces, run on two streams as plan_streams says (phase_script.hpp): the rail stream starts after
 // what the caller's stream holds at the call, and the caller's stream ends after the rail stream (also when a step
-// fails: the destructor joins them, before the scratch is freed).
+// fails: the destructor joins them, before the scratch is freed). One event per piece carries a phase's end across.
 class Pipeline {
  public:
   Pipeline() = default;
@@ -85,48 +84,32 @@ class Pipeline {
   Status begin(const PhaseScript& script, int pieces, cudaStream_t main, cudaStream_t rails) {
     main_ = main;
     rails_ = rails;
-    rails_in_.assign(pieces, {});
-    steps_in_.assign(pieces, {});
-    for (const ScriptStep& st : script.steps) {
-      auto& r = rails_in_.at(st.piece);
-      auto& n = steps_in_.at(st.piece);
-      if (static_cast<int>(r.size()) <= st.stage) r.resize(st.stage + 1, false), n.resize(st.stage + 1, false);
-      if (st.rail >= 0) r[st.stage] = true;
-      if (st.kind != Kind::mark) n[st.stage] = true;
-    }
+    plan_ = plan_streams(script);
     events_.assign(pieces + 2, nullptr);  // destroyed by finish, made or not
     for (cudaEvent_t& e : events_)
       if (cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming); err != cudaSuccess) {
-        (void)cudaGetLastError();
         e = nullptr;
-        return Status(StatusCode::cuda_error,
-                      fmt::format("an event for the pieces across hosts: {}", cudaGetErrorString(err)));
+        return failed("making an event for the pieces", err);
       }
     start_ = events_[pieces];
     end_ = events_[pieces + 1];
-    last_.assign(pieces, main);
     if (cudaError_t e = cudaEventRecord(start_, main); e != cudaSuccess) return failed("recording the call's start", e);
     if (cudaError_t e = cudaStreamWaitEvent(rails, start_, 0); e != cudaSuccess)
       return failed("the rail stream waiting for the call's start", e);
     on_ = true;
     return Status();
   }
-  // The stream of `step`, after the waits it needs.
-  Status stream_for(const ScriptStep& step, cudaStream_t* out) {
-    cudaStream_t s = rails_in_[step.piece][step.stage] ? rails_ : main_;
-    *out = s;
-    if (step.kind == Kind::mark) {  // the phase ends: its event, unless it had nothing to do
-      if (!steps_in_[step.piece][step.stage]) return Status();
-      last_[step.piece] = s;
-      if (cudaError_t e = cudaEventRecord(events_[step.piece], s); e != cudaSuccess)
-        return failed("recording a phase's end", e);
-      return Status();
-    }
-    if (last_[step.piece] != s) {  // the piece's last phase ran on the other stream
-      if (cudaError_t e = cudaStreamWaitEvent(s, events_[step.piece], 0); e != cudaSuccess)
+  // Step `i` of the script (`step`): the stream it is issued on, after the wait it needs. A mark records its piece's
+  // event instead (after the phase it ends).
+  Status stream_for(std::size_t i, const ScriptStep& step, cudaStream_t* out) {
+    const StreamStep& a = plan_.at(i);
+    *out = a.stream ? rails_ : main_;
+    if (a.wait)
+      if (cudaError_t e = cudaStreamWaitEvent(*out, events_[step.piece], 0); e != cudaSuccess)
         return failed("waiting for a piece's previous phase", e);
-      last_[step.piece] = s;
-    }
+    if (a.record)
+      if (cudaError_t e = cudaEventRecord(events_[step.piece], *out); e != cudaSuccess)
+        return failed("recording a phase's end", e);
     return Status();
   }
 
@@ -138,9 +121,8 @@ class Pipeline {
   bool on_ = false;
   cudaStream_t main_ = nullptr, rails_ = nullptr;
   cudaEvent_t start_ = nullptr, end_ = nullptr;
-  std::vector<cudaEvent_t> events_;                    // per piece: its last phase's end; then start, end
-  std::vector<cudaStream_t> last_;                     // per piece: the stream its last phase with steps ran on
-  std::vector<std::vector<bool>> rails_in_, steps_in_;  // per piece and phase: rail steps in it; any step
+  std::vector<cudaEvent_t> events_;  // per piece: its last phase's end; then start, end
+  std::vector<StreamStep> plan_;     // per step of the script
 };
 
 }  // namespace
@@ -187,11 +169,12 @@ Status HostsRuntime::run(const CollectiveCall& call) {
                                        to_string(call.op), call.count, layout.host_count());
   PhaseClock clock(log, stream, what);
   const bool listing = log.enabled(LogLevel::debug, LogSubsys::run);
-  for (const ScriptStep& step : script.steps) {
+  for (std::size_t i = 0; i < script.steps.size(); ++i) {
+    const ScriptStep& step = script.steps[i];
     if (listing && step.kind != Kind::mark) log.debug(LogSubsys::run, what + ": " + to_string(step));
     cudaStream_t on = stream;
     if (pieces > 1)
-      if (Status s = pipeline.stream_for(step, &on); !s.ok()) return s;
+      if (Status s = pipeline.stream_for(i, step, &on); !s.ok()) return s;
     std::vector<const void*> from;
     std::vector<void*> to;
     if (step.kind == Kind::inside_allreduce || step.kind == Kind::inside_broadcast)

@@ -239,6 +239,42 @@ PhaseScript make_pipelined_script(const RailLayout& layout, int process, int own
   return out;
 }
 
+std::vector<StreamStep> plan_streams(const PhaseScript& script) {
+  int pieces = 0;
+  for (const ScriptStep& st : script.steps) pieces = std::max(pieces, st.piece + 1);
+  // Per piece and phase: rail steps in it (its stream), any step at all (whether it orders anything).
+  std::vector<std::vector<char>> rails(pieces), busy(pieces);
+  for (const ScriptStep& st : script.steps) {
+    if (static_cast<int>(rails[st.piece].size()) <= st.stage) {
+      rails[st.piece].resize(st.stage + 1, 0);
+      busy[st.piece].resize(st.stage + 1, 0);
+    }
+    if (st.rail >= 0) rails[st.piece][st.stage] = 1;
+    if (st.kind != Kind::mark) busy[st.piece][st.stage] = 1;
+  }
+  std::vector<int> last(pieces, 0);         // the stream of the piece's last phase with steps
+  std::vector<char> recorded(pieces, 0);    // its event holds that phase's end
+  std::vector<StreamStep> out;
+  out.reserve(script.steps.size());
+  for (const ScriptStep& st : script.steps) {
+    StreamStep a;
+    a.stream = rails[st.piece][st.stage] ? 1 : 0;
+    if (st.kind == Kind::mark) {
+      if (busy[st.piece][st.stage]) {
+        a.record = true;
+        recorded[st.piece] = 1;
+        last[st.piece] = a.stream;
+      }
+    } else {
+      // The first phase waits for nothing beyond the call's start; an event never recorded is not waited on.
+      a.wait = last[st.piece] != a.stream && recorded[st.piece];
+      last[st.piece] = a.stream;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
 std::string to_string(const ScriptStep& s) {
   if (s.kind == Kind::mark) return "mark " + s.phase;
   std::string t = fmt::format("{} {} -> {} count {}", name(s.kind), ref_text(s.from), ref_text(s.to), s.count);

@@ -72,6 +72,19 @@ bool pipelines(Collective collective);
 PhaseScript make_pipelined_script(const RailLayout& layout, int process, int own_ranks, int ranks,
                                   Collective collective, std::uint64_t count, int root, ReduceOp op, int pieces);
 
+// How a pipelined script runs on two streams, the caller's (0) and the rails' (1): a phase with rail steps on the
+// rails' stream, the others on the caller's. Per step: its stream; whether it first waits for its piece's event (the
+// piece's previous phase with steps ran on the other stream); whether it (a mark ending a phase with steps) records
+// that event on its stream. The rails' stream starts after the call's start on the caller's, and the caller's ends
+// after the rails' (hosts_phases.cpp). tests/runtime/hosts/phase_script_test.cpp checks, on two simulated streams,
+// that every phase of a piece runs after the piece's previous ones.
+struct StreamStep {
+  int stream = 0;
+  bool wait = false;
+  bool record = false;
+};
+std::vector<StreamStep> plan_streams(const PhaseScript& script);
+
 std::string to_string(const ScriptStep& step);  // one line, for CANOPY_LOG=debug and test failures
 
 }  // namespace canopy

@@ -283,6 +283,45 @@ std::string pieces_overlap(const PhaseScript& script) {
   return "";
 }
 
+// Whether plan_streams orders every phase of a piece after the piece's earlier phases, on two simulated streams: each
+// stream runs its steps in issue order, a wait comes after the last record of its piece's event issued before it (an
+// event never recorded may not be waited on), a mark's record after what its stream ran before it.
+std::string phases_unordered(const PhaseScript& script, const std::vector<StreamStep>& plan) {
+  const std::size_t n = script.steps.size();
+  std::vector<std::vector<std::size_t>> next(n);  // i -> j: j runs after i
+  long last_on[2] = {-1, -1};
+  std::map<int, std::size_t> event;  // piece -> the step whose record it holds
+  for (std::size_t i = 0; i < n; ++i) {
+    const ScriptStep& st = script.steps[i];
+    const int s = plan[i].stream;
+    if (last_on[s] >= 0) next[last_on[s]].push_back(i);
+    if (plan[i].wait) {
+      if (!event.count(st.piece))
+        return fmt::format("step {} ({}) waits for an event never recorded", i, to_string(st));
+      next[event[st.piece]].push_back(i);
+    }
+    if (plan[i].record) event[st.piece] = i;
+    last_on[s] = static_cast<long>(i);
+  }
+  for (std::size_t a = 0; a < n; ++a) {
+    if (script.steps[a].kind == Kind::mark) continue;
+    std::vector<char> seen(n, 0);
+    std::vector<std::size_t> todo = {a};
+    while (!todo.empty()) {
+      const std::size_t i = todo.back();
+      todo.pop_back();
+      for (std::size_t j : next[i])
+        if (!seen[j]) seen[j] = 1, todo.push_back(j);
+    }
+    for (std::size_t b = 0; b < n; ++b) {
+      const ScriptStep &x = script.steps[a], &y = script.steps[b];
+      if (y.kind != Kind::mark && y.piece == x.piece && y.stage > x.stage && !seen[b])
+        return fmt::format("'{}' may run before '{}' of the same piece's earlier phase", to_string(y), to_string(x));
+    }
+  }
+  return "";
+}
+
 // One call on the simulated world of `c`: "" when every process's steps pair up, no two pieces share memory and every
 // output element is right; else what and why.
 std::string run_call(const Case& c, Collective coll, ReduceOp op, std::uint64_t count, int root, bool in_place,
@@ -300,8 +339,12 @@ std::string run_call(const Case& c, Collective coll, ReduceOp op, std::uint64_t 
   const std::string what = fmt::format("{} {} count {} in {} piece(s) root {} {} on hosts {} x {} ranks",
                                        to_string(coll), to_string(op), count, pieces, root,
                                        in_place ? "in place" : "out of place", fmt::join(c.hosts, ","), c.own_ranks);
-  for (const PhaseScript& script : w.scripts)
+  for (const PhaseScript& script : w.scripts) {
     if (const std::string overlap = pieces_overlap(script); !overlap.empty()) return what + ": " + overlap;
+    if (pieces > 1)
+      if (const std::string order = phases_unordered(script, plan_streams(script)); !order.empty())
+        return what + ": " + order;
+  }
   if (!w.run()) return what + ": " + w.failure;
   if (const std::string wrong = w.check(); !wrong.empty()) return what + ": " + wrong;
   return "";
@@ -383,10 +426,19 @@ TEST(PhaseScript, PiecesAreIssuedAsAWavefront) {
   // Process 0 owns shard 0 of each piece (rail 0); each piece's two shards are broadcast from their owners.
   EXPECT_EQ(fmt::format("{}", fmt::join(order, " ")), "A0 A1 R0 A2 R1 B0 B0 R2 B1 B1 B2 B2");
   EXPECT_EQ(pieces_overlap(s), "");
-  PhaseScript unshifted = s;  // piece 1 at piece 0's elements: caught
-  for (ScriptStep& st : unshifted.steps)
-    if (st.piece == 1) st.from.offset = st.to.offset = 0;
-  EXPECT_THAT(pieces_overlap(unshifted), ::testing::HasSubstr("touch the same elements"));
+  const std::vector<StreamStep> plan = plan_streams(s);
+  EXPECT_EQ(phases_unordered(s, plan), "");
+  // The rails on the second stream, each waiting for its piece's inside allreduce; the rest on the first.
+  for (std::size_t i = 0; i < s.steps.size(); ++i) {
+    if (s.steps[i].kind == Kind::mark) continue;
+    EXPECT_EQ(plan[i].stream, s.steps[i].kind == Kind::rail_allreduce ? 1 : 0) << to_string(s.steps[i]);
+    if (s.steps[i].kind == Kind::rail_allreduce) {
+      EXPECT_TRUE(plan[i].wait);
+    }
+  }
+  std::vector<StreamStep> no_waits = plan;  // without the waits the rails could outrun the inside phase: caught
+  for (StreamStep& a : no_waits) a.wait = false;
+  EXPECT_THAT(phases_unordered(s, no_waits), ::testing::HasSubstr("may run before"));
   // One piece, or a collective that does not pipeline: the plain script.
   EXPECT_EQ(make_pipelined_script(l, 0, 1, 4, Collective::allgather, 3000, 0, ReduceOp::sum, 3).steps.size(),
             make_phase_script(l, 0, 1, 4, Collective::allgather, 3000, 0, ReduceOp::sum).steps.size());
