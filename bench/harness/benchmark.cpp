@@ -32,8 +32,10 @@ std::vector<cudaStream_t> device_streams(const Communicator& comm, const std::ve
 // Times `repeats` loops of `iters` calls of `launch` after `warmup` calls; the median loop's time per call in µs.
 // Also the host's time per call while issuing them (`host_us`, the median loop's): when it reaches the GPU time,
 // the calls are bound by the host, not by the GPUs. With `graph`, the `iters` calls are captured once into a CUDA
-// graph (after the warm-up, which loads what they need) and each loop is one replay of it.
-Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters,
+// graph (after the warm-up, which loads what they need) and each loop is one replay of it. Across processes every
+// loop starts together: each process's GPUs idle, then a barrier through the communicator, so that a process starting
+// early does not time its wait for the others (nccl-tests likewise starts its timed loop after a barrier).
+Status time_calls(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters,
                   int repeats, const std::function<Status()>& launch, double* time_us, double* host_us = nullptr,
                   bool graph = false) {
   const std::vector<int> ordinals = own_ordinals(comm);
@@ -59,6 +61,18 @@ Status time_calls(const Communicator& comm, const std::vector<cudaStream_t>& ran
   const std::size_t timed = graph ? 1 : ordinals.size();
   std::vector<double> loops, hosts;
   for (int rep = 0; rep < repeats; ++rep) {
+    if (comm.multi_process()) {
+      for (std::size_t d = 0; d < ordinals.size(); ++d) {
+        cudaSetDevice(ordinals[d]);
+        if (const cudaError_t e = cudaStreamSynchronize(streams[d]); e != cudaSuccess)
+          return cleanup(), cuda_status(e, "cudaStreamSynchronize");
+      }
+      double token = 0;
+      if (Status s = collective_on_host(comm, Collective::allreduce, &token, 1, DataType::f64, ReduceOp::max, 0,
+                                        rank_streams);
+          !s.ok())
+        return cleanup(), s;
+    }
     for (std::size_t d = 0; d < timed; ++d) {
       cudaSetDevice(ordinals[d]);
       cudaEventRecord(start[d], streams[d]);
