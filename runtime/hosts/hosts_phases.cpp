@@ -44,10 +44,12 @@ class Scratch {
   cudaStream_t stream_ = nullptr;
 };
 
-Status cuda(cudaError_t e, const std::string& what) {
+// `what` (and `of`, the call, when given) are formatted only when `e` failed: the steps of every call pass here.
+Status cuda(cudaError_t e, const char* what, const std::string* of = nullptr) {
   if (e == cudaSuccess) return Status();
   (void)cudaGetLastError();
-  return Status(StatusCode::cuda_error, fmt::format("{} across hosts: {}", what, cudaGetErrorString(e)));
+  return Status(StatusCode::cuda_error,
+                fmt::format("{}{}{} across hosts: {}", what, of ? " of " : "", of ? *of : "", cudaGetErrorString(e)));
 }
 
 // Where the script's references point for this call.
@@ -81,10 +83,11 @@ class Pipeline {
     for (cudaEvent_t& e : events_)
       if (e) (void)cudaEventDestroy(e), e = nullptr;
   }
-  Status begin(const PhaseScript& script, int pieces, cudaStream_t main, cudaStream_t rails) {
+  Status begin(const PhaseScript& script, cudaStream_t main, cudaStream_t rails) {
     main_ = main;
     rails_ = rails;
     plan_ = plan_streams(script);
+    const int pieces = script.pieces;
     events_.assign(pieces + 2, nullptr);  // destroyed by finish, made or not
     for (cudaEvent_t& e : events_)
       if (cudaError_t err = cudaEventCreateWithFlags(&e, cudaEventDisableTiming); err != cudaSuccess) {
@@ -145,10 +148,10 @@ Status HostsRuntime::run(const CollectiveCall& call) {
     return Status(StatusCode::invalid_argument,
                   fmt::format("{}: root {} is not a rank (0..{})", call_name(call), call.root, ranks - 1));
   const std::uint64_t esize = static_cast<std::uint64_t>(size_of(call.dtype));
-  const int pieces = pieces_for(call.collective, call.count * esize);
-  const PhaseScript script =
-      make_pipelined_script(layout, process, o, ranks, call.collective, call.count, call.root, call.op, pieces);
+  const PhaseScript script = make_pipelined_script(layout, process, o, ranks, call.collective, call.count, call.root,
+                                                    call.op, pieces_for(call.collective, call.count * esize));
   if (script.steps.empty()) return Status();
+  const int pieces = script.pieces;
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) return cuda(e, "selecting this process's GPU");
   const cudaStream_t stream = call.streams[0];
@@ -161,7 +164,7 @@ Status HostsRuntime::run(const CollectiveCall& call) {
   if (Status s = scratch.make(script.scratch_per_rank * o * esize, stream); !s.ok()) return s;
   Pipeline pipeline;  // after the scratch: joins the streams before the scratch is freed
   if (pieces > 1)
-    if (Status s = pipeline.begin(script, pieces, stream, rail_stream); !s.ok()) return s;
+    if (Status s = pipeline.begin(script, stream, rail_stream); !s.ok()) return s;
   const Places places{call, scratch.get(), script.scratch_per_rank, esize};
   const ReduceOp op = call.op == ReduceOp::avg ? ReduceOp::sum : call.op;
   const int nccl_type = nccl_data_type(call.dtype), nccl_op = nccl_reduce_op(op);
@@ -185,48 +188,49 @@ Status HostsRuntime::run(const CollectiveCall& call) {
     const void* src = places.at(step.from);
     void* dst = places.at(step.to);
     const nccl_abi::Comm comm = step.rail >= 0 ? rail_comms[step.rail] : nullptr;
-    const std::string rail = fmt::format("{} on rail {}", call_name(call), step.rail);
     Status s;
+    nccl_abi::Result r = 0;  // a rail step's NCCL result ...
+    const char* rail = "";  // ... and the NCCL function, named only when it failed
     switch (step.kind) {
       case Kind::inside_allreduce: s = inside->allreduce(from, to, step.count, call.dtype, op, call.streams); break;
       case Kind::inside_broadcast:
         s = inside->broadcast(from, to, step.count, call.dtype, step.root, call.streams);
         break;
       case Kind::rail_allreduce:
-        s = nccl_status(nccl->all_reduce(src, dst, step.count, nccl_type, nccl_op, comm, on),
-                        "ncclAllReduce, " + rail);
+        r = nccl->all_reduce(src, dst, step.count, nccl_type, nccl_op, comm, on);
+        rail = "ncclAllReduce";
         break;
       case Kind::rail_broadcast:
-        s = nccl_status(nccl->broadcast(src, dst, step.count, nccl_type, step.root, comm, on),
-                        "ncclBroadcast, " + rail);
+        r = nccl->broadcast(src, dst, step.count, nccl_type, step.root, comm, on);
+        rail = "ncclBroadcast";
         break;
       case Kind::rail_reduce:
-        s = nccl_status(nccl->reduce(src, dst, step.count, nccl_type, nccl_op, step.root, comm, on),
-                        "ncclReduce, " + rail);
+        r = nccl->reduce(src, dst, step.count, nccl_type, nccl_op, step.root, comm, on);
+        rail = "ncclReduce";
         break;
       case Kind::rail_allgather:
-        s = nccl_status(nccl->all_gather(src, dst, step.count, nccl_type, comm, on), "ncclAllGather, " + rail);
+        r = nccl->all_gather(src, dst, step.count, nccl_type, comm, on);
+        rail = "ncclAllGather";
         break;
       case Kind::rail_reduce_scatter:
-        s = nccl_status(nccl->reduce_scatter(src, dst, step.count, nccl_type, nccl_op, comm, on),
-                        "ncclReduceScatter, " + rail);
+        r = nccl->reduce_scatter(src, dst, step.count, nccl_type, nccl_op, comm, on);
+        rail = "ncclReduceScatter";
         break;
       case Kind::copy:
-        s = cuda(cudaMemcpyAsync(dst, src, step.count * esize, cudaMemcpyDeviceToDevice, on), "a copy of " + what);
+        s = cuda(cudaMemcpyAsync(dst, src, step.count * esize, cudaMemcpyDeviceToDevice, on), "a copy", &what);
         break;
-      case Kind::zero: s = cuda(cudaMemsetAsync(dst, 0, step.count * esize, on), "a zero fill of " + what); break;
+      case Kind::zero: s = cuda(cudaMemsetAsync(dst, 0, step.count * esize, on), "a zero fill", &what); break;
       case Kind::divide: s = divide(dst, step.count, call.dtype, on); break;
       case Kind::mark:
         if (pieces == 1) clock.mark(step.phase);
         break;
     }
+    if (r != 0) s = nccl_status(r, fmt::format("{}, {} on rail {}", rail, call_name(call), step.rail));
     if (!s.ok()) return s;
   }
   if (pieces > 1) {
     pipeline.finish();  // the caller's stream waits for the rail stream
-    int used = 0;  // pieces with elements (a count below `pieces` leaves some empty)
-    for (const ScriptStep& st : script.steps) used = std::max(used, st.piece + 1);
-    clock.mark(fmt::format("{} pieces, their inside phases and rails overlapped", used));
+    clock.mark(fmt::format("{} pieces, their inside phases and rails overlapped", pieces));
   }
   clock.report();
   return Status();

@@ -230,6 +230,7 @@ PhaseScript make_pipelined_script(const RailLayout& layout, int process, int own
     if (piece.scratch_per_rank > 0) out.scratch_per_rank = count;
   }
   const int n = static_cast<int>(phases.size());
+  out.pieces = n;
   int stages = 0;
   for (const auto& piece : phases) stages = std::max(stages, static_cast<int>(piece.size()));
   for (int t = 0; t < n + stages - 1; ++t)
@@ -240,8 +241,7 @@ PhaseScript make_pipelined_script(const RailLayout& layout, int process, int own
 }
 
 std::vector<StreamStep> plan_streams(const PhaseScript& script) {
-  int pieces = 0;
-  for (const ScriptStep& st : script.steps) pieces = std::max(pieces, st.piece + 1);
+  const int pieces = script.pieces;
   // Per piece and phase: rail steps in it (its stream), any step at all (whether it orders anything).
   std::vector<std::vector<char>> rails(pieces), busy(pieces);
   for (const ScriptStep& st : script.steps) {

@@ -49,6 +49,7 @@ struct ScriptStep {
 
 struct PhaseScript {
   std::uint64_t scratch_per_rank = 0;  // elements
+  int pieces = 1;                      // the pieces its steps are cut into (make_pipelined_script; ScriptStep::piece)
   std::vector<ScriptStep> steps;
 };
 
