@@ -43,28 +43,35 @@ std::vector<std::string> split_fields(const std::string& text) {
   return out;
 }
 
+// Every process's `mine` (ok, or why it cannot go on) through the bootstrap: on every process, the first failure
+// with `code`, naming its process; ok when every process is.
+Status everyone_ok(ProcessGroup& group, const Status& mine, StatusCode code) {
+  std::vector<std::string> all;
+  if (Status s = group.bootstrap->allgather(mine.ok() ? "ok" : mine.message(), &all); !s.ok()) return s;
+  for (std::size_t p = 0; p < all.size(); ++p)
+    if (all[p] != "ok")
+      return Status(code, fmt::format("{}: {}", describe_process(group.facts[p], static_cast<int>(p), true), all[p]));
+  return Status();
+}
+
 // This process's CANOPY_HOSTS_PIECE_BYTES, checked against every other process's through the bootstrap: a value
 // that does not parse, or differs from process 0's, fails the join on every process, naming the process.
 Status agree_on_piece_bytes(ProcessGroup& group, std::uint64_t* out) {
   const char* text = std::getenv("CANOPY_HOSTS_PIECE_BYTES");
-  std::string mine;
+  Status parsed;
   try {
     const std::int64_t bytes = text && *text ? parse_byte_size(text, "CANOPY_HOSTS_PIECE_BYTES") : 0;
     if (bytes < 0) throw Error(fmt::format("CANOPY_HOSTS_PIECE_BYTES: '{}' is negative; give a size like 4MiB", text));
     *out = static_cast<std::uint64_t>(bytes);
-    mine = std::to_string(*out);
   } catch (const Error& e) {
-    mine = std::string("!") + e.what();
+    parsed = Status(StatusCode::invalid_argument, e.what());
   }
+  if (Status s = everyone_ok(group, parsed, StatusCode::invalid_argument); !s.ok()) return s;
   std::vector<std::string> all;
-  if (Status s = group.bootstrap->allgather(mine, &all); !s.ok()) return s;
+  if (Status s = group.bootstrap->allgather(std::to_string(*out), &all); !s.ok()) return s;
   const auto shown = [](const std::string& v) {
     return v == "0" ? std::string("unset") : format_byte_size(std::stoll(v));
   };
-  for (std::size_t p = 0; p < all.size(); ++p) {
-    const std::string who = describe_process(group.facts[p], static_cast<int>(p), true);
-    if (all[p][0] == '!') return Status(StatusCode::invalid_argument, fmt::format("{}: {}", who, all[p].substr(1)));
-  }
   for (std::size_t p = 0; p < all.size(); ++p)
     if (all[p] != all[0])
       return Status(StatusCode::invalid_argument,
@@ -106,18 +113,13 @@ Status join_hosts(ProcessGroup& group, const CommunicatorOptions& options, int o
   const int h = rt->host();
 
   // 1. The real NCCL, in every process or in none.
-  Status opened = open_nccl_library(&rt->nccl);
-  std::vector<std::string> all;
-  if (Status s = group.bootstrap->allgather(opened.ok() ? "ok" : opened.message(), &all); !s.ok()) return s;
-  for (std::size_t p = 0; p < all.size(); ++p)
-    if (all[p] != "ok")
-      return Status(StatusCode::unsupported,
-                    fmt::format("{}: {}", describe_process(group.facts[p], static_cast<int>(p), true), all[p]));
+  if (Status s = everyone_ok(group, open_nccl_library(&rt->nccl), StatusCode::unsupported); !s.ok()) return s;
 
   // CANOPY_HOSTS_PIECE_BYTES, alike in every process (the processes' phase scripts must pair up).
   if (Status s = agree_on_piece_bytes(group, &rt->piece_bytes); !s.ok()) return s;
 
   // 2. Each host's UniqueId, made by its first process (the root of the host's bootstrap runs there).
+  std::vector<std::string> all;
   std::string mine;
   if (rt->local() == 0) {
     UniqueId id;
