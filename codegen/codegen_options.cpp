@@ -18,6 +18,7 @@ std::string to_string(const CodegenOptions& o) {
                                  o.threads_per_block, fmt::join(o.device_of_rank, ","));
   if (o.min_blocks_per_sm > 0) text += fmt::format(" min_blocks_per_sm={}", o.min_blocks_per_sm);
   if (o.pull != PullEdges::none) text += " pull=" + to_string(o.pull);
+  if (o.own_buffers_only) text += " own_buffers_only";
   return text;
 }
 

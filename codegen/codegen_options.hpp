@@ -31,6 +31,11 @@ struct CodegenOptions {
                                           // many blocks fit on one SM (many virtual ranks on one GPU); 0: no cap
   std::vector<int> device_of_rank;        // empty: rank i on device i; else one entry per rank (virtual ranks)
   PullEdges pull = PullEdges::automatic;  // lower() resolves `automatic` (Schedule::options never holds it)
+  // Every transfer between ranks lands in the receiver's FIFO (its scratch), so a rank's kernel touches no other
+  // rank's send or receive buffer: broadcast-like edges too go through FIFOs (the child copies each chunk on into
+  // its receive buffer) and no edge is pulled. For ranks in different processes, where the communicator's scratch
+  // is mapped into every process but the callers' buffers are not (docs/multi-process.md).
+  bool own_buffers_only = false;
 };
 
 // "auto", "none", "in", "out" or "all": the pulled edges, as CANOPY_PULL and --pull take them.

@@ -220,9 +220,11 @@ void weigh_trees(const Plan& plan, const std::vector<TreeShape>& shapes, Schedul
 // The counters and FIFOs of one tree across all ranks (base indices: one per block follows each).
 struct LaneResources {
   std::vector<int> data;                  // out: data counter at each non-root rank
-  std::vector<std::map<int, int>> grant;  // out: at rank r, the grant counter of child c
+  std::vector<std::map<int, int>> grant;  // out: at rank r, the grant counter of child c (with FIFOs, also its
+                                          // credit: raised as the child drains each slot)
   std::vector<std::map<int, int>> child_data;   // in: at rank r, the data counter of child c
-  std::vector<std::map<int, std::int64_t>> fifo;  // in: at rank r, the FIFO offset for child c
+  std::vector<std::map<int, std::int64_t>> fifo;  // in: at rank r, the FIFO offset for child c; out with FIFOs
+                                                  // (own_buffers_only): at child r, the offset for its parent
   std::vector<int> credit;                // in: credit counter at each non-root rank
   int progress = -1;                      // in, allreduce: the root's progress counter
   // Pulled edges (CodegenOptions::pull), by (reader, owner): the reader reads the owner's send buffer directly.
@@ -270,6 +272,16 @@ void fuse_allreduce_roots(Schedule& s) {
     auto reduce = find(reducer.per_chunk, StepKind::reduce_copy);
     auto copy = find(copier.per_chunk, StepKind::reduce_copy);
     if (reduce == reducer.per_chunk.end() || copy == copier.per_chunk.end()) continue;
+    // With FIFOs the copier waits for its children's free slots: the fused step must too, before its barrier.
+    std::vector<Step> slot_waits;
+    for (const Step& step : copier.per_chunk)
+      if (step.kind == StepKind::wait && step.target == WaitTarget::slot_free) slot_waits.push_back(step);
+    if (!slot_waits.empty()) {
+      const auto barrier = find(reducer.per_chunk, StepKind::sync);
+      CANOPY_INTERNAL_ASSERT(barrier != reducer.per_chunk.end(), "a reducing root lane without its barrier");
+      reducer.per_chunk.insert(barrier, slot_waits.begin(), slot_waits.end());
+      reduce = find(reducer.per_chunk, StepKind::reduce_copy);
+    }
     reduce->destinations.insert(reduce->destinations.end(), copy->destinations.begin(), copy->destinations.end());
     reduce->note += "; and send it to every out-tree child (fused with tree " + std::to_string(copier.tree) + ")";
     std::vector<FlagRef> data;
@@ -361,6 +373,7 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
   s.ranks = n;
   if (s.options.device_of_rank.empty()) s.options.device_of_rank = block_placement(n, n);
   s.options.pull = resolve_pull(s.options.pull, plan.collective == Collective::reduce);
+  if (s.options.own_buffers_only) s.options.pull = PullEdges::none;  // a pulled edge reads the owner's send buffer
   std::vector<TreeShape> shapes;
   for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) shapes.push_back(shape_of(plan, t, rank_of));
   weigh_trees(plan, shapes, s);
@@ -384,8 +397,15 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
     auto pulled = [&](int parent, int child) { return is_pulled(s, shape, lane.tree, parent, child); };
     if (plan.trees[lane.tree].direction == TreeDirection::out) {
       if (lane.role != LaneRole::root) {
-        if (pulled(lane.parent, r)) lr.ready[{r, lane.parent}] = new_flag(r);
-        else lr.data[r] = new_flag(r);
+        if (pulled(lane.parent, r)) {
+          lr.ready[{r, lane.parent}] = new_flag(r);
+        } else {
+          lr.data[r] = new_flag(r);
+          if (s.options.own_buffers_only) {
+            lr.fifo[r][lane.parent] = s.resources[r].scratch_bytes;
+            s.resources[r].scratch_bytes += s.fifo_bytes() * lane.blocks;
+          }
+        }
       }
       for (int c : lane.children) {
         if (pulled(r, c)) lr.done[{c, r}] = new_flag(r);
@@ -463,26 +483,34 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
         release_owners({lane.parent});
         continue;
       }
+      // With FIFOs (own_buffers_only) a child drains its parent's chunks from its FIFO into its receive buffer and
+      // its children's FIFOs, and raises the parent's grant counter as each slot is free again (as in-tree credits).
+      const bool fifos = s.options.own_buffers_only;
       if (lane.role != LaneRole::root) {
         lane.prologue.push_back(signal_step(
             {{lane.parent, lr.grant[lane.parent].at(r)}}, true,
-            fmt::format("my receive buffer is free for this launch: {} may write", rank_name(s, lane.parent))));
+            fifos ? fmt::format("my FIFO is free for this launch: {} may fill it", rank_name(s, lane.parent))
+                  : fmt::format("my receive buffer is free for this launch: {} may write", rank_name(s, lane.parent))));
       }
       announce(pulled_children);
-      for (int c : pushed_children) {
-        lane.prologue.push_back(wait_step(FlagRef{r, lr.grant[r].at(c)}, WaitTarget::epoch,
-                                          fmt::format("{} has entered this launch", rank_name(s, c))));
-      }
-      if (lane.role == LaneRole::leaf) {
+      if (!fifos)
+        for (int c : pushed_children)
+          lane.prologue.push_back(wait_step(FlagRef{r, lr.grant[r].at(c)}, WaitTarget::epoch,
+                                            fmt::format("{} has entered this launch", rank_name(s, c))));
+      if (lane.role == LaneRole::leaf && !fifos) {
         lane.epilogue.push_back(wait_step(FlagRef{r, lr.data[r]}, WaitTarget::all,
                                           fmt::format("every chunk from {} has arrived", rank_name(s, lane.parent))));
         continue;
       }
-      if (lane.role == LaneRole::relay) {
+      if (lane.role != LaneRole::root) {
         lane.per_chunk.push_back(wait_step(FlagRef{r, lr.data[r]}, WaitTarget::chunk,
                                            fmt::format("chunk i from {} has arrived", rank_name(s, lane.parent))));
       }
       BufferRef source{BufferKind::recv, r};
+      if (fifos && lane.role != LaneRole::root) {
+        source = BufferRef{BufferKind::fifo, r};
+        source.fifo_offset = lr.fifo[r].at(lane.parent);
+      }
       if (lane.role == LaneRole::root && plan.collective == Collective::allreduce) {
         for (int dep : reducing_lanes[r]) {
           const LaneResources& dr = res[s.lanes[dep].tree];
@@ -495,22 +523,43 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
         source = BufferRef{BufferKind::send, r};
         source.block_local = per_root;
       }
+      if (fifos)
+        for (int c : pushed_children)
+          lane.per_chunk.push_back(wait_step(FlagRef{r, lr.grant[r].at(c)}, WaitTarget::slot_free,
+                                             fmt::format("{} has a free FIFO slot for chunk i", rank_name(s, c))));
       lane.per_chunk.push_back(step_of(StepKind::sync));
       Step copy = step_of(StepKind::reduce_copy);
       copy.sources = {source};
-      for (int c : pushed_children) copy.destinations.push_back(BufferRef{BufferKind::recv, c});
-      if (lane.role == LaneRole::root && plan.collective != Collective::allreduce) {
+      for (int c : pushed_children) {
+        BufferRef to{BufferKind::recv, c};
+        if (fifos) {
+          to = BufferRef{BufferKind::fifo, c};
+          to.fifo_offset = lr.fifo[c].at(r);
+        }
+        copy.destinations.push_back(to);
+      }
+      if (lane.role != LaneRole::root) {
+        if (fifos) copy.destinations.push_back(BufferRef{BufferKind::recv, r});
+      } else if (plan.collective != Collective::allreduce) {
         BufferRef own{BufferKind::recv, r};
         own.skip_if_source = true;
         copy.destinations.push_back(own);
       }
-      copy.note = pushed_children.empty() ? "my own copy" : "forward chunk i to every child";
+      if (fifos && lane.role != LaneRole::root)
+        copy.note = pushed_children.empty() ? "chunk i from my FIFO into my receive buffer"
+                                            : "chunk i from my FIFO into my receive buffer and every child's FIFO";
+      else
+        copy.note = pushed_children.empty() ? "my own copy" : "forward chunk i to every child";
       if (!copy.destinations.empty()) lane.per_chunk.push_back(copy);
-      if (!pushed_children.empty()) {
-        std::vector<FlagRef> flags;
-        for (int c : pushed_children) flags.push_back({c, lr.data[c]});
-        lane.per_chunk.push_back(signal_step(flags, false, "chunk i is in my children's buffers"));
-      }
+      std::vector<FlagRef> flags;
+      for (int c : pushed_children) flags.push_back({c, lr.data[c]});
+      if (fifos && lane.role != LaneRole::root) flags.push_back({lane.parent, lr.grant[lane.parent].at(r)});
+      if (!flags.empty())
+        lane.per_chunk.push_back(signal_step(flags, false,
+                                             pushed_children.empty() ? "my FIFO slot of chunk i is free again"
+                                             : fifos && lane.role != LaneRole::root
+                                                 ? "chunk i is in my children's FIFOs; my slot of it is free again"
+                                                 : "chunk i is in my children's buffers"));
       await_readers(pulled_children);
     } else {
       if (lane.role != LaneRole::root && pulled(lane.parent, r)) {  // a leaf whose parent reads its input

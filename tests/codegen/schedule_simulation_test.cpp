@@ -289,5 +289,109 @@ TEST(ScheduleSimulation, PulledEdgeWithoutTheOwnersFinalWaitIsCaught) {
   EXPECT_GT(failures.size(), 0) << "reading an input its owner already overwrote went unnoticed";
 }
 
+// Own buffers only (CodegenOptions::own_buffers_only, for ranks in different processes): every operand of a
+// rank's steps that is a send or receive buffer is that rank's own, everything between ranks goes through FIFOs,
+// and the result is right on every shipped topology, alongside the zero-copy schedules and with virtual ranks.
+CodegenOptions own_buffers_options(DataType dtype = DataType::f32) {
+  CodegenOptions o = small_options(dtype);
+  o.pull = PullEdges::all;  // asked for, and refused: a pulled edge reads the owner's send buffer
+  o.own_buffers_only = true;
+  return o;
+}
+
+std::string foreign_buffer(const Schedule& s) {
+  for (const Lane& lane : s.lanes)
+    for (const std::vector<Step>* section : {&lane.prologue, &lane.per_chunk, &lane.epilogue})
+      for (const Step& step : *section)
+        for (const std::vector<BufferRef>* side : {&step.sources, &step.destinations})
+          for (const BufferRef& b : *side)
+            if (b.kind != BufferKind::fifo && b.rank != lane.rank)
+              return fmt::format("lane {} (rank {}, tree {}): \"{}\" names rank {}'s {} buffer", lane.id, lane.rank,
+                                 lane.tree, step.note, b.rank, b.kind == BufferKind::send ? "send" : "receive");
+  return "";
+}
+
+TEST(ScheduleSimulation, OwnBuffersOnlyTouchNoOtherRanksBuffersAndDeliverTheResult) {
+  auto rng = seeded_rng("ScheduleSimulation own buffers");
+  for (const ShippedTopology& t : shipped_topologies()) {
+    for (Collective c : kCollectives) {
+      const Schedule s = lower(plan_for(std::string(t.name), c), own_buffers_options());
+      EXPECT_EQ(s.options.pull, PullEdges::none) << t.name;
+      EXPECT_EQ(foreign_buffer(s), "") << t.name << " " << to_string(c);
+      std::vector<Case> cases;
+      for (std::uint64_t count : {1ull, 7ull, 1000ull, 4099ull}) cases.push_back({&s, count, false});
+      cases.push_back({&s, 515, true});
+      cases.push_back({&s, 2051, true});
+      run_and_check(cases, block_placement(s.ranks, s.ranks), rng,
+                    fmt::format("{} {} own buffers only", t.name, to_string(c)));
+    }
+  }
+}
+
+TEST(ScheduleSimulation, OwnBuffersOnlyBesideZeroCopySchedulesAndVirtualRanks) {
+  auto rng = seeded_rng("ScheduleSimulation own buffers mixed");
+  for (int devices : {1, 3, 8}) {
+    std::vector<Schedule> schedules;
+    for (Collective c : kCollectives)
+      for (bool own : {true, false}) {
+        CodegenOptions o = small_options();
+        o.own_buffers_only = own;
+        o.device_of_rank = block_placement(8, devices);
+        schedules.push_back(lower(plan_for("dgx1-v100", c), o));
+      }
+    std::vector<Case> cases;
+    for (int round = 0; round < 2; ++round)
+      for (const Schedule& s : schedules) cases.push_back({&s, 901 + 16ull * round, round == 1});
+    run_and_check(cases, block_placement(8, devices), rng,
+                  fmt::format("dgx1-v100 own buffers mixed on {} devices", devices));
+  }
+}
+
+TEST(ScheduleSimulation, OwnBuffersOnlyWithManyBlocksAndEveryOp) {
+  auto rng = seeded_rng("ScheduleSimulation own buffers many");
+  for (Collective c : kCollectives) {
+    CodegenOptions o = own_buffers_options();
+    o.blocks_per_rank = 128;
+    const Schedule s = lower(plan_for("h200x2", c), o);
+    run_and_check({{&s, 300007, false}, {&s, 1, false}, {&s, 70001, true}, {&s, 70001, true}}, block_placement(2, 2),
+                  rng, fmt::format("h200x2 {} own buffers only with 128 blocks per rank", to_string(c)));
+  }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min}) {
+    CodegenOptions o = own_buffers_options(DataType::f16);
+    o.op = op;
+    const Schedule s = lower(plan_for("hgx-h200", Collective::allreduce), o);
+    run_and_check({{&s, 3001, false}, {&s, 999, true}}, block_placement(8, 8), rng,
+                  fmt::format("hgx-h200 allreduce own buffers only f16 {}", to_string(op)));
+  }
+}
+
+// The broadcast FIFOs' credits are what keep a parent from overwriting a slot its child has not drained: without the
+// parent's per-chunk wait for a free slot, the host model must see wrong results.
+TEST(ScheduleSimulation, OwnBuffersOnlyWithoutTheSlotWaitIsCaught) {
+  Schedule s = lower(plan_for("dgx1-v100", Collective::broadcast), own_buffers_options());
+  int removed = 0;
+  for (Lane& lane : s.lanes)
+    removed += static_cast<int>(std::erase_if(lane.per_chunk, [](const Step& st) {
+      return st.kind == StepKind::wait && st.target == WaitTarget::slot_free;
+    }));
+  ASSERT_GT(removed, 0) << "a broadcast through FIFOs should wait for free slots";
+  std::vector<Case> cases;
+  for (int k = 0; k < 6; ++k) cases.push_back({&s, 20011, false});
+  ::testing::TestPartResultArray failures;
+  {
+    ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
+                                                         &failures);
+    auto rng = seeded_rng("ScheduleSimulation own buffers unsafe");
+    run_and_check(cases, block_placement(8, 8), rng, "dgx1-v100 broadcast through FIFOs without the slot wait");
+  }
+  EXPECT_GT(failures.size(), 0) << "a FIFO slot overwritten before it was drained went unnoticed";
+}
+
+// The zero-copy schedules do write other ranks' receive buffers: the check above would see it.
+TEST(ScheduleSimulation, ZeroCopySchedulesDoNameOtherRanksBuffers) {
+  const Schedule s = lower(plan_for("dgx1-v100", Collective::broadcast), small_options());
+  EXPECT_NE(foreign_buffer(s), "");
+}
+
 }  // namespace
 }  // namespace canopy::testing
