@@ -250,6 +250,7 @@ std::string kernel_base_name(const Schedule& s) {
   std::string name = fmt::format("canopy_{}_{}_t{}_c{}_{}", to_string(s.plan.collective), sanitize(s.plan.topology),
                                  s.plan.trees.size(), chunk_tag(s.options.chunk_bytes), to_string(s.options.dtype));
   if (reduces(s.plan.collective)) name += "_" + to_string(s.options.op);
+  if (s.options.own_buffers_only) name += "_own";  // every edge through FIFOs (ranks in other processes)
   return name;
 }
 

@@ -110,8 +110,10 @@ void CollectiveCache::clear() {
 }
 
 CodegenOptions CollectiveCache::shape_for(const CollectiveSpec& spec,
-                                          const std::function<Schedule(const CodegenOptions&)>& lower_at) const {
+                                          const std::function<Schedule(const CodegenOptions&)>& lower_at,
+                                          bool own_buffers_only) const {
   CodegenOptions o = cx_.config->shape;
+  o.own_buffers_only = own_buffers_only;
   if (spec.large) o.blocks_per_rank = cx_.config->large_blocks;
   if (spec.chunk_bytes > 0) o.chunk_bytes = spec.chunk_bytes;
   o.dtype = spec.dtype;
@@ -160,7 +162,10 @@ Status CollectiveCache::make_job(const CollectiveSpec& spec, Job* job) {
       });
     } else {
       job->plan = cx_.plans->plan_for(spec.collective, spec.root);
-      job->options.codegen = shape_for(spec, [&](const CodegenOptions& o) { return lower(job->plan, o); });
+      // Across processes the callers' buffers are not mapped into the peers: unstaged trees must not touch them.
+      job->options.codegen = shape_for(
+          spec, [&](const CodegenOptions& o) { return lower(job->plan, o); },
+          /*own_buffers_only=*/p.multi_process() && cx_.config->trees_own_buffers);
       check_peer_access(job->plan, p.rank_names, p.device_of_rank, p.peer, p.ordinals);
     }
   } catch (const Error& e) {

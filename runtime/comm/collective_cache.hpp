@@ -64,8 +64,10 @@ class CollectiveCache {
   struct Job;
   Status make_job(const CollectiveSpec& spec, Job* job);
   void start_builds(Job& job);
-  CodegenOptions shape_for(const CollectiveSpec& spec, const std::function<Schedule(const CodegenOptions&)>& lower_at)
-      const;
+  // The shape of a planned or program kernel, fitted to the GPUs; `own_buffers_only`: lowered so that a rank's
+  // kernel touches only its own buffers (CodegenOptions::own_buffers_only).
+  CodegenOptions shape_for(const CollectiveSpec& spec, const std::function<Schedule(const CodegenOptions&)>& lower_at,
+                           bool own_buffers_only = false) const;
   void check_peers(const algo::Program& program) const;
   std::unique_ptr<PreparedCollective> load(const CollectiveSpec& spec,
                                            const std::vector<std::shared_ptr<const BuiltCollective>>& builds,

@@ -2,8 +2,9 @@
 // its own ranks become a whole call (other ranks' entries placeholders, unchecked), the protocol is chosen as if out
 // of place (every process must choose alike, and only this one knows whether its buffers coincide), and the kernel
 // launches on this process's device index only. The low-latency and LL128 kernels touch only their own rank's
-// buffers; the others (the planned trees, the direct protocol) read and write other ranks' buffers, so they run on
-// the staging area (staging_area.hpp) with copies in and out on the caller's stream.
+// buffers, and so do the planned trees lowered with CANOPY_TREES_OWN_BUFFERS; the others (the planned trees by
+// default, the direct protocol) read and write other ranks' buffers, so they run on the staging area
+// (staging_area.hpp) with copies in and out on the caller's stream.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -117,7 +118,11 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     cache->remember(spec, p);
   }
   profile.mark(CallProfile::choose);
-  if (spec.low_latency || spec.ll128) {
+  // Kernels that touch only their own rank's buffers run on the caller's: LL, LL128, and the planned trees lowered
+  // so (CANOPY_TREES_OWN_BUFFERS: every transfer through the receiver's FIFO).
+  const bool own_buffers = p->protocol == PreparedCollective::Protocol::trees && p->built &&
+                           p->built->schedule.options.own_buffers_only;
+  if (spec.low_latency || spec.ll128 || own_buffers) {
     const Status s = launch_kernels(*p, spec, call, capturing, 0);
     profile.mark(CallProfile::launch);
     return s;

@@ -46,6 +46,17 @@ INSTANTIATE_TEST_SUITE_P(ReferenceCases, GoldenSources,
                            return name;
                          });
 
+// Own buffers only (CodegenOptions::own_buffers_only, for ranks in other processes): the broadcast-like edges go
+// through the child's FIFO; the kernel's name says so.
+TEST(GoldenSources, OwnBuffersOnlyAllreduceMatchesGeneratedFolder) {
+  if (!CANOPY_WITH_CLANG) GTEST_SKIP() << "built with CANOPY_WITH_CLANG=OFF: sources are not formatted by libFormat";
+  CodegenOptions o;
+  o.own_buffers_only = true;
+  const KernelSource k = generate(plan(load_topology("h200x2"), Collective::allreduce), o);
+  EXPECT_EQ(k.file.name, "canopy_allreduce_h200x2_t4_c256k_f32_sum_own.cu");
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
 // A collective-algorithm program's kernel (codegen/lower_program.hpp): the ring allreduce on two H200s.
 TEST(GoldenSources, RingAllreduceProgramMatchesGeneratedFolder) {
   if (!CANOPY_WITH_CLANG) GTEST_SKIP() << "built with CANOPY_WITH_CLANG=OFF: sources are not formatted by libFormat";

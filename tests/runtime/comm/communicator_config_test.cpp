@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 
 // Every variable resolve_config reads, unset for the test's scope.
 struct CleanEnvironment {
-  ScopedEnv vars[19] = {{"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
+  ScopedEnv vars[22] = {{"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
                         {"CANOPY_THREADS", nullptr},        {"CANOPY_FIFO_DEPTH", nullptr},
                         {"CANOPY_LARGE_BYTES", nullptr},    {"CANOPY_LARGE_BLOCKS", nullptr},
                         {"CANOPY_LL_BYTES", nullptr},       {"CANOPY_LL128_BYTES", nullptr},
@@ -24,7 +24,8 @@ struct CleanEnvironment {
                         {"CANOPY_HYBRID_BYTES", nullptr},   {"CANOPY_HYBRID_SHARE", nullptr},
                         {"CANOPY_LAUNCH_THREADS", nullptr}, {"CANOPY_LAUNCH_SPIN_US", nullptr},
                         {"CANOPY_CHECK_POINTERS", nullptr}, {"CANOPY_WATCHDOG_S", nullptr},
-                        {"CANOPY_PULL", nullptr}};
+                        {"CANOPY_PULL", nullptr},           {"CANOPY_STAGE_ONLY_SHARED", nullptr},
+                        {"CANOPY_TREES_OWN_BUFFERS", nullptr}, {"CANOPY_CHECK_CALLS", nullptr}};
 };
 
 std::string error_of(const CommunicatorOptions& o, int ranks = 2) {
@@ -118,6 +119,23 @@ TEST(CommunicatorConfig, EnvironmentTurnsWatchdogAndPointerChecksOnAndOff) {
   EXPECT_DOUBLE_EQ(*c.watchdog_seconds, 2.5);
   EXPECT_FALSE(c.check_pointers);
   EXPECT_FALSE(c.launch.enabled);
+}
+
+// The multi-process switches: off unless set; a value that is not 0 or 1 names the variable.
+TEST(CommunicatorConfig, MultiProcessSwitchesAreOffUnlessSet) {
+  CleanEnvironment clean;
+  CommunicatorConfig c = resolve_config({}, 2);
+  EXPECT_FALSE(c.stage_only_shared);
+  EXPECT_FALSE(c.trees_own_buffers);
+  EXPECT_FALSE(c.check_calls);
+  {
+    ScopedEnv own("CANOPY_TREES_OWN_BUFFERS", "1"), shared("CANOPY_STAGE_ONLY_SHARED", "1");
+    c = resolve_config({}, 2);
+    EXPECT_TRUE(c.trees_own_buffers);
+    EXPECT_TRUE(c.stage_only_shared);
+  }
+  ScopedEnv bad("CANOPY_TREES_OWN_BUFFERS", "yes please");
+  EXPECT_THAT(error_of({}), HasSubstr("CANOPY_TREES_OWN_BUFFERS"));
 }
 
 }  // namespace

@@ -87,6 +87,14 @@ TEST_P(GeneratedKernels, CompileWithPulledEdges) {
   expect_compiles(plan(load_topology(GetParam().topology), GetParam().collective), o);
 }
 
+// Own buffers only (every edge through the receiver's FIFO, for ranks in other processes) changes the steps too.
+TEST_P(GeneratedKernels, CompileWithOwnBuffersOnly) {
+  CodegenOptions o;
+  o.own_buffers_only = true;
+  o.dtype = DataType::f16;
+  expect_compiles(plan(load_topology(GetParam().topology), GetParam().collective), o);
+}
+
 INSTANTIATE_TEST_SUITE_P(Shipped, GeneratedKernels, ::testing::ValuesIn(all_cases()), [](const auto& info) {
   std::string name = info.param.topology + "_" + to_string(info.param.collective);
   for (char& ch : name)
