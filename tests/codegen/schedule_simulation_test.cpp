@@ -249,22 +249,29 @@ TEST(ScheduleSimulation, PulledAndPushedSchedulesShareBuffersAndVirtualRanks) {
   }
 }
 
-TEST(ScheduleSimulation, PulledEdgesWithManyBlocksAndEveryOp) {
-  auto rng = seeded_rng("ScheduleSimulation pulled many");
+// 128 blocks per rank on h200x2 for every collective, then f16 with prod and min on hgx-h200 (`collective`), each
+// with the options `make` gives and the name `label`.
+void check_many_blocks_and_ops(CodegenOptions (*make)(DataType), Collective collective, const char* label,
+                               std::mt19937_64& rng) {
   for (Collective c : kCollectives) {
-    CodegenOptions o = pulling_options();
+    CodegenOptions o = make(DataType::f32);
     o.blocks_per_rank = 128;
     const Schedule s = lower(plan_for("h200x2", c), o);
     run_and_check({{&s, 300007, false}, {&s, 1, false}, {&s, 70001, true}, {&s, 70001, true}}, block_placement(2, 2),
-                  rng, fmt::format("h200x2 {} pulled with 128 blocks per rank", to_string(c)));
+                  rng, fmt::format("h200x2 {} {} with 128 blocks per rank", to_string(c), label));
   }
   for (ReduceOp op : {ReduceOp::prod, ReduceOp::min}) {
-    CodegenOptions o = pulling_options(DataType::f16);
+    CodegenOptions o = make(DataType::f16);
     o.op = op;
-    const Schedule s = lower(plan_for("hgx-h200", Collective::reducescatter), o);
+    const Schedule s = lower(plan_for("hgx-h200", collective), o);
     run_and_check({{&s, 3001, false}, {&s, 999, true}}, block_placement(8, 8), rng,
-                  fmt::format("hgx-h200 reducescatter pulled f16 {}", to_string(op)));
+                  fmt::format("hgx-h200 {} {} f16 {}", to_string(collective), label, to_string(op)));
   }
+}
+
+TEST(ScheduleSimulation, PulledEdgesWithManyBlocksAndEveryOp) {
+  auto rng = seeded_rng("ScheduleSimulation pulled many");
+  check_many_blocks_and_ops(pulling_options, Collective::reducescatter, "pulled", rng);
 }
 
 // The handshake is what makes pulling safe: without the owner's final wait, a leaf's launch ends while its parent
@@ -349,20 +356,7 @@ TEST(ScheduleSimulation, OwnBuffersOnlyBesideZeroCopySchedulesAndVirtualRanks) {
 
 TEST(ScheduleSimulation, OwnBuffersOnlyWithManyBlocksAndEveryOp) {
   auto rng = seeded_rng("ScheduleSimulation own buffers many");
-  for (Collective c : kCollectives) {
-    CodegenOptions o = own_buffers_options();
-    o.blocks_per_rank = 128;
-    const Schedule s = lower(plan_for("h200x2", c), o);
-    run_and_check({{&s, 300007, false}, {&s, 1, false}, {&s, 70001, true}, {&s, 70001, true}}, block_placement(2, 2),
-                  rng, fmt::format("h200x2 {} own buffers only with 128 blocks per rank", to_string(c)));
-  }
-  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min}) {
-    CodegenOptions o = own_buffers_options(DataType::f16);
-    o.op = op;
-    const Schedule s = lower(plan_for("hgx-h200", Collective::allreduce), o);
-    run_and_check({{&s, 3001, false}, {&s, 999, true}}, block_placement(8, 8), rng,
-                  fmt::format("hgx-h200 allreduce own buffers only f16 {}", to_string(op)));
-  }
+  check_many_blocks_and_ops(own_buffers_options, Collective::allreduce, "own buffers only", rng);
 }
 
 // The broadcast FIFOs' credits are what keep a parent from overwriting a slot its child has not drained: without the
