@@ -274,6 +274,17 @@ TEST(ScheduleSimulation, PulledEdgesWithManyBlocksAndEveryOp) {
   check_many_blocks_and_ops(pulling_options, Collective::reducescatter, "pulled", rng);
 }
 
+// How many failures run_and_check reports for `cases` (one rank per device, `ranks` of them), caught rather than
+// failing the test: for schedules broken on purpose, which the host model must catch.
+std::size_t failures_of(const std::vector<Case>& cases, int ranks, const char* seed, const std::string& what) {
+  ::testing::TestPartResultArray failures;
+  ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
+                                                       &failures);
+  auto rng = seeded_rng(seed);
+  run_and_check(cases, block_placement(ranks, ranks), rng, what);
+  return static_cast<std::size_t>(failures.size());
+}
+
 // The handshake is what makes pulling safe: without the owner's final wait, a leaf's launch ends while its parent
 // still reads its input, and the next in-place launch overwrites it. The host model must see that.
 TEST(ScheduleSimulation, PulledEdgeWithoutTheOwnersFinalWaitIsCaught) {
@@ -286,14 +297,8 @@ TEST(ScheduleSimulation, PulledEdgeWithoutTheOwnersFinalWaitIsCaught) {
   ASSERT_GT(removed, 0) << "the leaf of a pulled reduce should wait for its reader";
   std::vector<Case> cases;
   for (int k = 0; k < 40; ++k) cases.push_back({&s, 4099, true});
-  ::testing::TestPartResultArray failures;
-  {
-    ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
-                                                         &failures);
-    auto rng = seeded_rng("ScheduleSimulation pulled unsafe");
-    run_and_check(cases, block_placement(2, 2), rng, "h200x2 reduce pulled without the final wait");
-  }
-  EXPECT_GT(failures.size(), 0) << "reading an input its owner already overwrote went unnoticed";
+  EXPECT_GT(failures_of(cases, 2, "ScheduleSimulation pulled unsafe", "h200x2 reduce pulled without the final wait"), 0)
+      << "reading an input its owner already overwrote went unnoticed";
 }
 
 // Own buffers only (CodegenOptions::own_buffers_only, for ranks in different processes): every operand of a
@@ -371,14 +376,10 @@ TEST(ScheduleSimulation, OwnBuffersOnlyWithoutTheSlotWaitIsCaught) {
   ASSERT_GT(removed, 0) << "a broadcast through FIFOs should wait for free slots";
   std::vector<Case> cases;
   for (int k = 0; k < 6; ++k) cases.push_back({&s, 20011, false});
-  ::testing::TestPartResultArray failures;
-  {
-    ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
-                                                         &failures);
-    auto rng = seeded_rng("ScheduleSimulation own buffers unsafe");
-    run_and_check(cases, block_placement(8, 8), rng, "dgx1-v100 broadcast through FIFOs without the slot wait");
-  }
-  EXPECT_GT(failures.size(), 0) << "a FIFO slot overwritten before it was drained went unnoticed";
+  EXPECT_GT(failures_of(cases, 8, "ScheduleSimulation own buffers unsafe",
+                        "dgx1-v100 broadcast through FIFOs without the slot wait"),
+            0)
+      << "a FIFO slot overwritten before it was drained went unnoticed";
 }
 
 // The zero-copy schedules do write other ranks' receive buffers: the check above would see it.
