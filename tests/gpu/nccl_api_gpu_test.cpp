@@ -94,6 +94,17 @@ TEST_P(NcclApiOnGpu, CapturedTreesReplayWithFreshData) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 200 replays checked, 0 wrong", p)));
 }
 
+// The same with the planned trees unstaged (CANOPY_TREES_OWN_BUFFERS): their FIFOs, grown by the larger count after
+// the smaller count's graph was captured, must stay where that graph's kernels look.
+TEST_P(NcclApiOnGpu, CapturedOwnBufferTreesReplayWithFreshData) {
+  const int n = GetParam();
+  const testing::CommandRun r = nccl_check(n, "CANOPY_DIRECT_BYTES=0 CANOPY_TREES_OWN_BUFFERS=1",
+                                           "--mode graphs --replays 100 --capture thread --counts 262147,4194307");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 200 replays checked, 0 wrong", p)));
+}
+
 // 60 calls on buffers carved at changing offsets from pools replaced every 5 calls (cudaMalloc and ncclMemAlloc in
 // turn, registered and deregistered), counts 1 .. 1000003, every case.
 TEST_P(NcclApiOnGpu, BuffersReusedAsACachingAllocatorDoesStayRight) {
