@@ -557,9 +557,9 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
       if (!flags.empty())
         lane.per_chunk.push_back(signal_step(flags, false,
                                              pushed_children.empty() ? "my FIFO slot of chunk i is free again"
-                                             : fifos && lane.role != LaneRole::root
-                                                 ? "chunk i is in my children's FIFOs; my slot of it is free again"
-                                                 : "chunk i is in my children's buffers"));
+                                             : !fifos                     ? "chunk i is in my children's buffers"
+                                             : lane.role == LaneRole::root ? "chunk i is in my children's FIFOs"
+                                                 : "chunk i is in my children's FIFOs; my slot of it is free again"));
       await_readers(pulled_children);
     } else {
       if (lane.role != LaneRole::root && pulled(lane.parent, r)) {  // a leaf whose parent reads its input

@@ -37,6 +37,9 @@ void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
                  "edges whose receiver reads the sender's input directly: auto (reduce: in; else none) | none | "
                  "in (leaves of reduce-like trees) | out (root of broadcast-like trees) | all")
       ->capture_default_str();
+  cmd.add_flag("--own-buffers", args.own_buffers,
+               "each rank touches only its own send and receive buffers: every edge through the receiver's FIFO, "
+               "none pulled (what a multi-process communicator runs under CANOPY_TREES_OWN_BUFFERS=1)");
   cmd.add_option("--blocks", args.blocks, "thread blocks per rank, shared among trees by fraction")
       ->capture_default_str();
   cmd.add_option("--threads", args.threads, "threads per block")->capture_default_str();
@@ -61,6 +64,10 @@ CodegenOptions shape_options(const CodegenArgs& args, int ranks, const char* wha
   o.chunk_bytes = parse_byte_size(args.chunk, "--chunk");
   o.fifo_depth = args.fifo_depth;
   set_pull(o, args.pull, "--pull");
+  if (args.own_buffers && args.pull != "auto" && args.pull != "none")
+    throw Error(fmt::format("--own-buffers with --pull {}: a pulled edge reads the sender's buffer; leave out --pull",
+                            args.pull));
+  o.own_buffers_only = args.own_buffers;
   o.blocks_per_rank = args.blocks;
   o.threads_per_block = args.threads;
   if (args.devices < 0 || args.devices > ranks)
@@ -74,6 +81,8 @@ Generated generate_program(const CodegenArgs& args) {
   if (!args.collective.empty() || !args.plan_file.empty() || !args.root.empty())
     throw Error("--algorithm says what runs: leave out --collective, --root and --plan");
   if (args.pull != "auto") throw Error("--pull applies to planned trees; programs say what each rank reads and writes");
+  if (args.own_buffers)
+    throw Error("--own-buffers applies to planned trees; programs say what each rank reads and writes");
   Generated g;
   std::optional<Topology> topology;
   std::vector<std::string> rank_names;

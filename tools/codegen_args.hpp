@@ -26,6 +26,7 @@ struct CodegenArgs {
   std::string chunk = "256KiB";
   int fifo_depth = 4;
   std::string pull = "auto";
+  bool own_buffers = false;  // CodegenOptions::own_buffers_only
   int blocks = 24;
   int threads = 512;
   int devices = 0;  // 0: one rank per device

@@ -157,5 +157,18 @@ TEST(CliGen, WritesSourcePlanAndManifestAndExplainsBadOptions) {
   EXPECT_THAT(canopy("gen -t h200x2 -c allreduce --schedule").output, HasSubstr("per chunk i"));
 }
 
+// --own-buffers: the kernels a multi-process communicator runs under CANOPY_TREES_OWN_BUFFERS=1, for inspection.
+TEST(CliGen, OwnBuffersRouteBroadcastEdgesThroughTheChildsFifo) {
+  const CliRun r = canopy("gen -t h200x2 -c broadcast --own-buffers --schedule");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("gpu0.send -> gpu1.fifo@0"));
+  EXPECT_THAT(r.output, HasSubstr("chunk i from my FIFO into my receive buffer"));
+  const CliRun pulled = canopy("gen -t h200x2 -c broadcast --own-buffers --pull all --schedule");
+  EXPECT_EQ(pulled.status, 1);
+  EXPECT_THAT(pulled.output, HasSubstr("--own-buffers with --pull all"));
+  EXPECT_THAT(canopy("gen -a ring_allreduce -n 2 --own-buffers --print").output,
+              HasSubstr("--own-buffers applies to planned trees"));
+}
+
 }  // namespace
 }  // namespace canopy
