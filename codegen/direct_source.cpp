@@ -45,8 +45,27 @@ std::uint64_t direct_moved_bytes(Collective collective, std::uint64_t bytes, int
   return bytes;
 }
 
+std::uint64_t direct_inbox_bytes(std::uint64_t count, int element_bytes, int ranks) {
+  const std::uint64_t per_vector = 16 / static_cast<std::uint64_t>(element_bytes);
+  return static_cast<std::uint64_t>(ranks) * ((count + per_vector - 1) / per_vector * per_vector) *
+         static_cast<std::uint64_t>(element_bytes);
+}
+
 KernelSource direct_source(const DirectSpec& spec) {
   const OneHopSpec& s = spec.base;
+  if (spec.inbox && spec.two_shot)
+    throw Error("direct kernels: the inbox kernels are one-shot; unset two_shot or inbox");
+  if (spec.inbox) {
+    KernelSource k = one_hop_kernel(s, 1024, "canopy_directinbox", "direct kernels");
+    write_one_hop_source(s,
+                         {"direct (inbox)", "direct_inbox.cuh", "kDirect", "canopy::run_direct_inbox",
+                          fmt::format("every rank stores what its peers need into their inboxes and moves its own "
+                                      "inbox into its receive buffer; {} blocks x {} threads per rank",
+                                      s.blocks_per_rank, s.threads_per_block),
+                          "  static constexpr bool kTwoShot = false;\n", 0},
+                         &k);
+    return k;
+  }
   if (spec.two_shot && !direct_has_two_shot(s.collective))
     throw Error(fmt::format(
         "direct kernels: two-shot is a variant of allreduce, broadcast and reduce, not of {}; unset two_shot",

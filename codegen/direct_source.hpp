@@ -21,7 +21,15 @@ struct DirectSpec {
   // needs to the receive buffers that need it, no link carrying more than 2 (ranks - 1) / ranks of the buffer one
   // way) instead of one-shot (every rank reads the inputs it needs: (ranks - 1) times the buffer on the busiest link).
   bool two_shot = false;
+  // The inbox kernels (templates/direct_inbox.cuh), for ranks that must not touch each other's buffers (one process
+  // per GPU): every rank stores what a peer needs into the peer's inbox (its scratch, direct_inbox_bytes per rank)
+  // and moves its own inbox into its receive buffer. One-shot only.
+  bool inbox = false;
 };
+
+// The bytes of one rank's inbox for a call of `collective` with `count` elements (NCCL's count) of `element_bytes`
+// each over `ranks` ranks: a slot per source rank, each the count rounded up to whole 16-byte vectors.
+std::uint64_t direct_inbox_bytes(std::uint64_t count, int element_bytes, int ranks);
 
 // Counters of one rank's direct flag area: "entered" and "done" per peer and block.
 int direct_flag_count(int ranks, int blocks_per_rank);

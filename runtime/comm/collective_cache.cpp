@@ -48,6 +48,11 @@ Status check_spec(const CollectiveSpec& spec, int ranks, const ProtocolTable& pr
                   fmt::format("{}: two-shot is a variant of the low-latency allreduce and of the direct allreduce, "
                               "broadcast and reduce; set low_latency or direct accordingly, or unset two_shot",
                               spec_text(spec)));
+  if (spec.own_buffers && (spec.program || spec.low_latency || spec.ll128 || spec.two_shot))
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("{}: own_buffers is a form of the planned trees and of the one-shot direct kernels; "
+                              "unset it",
+                              spec_text(spec)));
   if (spec.program && spec.program->ranks() != ranks)
     return Status(StatusCode::invalid_argument,
                   fmt::format("{}: the program is written for {} ranks but the communicator has {}", spec_text(spec),
@@ -65,7 +70,7 @@ KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& pro
                         shape.blocks_per_rank,   shape.threads_per_block};
   if (spec.low_latency) return low_latency_source({base, shape.max_bytes, spec.two_shot});
   if (spec.ll128) return ll128_source({base, shape.max_bytes});
-  return direct_source({base, spec.two_shot});
+  return direct_source({base, spec.two_shot, spec.own_buffers});
 }
 
 }  // namespace
@@ -164,8 +169,7 @@ Status CollectiveCache::make_job(const CollectiveSpec& spec, Job* job) {
       job->plan = cx_.plans->plan_for(spec.collective, spec.root);
       // Across processes the callers' buffers are not mapped into the peers: unstaged trees must not touch them.
       job->options.codegen = shape_for(
-          spec, [&](const CodegenOptions& o) { return lower(job->plan, o); },
-          /*own_buffers_only=*/p.multi_process() && cx_.config->trees_own_buffers);
+          spec, [&](const CodegenOptions& o) { return lower(job->plan, o); }, spec.own_buffers);
       check_peer_access(job->plan, p.rank_names, p.device_of_rank, p.peer, p.ordinals);
     }
   } catch (const Error& e) {
@@ -278,6 +282,7 @@ std::unique_ptr<PreparedCollective> CollectiveCache::load(
   p->collective = spec.collective;
   p->root = spec.root;
   p->two_shot = spec.two_shot;
+  p->own_buffers = spec.own_buffers;
   p->blocks_per_rank = spec.low_latency ? cx_.protocols->low_latency().blocks_per_rank
                        : spec.ll128     ? cx_.protocols->ll128().blocks_per_rank
                        : spec.direct    ? cx_.protocols->direct().blocks_per_rank

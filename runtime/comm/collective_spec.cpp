@@ -25,9 +25,9 @@ SpecKey spec_key(const CollectiveSpec& s) {
           root,
           s.large && planned,
           s.low_latency ? (s.two_shot ? 4 : 1)
-          : s.direct    ? (s.two_shot ? 5 : 2)
+          : s.direct    ? (s.own_buffers ? 7 : s.two_shot ? 5 : 2)
           : s.ll128     ? 3
-                        : 0,
+                        : (s.own_buffers ? 6 : 0),
           chunk};
 }
 
@@ -65,6 +65,7 @@ std::string spec_text(const CollectiveSpec& s) {
   else if (s.large)
     text += " (large messages)";
   if (s.chunk_bytes > 0 && !plan_free(s)) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
+  if (s.own_buffers) text += s.direct ? ", inbox" : ", own buffers only";
   return text;
 }
 

@@ -38,6 +38,10 @@ struct CollectiveSpec {
   bool direct = false;
   // > 0: the planned kernel for this chunk size (tuned, or asked for by CollectiveCall::chunk_bytes).
   std::int64_t chunk_bytes = 0;
+  // The planned trees or the direct protocol in the form whose kernel touches only its own rank's buffers (a
+  // multi-process communicator under CANOPY_OWN_BUFFERS): the trees lowered with CodegenOptions::own_buffers_only,
+  // the direct protocol's inbox kernel (one-shot).
+  bool own_buffers = false;
   bool operator==(const CollectiveSpec&) const = default;
 };
 
@@ -55,7 +59,8 @@ struct CollectiveInfo {
 bool plan_free(const CollectiveSpec& s);
 
 // collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct, 3 LL128, 4 low
-// latency two-shot, 5 direct two-shot), program key (planned: "" or its chunk).
+// latency two-shot, 5 direct two-shot, 6 trees on own buffers, 7 direct inbox), program key (planned: "" or its
+// chunk).
 using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
 // A program spec must be canonical (CollectiveCache::canonical): one object per distinct program, so its address
 // names it.

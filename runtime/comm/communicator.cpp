@@ -40,6 +40,7 @@ Communicator::State::~State() {
   memory.reset();
   destroy_device_order(order);
   if (peers) staging.release(*peers);
+  if (peers) inboxes.release(*peers);
   peers.reset();
 }
 

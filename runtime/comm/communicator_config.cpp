@@ -75,7 +75,7 @@ CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks)
   c.check_pointers = check_pointers_from_environment();
   c.check_calls = check_calls_from_environment();
   c.stage_only_shared = stage_only_shared_from_environment();
-  c.trees_own_buffers = trees_own_buffers_from_environment();
+  c.own_buffers = own_buffers_from_environment();
   c.profile_calls = profile_calls_from_environment();
   c.launch = launch_threads_from_environment();
   if (options.launch_threads) c.launch.enabled = *options.launch_threads;

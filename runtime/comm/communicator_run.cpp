@@ -53,6 +53,12 @@ CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, cons
     spec.direct = pick.protocol == Protocol::direct;
     spec.two_shot = pick.two_shot;
   }
+  // Across processes under CANOPY_OWN_BUFFERS, the trees and the direct protocol in their forms that touch only their
+  // own rank's buffers (the direct one's inbox kernel is one-shot).
+  if (placement.multi_process() && config.own_buffers && !spec.low_latency && !spec.ll128) {
+    spec.own_buffers = true;
+    if (spec.direct) spec.two_shot = false;
+  }
   if (!plan_free(spec))
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
   return spec;
@@ -76,6 +82,7 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
     target.epoch = &m.epoch;
   } else if (spec.direct) {
     DirectMemory& m = memory->direct();
+    if (spec.own_buffers) target.scratch = inbox;  // the inbox kernels' inboxes (ready_inboxes)
     target.flags = m.flags;
     target.launches = m.launches;
     target.epoch = &m.epoch;

@@ -70,6 +70,10 @@ struct Communicator::State {
   // other ranks' buffers (the planned trees, the direct protocol) move them: every process maps every other's.
   std::unique_ptr<ProcessGroup> group;
   StagingArea staging;
+  // Under CANOPY_OWN_BUFFERS, the direct inbox kernels' inboxes (templates/direct_inbox.cuh): the receive region of
+  // this area, per rank, grown to the call as the staging area is; `inbox` holds its addresses as the kernels' scratch.
+  StagingArea inboxes;
+  std::vector<void*> inbox;
   std::unique_ptr<CallCounters> counters;  // every process's calls made, for the monitor's stall check
   std::unique_ptr<PeerMonitor> monitor;    // notices another process ending, or stopping its calls
   // Several hosts (runtime/hosts/): the inside communicator of this host and the real NCCL's rail communicators;
@@ -122,6 +126,8 @@ struct Communicator::State {
   // A multi-process communicator's call: `given` holds this process's ranks only (process_call.cpp).
   Status run_in_processes(const CollectiveCall& given);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
+  // The inbox area fits `call` (grown if not, which a capture cannot do) and `inbox` names it.
+  Status ready_inboxes(const CollectiveCall& call, bool capturing);
   Status agree_on_kernels(const std::vector<std::string>& keys);
   // CANOPY_CHECK_CALLS: every process made the same call (its signature), else the error shows both and their ranks.
   Status agree_on_call(const CollectiveCall& call);

@@ -2,7 +2,7 @@
 // its own ranks become a whole call (other ranks' entries placeholders, unchecked), the protocol is chosen as if out
 // of place (every process must choose alike, and only this one knows whether its buffers coincide), and the kernel
 // launches on this process's device index only. The low-latency and LL128 kernels touch only their own rank's
-// buffers, and so do the planned trees lowered with CANOPY_TREES_OWN_BUFFERS; the others (the planned trees by
+// buffers, and so do the planned trees lowered with CANOPY_OWN_BUFFERS; the others (the planned trees by
 // default, the direct protocol) read and write other ranks' buffers, so they run on the staging area
 // (staging_area.hpp) with copies in and out on the caller's stream.
 #include <cuda_runtime_api.h>
@@ -10,6 +10,7 @@
 
 #include <algorithm>
 
+#include "codegen/direct_source.hpp"
 #include "core/error.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
@@ -60,6 +61,26 @@ Status Communicator::State::agree_on_call(const CollectiveCall& call) {
                                 "operator and root, in the same order",
                                 who(0), all[0], who(p), all[p]));
     }
+  return Status();
+}
+
+Status Communicator::State::ready_inboxes(const CollectiveCall& call, bool capturing) {
+  const std::uint64_t bytes = direct_inbox_bytes(call.count, size_of(call.dtype), ranks());
+  if (!inboxes.fits(0, bytes)) {
+    if (capturing)
+      return Status(StatusCode::unsupported,
+                    fmt::format("{}: count {} needs a larger inbox area, which a CUDA graph capture cannot make: make "
+                                "one eager call of this size first",
+                                call_name(call), call.count));
+    try {
+      wait_for_launches(order, placement.ordinals);
+      inboxes.grow(*peers, 0, bytes, /*keep_old=*/device_epochs);  // graphs name the old area
+    } catch (const Error& e) {
+      return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
+    }
+  }
+  inbox.resize(ranks());
+  for (int r = 0; r < ranks(); ++r) inbox[r] = inboxes.recv(r);
   return Status();
 }
 
@@ -118,11 +139,12 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     cache->remember(spec, p);
   }
   profile.mark(CallProfile::choose);
-  // Kernels that touch only their own rank's buffers run on the caller's: LL, LL128, and the planned trees lowered
-  // so (CANOPY_TREES_OWN_BUFFERS: every transfer through the receiver's FIFO).
-  const bool own_buffers = p->protocol == PreparedCollective::Protocol::trees && p->built &&
-                           p->built->schedule.options.own_buffers_only;
-  if (spec.low_latency || spec.ll128 || own_buffers) {
+  // Kernels that touch only their own rank's buffers run on the caller's: LL, LL128, and under CANOPY_OWN_BUFFERS
+  // the planned trees (every transfer through the receiver's FIFO) and the direct inbox kernels (through the inbox
+  // area, grown to the call here).
+  if (spec.direct && spec.own_buffers)
+    if (Status s = ready_inboxes(call, capturing); !s.ok()) return s;
+  if (spec.low_latency || spec.ll128 || spec.own_buffers) {
     const Status s = launch_kernels(*p, spec, call, capturing, 0);
     profile.mark(CallProfile::launch);
     return s;

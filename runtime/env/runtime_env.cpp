@@ -121,10 +121,10 @@ bool stage_only_shared_from_environment() {
                     "stage only the buffers other ranks read or write");
 }
 
-bool trees_own_buffers_from_environment() {
-  return env_switch("CANOPY_TREES_OWN_BUFFERS", false,
-                    "stage every buffer of a multi-process planned-trees call, the default",
-                    "lower the planned trees to touch only their own rank's buffers and run them unstaged");
+bool own_buffers_from_environment() {
+  return env_switch("CANOPY_OWN_BUFFERS", false,
+                    "stage every buffer of a multi-process planned-trees or direct call, the default",
+                    "run the planned trees and direct kernels on their own rank's buffers alone, unstaged");
 }
 
 bool profile_calls_from_environment() {

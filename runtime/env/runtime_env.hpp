@@ -17,7 +17,8 @@
 //                        (transport/bootstrap/root_address.hpp)
 //   CANOPY_BOOTSTRAP_TIMEOUT_S   seconds each bootstrap wait lasts, default 120 (transport/bootstrap/bootstrap_options.hpp)
 //   CANOPY_STAGE_ONLY_SHARED   multi-process direct calls stage only the buffers other ranks touch (default off)
-//   CANOPY_TREES_OWN_BUFFERS   multi-process planned trees run on the callers' buffers, not staged (default off)
+//   CANOPY_OWN_BUFFERS   multi-process trees and direct kernels touch only their own rank's buffers, not staged
+//                        (default off)
 //   CANOPY_HOSTS_PIECE_BYTES   across hosts, the size of the pieces an allreduce, broadcast or reduce is cut into
 //                        (hosts/hosts_join.cpp reads it; 0 or unset: not cut)
 // A malformed value is a canopy::Error naming the variable and what it takes.
@@ -111,11 +112,11 @@ bool check_calls_from_environment();
 // CANOPY_STAGE_ONLY_SHARED (default off): a multi-process call of the direct protocol stages only the buffers other
 // ranks read or write (comm/staged_sides.hpp); off, it stages every buffer.
 bool stage_only_shared_from_environment();
-// CANOPY_TREES_OWN_BUFFERS (default off): a multi-process communicator's planned trees are lowered so that a rank's
-// kernel touches only its own buffers (CodegenOptions::own_buffers_only: every edge through the receiver's FIFO) and
-// run on the callers' buffers, without the staging copies; off, they read and write other ranks' buffers, so every
-// buffer is staged.
-bool trees_own_buffers_from_environment();
+// CANOPY_OWN_BUFFERS (default off): a multi-process communicator's planned trees and direct kernels touch only their
+// own rank's buffers, so they run on the callers' buffers without the staging copies: the trees lowered with every
+// edge through the receiver's FIFO (CodegenOptions::own_buffers_only), the direct protocol's inbox kernels
+// (templates/direct_inbox.cuh, one-shot); off, they read and write other ranks' buffers, so every buffer is staged.
+bool own_buffers_from_environment();
 // CANOPY_PROFILE_CALLS (default 0): 1 times each call's phases on the host (runtime/comm/call_profile.hpp).
 bool profile_calls_from_environment();
 

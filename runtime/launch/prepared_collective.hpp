@@ -41,6 +41,7 @@ struct PreparedCollective {
   Collective collective = Collective::allreduce;
   int root = 0;
   bool two_shot = false;                    // the low-latency and direct protocols' two-shot kernels
+  bool own_buffers = false;                 // touches only its own rank's buffers (CollectiveSpec::own_buffers)
   int blocks_per_rank = 0;                  // plan-free kernels
   std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
   std::vector<unsigned char> args;          // DeviceArgs<ranks> image

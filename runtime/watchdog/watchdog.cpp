@@ -40,6 +40,7 @@ void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& c
   p.collective = prepared.collective;
   p.root = prepared.root;
   p.two_shot = prepared.two_shot;
+  p.own_buffers = prepared.own_buffers;
   p.blocks_per_rank = prepared.blocks_per_rank;
   p.flags.assign(flags.begin(), flags.end());
   p.launches.assign(launches.begin(), launches.end());
@@ -161,6 +162,11 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
   std::vector<std::string> lines;
   if (p.protocol == Protocol::trees)
     lines = stuck_report(s, p.count, p.epoch, flags, stuck);
+  else if (p.protocol == Protocol::direct && p.own_buffers)
+    lines = {fmt::format("direct inbox kernel: its blocks wait for the peers that store into their inboxes to finish "
+                         "launch {}, or for the peers they store to to enter it (a peer has not entered this launch, or "
+                         "has not finished one before it)",
+                         p.epoch)};
   else if (p.protocol == Protocol::direct)
     lines = direct_stuck_report(p.collective, p.root, p.two_shot, names_, device_of_rank_, p.blocks_per_rank, p.epoch,
                                 flags, stuck);

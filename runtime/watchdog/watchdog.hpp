@@ -46,6 +46,7 @@ class Watchdog {
     Collective collective = Collective::allreduce;
     int root = 0;
     bool two_shot = false;
+    bool own_buffers = false;  // the direct protocol's inbox kernels: another handshake than direct_stuck_report's
     int blocks_per_rank = 0;
     std::vector<void*> flags;  // per rank
     std::vector<unsigned long long*> launches;  // per device index

@@ -288,5 +288,25 @@ TEST(DirectSource, RefusesWhatItCannotRun) {
   EXPECT_EQ(refusal(spec), "");
 }
 
+// The inbox kernels (DirectSpec::inbox, templates/direct_inbox.cuh): their own name, template and entry; one-shot only;
+// an inbox of a slot per rank, each rounded up to whole 16-byte vectors as the template rounds it.
+TEST(DirectSource, InboxKernelsNameTheirTemplateAndRefuseTwoShot) {
+  DirectSpec spec = reduce_on_two_gpus();
+  spec.inbox = true;
+  const KernelSource k = direct_source(spec);
+  EXPECT_EQ(k.name, "canopy_directinbox_reduce_r8_d2_b32_bf16_max_root3");
+  for (const char* line : {"#include \"canopy/direct_inbox.cuh\"", "  static constexpr bool kTwoShot = false;",
+                           "  canopy::run_direct_inbox<Config>(a, kRanksOf[device], device);"})
+    EXPECT_TRUE(contains(k.file.text, line)) << "missing: " << line << "\n" << k.file.text;
+  spec.two_shot = true;
+  EXPECT_EQ(refusal(spec), "direct kernels: the inbox kernels are one-shot; unset two_shot or inbox");
+  EXPECT_EQ(direct_inbox_bytes(1, 4, 2), 2u * 16);           // one f32: a vector per slot
+  EXPECT_EQ(direct_inbox_bytes(1028, 4, 3), 3u * 1028 * 4);  // whole vectors already
+  EXPECT_EQ(direct_inbox_bytes(7, 2, 8), 8u * 8 * 2);        // seven f16 round up to eight
+  EXPECT_EQ(direct_inbox_bytes(17, 1, 2), 2u * 32);          // 17 bytes to two vectors
+  const std::string templ = testing::read_file(testing::source_dir() / "templates" / "direct_inbox.cuh");
+  EXPECT_TRUE(contains(templ, "return (n + vec - 1) / vec * vec;")) << "inbox_slot changed in templates/direct_inbox.cuh";
+}
+
 }  // namespace
 }  // namespace canopy

@@ -72,6 +72,14 @@ TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 
+TEST(GoldenSources, DirectInboxAllreduceMatchesGeneratedFolder) {
+  DirectSpec spec;
+  spec.inbox = true;
+  const KernelSource k = direct_source(spec);
+  EXPECT_EQ(k.file.name, "canopy_directinbox_allreduce_r2_d2_b32_f32_sum.cu");
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
 TEST(GoldenSources, DirectTwoShotAllreduceMatchesGeneratedFolder) {
   DirectSpec spec;
   spec.two_shot = true;

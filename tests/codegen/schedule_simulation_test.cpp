@@ -277,9 +277,9 @@ TEST(ScheduleSimulation, PulledEdgesWithManyBlocksAndEveryOp) {
 // How many failures run_and_check reports for `cases` (one rank per device, `ranks` of them), caught rather than
 // failing the test: for schedules broken on purpose, which the host model must catch.
 std::size_t failures_of(const std::vector<Case>& cases, int ranks, const char* seed, const std::string& what) {
+  using Reporter = ::testing::ScopedFakeTestPartResultReporter;
   ::testing::TestPartResultArray failures;
-  ::testing::ScopedFakeTestPartResultReporter reporter(::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ALL_THREADS,
-                                                       &failures);
+  Reporter reporter(Reporter::INTERCEPT_ALL_THREADS, &failures);
   auto rng = seeded_rng(seed);
   run_and_check(cases, block_placement(ranks, ranks), rng, what);
   return static_cast<std::size_t>(failures.size());

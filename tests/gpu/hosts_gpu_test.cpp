@@ -91,11 +91,11 @@ TEST_F(HostsOnGpu, TwoRanksPerProcessAcrossHosts) {
 // Cut into pieces of 64 KiB (CANOPY_HOSTS_PIECE_BYTES): allreduce, broadcast and reduce run as a wavefront, the
 // rails on a stream of their own overlapping the next piece's inside phase; every output is still right, even and
 // uneven hosts, the log says so.
-// Each host's processes with their planned trees unstaged (CANOPY_TREES_OWN_BUFFERS: lowered to touch only their own
+// Each host's processes with their planned trees unstaged (CANOPY_OWN_BUFFERS: lowered to touch only their own
 // rank's buffers), the other protocols off: every collective checked across the hosts.
 TEST_F(HostsOnGpu, TreesOnOwnBuffersInsideEachHost) {
   const testing::CommandRun r =
-      hosts_check(4, "2,2", "CANOPY_TREES_OWN_BUFFERS=1 CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",
+      hosts_check(4, "2,2", "CANOPY_OWN_BUFFERS=1 CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",
                   "--collectives broadcast,reduce,allreduce,allgather,reduce_scatter --dtypes f32 --ops sum "
                   "--counts 1028,65540,3000004");
   expect_every_process_right(r, 4);

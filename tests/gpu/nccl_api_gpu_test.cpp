@@ -94,11 +94,20 @@ TEST_P(NcclApiOnGpu, CapturedTreesReplayWithFreshData) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 200 replays checked, 0 wrong", p)));
 }
 
-// The same with the planned trees unstaged (CANOPY_TREES_OWN_BUFFERS): their FIFOs, grown by the larger count after
-// the smaller count's graph was captured, must stay where that graph's kernels look.
+// The same on own buffers (CANOPY_OWN_BUFFERS: the direct inbox kernels and the trees unstaged): the inbox area and
+// the trees' FIFOs, grown by a larger count after a smaller count's graph was captured, must stay where that graph's
+// kernels look.
+TEST_P(NcclApiOnGpu, CapturedOnOwnBuffersReplayWithFreshData) {
+  const int n = GetParam();
+  const testing::CommandRun r = nccl_check(n, "CANOPY_OWN_BUFFERS=1", "--mode graphs --replays 100");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 300 replays checked, 0 wrong", p)));
+}
+
 TEST_P(NcclApiOnGpu, CapturedOwnBufferTreesReplayWithFreshData) {
   const int n = GetParam();
-  const testing::CommandRun r = nccl_check(n, "CANOPY_DIRECT_BYTES=0 CANOPY_TREES_OWN_BUFFERS=1",
+  const testing::CommandRun r = nccl_check(n, "CANOPY_DIRECT_BYTES=0 CANOPY_OWN_BUFFERS=1",
                                            "--mode graphs --replays 100 --capture thread --counts 262147,4194307");
   EXPECT_EQ(r.status, 0) << r.output;
   for (int p = 0; p < n; ++p)

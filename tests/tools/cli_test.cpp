@@ -157,7 +157,7 @@ TEST(CliGen, WritesSourcePlanAndManifestAndExplainsBadOptions) {
   EXPECT_THAT(canopy("gen -t h200x2 -c allreduce --schedule").output, HasSubstr("per chunk i"));
 }
 
-// --own-buffers: the kernels a multi-process communicator runs under CANOPY_TREES_OWN_BUFFERS=1, for inspection.
+// --own-buffers: the kernels a multi-process communicator runs under CANOPY_OWN_BUFFERS=1, for inspection.
 TEST(CliGen, OwnBuffersRouteBroadcastEdgesThroughTheChildsFifo) {
   const CliRun r = canopy("gen -t h200x2 -c broadcast --own-buffers --schedule");
   EXPECT_EQ(r.status, 0) << r.output;

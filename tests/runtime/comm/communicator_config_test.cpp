@@ -25,7 +25,7 @@ struct CleanEnvironment {
                         {"CANOPY_LAUNCH_THREADS", nullptr}, {"CANOPY_LAUNCH_SPIN_US", nullptr},
                         {"CANOPY_CHECK_POINTERS", nullptr}, {"CANOPY_WATCHDOG_S", nullptr},
                         {"CANOPY_PULL", nullptr},           {"CANOPY_STAGE_ONLY_SHARED", nullptr},
-                        {"CANOPY_TREES_OWN_BUFFERS", nullptr}, {"CANOPY_CHECK_CALLS", nullptr}};
+                        {"CANOPY_OWN_BUFFERS", nullptr}, {"CANOPY_CHECK_CALLS", nullptr}};
 };
 
 std::string error_of(const CommunicatorOptions& o, int ranks = 2) {
@@ -126,16 +126,16 @@ TEST(CommunicatorConfig, MultiProcessSwitchesAreOffUnlessSet) {
   CleanEnvironment clean;
   CommunicatorConfig c = resolve_config({}, 2);
   EXPECT_FALSE(c.stage_only_shared);
-  EXPECT_FALSE(c.trees_own_buffers);
+  EXPECT_FALSE(c.own_buffers);
   EXPECT_FALSE(c.check_calls);
   {
-    ScopedEnv own("CANOPY_TREES_OWN_BUFFERS", "1"), shared("CANOPY_STAGE_ONLY_SHARED", "1");
+    ScopedEnv own("CANOPY_OWN_BUFFERS", "1"), shared("CANOPY_STAGE_ONLY_SHARED", "1");
     c = resolve_config({}, 2);
-    EXPECT_TRUE(c.trees_own_buffers);
+    EXPECT_TRUE(c.own_buffers);
     EXPECT_TRUE(c.stage_only_shared);
   }
-  ScopedEnv bad("CANOPY_TREES_OWN_BUFFERS", "yes please");
-  EXPECT_THAT(error_of({}), HasSubstr("CANOPY_TREES_OWN_BUFFERS"));
+  ScopedEnv bad("CANOPY_OWN_BUFFERS", "yes please");
+  EXPECT_THAT(error_of({}), HasSubstr("CANOPY_OWN_BUFFERS"));
 }
 
 }  // namespace

@@ -231,6 +231,32 @@ TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
   }
 }
 
+// The direct inbox kernels (templates/direct_inbox.cuh, for ranks in other processes): every collective x element type
+// on 2 ranks with root 1, and every operator on 8 ranks, 4 to a device (8 sources).
+TEST(GeneratedKernelsDirect, InboxKernelsCompile) {
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                       Collective::reducescatter})
+    for (DataType t : kTypes) {
+      DirectSpec spec;
+      spec.inbox = true;
+      spec.base.collective = c;
+      spec.base.dtype = t;
+      spec.base.ranks = 2;
+      spec.base.root = 1;
+      expect_compiles(direct_source(spec), CodegenOptions{});
+    }
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
+    DirectSpec spec;
+    spec.inbox = true;
+    spec.base.op = op;
+    spec.base.ranks = 8;
+    spec.base.device_of_rank = block_placement(8, 2);
+    spec.base.dtype = DataType::f16;
+    spec.base.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
+    expect_compiles(direct_source(spec), CodegenOptions{});
+  }
+}
+
 // The direct protocol's two-shot kernels: allreduce of every element type on 2 ranks, broadcast and reduce on 8, every
 // operator on 8 ranks of one device and on 16 of two (16 sources and 16 destinations). Sums and products on up to 8
 // ranks keep their pointers and vectors in registers: a spill would put local-memory traffic beside every vector they

@@ -1,0 +1,150 @@
+// The direct protocol for ranks that must not touch each other's buffers (one process per GPU: only the
+// communicator's memory is mapped into every process, never the callers' buffers). Every rank stores what a peer
+// needs into that peer's inbox, one slot per source rank in the peer's scratch (communicator memory), and then
+// combines or copies its own inbox into its own receive buffer. One launch per call, two handshakes per block, as in
+// templates/direct.cuh, whose counters it shares: block b of a rank tells the ranks that store into its inbox that
+// they may ("entered": its stream has reached this call, so its launch before has finished reading the inbox) and
+// waits for that word from the ranks it stores to; it stores its part of the elements into their inboxes, then,
+// behind a system-scope fence, tells each of them that its stores are complete ("done") and waits for the same from
+// the ranks that store to it; last it moves its part from its inbox into its receive buffer, contributions combined
+// in rank order. No rank reads another's buffers, so no rank waits for its readers at the end, and in place is safe
+// for every collective. One-shot only (Config::kTwoShot is false). Block b of every rank handles the same elements
+// of each slot, as in direct.cuh. Generated code (codegen/direct_source.hpp, DirectSpec::inbox) supplies the Config.
+#pragma once
+
+#include "canopy/direct.cuh"
+
+namespace canopy {
+
+// Whether rank `me` stores into rank `peer`'s inbox in collective C::kCollective.
+template <typename C>
+__device__ __forceinline__ bool inbox_sends(int me, int peer) {
+  if (me == peer) return false;
+  if (C::kCollective == kDirectBroadcast) return me == C::kRoot;
+  if (C::kCollective == kDirectReduce) return peer == C::kRoot;
+  return true;
+}
+
+// Elements of one source's slot in an inbox: the call's count rounded up to whole 16-byte vectors, so every slot
+// starts aligned (codegen/direct_source.hpp: direct_inbox_bytes sizes the inbox so).
+template <typename C>
+__device__ __forceinline__ unsigned long long inbox_slot(unsigned long long n) {
+  constexpr unsigned long long vec = 16 / sizeof(typename C::T);
+  return (n + vec - 1) / vec * vec;
+}
+
+template <typename C>
+__device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a, int me, int b,
+                                                       unsigned long long e) {
+  typedef typename C::T T;
+  typedef typename C::Op Op;
+  static_assert(!C::kTwoShot, "the inbox kernels are one-shot");
+  const unsigned long long n = a.count;
+  const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
+  const unsigned long long first = vectors * b / C::kBlocks * vec;
+  const unsigned long long last = b + 1 == C::kBlocks ? n : vectors * (b + 1) / C::kBlocks * vec;
+  const unsigned long long len = last - first;
+  const unsigned long long slot = inbox_slot<C>(n);
+  const T* in = static_cast<const T*>(a.rank[me].send);
+  T* out = static_cast<T*>(a.rank[me].recv);
+  // Slot `source` of `owner`'s inbox, at this block's first element.
+  auto inbox = [&](int owner, int source) {
+    return static_cast<T*>(a.rank[owner].scratch) + static_cast<unsigned long long>(source) * slot + first;
+  };
+
+  // 1. Entered: the ranks that store into my inbox may; wait until the ranks I store to have entered too.
+  if (leader()) {
+    for (int q = 0; q < C::kRanks; ++q)
+      if (inbox_sends<C>(q, me)) store_release(flag(a.rank[q], direct_entered<C>(me, b)), e);
+    for (int q = 0; q < C::kRanks; ++q)
+      if (inbox_sends<C>(me, q)) wait(flag(a.rank[me], direct_entered<C>(q, b)), e);
+  }
+  sync();
+
+  // 2. Store: my part into the inbox of every rank that needs it, starting after myself so that ranks spread their
+  // stores over the peers. One read of my input serves every destination, and my own copy where there is one (the
+  // broadcast root's, allgather's own block), unless in place.
+  if (len > 0) {
+    if (C::kCollective == kDirectReduceScatter) {
+      for (int k = 1; k < C::kRanks; ++k) {  // share q of my input into q's inbox
+        const int q = (me + k) % C::kRanks;
+        Pointers<T, 1> d;
+        Pointers<const T, 1> s;
+        d.p[0] = inbox(q, me);
+        s.p[0] = in + static_cast<unsigned long long>(q) * n + first;
+        reduce_copy<Op, T, 1, 1>(d, s, 1, len);
+      }
+    } else {
+      Pointers<T, C::kRanks> d;
+      Pointers<const T, 1> s;
+      s.p[0] = in + first;
+      bool any = false;
+#pragma unroll
+      for (int k = 0; k < C::kRanks; ++k) {
+        const int q = (me + 1 + k) % C::kRanks;
+        d.p[k] = nullptr;
+        if (inbox_sends<C>(me, q)) {
+          d.p[k] = inbox(q, me);
+        } else if (q == me && C::kCollective == kDirectAllGather) {
+          d.p[k] = out + static_cast<unsigned long long>(me) * n + first;
+        } else if (q == me && C::kCollective == kDirectBroadcast && me == C::kRoot) {
+          d.p[k] = out + first;
+        }
+        if (d.p[k] == s.p[0]) d.p[k] = nullptr;  // in place: already there
+        any = any || d.p[k] != nullptr;
+      }
+      if (any) reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, len);
+    }
+  }
+
+  // 3. Done: every thread's stores to peers before the word that they are complete; wait for the ranks that store
+  // to me.
+  __syncthreads();
+  if (leader()) {
+    __threadfence_system();
+    for (int q = 0; q < C::kRanks; ++q)
+      if (inbox_sends<C>(me, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), e);
+    for (int q = 0; q < C::kRanks; ++q)
+      if (inbox_sends<C>(q, me)) wait(flag(a.rank[me], direct_done<C>(q, b)), e);
+  }
+  sync();
+
+  // 4. My inbox into my receive buffer: copied (broadcast, allgather) or combined with my input in rank order.
+  if (len == 0) return;
+  if (C::kCollective == kDirectAllGather) {
+    for (int q = 0; q < C::kRanks; ++q) {
+      if (q == me) continue;
+      Pointers<T, 1> d;
+      Pointers<const T, 1> s;
+      d.p[0] = out + static_cast<unsigned long long>(q) * n + first;
+      s.p[0] = inbox(me, q);
+      reduce_copy<Op, T, 1, 1>(d, s, 1, len);
+    }
+  } else if (C::kCollective == kDirectBroadcast) {
+    if (me == C::kRoot) return;
+    Pointers<T, 1> d;
+    Pointers<const T, 1> s;
+    d.p[0] = out + first;
+    s.p[0] = inbox(me, C::kRoot);
+    reduce_copy<Op, T, 1, 1>(d, s, 1, len);
+  } else if (C::kCollective != kDirectReduce || me == C::kRoot) {
+    // allreduce, reduce at the root, reduce-scatter (my share of my own input)
+    const unsigned long long at = C::kCollective == kDirectReduceScatter ? static_cast<unsigned long long>(me) * n : 0;
+    Pointers<T, 1> d;
+    Pointers<const T, C::kRanks> s;
+    d.p[0] = out + first;
+#pragma unroll
+    for (int q = 0; q < C::kRanks; ++q) s.p[q] = q == me ? in + at + first : inbox(me, q);
+    reduce_copy<Op, T, C::kRanks, 1>(d, s, C::kRanks, len);
+  }
+}
+
+// blockIdx.x = local rank k x C::kBlocks + block: rank ranks[k] of device `device`.
+template <typename C>
+__device__ __forceinline__ void run_direct_inbox(const typename C::Args& a, const int* ranks, int device) {
+  const unsigned long long e = begin_launch(a.launches[device], a.epoch, a.abort);
+  run_direct_inbox_block<C>(a, ranks[blockIdx.x / C::kBlocks], blockIdx.x % C::kBlocks, e);
+  end_launch(a.launches[device], a.epoch, e);
+}
+
+}  // namespace canopy

@@ -1,0 +1,288 @@
+// A host model of the direct inbox kernels' flow control (templates/direct_inbox.cuh), as low_latency_model_test.cpp
+// is of the LL protocol's: every block of every rank is a state machine over host memory (the inboxes, the
+// "entered" and "done" counters), stepped one counter access or one element store or load at a time in a seeded
+// random order, some blocks straggling; a device starts launch e + 1 only when all its blocks of launch e are done
+// (stream order), while the other devices may lag. Launches mix collectives, roots and counts (each count cuts the
+// slots into other block parts and other slot offsets). Checked: no store lands in an inbox element before its owner
+// has read what the launch before put there, nothing deadlocks, and every output element is right. Leaving out the
+// wait for the receivers' "entered" must be caught, or the model's passes mean nothing.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace canopy {
+namespace {
+
+enum Kind { kBroadcast, kReduce, kAllReduce, kAllGather, kReduceScatter };
+
+struct Call {
+  Kind kind = kAllReduce;
+  int root = 0;
+  std::uint64_t count = 1;
+};
+
+constexpr std::uint64_t kVec = 4;  // elements per 16-byte vector (f32)
+
+bool sends(const Call& c, int me, int peer) {  // inbox_sends
+  if (me == peer) return false;
+  if (c.kind == kBroadcast) return me == c.root;
+  if (c.kind == kReduce) return peer == c.root;
+  return true;
+}
+
+double input(int launch, int rank, std::uint64_t j) {
+  return static_cast<double>((launch * 31 + rank * 7 + j * 3) % 17);
+}
+
+// A block's element range [first, last) of a slot of `n` elements, as the kernel cuts it.
+std::pair<std::uint64_t, std::uint64_t> part(std::uint64_t n, int b, int blocks) {
+  const std::uint64_t vectors = n / kVec;
+  const std::uint64_t first = vectors * b / blocks * kVec;
+  const std::uint64_t last = b + 1 == blocks ? n : vectors * (b + 1) / blocks * kVec;
+  return {first, last};
+}
+
+struct Cell {
+  double value = 0;
+  int written = 0;  // launch that stored it (0: none)
+  int read = 0;     // launch that last read it
+};
+
+class InboxModel {
+ public:
+  InboxModel(int ranks, std::vector<int> device_of_rank, int blocks, bool wait_entered)
+      : ranks_(ranks), blocks_(blocks), wait_entered_(wait_entered), device_of_rank_(std::move(device_of_rank)) {}
+
+  // Runs `calls` as launches 1, 2, ...; returns "" or the first failure.
+  std::string run(const std::vector<Call>& calls, std::mt19937_64& rng) {
+    std::uint64_t most = 1;
+    for (const Call& c : calls) most = std::max(most, c.count);
+    const std::uint64_t slot_max = (most + kVec - 1) / kVec * kVec;
+    inbox_.assign(ranks_, std::vector<Cell>(static_cast<std::size_t>(ranks_ * slot_max)));
+    entered_.assign(ranks_, std::vector<std::uint64_t>(static_cast<std::size_t>(ranks_ * blocks_), 0));
+    done_ = entered_;
+    const int devices = *std::max_element(device_of_rank_.begin(), device_of_rank_.end()) + 1;
+    std::vector<int> launch_of_device(devices, 0);  // index into calls of the device's current launch
+    std::vector<Block> live;
+    auto start = [&](int d) {
+      const int k = launch_of_device[d];
+      if (k >= static_cast<int>(calls.size())) return;
+      for (int r = 0; r < ranks_; ++r)
+        if (device_of_rank_[r] == d)
+          for (int b = 0; b < blocks_; ++b) {
+            live.push_back(make_block(calls[k], k + 1, r, b));
+            live.back().slow = rng() % 4 == 0;
+          }
+    };
+    for (int d = 0; d < devices; ++d) start(d);
+    std::uint64_t idle = 0;
+    while (!live.empty()) {
+      const std::size_t i = rng() % live.size();
+      if (live[i].slow && rng() % 16 != 0) continue;  // a straggler: it seldom gets a step
+      const Step s = step(live[i]);
+      if (!failure_.empty()) return failure_;
+      idle = s == Step::blocked ? idle + 1 : 0;
+      if (idle > 200000) return "deadlock: every live block waits";
+      if (s != Step::finished) continue;
+      const int d = device_of_rank_[live[i].me];
+      const int e = live[i].e;
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      bool device_done = true;
+      for (const Block& x : live) device_done = device_done && !(device_of_rank_[x.me] == d && x.e == e);
+      if (device_done) {
+        ++launch_of_device[d];
+        start(d);
+      }
+    }
+    return "";
+  }
+
+ private:
+  enum class Step { progressed, blocked, finished };
+  enum class Phase { enter, wait_entered, store, done, wait_done, combine, over };
+  struct Store {
+    int owner, source;
+    std::uint64_t j;  // element of the slot
+    double value;
+  };
+  struct Block {
+    Call c;
+    int e = 0, me = 0, b = 0;
+    Phase phase = Phase::enter;
+    std::vector<Store> stores;
+    std::size_t next = 0;
+    std::uint64_t j = 0;
+    bool slow = false;  // a straggler (one block in four): the scheduler seldom steps it
+  };
+
+  std::uint64_t slot(const Call& c) const { return (c.count + kVec - 1) / kVec * kVec; }
+  Cell& cell(int owner, int source, const Call& c, std::uint64_t j) {
+    return inbox_[owner][static_cast<std::size_t>(source * slot(c) + j)];
+  }
+
+  Block make_block(const Call& c, int e, int me, int b) {
+    Block x;
+    x.c = c, x.e = e, x.me = me, x.b = b;
+    const auto [first, last] = part(c.count, b, blocks_);
+    for (int q = 0; q < ranks_; ++q) {
+      if (!sends(c, me, q)) continue;
+      const std::uint64_t at = c.kind == kReduceScatter ? static_cast<std::uint64_t>(q) * c.count : 0;
+      for (std::uint64_t j = first; j < last; ++j) x.stores.push_back({q, me, j, input(e, me, at + j)});
+    }
+    x.j = first;
+    return x;
+  }
+
+  Step step(Block& x) {
+    switch (x.phase) {
+      case Phase::enter:
+        for (int q = 0; q < ranks_; ++q)
+          if (sends(x.c, q, x.me)) entered_[q][x.me * blocks_ + x.b] = x.e;
+        x.phase = Phase::wait_entered;
+        return Step::progressed;
+      case Phase::wait_entered:
+        if (wait_entered_)
+          for (int q = 0; q < ranks_; ++q)
+            if (sends(x.c, x.me, q) && entered_[x.me][q * blocks_ + x.b] < static_cast<std::uint64_t>(x.e))
+              return Step::blocked;
+        x.phase = Phase::store;
+        return Step::progressed;
+      case Phase::store: {
+        if (x.next == x.stores.size()) {
+          x.phase = Phase::done;
+          return Step::progressed;
+        }
+        const Store& s = x.stores[x.next++];
+        Cell& cell_ = cell(s.owner, s.source, x.c, s.j);
+        if (cell_.written > cell_.read) {
+          failure_ = "launch " + std::to_string(x.e) + ": rank " + std::to_string(x.me) + " overwrote element " +
+                     std::to_string(s.j) + " of rank " + std::to_string(s.owner) + "'s inbox slot " +
+                     std::to_string(s.source) + ", stored by launch " + std::to_string(cell_.written) +
+                     " and not read yet";
+          return Step::progressed;
+        }
+        cell_ = {s.value, x.e, cell_.read};
+        return Step::progressed;
+      }
+      case Phase::done:
+        for (int q = 0; q < ranks_; ++q)
+          if (sends(x.c, x.me, q)) done_[q][x.me * blocks_ + x.b] = x.e;
+        x.phase = Phase::wait_done;
+        return Step::progressed;
+      case Phase::wait_done:
+        for (int q = 0; q < ranks_; ++q)
+          if (sends(x.c, q, x.me) && done_[x.me][q * blocks_ + x.b] < static_cast<std::uint64_t>(x.e))
+            return Step::blocked;
+        x.phase = Phase::combine;
+        return Step::progressed;
+      case Phase::combine: {
+        const auto [first, last] = part(x.c.count, x.b, blocks_);
+        if (x.j >= last) {
+          x.phase = Phase::over;
+          return Step::finished;
+        }
+        check_element(x, x.j++);
+        return Step::progressed;
+      }
+      case Phase::over: return Step::finished;
+    }
+    return Step::finished;
+  }
+
+  // Element j of every slot this rank reads, combined or copied as the kernel's step 4 does, against the inputs.
+  void check_element(const Block& x, std::uint64_t j) {
+    const Call& c = x.c;
+    auto read = [&](int source) {
+      Cell& got = cell(x.me, source, c, j);
+      got.read = x.e;
+      if (got.written != x.e && failure_.empty())
+        failure_ = "launch " + std::to_string(x.e) + ": rank " + std::to_string(x.me) + " read element " +
+                   std::to_string(j) + " of its slot " + std::to_string(source) + " stored by launch " +
+                   std::to_string(got.written);
+      return got.value;
+    };
+    auto expect = [&](double got, double want, const char* what) {
+      if (got != want && failure_.empty())
+        failure_ = "launch " + std::to_string(x.e) + ": rank " + std::to_string(x.me) + " " + what + " element " +
+                   std::to_string(j) + " is " + std::to_string(got) + ", expected " + std::to_string(want);
+    };
+    switch (c.kind) {
+      case kBroadcast:
+        if (x.me != c.root) expect(read(c.root), input(x.e, c.root, j), "broadcast");
+        return;
+      case kAllGather:
+        for (int q = 0; q < ranks_; ++q)
+          if (q != x.me) expect(read(q), input(x.e, q, j), "allgather");
+        return;
+      case kReduce:
+        if (x.me != c.root) return;
+        [[fallthrough]];
+      case kAllReduce:
+      case kReduceScatter: {
+        const std::uint64_t at = c.kind == kReduceScatter ? static_cast<std::uint64_t>(x.me) * c.count : 0;
+        double sum = 0, want = 0;
+        for (int q = 0; q < ranks_; ++q) {
+          sum += q == x.me ? input(x.e, x.me, at + j) : read(q);
+          want += input(x.e, q, at + j);
+        }
+        expect(sum, want, "reduction");
+        return;
+      }
+    }
+  }
+
+  int ranks_, blocks_;
+  bool wait_entered_;
+  std::vector<int> device_of_rank_;
+  std::vector<std::vector<Cell>> inbox_;             // per rank: a slot per source
+  std::vector<std::vector<std::uint64_t>> entered_;  // per rank: (peer, block)
+  std::vector<std::vector<std::uint64_t>> done_;
+  std::string failure_;
+};
+
+std::vector<Call> mixed_calls(int ranks, int launches, std::mt19937_64& rng) {
+  std::vector<Call> calls;
+  const std::uint64_t counts[] = {1, 3, 8, 13, 37, 64, 101};
+  for (int k = 0; k < launches; ++k) {
+    Call c;
+    c.kind = static_cast<Kind>(rng() % 5);
+    c.root = static_cast<int>(rng() % ranks);
+    c.count = counts[rng() % 7];
+    calls.push_back(c);
+  }
+  return calls;
+}
+
+TEST(DirectInboxModel, MixedCallsDeliverEveryElementWithoutOverwritingAnUnreadOne) {
+  std::mt19937_64 rng(20261126);
+  for (int ranks : {2, 3, 4})
+    for (int devices : {ranks, 1}) {
+      std::vector<int> device_of_rank;
+      for (int r = 0; r < ranks; ++r) device_of_rank.push_back(r * devices / ranks);
+      for (int round = 0; round < 20; ++round) {
+        InboxModel model(ranks, device_of_rank, 3, /*wait_entered=*/true);
+        const std::vector<Call> calls = mixed_calls(ranks, 12, rng);
+        const std::string failure = model.run(calls, rng);
+        ASSERT_EQ(failure, "") << ranks << " ranks on " << devices << " devices, round " << round;
+      }
+    }
+}
+
+// Without the wait for "entered", a rank that runs ahead stores into an inbox its owner has not read yet.
+TEST(DirectInboxModel, StoresWithoutWaitingForEnteredAreCaught) {
+  std::mt19937_64 rng(7);
+  int caught = 0;
+  for (int round = 0; round < 40; ++round) {
+    InboxModel model(2, {0, 1}, 2, /*wait_entered=*/false);
+    std::vector<Call> calls(10, Call{kAllReduce, 0, 64});
+    if (!model.run(calls, rng).empty()) ++caught;
+  }
+  EXPECT_GT(caught, 0) << "an inbox overwritten before its owner read it went unnoticed";
+}
+
+}  // namespace
+}  // namespace canopy
