@@ -192,12 +192,12 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
   if (broken) return Status(StatusCode::cuda_error, broken_why);
   if (hosts) return Status();  // across hosts nothing is prepared ahead: the inside communicator loads at first use
   // One rank: calls are local copies (local_copy), with nothing to prepare but programs.
+  // Each spec as this communicator runs it (as_run: across processes, perhaps on own buffers).
   std::vector<CollectiveSpec> kept;
-  if (ranks() == 1)
-    for (const CollectiveSpec& s : specs)
-      if (s.program) kept.push_back(s);
+  for (const CollectiveSpec& s : specs)
+    if (ranks() > 1 || s.program) kept.push_back(as_run(s));
   std::vector<std::pair<CollectiveSpec, PreparedCollective*>> loaded;
-  Status status = cache->prepare(ranks() == 1 ? std::span<const CollectiveSpec>(kept) : specs, &loaded);
+  Status status = cache->prepare(kept, &loaded);
   if (group) {  // every process loads the same kernels, or none goes on (the memory below is made together)
     std::vector<std::string> keys;
     for (const auto& [spec, p] : loaded) keys.push_back(p->built->cache_key);
@@ -239,8 +239,8 @@ void Communicator::State::ready_memory(const CollectiveSpec& spec, const Prepare
 }
 
 Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective** out) {
-  if ((*out = cache->find(given))) return Status();
-  const CollectiveSpec spec = cache->canonical(given);
+  const CollectiveSpec spec = cache->canonical(as_run(given));
+  if ((*out = cache->find(spec))) return Status();
   const CollectiveSpec one[] = {spec};
   if (Status s = prepare(one); !s.ok()) return s;
   *out = cache->find(spec);

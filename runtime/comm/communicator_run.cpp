@@ -53,14 +53,17 @@ CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, cons
     spec.direct = pick.protocol == Protocol::direct;
     spec.two_shot = pick.two_shot;
   }
-  // Across processes under CANOPY_OWN_BUFFERS, the trees and the direct protocol in their forms that touch only their
-  // own rank's buffers (the direct one's inbox kernel is one-shot).
-  if (placement.multi_process() && config.own_buffers && !spec.low_latency && !spec.ll128) {
-    spec.own_buffers = true;
-    if (spec.direct) spec.two_shot = false;
-  }
+  spec = as_run(spec);
   if (!plan_free(spec))
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
+  return spec;
+}
+
+CollectiveSpec Communicator::State::as_run(CollectiveSpec spec) const {
+  if (placement.multi_process() && config.own_buffers && !spec.program && !spec.low_latency && !spec.ll128) {
+    spec.own_buffers = true;
+    if (spec.direct) spec.two_shot = false;  // the inbox kernels are one-shot
+  }
   return spec;
 }
 
@@ -280,7 +283,12 @@ bool Communicator::is_direct(Collective collective, std::uint64_t count, DataTyp
   return protocol(collective, count, dtype, in_place) == Protocol::direct;
 }
 bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
-  return state_->protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place).two_shot;
+  const ProtocolPick pick = state_->protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place);
+  CollectiveSpec spec{collective, dtype};
+  spec.direct = pick.protocol == Protocol::direct;
+  spec.low_latency = pick.protocol == Protocol::low_latency;
+  spec.two_shot = pick.two_shot;
+  return state_->as_run(spec).two_shot;  // across processes on own buffers the direct kernels are one-shot
 }
 bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
   return state_->protocols.engine_sized(collective, count * static_cast<std::uint64_t>(size_of(dtype)));

@@ -117,6 +117,9 @@ struct Communicator::State {
   ProtocolPick pick(const CollectiveCall& call, std::uint64_t count, bool in_place_call) const;
   // The kernel `call` runs, for the protocol `pick` chose (its count the kernels' share; a program's canonical copy).
   CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick);
+  // `spec` as this communicator runs it: across processes under CANOPY_OWN_BUFFERS, the planned trees and the direct
+  // protocol in their forms that touch only their own rank's buffers (the direct one one-shot); else unchanged.
+  CollectiveSpec as_run(CollectiveSpec spec) const;
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
   bool is_large(const CollectiveCall& call) const;
   Status local_copy(const CollectiveCall& call);  // a one-rank communicator's call
