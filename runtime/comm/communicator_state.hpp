@@ -129,6 +129,10 @@ struct Communicator::State {
   // A multi-process communicator's call: `given` holds this process's ranks only (process_call.cpp).
   Status run_in_processes(const CollectiveCall& given);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
+  // `area` holds `send_bytes` and `recv_bytes` per rank, grown if not (after every launch using it, keeping it for
+  // the graphs that name it once calls were captured); a capture cannot grow it, and gets an error naming `what`.
+  Status fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes, const CollectiveCall& call,
+                  bool capturing, const char* what);
   // The inbox area fits `call` (grown if not, which a capture cannot do) and `inbox` names it.
   Status ready_inboxes(const CollectiveCall& call, bool capturing);
   Status agree_on_kernels(const std::vector<std::string>& keys);

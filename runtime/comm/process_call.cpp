@@ -64,21 +64,26 @@ Status Communicator::State::agree_on_call(const CollectiveCall& call) {
   return Status();
 }
 
+Status Communicator::State::fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes,
+                                     const CollectiveCall& call, bool capturing, const char* what) {
+  if (area.fits(send_bytes, recv_bytes)) return Status();
+  if (capturing)
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: count {} needs a larger {}, which a CUDA graph capture cannot make: make one eager "
+                              "call of this size first",
+                              call_name(call), call.count, what));
+  try {
+    wait_for_launches(order, placement.ordinals);
+    area.grow(*peers, send_bytes, recv_bytes, /*keep_old=*/device_epochs);  // graphs name the old area
+  } catch (const Error& e) {
+    return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
+  }
+  return Status();
+}
+
 Status Communicator::State::ready_inboxes(const CollectiveCall& call, bool capturing) {
   const std::uint64_t bytes = direct_inbox_bytes(call.count, size_of(call.dtype), ranks());
-  if (!inboxes.fits(0, bytes)) {
-    if (capturing)
-      return Status(StatusCode::unsupported,
-                    fmt::format("{}: count {} needs a larger inbox area, which a CUDA graph capture cannot make: make "
-                                "one eager call of this size first",
-                                call_name(call), call.count));
-    try {
-      wait_for_launches(order, placement.ordinals);
-      inboxes.grow(*peers, 0, bytes, /*keep_old=*/device_epochs);  // graphs name the old area
-    } catch (const Error& e) {
-      return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
-    }
-  }
+  if (Status s = fit_area(inboxes, 0, bytes, call, capturing, "inbox area"); !s.ok()) return s;
   inbox.resize(ranks());
   for (int r = 0; r < ranks(); ++r) inbox[r] = inboxes.recv(r);
   return Status();
@@ -157,19 +162,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     send_bytes = std::max(send_bytes, send_elements(call.collective, call.count, n, r, call.root) * elem);
     recv_bytes = std::max(recv_bytes, recv_elements(call.collective, call.count, n, r, call.root) * elem);
   }
-  if (!staging.fits(send_bytes, recv_bytes)) {
-    if (capturing)
-      return Status(StatusCode::unsupported,
-                    fmt::format("{}: count {} needs a larger staging area, which a CUDA graph capture cannot make: "
-                                "make one eager call of this size first",
-                                call_name(call), call.count));
-    try {
-      wait_for_launches(order, placement.ordinals);
-      staging.grow(*peers, send_bytes, recv_bytes, /*keep_old=*/device_epochs);  // graphs name the old area
-    } catch (const Error& e) {
-      return Status(StatusCode::cuda_error, fmt::format("{}: {}", call_name(call), e.what()));
-    }
-  }
+  if (Status s = fit_area(staging, send_bytes, recv_bytes, call, capturing, "staging area"); !s.ok()) return s;
   std::vector<const void*>& staged_send = whole.staged_send;
   std::vector<void*>& staged_recv = whole.staged_recv;
   staged_send.resize(n);

@@ -207,13 +207,14 @@ TEST(GeneratedKernelsLL128, EveryCollectiveAndTypeCompiles) {
   }
 }
 
-// The direct kernels (templates/direct.cuh): every collective x element type, every operator once, and virtual
-// ranks (16 ranks on 2 devices: the widest reduction, 16 sources).
-TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
+// Every collective x element type on 2 ranks with root 1, and every operator once on `op_ranks` ranks of two
+// devices (the widest reduction: op_ranks sources): the direct kernels, or their inbox form.
+void expect_direct_kernels_compile(bool inbox, int op_ranks) {
   for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
                        Collective::reducescatter})
     for (DataType t : kTypes) {
       DirectSpec spec;
+      spec.inbox = inbox;
       spec.base.collective = c;
       spec.base.dtype = t;
       spec.base.ranks = 2;
@@ -222,40 +223,21 @@ TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) {
     }
   for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
     DirectSpec spec;
+    spec.inbox = inbox;
     spec.base.op = op;
-    spec.base.ranks = 16;
-    spec.base.device_of_rank = block_placement(16, 2);
+    spec.base.ranks = op_ranks;
+    spec.base.device_of_rank = block_placement(op_ranks, 2);
     spec.base.dtype = DataType::bf16;
     spec.base.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
     expect_compiles(direct_source(spec), CodegenOptions{});
   }
 }
 
-// The direct inbox kernels (templates/direct_inbox.cuh, for ranks in other processes): every collective x element type
-// on 2 ranks with root 1, and every operator on 8 ranks, 4 to a device (8 sources).
-TEST(GeneratedKernelsDirect, InboxKernelsCompile) {
-  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
-                       Collective::reducescatter})
-    for (DataType t : kTypes) {
-      DirectSpec spec;
-      spec.inbox = true;
-      spec.base.collective = c;
-      spec.base.dtype = t;
-      spec.base.ranks = 2;
-      spec.base.root = 1;
-      expect_compiles(direct_source(spec), CodegenOptions{});
-    }
-  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
-    DirectSpec spec;
-    spec.inbox = true;
-    spec.base.op = op;
-    spec.base.ranks = 8;
-    spec.base.device_of_rank = block_placement(8, 2);
-    spec.base.dtype = DataType::f16;
-    spec.base.collective = op == ReduceOp::min ? Collective::reducescatter : Collective::allreduce;
-    expect_compiles(direct_source(spec), CodegenOptions{});
-  }
-}
+// The direct kernels (templates/direct.cuh), virtual ranks 16 on 2 devices.
+TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) { expect_direct_kernels_compile(false, 16); }
+
+// The direct inbox kernels (templates/direct_inbox.cuh, for ranks in other processes), 8 ranks on 2 devices.
+TEST(GeneratedKernelsDirect, InboxKernelsCompile) { expect_direct_kernels_compile(true, 8); }
 
 // The direct protocol's two-shot kernels: allreduce of every element type on 2 ranks, broadcast and reduce on 8, every
 // operator on 8 ranks of one device and on 16 of two (16 sources and 16 destinations). Sums and products on up to 8
