@@ -59,6 +59,33 @@ CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, cons
   return spec;
 }
 
+// Debugging graphs across processes: once the kernels count their own launches, each process's count of a protocol
+// must agree with every other's before each eager launch. This reads this process's counters after the stream's
+// earlier work (a wait, so only at debug level) and logs them.
+void Communicator::State::log_launch_counters(const PreparedCollective& p, const CollectiveCall& call,
+                                              const LaunchTarget& target) {
+  const std::span<unsigned long long* const> counters = launch_counters(p, target);
+  for (std::size_t d = 0; d < counters.size(); ++d) {
+    if (!target.here.empty() && !target.here[d]) continue;
+    unsigned long long finished = 0;
+    cudaStream_t stream = call.streams[target.first_rank[d]];
+    cudaError_t e = cudaSetDevice(target.ordinal[d]);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(&finished, counters[d], sizeof finished, cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      log.debug(LogSubsys::run, fmt::format("{} count {}: reading device {}'s launch counter failed: {}",
+                                            call_name(call), call.count, d, cudaGetErrorString(e)));
+      continue;
+    }
+    log.debug(LogSubsys::run, fmt::format("{} count {}: device {}: {} launches finished on the counter {} uses; this "
+                                          "one takes epoch {}",
+                                          call_name(call), call.count, d, finished, p.built->source.entry,
+                                          finished + 1));
+  }
+}
+
 CollectiveSpec Communicator::State::as_run(CollectiveSpec spec) const {
   if (placement.multi_process() && config.own_buffers && !spec.program && !spec.low_latency && !spec.ll128) {
     spec.own_buffers = true;
@@ -91,6 +118,7 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
     target.epoch = &m.epoch;
   }
   CurrentDevice keep;
+  if (device_epochs && !capturing && log.enabled(LogLevel::debug, LogSubsys::run)) log_launch_counters(p, call, target);
   bool partial = false;
   Status s = launch(p, call, target, &partial);
   if (partial && !capturing) {  // a failed capture leaves nothing waiting: the graph is never made

@@ -120,6 +120,8 @@ struct Communicator::State {
   // `spec` as this communicator runs it: across processes under CANOPY_OWN_BUFFERS, the planned trees and the direct
   // protocol in their forms that touch only their own rank's buffers (the direct one one-shot); else unchanged.
   CollectiveSpec as_run(CollectiveSpec spec) const;
+  // CANOPY_LOG=debug, once calls were captured: each local device's launch counter before an eager launch.
+  void log_launch_counters(const PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target);
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
   bool is_large(const CollectiveCall& call) const;
   Status local_copy(const CollectiveCall& call);  // a one-rank communicator's call
