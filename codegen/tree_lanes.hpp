@@ -1,0 +1,37 @@
+// The plan's trees as the lowering sees them (codegen/lower.hpp): each tree with ranks as indices, checked to span
+// the ranks in the direction its collective needs, and weighed into lanes, every tree's integer weight, its share of
+// the buffer as splits of kSplitScale and its thread blocks per rank (docs/codegen.md "How a buffer is cut").
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "codegen/schedule.hpp"
+#include "planner/plan.hpp"
+
+namespace canopy {
+
+// Allgather and reduce-scatter trees own parts of their root's block; the others own parts of the whole buffer.
+inline bool cuts_per_root_block(Collective c) { return c == Collective::allgather || c == Collective::reducescatter; }
+
+// One plan tree with ranks as indices: parent of every rank (-1 at the root), children ascending.
+struct TreeShape {
+  int root = 0;
+  std::vector<int> parent;
+  std::vector<std::vector<int>> children;
+};
+
+// Tree t of `plan` with ranks as indices (`rank_of`: a rank's name to its index). Throws canopy::Error naming the tree
+// when a name is not a rank, a rank has two parents or none, or the parents cycle.
+TreeShape shape_of(const Plan& plan, int t, const std::map<std::string, int>& rank_of);
+
+// Throws canopy::Error when a tree's direction or root does not fit the plan's collective, its fraction is not in
+// (0, 1], or there is no tree.
+void check_directions(const Plan& plan);
+
+// s.tree_weights, s.tree_blocks and s.lanes (each tree's lane on every rank: role, parent, children, range, blocks)
+// from the plan's fractions and s.options.blocks_per_rank.
+void weigh_trees(const Plan& plan, const std::vector<TreeShape>& shapes, Schedule& s);
+
+}  // namespace canopy
