@@ -55,32 +55,24 @@ KernelSource direct_source(const DirectSpec& spec) {
   const OneHopSpec& s = spec.base;
   if (spec.inbox && spec.two_shot)
     throw Error("direct kernels: the inbox kernels are one-shot; unset two_shot or inbox");
-  if (spec.inbox) {
-    KernelSource k = one_hop_kernel(s, 1024, "canopy_directinbox", "direct kernels");
-    write_one_hop_source(s,
-                         {"direct (inbox)", "direct_inbox.cuh", "kDirect", "canopy::run_direct_inbox",
-                          fmt::format("every rank stores what its peers need into their inboxes and moves its own "
-                                      "inbox into its receive buffer; {} blocks x {} threads per rank",
-                                      s.blocks_per_rank, s.threads_per_block),
-                          "  static constexpr bool kTwoShot = false;\n", 0},
-                         &k);
-    return k;
-  }
   if (spec.two_shot && !direct_has_two_shot(s.collective))
     throw Error(fmt::format(
         "direct kernels: two-shot is a variant of allreduce, broadcast and reduce, not of {}; unset two_shot",
         to_string(s.collective)));
-  KernelSource k = one_hop_kernel(s, 1024, spec.two_shot ? "canopy_direct2shot" : "canopy_direct", "direct kernels");
-  write_one_hop_source(
-      s,
-      {"direct", "direct.cuh", "kDirect", "canopy::run_direct",
-       fmt::format("{}; {} blocks x {} threads per rank",
-                   spec.two_shot ? "two-shot: every rank moves its share of the elements from the send buffers to the "
-                                   "receive buffers"
-                                 : "every rank reads the send buffers it needs from the other ranks",
-                   s.blocks_per_rank, s.threads_per_block),
-       fmt::format("  static constexpr bool kTwoShot = {};\n", spec.two_shot), spec.two_shot ? 1 : 0},
-      &k);
+  const char* prefix = spec.inbox ? "canopy_directinbox" : spec.two_shot ? "canopy_direct2shot" : "canopy_direct";
+  const char* how = spec.inbox ? "every rank stores what its peers need into their inboxes and moves its own inbox "
+                                 "into its receive buffer"
+                    : spec.two_shot ? "two-shot: every rank moves its share of the elements from the send buffers to "
+                                      "the receive buffers"
+                                    : "every rank reads the send buffers it needs from the other ranks";
+  KernelSource k = one_hop_kernel(s, 1024, prefix, "direct kernels");
+  write_one_hop_source(s,
+                       {spec.inbox ? "direct (inbox)" : "direct", spec.inbox ? "direct_inbox.cuh" : "direct.cuh",
+                        "kDirect", spec.inbox ? "canopy::run_direct_inbox" : "canopy::run_direct",
+                        fmt::format("{}; {} blocks x {} threads per rank", how, s.blocks_per_rank,
+                                    s.threads_per_block),
+                        fmt::format("  static constexpr bool kTwoShot = {};\n", spec.two_shot), spec.two_shot ? 1 : 0},
+                       &k);
   return k;
 }
 
