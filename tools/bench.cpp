@@ -173,17 +173,17 @@ void add_bench_command(CLI::App& app) {
           if (o.program) spec.program = std::shared_ptr<const algo::Program>(o.program, &o.program->program);
           const Status i = comm->info(spec, &info);
           const std::size_t trees = info.plan.trees.size();
-          std::string pulled =
+          std::string notes =
               info.options.pull != PullEdges::none ? ", pulled edges " + to_string(info.options.pull) : "";
           // Across processes a planned kernel either runs on the staging area or touches only its own buffers.
           if (comm->multi_process() && !o.program)
-            pulled += info.options.own_buffers_only ? ", own buffers only (every edge through FIFOs, not staged)"
-                                                    : ", through the staging area";
+            notes += info.options.own_buffers_only ? ", own buffers only (every edge through FIFOs, not staged)"
+                                                   : ", through the staging area";
           const std::string what =
               o.program ? std::string("program") : fmt::format("{} tree{}", trees, trees == 1 ? "" : "s");
           return i.ok() ? fmt::format("{}, chunk {}, {} threads x {} blocks per GPU{}", what,
                                       format_byte_size(info.options.chunk_bytes), info.options.threads_per_block,
-                                      fmt::join(info.blocks_per_device, "/"), pulled)
+                                      fmt::join(info.blocks_per_device, "/"), notes)
                         : i.message();
         };
         // Only the kernels this run's sizes use (describing one compiles it).
@@ -233,9 +233,10 @@ void add_bench_command(CLI::App& app) {
                                         size_text(ll128_to)));
         if (direct_to > 0)
           kernels.push_back(fmt::format(
-              "{} to {}: direct protocol, one launch, {} read in place{}", size_text(direct_from),
-              size_text(direct_to),
-              comm->multi_process() ? "peers' staging areas (the inputs copied in)" : "peers' buffers",
+              "{} to {}: direct protocol, one launch, {}{}", size_text(direct_from), size_text(direct_to),
+              comm->on_own_buffers()  ? "inputs stored into the peers' inboxes (not staged)"
+              : comm->multi_process() ? "peers' staging areas read in place (the inputs copied in)"
+                                      : "peers' buffers read in place",
               direct_two_shot_from ? fmt::format(" (two-shot from {})", size_text(direct_two_shot_from)) : ""));
         if (small) kernels.push_back(describe(false));
         if (large) kernels.push_back("large messages: " + describe(true));

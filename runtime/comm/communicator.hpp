@@ -62,6 +62,8 @@ class Communicator {
 
   int ranks() const;
   bool multi_process() const;  // made by join
+  // Its planned trees and direct kernels touch only their own rank's buffers (across processes, CANOPY_OWN_BUFFERS).
+  bool on_own_buffers() const;
   int own_ranks() const;       // the ranks this process holds (calls pass one buffer and stream for each)
   int first_own_rank() const;
   int devices() const;

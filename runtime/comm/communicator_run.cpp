@@ -20,6 +20,15 @@ bool in_place(const CollectiveCall& call) {
   return false;
 }
 
+// `spec` with the kernel `pick` chose: a plan-free protocol (and whether two-shot), or the planned trees.
+CollectiveSpec with_protocol(CollectiveSpec spec, const ProtocolPick& pick) {
+  spec.low_latency = pick.protocol == Protocol::low_latency;
+  spec.ll128 = pick.protocol == Protocol::ll128;
+  spec.direct = pick.protocol == Protocol::direct;
+  spec.two_shot = pick.two_shot;
+  return spec;
+}
+
 }  // namespace
 
 bool Communicator::State::is_large(const CollectiveCall& call) const {
@@ -47,12 +56,7 @@ CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, cons
     spec.program = std::shared_ptr<const algo::Program>(std::shared_ptr<const algo::Program>(), call.program);
     return cache->canonical(spec);
   }
-  if (call.count > 0) {
-    spec.low_latency = pick.protocol == Protocol::low_latency;
-    spec.ll128 = pick.protocol == Protocol::ll128;
-    spec.direct = pick.protocol == Protocol::direct;
-    spec.two_shot = pick.two_shot;
-  }
+  if (call.count > 0) spec = with_protocol(spec, pick);
   spec = as_run(spec);
   if (!plan_free(spec))
     spec.chunk_bytes = call.chunk_bytes > 0 ? call.chunk_bytes : tuned_chunk(call.collective, call.count, call.dtype);
@@ -87,7 +91,7 @@ void Communicator::State::log_launch_counters(const PreparedCollective& p, const
 }
 
 CollectiveSpec Communicator::State::as_run(CollectiveSpec spec) const {
-  if (placement.multi_process() && config.own_buffers && !spec.program && !spec.low_latency && !spec.ll128) {
+  if (on_own_buffers() && !spec.program && !spec.low_latency && !spec.ll128) {
     spec.own_buffers = true;
     if (spec.direct) spec.two_shot = false;  // the inbox kernels are one-shot
   }
@@ -312,11 +316,8 @@ bool Communicator::is_direct(Collective collective, std::uint64_t count, DataTyp
 }
 bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
   const ProtocolPick pick = state_->protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place);
-  CollectiveSpec spec{collective, dtype};
-  spec.direct = pick.protocol == Protocol::direct;
-  spec.low_latency = pick.protocol == Protocol::low_latency;
-  spec.two_shot = pick.two_shot;
-  return state_->as_run(spec).two_shot;  // across processes on own buffers the direct kernels are one-shot
+  // Across processes on own buffers the direct kernels are one-shot.
+  return state_->as_run(with_protocol(CollectiveSpec{collective, dtype}, pick)).two_shot;
 }
 bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
   return state_->protocols.engine_sized(collective, count * static_cast<std::uint64_t>(size_of(dtype)));

@@ -120,6 +120,7 @@ struct Communicator::State {
   // `spec` as this communicator runs it: across processes under CANOPY_OWN_BUFFERS, the planned trees and the direct
   // protocol in their forms that touch only their own rank's buffers (the direct one one-shot); else unchanged.
   CollectiveSpec as_run(CollectiveSpec spec) const;
+  bool on_own_buffers() const { return placement.multi_process() && config.own_buffers; }
   // CANOPY_LOG=debug, once calls were captured: each local device's launch counter before an eager launch.
   void log_launch_counters(const PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target);
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
@@ -130,13 +131,13 @@ struct Communicator::State {
   Status divide_results(const CollectiveCall& call);
   // A multi-process communicator's call: `given` holds this process's ranks only (process_call.cpp).
   Status run_in_processes(const CollectiveCall& given);
-  // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
   // `area` holds `send_bytes` and `recv_bytes` per rank, grown if not (after every launch using it, keeping it for
   // the graphs that name it once calls were captured); a capture cannot grow it, and gets an error naming `what`.
   Status fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes, const CollectiveCall& call,
                   bool capturing, const char* what);
   // The inbox area fits `call` (grown if not, which a capture cannot do) and `inbox` names it.
   Status ready_inboxes(const CollectiveCall& call, bool capturing);
+  // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);
   // CANOPY_CHECK_CALLS: every process made the same call (its signature), else the error shows both and their ranks.
   Status agree_on_call(const CollectiveCall& call);
