@@ -109,15 +109,19 @@ int StallWatch::check(std::chrono::steady_clock::time_point now, int self, std::
   if (last_.size() != theirs.size()) {
     last_.assign(theirs.begin(), theirs.end());
     since_.assign(theirs.size(), now);
+    behind_.assign(theirs.size(), false);
   }
   int stalled = -1;
   for (std::size_t p = 0; p < theirs.size(); ++p) {
-    if (theirs[p] != last_[p]) {
+    const bool behind = static_cast<int>(p) != self && theirs[p] < mine;
+    // The clock runs from the later of its last call and the moment it fell behind: a process level with this one
+    // may make no call for minutes (replaying CUDA graphs, computing) and still be on time for the next.
+    if (theirs[p] != last_[p] || (behind && !behind_[p])) {
       last_[p] = theirs[p];
       since_[p] = now;
     }
-    if (static_cast<int>(p) == self || theirs[p] >= mine) continue;
-    if (stalled < 0 && now - since_[p] >= limit_) stalled = static_cast<int>(p);
+    behind_[p] = behind;
+    if (behind && stalled < 0 && now - since_[p] >= limit_) stalled = static_cast<int>(p);
   }
   return stalled;
 }

@@ -1,7 +1,8 @@
 // CallCounters: how many calls each process of a multi-process communicator has made, in one page of shared host
 // memory per process (a memfd each process makes, writes alone and passes to the others over the FdChannel, which
 // map it read-only): a call costs one store. StallWatch reads them to find a process that stopped calling: it has
-// made fewer calls than this one (so this one's latest call waits for it) and none for the stall limit. The same page
+// made fewer calls than this one (so this one's latest call waits for it) and none for the stall limit since it fell
+// behind. The same page
 // says when its process's communicator failed or was aborted, and why (published once), so that the others, whose
 // calls would wait for it, fail too within the monitor's period instead of hanging.
 #pragma once
@@ -57,12 +58,13 @@ class CallCounters {
   std::vector<void*> pages_;  // per process, mapped (this process's writable)
 };
 
-// Since when each other process has made no call while behind this one; pure, so it is tested on any CPU.
+// Since when each other process has been behind this one without making a call (from the later of its last call
+// and the check that first saw it behind); pure, so it is tested on any CPU.
 class StallWatch {
  public:
   explicit StallWatch(std::chrono::milliseconds limit) : limit_(limit) {}
   // `theirs[p]`: process p's calls (this process's own entry ignored through `self`). The first process behind
-  // `mine` whose count has not moved for the limit, else -1.
+  // `mine` whose count has not moved for the limit since it fell behind, else -1.
   int check(std::chrono::steady_clock::time_point now, int self, std::uint64_t mine,
             std::span<const std::uint64_t> theirs);
   // How long process p's count has stood still (as of the last check).
@@ -72,6 +74,7 @@ class StallWatch {
   std::chrono::milliseconds limit_;
   std::vector<std::uint64_t> last_;
   std::vector<std::chrono::steady_clock::time_point> since_;
+  std::vector<bool> behind_;  // as of the last check
 };
 
 }  // namespace canopy

@@ -110,6 +110,26 @@ TEST(StallWatch, AProcessThatKeepsCallingIsNeverStalledHoweverFarBehind) {
   }
 }
 
+// Graph replays make no calls: two processes level for a minute, then one a call ahead. The other is behind from
+// then on only, and stalled a whole limit later, not at once (a clock from its last call fired at once on two
+// H200s, failing a graph test whose processes left their replays 0.1 s apart).
+TEST(StallWatch, TheClockStartsWhenAProcessFallsBehindNotAtItsLastCall) {
+  StallWatch w(milliseconds(8000));
+  const Clock::time_point t0 = Clock::now();
+  EXPECT_EQ(w.check(t0, 0, 36, std::vector<std::uint64_t>{36, 36}), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(40000), 0, 36, std::vector<std::uint64_t>{36, 36}), -1);  // replaying
+  const std::vector<std::uint64_t> ahead = {42, 36};  // this process left its replays first
+  EXPECT_EQ(w.check(t0 + milliseconds(40100), 0, 42, ahead), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(48099), 0, 42, ahead), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(48100), 0, 42, ahead), 1);  // truly stuck: a limit after it fell behind
+  EXPECT_EQ(w.still_for(1, t0 + milliseconds(48100)).count(), 8000);
+  // Level again, then behind again: the clock restarts.
+  EXPECT_EQ(w.check(t0 + milliseconds(50000), 0, 42, std::vector<std::uint64_t>{42, 42}), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(90000), 0, 43, std::vector<std::uint64_t>{43, 42}), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(97999), 0, 43, std::vector<std::uint64_t>{43, 42}), -1);
+  EXPECT_EQ(w.check(t0 + milliseconds(98000), 0, 43, std::vector<std::uint64_t>{43, 42}), 1);
+}
+
 TEST(StallWatch, LevelOrAheadOrSelfIsNeverStalled) {
   StallWatch w(milliseconds(1));
   const Clock::time_point t0 = Clock::now();
