@@ -26,7 +26,7 @@ struct CommunicatorConfig {
   bool check_pointers = true;              // CANOPY_CHECK_POINTERS
   bool check_calls = false;                // CANOPY_CHECK_CALLS (multi-process communicators)
   bool stage_only_shared = false;          // CANOPY_STAGE_ONLY_SHARED (multi-process communicators)
-  bool own_buffers = false;                // CANOPY_OWN_BUFFERS (multi-process communicators)
+  bool own_buffers = true;                 // CANOPY_OWN_BUFFERS (multi-process communicators)
   bool profile_calls = false;              // CANOPY_PROFILE_CALLS
   std::optional<double> stall_seconds;     // CANOPY_STALL_TIMEOUT_S (multi-process communicators; unset: off)
 };

@@ -122,9 +122,9 @@ bool stage_only_shared_from_environment() {
 }
 
 bool own_buffers_from_environment() {
-  return env_switch("CANOPY_OWN_BUFFERS", false,
-                    "stage every buffer of a multi-process planned-trees or direct call, the default",
-                    "run the planned trees and direct kernels on their own rank's buffers alone, unstaged");
+  return env_switch("CANOPY_OWN_BUFFERS", true,
+                    "stage every buffer of a multi-process planned-trees or direct call",
+                    "run the planned trees and direct kernels on their own rank's buffers alone, unstaged, the default");
 }
 
 bool profile_calls_from_environment() {

@@ -112,10 +112,11 @@ bool check_calls_from_environment();
 // CANOPY_STAGE_ONLY_SHARED (default off): a multi-process call of the direct protocol stages only the buffers other
 // ranks read or write (comm/staged_sides.hpp); off, it stages every buffer.
 bool stage_only_shared_from_environment();
-// CANOPY_OWN_BUFFERS (default off): a multi-process communicator's planned trees and direct kernels touch only their
+// CANOPY_OWN_BUFFERS (default on): a multi-process communicator's planned trees and direct kernels touch only their
 // own rank's buffers, so they run on the callers' buffers without the staging copies: the trees lowered with every
 // edge through the receiver's FIFO (CodegenOptions::own_buffers_only), the direct protocol's inbox kernels
-// (templates/direct_inbox.cuh, one-shot); off, they read and write other ranks' buffers, so every buffer is staged.
+// (templates/direct_inbox.cuh, one-shot); 0, they read and write other ranks' buffers, so every buffer is staged
+// (1.1 to 1.5x slower from 4 MiB up on two H200s, 2026-11-26).
 bool own_buffers_from_environment();
 // CANOPY_PROFILE_CALLS (default 0): 1 times each call's phases on the host (runtime/comm/call_profile.hpp).
 bool profile_calls_from_environment();

@@ -84,14 +84,17 @@ std::string protocol_name(const ::testing::TestParamInfo<const char*>& info) {
   return names[info.index];
 }
 
-// The protocols, forced: the planned trees alone; the direct protocol for what it takes; the default table; the
-// direct protocol staging only the buffers other ranks touch (its outputs written in place, CANOPY_STAGE_ONLY_SHARED);
-// the planned trees alone, unstaged, lowered to touch only their own rank's buffers (CANOPY_OWN_BUFFERS); the direct
-// protocol's inbox kernels for what it takes, then those trees (CANOPY_OWN_BUFFERS).
+// The protocols, forced: the planned trees alone and the direct protocol for what it takes, both through the staging
+// area (CANOPY_OWN_BUFFERS=0); the default table; the staged direct protocol staging only the buffers other ranks
+// touch (its outputs written in place, CANOPY_STAGE_ONLY_SHARED); the planned trees alone, unstaged, lowered to touch
+// only their own rank's buffers (CANOPY_OWN_BUFFERS, the default); the direct protocol's inbox kernels for what it
+// takes, then those trees.
 INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
-                         ::testing::Values("CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",
-                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0", "",
-                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_STAGE_ONLY_SHARED=1",
+                         ::testing::Values("CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0 "
+                                           "CANOPY_OWN_BUFFERS=0",
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=0", "",
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_STAGE_ONLY_SHARED=1 "
+                                           "CANOPY_OWN_BUFFERS=0",
                                            "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0 "
                                            "CANOPY_OWN_BUFFERS=1",
                                            "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1"),

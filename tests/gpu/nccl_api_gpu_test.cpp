@@ -78,23 +78,25 @@ TEST_P(NcclApiOnGpu, NonBlockingInitAndPreMulSum) {
 // outputs, every output checked; then eager calls again.
 TEST_P(NcclApiOnGpu, CapturedCollectivesReplayWithFreshData) {
   const int n = GetParam();
-  const testing::CommandRun r = nccl_check(n, "", "--mode graphs --replays 100");
+  const testing::CommandRun r = nccl_check(n, "CANOPY_OWN_BUFFERS=0", "--mode graphs --replays 100");
   EXPECT_EQ(r.status, 0) << r.output;
   for (int p = 0; p < n; ++p)
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 300 replays checked, 0 wrong", p)));
 }
 
-// The same on the planned trees (the direct protocol off), and in thread-local capture mode.
+// The same on the planned trees (the direct protocol off), and in thread-local capture mode. Both staged
+// (CANOPY_OWN_BUFFERS=0); the default, own buffers, below.
 TEST_P(NcclApiOnGpu, CapturedTreesReplayWithFreshData) {
   const int n = GetParam();
   const testing::CommandRun r =
-      nccl_check(n, "CANOPY_DIRECT_BYTES=0", "--mode graphs --replays 100 --capture thread --counts 262147,4194307");
+      nccl_check(n, "CANOPY_DIRECT_BYTES=0 CANOPY_OWN_BUFFERS=0",
+                 "--mode graphs --replays 100 --capture thread --counts 262147,4194307");
   EXPECT_EQ(r.status, 0) << r.output;
   for (int p = 0; p < n; ++p)
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 200 replays checked, 0 wrong", p)));
 }
 
-// The same on own buffers (CANOPY_OWN_BUFFERS: the direct inbox kernels and the trees unstaged): the inbox area and
+// The same on own buffers (CANOPY_OWN_BUFFERS, the default: the direct inbox kernels and the trees unstaged): the inbox area and
 // the trees' FIFOs, grown by a larger count after a smaller count's graph was captured, must stay where that graph's
 // kernels look.
 TEST_P(NcclApiOnGpu, CapturedOnOwnBuffersReplayWithFreshData) {

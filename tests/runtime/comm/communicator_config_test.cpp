@@ -121,17 +121,18 @@ TEST(CommunicatorConfig, EnvironmentTurnsWatchdogAndPointerChecksOnAndOff) {
   EXPECT_FALSE(c.launch.enabled);
 }
 
-// The multi-process switches: off unless set; a value that is not 0 or 1 names the variable.
-TEST(CommunicatorConfig, MultiProcessSwitchesAreOffUnlessSet) {
+// The multi-process switches: own buffers on, the others off unless set; a value that is not 0 or 1 names the
+// variable.
+TEST(CommunicatorConfig, MultiProcessSwitchesHaveTheirDefaults) {
   CleanEnvironment clean;
   CommunicatorConfig c = resolve_config({}, 2);
   EXPECT_FALSE(c.stage_only_shared);
-  EXPECT_FALSE(c.own_buffers);
+  EXPECT_TRUE(c.own_buffers);
   EXPECT_FALSE(c.check_calls);
   {
-    ScopedEnv own("CANOPY_OWN_BUFFERS", "1"), shared("CANOPY_STAGE_ONLY_SHARED", "1");
+    ScopedEnv own("CANOPY_OWN_BUFFERS", "0"), shared("CANOPY_STAGE_ONLY_SHARED", "1");
     c = resolve_config({}, 2);
-    EXPECT_TRUE(c.own_buffers);
+    EXPECT_FALSE(c.own_buffers);
     EXPECT_TRUE(c.stage_only_shared);
   }
   ScopedEnv bad("CANOPY_OWN_BUFFERS", "yes please");
