@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "codegen/one_hop_kernel.hpp"
+#include "core/data_type.hpp"
 #include "core/error.hpp"
 
 namespace canopy {
@@ -59,19 +60,32 @@ KernelSource direct_source(const DirectSpec& spec) {
     throw Error(fmt::format(
         "direct kernels: two-shot is a variant of allreduce, broadcast and reduce, not of {}; unset two_shot",
         to_string(s.collective)));
-  const char* prefix = spec.inbox ? "canopy_directinbox" : spec.two_shot ? "canopy_direct2shot" : "canopy_direct";
+  if (spec.piece_bytes != 0 && !spec.inbox)
+    throw Error(fmt::format("direct kernels: piece_bytes {} is for the inbox kernels; set inbox or use 0",
+                            spec.piece_bytes));
+  if (spec.piece_bytes < 0 || spec.piece_bytes % 16 != 0)
+    throw Error(fmt::format("direct kernels: piece_bytes {}: use 0 (whole parts) or a positive multiple of 16 bytes",
+                            spec.piece_bytes));
+  std::string prefix = spec.inbox ? "canopy_directinbox" : spec.two_shot ? "canopy_direct2shot" : "canopy_direct";
+  if (spec.piece_bytes > 0) prefix += fmt::format("_piece{}", spec.piece_bytes);
   const char* how = spec.inbox ? "every rank stores what its peers need into their inboxes and moves its own inbox "
                                  "into its receive buffer"
                     : spec.two_shot ? "two-shot: every rank moves its share of the elements from the send buffers to "
                                       "the receive buffers"
                                     : "every rank reads the send buffers it needs from the other ranks";
-  KernelSource k = one_hop_kernel(s, 1024, prefix, "direct kernels");
+  KernelSource k = one_hop_kernel(s, 1024, prefix.c_str(), "direct kernels");
+  std::string config = fmt::format("  static constexpr bool kTwoShot = {};\n", spec.two_shot);
+  if (spec.inbox)  // in elements, whole 16-byte vectors (0: whole parts)
+    config += fmt::format("  static constexpr unsigned long long kPiece = {};\n", spec.piece_bytes / size_of(s.dtype));
   write_one_hop_source(s,
                        {spec.inbox ? "direct (inbox)" : "direct", spec.inbox ? "direct_inbox.cuh" : "direct.cuh",
                         "kDirect", spec.inbox ? "canopy::run_direct_inbox" : "canopy::run_direct",
-                        fmt::format("{}; {} blocks x {} threads per rank", how, s.blocks_per_rank,
-                                    s.threads_per_block),
-                        fmt::format("  static constexpr bool kTwoShot = {};\n", spec.two_shot), spec.two_shot ? 1 : 0},
+                        spec.piece_bytes > 0
+                            ? fmt::format("{}, in pieces of {} bytes; {} blocks x {} threads per rank", how,
+                                          spec.piece_bytes, s.blocks_per_rank, s.threads_per_block)
+                            : fmt::format("{}; {} blocks x {} threads per rank", how, s.blocks_per_rank,
+                                          s.threads_per_block),
+                        config, spec.two_shot ? 1 : 0},
                        &k);
   return k;
 }

@@ -25,6 +25,9 @@ struct DirectSpec {
   // per GPU): every rank stores what a peer needs into the peer's inbox (its scratch, direct_inbox_bytes per rank)
   // and moves its own inbox into its receive buffer. One-shot only.
   bool inbox = false;
+  // Inbox kernels only: > 0, each block's part moves in pieces of this many bytes (a multiple of 16), each with a
+  // "done" word of its own, so a receiver moves one piece while the next crosses the link; 0: the whole part at once.
+  std::int64_t piece_bytes = 0;
 };
 
 // The bytes of one rank's inbox for a call of `collective` with `count` elements (NCCL's count) of `element_bytes`

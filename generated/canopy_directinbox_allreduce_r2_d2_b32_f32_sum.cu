@@ -18,6 +18,7 @@ struct Config {
   static constexpr int kRoot = 0;
   static constexpr int kBlocks = 32;  // per rank
   static constexpr bool kTwoShot = false;
+  static constexpr unsigned long long kPiece = 0;
 };
 
 // The ranks each device runs, by the `device` argument.

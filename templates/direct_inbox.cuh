@@ -8,7 +8,9 @@
 // behind a system-scope fence, tells each of them that its stores are complete ("done") and waits for the same from
 // the ranks that store to it; last it moves its part from its inbox into its receive buffer, contributions combined
 // in rank order. No rank reads another's buffers, so no rank waits for its readers at the end, and in place is safe
-// for every collective. One-shot only (Config::kTwoShot is false). Block b of every rank handles the same elements
+// for every collective. With Config::kPiece (elements, a multiple of 16 bytes; 0: off) a block's part moves in pieces,
+// each with its own "done" word, so that a receiver moves one piece while the next crosses the link, as NCCL's
+// chunked pipeline does. One-shot only (Config::kTwoShot is false). Block b of every rank handles the same elements
 // of each slot, as in direct.cuh. Generated code (codegen/direct_source.hpp, DirectSpec::inbox) supplies the Config.
 #pragma once
 
@@ -33,23 +35,120 @@ __device__ __forceinline__ unsigned long long inbox_slot(unsigned long long n) {
   return (n + vec - 1) / vec * vec;
 }
 
+// The "done" word of piece k of launch e: the epoch alone when a block's part moves whole (C::kPiece 0), else the
+// epoch in the top 32 bits and the pieces stored so far below, so a later launch's words are always larger.
+template <typename C>
+__device__ __forceinline__ unsigned long long inbox_done_mark(unsigned long long e, unsigned long long k) {
+  return C::kPiece > 0 ? (e << 32) | (k + 1) : e;
+}
+
 template <typename C>
 __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a, int me, int b,
                                                        unsigned long long e) {
   typedef typename C::T T;
   typedef typename C::Op Op;
   static_assert(!C::kTwoShot, "the inbox kernels are one-shot");
+  static_assert(C::kPiece % (16 / sizeof(T)) == 0, "a piece is whole 16-byte vectors");
   const unsigned long long n = a.count;
   const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
   const unsigned long long first = vectors * b / C::kBlocks * vec;
   const unsigned long long last = b + 1 == C::kBlocks ? n : vectors * (b + 1) / C::kBlocks * vec;
   const unsigned long long len = last - first;
   const unsigned long long slot = inbox_slot<C>(n);
+  // The part moves in pieces of C::kPiece elements (0: whole), each with a "done" word of its own, so a receiver
+  // moves piece k while piece k + 1 crosses the link.
+  const unsigned long long piece = C::kPiece > 0 ? C::kPiece : (len > 0 ? len : 1);
+  const unsigned long long pieces = (len + piece - 1) / piece;
   const T* in = static_cast<const T*>(a.rank[me].send);
   T* out = static_cast<T*>(a.rank[me].recv);
-  // Slot `source` of `owner`'s inbox, at this block's first element.
-  auto inbox = [&](int owner, int source) {
-    return static_cast<T*>(a.rank[owner].scratch) + static_cast<unsigned long long>(source) * slot + first;
+  // Slot `source` of `owner`'s inbox, at element `at` of the slot.
+  auto inbox = [&](int owner, int source, unsigned long long at) {
+    return static_cast<T*>(a.rank[owner].scratch) + static_cast<unsigned long long>(source) * slot + at;
+  };
+
+  // Stores elements [at, at + count) of my part into the inbox of every rank that needs them, starting after myself
+  // so that ranks spread their stores over the peers. One read of my input serves every destination, and my own copy
+  // where there is one (the broadcast root's, allgather's own block), unless in place.
+  auto store = [&](unsigned long long at, unsigned long long count) {
+    if (C::kCollective == kDirectReduceScatter) {
+      for (int k = 1; k < C::kRanks; ++k) {  // share q of my input into q's inbox
+        const int q = (me + k) % C::kRanks;
+        Pointers<T, 1> d;
+        Pointers<const T, 1> s;
+        d.p[0] = inbox(q, me, at);
+        s.p[0] = in + static_cast<unsigned long long>(q) * n + at;
+        reduce_copy<Op, T, 1, 1>(d, s, 1, count);
+      }
+      return;
+    }
+    Pointers<T, C::kRanks> d;
+    Pointers<const T, 1> s;
+    s.p[0] = in + at;
+    bool any = false;
+#pragma unroll
+    for (int k = 0; k < C::kRanks; ++k) {
+      const int q = (me + 1 + k) % C::kRanks;
+      d.p[k] = nullptr;
+      if (inbox_sends<C>(me, q)) {
+        d.p[k] = inbox(q, me, at);
+      } else if (q == me && C::kCollective == kDirectAllGather) {
+        d.p[k] = out + static_cast<unsigned long long>(me) * n + at;
+      } else if (q == me && C::kCollective == kDirectBroadcast && me == C::kRoot) {
+        d.p[k] = out + at;
+      }
+      if (d.p[k] == s.p[0]) d.p[k] = nullptr;  // in place: already there
+      any = any || d.p[k] != nullptr;
+    }
+    if (any) reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, count);
+  };
+
+  // Every thread's stores of piece k to peers before the word that they are complete (the block's barrier first).
+  auto post = [&](unsigned long long k) {
+    __syncthreads();
+    if (leader()) {
+      __threadfence_system();
+      for (int q = 0; q < C::kRanks; ++q)
+        if (inbox_sends<C>(me, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), inbox_done_mark<C>(e, k));
+    }
+  };
+
+  // Until piece k of every rank that stores to me has arrived.
+  auto await = [&](unsigned long long k) {
+    if (leader())
+      for (int q = 0; q < C::kRanks; ++q)
+        if (inbox_sends<C>(q, me)) wait(flag(a.rank[me], direct_done<C>(q, b)), inbox_done_mark<C>(e, k));
+    sync();
+  };
+
+  // Elements [at, at + count) of my inbox into my receive buffer: copied (broadcast, allgather) or combined with my
+  // input in rank order.
+  auto move = [&](unsigned long long at, unsigned long long count) {
+    if (C::kCollective == kDirectAllGather) {
+      for (int q = 0; q < C::kRanks; ++q) {
+        if (q == me) continue;
+        Pointers<T, 1> d;
+        Pointers<const T, 1> s;
+        d.p[0] = out + static_cast<unsigned long long>(q) * n + at;
+        s.p[0] = inbox(me, q, at);
+        reduce_copy<Op, T, 1, 1>(d, s, 1, count);
+      }
+    } else if (C::kCollective == kDirectBroadcast) {
+      if (me == C::kRoot) return;
+      Pointers<T, 1> d;
+      Pointers<const T, 1> s;
+      d.p[0] = out + at;
+      s.p[0] = inbox(me, C::kRoot, at);
+      reduce_copy<Op, T, 1, 1>(d, s, 1, count);
+    } else if (C::kCollective != kDirectReduce || me == C::kRoot) {
+      // allreduce, reduce at the root, reduce-scatter (my share of my own input)
+      const unsigned long long mine = C::kCollective == kDirectReduceScatter ? static_cast<unsigned long long>(me) * n : 0;
+      Pointers<T, 1> d;
+      Pointers<const T, C::kRanks> s;
+      d.p[0] = out + at;
+#pragma unroll
+      for (int q = 0; q < C::kRanks; ++q) s.p[q] = q == me ? in + mine + at : inbox(me, q, at);
+      reduce_copy<Op, T, C::kRanks, 1>(d, s, C::kRanks, count);
+    }
   };
 
   // 1. Entered: the ranks that store into my inbox may; wait until the ranks I store to have entered too.
@@ -61,81 +160,19 @@ __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a
   }
   sync();
 
-  // 2. Store: my part into the inbox of every rank that needs it, starting after myself so that ranks spread their
-  // stores over the peers. One read of my input serves every destination, and my own copy where there is one (the
-  // broadcast root's, allgather's own block), unless in place.
-  if (len > 0) {
-    if (C::kCollective == kDirectReduceScatter) {
-      for (int k = 1; k < C::kRanks; ++k) {  // share q of my input into q's inbox
-        const int q = (me + k) % C::kRanks;
-        Pointers<T, 1> d;
-        Pointers<const T, 1> s;
-        d.p[0] = inbox(q, me);
-        s.p[0] = in + static_cast<unsigned long long>(q) * n + first;
-        reduce_copy<Op, T, 1, 1>(d, s, 1, len);
-      }
-    } else {
-      Pointers<T, C::kRanks> d;
-      Pointers<const T, 1> s;
-      s.p[0] = in + first;
-      bool any = false;
-#pragma unroll
-      for (int k = 0; k < C::kRanks; ++k) {
-        const int q = (me + 1 + k) % C::kRanks;
-        d.p[k] = nullptr;
-        if (inbox_sends<C>(me, q)) {
-          d.p[k] = inbox(q, me);
-        } else if (q == me && C::kCollective == kDirectAllGather) {
-          d.p[k] = out + static_cast<unsigned long long>(me) * n + first;
-        } else if (q == me && C::kCollective == kDirectBroadcast && me == C::kRoot) {
-          d.p[k] = out + first;
-        }
-        if (d.p[k] == s.p[0]) d.p[k] = nullptr;  // in place: already there
-        any = any || d.p[k] != nullptr;
-      }
-      if (any) reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, len);
-    }
-  }
-
-  // 3. Done: every thread's stores to peers before the word that they are complete; wait for the ranks that store
-  // to me.
-  __syncthreads();
-  if (leader()) {
-    __threadfence_system();
-    for (int q = 0; q < C::kRanks; ++q)
-      if (inbox_sends<C>(me, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), e);
-    for (int q = 0; q < C::kRanks; ++q)
-      if (inbox_sends<C>(q, me)) wait(flag(a.rank[me], direct_done<C>(q, b)), e);
-  }
-  sync();
-
-  // 4. My inbox into my receive buffer: copied (broadcast, allgather) or combined with my input in rank order.
-  if (len == 0) return;
-  if (C::kCollective == kDirectAllGather) {
-    for (int q = 0; q < C::kRanks; ++q) {
-      if (q == me) continue;
-      Pointers<T, 1> d;
-      Pointers<const T, 1> s;
-      d.p[0] = out + static_cast<unsigned long long>(q) * n + first;
-      s.p[0] = inbox(me, q);
-      reduce_copy<Op, T, 1, 1>(d, s, 1, len);
-    }
-  } else if (C::kCollective == kDirectBroadcast) {
-    if (me == C::kRoot) return;
-    Pointers<T, 1> d;
-    Pointers<const T, 1> s;
-    d.p[0] = out + first;
-    s.p[0] = inbox(me, C::kRoot);
-    reduce_copy<Op, T, 1, 1>(d, s, 1, len);
-  } else if (C::kCollective != kDirectReduce || me == C::kRoot) {
-    // allreduce, reduce at the root, reduce-scatter (my share of my own input)
-    const unsigned long long at = C::kCollective == kDirectReduceScatter ? static_cast<unsigned long long>(me) * n : 0;
-    Pointers<T, 1> d;
-    Pointers<const T, C::kRanks> s;
-    d.p[0] = out + first;
-#pragma unroll
-    for (int q = 0; q < C::kRanks; ++q) s.p[q] = q == me ? in + at + first : inbox(me, q);
-    reduce_copy<Op, T, C::kRanks, 1>(d, s, C::kRanks, len);
+  // 2. Piece by piece: piece 0 stored and posted first; then, for each piece k, wait until the peers' piece k is here,
+  // store piece k + 1 (its stores cross the link while this block moves piece k), move piece k into the receive
+  // buffer, post piece k + 1. A whole part (C::kPiece 0) is one piece: store, post, wait, move. A block of no
+  // elements (its part empty on every rank alike) takes no handshake past "entered".
+  if (pieces == 0) return;
+  store(first, piece < len ? piece : len);
+  post(0);
+  for (unsigned long long k = 0; k < pieces; ++k) {
+    await(k);
+    const unsigned long long at = first + k * piece, next = at + piece;
+    if (k + 1 < pieces) store(next, last - next < piece ? last - next : piece);
+    move(at, last - at < piece ? last - at : piece);
+    if (k + 1 < pieces) post(k + 1);
   }
 }
 

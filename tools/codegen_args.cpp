@@ -39,7 +39,7 @@ void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
       ->capture_default_str();
   cmd.add_flag("--own-buffers", args.own_buffers,
                "each rank touches only its own send and receive buffers: every edge through the receiver's FIFO, "
-               "none pulled (what a multi-process communicator runs under CANOPY_OWN_BUFFERS=1)");
+               "none pulled (what a multi-process communicator runs by default, CANOPY_OWN_BUFFERS)");
   cmd.add_option("--blocks", args.blocks, "thread blocks per rank, shared among trees by fraction")
       ->capture_default_str();
   cmd.add_option("--threads", args.threads, "threads per block")->capture_default_str();

@@ -127,6 +127,17 @@ bool own_buffers_from_environment() {
                     "run the planned trees and direct kernels on their own rank's buffers alone, unstaged, the default");
 }
 
+std::int64_t inbox_piece_bytes_from_environment() {
+  const auto v = env("CANOPY_INBOX_PIECE_BYTES");
+  if (!v) return 0;
+  const std::int64_t bytes = parse_byte_size(*v, "CANOPY_INBOX_PIECE_BYTES");
+  if (bytes < 0 || bytes % 16 != 0)
+    throw Error(fmt::format("CANOPY_INBOX_PIECE_BYTES='{}': use 0 (whole parts) or a positive multiple of 16 bytes, "
+                            "e.g. 64KiB",
+                            *v));
+  return bytes;
+}
+
 bool profile_calls_from_environment() {
   return env_switch("CANOPY_PROFILE_CALLS", false, "no profile, the default",
                     "time each call's phases and print the means when the communicator goes");

@@ -3,9 +3,11 @@
 // "entered" and "done" counters), stepped one counter access or one element store or load at a time in a seeded
 // random order, some blocks straggling; a device starts launch e + 1 only when all its blocks of launch e are done
 // (stream order), while the other devices may lag. Launches mix collectives, roots and counts (each count cuts the
-// slots into other block parts and other slot offsets). Checked: no store lands in an inbox element before its owner
-// has read what the launch before put there, nothing deadlocks, and every output element is right. Leaving out the
-// wait for the receivers' "entered" must be caught, or the model's passes mean nothing.
+// slots into other block parts and other slot offsets), and a block's part moves whole or in pieces (Config::kPiece:
+// store piece 0 and post it; then for each piece k wait for the peers' piece k, store piece k + 1, move piece k, post
+// piece k + 1). Checked: no store lands in an inbox element before its owner has read what the launch before put
+// there, nothing deadlocks, and every output element is right. Leaving out the wait for the receivers' "entered",
+// or waiting for the piece before the one moved, must be caught, or the model's passes mean nothing.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -54,8 +56,16 @@ struct Cell {
 
 class InboxModel {
  public:
-  InboxModel(int ranks, std::vector<int> device_of_rank, int blocks, bool wait_entered)
-      : ranks_(ranks), blocks_(blocks), wait_entered_(wait_entered), device_of_rank_(std::move(device_of_rank)) {}
+  // piece: elements per piece (a multiple of kVec; 0: whole parts). wait_entered, piece_lag: the mutations the
+  // model must catch (no wait for "entered"; each piece moved after waiting for the piece before it only).
+  InboxModel(int ranks, std::vector<int> device_of_rank, int blocks, bool wait_entered, std::uint64_t piece = 0,
+             bool piece_lag = false)
+      : ranks_(ranks),
+        blocks_(blocks),
+        wait_entered_(wait_entered),
+        piece_(piece),
+        piece_lag_(piece_lag),
+        device_of_rank_(std::move(device_of_rank)) {}
 
   // Runs `calls` as launches 1, 2, ...; returns "" or the first failure.
   std::string run(const std::vector<Call>& calls, std::mt19937_64& rng) {
@@ -103,7 +113,12 @@ class InboxModel {
 
  private:
   enum class Step { progressed, blocked, finished };
-  enum class Phase { enter, wait_entered, store, done, wait_done, combine, over };
+  // A block's script after "entered": what the kernel does, one action after another.
+  enum class Act { store, post, await, move };
+  struct Action {
+    Act act;
+    std::uint64_t k;  // the piece
+  };
   struct Store {
     int owner, source;
     std::uint64_t j;  // element of the slot
@@ -112,51 +127,79 @@ class InboxModel {
   struct Block {
     Call c;
     int e = 0, me = 0, b = 0;
-    Phase phase = Phase::enter;
-    std::vector<Store> stores;
-    std::size_t next = 0;
-    std::uint64_t j = 0;
-    bool slow = false;  // a straggler (one block in four): the scheduler seldom steps it
+    bool entered = false, waited = false;
+    std::vector<std::vector<Store>> stores;  // per piece
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> moves;  // per piece: its elements [first, last)
+    std::vector<Action> script;
+    std::size_t pc = 0;    // the action under way
+    std::size_t next = 0;  // within it: the next store, or the next element moved
+    bool slow = false;     // a straggler (one block in four): the scheduler seldom steps it
   };
 
   std::uint64_t slot(const Call& c) const { return (c.count + kVec - 1) / kVec * kVec; }
   Cell& cell(int owner, int source, const Call& c, std::uint64_t j) {
     return inbox_[owner][static_cast<std::size_t>(source * slot(c) + j)];
   }
+  // inbox_done_mark
+  std::uint64_t mark(int e, std::uint64_t k) const {
+    return piece_ > 0 ? (static_cast<std::uint64_t>(e) << 32) | (k + 1) : static_cast<std::uint64_t>(e);
+  }
 
   Block make_block(const Call& c, int e, int me, int b) {
     Block x;
     x.c = c, x.e = e, x.me = me, x.b = b;
     const auto [first, last] = part(c.count, b, blocks_);
-    for (int q = 0; q < ranks_; ++q) {
-      if (!sends(c, me, q)) continue;
-      const std::uint64_t at = c.kind == kReduceScatter ? static_cast<std::uint64_t>(q) * c.count : 0;
-      for (std::uint64_t j = first; j < last; ++j) x.stores.push_back({q, me, j, input(e, me, at + j)});
+    const std::uint64_t len = last - first, piece = piece_ > 0 ? piece_ : std::max<std::uint64_t>(len, 1);
+    const std::uint64_t pieces = (len + piece - 1) / piece;
+    for (std::uint64_t k = 0; k < pieces; ++k) {
+      const std::uint64_t at = first + k * piece, end = std::min(last, at + piece);
+      x.stores.emplace_back();
+      for (int q = 0; q < ranks_; ++q) {
+        if (!sends(c, me, q)) continue;
+        const std::uint64_t base = c.kind == kReduceScatter ? static_cast<std::uint64_t>(q) * c.count : 0;
+        for (std::uint64_t j = at; j < end; ++j) x.stores.back().push_back({q, me, j, input(e, me, base + j)});
+      }
+      x.moves.emplace_back(at, end);
     }
-    x.j = first;
+    if (pieces > 0) {
+      x.script = {{Act::store, 0}, {Act::post, 0}};
+      for (std::uint64_t k = 0; k < pieces; ++k) {
+        x.script.push_back({Act::await, k});
+        if (k + 1 < pieces) x.script.push_back({Act::store, k + 1});
+        x.script.push_back({Act::move, k});
+        if (k + 1 < pieces) x.script.push_back({Act::post, k + 1});
+      }
+    }
     return x;
   }
 
   Step step(Block& x) {
-    switch (x.phase) {
-      case Phase::enter:
+    if (!x.entered) {
+      for (int q = 0; q < ranks_; ++q)
+        if (sends(x.c, q, x.me)) entered_[q][x.me * blocks_ + x.b] = x.e;
+      x.entered = true;
+      return Step::progressed;
+    }
+    if (!x.waited) {
+      if (wait_entered_)
         for (int q = 0; q < ranks_; ++q)
-          if (sends(x.c, q, x.me)) entered_[q][x.me * blocks_ + x.b] = x.e;
-        x.phase = Phase::wait_entered;
-        return Step::progressed;
-      case Phase::wait_entered:
-        if (wait_entered_)
-          for (int q = 0; q < ranks_; ++q)
-            if (sends(x.c, x.me, q) && entered_[x.me][q * blocks_ + x.b] < static_cast<std::uint64_t>(x.e))
-              return Step::blocked;
-        x.phase = Phase::store;
-        return Step::progressed;
-      case Phase::store: {
-        if (x.next == x.stores.size()) {
-          x.phase = Phase::done;
-          return Step::progressed;
-        }
-        const Store& s = x.stores[x.next++];
+          if (sends(x.c, x.me, q) && entered_[x.me][q * blocks_ + x.b] < static_cast<std::uint64_t>(x.e))
+            return Step::blocked;
+      x.waited = true;
+      return Step::progressed;
+    }
+    if (x.pc == x.script.size()) return Step::finished;
+    const Action a = x.script[x.pc];
+    auto advance = [&] {
+      ++x.pc;
+      x.next = 0;
+      return x.pc == x.script.size() ? Step::finished : Step::progressed;
+    };
+    switch (a.act) {
+      case Act::store: {
+        const std::vector<Store>& stores = x.stores[a.k];
+        if (x.next == stores.size()) return advance();
+        const Store& s = stores[x.next++];
         Cell& cell_ = cell(s.owner, s.source, x.c, s.j);
         if (cell_.written > cell_.read) {
           failure_ = "launch " + std::to_string(x.e) + ": rank " + std::to_string(x.me) + " overwrote element " +
@@ -168,27 +211,22 @@ class InboxModel {
         cell_ = {s.value, x.e, cell_.read};
         return Step::progressed;
       }
-      case Phase::done:
+      case Act::post:
         for (int q = 0; q < ranks_; ++q)
-          if (sends(x.c, x.me, q)) done_[q][x.me * blocks_ + x.b] = x.e;
-        x.phase = Phase::wait_done;
-        return Step::progressed;
-      case Phase::wait_done:
+          if (sends(x.c, x.me, q)) done_[q][x.me * blocks_ + x.b] = mark(x.e, a.k);
+        return advance();
+      case Act::await: {
+        const std::uint64_t want = piece_lag_ && a.k > 0 ? mark(x.e, a.k - 1) : mark(x.e, a.k);
         for (int q = 0; q < ranks_; ++q)
-          if (sends(x.c, q, x.me) && done_[x.me][q * blocks_ + x.b] < static_cast<std::uint64_t>(x.e))
-            return Step::blocked;
-        x.phase = Phase::combine;
-        return Step::progressed;
-      case Phase::combine: {
-        const auto [first, last] = part(x.c.count, x.b, blocks_);
-        if (x.j >= last) {
-          x.phase = Phase::over;
-          return Step::finished;
-        }
-        check_element(x, x.j++);
+          if (sends(x.c, q, x.me) && done_[x.me][q * blocks_ + x.b] < want) return Step::blocked;
+        return advance();
+      }
+      case Act::move: {
+        const auto [at, end] = x.moves[a.k];
+        if (at + x.next >= end) return advance();
+        check_element(x, at + x.next++);
         return Step::progressed;
       }
-      case Phase::over: return Step::finished;
     }
     return Step::finished;
   }
@@ -237,6 +275,8 @@ class InboxModel {
 
   int ranks_, blocks_;
   bool wait_entered_;
+  std::uint64_t piece_;
+  bool piece_lag_;
   std::vector<int> device_of_rank_;
   std::vector<std::vector<Cell>> inbox_;             // per rank: a slot per source
   std::vector<std::vector<std::uint64_t>> entered_;  // per rank: (peer, block)
@@ -270,6 +310,37 @@ TEST(DirectInboxModel, MixedCallsDeliverEveryElementWithoutOverwritingAnUnreadOn
         ASSERT_EQ(failure, "") << ranks << " ranks on " << devices << " devices, round " << round;
       }
     }
+}
+
+// The same with each block's part in pieces of one and of two vectors (counts up to 101 over 3 blocks: up to 9
+// pieces a block, a short last one).
+TEST(DirectInboxModel, InPiecesEveryElementArrivesAndNoUnreadOneIsOverwritten) {
+  std::mt19937_64 rng(20261127);
+  for (std::uint64_t piece : {kVec, 2 * kVec})
+    for (int ranks : {2, 3, 4})
+      for (int devices : {ranks, 1}) {
+        std::vector<int> device_of_rank;
+        for (int r = 0; r < ranks; ++r) device_of_rank.push_back(r * devices / ranks);
+        for (int round = 0; round < 12; ++round) {
+          InboxModel model(ranks, device_of_rank, 3, /*wait_entered=*/true, piece);
+          const std::vector<Call> calls = mixed_calls(ranks, 12, rng);
+          const std::string failure = model.run(calls, rng);
+          ASSERT_EQ(failure, "") << "pieces of " << piece << ", " << ranks << " ranks on " << devices
+                                 << " devices, round " << round;
+        }
+      }
+}
+
+// Moving piece k after waiting only for piece k - 1 reads elements the peer has not stored yet.
+TEST(DirectInboxModel, MovingAPieceBeforeItsDoneWordIsCaught) {
+  std::mt19937_64 rng(11);
+  int caught = 0;
+  for (int round = 0; round < 40; ++round) {
+    InboxModel model(2, {0, 1}, 2, /*wait_entered=*/true, kVec, /*piece_lag=*/true);
+    std::vector<Call> calls(6, Call{kAllReduce, 0, 64});
+    if (!model.run(calls, rng).empty()) ++caught;
+  }
+  EXPECT_GT(caught, 0) << "a piece moved before it arrived went unnoticed";
 }
 
 // Without the wait for "entered", a rank that runs ahead stores into an inbox its owner has not read yet.

@@ -308,5 +308,25 @@ TEST(DirectSource, InboxKernelsNameTheirTemplateAndRefuseTwoShot) {
   EXPECT_TRUE(contains(templ, "return (n + vec - 1) / vec * vec;")) << "inbox_slot changed in templates/direct_inbox.cuh";
 }
 
+// In pieces (DirectSpec::piece_bytes): the name and banner say so, the Config counts the piece in elements; whole
+// parts say kPiece = 0; a piece that is not whole 16-byte vectors, and pieces without the inbox, are refused.
+TEST(DirectSource, InboxKernelsInPiecesNameThePieceAndCountItInElements) {
+  DirectSpec spec = reduce_on_two_gpus();  // bf16
+  spec.inbox = true;
+  EXPECT_TRUE(contains(direct_source(spec).file.text, "  static constexpr unsigned long long kPiece = 0;\n"));
+  spec.piece_bytes = 64 << 10;
+  const KernelSource k = direct_source(spec);
+  EXPECT_EQ(k.name, "canopy_directinbox_piece65536_reduce_r8_d2_b32_bf16_max_root3");
+  EXPECT_TRUE(contains(k.file.text, "  static constexpr unsigned long long kPiece = 32768;\n")) << k.file.text;
+  EXPECT_TRUE(contains(k.file.text, "in pieces of 65536 bytes")) << k.file.text;
+  spec.piece_bytes = 24;
+  EXPECT_EQ(refusal(spec), "direct kernels: piece_bytes 24: use 0 (whole parts) or a positive multiple of 16 bytes");
+  spec.piece_bytes = -16;
+  EXPECT_EQ(refusal(spec), "direct kernels: piece_bytes -16: use 0 (whole parts) or a positive multiple of 16 bytes");
+  spec.piece_bytes = 4096;
+  spec.inbox = false;
+  EXPECT_EQ(refusal(spec), "direct kernels: piece_bytes 4096 is for the inbox kernels; set inbox or use 0");
+}
+
 }  // namespace
 }  // namespace canopy

@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 
 // Every variable resolve_config reads, unset for the test's scope.
 struct CleanEnvironment {
-  ScopedEnv vars[22] = {{"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
+  ScopedEnv vars[23] = {{"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
                         {"CANOPY_THREADS", nullptr},        {"CANOPY_FIFO_DEPTH", nullptr},
                         {"CANOPY_LARGE_BYTES", nullptr},    {"CANOPY_LARGE_BLOCKS", nullptr},
                         {"CANOPY_LL_BYTES", nullptr},       {"CANOPY_LL128_BYTES", nullptr},
@@ -25,7 +25,8 @@ struct CleanEnvironment {
                         {"CANOPY_LAUNCH_THREADS", nullptr}, {"CANOPY_LAUNCH_SPIN_US", nullptr},
                         {"CANOPY_CHECK_POINTERS", nullptr}, {"CANOPY_WATCHDOG_S", nullptr},
                         {"CANOPY_PULL", nullptr},           {"CANOPY_STAGE_ONLY_SHARED", nullptr},
-                        {"CANOPY_OWN_BUFFERS", nullptr}, {"CANOPY_CHECK_CALLS", nullptr}};
+                        {"CANOPY_OWN_BUFFERS", nullptr}, {"CANOPY_CHECK_CALLS", nullptr},
+                        {"CANOPY_INBOX_PIECE_BYTES", nullptr}};
 };
 
 std::string error_of(const CommunicatorOptions& o, int ranks = 2) {
@@ -137,6 +138,18 @@ TEST(CommunicatorConfig, MultiProcessSwitchesHaveTheirDefaults) {
   }
   ScopedEnv bad("CANOPY_OWN_BUFFERS", "yes please");
   EXPECT_THAT(error_of({}), HasSubstr("CANOPY_OWN_BUFFERS"));
+}
+
+// The direct inbox kernels' pieces: whole parts unless set; a size, or an error that names the variable and the fix.
+TEST(CommunicatorConfig, InboxPieceBytesAreWholePartsUnlessSet) {
+  CleanEnvironment clean;
+  EXPECT_EQ(resolve_config({}, 2).inbox_piece_bytes, 0);
+  {
+    ScopedEnv piece("CANOPY_INBOX_PIECE_BYTES", "64KiB");
+    EXPECT_EQ(resolve_config({}, 2).inbox_piece_bytes, 65536);
+  }
+  ScopedEnv odd("CANOPY_INBOX_PIECE_BYTES", "100");
+  EXPECT_THAT(error_of({}), HasSubstr("CANOPY_INBOX_PIECE_BYTES='100': use 0 (whole parts) or a positive multiple of 16"));
 }
 
 }  // namespace

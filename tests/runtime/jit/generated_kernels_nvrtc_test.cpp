@@ -209,12 +209,13 @@ TEST(GeneratedKernelsLL128, EveryCollectiveAndTypeCompiles) {
 
 // Every collective x element type on 2 ranks with root 1, and every operator once on `op_ranks` ranks of two
 // devices (the widest reduction: op_ranks sources): the direct kernels, or their inbox form.
-void expect_direct_kernels_compile(bool inbox, int op_ranks) {
+void expect_direct_kernels_compile(bool inbox, int op_ranks, std::int64_t piece_bytes = 0) {
   for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
                        Collective::reducescatter})
     for (DataType t : kTypes) {
       DirectSpec spec;
       spec.inbox = inbox;
+      spec.piece_bytes = piece_bytes;
       spec.base.collective = c;
       spec.base.dtype = t;
       spec.base.ranks = 2;
@@ -224,6 +225,7 @@ void expect_direct_kernels_compile(bool inbox, int op_ranks) {
   for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
     DirectSpec spec;
     spec.inbox = inbox;
+    spec.piece_bytes = piece_bytes;
     spec.base.op = op;
     spec.base.ranks = op_ranks;
     spec.base.device_of_rank = block_placement(op_ranks, 2);
@@ -238,6 +240,9 @@ TEST(GeneratedKernelsDirect, EveryCollectiveAndTypeCompiles) { expect_direct_ker
 
 // The direct inbox kernels (templates/direct_inbox.cuh, for ranks in other processes), 8 ranks on 2 devices.
 TEST(GeneratedKernelsDirect, InboxKernelsCompile) { expect_direct_kernels_compile(true, 8); }
+
+// The same moving each block's part in pieces of 64 KiB (DirectSpec::piece_bytes).
+TEST(GeneratedKernelsDirect, InboxKernelsInPiecesCompile) { expect_direct_kernels_compile(true, 8, 64 << 10); }
 
 // The direct protocol's two-shot kernels: allreduce of every element type on 2 ranks, broadcast and reduce on 8, every
 // operator on 8 ranks of one device and on 16 of two (16 sources and 16 destinations). Sums and products on up to 8
