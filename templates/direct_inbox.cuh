@@ -141,7 +141,8 @@ __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a
       reduce_copy<Op, T, 1, 1>(d, s, 1, count);
     } else if (C::kCollective != kDirectReduce || me == C::kRoot) {
       // allreduce, reduce at the root, reduce-scatter (my share of my own input)
-      const unsigned long long mine = C::kCollective == kDirectReduceScatter ? static_cast<unsigned long long>(me) * n : 0;
+      const unsigned long long mine =
+          C::kCollective == kDirectReduceScatter ? static_cast<unsigned long long>(me) * n : 0;
       Pointers<T, 1> d;
       Pointers<const T, C::kRanks> s;
       d.p[0] = out + at;

@@ -193,8 +193,9 @@ void CollectiveCache::start_builds(Job& job) {
       CacheOutcome outcome{};
       std::shared_ptr<const BuiltCollective> built;
       if (plan_free(spec))
-        built = cx_.builder->build(one_hop_source(spec, *cx_.protocols, *cx_.placement, cx_.config->inbox_piece_bytes), cx_.placement->rank_names,
-                                   o.codegen, o.compile, &outcome);
+        built = cx_.builder->build(
+            one_hop_source(spec, *cx_.protocols, *cx_.placement, cx_.config->inbox_piece_bytes),
+            cx_.placement->rank_names, o.codegen, o.compile, &outcome);
       else if (spec.program)
         built = cx_.builder->build(*spec.program, *cx_.topology, cx_.placement->rank_names, o, &outcome);
       else

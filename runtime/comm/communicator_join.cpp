@@ -186,9 +186,9 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
       const int p = watch->check(now, c.process(), mine, calls);
       if (p < 0) return "";
       return fmt::format("{} has made {} calls of this communicator where this process made {}, and none in the "
-                         "{:.1f} s since it fell behind: it stopped calling (or is stuck before its next call), and this process's call {} "
-                         "waits for it (CANOPY_STALL_TIMEOUT_S={:g}; raise it where processes may arrive that far "
-                         "apart, 0 turns this check off)",
+                         "{:.1f} s since it fell behind: it stopped calling (or is stuck before its next call), and "
+                         "this process's call {} waits for it (CANOPY_STALL_TIMEOUT_S={:g}; raise it where processes "
+                         "may arrive that far apart, 0 turns this check off)",
                          describe_process(raw->group->facts[p], p, true), calls[p], mine,
                          watch->still_for(p, now).count() / 1000.0, mine, limit);
     };

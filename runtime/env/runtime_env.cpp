@@ -124,7 +124,8 @@ bool stage_only_shared_from_environment() {
 bool own_buffers_from_environment() {
   return env_switch("CANOPY_OWN_BUFFERS", true,
                     "stage every buffer of a multi-process planned-trees or direct call",
-                    "run the planned trees and direct kernels on their own rank's buffers alone, unstaged, the default");
+                    "run the planned trees and direct kernels on their own rank's buffers alone, unstaged, the "
+                    "default");
 }
 
 std::int64_t inbox_piece_bytes_from_environment() {

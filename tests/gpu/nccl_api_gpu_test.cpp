@@ -96,9 +96,9 @@ TEST_P(NcclApiOnGpu, CapturedTreesReplayWithFreshData) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: graphs: 200 replays checked, 0 wrong", p)));
 }
 
-// The same on own buffers (CANOPY_OWN_BUFFERS, the default: the direct inbox kernels and the trees unstaged): the inbox area and
-// the trees' FIFOs, grown by a larger count after a smaller count's graph was captured, must stay where that graph's
-// kernels look.
+// The same on own buffers (CANOPY_OWN_BUFFERS, the default: the direct inbox kernels and the trees unstaged): the inbox
+// area and the trees' FIFOs, grown by a larger count after a smaller count's graph was captured, must stay where that
+// graph's kernels look.
 TEST_P(NcclApiOnGpu, CapturedOnOwnBuffersReplayWithFreshData) {
   const int n = GetParam();
   const testing::CommandRun r = nccl_check(n, "CANOPY_OWN_BUFFERS=1", "--mode graphs --replays 100");

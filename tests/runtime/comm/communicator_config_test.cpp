@@ -149,7 +149,8 @@ TEST(CommunicatorConfig, InboxPieceBytesAreWholePartsUnlessSet) {
     EXPECT_EQ(resolve_config({}, 2).inbox_piece_bytes, 65536);
   }
   ScopedEnv odd("CANOPY_INBOX_PIECE_BYTES", "100");
-  EXPECT_THAT(error_of({}), HasSubstr("CANOPY_INBOX_PIECE_BYTES='100': use 0 (whole parts) or a positive multiple of 16"));
+  EXPECT_THAT(error_of({}),
+              HasSubstr("CANOPY_INBOX_PIECE_BYTES='100': use 0 (whole parts) or a positive multiple of 16"));
 }
 
 }  // namespace
