@@ -3,7 +3,8 @@
 // --per-process ranks on its current GPU, then runs every case of the matrix below on its own ranks' buffers
 // (bench/harness/collective_buffers: inputs from the test pattern, NCCL's in-place layouts, every output element
 // checked against the host reference).
-// Prints one line per wrong case and a summary; exits 1 on any wrong element or failed call, 2 on bad arguments.
+// Prints one line per wrong case, progress lines from process 0 (before each collective and type), and a summary;
+// exits 1 on any wrong element or failed call, 2 on bad arguments.
 //
 //   canopy run -n 2 -- canopy_mp_check --topology hgx-h100 --collectives allreduce --counts 7,65540
 //
@@ -254,8 +255,14 @@ int run(int argc, char** argv) {
   }
   std::uint64_t calls = 0, checked = 0, wrong = 0, failed = 0;
   int case_number = 0;
+  const auto started = std::chrono::steady_clock::now();
   for (Collective c : a.collectives)
-    for (DataType dt : a.dtypes)
+    for (DataType dt : a.dtypes) {
+      // Progress, from process 0 alone: a run cut by a timeout shows how far it got.
+      if (process == 0 && calls > 0)
+        fmt::print("process 0: progress: {} calls, {} wrong, {:.1f} s; next {} {}\n", calls, wrong,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), call_name(c),
+                   to_string(dt));
       for (ReduceOp op : a.ops) {
         if (!reduces(c) && op != a.ops.front()) continue;  // one op for broadcast and allgather
         for (std::uint64_t count : a.counts)
@@ -289,6 +296,7 @@ int run(int argc, char** argv) {
                          first + a.per_process - 1, what, res.wrong, res.checked, fmt::join(res.examples, "; "));
           }
       }
+    }
   fmt::print("process {} (ranks {}..{} of {}): {} calls, {} elements checked, {} wrong, {} failed calls\n", process,
              first, first + a.per_process - 1, nranks, calls, checked, wrong, failed);
   buffers.reset();
