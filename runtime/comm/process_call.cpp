@@ -83,6 +83,7 @@ Status Communicator::State::fit_area(StagingArea& area, std::size_t send_bytes, 
 
 Status Communicator::State::ready_inboxes(const CollectiveCall& call, bool capturing) {
   const std::uint64_t bytes = direct_inbox_bytes(call.count, size_of(call.dtype), ranks());
+  if (inboxes.fits(0, bytes)) return Status();  // `inbox` already names it
   if (Status s = fit_area(inboxes, 0, bytes, call, capturing, "inbox area"); !s.ok()) return s;
   inbox.resize(ranks());
   for (int r = 0; r < ranks(); ++r) inbox[r] = inboxes.recv(r);

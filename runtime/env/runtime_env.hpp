@@ -18,7 +18,9 @@
 //   CANOPY_BOOTSTRAP_TIMEOUT_S   seconds each bootstrap wait lasts, default 120 (transport/bootstrap/bootstrap_options.hpp)
 //   CANOPY_STAGE_ONLY_SHARED   multi-process direct calls stage only the buffers other ranks touch (default off)
 //   CANOPY_OWN_BUFFERS   multi-process trees and direct kernels touch only their own rank's buffers, not staged
-//                        (default off)
+//                        (default on)
+//   CANOPY_INBOX_PIECE_BYTES   the direct inbox kernels move each block's part in pieces of this size (default 0:
+//                        whole parts)
 //   CANOPY_HOSTS_PIECE_BYTES   across hosts, the size of the pieces an allreduce, broadcast or reduce is cut into
 //                        (hosts/hosts_join.cpp reads it; 0 or unset: not cut)
 // A malformed value is a canopy::Error naming the variable and what it takes.
