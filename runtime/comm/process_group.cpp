@@ -156,10 +156,15 @@ Placement place_processes(std::vector<std::string> rank_names, const std::vector
     g.ordinal = ordinal;
     // Processes on one GPU each launch their own grid, and those grids spin on each other: under MPS they run at
     // once, so together they must be resident. Each process fits its grid to its share of the SMs (without MPS the
-    // driver time-slices the processes, and a share fits as well).
+    // driver time-slices the processes, and a share fits as well), at one block per SM where the lanes fit so:
+    // grids of different shapes from different processes (one's trees beside another's direct kernel) do not pack
+    // the SMs as blocks-per-SM arithmetic assumes, and two trees blocks per SM of a share deadlocked 4 processes on
+    // an H100 under MPS. With the processes' blocks together at most the GPU's SMs, a block not yet placed always
+    // finds an empty SM. (8 processes' allreduce trees, 25 lanes in a 16-SM share, still take two per SM.)
     const auto sharing =
         std::count_if(all.begin(), all.end(), [&](const ProcessFacts& o) { return o.gpu.uuid == f.gpu.uuid; });
     g.limits.sms = std::max(1, g.limits.sms / static_cast<int>(sharing));
+    if (sharing > 1) g.limits.preferred_blocks_per_sm = 1;
     p.gpus.push_back(g);
     p.ordinals.push_back(ordinal);
     p.first_rank.push_back(f.first_rank);

@@ -24,8 +24,12 @@ CodegenOptions fit_launch_shape(const Plan& plan, CodegenOptions options, const 
   return fit_launch_shape([&](const CodegenOptions& o) { return lower(plan, o); }, std::move(options), limits);
 }
 
-CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
-                                const std::vector<DeviceLimits>& limits) {
+namespace {
+// Halves blocks and then threads until every grid fits `limits`; on success *misfit stays -1, else it names the
+// device that cannot hold even one block per lane at the smallest blocks (64 threads or the options' own).
+CodegenOptions fit_to(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
+                      const std::vector<DeviceLimits>& limits, int* misfit, int* misfit_blocks, int* misfit_ranks) {
+  *misfit = -1;
   for (;;) {
     const Schedule s = lower_at(options);
     CANOPY_INTERNAL_ASSERT(limits.size() >= s.devices.size(), "device limits for fewer devices than the schedule uses");
@@ -48,17 +52,43 @@ CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOption
     } else if (options.threads_per_block > 64) {
       options.threads_per_block /= 2;
     } else {
-      const DeviceSchedule& d = s.devices[worst];
-      const DeviceLimits& l = limits[worst];
-      throw Error(
-          fmt::format("device {} runs {} ranks whose lanes need {} thread blocks at once (one per tree or "
-                      "channel and rank, {} threads each), but it holds {} ({} SMs x {}): place fewer ranks "
-                      "on it (more GPUs, or a plan over fewer GPUs)",
-                      worst, d.ranks.size(), d.blocks, options.threads_per_block,
-                      l.sms * std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block), l.sms,
-                      std::min(l.max_blocks_per_sm, l.max_threads_per_sm / options.threads_per_block)));
+      for (const DeviceSchedule& d : s.devices)
+        if (d.device == worst) {
+          *misfit_blocks = d.blocks;
+          *misfit_ranks = static_cast<int>(d.ranks.size());
+        }
+      *misfit = worst;
+      return options;
     }
   }
+}
+}  // namespace
+
+CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
+                                const std::vector<DeviceLimits>& limits) {
+  int misfit = -1, blocks = 0, ranks = 0;
+  // First at the blocks per SM the devices prefer (processes sharing a GPU: one), where the lanes fit so.
+  std::vector<DeviceLimits> preferred = limits;
+  bool prefers = false;
+  for (DeviceLimits& l : preferred)
+    if (l.preferred_blocks_per_sm > 0 && l.preferred_blocks_per_sm < l.max_blocks_per_sm) {
+      l.max_blocks_per_sm = l.preferred_blocks_per_sm;
+      prefers = true;
+    }
+  if (prefers) {
+    const CodegenOptions fitted = fit_to(lower_at, options, preferred, &misfit, &blocks, &ranks);
+    if (misfit < 0) return fitted;
+  }
+  const CodegenOptions fitted = fit_to(lower_at, options, limits, &misfit, &blocks, &ranks);
+  if (misfit < 0) return fitted;
+  const DeviceLimits& l = limits[misfit];
+  const int threads = fitted.threads_per_block;  // as small as the fitting went
+  throw Error(fmt::format("device {} runs {} ranks whose lanes need {} thread blocks at once (one per tree or "
+                          "channel and rank, {} threads each), but it holds {} ({} SMs x {}): place fewer ranks "
+                          "on it (more GPUs, or a plan over fewer GPUs)",
+                          misfit, ranks, blocks, threads,
+                          l.sms * std::min(l.max_blocks_per_sm, l.max_threads_per_sm / threads), l.sms,
+                          std::min(l.max_blocks_per_sm, l.max_threads_per_sm / threads)));
 }
 
 }  // namespace canopy

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "dsl/topo_writer.hpp"
 #include "runtime/comm/process_group.hpp"
+#include "runtime/launch/launch_shape.hpp"
 
 namespace canopy {
 namespace {
@@ -185,6 +186,64 @@ TEST(PlaceProcesses, ProcessesSharingAGpuShareItsSms) {
   EXPECT_EQ(p.gpus[0].limits.sms, 44);
   EXPECT_EQ(p.gpus[2].limits.sms, 44);
   EXPECT_EQ(p.gpus[3].limits.sms, 132);  // alone on its GPU: all of it
+  // ... at one block per SM of the share, so that the sharers' blocks together never outnumber the SMs
+  EXPECT_EQ(p.gpus[0].limits.preferred_blocks_per_sm, 1);
+  EXPECT_EQ(p.gpus[3].limits.preferred_blocks_per_sm, 0);
+}
+
+TEST(PlaceProcesses, TreesOfProcessesSharingAGpuTakeOneBlockPerSmOfTheirShare) {
+  // 4 processes on one 132-SM GPU: trees that would take 64 blocks at 2 per SM of a 33-SM share are halved to 32,
+  // so the 4 grids (128 blocks) fit the 132 SMs at one block each whatever else runs beside them.
+  std::vector<ProcessFacts> all;
+  for (int k = 0; k < 4; ++k) all.push_back(facts(k, 1, 4, "aa"));
+  const Placement p = place_processes({"gpu0", "gpu1", "gpu2", "gpu3"}, all, 0, {});
+  const std::vector<DeviceLimits> limits = {p.gpus[0].limits};
+  CodegenOptions o;
+  o.blocks_per_rank = 64;
+  o.threads_per_block = 512;
+  const auto one_device_of = [](int blocks) {
+    return [blocks](const CodegenOptions& at) {
+      Schedule s;
+      DeviceSchedule d;
+      d.device = 0;
+      d.ranks = {0};
+      d.blocks = blocks * at.blocks_per_rank / 64;
+      s.devices.push_back(d);
+      return s;
+    };
+  };
+  const CodegenOptions fitted = fit_launch_shape(one_device_of(64), o, limits);
+  EXPECT_EQ(fitted.blocks_per_rank, 32);
+  EXPECT_EQ(fitted.min_blocks_per_sm, 0);  // one block per SM: no register cap
+  DeviceLimits alone;  // one process on the GPU: two blocks per SM are fine
+  alone.sms = 33;
+  EXPECT_EQ(fit_launch_shape(one_device_of(64), o, {alone}).blocks_per_rank, 64);
+}
+
+TEST(PlaceProcesses, LanesThatCannotFitOnePerSmOfTheShareTakeTwo) {
+  // 8 processes: a 16-SM share; an allreduce whose 25 lanes need 25 blocks at the least fits only at two per SM.
+  std::vector<ProcessFacts> all;
+  std::vector<std::string> names;
+  for (int k = 0; k < 8; ++k) {
+    all.push_back(facts(k, 1, 8, "aa"));
+    names.push_back("gpu" + std::to_string(k));
+  }
+  const Placement p = place_processes(names, all, 0, {});
+  ASSERT_EQ(p.gpus[0].limits.sms, 16);
+  CodegenOptions o;
+  o.blocks_per_rank = 4;
+  o.threads_per_block = 512;
+  const auto lanes_25 = [](const CodegenOptions& at) {  // 25 lanes, blocks_per_rank blocks each
+    Schedule s;
+    DeviceSchedule d;
+    d.ranks = {0};
+    d.blocks = 25 * at.blocks_per_rank;
+    s.devices.push_back(d);
+    return s;
+  };
+  const CodegenOptions fitted = fit_launch_shape(lanes_25, o, {p.gpus[0].limits});
+  EXPECT_EQ(fitted.blocks_per_rank, 1);
+  EXPECT_EQ(fitted.min_blocks_per_sm, 2);
 }
 
 TEST(PlaceProcesses, MoreRanksThanTheListIsAnError) {
