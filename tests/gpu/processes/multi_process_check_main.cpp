@@ -3,7 +3,8 @@
 // --per-process ranks on its current GPU, then runs every case of the matrix below on its own ranks' buffers
 // (bench/harness/collective_buffers: inputs from the test pattern, NCCL's in-place layouts, every output element
 // checked against the host reference).
-// Prints one line per wrong case, progress lines from process 0 (before each collective and type), and a summary;
+// Prints one line per wrong case (a call the communicator failed while it ran counts as failed, its output not
+// checked), progress lines from process 0 (before each collective and type), and a summary;
 // exits 1 on any wrong element or failed call, 2 on bad arguments.
 //
 //   canopy run -n 2 -- canopy_mp_check --topology hgx-h100 --collectives allreduce --counts 7,65540
@@ -288,6 +289,14 @@ int run(int argc, char** argv) {
             if (Status s = buffers->check(spec, call, &res); !s.ok()) {
               fmt::print("process {}: {}: {}\n", process, what, s.message());
               return 1;
+            }
+            // A communicator that failed while the call ran (a stalled or lost peer) ended its kernels: the output
+            // is undefined, and the call counts as failed, not as wrong elements.
+            if (Status lost = comm->async_error(); !lost.ok()) {
+              fmt::print("process {}: {}: the communicator failed while the call ran (output not checked): {}\n",
+                         process, what, lost.message());
+              ++failed;
+              continue;
             }
             checked += res.checked;
             wrong += res.wrong;
