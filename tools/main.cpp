@@ -82,7 +82,9 @@ int main(int argc, char** argv) {
       "  CANOPY_BOOTSTRAP_TIMEOUT_S   seconds the processes of a group wait for each other (default 120)\n"
       "  CANOPY_STALL_TIMEOUT_S   a multi-process communicator fails when another process is behind it this long\n"
       "                       without a call (default 8; 0: off); CANOPY_CHECK_CALLS=1 compares every call across its\n"
-      "                       processes");
+      "                       processes\n"
+      "  CANOPY_GPU_SHARERS=N     N processes in all run kernels on this GPU at once (other jobs under MPS): each\n"
+      "                       communicator's processes fit their grids to 1/N of its SMs (default: their own count)");
   canopy::cli::add_topo_command(app);
   canopy::cli::add_plan_command(app);
   canopy::cli::add_gen_command(app);

@@ -82,6 +82,11 @@ struct CommunicatorOptions {
   // the engines carry more over NVLink than SM stores. The host share (above) still crosses PCIe beside them.
   std::optional<std::int64_t> engine_bytes;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
+  // Communicator::join: how many processes in all share this process's GPU and run kernels at once, where more than
+  // the communicator's own do (other jobs on the GPU under MPS; split() and the hosts' inside communicators set it
+  // from their parent). Each process sharing a GPU fits its grids to its share of the SMs, the largest count any
+  // process of the communicator gives for that GPU (CANOPY_GPU_SHARERS; unset and 0: the communicator's own).
+  std::optional<int> gpu_sharers;
   std::function<void(std::string_view)> log_sink;  // unset: log lines go to stderr
 };
 

@@ -72,8 +72,12 @@ std::string describe_placement(const Placement& p) {
     for (int r = 0; r < p.ranks(); ++r)
       if (p.device_of_rank[r] == d) names.push_back(p.rank_names[r]);
     if (p.multi_process())
-      placed += fmt::format("{}process {}{} ({}, {}, GPU {}): {}", d ? "; " : "", d, p.here[d] ? " (this one)" : "",
-                            p.gpus[d].name, p.gpus[d].arch, p.gpus[d].uuid.substr(0, 8), fmt::join(names, " "));
+      placed += fmt::format("{}process {}{} ({}, {}, GPU {}{}): {}", d ? "; " : "", d, p.here[d] ? " (this one)" : "",
+                            p.gpus[d].name, p.gpus[d].arch, p.gpus[d].uuid.substr(0, 8),
+                            p.gpus[d].limits.preferred_blocks_per_sm  // a GPU shared by processes: their share
+                                ? fmt::format(", a share of {} SMs", p.gpus[d].limits.sms)
+                                : "",
+                            fmt::join(names, " "));
     else
       placed += fmt::format("{}GPU {} ({}, {}): {}", d ? "; " : "", p.gpus[d].ordinal, p.gpus[d].name, p.gpus[d].arch,
                             fmt::join(names, " "));

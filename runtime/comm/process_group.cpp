@@ -17,9 +17,10 @@ std::string encode_process_facts(const ProcessFacts& f) {
   const GpuDevice& g = f.gpu;
   return fmt::format(
       "version={}\nhost={}\nhostname={}\npid={}\nfirst_rank={}\nranks={}\nnranks={}\nordinal={}\ngpu_name={}\narch={}\nuuid={}\n"
-      "sms={}\nthreads_per_sm={}\nblocks_per_sm={}\nregisters_per_sm={}\nmemory={}\nplan_key={}\n",
+      "sms={}\nthreads_per_sm={}\nblocks_per_sm={}\nregisters_per_sm={}\nmemory={}\nplan_key={}\ngpu_sharers={}\n",
       f.version, f.host, f.hostname, f.pid, f.first_rank, f.ranks, f.nranks, g.ordinal, g.name, g.arch, g.uuid, g.limits.sms,
-      g.limits.max_threads_per_sm, g.limits.max_blocks_per_sm, g.limits.registers_per_sm, g.memory_bytes, f.plan_key);
+      g.limits.max_threads_per_sm, g.limits.max_blocks_per_sm, g.limits.registers_per_sm, g.memory_bytes, f.plan_key,
+      f.gpu_sharers);
 }
 
 Status decode_process_facts(const std::string& text, ProcessFacts* out) {
@@ -64,6 +65,9 @@ Status decode_process_facts(const std::string& text, ProcessFacts* out) {
   if (s = number("registers_per_sm", &f.gpu.limits.registers_per_sm); !s.ok()) return s;
   if (s = number("memory", &f.gpu.memory_bytes); !s.ok()) return s;
   if (s = text_of("plan_key", &f.plan_key); !s.ok()) return s;
+  if (kv.count("gpu_sharers") && !(s = number("gpu_sharers", &f.gpu_sharers)).ok()) return s;  // absent: 0
+  if (f.gpu_sharers < 0)
+    return Status(StatusCode::remote_error, fmt::format("process facts: 'gpu_sharers' is {}, below 0", f.gpu_sharers));
   *out = std::move(f);
   return Status();
 }
@@ -143,6 +147,16 @@ std::vector<SplitPlace> plan_split(const std::vector<std::pair<int, int>>& color
   return out;
 }
 
+int gpu_sharers(const std::vector<ProcessFacts>& all, const std::string& uuid) {
+  int count = 0, given = 0;
+  for (const ProcessFacts& o : all)
+    if (o.gpu.uuid == uuid) {
+      ++count;
+      given = std::max(given, o.gpu_sharers);
+    }
+  return std::max({count, given, 1});
+}
+
 Placement place_processes(std::vector<std::string> rank_names, const std::vector<ProcessFacts>& all, int self,
                           const std::function<bool(const std::string&, const std::string&)>& can_reach) {
   Placement p;
@@ -161,9 +175,8 @@ Placement place_processes(std::vector<std::string> rank_names, const std::vector
     // the SMs as blocks-per-SM arithmetic assumes, and two trees blocks per SM of a share deadlocked 4 processes on
     // an H100 under MPS. With the processes' blocks together at most the GPU's SMs, a block not yet placed always
     // finds an empty SM. (8 processes' allreduce trees, 25 lanes in a 16-SM share, still take two per SM.)
-    const auto sharing =
-        std::count_if(all.begin(), all.end(), [&](const ProcessFacts& o) { return o.gpu.uuid == f.gpu.uuid; });
-    g.limits.sms = std::max(1, g.limits.sms / static_cast<int>(sharing));
+    const int sharing = gpu_sharers(all, f.gpu.uuid);
+    g.limits.sms = std::max(1, g.limits.sms / sharing);
     if (sharing > 1) g.limits.preferred_blocks_per_sm = 1;
     p.gpus.push_back(g);
     p.ordinals.push_back(ordinal);

@@ -29,6 +29,7 @@ struct ProcessFacts {
   int nranks = 0;        // the communicator's ranks, as this process was told
   GpuDevice gpu;         // its GPU (ordinal in its own process)
   std::string plan_key;  // sha256 of what plans and kernels depend on: topology, rank list, kernel shape
+  int gpu_sharers = 0;   // processes in all on its GPU, where more than the communicator's own (0: not given)
 };
 
 std::string encode_process_facts(const ProcessFacts& facts);
@@ -42,11 +43,16 @@ std::string describe_process(const ProcessFacts& facts, int process, bool where)
 // than process 0's, rank blocks that do not tile 0 .. nranks - 1 in process order, a different nranks.
 Status check_process_facts(const std::vector<ProcessFacts>& all);
 
+// How many processes share GPU `uuid`: those of `all` on it, or more where one of them says so (gpu_sharers: other
+// communicators' processes running at once); at least 1.
+int gpu_sharers(const std::vector<ProcessFacts>& all, const std::string& uuid);
+
 // Ranks named `rank_names` (topology GPUs, in rank order) placed on the processes of `all`; this process is `self`,
 // running on CUDA ordinal `ordinal`. Device index = process; other processes' GPUs keep their facts but carry this
 // process's ordinal (so setting the device there is harmless). peer: same GPU (UUID), else `can_reach(a, b)` (GPU
 // UUID a reaches b's memory; empty: never). Processes sharing one GPU each get an equal share of its SMs in their
-// device's limits (their grids must be resident together under MPS). Throws canopy::Error.
+// device's limits (their grids must be resident together under MPS), preferring one block per SM of it; the share
+// is 1/gpu_sharers(all, uuid). Throws canopy::Error.
 Placement place_processes(std::vector<std::string> rank_names, const std::vector<ProcessFacts>& all, int self,
                           const std::function<bool(const std::string&, const std::string&)>& can_reach);
 

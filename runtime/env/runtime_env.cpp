@@ -247,4 +247,10 @@ std::optional<double> stall_seconds_from_environment() {
   return seconds_from_environment("CANOPY_STALL_TIMEOUT_S", 8.0);
 }
 
+int gpu_sharers_from_environment() {
+  const int n = env_int("CANOPY_GPU_SHARERS", 0, "a process count >= 0, e.g. 4");
+  if (n < 0) throw Error(fmt::format("CANOPY_GPU_SHARERS={}: expected a process count >= 0, e.g. 4", n));
+  return n;
+}
+
 }  // namespace canopy

@@ -23,6 +23,8 @@
 //                        whole parts)
 //   CANOPY_HOSTS_PIECE_BYTES   across hosts, the size of the pieces an allreduce, broadcast or reduce is cut into
 //                        (hosts/hosts_join.cpp reads it; 0 or unset: not cut)
+//   CANOPY_GPU_SHARERS   processes in all on this process's GPU running kernels at once (default 0: the
+//                        communicator's own count; comm/process_group.hpp)
 // A malformed value is a canopy::Error naming the variable and what it takes.
 #pragma once
 
@@ -169,5 +171,9 @@ std::optional<double> watchdog_seconds_from_environment();
 // CANOPY_STALL_TIMEOUT_S (default 8, so calls fail within 10 s of the last call; 0: off): a multi-process communicator fails every pending call when another
 // process has made fewer calls than this one and made none for this long (it stopped calling), naming it.
 std::optional<double> stall_seconds_from_environment();
+// CANOPY_GPU_SHARERS (default 0): how many processes in all share this process's GPU and run kernels at once, where
+// more than the communicator's own do (other jobs under MPS); a process sharing a GPU fits its grids to 1/N of its
+// SMs. Throws canopy::Error naming the variable when it is not a whole number >= 0.
+int gpu_sharers_from_environment();
 
 }  // namespace canopy

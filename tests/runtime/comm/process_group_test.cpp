@@ -47,6 +47,22 @@ TEST(ProcessFacts, SurviveTheirTextForm) {
   EXPECT_EQ(back.gpu.limits.sms, 132);
   EXPECT_EQ(back.gpu.memory_bytes, f.gpu.memory_bytes);
   EXPECT_EQ(back.plan_key, f.plan_key);
+  EXPECT_EQ(back.gpu_sharers, 0);
+  ProcessFacts shared = f;
+  shared.gpu_sharers = 6;
+  ASSERT_TRUE(decode_process_facts(encode_process_facts(shared), &back).ok());
+  EXPECT_EQ(back.gpu_sharers, 6);
+}
+
+TEST(ProcessFacts, GpuSharersAreOptionalAndNeverNegative) {
+  ProcessFacts back;
+  std::string text = encode_process_facts(facts(0, 1, 2));
+  const std::size_t at = text.find("gpu_sharers=");
+  ASSERT_NE(at, std::string::npos);
+  ASSERT_TRUE(decode_process_facts(text.substr(0, at), &back).ok());  // as an older process writes them
+  EXPECT_EQ(back.gpu_sharers, 0);
+  EXPECT_THAT(decode_process_facts(text.substr(0, at) + "gpu_sharers=-2\n", &back).message(),
+              HasSubstr("'gpu_sharers' is -2, below 0"));
 }
 
 TEST(ProcessFacts, AMissingOrMalformedFieldIsNamed) {
@@ -244,6 +260,26 @@ TEST(PlaceProcesses, LanesThatCannotFitOnePerSmOfTheShareTakeTwo) {
   const CodegenOptions fitted = fit_launch_shape(lanes_25, o, {p.gpus[0].limits});
   EXPECT_EQ(fitted.blocks_per_rank, 1);
   EXPECT_EQ(fitted.min_blocks_per_sm, 2);
+}
+
+TEST(PlaceProcesses, AGpuSharedBeyondTheCommunicatorTakesTheLargestCountGiven) {
+  // Two processes of this communicator on GPU aa, while a split sibling's two run there too: one of them says 4.
+  std::vector<ProcessFacts> all = {facts(0, 1, 3, "aa"), facts(1, 1, 3, "aa"), facts(2, 1, 3, "bb")};
+  EXPECT_EQ(gpu_sharers(all, "aa"), 2);
+  EXPECT_EQ(gpu_sharers(all, "bb"), 1);
+  EXPECT_EQ(gpu_sharers(all, "cc"), 1);  // no process there: at least one
+  all[1].gpu_sharers = 4;
+  EXPECT_EQ(gpu_sharers(all, "aa"), 4);
+  const Placement p = place_processes({"gpu0", "gpu1", "gpu2"}, all, 0, {});
+  EXPECT_EQ(p.gpus[0].limits.sms, 33);
+  EXPECT_EQ(p.gpus[1].limits.sms, 33);
+  EXPECT_EQ(p.gpus[0].limits.preferred_blocks_per_sm, 1);
+  EXPECT_EQ(p.gpus[2].limits.sms, 132);  // alone on bb
+  EXPECT_THAT(describe_placement(p), HasSubstr("GPU aa, a share of 33 SMs): gpu0"));  // the init log line's
+  all[2].gpu_sharers = 2;  // another job on bb (CANOPY_GPU_SHARERS=2)
+  const Placement q = place_processes({"gpu0", "gpu1", "gpu2"}, all, 0, {});
+  EXPECT_EQ(q.gpus[2].limits.sms, 66);
+  EXPECT_EQ(q.gpus[2].limits.preferred_blocks_per_sm, 1);
 }
 
 TEST(PlaceProcesses, MoreRanksThanTheListIsAnError) {

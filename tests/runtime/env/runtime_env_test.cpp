@@ -315,6 +315,26 @@ TEST(RuntimeEnv, WatchdogOffUnlessSet) {
   EXPECT_EQ(*watchdog_seconds_from_environment(), 10.0);
 }
 
+TEST(RuntimeEnv, GpuSharersAreAWholeCountOrTheVariableIsNamed) {
+  {
+    ScopedEnv unset("CANOPY_GPU_SHARERS", nullptr);
+    EXPECT_EQ(gpu_sharers_from_environment(), 0);
+  }
+  {
+    ScopedEnv four("CANOPY_GPU_SHARERS", "4");
+    EXPECT_EQ(gpu_sharers_from_environment(), 4);
+  }
+  for (const char* bad : {"-1", "two", "4x"}) {
+    ScopedEnv v("CANOPY_GPU_SHARERS", bad);
+    try {
+      (void)gpu_sharers_from_environment();
+      ADD_FAILURE() << "accepted CANOPY_GPU_SHARERS=" << bad;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("CANOPY_GPU_SHARERS")) << e.what();
+    }
+  }
+}
+
 TEST(RuntimeEnv, PlanFileIsUsedForItsCollectiveOnly) {
   const Plan p = plan(load_topology("h200x2"), Collective::allgather);
   const std::filesystem::path file = std::filesystem::temp_directory_path() / "canopy-plan-file-test.json";
