@@ -93,6 +93,11 @@ CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks)
     throw Error(fmt::format("hybrid share {}: use 0 to 0.5 (unset: from the topology's link rates)", *c.hybrid.share));
   c.watchdog_seconds = watchdog_seconds_from_environment();
   c.stall_seconds = stall_seconds_from_environment();
+  c.gpu_sharers = options.gpu_sharers ? *options.gpu_sharers : gpu_sharers_from_environment();
+  if (c.gpu_sharers < 0)
+    throw Error(fmt::format("gpu_sharers {}: give the processes that share this GPU in all (>= 0; 0: the "
+                            "communicator's own)",
+                            c.gpu_sharers));
   return c;
 }
 

@@ -30,6 +30,7 @@ struct CommunicatorConfig {
   std::int64_t inbox_piece_bytes = 0;      // CANOPY_INBOX_PIECE_BYTES (the direct inbox kernels; 0: whole parts)
   bool profile_calls = false;              // CANOPY_PROFILE_CALLS
   std::optional<double> stall_seconds;     // CANOPY_STALL_TIMEOUT_S (multi-process communicators; unset: off)
+  int gpu_sharers = 0;                     // CANOPY_GPU_SHARERS (multi-process communicators; 0: their own count)
 };
 
 // The configuration of a communicator of `ranks` ranks. Throws canopy::Error on a value out of range.

@@ -19,7 +19,6 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
 #include "runtime/comm/process_topology.hpp"
-#include "runtime/env/runtime_env.hpp"
 #include "runtime/hosts/host_identity.hpp"
 #include "runtime/transport/ipc/ipc_peer_memory.hpp"
 
@@ -108,11 +107,7 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   mine.nranks = nranks;
   mine.gpu = gpu;
   mine.plan_key = plan_key(st);
-  mine.gpu_sharers = options.gpu_sharers ? *options.gpu_sharers : gpu_sharers_from_environment();
-  if (mine.gpu_sharers < 0)
-    return Status(StatusCode::invalid_argument,
-                  fmt::format("CommunicatorOptions::gpu_sharers is {}: give the processes sharing this GPU (>= 0)",
-                              mine.gpu_sharers));
+  mine.gpu_sharers = st.config.gpu_sharers;
   // The bootstrap's members are processes; each process holds a block of own_ranks ranks.
   if (nranks % own_ranks != 0 || rank % own_ranks != 0)
     return Status(StatusCode::invalid_argument,

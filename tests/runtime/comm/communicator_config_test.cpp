@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 
 // Every variable resolve_config reads, unset for the test's scope.
 struct CleanEnvironment {
-  ScopedEnv vars[23] = {{"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
+  ScopedEnv vars[24] = {{"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
                         {"CANOPY_THREADS", nullptr},        {"CANOPY_FIFO_DEPTH", nullptr},
                         {"CANOPY_LARGE_BYTES", nullptr},    {"CANOPY_LARGE_BLOCKS", nullptr},
                         {"CANOPY_LL_BYTES", nullptr},       {"CANOPY_LL128_BYTES", nullptr},
@@ -26,7 +26,7 @@ struct CleanEnvironment {
                         {"CANOPY_CHECK_POINTERS", nullptr}, {"CANOPY_WATCHDOG_S", nullptr},
                         {"CANOPY_PULL", nullptr},           {"CANOPY_STAGE_ONLY_SHARED", nullptr},
                         {"CANOPY_OWN_BUFFERS", nullptr}, {"CANOPY_CHECK_CALLS", nullptr},
-                        {"CANOPY_INBOX_PIECE_BYTES", nullptr}};
+                        {"CANOPY_INBOX_PIECE_BYTES", nullptr}, {"CANOPY_GPU_SHARERS", nullptr}};
 };
 
 std::string error_of(const CommunicatorOptions& o, int ranks = 2) {
@@ -151,6 +151,20 @@ TEST(CommunicatorConfig, InboxPieceBytesAreWholePartsUnlessSet) {
   ScopedEnv odd("CANOPY_INBOX_PIECE_BYTES", "100");
   EXPECT_THAT(error_of({}),
               HasSubstr("CANOPY_INBOX_PIECE_BYTES='100': use 0 (whole parts) or a positive multiple of 16"));
+}
+
+// The processes sharing a GPU: the communicator's own unless the option or CANOPY_GPU_SHARERS says more; the option
+// wins over the variable; a negative count names the setting.
+TEST(CommunicatorConfig, GpuSharersComeFromTheOptionElseTheVariable) {
+  CleanEnvironment clean;
+  EXPECT_EQ(resolve_config({}, 2).gpu_sharers, 0);
+  ScopedEnv four("CANOPY_GPU_SHARERS", "4");
+  EXPECT_EQ(resolve_config({}, 2).gpu_sharers, 4);
+  CommunicatorOptions o;
+  o.gpu_sharers = 6;
+  EXPECT_EQ(resolve_config(o, 2).gpu_sharers, 6);
+  o.gpu_sharers = -1;
+  EXPECT_THAT(error_of(o), HasSubstr("gpu_sharers -1: give the processes that share this GPU in all"));
 }
 
 }  // namespace
