@@ -25,40 +25,41 @@ CodegenOptions fit_launch_shape(const Plan& plan, CodegenOptions options, const 
 }
 
 namespace {
-// Halves blocks and then threads until every grid fits `limits`; on success *misfit stays -1, else it names the
-// device that cannot hold even one block per lane at the smallest blocks (64 threads or the options' own).
-CodegenOptions fit_to(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
-                      const std::vector<DeviceLimits>& limits, int* misfit, int* misfit_blocks, int* misfit_ranks) {
-  *misfit = -1;
+// The options fit_to reached, and where they still do not fit: the device that cannot hold even one block per lane
+// at the smallest blocks (64 threads or the options' own), else -1.
+struct Fitted {
+  CodegenOptions options;
+  int misfit = -1;
+  int misfit_blocks = 0;
+  int misfit_ranks = 0;
+};
+
+// Halves blocks and then threads until every grid fits `limits`.
+Fitted fit_to(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
+              const std::vector<DeviceLimits>& limits) {
   for (;;) {
     const Schedule s = lower_at(options);
     CANOPY_INTERNAL_ASSERT(limits.size() >= s.devices.size(), "device limits for fewer devices than the schedule uses");
     int cap = 1;
-    int worst = -1;
+    const DeviceSchedule* worst = nullptr;
     for (const DeviceSchedule& d : s.devices) {
       const int per_sm = blocks_per_sm_needed(d.blocks, options.threads_per_block, limits[d.device]);
       if (per_sm == 0) {
-        worst = d.device;
+        worst = &d;
         break;
       }
       cap = std::max(cap, per_sm);
     }
-    if (worst < 0) {
+    if (!worst) {
       options.min_blocks_per_sm = cap > 1 ? cap : 0;
-      return options;
+      return Fitted{options};
     }
     if (options.blocks_per_rank > 1) {
       options.blocks_per_rank /= 2;
     } else if (options.threads_per_block > 64) {
       options.threads_per_block /= 2;
     } else {
-      for (const DeviceSchedule& d : s.devices)
-        if (d.device == worst) {
-          *misfit_blocks = d.blocks;
-          *misfit_ranks = static_cast<int>(d.ranks.size());
-        }
-      *misfit = worst;
-      return options;
+      return Fitted{options, worst->device, worst->blocks, static_cast<int>(worst->ranks.size())};
     }
   }
 }
@@ -66,7 +67,6 @@ CodegenOptions fit_to(const std::function<Schedule(const CodegenOptions&)>& lowe
 
 CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
                                 const std::vector<DeviceLimits>& limits) {
-  int misfit = -1, blocks = 0, ranks = 0;
   // First at the blocks per SM the devices prefer (processes sharing a GPU: one), where the lanes fit so.
   std::vector<DeviceLimits> preferred = limits;
   bool prefers = false;
@@ -76,17 +76,17 @@ CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOption
       prefers = true;
     }
   if (prefers) {
-    const CodegenOptions fitted = fit_to(lower_at, options, preferred, &misfit, &blocks, &ranks);
-    if (misfit < 0) return fitted;
+    const Fitted f = fit_to(lower_at, options, preferred);
+    if (f.misfit < 0) return f.options;
   }
-  const CodegenOptions fitted = fit_to(lower_at, options, limits, &misfit, &blocks, &ranks);
-  if (misfit < 0) return fitted;
-  const DeviceLimits& l = limits[misfit];
-  const int threads = fitted.threads_per_block;  // as small as the fitting went
+  const Fitted f = fit_to(lower_at, options, limits);
+  if (f.misfit < 0) return f.options;
+  const DeviceLimits& l = limits[f.misfit];
+  const int threads = f.options.threads_per_block;  // as small as the fitting went
   throw Error(fmt::format("device {} runs {} ranks whose lanes need {} thread blocks at once (one per tree or "
                           "channel and rank, {} threads each), but it holds {} ({} SMs x {}): place fewer ranks "
                           "on it (more GPUs, or a plan over fewer GPUs)",
-                          misfit, ranks, blocks, threads,
+                          f.misfit, f.misfit_ranks, f.misfit_blocks, threads,
                           l.sms * std::min(l.max_blocks_per_sm, l.max_threads_per_sm / threads), l.sms,
                           std::min(l.max_blocks_per_sm, l.max_threads_per_sm / threads)));
 }
