@@ -1,0 +1,179 @@
+# bench/device-run step `x2`, sourced by it inside its loop over the steps (`return` ends the step). What it
+# runs, its settings and its logs:
+#   x2        two GPUs, one process each, Canopy against NCCL (needs 2 GPUs: nvidia-h200-x2), the parts named in
+#             CANOPY_X2_PARTS (default "tests bench nccltests torch hosts"), the real NCCL being PyTorch's wheel
+#             (2.28.9) where there is one (CANOPY_X2_NCCL overrides):
+#               tests      the GPU tests of CANOPY_X2_TESTS (default: multi-process, NCCL-API and the h200x2 matrix), two
+#                          processes on two GPUs where a test has them                 -> x2-tests.log
+#               bench      canopy bench --procs 2 --vs-nccl, all five collectives, f32 and bf16, CANOPY_X2_SIZES
+#                          (8:1G)                                     -> x2-bench-f32.json/.log, x2-bench-bf16.json/.log
+#               staged     the same with CANOPY_OWN_BUFFERS=0 (not in the default parts)     -> x2-bench-staged-*
+#               shared     staged with CANOPY_STAGE_ONLY_SHARED=1 (not in the default parts)   -> x2-bench-shared-*
+#               own        the same with CANOPY_OWN_BUFFERS=1 (the default; not in the parts)  -> x2-bench-own-*
+#               owntrees   the same with CANOPY_DIRECT_BYTES=0 (own buffers)          -> x2-bench-owntrees-*
+#               variant    the same with the variables of CANOPY_X2_VARIANT (e.g. "CANOPY_LL128_BYTES=32MiB")
+#                                                                                           -> x2-bench-variant-*
+#               sharedown  the same with CANOPY_STAGE_ONLY_SHARED=1 CANOPY_OWN_BUFFERS=1    -> x2-bench-sharedown-*
+#               nccltests  the five nccl-tests binaries, -b 8 -e CANOPY_X2_NT_MAX (1G) -f 2 -c 1 (CANOPY_X2_NT_ARGS
+#                          more), single-process -g 2 and mpirun -np 2 (one process per GPU), the real NCCL and then
+#                          libcanopy_nccl.so (CANOPY_X2_NT_RUNS picks from "real-g2 canopy-g2 real-np2 canopy-np2",
+#                          CANOPY_X2_NCCLTESTS the binaries)                       -> x2-nt-NAME-{real,canopy}-{g2,np2}.log
+#               torch      torchrun --nproc_per_node 2 (a GPU per rank) through the library: c10d_check.py; then
+#                          train_bench.py DDP and FSDP2 (~100 M parameters, 10 + 50 steps), real NCCL and library
+#                          alternating, twice, and train_compare.py                -> x2-torch-*.log, x2-train-*.json
+#               torchab    train_bench.py (CANOPY_X2_TORCH_MODES, default ddp) through the real NCCL and then the library
+#                          under each setting of CANOPY_X2_TORCH_VARIANTS (';'-separated lists of VAR=VALUE, "" the
+#                          defaults; default ";CANOPY_DIRECT_BLOCKS=16"), in turn, twice; train_compare.py per setting
+#                          (not in the default parts)                          -> x2-torchab.log, x2-ab-*.json
+#               hosts      two "hosts" of one GPU each (canopy run --hosts 1,1), NCCL between them: every collective
+#                          x f32, bf16, i32 x sum, max, CANOPY_HOSTS_COUNTS                         -> x2-hosts.log
+# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
+# Issue 34's run: two GPUs, one process each, Canopy beside the real NCCL in the same call.
+gpus=$(nvidia-smi -L | wc -l)
+if [ "$gpus" -lt 2 ]; then echo "x2: needs 2 GPUs, this machine has $gpus (run on nvidia-h200-x2)"; return; fi
+wheel_nccl="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null)"
+real_nccl="${CANOPY_X2_NCCL:-$wheel_nccl}"
+[ -e "$real_nccl" ] || real_nccl="$CANOPY_NCCL_LIBRARY"
+echo "x2: real NCCL $real_nccl"
+library="$build/libcanopy_nccl.so"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
+  case "$part" in
+    tests)
+      step x2 gpu tests
+      ctest --test-dir "$build" -L gpu -R "${CANOPY_X2_TESTS:-OnGpus|MultiProcess|NcclApi|NcclTeardown|NcclBadArgument|h200x2}" \
+        --output-on-failure --timeout "${CANOPY_GPU_TEST_TIMEOUT:-300}" -j "$jobs" -V 2>&1 |
+        grep -v '^[0-9]*: \[ *\(RUN\|OK\) ' >"$out/x2-tests.log"
+      grep -E '^[0-9]+: \[ (runs|note) \]|tests passed|tests failed|Failed|FAILED|\*\*\*|Total Test time' "$out/x2-tests.log" | tail -40 ;;
+    bench)
+      for dtype in ${CANOPY_X2_DTYPES:-f32 bf16}; do
+        step x2 canopy bench --procs 2 --vs-nccl --dtype "$dtype"
+        CANOPY_NCCL_LIBRARY="$real_nccl" timeout "${CANOPY_BENCH_TIMEOUT:-400}" "$canopy" bench --procs 2 --vs-nccl \
+          --collective all --sizes "${CANOPY_X2_SIZES:-8:1G}" --dtype "$dtype" --json "$out/x2-bench-$dtype.json" \
+          "${bench_args[@]}" 2>&1 | tee "$out/x2-bench-$dtype.log" | grep -vE '^canopy: (info|debug)' | tail -160
+      done ;;
+    staged|shared|own|owntrees|sharedown|variant)
+      # The bench again with other multi-process settings, for the A/B against part `bench` of the same call:
+      # staged, CANOPY_OWN_BUFFERS=0 (the trees and the direct protocol through the staging area); shared,
+      # that with CANOPY_STAGE_ONLY_SHARED=1 (the direct protocol's outputs written in place); own,
+      # CANOPY_OWN_BUFFERS=1 (the default: the direct inbox kernels and the planned trees unstaged); owntrees,
+      # that with the direct protocol off (the trees from LL's limit up); sharedown, both switches.
+      case "$part" in
+        staged) variant=(CANOPY_OWN_BUFFERS=0) ;;
+        shared) variant=(CANOPY_STAGE_ONLY_SHARED=1 CANOPY_OWN_BUFFERS=0) ;;
+        own) variant=(CANOPY_OWN_BUFFERS=1) ;;
+        owntrees) variant=(CANOPY_OWN_BUFFERS=1 CANOPY_DIRECT_BYTES=0) ;;
+        variant) read -r -a variant <<<"${CANOPY_X2_VARIANT:-CANOPY_X2_VARIANT=unset}" ;;
+        *) variant=(CANOPY_STAGE_ONLY_SHARED=1 CANOPY_OWN_BUFFERS=1) ;;
+      esac
+      for dtype in ${CANOPY_X2_DTYPES:-f32 bf16}; do
+        step x2 canopy bench --procs 2 --vs-nccl --dtype "$dtype", "${variant[@]}"
+        env "${variant[@]}" CANOPY_NCCL_LIBRARY="$real_nccl" timeout "${CANOPY_BENCH_TIMEOUT:-400}" \
+          "$canopy" bench --procs 2 --vs-nccl --collective all --sizes "${CANOPY_X2_SIZES:-8:1G}" --dtype "$dtype" \
+          --json "$out/x2-bench-$part-$dtype.json" "${bench_args[@]}" 2>&1 | tee "$out/x2-bench-$part-$dtype.log" |
+          grep -vE '^canopy: (info|debug)' | tail -160
+      done ;;
+    nccltests)
+      step x2 nccl-tests
+      ntb=/tmp/nccl-tests
+      if ! "$root/bench/nccl-tests" "$root/.nccl-tests/src" "$ntb" >"$out/x2-nt-build.log" 2>&1; then
+        tail -30 "$out/x2-nt-build.log"; echo "FAILED: nccl-tests build"; continue
+      fi
+      read -r -a x2_nt <<<"-b 8 -e ${CANOPY_X2_NT_MAX:-1G} -f 2 -c 1 ${CANOPY_X2_NT_ARGS:-}"
+      real_dir="$(dirname "$real_nccl")"
+      x2_nt_run() {  # NAME COMMAND...: one run, its log, its verdict and average busbw
+        local name="$1"; shift
+        case " ${CANOPY_X2_NT_RUNS:-real-g2 canopy-g2 real-np2 canopy-np2} " in  # which of the four runs
+          *" ${name#*-}"*) ;;
+          *) return 0 ;;
+        esac
+        timeout "${CANOPY_NCCLTESTS_TIMEOUT:-240}" "$@" >"$out/x2-nt-$name.log" 2>&1
+        local rc=$?
+        printf '%-30s rc=%-3s %s | %s\n' "$name" "$rc" \
+          "$(grep -h '# Out of bounds values' "$out/x2-nt-$name.log" | tr -s ' ' | head -1)" \
+          "$(grep -h '# Avg bus bandwidth' "$out/x2-nt-$name.log" | tr -s ' ' | head -1)"
+        [ "$rc" = 0 ] || grep -hiE 'error|invalid|failure|canopy:' "$out/x2-nt-$name.log" | head -8
+      }
+      for t in ${CANOPY_X2_NCCLTESTS:-all_reduce all_gather broadcast reduce_scatter reduce}; do
+        LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" x2_nt_run "$t-real-g2" "$ntb/plain/${t}_perf" "${x2_nt[@]}" -g 2
+        LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" CANOPY_NCCL_LIBRARY="$real_nccl" LD_PRELOAD="$library" \
+          x2_nt_run "$t-canopy-g2" "$ntb/plain/${t}_perf" "${x2_nt[@]}" -g 2
+        [ -x "$ntb/mpi/${t}_perf" ] || continue
+        LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" x2_nt_run "$t-real-np2" mpirun -np 2 --bind-to none \
+          -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE "$ntb/mpi/${t}_perf" "${x2_nt[@]}" -g 1
+        LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" CANOPY_NCCL_LIBRARY="$real_nccl" x2_nt_run "$t-canopy-np2" \
+          mpirun -np 2 --bind-to none -x LD_PRELOAD="$library" -x LD_LIBRARY_PATH -x CANOPY_NCCL_LIBRARY \
+          -x CANOPY_CACHE_DIR -x NCCL_NVLS_ENABLE "$ntb/mpi/${t}_perf" "${x2_nt[@]}" -g 1
+      done 2>&1 | tee "$out/x2-nccltests.log" ;;
+    torch)
+      step x2 torch
+      torchrun=(torchrun)
+      command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
+      x2_torch() {  # NAME SCRIPT ARGS... (env before: LD_PRELOAD or not): torchrun, 2 ranks, a GPU each
+        local name="$1" script="$2"
+        shift 2
+        echo "-- $name: tests/torch/$script $* ($(date +%T))"
+        timeout "${CANOPY_TORCH_TIMEOUT:-300}" "${torchrun[@]}" --standalone --nproc_per_node 2 \
+          "$root/tests/torch/$script" "$@" >"$out/x2-torch-$name.log" 2>&1
+        echo "   exit $?"
+        grep -E '^(c10d_check|train_bench): |WRONG|^wrong:|Error' "$out/x2-torch-$name.log" | tail -n 12
+      }
+      {
+        CANOPY_TORCH_DEVICES=0,1 LD_PRELOAD="$library" CANOPY_NCCL_LIBRARY="$real_nccl" x2_torch c10d-canopy c10d_check.py
+        runs=()
+        for round in 1 2; do
+          for mode in ddp fsdp; do
+            x2_torch "$mode-real-$round" train_bench.py --mode "$mode" --out "$out/x2-train-$mode-real-$round.json"
+            LD_PRELOAD="$library" CANOPY_NCCL_LIBRARY="$real_nccl" x2_torch "$mode-canopy-$round" train_bench.py \
+              --mode "$mode" --out "$out/x2-train-$mode-canopy-$round.json"
+            runs+=("$out/x2-train-$mode-real-$round.json" "$out/x2-train-$mode-canopy-$round.json")
+          done
+        done
+        python3 "$root/tests/torch/train_compare.py" "${runs[@]}"
+      } 2>&1 | tee "$out/x2-torch.log" ;;
+    torchab)
+      # A/B of library settings in training: each round runs the real NCCL, then the library under each setting;
+      # each setting's runs are then compared with the real NCCL's of the same rounds.
+      step x2 torch settings
+      IFS=';' read -r -a settings <<<"${CANOPY_X2_TORCH_VARIANTS-;CANOPY_DIRECT_BLOCKS=16}"
+      [ "${#settings[@]}" = 0 ] && settings=("")
+      torchrun=(torchrun)
+      command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
+      {
+        for mode in ${CANOPY_X2_TORCH_MODES:-ddp}; do
+          for round in 1 2; do
+            for v in real "${!settings[@]}"; do
+              name="$mode-$v-$round" preload=() setting=()
+              [ "$v" != real ] && { preload=(LD_PRELOAD="$library"); read -r -a setting <<<"${settings[$v]}"; }
+              echo "-- $name: $([ "$v" = real ] && echo the real NCCL || echo "library, ${setting[*]:-defaults}") ($(date +%T))"
+              env "${preload[@]}" "${setting[@]}" CANOPY_NCCL_LIBRARY="$real_nccl" timeout \
+                "${CANOPY_TORCH_TIMEOUT:-300}" "${torchrun[@]}" --standalone --nproc_per_node 2 \
+                "$root/tests/torch/train_bench.py" --mode "$mode" --out "$out/x2-ab-$name.json" \
+                >"$out/x2-torchab-$name.log" 2>&1
+              echo "   exit $?"
+              grep -E '^train_bench: |Error' "$out/x2-torchab-$name.log" | tail -n 4
+            done
+          done
+          for v in "${!settings[@]}"; do
+            echo "-- $mode, setting $v: ${settings[$v]:-defaults}"
+            python3 "$root/tests/torch/train_compare.py" "$out/x2-ab-$mode-real-1.json" "$out/x2-ab-$mode-$v-1.json" \
+              "$out/x2-ab-$mode-real-2.json" "$out/x2-ab-$mode-$v-2.json"
+          done
+        done
+      } 2>&1 | tee "$out/x2-torchab.log" ;;
+    hosts)
+      # Two "hosts" of one GPU each (CANOPY_HOST_ID/NCCL_HOSTID per process through canopy run --hosts 1,1):
+      # the real NCCL between them over its socket transport, every collective datachecked.
+      step x2 two hosts
+      timeout "${CANOPY_HOSTS_TIMEOUT:-420}" env CANOPY_LOG=info NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+        NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 CANOPY_NCCL_LIBRARY="$real_nccl" CANOPY_BOOTSTRAP_TIMEOUT_S=120 \
+        CANOPY_STALL_TIMEOUT_S=120 "$build/bin/canopy" run -n 2 --hosts 1,1 -- "$build/tests/canopy_mp_check" \
+        --spread 1 --topology detect --collectives broadcast,reduce,allreduce,allgather,reduce_scatter \
+        --dtypes f32,bf16,i32 --ops sum,max --counts "${CANOPY_HOSTS_COUNTS:-1,1028,65540,3000004,40000004}" \
+        >"$out/x2-hosts.log" 2>&1
+      echo "exit $?"
+      grep -E '^process [0-9]+ \(ranks|ranks on [0-9]* hosts|through NCCL' "$out/x2-hosts.log" | head -8
+      grep -m 2 'NET/Socket' "$out/x2-hosts.log" ;;
+    *) echo "x2: unknown part '$part' (tests bench staged shared own owntrees sharedown variant nccltests torch torchab hosts)" ;;
+  esac
+done
