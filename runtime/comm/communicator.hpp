@@ -176,8 +176,16 @@ class Communicator {
   // host and pid named), or abort() was called. Never blocks.
   Status async_error();
 
-  // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch.
+  // Plans, generates and compiles ahead (NVRTC in parallel threads), so first calls only launch. Across processes
+  // every process passes the same specs (they agree on the kernels).
   Status prepare(std::span<const CollectiveSpec> specs);
+  // The spec of the kernel a call of this shape runs (the protocol run() chooses, its chunk, across processes its
+  // own-buffer form), for prepare(specs): a program that knows its calls ahead (a datacheck's matrix, a training
+  // step's buckets) compiles all their kernels at once instead of one at each first call. Count 0 and one-rank
+  // communicators run no kernel; their spec is then that of the planned trees, which prepare loads for nothing. Within
+  // one process, a large call whose share the copy engines or the host path take runs the kernel of the rest.
+  CollectiveSpec spec_of(Collective collective, std::uint64_t count, DataType dtype, ReduceOp op, int root,
+                         bool in_place = false);
   // Loads the kernel `call` runs when captured into a CUDA graph (where calls never take the copy engines or the host
   // path), so the capture can launch it: a capture cannot compile or allocate. Checks the call like run().
   Status prepare(const CollectiveCall& call);

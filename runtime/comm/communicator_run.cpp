@@ -291,6 +291,20 @@ Status Communicator::prepare(const CollectiveCall& call) {
   return st.get(st.kernel_spec(call, st.pick(call, call.count, in_place(call))), &p);
 }
 
+CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count, DataType dtype, ReduceOp op, int root,
+                                     bool in_place_call) {
+  State& st = *state_;
+  std::lock_guard<std::mutex> lock(st.mutex);
+  CollectiveCall call;
+  call.collective = collective;
+  call.count = count;
+  call.dtype = dtype;
+  call.op = op;
+  call.root = root;
+  // As the calls choose: across processes (process_call) a call's protocol never depends on its being in place.
+  return st.kernel_spec(call, st.pick(call, count, st.group ? false : in_place_call));
+}
+
 // --- what a call of a given size takes -------------------------------------------------------------------------------
 
 bool Communicator::is_large(Collective collective, std::uint64_t count, DataType dtype) const {

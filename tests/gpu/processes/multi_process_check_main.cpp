@@ -1,6 +1,7 @@
 // canopy_mp_check: one process of a multi-process datacheck, started N times by `canopy run -n N` (which sets
 // CANOPY_RANK, CANOPY_NRANKS and CANOPY_UNIQUE_ID). Each process joins one communicator (Communicator::join) with
-// --per-process ranks on its current GPU, then runs every case of the matrix below on its own ranks' buffers
+// --per-process ranks on its current GPU, then, for each collective and type, prepares the kernels of its cases at
+// once (Communicator::spec_of and prepare) and runs every case of the matrix below on its own ranks' buffers
 // (bench/harness/collective_buffers: inputs from the test pattern, NCCL's in-place layouts, every output element
 // checked against the host reference).
 // Prints one line per wrong case (a call the communicator failed while it ran counts as failed, its output not
@@ -88,6 +89,15 @@ struct Args {
   // --spread 1: process P on GPU P mod the visible GPUs (else on the current one, GPU 0); with --topology detect
   // (no topology given) the join detects the machine's topology over the processes' GPUs.
   bool spread = false;
+  // --prepare 0: no Communicator::prepare of each collective and type's kernels before its cases (each kernel is
+  // then compiled at its first call, one at a time).
+  bool prepare = true;
+};
+
+// One call of the matrix: what it computes (root and seed from its number) and whether in place.
+struct Case {
+  CheckSpec spec;
+  bool in_place = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -131,6 +141,8 @@ Args parse(int argc, char** argv) {
       a.die_after = std::atoi(v.c_str());
     } else if (k == "--split") {
       a.split = v == "1";
+    } else if (k == "--prepare") {
+      a.prepare = v != "0";
     } else if (k == "--spread") {
       a.spread = v == "1";
     } else if (k == "--stall-after") {
@@ -264,46 +276,63 @@ int run(int argc, char** argv) {
         fmt::print("process 0: progress: {} calls, {} wrong, {:.1f} s; next {} {}\n", calls, wrong,
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), call_name(c),
                    to_string(dt));
+      std::vector<Case> cases;
       for (ReduceOp op : a.ops) {
         if (!reduces(c) && op != a.ops.front()) continue;  // one op for broadcast and allgather
         for (std::uint64_t count : a.counts)
           for (bool in_place : a.in_place) {
             ++case_number;
-            const CheckSpec spec{c, dt, reduces(c) ? op : ReduceOp::sum, case_number % nranks, nranks, count,
-                                 a.seed + case_number};
-            const std::string what = fmt::format("{} {} {} count {} root {} {}", call_name(c), to_string(dt),
-                                                 to_string(spec.op), count, spec.root,
-                                                 in_place ? "in place" : "out of place");
-            CollectiveCall call;
-            if (Status s = buffers->set_up(spec, in_place, &call); !s.ok()) {
-              fmt::print("process {}: {}: set-up failed: {}\n", process, what, s.message());
-              return 1;
-            }
-            ++calls;
-            if (Status s = comm->run(call); !s.ok()) {
-              fmt::print("process {}: {}: call failed: {}\n", process, what, s.message());
-              ++failed;
-              continue;
-            }
-            CheckResult res;
-            if (Status s = buffers->check(spec, call, &res); !s.ok()) {
-              fmt::print("process {}: {}: {}\n", process, what, s.message());
-              return 1;
-            }
-            // A communicator that failed while the call ran (a stalled or lost peer) ended its kernels: the output
-            // is undefined, and the call counts as failed, not as wrong elements.
-            if (Status lost = comm->async_error(); !lost.ok()) {
-              fmt::print("process {}: {}: the communicator failed while the call ran (output not checked): {}\n",
-                         process, what, lost.message());
-              ++failed;
-              continue;
-            }
-            checked += res.checked;
-            wrong += res.wrong;
-            if (res.wrong)
-              fmt::print("process {} (ranks {}..{}): {}: {} of {} wrong, e.g. {}\n", process, first,
-                         first + a.per_process - 1, what, res.wrong, res.checked, fmt::join(res.examples, "; "));
+            cases.push_back({CheckSpec{c, dt, reduces(c) ? op : ReduceOp::sum, case_number % nranks, nranks, count,
+                                       a.seed + case_number},
+                             in_place});
           }
+      }
+      // Their kernels compiled at once (NVRTC in parallel threads), not one at each first call. Every process makes
+      // the same list: the processes agree on the kernels.
+      if (a.prepare) {
+        std::vector<CollectiveSpec> specs;
+        for (const Case& k : cases) {
+          const CollectiveSpec s = comm->spec_of(c, k.spec.count, dt, k.spec.op, k.spec.root, k.in_place);
+          if (k.spec.count > 0 && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+        }
+        if (Status s = comm->prepare(specs); !s.ok())
+          fmt::print("process {}: preparing {} kernels of {} {} failed (each call loads its own): {}\n", process,
+                     specs.size(), call_name(c), to_string(dt), s.message());
+      }
+      for (const Case& k : cases) {
+        const CheckSpec& spec = k.spec;
+        const std::string what = fmt::format("{} {} {} count {} root {} {}", call_name(c), to_string(dt),
+                                             to_string(spec.op), spec.count, spec.root,
+                                             k.in_place ? "in place" : "out of place");
+        CollectiveCall call;
+        if (Status s = buffers->set_up(spec, k.in_place, &call); !s.ok()) {
+          fmt::print("process {}: {}: set-up failed: {}\n", process, what, s.message());
+          return 1;
+        }
+        ++calls;
+        if (Status s = comm->run(call); !s.ok()) {
+          fmt::print("process {}: {}: call failed: {}\n", process, what, s.message());
+          ++failed;
+          continue;
+        }
+        CheckResult res;
+        if (Status s = buffers->check(spec, call, &res); !s.ok()) {
+          fmt::print("process {}: {}: {}\n", process, what, s.message());
+          return 1;
+        }
+        // A communicator that failed while the call ran (a stalled or lost peer) ended its kernels: the output is
+        // undefined, and the call counts as failed, not as wrong elements.
+        if (Status lost = comm->async_error(); !lost.ok()) {
+          fmt::print("process {}: {}: the communicator failed while the call ran (output not checked): {}\n", process,
+                     what, lost.message());
+          ++failed;
+          continue;
+        }
+        checked += res.checked;
+        wrong += res.wrong;
+        if (res.wrong)
+          fmt::print("process {} (ranks {}..{}): {}: {} of {} wrong, e.g. {}\n", process, first,
+                     first + a.per_process - 1, what, res.wrong, res.checked, fmt::join(res.examples, "; "));
       }
     }
   fmt::print("process {} (ranks {}..{} of {}): {} calls, {} elements checked, {} wrong, {} failed calls\n", process,

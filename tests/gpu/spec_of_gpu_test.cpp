@@ -1,0 +1,75 @@
+// Communicator::spec_of on real GPUs (label gpu; SKIPPED without one): the spec it gives for a call's shape names the
+// protocol the protocol queries say such a call takes (low-latency, LL128, direct, two-shot, large), for every
+// collective, sizes on each side of the protocols' limits, roots and in or out of place; and prepare() of those specs
+// loads kernels the calls then run, every output checked against the host reference.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+#include "tests/gpu/checked_sweep.hpp"
+
+namespace canopy {
+namespace {
+
+constexpr Collective kEveryCollective[] = {Collective::broadcast, Collective::reduce, Collective::allreduce,
+                                           Collective::allgather, Collective::reducescatter};
+
+TEST(SpecOfOnGpu, NamesTheProtocolTheQueriesChooseAndPreparesWhatTheCallsRun) {
+  if (visible_gpu_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  CommunicatorOptions o = testing::sweep_options({"h200x2", "h200x2", {}});
+  o.ll128_bytes = 1 << 20;  // LL128 reached too (off by default on one GPU)
+  std::unique_ptr<Communicator> comm;
+  const Status created = Communicator::create(o, &comm);
+  ASSERT_TRUE(created.ok()) << created.message();
+  // f32 elements: the LL limit's sides (256 KiB), LL128's (1 MiB), the direct protocol's far side (32 MiB on the
+  // busiest link), and the large calls' (8 MiB per rank).
+  const std::uint64_t counts[] = {1, 65536, 65537, 262145, 2097152, 2097153, 16777217};
+  std::vector<CollectiveSpec> specs;
+  for (Collective c : kEveryCollective)
+    for (std::uint64_t count : counts)
+      for (int root : {0, 1})
+        for (bool in_place : {false, true}) {
+          const CollectiveSpec s = comm->spec_of(c, count, DataType::f32, ReduceOp::sum, root, in_place);
+          const std::string what = fmt::format("{} count {} root {} {}", call_name(c), count, root,
+                                               in_place ? "in place" : "out of place");
+          EXPECT_EQ(s.collective, c) << what;
+          EXPECT_EQ(s.low_latency, comm->is_low_latency(c, count, DataType::f32)) << what;
+          EXPECT_EQ(s.ll128, comm->is_ll128(c, count, DataType::f32)) << what;
+          EXPECT_EQ(s.direct, comm->is_direct(c, count, DataType::f32, in_place)) << what;
+          EXPECT_EQ(s.two_shot, comm->is_two_shot(c, count, DataType::f32, in_place)) << what;
+          EXPECT_EQ(s.large, comm->is_large(c, count, DataType::f32)) << what;
+          if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+        }
+  // Every protocol appears among them.
+  const auto some = [&](bool CollectiveSpec::*flag) {
+    return std::any_of(specs.begin(), specs.end(), [&](const CollectiveSpec& s) { return s.*flag; });
+  };
+  EXPECT_TRUE(some(&CollectiveSpec::low_latency));
+  EXPECT_TRUE(some(&CollectiveSpec::ll128));
+  EXPECT_TRUE(some(&CollectiveSpec::direct));
+  EXPECT_TRUE(some(&CollectiveSpec::large));
+  const Status prepared = comm->prepare(specs);
+  ASSERT_TRUE(prepared.ok()) << prepared.message();
+  for (const CollectiveSpec& s : specs) {
+    CollectiveInfo info;
+    const Status known = comm->info(s, &info);
+    EXPECT_TRUE(known.ok()) << spec_text(s) << ": " << known.message();
+  }
+  // The calls, run after it, are right: each collective, f32 sum, root the last rank, on each side of the limits.
+  std::vector<CollectiveSpec> calls;
+  for (Collective c : kEveryCollective) calls.push_back(CollectiveSpec{c, DataType::f32, ReduceOp::sum, 1});
+  const std::uint64_t checked_counts[] = {1, 65537, 2097153};
+  CheckedCallSetup setup;
+  ASSERT_TRUE(setup.make(*comm, testing::sweep_buffer_bytes(Collective::allgather, comm->ranks(), 2097153)));
+  int taken = 0;
+  const int runs = testing::check_every_call(*comm, setup.buffers(), calls, checked_counts, "spec_of",
+                                             [](const CollectiveSpec&, std::uint64_t) { return true; }, &taken);
+  EXPECT_EQ(runs, 2 * taken);
+}
+
+}  // namespace
+}  // namespace canopy
