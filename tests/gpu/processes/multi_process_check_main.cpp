@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -287,17 +288,24 @@ int run(int argc, char** argv) {
                              in_place});
           }
       }
-      // Their kernels compiled at once (NVRTC in parallel threads), not one at each first call. Every process makes
-      // the same list: the processes agree on the kernels.
+      // Their kernels compiled ahead (NVRTC in parallel threads, a thread a kernel), not one at each first call, in
+      // batches that keep all processes' compiles together to about one per core. Every process makes the same
+      // batches: the processes agree on each batch's kernels.
       if (a.prepare) {
         std::vector<CollectiveSpec> specs;
         for (const Case& k : cases) {
           const CollectiveSpec s = comm->spec_of(c, k.spec.count, dt, k.spec.op, k.spec.root, k.in_place);
           if (k.spec.count > 0 && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
         }
-        if (Status s = comm->prepare(specs); !s.ok())
-          fmt::print("process {}: preparing {} kernels of {} {} failed (each call loads its own): {}\n", process,
-                     specs.size(), call_name(c), to_string(dt), s.message());
+        const std::size_t batch = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(processes));
+        for (std::size_t at = 0; at < specs.size(); at += batch) {
+          const std::span<const CollectiveSpec> part(specs.data() + at, std::min(batch, specs.size() - at));
+          if (Status s = comm->prepare(part); !s.ok()) {
+            fmt::print("process {}: preparing {} kernels of {} {} failed (each call loads its own): {}\n", process,
+                       part.size(), call_name(c), to_string(dt), s.message());
+            break;
+          }
+        }
       }
       for (const Case& k : cases) {
         const CheckSpec& spec = k.spec;
