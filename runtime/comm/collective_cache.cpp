@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <future>
 #include <set>
+#include <thread>
 
 #include "codegen/direct_source.hpp"
 #include "codegen/ll128_source.hpp"
@@ -218,10 +219,15 @@ Status CollectiveCache::prepare(std::span<const CollectiveSpec> specs,
     if (Status s = make_job(spec, &job); !s.ok()) return s;
     jobs.push_back(std::move(job));
   }
-  for (Job& job : jobs) start_builds(job);
+  // At most about a core's worth of builds at once (each NVRTC compile takes a thread and a few hundred MB): the
+  // first `window` start now, and each job loaded starts the next.
+  const std::size_t window = std::max(2u, std::thread::hardware_concurrency());
+  for (std::size_t i = 0; i < jobs.size() && i < window; ++i) start_builds(jobs[i]);
   // Loading on this thread, as the builds finish.
   Status status;
-  for (Job& job : jobs) {
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    Job& job = jobs[i];
+    if (i + window < jobs.size()) start_builds(jobs[i + window]);
     std::vector<std::shared_ptr<const BuiltCollective>> builds;
     CacheOutcome outcome = CacheOutcome::memory_hit;
     for (auto& f : job.builds) {

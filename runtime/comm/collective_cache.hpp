@@ -45,8 +45,9 @@ class CollectiveCache {
   CollectiveSpec canonical(CollectiveSpec spec);
   // The prepared collective of `spec`, or null when not prepared (nothing is built).
   PreparedCollective* find(const CollectiveSpec& spec);
-  // Builds and loads every spec not prepared yet; `loaded` (when given) receives each newly loaded one, whose shared
-  // memory the caller must still make ready. The first failure is returned; the other specs are still prepared.
+  // Builds and loads every spec not prepared yet, building up to a core's count of them at once (a thread each);
+  // `loaded` (when given) receives each newly loaded one, whose shared memory the caller must still make ready. The
+  // first failure is returned; the other specs are still prepared.
   Status prepare(std::span<const CollectiveSpec> specs,
                  std::vector<std::pair<CollectiveSpec, PreparedCollective*>>* loaded = nullptr);
   void erase(const CollectiveSpec& spec);  // drops a loaded spec whose memory could not be made
