@@ -20,10 +20,12 @@
 #                          CANOPY_X2_NCCLTESTS the binaries)                       -> x2-nt-NAME-{real,canopy}-{g2,np2}.log
 #               torch      torchrun --nproc_per_node 2 (a GPU per rank) through the library: c10d_check.py; then
 #                          train_bench.py DDP and FSDP2 (~100 M parameters, 10 + 50 steps), real NCCL and library
-#                          alternating, twice, and train_compare.py                -> x2-torch-*.log, x2-train-*.json
+#                          alternating, CANOPY_X2_TORCH_ROUNDS times (2), and train_compare.py
+#                                                                                  -> x2-torch-*.log, x2-train-*.json
 #               torchab    train_bench.py (CANOPY_X2_TORCH_MODES, default ddp) through the real NCCL and then the library
 #                          under each setting of CANOPY_X2_TORCH_VARIANTS (';'-separated lists of VAR=VALUE, "" the
-#                          defaults; default ";CANOPY_DIRECT_BLOCKS=16"), in turn, twice; train_compare.py per setting
+#                          defaults; default ";CANOPY_DIRECT_BLOCKS=16"), in turn, CANOPY_X2_TORCH_ROUNDS times
+#                          (2; more narrow the spread: the medians move ~5 % from run to run); train_compare.py per setting
 #                          (not in the default parts)                          -> x2-torchab.log, x2-ab-*.json
 #               hosts      two "hosts" of one GPU each (canopy run --hosts 1,1), NCCL between them: every collective
 #                          x f32, bf16, i32 x sum, max, CANOPY_HOSTS_COUNTS                         -> x2-hosts.log
@@ -121,7 +123,7 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       {
         CANOPY_TORCH_DEVICES=0,1 LD_PRELOAD="$library" CANOPY_NCCL_LIBRARY="$real_nccl" x2_torch c10d-canopy c10d_check.py
         runs=()
-        for round in 1 2; do
+        for round in $(seq "${CANOPY_X2_TORCH_ROUNDS:-2}"); do
           for mode in ddp fsdp; do
             x2_torch "$mode-real-$round" train_bench.py --mode "$mode" --out "$out/x2-train-$mode-real-$round.json"
             LD_PRELOAD="$library" CANOPY_NCCL_LIBRARY="$real_nccl" x2_torch "$mode-canopy-$round" train_bench.py \
@@ -141,7 +143,7 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
       {
         for mode in ${CANOPY_X2_TORCH_MODES:-ddp}; do
-          for round in 1 2; do
+          for round in $(seq "${CANOPY_X2_TORCH_ROUNDS:-2}"); do
             for v in real "${!settings[@]}"; do
               name="$mode-$v-$round" preload=() setting=()
               [ "$v" != real ] && { preload=(LD_PRELOAD="$library"); read -r -a setting <<<"${settings[$v]}"; }
@@ -156,8 +158,11 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
           done
           for v in "${!settings[@]}"; do
             echo "-- $mode, setting $v: ${settings[$v]:-defaults}"
-            python3 "$root/tests/torch/train_compare.py" "$out/x2-ab-$mode-real-1.json" "$out/x2-ab-$mode-$v-1.json" \
-              "$out/x2-ab-$mode-real-2.json" "$out/x2-ab-$mode-$v-2.json"
+            pairs=()
+            for round in $(seq "${CANOPY_X2_TORCH_ROUNDS:-2}"); do
+              pairs+=("$out/x2-ab-$mode-real-$round.json" "$out/x2-ab-$mode-$v-$round.json")
+            done
+            python3 "$root/tests/torch/train_compare.py" "${pairs[@]}"
           done
         done
       } 2>&1 | tee "$out/x2-torchab.log" ;;
