@@ -268,6 +268,7 @@ int run(int argc, char** argv) {
     return 0;
   }
   std::uint64_t calls = 0, checked = 0, wrong = 0, failed = 0;
+  double preparing = 0;  // seconds in prepare, which the summary reports
   int case_number = 0;
   const auto started = std::chrono::steady_clock::now();
   for (Collective c : a.collectives)
@@ -297,6 +298,7 @@ int run(int argc, char** argv) {
           const CollectiveSpec s = comm->spec_of(c, k.spec.count, dt, k.spec.op, k.spec.root, k.in_place);
           if (k.spec.count > 0 && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
         }
+        const auto prepare_started = std::chrono::steady_clock::now();
         const std::size_t batch = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(processes));
         for (std::size_t at = 0; at < specs.size(); at += batch) {
           const std::span<const CollectiveSpec> part(specs.data() + at, std::min(batch, specs.size() - at));
@@ -306,6 +308,7 @@ int run(int argc, char** argv) {
             break;
           }
         }
+        preparing += std::chrono::duration<double>(std::chrono::steady_clock::now() - prepare_started).count();
       }
       for (const Case& k : cases) {
         const CheckSpec& spec = k.spec;
@@ -343,8 +346,9 @@ int run(int argc, char** argv) {
                      first + a.per_process - 1, what, res.wrong, res.checked, fmt::join(res.examples, "; "));
       }
     }
-  fmt::print("process {} (ranks {}..{} of {}): {} calls, {} elements checked, {} wrong, {} failed calls\n", process,
-             first, first + a.per_process - 1, nranks, calls, checked, wrong, failed);
+  fmt::print("process {} (ranks {}..{} of {}): {} calls, {} elements checked, {} wrong, {} failed calls{}\n", process,
+             first, first + a.per_process - 1, nranks, calls, checked, wrong, failed,
+             a.prepare ? fmt::format(" ({:.1f} s preparing kernels)", preparing) : "");
   buffers.reset();
   comm.reset();
   return wrong || failed ? 1 : 0;
