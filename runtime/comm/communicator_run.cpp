@@ -13,6 +13,12 @@ namespace canopy {
 
 namespace {
 
+// avg of a collective that reduces (not a program) runs as a sum, each result divided after (divide_results): its
+// kernel is the sum's.
+bool runs_as_sum(const CollectiveCall& call) {
+  return call.op == ReduceOp::avg && reduces(call.collective) && !call.program;
+}
+
 // Whether some rank's receive buffer is its send buffer (check_call refuses any other overlap).
 bool in_place(const CollectiveCall& call) {
   for (std::size_t r = 0; r < call.send.size() && r < call.recv.size(); ++r)
@@ -199,7 +205,7 @@ Status Communicator::run(const CollectiveCall& given) {
   if (st.hosts) {  // several hosts: the phases (avg included)
     s = st.hosts->run(given);
     if (!s.ok() && s.code() == StatusCode::remote_error) st.fail(s.message());
-  } else if (given.op == ReduceOp::avg && reduces(given.collective) && !given.program) {
+  } else if (runs_as_sum(given)) {
     CollectiveCall sum = given;
     sum.op = ReduceOp::sum;
     s = st.group ? st.run_in_processes(sum) : st.run_here(sum);
@@ -282,13 +288,16 @@ Status Communicator::prepare(const CollectiveCall& call) {
                               call_name(call)));
   if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
   if (call.count == 0 || (st.ranks() == 1 && !call.program)) return Status();  // one rank: nothing to load
-  if (call.op == ReduceOp::avg && reduces(call.collective) && !call.program)
+  CollectiveCall kernels_call = call;
+  if (runs_as_sum(call)) {
+    kernels_call.op = ReduceOp::sum;
     for (const GpuDevice& g : st.placement.gpus) {  // avg's division kernel
       const CombineKernels* kernels = nullptr;
       if (Status s = st.offload->combine_for(g.arch, &kernels); !s.ok()) return s;
     }
+  }
   PreparedCollective* p = nullptr;
-  return st.get(st.kernel_spec(call, st.pick(call, call.count, in_place(call))), &p);
+  return st.get(st.kernel_spec(kernels_call, st.pick(kernels_call, call.count, in_place(call))), &p);
 }
 
 CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count, DataType dtype, ReduceOp op, int root,
@@ -301,6 +310,7 @@ CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count,
   call.dtype = dtype;
   call.op = op;
   call.root = root;
+  if (runs_as_sum(call)) call.op = ReduceOp::sum;  // as run() calls it
   // As the calls choose: across processes (process_call) a call's protocol never depends on its being in place.
   return st.kernel_spec(call, st.pick(call, count, st.group ? false : in_place_call));
 }

@@ -4,7 +4,7 @@
 // output is checked. The kernels take their epoch from a launch counter in GPU memory (templates/flags.cuh), so a
 // replay's launches count like eager ones. Also: a call whose kernel is not loaded yet is refused inside a capture,
 // the capture survives the refusal, and Communicator::prepare(call) loads it for a capture (through CapturedCalls,
-// as `canopy bench --graph` captures).
+// as `canopy bench --graph` captures), an avg's sum and division included.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -242,6 +242,33 @@ TEST_P(GraphCaptureOnGpu, AnUnloadedKernelIsRefusedAndTheCaptureSurvives) {
   CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
   CUDA_OK(cudaStreamSynchronize(stream_[0]));
   expect(b_, 5, 1, "a call captured after Communicator::prepare, replayed behind queued work");
+}
+
+// An avg runs as a sum, then a division of each result: prepare(call) of an avg, nothing loaded before it, loads the
+// sum's kernel and the division's, so its capture works and the replay leaves the average.
+TEST_P(GraphCaptureOnGpu, PrepareOfAnAvgLoadsWhatItsCaptureRuns) {
+  const std::vector<const void*> send{a_[0], a_[1]};
+  const std::vector<void*> recv{b_[0], b_[1]};
+  const std::vector<cudaStream_t> streams{stream_[0], stream_[1]};
+  CollectiveCall call;
+  call.send = send;
+  call.recv = recv;
+  call.streams = streams;
+  call.count = GetParam().count;
+  call.op = ReduceOp::avg;
+  const Status prepared = comm_->prepare(call);
+  ASSERT_TRUE(prepared.ok()) << prepared.message();
+  std::vector<int> ordinals{comm_->device_of_rank(0)};
+  if (devices_ == 2) ordinals.push_back(comm_->device_of_rank(1));
+  std::unique_ptr<CapturedCalls> captured;
+  const Status s = CapturedCalls::capture(
+      ordinals, std::span<const cudaStream_t>(streams.data(), devices_), 1, [&] { return comm_->run(call); },
+      &captured);
+  ASSERT_TRUE(s.ok()) << s.message();
+  fill(6);
+  ASSERT_TRUE(captured->replay().ok());
+  synchronize();
+  expect(b_, 6, 0.5f, "an avg captured after Communicator::prepare, replayed");
 }
 
 // Low latency up to 256 KiB, direct up to 32 MiB read per rank, trees beyond (a captured call never takes the copy

@@ -44,6 +44,11 @@ TEST(SpecOfOnGpu, NamesTheProtocolTheQueriesChooseAndPreparesWhatTheCallsRun) {
           EXPECT_EQ(s.large, comm->is_large(c, count, DataType::f32)) << what;
           if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
         }
+  // An avg runs as a sum, then a division: its kernel is the sum's.
+  for (Collective c : {Collective::reduce, Collective::allreduce, Collective::reducescatter})
+    EXPECT_EQ(comm->spec_of(c, 65537, DataType::bf16, ReduceOp::avg, 1),
+              comm->spec_of(c, 65537, DataType::bf16, ReduceOp::sum, 1))
+        << call_name(c);
   // Every protocol appears among them.
   const auto some = [&](bool CollectiveSpec::*flag) {
     return std::any_of(specs.begin(), specs.end(), [&](const CollectiveSpec& s) { return s.*flag; });
