@@ -188,7 +188,9 @@ class Communicator {
   CollectiveSpec spec_of(Collective collective, std::uint64_t count, DataType dtype, ReduceOp op, int root,
                          bool in_place = false);
   // Loads the kernel `call` runs when captured into a CUDA graph (where calls never take the copy engines or the host
-  // path), so the capture can launch it: a capture cannot compile or allocate. Checks the call like run().
+  // path), so the capture can launch it: a capture cannot compile or allocate. Checks the call like run(). Across
+  // processes `call` holds this process's ranks, as run()'s does; every process prepares the same calls (they agree
+  // on the kernels), and the area the call runs through (inboxes, staging) is grown too. Not across hosts.
   Status prepare(const CollectiveCall& call);
   // The prepared collective for `spec` (preparing it if needed).
   Status info(const CollectiveSpec& spec, CollectiveInfo* out);

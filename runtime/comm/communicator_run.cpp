@@ -281,21 +281,26 @@ Status Communicator::prepare(const CollectiveCall& call) {
   State& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
-  if (st.group)
+  if (st.hosts)
     return Status(StatusCode::unsupported,
-                  fmt::format("{}: prepare(call) is not there yet across processes: make one eager call of each kind "
+                  fmt::format("{}: prepare(call) is not there yet across hosts: make one eager call of each kind "
                               "before capturing it into a CUDA graph",
                               call_name(call)));
-  if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
-  if (call.count == 0 || (st.ranks() == 1 && !call.program)) return Status();  // one rank: nothing to load
+  const bool avg = runs_as_sum(call);
   CollectiveCall kernels_call = call;
-  if (runs_as_sum(call)) {
-    kernels_call.op = ReduceOp::sum;
+  if (avg) kernels_call.op = ReduceOp::sum;
+  if (st.group) {  // this process's ranks' buffers, made whole; every process prepares the same calls
+    if (Status s = st.prepare_in_processes(kernels_call); !s.ok()) return s;
+  } else {
+    if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
+  }
+  if (call.count == 0 || (st.ranks() == 1 && !call.program)) return Status();  // one rank: nothing to load
+  if (avg)
     for (const GpuDevice& g : st.placement.gpus) {  // avg's division kernel
       const CombineKernels* kernels = nullptr;
       if (Status s = st.offload->combine_for(g.arch, &kernels); !s.ok()) return s;
     }
-  }
+  if (st.group) return Status();  // its kernel and areas are ready
   PreparedCollective* p = nullptr;
   return st.get(st.kernel_spec(kernels_call, st.pick(kernels_call, call.count, in_place(call))), &p);
 }

@@ -131,6 +131,13 @@ struct Communicator::State {
   Status divide_results(const CollectiveCall& call);
   // A multi-process communicator's call: `given` holds this process's ranks only (process_call.cpp).
   Status run_in_processes(const CollectiveCall& given);
+  // Its prepare(call): the kernel loaded and the area it runs through (inboxes or staging) grown, nothing launched.
+  Status prepare_in_processes(const CollectiveCall& given);
+  // `given` (this process's ranks) made whole in `whole` (the other ranks' entries placeholders) and checked;
+  // *capturing: its streams capture a CUDA graph.
+  Status make_whole(const CollectiveCall& given, CollectiveCall* call, bool* capturing);
+  // The staging area a staged call needs per rank: its largest send and receive buffers, in bytes.
+  std::pair<std::uint64_t, std::uint64_t> staged_bytes(const CollectiveCall& call) const;
   // `area` holds `send_bytes` and `recv_bytes` per rank, grown if not (after every launch using it, keeping it for
   // the graphs that name it once calls were captured); a capture cannot grow it, and gets an error naming `what`.
   Status fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes, const CollectiveCall& call,

@@ -90,7 +90,7 @@ Status Communicator::State::ready_inboxes(const CollectiveCall& call, bool captu
   return Status();
 }
 
-Status Communicator::State::run_in_processes(const CollectiveCall& given) {
+Status Communicator::State::make_whole(const CollectiveCall& given, CollectiveCall* call, bool* capturing) {
   const int n = ranks();
   const int own = own_ranks();
   const int first = first_own_rank();
@@ -103,28 +103,68 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
                               own == 1 ? "" : "s", first, first + own - 1, n));
   if (given.program)
     return Status(StatusCode::unsupported, "algorithm programs do not run across processes yet");
-  // The whole call: this process's entries, placeholders for the others (never checked nor used as buffers), in
-  // arrays the State keeps (no allocation per call).
-  std::vector<const void*>& send = whole.send;
-  std::vector<void*>& recv = whole.recv;
-  std::vector<cudaStream_t>& streams = whole.streams;
-  send.assign(n, nullptr);
-  recv.assign(n, nullptr);
-  streams.assign(n, given.streams[0]);
+  // This process's entries, placeholders for the others (never checked nor used as buffers), in arrays the State
+  // keeps (no allocation per call).
+  whole.send.assign(n, nullptr);
+  whole.recv.assign(n, nullptr);
+  whole.streams.assign(n, given.streams[0]);
   for (int i = 0; i < own; ++i) {
-    send[first + i] = given.send[i];
-    recv[first + i] = given.recv[i];
-    streams[first + i] = given.streams[i];
+    whole.send[first + i] = given.send[i];
+    whole.recv[first + i] = given.recv[i];
+    whole.streams[first + i] = given.streams[i];
   }
-  CollectiveCall call = given;
-  call.send = send;
-  call.recv = recv;
-  call.streams = streams;
-  bool capturing = false;
+  *call = given;
+  call->send = whole.send;
+  call->recv = whole.recv;
+  call->streams = whole.streams;
+  *capturing = false;
   call_stream_ids.assign(n, 0);
-  if (Status s = check_call(call, placement.ordinal_of_rank, oracle, &capturing, call_stream_ids, whole.mine);
-      !s.ok())
-    return s;
+  return check_call(*call, placement.ordinal_of_rank, oracle, capturing, call_stream_ids, whole.mine);
+}
+
+std::pair<std::uint64_t, std::uint64_t> Communicator::State::staged_bytes(const CollectiveCall& call) const {
+  const int n = ranks();
+  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
+  std::uint64_t send_bytes = 0, recv_bytes = 0;
+  for (int r = 0; r < n; ++r) {
+    send_bytes = std::max(send_bytes, send_elements(call.collective, call.count, n, r, call.root) * elem);
+    recv_bytes = std::max(recv_bytes, recv_elements(call.collective, call.count, n, r, call.root) * elem);
+  }
+  return {send_bytes, recv_bytes};
+}
+
+Status Communicator::State::prepare_in_processes(const CollectiveCall& given) {
+  CollectiveCall call;
+  bool capturing = false;
+  if (Status s = make_whole(given, &call, &capturing); !s.ok()) return s;
+  if (capturing)
+    return Status(StatusCode::unsupported,
+                  fmt::format("{}: prepare(call) inside a CUDA graph capture: prepare before capturing (a capture "
+                              "cannot compile or allocate)",
+                              call_name(call)));
+  if (call.count == 0 || ranks() == 1) return Status();
+  const CollectiveSpec spec = kernel_spec(call, pick(call, call.count, false));
+  PreparedCollective* p = nullptr;
+  if (Status s = get(spec, &p); !s.ok()) return s;
+  cache->remember(spec, p);
+  // The areas the call runs through, grown now (a capture cannot grow them): the inboxes of the direct inbox
+  // kernels, or the staging area of the staged kernels.
+  if (spec.direct && spec.own_buffers) return ready_inboxes(call, false);
+  if (spec.low_latency || spec.ll128 || spec.own_buffers) return Status();
+  const auto [send_bytes, recv_bytes] = staged_bytes(call);
+  return fit_area(staging, send_bytes, recv_bytes, call, false, "staging area");
+}
+
+Status Communicator::State::run_in_processes(const CollectiveCall& given) {
+  const int n = ranks();
+  const int own = own_ranks();
+  const int first = first_own_rank();
+  CollectiveCall call;
+  bool capturing = false;
+  if (Status s = make_whole(given, &call, &capturing); !s.ok()) return s;
+  const std::span<const void* const> send = call.send;
+  const std::span<void* const> recv = call.recv;
+  const std::span<const cudaStream_t> streams = call.streams;
   profile.mark(CallProfile::check);
   ++calls;
   if (counters) counters->publish(calls);
@@ -158,11 +198,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
 
   // Staged: every rank's buffers are its staging regions.
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
-  std::uint64_t send_bytes = 0, recv_bytes = 0;
-  for (int r = 0; r < n; ++r) {
-    send_bytes = std::max(send_bytes, send_elements(call.collective, call.count, n, r, call.root) * elem);
-    recv_bytes = std::max(recv_bytes, recv_elements(call.collective, call.count, n, r, call.root) * elem);
-  }
+  const auto [send_bytes, recv_bytes] = staged_bytes(call);
   if (Status s = fit_area(staging, send_bytes, recv_bytes, call, capturing, "staging area"); !s.ok()) return s;
   std::vector<const void*>& staged_send = whole.staged_send;
   std::vector<void*>& staged_recv = whole.staged_recv;

@@ -50,6 +50,15 @@ TEST_P(MultiProcessOnGpu, TwoProcessesCheckEveryCollective) {
                              2);
 }
 
+// Each call prepared across processes (Communicator::prepare(call): its kernel and the area it runs through), captured
+// into a CUDA graph on the process's stream and replayed: every collective, avg (a sum, then a division) included.
+TEST_P(MultiProcessOnGpu, TwoProcessesReplayPreparedCapturedCalls) {
+  expect_every_process_right(check(2, GetParam(),
+                                   "--graph 1 --prepare 0 --collectives broadcast,reduce,allreduce,allgather,"
+                                   "reduce_scatter --dtypes f32 --ops sum,avg --counts 1,7,1028,65540,300004"),
+                             2);
+}
+
 TEST_P(MultiProcessOnGpu, ThreeProcessesOfTwoRanksEach) {
   expect_every_process_right(check(3, GetParam(),
                                    "--per-process 2 --collectives allreduce,allgather,reduce_scatter,broadcast "

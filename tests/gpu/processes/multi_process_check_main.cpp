@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/harness/captured_calls.hpp"
 #include "bench/harness/collective_buffers.hpp"
 #include "bench/harness/collective_check.hpp"
 #include "bench/harness/test_pattern.hpp"
@@ -93,6 +94,9 @@ struct Args {
   // --prepare 0: no Communicator::prepare of each collective and type's kernels before its cases (each kernel is
   // then compiled at its first call, one at a time).
   bool prepare = true;
+  // --graph 1: each case's call prepared (Communicator::prepare(call)), captured into a CUDA graph and replayed,
+  // instead of run eagerly (one rank per process: its one stream).
+  bool graph = false;
 };
 
 // One call of the matrix: what it computes (root and seed from its number) and whether in place.
@@ -142,6 +146,8 @@ Args parse(int argc, char** argv) {
       a.die_after = std::atoi(v.c_str());
     } else if (k == "--split") {
       a.split = v == "1";
+    } else if (k == "--graph") {
+      a.graph = v == "1";
     } else if (k == "--prepare") {
       a.prepare = v != "0";
     } else if (k == "--spread") {
@@ -165,6 +171,18 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+// `call` prepared, captured into a CUDA graph on its one stream, and that graph replayed once (the graph freed after:
+// its launch is queued, and the buffers' check waits for it).
+Status run_captured(Communicator& comm, const CollectiveCall& call, int device) {
+  if (Status s = comm.prepare(call); !s.ok()) return Status(s.code(), "prepare(call): " + s.message());
+  const int ordinals[] = {device};
+  std::unique_ptr<CapturedCalls> captured;
+  if (Status s = CapturedCalls::capture(ordinals, call.streams.first(1), 1, [&] { return comm.run(call); }, &captured);
+      !s.ok())
+    return Status(s.code(), "captured: " + s.message());
+  return captured->replay();
+}
+
 #define CHECK_CUDA(call)                                                                                  \
   do {                                                                                                    \
     if (cudaError_t e_ = (call); e_ != cudaSuccess) {                                                     \
@@ -180,6 +198,10 @@ int run(int argc, char** argv) {
   UniqueId id;
   if (Status s = parse_unique_id(std::getenv("CANOPY_UNIQUE_ID") ? std::getenv("CANOPY_UNIQUE_ID") : "", &id); !s.ok()) {
     fmt::print(stderr, "process {}: CANOPY_UNIQUE_ID: {}\n", process, s.message());
+    return 2;
+  }
+  if (a.graph && a.per_process != 1) {
+    fmt::print(stderr, "canopy_mp_check: --graph 1 needs --per-process 1 (a process's one stream is captured)\n");
     return 2;
   }
   int nranks = processes * a.per_process;
@@ -321,7 +343,7 @@ int run(int argc, char** argv) {
           return 1;
         }
         ++calls;
-        if (Status s = comm->run(call); !s.ok()) {
+        if (Status s = a.graph ? run_captured(*comm, call, device) : comm->run(call); !s.ok()) {
           fmt::print("process {}: {}: call failed: {}\n", process, what, s.message());
           ++failed;
           continue;
