@@ -171,8 +171,8 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-// `call` prepared, captured into a CUDA graph on its one stream, and that graph replayed once (the graph freed after:
-// its launch is queued, and the buffers' check waits for it).
+// `call` prepared, captured into a CUDA graph on its one stream, and that graph replayed once and waited for (the
+// graph is freed on return).
 Status run_captured(Communicator& comm, const CollectiveCall& call, int device) {
   if (Status s = comm.prepare(call); !s.ok()) return Status(s.code(), "prepare(call): " + s.message());
   const int ordinals[] = {device};
@@ -180,7 +180,10 @@ Status run_captured(Communicator& comm, const CollectiveCall& call, int device) 
   if (Status s = CapturedCalls::capture(ordinals, call.streams.first(1), 1, [&] { return comm.run(call); }, &captured);
       !s.ok())
     return Status(s.code(), "captured: " + s.message());
-  return captured->replay();
+  if (Status s = captured->replay(); !s.ok()) return s;
+  if (const cudaError_t e = cudaStreamSynchronize(call.streams[0]); e != cudaSuccess)
+    return Status(StatusCode::cuda_error, std::string("the replay: ") + cudaGetErrorString(e));
+  return Status();
 }
 
 #define CHECK_CUDA(call)                                                                                  \
