@@ -95,6 +95,27 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<Case> {
     }
     EXPECT_EQ(wrong, 0) << what;
   }
+  // An allreduce a -> b with `op`, loaded by Communicator::prepare(call), then captured (through CapturedCalls, as
+  // `canopy bench --graph` captures) into *captured.
+  void prepare_and_capture(ReduceOp op, std::unique_ptr<CapturedCalls>* captured) {
+    const std::vector<const void*> send{a_[0], a_[1]};
+    const std::vector<void*> recv{b_[0], b_[1]};
+    const std::vector<cudaStream_t> streams{stream_[0], stream_[1]};
+    CollectiveCall call;
+    call.send = send;
+    call.recv = recv;
+    call.streams = streams;
+    call.count = GetParam().count;
+    call.op = op;
+    const Status prepared = comm_->prepare(call);
+    ASSERT_TRUE(prepared.ok()) << prepared.message();
+    std::vector<int> ordinals{comm_->device_of_rank(0)};
+    if (devices_ == 2) ordinals.push_back(comm_->device_of_rank(1));
+    const Status s = CapturedCalls::capture(
+        ordinals, std::span<const cudaStream_t>(streams.data(), devices_), 1, [&] { return comm_->run(call); },
+        captured);
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
   void synchronize() {
     for (int d = 0; d < devices_; ++d) {
       CUDA_OK(cudaSetDevice(comm_->device_of_rank(d)));
@@ -214,23 +235,8 @@ TEST_P(GraphCaptureOnGpu, AnUnloadedKernelIsRefusedAndTheCaptureSurvives) {
   if (fork) cudaEventDestroy(fork);
 
   // Communicator::prepare(call) loads it without running anything; then the same capture works and its replay is right.
-  const std::vector<const void*> send{a_[0], a_[1]};
-  const std::vector<void*> recv{b_[0], b_[1]};
-  const std::vector<cudaStream_t> streams{stream_[0], stream_[1]};
-  CollectiveCall call;
-  call.send = send;
-  call.recv = recv;
-  call.streams = streams;
-  call.count = GetParam().count;
-  const Status prepared = comm_->prepare(call);
-  ASSERT_TRUE(prepared.ok()) << prepared.message();
-  std::vector<int> ordinals{comm_->device_of_rank(0)};
-  if (devices_ == 2) ordinals.push_back(comm_->device_of_rank(1));
   std::unique_ptr<CapturedCalls> captured;
-  const Status s2 = CapturedCalls::capture(
-      ordinals, std::span<const cudaStream_t>(streams.data(), devices_), 1, [&] { return comm_->run(call); },
-      &captured);
-  ASSERT_TRUE(s2.ok()) << s2.message();
+  ASSERT_NO_FATAL_FAILURE(prepare_and_capture(ReduceOp::sum, &captured));
   fill(5);
   // A replay is ordered like a call on every stream: it waits for work still queued on GPU 1's (here a poison of
   // the output it writes), and later work there waits for it (synchronising GPU 1's stream covers the replay).
@@ -247,24 +253,8 @@ TEST_P(GraphCaptureOnGpu, AnUnloadedKernelIsRefusedAndTheCaptureSurvives) {
 // An avg runs as a sum, then a division of each result: prepare(call) of an avg, nothing loaded before it, loads the
 // sum's kernel and the division's, so its capture works and the replay leaves the average.
 TEST_P(GraphCaptureOnGpu, PrepareOfAnAvgLoadsWhatItsCaptureRuns) {
-  const std::vector<const void*> send{a_[0], a_[1]};
-  const std::vector<void*> recv{b_[0], b_[1]};
-  const std::vector<cudaStream_t> streams{stream_[0], stream_[1]};
-  CollectiveCall call;
-  call.send = send;
-  call.recv = recv;
-  call.streams = streams;
-  call.count = GetParam().count;
-  call.op = ReduceOp::avg;
-  const Status prepared = comm_->prepare(call);
-  ASSERT_TRUE(prepared.ok()) << prepared.message();
-  std::vector<int> ordinals{comm_->device_of_rank(0)};
-  if (devices_ == 2) ordinals.push_back(comm_->device_of_rank(1));
   std::unique_ptr<CapturedCalls> captured;
-  const Status s = CapturedCalls::capture(
-      ordinals, std::span<const cudaStream_t>(streams.data(), devices_), 1, [&] { return comm_->run(call); },
-      &captured);
-  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_NO_FATAL_FAILURE(prepare_and_capture(ReduceOp::avg, &captured));
   fill(6);
   ASSERT_TRUE(captured->replay().ok());
   synchronize();
