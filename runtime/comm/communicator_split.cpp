@@ -60,7 +60,7 @@ Status Communicator::split(int color, int key, std::unique_ptr<Communicator>* ou
   if (o.devices.empty()) o.devices = {st.placement.ordinals[g.process]};
   // The other groups run on the parent's GPUs at once: a GPU keeps as many sharers as the parent counted on it (its
   // processes' own CANOPY_GPU_SHARERS included).
-  o.gpu_sharers = std::max(o.gpu_sharers.value_or(0), gpu_sharers(g.facts, g.facts[g.process].gpu.uuid));
+  o.gpu_sharers = inherited_gpu_sharers(g, o.gpu_sharers);
   if (!o.topology && st.topology_source == "given") {
     o.topology = st.topology;
     o.gpus.clear();

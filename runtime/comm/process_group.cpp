@@ -157,6 +157,10 @@ int gpu_sharers(const std::vector<ProcessFacts>& all, const std::string& uuid) {
   return std::max({count, given, 1});
 }
 
+int inherited_gpu_sharers(const ProcessGroup& group, std::optional<int> given) {
+  return std::max(given.value_or(0), gpu_sharers(group.facts, group.facts[group.process].gpu.uuid));
+}
+
 Placement place_processes(std::vector<std::string> rank_names, const std::vector<ProcessFacts>& all, int self,
                           const std::function<bool(const std::string&, const std::string&)>& can_reach) {
   Placement p;

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,5 +82,10 @@ struct ProcessGroup {
   std::unique_ptr<FdChannel> channel;
   int processes() const { return static_cast<int>(facts.size()); }
 };
+
+// The sharer count of a communicator made from `group`'s members (split()'s children, each host's inside
+// communicator), which runs on this process's GPU beside the others: gpu_sharers over every member, or `given` (the
+// new communicator's own option) where larger.
+int inherited_gpu_sharers(const ProcessGroup& group, std::optional<int> given);
 
 }  // namespace canopy

@@ -136,8 +136,7 @@ Status join_hosts(ProcessGroup& group, const CommunicatorOptions& options, int o
   inner.gpus.clear();
   // Hosts simulated on one machine (CANOPY_HOST_ID) may share a GPU across hosts: count every process on it (and
   // what the processes' own CANOPY_GPU_SHARERS say).
-  inner.gpu_sharers =
-      std::max(options.gpu_sharers.value_or(0), gpu_sharers(group.facts, group.facts[group.process].gpu.uuid));
+  inner.gpu_sharers = inherited_gpu_sharers(group, options.gpu_sharers);
   if (options.topology)
     log.info(LogSubsys::init, fmt::format("topology {} is not used across hosts: each host's join finds its own",
                                           options.topology->name()));

@@ -282,6 +282,21 @@ TEST(PlaceProcesses, AGpuSharedBeyondTheCommunicatorTakesTheLargestCountGiven) {
   EXPECT_EQ(q.gpus[2].limits.preferred_blocks_per_sm, 1);
 }
 
+TEST(PlaceProcesses, ACommunicatorMadeFromAGroupInheritsItsGpuSharers) {
+  // split() children and each host's inside communicator: every member on this process's GPU counts, and the new
+  // communicator's own option where larger.
+  ProcessGroup group;
+  group.process = 1;
+  group.facts = {facts(0, 1, 3, "aa"), facts(1, 1, 3, "aa"), facts(2, 1, 3, "bb")};
+  EXPECT_EQ(inherited_gpu_sharers(group, std::nullopt), 2);
+  EXPECT_EQ(inherited_gpu_sharers(group, 1), 2);
+  EXPECT_EQ(inherited_gpu_sharers(group, 5), 5);
+  group.facts[0].gpu_sharers = 3;  // a member's CANOPY_GPU_SHARERS
+  EXPECT_EQ(inherited_gpu_sharers(group, std::nullopt), 3);
+  group.process = 2;  // alone on bb
+  EXPECT_EQ(inherited_gpu_sharers(group, std::nullopt), 1);
+}
+
 TEST(PlaceProcesses, MoreRanksThanTheListIsAnError) {
   EXPECT_THROW(place_processes({"gpu0"}, {facts(0, 1, 2), facts(1, 1, 2)}, 0, {}), Error);
 }
