@@ -55,6 +55,10 @@ ProtocolPick Communicator::State::pick(const CollectiveCall& call, std::uint64_t
   return protocols.choose(call.collective, size_bytes(call.collective, count, call.dtype, ranks()), in_place_call);
 }
 
+CollectiveSpec Communicator::State::call_spec(const CollectiveCall& call, bool in_place_call) {
+  return kernel_spec(call, pick(call, call.count, group ? false : in_place_call));
+}
+
 CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick) {
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, is_large(call)};
   if (call.program) {
@@ -302,7 +306,7 @@ Status Communicator::prepare(const CollectiveCall& call) {
     }
   if (st.group) return Status();  // its kernel and areas are ready
   PreparedCollective* p = nullptr;
-  return st.get(st.kernel_spec(kernels_call, st.pick(kernels_call, call.count, in_place(call))), &p);
+  return st.get(st.call_spec(kernels_call, in_place(call)), &p);
 }
 
 CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count, DataType dtype, ReduceOp op, int root,
@@ -316,8 +320,7 @@ CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count,
   call.op = op;
   call.root = root;
   if (runs_as_sum(call)) call.op = ReduceOp::sum;  // as run() calls it
-  // As the calls choose: across processes (process_call) a call's protocol never depends on its being in place.
-  return st.kernel_spec(call, st.pick(call, count, st.group ? false : in_place_call));
+  return st.call_spec(call, in_place_call);
 }
 
 // --- what a call of a given size takes -------------------------------------------------------------------------------

@@ -117,6 +117,10 @@ struct Communicator::State {
   ProtocolPick pick(const CollectiveCall& call, std::uint64_t count, bool in_place_call) const;
   // The kernel `call` runs, for the protocol `pick` chose (its count the kernels' share; a program's canonical copy).
   CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick);
+  // The kernel a call of call.count elements runs, the protocol chosen for it: in place or not (`in_place_call`)
+  // within one process; across processes as if out of place, since every process must choose alike and only this one
+  // knows whether its buffers coincide.
+  CollectiveSpec call_spec(const CollectiveCall& call, bool in_place_call);
   // `spec` as this communicator runs it: across processes under CANOPY_OWN_BUFFERS, the planned trees and the direct
   // protocol in their forms that touch only their own rank's buffers (the direct one one-shot); else unchanged.
   CollectiveSpec as_run(CollectiveSpec spec) const;

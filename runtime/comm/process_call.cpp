@@ -143,7 +143,7 @@ Status Communicator::State::prepare_in_processes(const CollectiveCall& given) {
                               "cannot compile or allocate)",
                               call_name(call)));
   if (call.count == 0 || ranks() == 1) return Status();
-  const CollectiveSpec spec = kernel_spec(call, pick(call, call.count, false));
+  const CollectiveSpec spec = call_spec(call, false);
   PreparedCollective* p = nullptr;
   if (Status s = get(spec, &p); !s.ok()) return s;
   cache->remember(spec, p);
@@ -172,8 +172,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();
   if (n == 1) return local_copy(given);
-  const ProtocolPick pick = this->pick(call, call.count, false);
-  const CollectiveSpec spec = kernel_spec(call, pick);
+  const CollectiveSpec spec = call_spec(call, false);
   PreparedCollective* p = cache->repeat(spec);
   if (!p && capturing && !(p = cache->find(spec)))
     return Status(StatusCode::unsupported,
