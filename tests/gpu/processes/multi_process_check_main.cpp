@@ -171,6 +171,31 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+// The kernels of one collective and type's cases compiled ahead (NVRTC in parallel threads), not one at each first
+// call, in batches of cores / processes, so that all processes' compiles together stay near one per core (each
+// process's prepare alone would take a core's count). Every process makes the same batches: the processes agree on
+// each batch's kernels. Returns the seconds it took.
+double prepare_kernels(Communicator& comm, const std::vector<Case>& cases, int processes, int process) {
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<CollectiveSpec> specs;
+  for (const Case& k : cases) {
+    const CheckSpec& c = k.spec;
+    const CollectiveSpec s = comm.spec_of(c.collective, c.count, c.dtype, c.op, c.root, k.in_place);
+    if (c.count > 0 && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  }
+  const std::size_t batch = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(processes));
+  for (std::size_t at = 0; at < specs.size(); at += batch) {
+    const std::span<const CollectiveSpec> part(specs.data() + at, std::min(batch, specs.size() - at));
+    if (Status s = comm.prepare(part); !s.ok()) {
+      fmt::print("process {}: preparing {} kernels of {} {} failed (each call loads its own): {}\n", process,
+                 part.size(), call_name(cases.front().spec.collective), to_string(cases.front().spec.dtype),
+                 s.message());
+      break;
+    }
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
 // `call` prepared, captured into a CUDA graph on its one stream, and that graph replayed once and waited for (the
 // graph is freed on return).
 Status run_captured(Communicator& comm, const CollectiveCall& call, int device) {
@@ -314,27 +339,7 @@ int run(int argc, char** argv) {
                              in_place});
           }
       }
-      // Their kernels compiled ahead (NVRTC in parallel threads, a thread a kernel), not one at each first call, in
-      // batches that keep all processes' compiles together to about one per core. Every process makes the same
-      // batches: the processes agree on each batch's kernels.
-      if (a.prepare) {
-        std::vector<CollectiveSpec> specs;
-        for (const Case& k : cases) {
-          const CollectiveSpec s = comm->spec_of(c, k.spec.count, dt, k.spec.op, k.spec.root, k.in_place);
-          if (k.spec.count > 0 && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
-        }
-        const auto prepare_started = std::chrono::steady_clock::now();
-        const std::size_t batch = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(processes));
-        for (std::size_t at = 0; at < specs.size(); at += batch) {
-          const std::span<const CollectiveSpec> part(specs.data() + at, std::min(batch, specs.size() - at));
-          if (Status s = comm->prepare(part); !s.ok()) {
-            fmt::print("process {}: preparing {} kernels of {} {} failed (each call loads its own): {}\n", process,
-                       part.size(), call_name(c), to_string(dt), s.message());
-            break;
-          }
-        }
-        preparing += std::chrono::duration<double>(std::chrono::steady_clock::now() - prepare_started).count();
-      }
+      if (a.prepare) preparing += prepare_kernels(*comm, cases, processes, process);
       for (const Case& k : cases) {
         const CheckSpec& spec = k.spec;
         const std::string what = fmt::format("{} {} {} count {} root {} {}", call_name(c), to_string(dt),
