@@ -19,6 +19,12 @@ bool runs_as_sum(const CollectiveCall& call) {
   return call.op == ReduceOp::avg && reduces(call.collective) && !call.program;
 }
 
+// The call the kernels run: `call`, an avg as its sum.
+CollectiveCall kernels_call(CollectiveCall call) {
+  if (runs_as_sum(call)) call.op = ReduceOp::sum;
+  return call;
+}
+
 // Whether some rank's receive buffer is its send buffer (check_call refuses any other overlap).
 bool in_place(const CollectiveCall& call) {
   for (std::size_t r = 0; r < call.send.size() && r < call.recv.size(); ++r)
@@ -210,8 +216,7 @@ Status Communicator::run(const CollectiveCall& given) {
     s = st.hosts->run(given);
     if (!s.ok() && s.code() == StatusCode::remote_error) st.fail(s.message());
   } else if (runs_as_sum(given)) {
-    CollectiveCall sum = given;
-    sum.op = ReduceOp::sum;
+    const CollectiveCall sum = kernels_call(given);
     s = st.group ? st.run_in_processes(sum) : st.run_here(sum);
     if (s.ok()) s = st.divide_results(given);
   } else {
@@ -290,23 +295,21 @@ Status Communicator::prepare(const CollectiveCall& call) {
                   fmt::format("{}: prepare(call) is not there yet across hosts: make one eager call of each kind "
                               "before capturing it into a CUDA graph",
                               call_name(call)));
-  const bool avg = runs_as_sum(call);
-  CollectiveCall kernels_call = call;
-  if (avg) kernels_call.op = ReduceOp::sum;
+  const CollectiveCall kernels = kernels_call(call);
   if (st.group) {  // this process's ranks' buffers, made whole; every process prepares the same calls
-    if (Status s = st.prepare_in_processes(kernels_call); !s.ok()) return s;
+    if (Status s = st.prepare_in_processes(kernels); !s.ok()) return s;
   } else {
     if (Status s = check_call(call, st.placement.ordinal_of_rank, st.oracle); !s.ok()) return s;
   }
   if (call.count == 0 || (st.ranks() == 1 && !call.program)) return Status();  // one rank: nothing to load
-  if (avg)
+  if (runs_as_sum(call))
     for (const GpuDevice& g : st.placement.gpus) {  // avg's division kernel
       const CombineKernels* kernels = nullptr;
       if (Status s = st.offload->combine_for(g.arch, &kernels); !s.ok()) return s;
     }
   if (st.group) return Status();  // its kernel and areas are ready
   PreparedCollective* p = nullptr;
-  return st.get(st.call_spec(kernels_call, in_place(call)), &p);
+  return st.get(st.call_spec(kernels, in_place(call)), &p);
 }
 
 CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count, DataType dtype, ReduceOp op, int root,
@@ -319,8 +322,7 @@ CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count,
   call.dtype = dtype;
   call.op = op;
   call.root = root;
-  if (runs_as_sum(call)) call.op = ReduceOp::sum;  // as run() calls it
-  return st.call_spec(call, in_place_call);
+  return st.call_spec(kernels_call(call), in_place_call);
 }
 
 // --- what a call of a given size takes -------------------------------------------------------------------------------
