@@ -127,10 +127,9 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
   const Placement& pl = st.placement;
   if (pl.multi_process()) {
     // Not yet across processes: the copy engines and the host path (their side streams drive every GPU from one
-    // process), the watchdog (it reads every rank's counters from one place) and graph capture's device epochs.
+    // process). The watchdog watches each process's own launch.
     st.config.hybrid.min_bytes = 0;
     st.config.protocols.engine.min_bytes = 0;
-    st.config.watchdog_seconds.reset();
   }
   st.builder =
       std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir) : DiskCache::from_environment());

@@ -147,7 +147,8 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
   }
   if (s.ok() && watchdog && !capturing)
     watchdog->watch(p, call, placement.ordinals, placement.first_rank, launch_flags(p, target),
-                    device_epochs ? launch_counters(p, target) : std::span<unsigned long long* const>());
+                    device_epochs ? launch_counters(p, target) : std::span<unsigned long long* const>(),
+                    placement.here);
   if (s.ok() && log.enabled(LogLevel::debug, LogSubsys::run))
     log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p.epoch,
                                           p.built->source.entry,

@@ -33,7 +33,7 @@ Watchdog::~Watchdog() {
 
 void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
                      std::span<const int> first_rank, std::span<void* const> flags,
-                     std::span<unsigned long long* const> launches) {
+                     std::span<unsigned long long* const> launches, std::span<const char> here) {
   Pending p;
   p.built = prepared.built;
   p.protocol = prepared.protocol;
@@ -51,6 +51,10 @@ void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& c
   std::lock_guard<std::mutex> lock(mutex_);
   for (std::size_t d = 0; d < ordinals.size(); ++d) {
     cudaEvent_t e = nullptr;
+    if (!here.empty() && !here[d]) {  // another process launched it, on its own stream
+      p.events.push_back(e);
+      continue;
+    }
     for (auto it = spare_.begin(); it != spare_.end(); ++it)
       if (it->first == ordinals[d]) {
         e = it->second;

@@ -35,9 +35,12 @@ class Watchdog {
   // index; the launch used the stream of each device's first rank (`first_rank`, per device index) and the counters
   // `flags` (per rank). `launches`: once calls were captured into CUDA graphs, the kernels' launch counters (per
   // device index), which then say the epoch of a stuck launch (the host's count misses replays); empty otherwise.
+  // `here` (per device index; empty: every one): the devices this process launched on. Across processes each
+  // process watches its own launch, and reads every rank's counters through its own GPU (where the peers' memory
+  // is mapped); a report names only its own blocks.
   void watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
              std::span<const int> first_rank, std::span<void* const> flags,
-             std::span<unsigned long long* const> launches);
+             std::span<unsigned long long* const> launches, std::span<const char> here = {});
 
  private:
   struct Pending {

@@ -178,5 +178,25 @@ TEST(MultiProcessFailureOnGpu, AMismatchedCountFailsTheCallOnEveryProcess) {
                                              "process 2 (rank 2) made \"call 1: allreduce count 1029 f32 sum\""));
 }
 
+// The watchdog across processes (CANOPY_WATCHDOG_S): process 1 sleeps 2 s before its 11th allreduce, so process 0's
+// launch of it waits. Process 0's watchdog names what its blocks wait for (the trees' per-block report, read through
+// the peer's mapped counters), then says the launch finished once process 1 calls; every call's result stays right.
+TEST(MultiProcessFailureOnGpu, EachProcessesWatchdogNamesWhatItsLaunchWaitsFor) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r =
+      check(2, "CANOPY_WATCHDOG_S=0.5 CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",
+            "--loop 20 --late-after 10 --counts 1048576");
+  std::cout << r.output;
+  EXPECT_EQ(r.status, 0);
+  for (int p = 0; p < 2; ++p)
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(
+                              fmt::format("process {}: 20 allreduces done, [1-9][0-9]* elements checked, 0 wrong", p)));
+  const std::string entry = "WARN \\[watchdog\\] [A-Za-z_0-9]+ launch [0-9]+ ";
+  EXPECT_THAT(r.output, ::testing::ContainsRegex(entry + "\\(count 1048576\\) has not finished after 0.5 s on GPU "
+                                                         "[0-9]+; what its blocks wait for:"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("WARN \\[watchdog\\]   GPU [0-9]+ rank [^ ,]+, .*block [0-9]+: "));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex(entry + "finished after [0-9.]+ s"));
+}
+
 }  // namespace
 }  // namespace canopy

@@ -85,6 +85,10 @@ struct Args {
   // --stall-after K: in --loop, process --die-process stops calling after K calls (sleeps 30 s, then exits without
   // leaving): the others' pending call fails once CANOPY_STALL_TIMEOUT_S passes.
   int stall_after = -1;
+  // --late-after K: in --loop, process --die-process sleeps --late-ms (default 2000) before its call K, then goes on:
+  // the others' call K waits for it (their watchdog, CANOPY_WATCHDOG_S, reports what it waits for).
+  int late_after = -1;
+  int late_ms = 2000;
   // --split 1: run everything on a communicator split from the joined one: color = process % 2, key = -process
   // (so each group's ranks run in reverse process order).
   bool split = false;
@@ -154,6 +158,10 @@ Args parse(int argc, char** argv) {
       a.spread = v == "1";
     } else if (k == "--stall-after") {
       a.stall_after = std::atoi(v.c_str());
+    } else if (k == "--late-after") {
+      a.late_after = std::atoi(v.c_str());
+    } else if (k == "--late-ms") {
+      a.late_ms = std::atoi(v.c_str());
     } else if (k == "--off-by-one") {
       a.off_by_one = std::atoi(v.c_str());
     } else if (k == "--die-process") {
@@ -163,7 +171,8 @@ Args parse(int argc, char** argv) {
     } else {
       fmt::print(stderr,
                  "canopy_mp_check: unknown option {}; options: --topology NAME|detect --per-process K --collectives LIST "
-                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P --stall-after K --off-by-one P --split 1 --spread 1\n",
+                 "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P "
+                 "--stall-after K --late-after K --late-ms MS --off-by-one P --split 1 --spread 1 --prepare 0 --graph 1\n",
                  k);
       std::exit(2);
     }
@@ -303,6 +312,11 @@ int run(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::seconds(30));
         std::_Exit(0);
       }
+      if (k == a.late_after && process == a.die_process) {
+        fmt::print("process {}: sleeps {} ms before call {} at {} ms\n", process, a.late_ms, k, now_ms());
+        std::fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::milliseconds(a.late_ms));
+      }
       const Status s =
           comm->allreduce(call.send, call.recv, count + (process == a.off_by_one ? 1 : 0), DataType::f32,
                           ReduceOp::sum, call.streams);
@@ -314,8 +328,15 @@ int run(int argc, char** argv) {
         return 3;
       }
     }
-    fmt::print("process {}: {} allreduces done\n", process, a.loop);
-    return 0;
+    // Each call recomputed the same sums: the last one's output is checked.
+    CheckResult res;
+    if (Status s = buffers->check(spec, call, &res); !s.ok()) {
+      fmt::print("process {}: checking the last allreduce: {}\n", process, s.message());
+      return 1;
+    }
+    fmt::print("process {}: {} allreduces done, {} elements checked, {} wrong\n", process, a.loop, res.checked,
+               res.wrong);
+    return res.wrong ? 1 : 0;
   }
   std::uint64_t calls = 0, checked = 0, wrong = 0, failed = 0;
   double preparing = 0;  // seconds in prepare, which the summary reports
