@@ -117,8 +117,6 @@ void add_bench_command(CLI::App& app) {
     std::unique_ptr<Communicator> comm;
     if (args->procs != 0) {
       if (args->procs < 1) throw Error(fmt::format("--procs {}: give the number of processes, 1 or more", args->procs));
-      if (args->graph)
-        throw Error("--graph with --procs: capturing calls into CUDA graphs is not there yet across processes");
       if (int code = 0; launch_bench_processes(args->procs, &code)) {
         if (code != 0) throw CLI::RuntimeError(code);
         return;
