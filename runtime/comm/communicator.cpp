@@ -148,8 +148,14 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
   st.order = make_device_order(pl.ordinals);
   if (st.config.launch.enabled && pl.devices() > 1 && !pl.multi_process())
     st.crew = std::make_unique<LaunchCrew>(pl.ordinals, st.config.launch.spin);
-  if (st.config.watchdog_seconds)
-    st.watchdog = std::make_unique<Watchdog>(*st.config.watchdog_seconds, st.log, pl.rank_names, pl.device_of_rank);
+  if (st.config.watchdog_seconds) {
+    std::vector<std::string> processes;  // across processes a device index is a process: its report names them
+    if (pl.multi_process() && st.group && static_cast<int>(st.group->facts.size()) == pl.devices())
+      for (std::size_t q = 0; q < st.group->facts.size(); ++q)
+        processes.push_back(describe_process(st.group->facts[q], static_cast<int>(q), true));
+    st.watchdog = std::make_unique<Watchdog>(*st.config.watchdog_seconds, st.log, pl.rank_names, pl.device_of_rank,
+                                             std::move(processes));
+  }
   if (st.log.enabled(LogLevel::info, LogSubsys::init))
     st.log.info(LogSubsys::init,
                 fmt::format("topology {} ({}), {} ranks on {} {}{}: {}", st.topology.name(), st.topology_source,

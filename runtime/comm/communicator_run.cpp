@@ -147,8 +147,7 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
   }
   if (s.ok() && watchdog && !capturing)
     watchdog->watch(p, call, placement.ordinals, placement.first_rank, launch_flags(p, target),
-                    device_epochs ? launch_counters(p, target) : std::span<unsigned long long* const>(),
-                    placement.here);
+                    launch_counters(p, target), device_epochs, placement.here);
   if (s.ok() && log.enabled(LogLevel::debug, LogSubsys::run))
     log.debug(LogSubsys::run, fmt::format("{} count {} launch {} of {}{}", call_name(call), call.count, p.epoch,
                                           p.built->source.entry,

@@ -11,8 +11,13 @@
 
 namespace canopy {
 
-Watchdog::Watchdog(double seconds, Logger log, std::vector<std::string> names, std::vector<int> device_of_rank)
-    : seconds_(seconds), log_(std::move(log)), names_(std::move(names)), device_of_rank_(std::move(device_of_rank)) {
+Watchdog::Watchdog(double seconds, Logger log, std::vector<std::string> names, std::vector<int> device_of_rank,
+                   std::vector<std::string> device_names)
+    : seconds_(seconds),
+      log_(std::move(log)),
+      names_(std::move(names)),
+      device_of_rank_(std::move(device_of_rank)),
+      device_names_(std::move(device_names)) {
   log_.info(LogSubsys::watchdog, fmt::format("on: collectives still running after {} s are reported", seconds_));
   thread_ = std::thread([this] { loop(); });
 }
@@ -33,7 +38,8 @@ Watchdog::~Watchdog() {
 
 void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
                      std::span<const int> first_rank, std::span<void* const> flags,
-                     std::span<unsigned long long* const> launches, std::span<const char> here) {
+                     std::span<unsigned long long* const> launches, bool device_epochs,
+                     std::span<const char> here) {
   Pending p;
   p.built = prepared.built;
   p.protocol = prepared.protocol;
@@ -44,6 +50,8 @@ void Watchdog::watch(const PreparedCollective& prepared, const CollectiveCall& c
   p.blocks_per_rank = prepared.blocks_per_rank;
   p.flags.assign(flags.begin(), flags.end());
   p.launches.assign(launches.begin(), launches.end());
+  p.device_epochs = device_epochs;
+  p.here.assign(here.begin(), here.end());
   p.ordinals = ordinals;
   p.count = call.count;
   p.epoch = prepared.last_epoch;
@@ -147,7 +155,7 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
   // The launch running on the first stuck GPU: one past the launches its counter has seen finish (the host's own
   // count misses launches replayed from CUDA graphs).
   std::vector<std::uint64_t> finished;
-  if (failure.empty() && !stuck.empty() && stuck[0] < static_cast<int>(p.launches.size())) {
+  if (failure.empty() && p.device_epochs && !stuck.empty() && stuck[0] < static_cast<int>(p.launches.size())) {
     failure = read_words(p.launches[stuck[0]], p.ordinals[stuck[0]], 1, 1, &finished);
     if (failure.empty())
       p.epoch = finished[0] + 1;
@@ -181,6 +189,17 @@ void Watchdog::report(Pending& p, const std::vector<int>& stuck) {
                     "entered this launch, or has not finished one before it)",
                     p.protocol == Protocol::ll128 ? "LL128" : "low-latency", p.epoch, p.epoch > 2 ? p.epoch - 2 : 0)};
   for (const std::string& line : lines) log_.warn(LogSubsys::watchdog, "  " + line);
+  // Across processes: where each other process is, by its launch counter (mapped here like its flags).
+  for (std::size_t d = 0; d < p.here.size() && d < p.launches.size(); ++d) {
+    if (p.here[d]) continue;
+    const std::string who =
+        d < device_names_.size() ? device_names_[d] : fmt::format("the process of device index {}", d);
+    std::vector<std::uint64_t> counter;
+    const std::string failed = read_words(p.launches[d], p.ordinals[d], 1, 1, &counter);
+    const std::string line = failed.empty() ? peer_progress(who, counter[0], p.epoch, p.device_epochs)
+                                            : fmt::format("reading {}'s launch counter {}", who, failed);
+    log_.warn(LogSubsys::watchdog, "  " + line);
+  }
 }
 
 }  // namespace canopy

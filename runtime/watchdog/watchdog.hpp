@@ -26,21 +26,25 @@ namespace canopy {
 class Watchdog {
  public:
   // `names` and `device_of_rank` (device index per rank): the communicator's ranks, for plan-free kernels' reports.
-  Watchdog(double seconds, Logger log, std::vector<std::string> names = {}, std::vector<int> device_of_rank = {});
+  // `device_names` (per device index; across processes, where a device index is a process): how a report names
+  // another process ("process 1 (rank 1, pid 4242 on host box)").
+  Watchdog(double seconds, Logger log, std::vector<std::string> names = {}, std::vector<int> device_of_rank = {},
+           std::vector<std::string> device_names = {});
   ~Watchdog();  // stops the thread (launches still running are not waited for)
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
 
   // After a successful launch: records an event behind it on every device's stream. `ordinals`: per device
   // index; the launch used the stream of each device's first rank (`first_rank`, per device index) and the counters
-  // `flags` (per rank). `launches`: once calls were captured into CUDA graphs, the kernels' launch counters (per
-  // device index), which then say the epoch of a stuck launch (the host's count misses replays); empty otherwise.
+  // `flags` (per rank). `launches`: the kernels' launch counters (per device index; templates/flags.cuh). Once calls
+  // were captured into CUDA graphs (`device_epochs`) they count finished launches and say the epoch of a stuck launch
+  // (the host's count misses replays); before, each holds the last launch its GPU entered.
   // `here` (per device index; empty: every one): the devices this process launched on. Across processes each
   // process watches its own launch, and reads every rank's counters through its own GPU (where the peers' memory
-  // is mapped); a report names only its own blocks.
+  // is mapped); a report names its own blocks' waits, then what each other process's launch counter says.
   void watch(const PreparedCollective& prepared, const CollectiveCall& call, const std::vector<int>& ordinals,
              std::span<const int> first_rank, std::span<void* const> flags,
-             std::span<unsigned long long* const> launches, std::span<const char> here = {});
+             std::span<unsigned long long* const> launches, bool device_epochs, std::span<const char> here = {});
 
  private:
   struct Pending {
@@ -53,6 +57,8 @@ class Watchdog {
     int blocks_per_rank = 0;
     std::vector<void*> flags;  // per rank
     std::vector<unsigned long long*> launches;  // per device index
+    bool device_epochs = false;                 // the counters count finished launches (else: the last entered)
+    std::vector<char> here;                     // per device index (empty: every one launched here)
     std::vector<int> ordinal_of_rank;
     std::vector<int> ordinals;  // per device index
     std::vector<cudaEvent_t> events;  // per device index
@@ -72,6 +78,7 @@ class Watchdog {
   Logger log_;
   std::vector<std::string> names_;
   std::vector<int> device_of_rank_;
+  std::vector<std::string> device_names_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stop_ = false;

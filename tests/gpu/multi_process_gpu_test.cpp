@@ -180,7 +180,8 @@ TEST(MultiProcessFailureOnGpu, AMismatchedCountFailsTheCallOnEveryProcess) {
 
 // The watchdog across processes (CANOPY_WATCHDOG_S): process 1 sleeps 2 s before its 11th allreduce, so process 0's
 // launch of it waits. Process 0's watchdog names what its blocks wait for (the trees' per-block report, read through
-// the peer's mapped counters), then says the launch finished once process 1 calls; every call's result stays right.
+// the peer's mapped counters) and that process 1 has not entered the launch (its launch counter), then says the launch
+// finished once process 1 calls; every call's result stays right.
 TEST(MultiProcessFailureOnGpu, EachProcessesWatchdogNamesWhatItsLaunchWaitsFor) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const testing::CommandRun r =
@@ -195,6 +196,10 @@ TEST(MultiProcessFailureOnGpu, EachProcessesWatchdogNamesWhatItsLaunchWaitsFor) 
   EXPECT_THAT(r.output, ::testing::ContainsRegex(entry + "\\(count 1048576\\) has not finished after 0.5 s on GPU "
                                                          "[0-9]+; what its blocks wait for:"));
   EXPECT_THAT(r.output, ::testing::ContainsRegex("WARN \\[watchdog\\]   GPU [0-9]+ rank [^ ,]+, .*block [0-9]+: "));
+  // Process 0's report says where process 1 is, from process 1's launch counter.
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("WARN \\[watchdog\\]   process 1 \\(rank 1, pid [0-9]+ on host "
+                                                 "[^)]+\\) has not entered launch [0-9]+ \\(the last it entered: "
+                                                 "launch [0-9]+\\)"));
   EXPECT_THAT(r.output, ::testing::ContainsRegex(entry + "finished after [0-9.]+ s"));
 }
 
