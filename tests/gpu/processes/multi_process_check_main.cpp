@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/harness/benchmark.hpp"
 #include "bench/harness/captured_calls.hpp"
 #include "bench/harness/collective_buffers.hpp"
 #include "bench/harness/collective_check.hpp"
@@ -181,10 +182,8 @@ Args parse(int argc, char** argv) {
 }
 
 // The kernels of one collective and type's cases compiled ahead (NVRTC in parallel threads), not one at each first
-// call, in batches of cores / processes, so that all processes' compiles together stay near one per core (each
-// process's prepare alone would take a core's count). Every process makes the same batches: the processes agree on
-// each batch's kernels. Returns the seconds it took.
-double prepare_kernels(Communicator& comm, const std::vector<Case>& cases, int processes, int process) {
+// call, in batches of `batch` kernels (prepare_batch). Returns the seconds it took.
+double prepare_kernels(Communicator& comm, const std::vector<Case>& cases, std::size_t batch, int process) {
   const auto started = std::chrono::steady_clock::now();
   std::vector<CollectiveSpec> specs;
   for (const Case& k : cases) {
@@ -192,7 +191,6 @@ double prepare_kernels(Communicator& comm, const std::vector<Case>& cases, int p
     const CollectiveSpec s = comm.spec_of(c.collective, c.count, c.dtype, c.op, c.root, k.in_place);
     if (c.count > 0 && std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   }
-  const std::size_t batch = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(processes));
   for (std::size_t at = 0; at < specs.size(); at += batch) {
     const std::span<const CollectiveSpec> part(specs.data() + at, std::min(batch, specs.size() - at));
     if (Status s = comm.prepare(part); !s.ok()) {
@@ -203,6 +201,19 @@ double prepare_kernels(Communicator& comm, const std::vector<Case>& cases, int p
     }
   }
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+}
+
+// How many kernels prepare_kernels compiles at once: cores / processes, so that all processes' compiles together stay
+// near one per core (each process's prepare alone would take a core's count). Every process must make the same
+// batches (the processes agree on each batch's kernels), so on machines with other core counts (several hosts) the
+// smallest wins: an allreduce of min over the processes.
+Status prepare_batch(Communicator& comm, const std::vector<cudaStream_t>& streams, int processes, std::size_t* batch) {
+  double mine = std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(processes));
+  if (Status s = collective_on_host(comm, Collective::allreduce, &mine, 1, DataType::f64, ReduceOp::min, 0, streams);
+      !s.ok())
+    return s;
+  *batch = static_cast<std::size_t>(mine);
+  return Status();
 }
 
 // `call` prepared, captured into a CUDA graph on its one stream, and that graph replayed once and waited for (the
@@ -338,6 +349,12 @@ int run(int argc, char** argv) {
                res.wrong);
     return res.wrong ? 1 : 0;
   }
+  std::size_t batch = 1;
+  if (a.prepare)
+    if (Status s = prepare_batch(*comm, buffers->streams(), processes, &batch); !s.ok()) {
+      fmt::print(stderr, "process {}: agreeing on the prepare's batch: {}\n", process, s.message());
+      return 1;
+    }
   std::uint64_t calls = 0, checked = 0, wrong = 0, failed = 0;
   double preparing = 0;  // seconds in prepare, which the summary reports
   int case_number = 0;
@@ -360,7 +377,7 @@ int run(int argc, char** argv) {
                              in_place});
           }
       }
-      if (a.prepare) preparing += prepare_kernels(*comm, cases, processes, process);
+      if (a.prepare) preparing += prepare_kernels(*comm, cases, batch, process);
       for (const Case& k : cases) {
         const CheckSpec& spec = k.spec;
         const std::string what = fmt::format("{} {} {} count {} root {} {}", call_name(c), to_string(dt),
