@@ -104,6 +104,7 @@ void Communicator::State::fail(const std::string& why, ProcessFailure kind) {
   failure = why;
   failed = true;
   if (abort_word) abort_word->set();
+  if (host_ring) host_ring->release();  // no side stream waits for a lost process's ring
   if (counters) counters->publish_failure(kind, why);
   if (hosts) hosts->abort(why, kind == ProcessFailure::aborted);
   if (kind == ProcessFailure::aborted)
@@ -126,9 +127,10 @@ Communicator::~Communicator() = default;
 void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st) {
   const Placement& pl = st.placement;
   if (pl.multi_process()) {
-    // Not yet across processes: the copy engines and the host path (their side streams drive every GPU from one
-    // process). The watchdog watches each process's own launch.
-    st.config.hybrid.min_bytes = 0;
+    // Not across processes: the copy engines (they would write into other processes' buffers). The host path of
+    // large broadcasts (ProcessHostRing, made at the join) only where its size is given, until it has run on GPUs.
+    // The watchdog watches each process's own launch.
+    if (!st.config.hybrid.given) st.config.hybrid.min_bytes = 0;
     st.config.protocols.engine.min_bytes = 0;
   }
   st.builder =

@@ -85,7 +85,10 @@ CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks)
     throw Error(fmt::format("launch_spin {} us: use at least 1 us (launch_threads = false turns the helpers off)",
                             c.launch.spin.count()));
   c.hybrid = hybrid_shape_from_environment();
-  if (options.hybrid_bytes) c.hybrid.min_bytes = *options.hybrid_bytes;
+  if (options.hybrid_bytes) {
+    c.hybrid.min_bytes = *options.hybrid_bytes;
+    c.hybrid.given = true;
+  }
   if (options.hybrid_share) c.hybrid.share = *options.hybrid_share;
   if (c.hybrid.min_bytes < 0)
     throw Error(fmt::format("hybrid limit {} bytes: use 0 (off) or a positive size", c.hybrid.min_bytes));

@@ -31,6 +31,7 @@
 #include "runtime/launch/launch_crew.hpp"
 #include "runtime/launch/prepared_collective.hpp"
 #include "runtime/offload/offload.hpp"
+#include "runtime/offload/process_host_ring.hpp"
 #include "runtime/plan/plan_cache.hpp"
 #include "runtime/protocol/protocol_memory.hpp"
 #include "runtime/protocol/protocol_table.hpp"
@@ -75,6 +76,9 @@ struct Communicator::State {
   StagingArea inboxes;
   std::vector<void*> inbox;
   std::unique_ptr<CallCounters> counters;  // every process's calls made, for the monitor's stall check
+  // A large broadcast's tail through pinned host memory across the processes (CANOPY_HYBRID_BYTES given); unset
+  // when the host path is off across processes (the default).
+  std::unique_ptr<ProcessHostRing> host_ring;
   std::unique_ptr<PeerMonitor> monitor;    // notices another process ending, or stopping its calls
   // Several hosts (runtime/hosts/): the inside communicator of this host and the real NCCL's rail communicators;
   // set, every call runs its phases (HostsRuntime::run) and the parts above for kernels stay empty. `group` is then
@@ -148,6 +152,10 @@ struct Communicator::State {
                   bool capturing, const char* what);
   // The inbox area fits `call` (grown if not, which a capture cannot do) and `inbox` names it.
   Status ready_inboxes(const CollectiveCall& call, bool capturing);
+  // After the kernels of a multi-process broadcast's head (`head`, its first head.count elements): the `staged`
+  // elements after them through the host ring (this process the root: out of its send buffer; else into its ranks'
+  // buffers), then `streams` (this process's ranks') wait for the ring's side stream.
+  Status stage_through_host(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);
   // CANOPY_CHECK_CALLS: every process made the same call (its signature), else the error shows both and their ranks.

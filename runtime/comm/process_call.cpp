@@ -5,6 +5,7 @@
 // buffers, and so, under CANOPY_OWN_BUFFERS, do the planned trees and the direct inbox kernels (State::as_run); by
 // default the trees and the direct protocol read and write other ranks' buffers, so they run on the staging area
 // (staging_area.hpp) with copies in and out on the caller's stream.
+// A large broadcast (CANOPY_HYBRID_BYTES given) sends its tail through the host ring (ProcessHostRing) beside them.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -172,6 +173,13 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();
   if (n == 1) return local_copy(given);
+  // A large broadcast's tail through the host ring (ProcessHostRing), beside the kernels' head: every process splits
+  // alike (the same settings and topology). Captured calls run on the kernels alone.
+  const std::uint64_t staged =
+      host_ring && !capturing && call.collective == Collective::broadcast
+          ? offload->staged_count(Collective::broadcast, call.count, call.dtype, call.root, false)
+          : 0;
+  call.count -= staged;
   const CollectiveSpec spec = call_spec(call, false);
   PreparedCollective* p = cache->repeat(spec);
   if (!p && capturing && !(p = cache->find(spec)))
@@ -184,15 +192,18 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     cache->remember(spec, p);
   }
   profile.mark(CallProfile::choose);
+  // The ring's side stream starts after what the caller's streams hold before the kernels.
+  if (staged > 0)
+    if (Status s = host_ring->fork(given.streams); !s.ok()) return s;
   // Kernels that touch only their own rank's buffers run on the caller's: LL, LL128, and under CANOPY_OWN_BUFFERS
   // the planned trees (every transfer through the receiver's FIFO) and the direct inbox kernels (through the inbox
   // area, grown to the call here).
   if (spec.direct && spec.own_buffers)
     if (Status s = ready_inboxes(call, capturing); !s.ok()) return s;
   if (spec.low_latency || spec.ll128 || spec.own_buffers) {
-    const Status s = launch_kernels(*p, spec, call, capturing, 0);
+    const Status s = launch_kernels(*p, spec, call, capturing, staged);
     profile.mark(CallProfile::launch);
-    return s;
+    return s.ok() && staged > 0 ? stage_through_host(call, staged, given.streams) : s;
   }
 
   // Staged: every rank's buffers are its staging regions.
@@ -235,11 +246,11 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
         e != cudaSuccess)
       return copy_failed(call, "input", r, e);
   }
-  CollectiveCall staged = call;
-  staged.send = staged_send;
-  staged.recv = staged_recv;
+  CollectiveCall staged_call = call;
+  staged_call.send = staged_send;
+  staged_call.recv = staged_recv;
   profile.mark(CallProfile::stage);
-  if (Status s = launch_kernels(*p, spec, staged, capturing, 0); !s.ok()) return s;
+  if (Status s = launch_kernels(*p, spec, staged_call, capturing, staged); !s.ok()) return s;
   profile.mark(CallProfile::launch);
   for (int i = 0; i < own; ++i) {
     const int r = first + i;
@@ -254,7 +265,28 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
       if (cudaError_t e = mark_done(order, device, streams[first + i]); e != cudaSuccess)
         return copy_failed(call, "stream order", first + i, e);
   profile.mark(CallProfile::stage);
-  return Status();
+  return staged > 0 ? stage_through_host(call, staged, given.streams) : Status();
+}
+
+Status Communicator::State::stage_through_host(const CollectiveCall& head, std::uint64_t staged,
+                                               std::span<const cudaStream_t> streams) {
+  const int own = own_ranks();
+  const int first = first_own_rank();
+  const std::size_t elem = size_of(head.dtype);
+  const std::size_t offset = head.count * elem;  // the kernels moved the head, `head.count` elements
+  const std::size_t bytes = staged * elem;
+  std::vector<void*> targets;
+  for (int i = 0; i < own; ++i) targets.push_back(static_cast<char*>(head.recv[first + i]) + offset);
+  const int root_process = placement.device_of_rank[head.root];  // a process is its device index
+  Status s = placement.here[root_process]
+                 ? host_ring->send(static_cast<const char*>(head.send[head.root]) + offset, targets, bytes)
+                 : host_ring->receive(root_process, targets, bytes);
+  if (s.ok()) s = host_ring->join(streams);
+  if (!s.ok()) {
+    broken = true;  // the ring's words may be out of step with the other processes'
+    broken_why = s.message();
+  }
+  return s;
 }
 
 }  // namespace canopy

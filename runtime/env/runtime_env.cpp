@@ -165,7 +165,10 @@ LaunchThreads launch_threads_from_environment() {
 
 HybridShape hybrid_shape_from_environment() {
   HybridShape h;
-  if (const auto bytes = env("CANOPY_HYBRID_BYTES")) h.min_bytes = parse_byte_size(*bytes, "CANOPY_HYBRID_BYTES");
+  if (const auto bytes = env("CANOPY_HYBRID_BYTES")) {
+    h.min_bytes = parse_byte_size(*bytes, "CANOPY_HYBRID_BYTES");
+    h.given = true;
+  }
   if (const auto v = env("CANOPY_HYBRID_SHARE")) {
     double share = -1;
     const auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), share);

@@ -145,6 +145,7 @@ LaunchThreads launch_threads_from_environment();
 struct HybridShape {
   std::int64_t min_bytes = std::int64_t{64} << 20;
   std::optional<double> share;
+  bool given = false;  // min_bytes set (CANOPY_HYBRID_BYTES or CommunicatorOptions): across processes, on only then
 };
 HybridShape hybrid_shape_from_environment();
 
