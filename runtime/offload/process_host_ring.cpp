@@ -102,6 +102,10 @@ Status ProcessHostRing::share(FdChannel& channel, int process, int processes, in
         e != cudaSuccess)
       return cuda_failed("cudaHostRegister", e);
     ring.registered = true;
+    void* device = nullptr;
+    if (cudaError_t e = cudaHostGetDevicePointer(&device, ring.base, 0); e != cudaSuccess)
+      return cuda_failed("cudaHostGetDevicePointer", e);
+    ring.device = reinterpret_cast<std::uintptr_t>(device);
   }
   if (cudaError_t e = cudaStreamCreateWithFlags(&r->side_, cudaStreamNonBlocking); e != cudaSuccess)
     return cuda_failed("cudaStreamCreateWithFlags", e);
@@ -136,9 +140,10 @@ std::uint32_t* ProcessHostRing::drain_word(int ring, int slot, int process) cons
          process;
 }
 
-Status ProcessHostRing::wait_word(const std::uint32_t* word, std::uint32_t value) {
-  // Registered with cudaHostRegisterMapped under unified addressing: the host address is the device's too.
-  const CUresult r = wait_value32()(side_, reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WAIT_VALUE_GEQ);
+Status ProcessHostRing::wait_word(int ring, const std::uint32_t* word, std::uint32_t value) {
+  const Ring& g = rings_[ring];
+  const CUdeviceptr at = g.device + (reinterpret_cast<const char*>(word) - g.base);
+  const CUresult r = wait_value32()(side_, at, value, CU_STREAM_WAIT_VALUE_GEQ);
   if (r != CUDA_SUCCESS)
     return Status(StatusCode::cuda_error,
                   fmt::format("the host ring across processes: cuStreamWaitValue32 failed (CUresult {})",
@@ -146,10 +151,11 @@ Status ProcessHostRing::wait_word(const std::uint32_t* word, std::uint32_t value
   return Status();
 }
 
-Status ProcessHostRing::write_word(std::uint32_t* word, std::uint32_t value) {
+Status ProcessHostRing::write_word(int ring, std::uint32_t* word, std::uint32_t value) {
+  const Ring& g = rings_[ring];
+  const CUdeviceptr at = g.device + (reinterpret_cast<const char*>(word) - g.base);
   // The default flags fence the write behind the copies before it on the stream.
-  const CUresult r =
-      write_value32()(side_, reinterpret_cast<CUdeviceptr>(word), value, CU_STREAM_WRITE_VALUE_DEFAULT);
+  const CUresult r = write_value32()(side_, at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
   if (r != CUDA_SUCCESS)
     return Status(StatusCode::cuda_error,
                   fmt::format("the host ring across processes: cuStreamWriteValue32 failed (CUresult {})",
@@ -182,12 +188,12 @@ Status ProcessHostRing::send(const void* src, std::span<void* const> local, std:
     if (c.wait_drained)
       for (int p = 0; p < processes_; ++p)
         if (p != process_)
-          if (Status s = wait_word(drain_word(process_, c.slot, p), c.drained); !s.ok()) return s;
+          if (Status s = wait_word(process_, drain_word(process_, c.slot, p), c.drained); !s.ok()) return s;
     char* slot = ring.base + static_cast<std::size_t>(c.slot) * kSlotBytes;
     if (cudaError_t e = cudaMemcpyAsync(slot, from + c.offset, c.bytes, cudaMemcpyDeviceToHost, side_);
         e != cudaSuccess)
       return cuda_failed("a copy into the host ring", e);
-    if (Status s = write_word(fill_word(process_, c.slot), c.filled); !s.ok()) return s;
+    if (Status s = write_word(process_, fill_word(process_, c.slot), c.filled); !s.ok()) return s;
     std::atomic_ref<std::uint64_t>(ring.chunks).fetch_add(1, std::memory_order_relaxed);
   }
   return Status();
@@ -198,14 +204,14 @@ Status ProcessHostRing::receive(int root, std::span<void* const> dst, std::size_
   if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
   Ring& ring = rings_[root];
   for (const RingChunk& c : ring_chunks(chunks_of(ring.chunks), bytes, kSlotBytes, kSlots)) {
-    if (Status s = wait_word(fill_word(root, c.slot), c.filled); !s.ok()) return s;
+    if (Status s = wait_word(root, fill_word(root, c.slot), c.filled); !s.ok()) return s;
     const char* slot = ring.base + static_cast<std::size_t>(c.slot) * kSlotBytes;
     for (void* d : dst)
       if (cudaError_t e = cudaMemcpyAsync(static_cast<char*>(d) + c.offset, slot, c.bytes, cudaMemcpyHostToDevice,
                                           side_);
           e != cudaSuccess)
         return cuda_failed("a copy out of the host ring", e);
-    if (Status s = write_word(drain_word(root, c.slot, process_), c.filled); !s.ok()) return s;
+    if (Status s = write_word(root, drain_word(root, c.slot, process_), c.filled); !s.ok()) return s;
     std::atomic_ref<std::uint64_t>(ring.chunks).fetch_add(1, std::memory_order_relaxed);
   }
   return Status();

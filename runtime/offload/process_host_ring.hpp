@@ -56,14 +56,16 @@ class ProcessHostRing {
   struct Ring {
     char* base = nullptr;  // kSlots slots, then the words
     std::size_t bytes = 0;
+    std::uintptr_t device = 0;  // `base` as the GPU addresses it (cudaHostGetDevicePointer), for the word operations
     bool registered = false;
     std::uint64_t chunks = 0;  // chunks through this ring so far
   };
   ProcessHostRing() = default;
   std::uint32_t* fill_word(int ring, int slot) const;
   std::uint32_t* drain_word(int ring, int slot, int process) const;
-  Status wait_word(const std::uint32_t* word, std::uint32_t value);
-  Status write_word(std::uint32_t* word, std::uint32_t value);
+  // Stream memory operations on ring `ring`'s `word`, by the device address of it.
+  Status wait_word(int ring, const std::uint32_t* word, std::uint32_t value);
+  Status write_word(int ring, std::uint32_t* word, std::uint32_t value);
 
   int process_ = 0;
   int processes_ = 0;
