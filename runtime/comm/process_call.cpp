@@ -2,9 +2,9 @@
 // its own ranks become a whole call (other ranks' entries placeholders, unchecked), the protocol is chosen as if out
 // of place (every process must choose alike, and only this one knows whether its buffers coincide), and the kernel
 // launches on this process's device index only. The low-latency and LL128 kernels touch only their own rank's
-// buffers, and so, under CANOPY_OWN_BUFFERS, do the planned trees and the direct inbox kernels (State::as_run); by
-// default the trees and the direct protocol read and write other ranks' buffers, so they run on the staging area
-// (staging_area.hpp) with copies in and out on the caller's stream.
+// buffers, and so, under CANOPY_OWN_BUFFERS (the default), do the planned trees and the direct inbox kernels
+// (State::as_run); with CANOPY_OWN_BUFFERS=0 the trees and the direct protocol read and write other ranks' buffers, so
+// they run on the staging area (staging_area.hpp) with copies in and out on the caller's stream.
 // A large broadcast (CANOPY_HYBRID_BYTES given) sends its tail through the host ring (ProcessHostRing) beside them.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
