@@ -141,25 +141,23 @@ std::uint32_t* ProcessHostRing::drain_word(int ring, int slot, int process) cons
 }
 
 Status ProcessHostRing::wait_word(int ring, const std::uint32_t* word, std::uint32_t value) {
-  const Ring& g = rings_[ring];
-  const CUdeviceptr at = g.device + (reinterpret_cast<const char*>(word) - g.base);
-  const CUresult r = wait_value32()(side_, at, value, CU_STREAM_WAIT_VALUE_GEQ);
-  if (r != CUDA_SUCCESS)
-    return Status(StatusCode::cuda_error,
-                  fmt::format("the host ring across processes: cuStreamWaitValue32 failed (CUresult {})",
-                              static_cast<int>(r)));
-  return Status();
+  return word_operation(true, ring, word, value);
 }
 
 Status ProcessHostRing::write_word(int ring, std::uint32_t* word, std::uint32_t value) {
+  return word_operation(false, ring, word, value);
+}
+
+Status ProcessHostRing::word_operation(bool wait, int ring, const std::uint32_t* word, std::uint32_t value) {
   const Ring& g = rings_[ring];
   const CUdeviceptr at = g.device + (reinterpret_cast<const char*>(word) - g.base);
-  // The default flags fence the write behind the copies before it on the stream.
-  const CUresult r = write_value32()(side_, at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+  // A write's default flags fence it behind the copies before it on the stream.
+  const CUresult r = wait ? wait_value32()(side_, at, value, CU_STREAM_WAIT_VALUE_GEQ)
+                          : write_value32()(side_, at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
   if (r != CUDA_SUCCESS)
     return Status(StatusCode::cuda_error,
-                  fmt::format("the host ring across processes: cuStreamWriteValue32 failed (CUresult {})",
-                              static_cast<int>(r)));
+                  fmt::format("the host ring across processes: {} failed (CUresult {})",
+                              wait ? "cuStreamWaitValue32" : "cuStreamWriteValue32", static_cast<int>(r)));
   return Status();
 }
 

@@ -66,6 +66,7 @@ class ProcessHostRing {
   // Stream memory operations on ring `ring`'s `word`, by the device address of it.
   Status wait_word(int ring, const std::uint32_t* word, std::uint32_t value);
   Status write_word(int ring, std::uint32_t* word, std::uint32_t value);
+  Status word_operation(bool wait, int ring, const std::uint32_t* word, std::uint32_t value);
 
   int process_ = 0;
   int processes_ = 0;
