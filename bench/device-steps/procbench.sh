@@ -3,8 +3,8 @@
 #   procbench allreduce and broadcast of 8 B to 64 KiB (CANOPY_PROCBENCH_SIZES, CANOPY_PROCBENCH_COLLECTIVES), per
 #             call: `canopy bench --procs 2` (a process per rank on the one GPU) against `canopy bench` with one
 #             process driving 2 virtual ranks, topology h200x2, --host-time, in the same call; CANOPY_PROCBENCH_MPS=1:
-#             the 2-process run and the 1-process one again under an MPS daemon of its own; CANOPY_PROCBENCH_GRAPH=1: every run again with
-#             --graph (replays of captured calls)                     -> procbench.log, procbench-*.json
+#             the 2-process run and the 1-process one again under an MPS daemon of its own; CANOPY_PROCBENCH_GRAPH=1:
+#             every run again with --graph (replays of captured calls)   -> procbench.log, procbench-*.json
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
 # canopy bench --procs 2 (one process per rank, both on the one GPU) against one process driving both ranks
 # (virtual ranks), same topology and sizes; JSON rows kept for the ratio table.
