@@ -1,6 +1,7 @@
 // ProcessHostRing: Blink's host path (host_staging.hpp) across the processes of one host, for a large broadcast's
-// tail. Every process makes a ring of kSlots pinned slots plus a page of words in a memfd of its own, passes it to the
-// others over the FdChannel, and maps and registers every process's ring. A broadcast's staged bytes leave the root
+// tail. Every process makes a ring of kSlots slots plus a page of words in a memfd of its own, passes it to the others
+// over the FdChannel and maps every process's ring (shared_rings.hpp), then registers each with CUDA (pinned, mapped
+// for the GPU). A broadcast's staged bytes leave the root
 // through the root's ring, chunk by chunk:
 // - the root's side stream waits until the slot is drained, copies the chunk into it, and sets the slot's fill word;
 // - each other process's side stream waits for that word, copies the chunk into its ranks' buffers, and sets its
@@ -21,20 +22,21 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "runtime/offload/shared_rings.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 
 namespace canopy {
 
 class ProcessHostRing {
  public:
-  static constexpr int kSlots = 4;
-  static constexpr std::size_t kSlotBytes = std::size_t{4} << 20;  // as HostStaging's
+  static constexpr int kSlots = SharedRings::kSlots;
+  static constexpr std::size_t kSlotBytes = SharedRings::kSlotBytes;
 
   // Every process of the communicator calls it together (one step on `channel`): this process is `process` of
   // `processes`, its GPU CUDA ordinal `ordinal`.
   static Status share(FdChannel& channel, int process, int processes, int ordinal,
                       std::unique_ptr<ProcessHostRing>* out);
-  ~ProcessHostRing();  // waits for its side stream, then unregisters and unmaps
+  ~ProcessHostRing();  // waits for its side stream, then unregisters (SharedRings unmaps)
   ProcessHostRing(const ProcessHostRing&) = delete;
   ProcessHostRing& operator=(const ProcessHostRing&) = delete;
 
@@ -48,30 +50,20 @@ class ProcessHostRing {
   Status receive(int root, std::span<void* const> dst, std::size_t bytes);
   // The caller's streams wait for everything queued since fork.
   Status join(std::span<const cudaStream_t> streams);
-  // Ends every wait the side stream may be in or will queue: every word of every ring moves far ahead. For a failed
-  // communicator (its calls' outputs are undefined), from any thread.
-  void release();
+  // Ends every wait the side stream may be in or will queue (SharedRings::release). For a failed communicator (its
+  // calls' outputs are undefined), from any thread.
+  void release() { rings_->release(); }
 
  private:
-  struct Ring {
-    char* base = nullptr;  // kSlots slots, then the words
-    std::size_t bytes = 0;
-    std::uintptr_t device = 0;  // `base` as the GPU addresses it (cudaHostGetDevicePointer), for the word operations
-    bool registered = false;
-    std::uint64_t chunks = 0;  // chunks through this ring so far
-  };
   ProcessHostRing() = default;
-  std::uint32_t* fill_word(int ring, int slot) const;
-  std::uint32_t* drain_word(int ring, int slot, int process) const;
-  // Stream memory operations on ring `ring`'s `word`, by the device address of it.
-  Status wait_word(int ring, const std::uint32_t* word, std::uint32_t value);
-  Status write_word(int ring, std::uint32_t* word, std::uint32_t value);
+  // A stream memory operation on ring `ring`'s `word`, by the device address of it: a wait until it reaches `value`
+  // (cyclically), or a write of `value`.
   Status word_operation(bool wait, int ring, const std::uint32_t* word, std::uint32_t value);
 
-  int process_ = 0;
-  int processes_ = 0;
+  std::unique_ptr<SharedRings> rings_;
+  std::vector<std::uintptr_t> device_;  // per ring: its base as the GPU addresses it (cudaHostGetDevicePointer)
+  std::vector<bool> registered_;        // per ring
   int ordinal_ = 0;
-  std::vector<Ring> rings_;  // per process
   cudaStream_t side_ = nullptr;
   cudaEvent_t forked_ = nullptr;
   cudaEvent_t joined_ = nullptr;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "runtime/comm/call_counters.hpp"
+#include "tests/runtime/threads_as_processes.hpp"
 
 namespace canopy {
 namespace {
@@ -15,24 +16,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-// Three processes' counters shared through their FdChannels (threads standing for processes).
+// Processes' counters shared through their FdChannels (threads standing for processes).
 std::vector<std::unique_ptr<CallCounters>> share_counters(int processes) {
-  BootstrapSecret secret{};
-  EXPECT_TRUE(random_secret(&secret).ok());
-  FdChannel::Options o;
-  o.timeout = milliseconds(5000);
-  std::vector<std::unique_ptr<FdChannel>> channels(processes);
-  for (int p = 0; p < processes; ++p) EXPECT_TRUE(FdChannel::listen(secret, p, o, &channels[p]).ok());
-  std::vector<std::future<Status>> shared;
-  std::vector<std::unique_ptr<CallCounters>> counters(processes);
-  for (int p = 0; p < processes; ++p)
-    shared.push_back(std::async(std::launch::async,
-                                [&, p] { return CallCounters::share(*channels[p], p, processes, &counters[p]); }));
-  for (auto& f : shared) {
-    const Status s = f.get();
-    EXPECT_TRUE(s.ok()) << s.message();
-  }
-  return counters;
+  return share_among_threads<CallCounters>(processes, CallCounters::share);
 }
 
 TEST(CallCounters, AFailureOneProcessPublishesIsWhatTheOthersFind) {
@@ -65,22 +51,9 @@ TEST(CallCounters, AnAbortIsToldApartAndALongReasonIsCutToThePage) {
 }
 
 TEST(CallCounters, EveryProcessReadsTheOthersStores) {
-  BootstrapSecret secret{};
-  ASSERT_TRUE(random_secret(&secret).ok());
   constexpr int kProcesses = 3;
-  FdChannel::Options o;
-  o.timeout = milliseconds(5000);
-  std::vector<std::unique_ptr<FdChannel>> channels(kProcesses);
-  for (int p = 0; p < kProcesses; ++p) ASSERT_TRUE(FdChannel::listen(secret, p, o, &channels[p]).ok());
-  std::vector<std::future<Status>> shared;
-  std::vector<std::unique_ptr<CallCounters>> counters(kProcesses);
-  for (int p = 0; p < kProcesses; ++p)
-    shared.push_back(std::async(std::launch::async,
-                                [&, p] { return CallCounters::share(*channels[p], p, kProcesses, &counters[p]); }));
-  for (auto& f : shared) {
-    const Status s = f.get();
-    ASSERT_TRUE(s.ok()) << s.message();
-  }
+  std::vector<std::unique_ptr<CallCounters>> counters = share_counters(kProcesses);
+  for (int p = 0; p < kProcesses; ++p) ASSERT_TRUE(counters[p]) << p;
   for (int p = 0; p < kProcesses; ++p) counters[p]->publish(10 + p);
   for (int reader = 0; reader < kProcesses; ++reader)
     for (int p = 0; p < kProcesses; ++p) EXPECT_EQ(counters[reader]->of(p), 10u + p) << reader << " reads " << p;

@@ -1,0 +1,55 @@
+// SharedRings: the host memory of ProcessHostRing (process_host_ring.hpp) without CUDA, so it is tested on any CPU.
+// Every process of a communicator makes one ring in a memfd of its own: kSlots slots of kSlotBytes, then a page of
+// 32-bit words (per slot a fill word, then a drain word per process). It passes the memfd to the others over the
+// FdChannel and maps every process's ring for reading and writing. It also keeps how many chunks have passed through
+// each ring (ring_sequence.hpp numbers them), and release() moves every word far ahead of them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/status.hpp"
+#include "runtime/transport/ipc/fd_channel.hpp"
+
+namespace canopy {
+
+class SharedRings {
+ public:
+  static constexpr int kSlots = 4;
+  static constexpr std::size_t kSlotBytes = std::size_t{4} << 20;  // as HostStaging's
+  static constexpr std::size_t kWordsBytes = 4096;
+
+  // Every process calls it together (one step on `channel`): this process is `process` of `processes`.
+  static Status share(FdChannel& channel, int process, int processes, std::unique_ptr<SharedRings>* out);
+  ~SharedRings();  // unmaps
+  SharedRings(const SharedRings&) = delete;
+  SharedRings& operator=(const SharedRings&) = delete;
+
+  int process() const { return process_; }
+  int processes() const { return static_cast<int>(rings_.size()); }
+  static std::size_t ring_bytes() { return kSlots * kSlotBytes + kWordsBytes; }
+  char* base(int ring) const { return rings_[ring].base; }
+  char* slot(int ring, int slot) const { return rings_[ring].base + static_cast<std::size_t>(slot) * kSlotBytes; }
+  std::uint32_t* fill_word(int ring, int slot) const;
+  std::uint32_t* drain_word(int ring, int slot, int process) const;
+
+  // The chunks through `ring` so far (every process counts each ring's alike), and one more.
+  std::uint64_t chunks(int ring) const;
+  void count_chunk(int ring);
+  // Every fill and drain word of every ring moves far ahead of any value a wait queued so far uses (ring_sequence.hpp),
+  // so that every such wait ends. From any thread.
+  void release();
+
+ private:
+  struct Ring {
+    char* base = nullptr;
+    std::uint64_t chunks = 0;  // read by release() beside a call that raises it: through atomic_ref
+  };
+  SharedRings() = default;
+  int process_ = 0;
+  std::vector<Ring> rings_;  // per process
+};
+
+}  // namespace canopy
