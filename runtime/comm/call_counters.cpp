@@ -1,13 +1,10 @@
-// CallCounters through memfd pages passed over the FdChannel, and StallWatch (see call_counters.hpp).
+// CallCounters through memfd pages passed over the FdChannel (SharedMemfds), and StallWatch (see call_counters.hpp).
 #include "runtime/comm/call_counters.hpp"
 
 #include <fmt/format.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstring>
 
 namespace canopy {
@@ -31,55 +28,28 @@ std::atomic<std::uint32_t>* failure_word(void* page) {
 Status CallCounters::share(FdChannel& channel, int process, int processes, std::unique_ptr<CallCounters>* out) {
   std::unique_ptr<CallCounters> c(new CallCounters());
   c->process_ = process;
-  c->pages_.assign(processes, nullptr);
-  const int fd = memfd_create("canopy-call-counters", MFD_CLOEXEC);
-  if (fd < 0 || ftruncate(fd, kPage) != 0) {
-    const int e = errno;
-    if (fd >= 0) close(fd);
-    return Status(StatusCode::internal, fmt::format("the call counters' shared page: {}", std::strerror(e)));
-  }
-  void* mine = mmap(nullptr, kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (mine == MAP_FAILED) {
-    close(fd);
-    return Status(StatusCode::internal, fmt::format("mapping the call counters' page: {}", std::strerror(errno)));
-  }
-  c->pages_[process] = mine;
+  if (Status s = c->pages_.share(channel, kCountersTag, "the call counters' page", process, processes, kPage, false);
+      !s.ok())
+    return s;
+  void* mine = c->pages_.at(process);
   new (mine) std::atomic<std::uint64_t>(0);
   new (failure_word(mine)) std::atomic<std::uint32_t>(0);
-  std::vector<int> others;
-  for (int p = 0; p < processes; ++p)
-    if (p != process) others.push_back(p);
-  const auto map_page = [&](int p, FdMessage& m) {
-    if (m.fds.size() != 1)
-      return Status(StatusCode::internal,
-                    fmt::format("process {} sent {} descriptors for its call counter", p, m.fds.size()));
-    void* page = mmap(nullptr, kPage, PROT_READ, MAP_SHARED, m.fds[0].get(), 0);
-    if (page == MAP_FAILED)
-      return Status(StatusCode::internal,
-                    fmt::format("mapping process {}'s call counter: {}", p, std::strerror(errno)));
-    c->pages_[p] = page;
-    return Status();
-  };
-  const Status s = channel.exchange(kCountersTag, std::span<const int>(&fd, 1), "calls", others, others, map_page);
-  close(fd);
-  if (!s.ok()) return s;  // the destructor unmaps what was mapped
   *out = std::move(c);
   return Status();
 }
 
-CallCounters::~CallCounters() {
-  for (void* p : pages_)
-    if (p) munmap(p, kPage);
+CallCounters::~CallCounters() = default;
+
+void CallCounters::publish(std::uint64_t calls) {
+  counter(pages_.at(process_))->store(calls, std::memory_order_release);
 }
 
-void CallCounters::publish(std::uint64_t calls) { counter(pages_[process_])->store(calls, std::memory_order_release); }
-
 std::uint64_t CallCounters::of(int process) const {
-  return counter(pages_[process])->load(std::memory_order_acquire);
+  return counter(pages_.at(process))->load(std::memory_order_acquire);
 }
 
 void CallCounters::publish_failure(ProcessFailure kind, std::string_view why) {
-  void* page = pages_[process_];
+  void* page = pages_.at(process_);
   if (kind == ProcessFailure::none || failure_word(page)->load(std::memory_order_relaxed) != 0) return;
   const std::size_t n = std::min(why.size(), kPage - kReasonAt - 1);
   char* reason = static_cast<char*>(page) + kReasonAt;
@@ -91,9 +61,9 @@ void CallCounters::publish_failure(ProcessFailure kind, std::string_view why) {
 std::optional<SeenFailure> CallCounters::failure_of_another() const {
   for (int p = 0; p < processes(); ++p) {
     if (p == process_) continue;
-    const std::uint32_t word = failure_word(pages_[p])->load(std::memory_order_acquire);
+    const std::uint32_t word = failure_word(pages_.at(p))->load(std::memory_order_acquire);
     if (word == 0) continue;
-    const char* reason = static_cast<const char*>(pages_[p]) + kReasonAt;
+    const char* reason = static_cast<const char*>(pages_.at(p)) + kReasonAt;
     SeenFailure seen;
     seen.process = p;
     seen.kind = word == static_cast<std::uint32_t>(ProcessFailure::aborted) ? ProcessFailure::aborted

@@ -18,6 +18,7 @@
 
 #include "core/status.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
+#include "runtime/transport/ipc/shared_memfds.hpp"
 
 namespace canopy {
 
@@ -49,13 +50,13 @@ class CallCounters {
   void publish_failure(ProcessFailure kind, std::string_view why);
   // The first other process whose page says its communicator failed or was aborted, if any.
   std::optional<SeenFailure> failure_of_another() const;
-  int processes() const { return static_cast<int>(pages_.size()); }
+  int processes() const { return pages_.processes(); }
   int process() const { return process_; }
 
  private:
   CallCounters() = default;
   int process_ = 0;
-  std::vector<void*> pages_;  // per process, mapped (this process's writable)
+  SharedMemfds pages_;  // a page per process, mapped (this process's writable)
 };
 
 // Since when each other process has been behind this one without making a call (from the later of its last call

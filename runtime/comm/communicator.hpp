@@ -182,9 +182,9 @@ class Communicator {
   // The spec of the kernel a call of this shape runs (the protocol run() chooses, its chunk, across processes its
   // own-buffer form), for prepare(specs): a program that knows its calls ahead (a datacheck's matrix, a training
   // step's buckets) compiles all their kernels at once instead of one at each first call. Count 0 and one-rank
-  // communicators run no kernel; their spec is then that of the planned trees, which prepare loads for nothing. Within
-  // one process, a large call whose share the copy engines or the host path take runs the kernel of the rest. An avg
-  // runs as a sum (its results divided after): its spec is the sum's.
+  // communicators run no kernel; their spec is then that of the planned trees, which prepare loads for nothing. A large
+  // call whose share the copy engines or the host path take (across processes, the host ring where CANOPY_HYBRID_BYTES
+  // is given) runs the kernel of the rest. An avg runs as a sum (its results divided after): its spec is the sum's.
   CollectiveSpec spec_of(Collective collective, std::uint64_t count, DataType dtype, ReduceOp op, int root,
                          bool in_place = false);
   // Loads the kernel `call` runs when captured into a CUDA graph (where calls never take the copy engines or the host

@@ -1,8 +1,8 @@
 // SharedRings: the host memory of ProcessHostRing (process_host_ring.hpp) without CUDA, so it is tested on any CPU.
 // Every process of a communicator makes one ring in a memfd of its own: kSlots slots of kSlotBytes, then a page of
 // 32-bit words (per slot a fill word, then a drain word per process). It passes the memfd to the others over the
-// FdChannel and maps every process's ring for reading and writing. It also keeps how many chunks have passed through
-// each ring (ring_sequence.hpp numbers them), and release() moves every word far ahead of them.
+// FdChannel and maps every process's ring for reading and writing (SharedMemfds). It also keeps how many chunks have
+// passed through each ring (ring_sequence.hpp numbers them), and release() moves every word far ahead of them.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +12,7 @@
 
 #include "core/status.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
+#include "runtime/transport/ipc/shared_memfds.hpp"
 
 namespace canopy {
 
@@ -23,15 +24,15 @@ class SharedRings {
 
   // Every process calls it together (one step on `channel`): this process is `process` of `processes`.
   static Status share(FdChannel& channel, int process, int processes, std::unique_ptr<SharedRings>* out);
-  ~SharedRings();  // unmaps
+  ~SharedRings() = default;  // unmaps (SharedMemfds)
   SharedRings(const SharedRings&) = delete;
   SharedRings& operator=(const SharedRings&) = delete;
 
   int process() const { return process_; }
-  int processes() const { return static_cast<int>(rings_.size()); }
+  int processes() const { return memory_.processes(); }
   static std::size_t ring_bytes() { return kSlots * kSlotBytes + kWordsBytes; }
-  char* base(int ring) const { return rings_[ring].base; }
-  char* slot(int ring, int slot) const { return rings_[ring].base + static_cast<std::size_t>(slot) * kSlotBytes; }
+  char* base(int ring) const;
+  char* slot(int ring, int slot) const { return base(ring) + static_cast<std::size_t>(slot) * kSlotBytes; }
   std::uint32_t* fill_word(int ring, int slot) const;
   std::uint32_t* drain_word(int ring, int slot, int process) const;
 
@@ -43,13 +44,10 @@ class SharedRings {
   void release();
 
  private:
-  struct Ring {
-    char* base = nullptr;
-    std::uint64_t chunks = 0;  // read by release() beside a call that raises it: through atomic_ref
-  };
   SharedRings() = default;
   int process_ = 0;
-  std::vector<Ring> rings_;  // per process
+  SharedMemfds memory_;                // a ring per process
+  std::vector<std::uint64_t> chunks_;  // per ring; read by release() beside a call that raises it (atomic_ref)
 };
 
 }  // namespace canopy
