@@ -152,10 +152,12 @@ struct Communicator::State {
                   bool capturing, const char* what);
   // The inbox area fits `call` (grown if not, which a capture cannot do) and `inbox` names it.
   Status ready_inboxes(const CollectiveCall& call, bool capturing);
-  // After the kernels of a multi-process broadcast's head (`head`, its first head.count elements): the `staged`
-  // elements after them through the host ring (this process the root: out of its send buffer; else into its ranks'
-  // buffers), then `streams` (this process's ranks') wait for the ring's side stream.
+  // After the kernels of a multi-process broadcast's or reduce's head (`head`, its first head.count elements): the
+  // `staged` elements after them through the host rings (ProcessHostRing; a reduce's root combines them with its own
+  // ranks' tails), then `streams` (this process's ranks') wait for the ring's side stream.
   Status stage_through_host(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams);
+  Status broadcast_through_host(const CollectiveCall& head, std::uint64_t staged);
+  Status reduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);
   // CANOPY_CHECK_CALLS: every process made the same call (its signature), else the error shows both and their ranks.

@@ -173,11 +173,11 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();
   if (n == 1) return local_copy(given);
-  // A large broadcast's tail through the host ring (ProcessHostRing), beside the kernels' head: every process splits
-  // alike (the same settings and topology). Captured calls run on the kernels alone.
+  // A large broadcast's or reduce's tail through the host rings (ProcessHostRing), beside the kernels' head: every
+  // process splits alike (the same settings and topology). Captured calls run on the kernels alone.
   const std::uint64_t staged =
-      host_ring && !capturing && call.collective == Collective::broadcast
-          ? offload->staged_count(Collective::broadcast, call.count, call.dtype, call.root, false)
+      host_ring && !capturing && (call.collective == Collective::broadcast || call.collective == Collective::reduce)
+          ? offload->staged_count(call.collective, call.count, call.dtype, call.root, false)
           : 0;
   call.count -= staged;
   const CollectiveSpec spec = call_spec(call, false);
@@ -270,6 +270,17 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
 
 Status Communicator::State::stage_through_host(const CollectiveCall& head, std::uint64_t staged,
                                                std::span<const cudaStream_t> streams) {
+  const Status s = head.collective == Collective::reduce ? reduce_through_host(head, staged)
+                                                         : broadcast_through_host(head, staged);
+  const Status joined = s.ok() ? host_ring->join(streams) : s;
+  if (!joined.ok()) {
+    broken = true;  // the ring's words may be out of step with the other processes'
+    broken_why = joined.message();
+  }
+  return joined;
+}
+
+Status Communicator::State::broadcast_through_host(const CollectiveCall& head, std::uint64_t staged) {
   const int own = own_ranks();
   const int first = first_own_rank();
   const std::size_t elem = size_of(head.dtype);
@@ -278,15 +289,44 @@ Status Communicator::State::stage_through_host(const CollectiveCall& head, std::
   std::vector<void*> targets;
   for (int i = 0; i < own; ++i) targets.push_back(static_cast<char*>(head.recv[first + i]) + offset);
   const int root_process = placement.device_of_rank[head.root];  // a process is its device index
-  Status s = placement.here[root_process]
-                 ? host_ring->send(static_cast<const char*>(head.send[head.root]) + offset, targets, bytes)
-                 : host_ring->receive(root_process, targets, bytes);
-  if (s.ok()) s = host_ring->join(streams);
-  if (!s.ok()) {
-    broken = true;  // the ring's words may be out of step with the other processes'
-    broken_why = s.message();
+  return placement.here[root_process]
+             ? host_ring->send(static_cast<const char*>(head.send[head.root]) + offset, targets, bytes)
+             : host_ring->receive(root_process, targets, bytes);
+}
+
+// Each process other than the root's sends its ranks' tails through its own ring; the root's gathers them and
+// combines them with its own ranks' tails in rank order (the op of the kernels' call: avg runs as a sum, divided
+// after); every other process counts the chunks of the rings it does not touch.
+Status Communicator::State::reduce_through_host(const CollectiveCall& head, std::uint64_t staged) {
+  const int n = ranks();
+  const int first = first_own_rank();
+  const std::size_t elem = size_of(head.dtype);
+  const std::size_t offset = head.count * elem;
+  const std::size_t bytes = staged * elem;
+  const int processes = static_cast<int>(placement.here.size());
+  const int root_process = placement.device_of_rank[head.root];
+  std::vector<int> ranks_of_process(processes, 0);
+  for (int r = 0; r < n; ++r) ++ranks_of_process[placement.device_of_rank[r]];
+  const auto tail = [&](const void* p) { return static_cast<const char*>(p) + offset; };
+  if (!placement.here[root_process]) {
+    const int me = placement.device_of_rank[first];
+    for (int p = 0; p < processes; ++p)
+      if (p != me && p != root_process) host_ring->gather_pass(p, ranks_of_process[p], root_process, bytes);
+    std::vector<const void*> sources;
+    for (int i = 0; i < own_ranks(); ++i) sources.push_back(tail(head.send[first + i]));
+    return host_ring->gather_send(root_process, sources, bytes);
   }
-  return s;
+  const CombineKernels* kernels = nullptr;
+  if (Status s = offload->combine_for(placement.gpus[root_process].arch, &kernels); !s.ok()) return s;
+  if (Status s = host_ring->gather_receive(ranks_of_process, bytes); !s.ok()) return s;
+  std::vector<const void*> sources;
+  std::vector<int> local(processes, 0);
+  for (int r = 0; r < n; ++r) {
+    const int p = placement.device_of_rank[r];
+    sources.push_back(p == root_process ? tail(head.send[r]) : host_ring->gathered(p, local[p]++));
+  }
+  return host_ring->combine(*kernels, static_cast<char*>(head.recv[head.root]) + offset, sources, staged, head.dtype,
+                            head.op);
 }
 
 }  // namespace canopy

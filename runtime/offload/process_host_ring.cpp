@@ -4,6 +4,9 @@
 #include <cuda.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string_view>
+
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/offload/ring_sequence.hpp"
@@ -24,7 +27,7 @@ WriteValue32 write_value32() {
   return f;
 }
 
-Status cuda_failed(const char* what, cudaError_t e) {
+Status cuda_failed(std::string_view what, cudaError_t e) {
   (void)cudaGetLastError();
   return Status(StatusCode::cuda_error, fmt::format("the host ring across processes: {} failed: {}", what,
                                                     cudaGetErrorString(e)));
@@ -74,6 +77,7 @@ ProcessHostRing::~ProcessHostRing() {
   if (side_) (void)cudaStreamDestroy(side_);
   if (forked_) (void)cudaEventDestroy(forked_);
   if (joined_) (void)cudaEventDestroy(joined_);
+  if (gathering_) (void)cudaFree(gathering_);
   for (std::size_t p = 0; p < registered_.size(); ++p)
     if (registered_[p]) (void)cudaHostUnregister(rings_->base(static_cast<int>(p)));
   (void)cudaGetLastError();
@@ -114,17 +118,24 @@ Status ProcessHostRing::send(const void* src, std::span<void* const> local, std:
   if (rings.processes() < 2) return Status();
   const char* from = static_cast<const char*>(src);
   for (const RingChunk& c : ring_chunks(rings.chunks(me), bytes, kSlotBytes, kSlots)) {
-    if (c.wait_drained)
-      for (int p = 0; p < rings.processes(); ++p)
-        if (p != me)
-          if (Status s = word_operation(true, me, rings.drain_word(me, c.slot, p), c.drained); !s.ok()) return s;
+    if (Status s = wait_drained(c); !s.ok()) return s;
     if (cudaError_t e = cudaMemcpyAsync(rings.slot(me, c.slot), from + c.offset, c.bytes, cudaMemcpyDeviceToHost,
                                         side_);
         e != cudaSuccess)
       return cuda_failed("a copy into the host ring", e);
     if (Status s = word_operation(false, me, rings.fill_word(me, c.slot), c.filled); !s.ok()) return s;
-    rings_->count_chunk(me);
+    rings_->count_chunk(me, c.slot);
   }
+  return Status();
+}
+
+Status ProcessHostRing::wait_drained(const RingChunk& c) {
+  const SharedRings& rings = *rings_;
+  const int me = rings.process();
+  if (!c.wait_drained) return Status();
+  for (int p = 0; p < rings.processes(); ++p)
+    if (rings.read_last(me, c.slot, p))
+      if (Status s = word_operation(true, me, rings.drain_word(me, c.slot, p), c.drained); !s.ok()) return s;
   return Status();
 }
 
@@ -141,9 +152,93 @@ Status ProcessHostRing::receive(int root, std::span<void* const> dst, std::size_
         return cuda_failed("a copy out of the host ring", e);
     if (Status s = word_operation(false, root, rings.drain_word(root, c.slot, rings.process()), c.filled); !s.ok())
       return s;
-    rings_->count_chunk(root);
+    rings_->count_chunk(root, c.slot);
   }
   return Status();
+}
+
+std::size_t ProcessHostRing::piece_for(int ranks) {
+  return std::max<std::size_t>(4096, kSlotBytes / static_cast<std::size_t>(std::max(1, ranks)) / 4096 * 4096);
+}
+
+Status ProcessHostRing::gather_send(int root, std::span<const void* const> src, std::size_t bytes) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
+  const SharedRings& rings = *rings_;
+  const int me = rings.process();
+  const std::size_t piece = piece_for(static_cast<int>(src.size()));
+  for (const RingChunk& c : ring_chunks(rings.chunks(me), bytes, piece, kSlots)) {
+    if (Status s = wait_drained(c); !s.ok()) return s;
+    for (std::size_t i = 0; i < src.size(); ++i)
+      if (cudaError_t e = cudaMemcpyAsync(rings.slot(me, c.slot) + i * piece,
+                                          static_cast<const char*>(src[i]) + c.offset, c.bytes, cudaMemcpyDeviceToHost,
+                                          side_);
+          e != cudaSuccess)
+        return cuda_failed("a copy into the host ring", e);
+    if (Status s = word_operation(false, me, rings.fill_word(me, c.slot), c.filled); !s.ok()) return s;
+    rings_->count_chunk(me, c.slot, root);
+  }
+  return Status();
+}
+
+Status ProcessHostRing::gather_receive(std::span<const int> ranks_of_process, std::size_t bytes) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
+  const SharedRings& rings = *rings_;
+  const int me = rings.process();
+  // The gathering buffer: every other process's ranks' bytes in a row, grown (after the work queued on it).
+  gathered_at_.assign(ranks_of_process.size(), 0);
+  std::size_t total = 0;
+  for (std::size_t p = 0; p < ranks_of_process.size(); ++p) {
+    gathered_at_[p] = total;
+    if (static_cast<int>(p) != me) total += static_cast<std::size_t>(ranks_of_process[p]) * bytes;
+  }
+  gathered_bytes_ = bytes;
+  if (total > gathering_bytes_) {
+    if (cudaError_t e = cudaStreamSynchronize(side_); e != cudaSuccess) return cuda_failed("cudaStreamSynchronize", e);
+    if (gathering_) (void)cudaFree(gathering_);
+    gathering_ = nullptr;
+    gathering_bytes_ = 0;
+    void* p = nullptr;
+    if (cudaError_t e = cudaMalloc(&p, total); e != cudaSuccess)
+      return cuda_failed(fmt::format("allocating the reduce's gathering buffer ({} bytes)", total), e);
+    gathering_ = static_cast<char*>(p);
+    gathering_bytes_ = total;
+  }
+  for (int p = 0; p < static_cast<int>(ranks_of_process.size()); ++p) {
+    if (p == me) continue;
+    const std::size_t piece = piece_for(ranks_of_process[p]);
+    for (const RingChunk& c : ring_chunks(rings.chunks(p), bytes, piece, kSlots)) {
+      if (Status s = word_operation(true, p, rings.fill_word(p, c.slot), c.filled); !s.ok()) return s;
+      for (int i = 0; i < ranks_of_process[p]; ++i)
+        if (cudaError_t e = cudaMemcpyAsync(static_cast<void*>(gathered_at(p, i) + c.offset),
+                                            rings.slot(p, c.slot) + static_cast<std::size_t>(i) * piece, c.bytes,
+                                            cudaMemcpyHostToDevice, side_);
+            e != cudaSuccess)
+          return cuda_failed("a copy out of the host ring", e);
+      if (Status s = word_operation(false, p, rings.drain_word(p, c.slot, me), c.filled); !s.ok()) return s;
+      rings_->count_chunk(p, c.slot, me);
+    }
+  }
+  return Status();
+}
+
+void ProcessHostRing::gather_pass(int ring, int ring_ranks, int root, std::size_t bytes) {
+  for (const RingChunk& c : ring_chunks(rings_->chunks(ring), bytes, piece_for(ring_ranks), kSlots))
+    rings_->count_chunk(ring, c.slot, root);
+}
+
+char* ProcessHostRing::gathered_at(int process, int local) const {
+  return gathering_ + gathered_at_[process] + static_cast<std::size_t>(local) * gathered_bytes_;
+}
+
+const void* ProcessHostRing::gathered(int process, int local) const { return gathered_at(process, local); }
+
+Status ProcessHostRing::combine(const CombineKernels& kernels, void* out, std::span<const void* const> sources,
+                                std::uint64_t count, DataType dtype, ReduceOp op) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
+  return kernels.run(out, sources, count, dtype, op, side_);
 }
 
 Status ProcessHostRing::join(std::span<const cudaStream_t> streams) {

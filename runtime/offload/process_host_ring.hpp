@@ -1,11 +1,15 @@
-// ProcessHostRing: Blink's host path (host_staging.hpp) across the processes of one host, for a large broadcast's
-// tail. Every process makes a ring of kSlots slots plus a page of words in a memfd of its own, passes it to the others
-// over the FdChannel and maps every process's ring (shared_rings.hpp), then registers each with CUDA (pinned, mapped
-// for the GPU). A broadcast's staged bytes leave the root
-// through the root's ring, chunk by chunk:
-// - the root's side stream waits until the slot is drained, copies the chunk into it, and sets the slot's fill word;
-// - each other process's side stream waits for that word, copies the chunk into its ranks' buffers, and sets its
-//   drain word of the slot.
+// ProcessHostRing: Blink's host path (host_staging.hpp) across the processes of one host, for the tail of a large
+// broadcast or reduce. Every process makes a ring of kSlots slots plus a page of words in a memfd of its own, passes it
+// to the others over the FdChannel and maps every process's ring (shared_rings.hpp), then registers each with CUDA
+// (pinned, mapped for the GPU). The staged bytes cross a ring chunk by chunk: its owner's side stream waits until the
+// slot's last readers have drained it, copies the chunk in, and sets the slot's fill word; each reader's side stream
+// waits for that word, copies the chunk out, and sets its drain word of the slot.
+// - broadcast: the chunks leave the root through the root's ring, and every other process reads them into its ranks'
+//   buffers;
+// - reduce: every other process writes its ranks' chunks (a piece each) into its own ring, and the root alone reads
+//   them into a gathering buffer on its GPU (the staged bytes per rank of other processes, kept and grown), then a
+//   combining kernel reduces them with the root process's ranks' inputs, in rank order, into the root's buffer; a
+//   process neither root nor owner of a ring still counts the ring's chunks.
 // The waits and word writes are stream memory operations (cuStreamWaitValue32, cuStreamWriteValue32) on the pinned
 // words, so no host handshake is needed per call, and the words' values come from the calls alone
 // (ring_sequence.hpp). The side stream is forked from the caller's streams before the kernels are queued and joined
@@ -21,7 +25,10 @@
 #include <span>
 #include <vector>
 
+#include "codegen/codegen_options.hpp"
 #include "core/status.hpp"
+#include "runtime/offload/combine_kernels.hpp"
+#include "runtime/offload/ring_sequence.hpp"
 #include "runtime/offload/shared_rings.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 
@@ -48,6 +55,26 @@ class ProcessHostRing {
   // As a receiver: `bytes` from process `root`'s ring into each of `dst` (this process's ranks' buffers). Between fork
   // and join.
   Status receive(int root, std::span<void* const> dst, std::size_t bytes);
+
+  // A reduce's tail, as a process other than the root's: `bytes` of each of `src` (this process's ranks' inputs, in
+  // rank order) through this process's ring to process `root`, a piece of piece_for(src.size()) bytes of each per
+  // chunk. Between fork and join.
+  Status gather_send(int root, std::span<const void* const> src, std::size_t bytes);
+  // As the reduce's root: `bytes` of each rank of every other process p (ranks_of_process[p] of them) from p's ring
+  // into the gathering buffer (gathered()). Between fork and join.
+  Status gather_receive(std::span<const int> ranks_of_process, std::size_t bytes);
+  // As neither root nor `ring`'s owner: counts the chunks a reduce's `bytes` per rank (`ring_ranks` ranks) take
+  // through `ring`, read by process `root` alone.
+  void gather_pass(int ring, int ring_ranks, int root, std::size_t bytes);
+  // Where gather_receive put the bytes of rank `local` (counted from 0) of process `process`.
+  const void* gathered(int process, int local) const;
+  // out[j] = op over sources in order (CombineKernels::run) on the side stream: the root's pass after
+  // gather_receive. Between fork and join.
+  Status combine(const CombineKernels& kernels, void* out, std::span<const void* const> sources, std::uint64_t count,
+                 DataType dtype, ReduceOp op);
+  // The bytes of each rank a reduce's chunk carries through a ring of a process of `ranks` ranks: the slot shared
+  // between them, in whole 4 KiB.
+  static std::size_t piece_for(int ranks);
   // The caller's streams wait for everything queued since fork.
   Status join(std::span<const cudaStream_t> streams);
   // Ends every wait the side stream may be in or will queue (SharedRings::release). For a failed communicator (its
@@ -59,6 +86,10 @@ class ProcessHostRing {
   // A stream memory operation on ring `ring`'s `word`, by the device address of it: a wait until it reaches `value`
   // (cyclically), or a write of `value`.
   Status word_operation(bool wait, int ring, const std::uint32_t* word, std::uint32_t value);
+  // Before `c` refills its slot of this process's ring: a wait for the drain word of every process that read the
+  // slot's last chunk.
+  Status wait_drained(const RingChunk& c);
+  char* gathered_at(int process, int local) const;
 
   std::unique_ptr<SharedRings> rings_;
   std::vector<std::uintptr_t> device_;  // per ring: its base as the GPU addresses it (cudaHostGetDevicePointer)
@@ -67,6 +98,10 @@ class ProcessHostRing {
   cudaStream_t side_ = nullptr;
   cudaEvent_t forked_ = nullptr;
   cudaEvent_t joined_ = nullptr;
+  char* gathering_ = nullptr;  // on this GPU: a reduce root's gathering buffer
+  std::size_t gathering_bytes_ = 0;
+  std::vector<std::size_t> gathered_at_;  // per process: the offset of its first rank's bytes in the gathering buffer
+  std::size_t gathered_bytes_ = 0;        // per rank, in the last gather_receive
 };
 
 }  // namespace canopy

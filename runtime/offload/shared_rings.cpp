@@ -23,6 +23,7 @@ Status SharedRings::share(FdChannel& channel, int process, int processes, std::u
   std::unique_ptr<SharedRings> r(new SharedRings());
   r->process_ = process;
   r->chunks_ = std::vector<std::uint64_t>(processes, 0);
+  r->read_last_.assign(static_cast<std::size_t>(processes) * kSlots * processes, 0);
   if (Status s = r->memory_.share(channel, kRingTag, "the host ring", process, processes, ring_bytes(), true); !s.ok())
     return s;
   *out = std::move(r);
@@ -45,8 +46,15 @@ std::uint64_t SharedRings::chunks(int ring) const {
       .load(std::memory_order_relaxed);
 }
 
-void SharedRings::count_chunk(int ring) {
+void SharedRings::count_chunk(int ring, int slot, int reader) {
+  const int n = processes();
+  char* read = &read_last_[(static_cast<std::size_t>(ring) * kSlots + slot) * n];
+  for (int p = 0; p < n; ++p) read[p] = reader < 0 ? p != ring : p == reader;
   std::atomic_ref<std::uint64_t>(chunks_[ring]).fetch_add(1, std::memory_order_relaxed);
+}
+
+bool SharedRings::read_last(int ring, int slot, int process) const {
+  return read_last_[(static_cast<std::size_t>(ring) * kSlots + slot) * processes() + process] != 0;
 }
 
 void SharedRings::release() {

@@ -2,7 +2,9 @@
 // Every process of a communicator makes one ring in a memfd of its own: kSlots slots of kSlotBytes, then a page of
 // 32-bit words (per slot a fill word, then a drain word per process). It passes the memfd to the others over the
 // FdChannel and maps every process's ring for reading and writing (SharedMemfds). It also keeps how many chunks have
-// passed through each ring (ring_sequence.hpp numbers them), and release() moves every word far ahead of them.
+// passed through each ring (ring_sequence.hpp numbers them) and which processes read each slot's last chunk (a
+// broadcast's every other process, a reduce's root alone: a refill waits for those only), and release() moves every
+// word far ahead of them.
 #pragma once
 
 #include <cstddef>
@@ -36,9 +38,14 @@ class SharedRings {
   std::uint32_t* fill_word(int ring, int slot) const;
   std::uint32_t* drain_word(int ring, int slot, int process) const;
 
-  // The chunks through `ring` so far (every process counts each ring's alike), and one more.
+  // The chunks through `ring` so far (every process counts each ring's alike, whether it reads them or not), and one
+  // more, in `slot`, read by `reader` alone (a reduce's root) or, with -1, by every process but the ring's own (a
+  // broadcast).
   std::uint64_t chunks(int ring) const;
-  void count_chunk(int ring);
+  void count_chunk(int ring, int slot, int reader = -1);
+  // Whether `process` read the last chunk through `slot` of `ring` (before refilling the slot, its owner waits for
+  // their drain words alone). False before the slot's first chunk.
+  bool read_last(int ring, int slot, int process) const;
   // Every fill and drain word of every ring moves far ahead of any value a wait queued so far uses (ring_sequence.hpp),
   // so that every such wait ends. From any thread.
   void release();
@@ -48,6 +55,7 @@ class SharedRings {
   int process_ = 0;
   SharedMemfds memory_;                // a ring per process
   std::vector<std::uint64_t> chunks_;  // per ring; read by release() beside a call that raises it (atomic_ref)
+  std::vector<char> read_last_;        // per ring, slot and process: read_last
 };
 
 }  // namespace canopy

@@ -1,12 +1,14 @@
 // SharedRings without a GPU: three "processes" (threads with their own FdChannel endpoints) share their rings; a
 // word or a slot byte one writes is what the others read at the same place, the words neither overlap each other nor
-// the slots, release() ends every wait a ring's chunks so far could have queued, and a count of processes whose
-// words do not fit the page is refused with the limit.
+// the slots, each slot remembers which processes read its last chunk (a broadcast's every other process, a reduce's
+// root), release() ends every wait a ring's chunks so far could have queued, and a count of processes whose words do
+// not fit the page is refused with the limit.
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <set>
 
+#include "runtime/offload/process_host_ring.hpp"
 #include "runtime/offload/ring_sequence.hpp"
 #include "runtime/offload/shared_rings.hpp"
 #include "tests/runtime/threads_as_processes.hpp"
@@ -50,10 +52,27 @@ TEST(SharedRings, TheWordsAreDistinctAndAfterTheSlots) {
   EXPECT_EQ(words.size(), 3u * SharedRings::kSlots * 4);
 }
 
+TEST(SharedRings, ASlotRemembersWhoReadItsLastChunk) {
+  std::vector<std::unique_ptr<SharedRings>> r = share_rings(3);
+  ASSERT_TRUE(r[0]);
+  SharedRings& s = *r[0];
+  for (int p = 0; p < 3; ++p) EXPECT_FALSE(s.read_last(1, 0, p)) << p;  // no chunk yet
+  s.count_chunk(1, 0);                                                    // a broadcast from process 1
+  EXPECT_TRUE(s.read_last(1, 0, 0));
+  EXPECT_FALSE(s.read_last(1, 0, 1));
+  EXPECT_TRUE(s.read_last(1, 0, 2));
+  s.count_chunk(1, 0, 2);  // a reduce to process 2: the refill after it waits for process 2 alone
+  EXPECT_FALSE(s.read_last(1, 0, 0));
+  EXPECT_TRUE(s.read_last(1, 0, 2));
+  EXPECT_FALSE(s.read_last(1, 1, 0));  // other slots and rings are untouched
+  EXPECT_FALSE(s.read_last(0, 0, 2));
+  EXPECT_EQ(s.chunks(1), 2u);
+}
+
 TEST(SharedRings, ReleaseEndsEveryWaitTheChunksSoFarCouldHaveQueued) {
   std::vector<std::unique_ptr<SharedRings>> r = share_rings(2);
   ASSERT_TRUE(r[0] && r[1]);
-  for (int k = 0; k < 9; ++k) r[0]->count_chunk(1);
+  for (int k = 0; k < 9; ++k) r[0]->count_chunk(1, k % SharedRings::kSlots);
   EXPECT_EQ(r[0]->chunks(1), 9u);
   EXPECT_EQ(r[1]->chunks(1), 0u);  // each process counts for itself
   r[0]->release();
@@ -65,6 +84,18 @@ TEST(SharedRings, ReleaseEndsEveryWaitTheChunksSoFarCouldHaveQueued) {
         for (int p = 0; p < 2; ++p) EXPECT_TRUE(ring_word_reached(*r[1]->drain_word(ring, slot, p), v));
       }
     }
+}
+
+// A reduce's chunk carries a piece per rank of the ring's process, side by side in one slot, in whole 4 KiB.
+TEST(SharedRings, AReducesPiecesShareASlotInWhole4KiB) {
+  EXPECT_EQ(ProcessHostRing::piece_for(1), SharedRings::kSlotBytes);
+  EXPECT_EQ(ProcessHostRing::piece_for(2), SharedRings::kSlotBytes / 2);
+  for (int ranks : {3, 5, 7, 32, 1000}) {
+    const std::size_t piece = ProcessHostRing::piece_for(ranks);
+    EXPECT_EQ(piece % 4096, 0u) << ranks;
+    EXPECT_LE(piece * static_cast<std::size_t>(ranks), SharedRings::kSlotBytes) << ranks;
+    EXPECT_GT((piece + 4096) * static_cast<std::size_t>(ranks), SharedRings::kSlotBytes) << ranks;
+  }
 }
 
 TEST(SharedRings, TooManyProcessesForTheWordsPageAreRefused) {
