@@ -128,9 +128,10 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
   const Placement& pl = st.placement;
   if (pl.multi_process()) {
     // Not across processes: the copy engines (they would write into other processes' buffers). The host path of
-    // large broadcasts (ProcessHostRing, made at the join) only where its size is given, until it has run on GPUs.
-    // The watchdog watches each process's own launch.
-    if (!st.config.hybrid.given) st.config.hybrid.min_bytes = 0;
+    // large broadcasts and reduces (ProcessHostRing, made at the join) by default where the processes hold two GPUs
+    // or more, and on one shared GPU only where its size is given (tests). The watchdog watches each process's own
+    // launches.
+    if (!st.config.hybrid.given && distinct_gpus(pl) < 2) st.config.hybrid.min_bytes = 0;
     st.config.protocols.engine.min_bytes = 0;
   }
   st.builder =

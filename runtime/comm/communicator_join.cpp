@@ -40,9 +40,9 @@ std::string plan_key(const Communicator::State& st) {
   // The kernels' forms: processes that disagree would prepare other kernels and wait for each other forever.
   h.update(fmt::format(" own {} shared {} piece {}", st.config.own_buffers, st.config.stage_only_shared,
                        st.config.inbox_piece_bytes));
-  // The host path across processes: every process must split a broadcast alike and make the ring or not.
+  // The host path across processes: every process must split a broadcast or reduce alike and make the rings or not.
   const HybridShape& hy = st.config.hybrid;
-  h.update(fmt::format(" hybrid {} share {}", hy.given ? hy.min_bytes : 0, hy.share ? *hy.share : -1.0));
+  h.update(fmt::format(" hybrid {} given {} share {}", hy.min_bytes, hy.given, hy.share ? *hy.share : -1.0));
   return h.hex_digest();
 }
 
@@ -166,8 +166,8 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   st.group = std::move(group);
   for (int r = 0; r < nranks; ++r) st.whole.mine.push_back(st.placement.here[st.placement.device_of_rank[r]]);
   set_up_runtime(options, st);
-  // The host path of large broadcasts across the processes, where its size is given (every process alike: the plan
-  // key holds it).
+  // The host path of large broadcasts and reduces across the processes (set_up_runtime says where; every process
+  // alike: the plan key holds its settings, and every process knows the placement).
   if (st.config.hybrid.min_bytes > 0 && st.group->processes() > 1)
     if (Status s = ProcessHostRing::share(*st.group->channel, st.group->process, st.group->processes(), ordinal,
                                           &st.host_ring);

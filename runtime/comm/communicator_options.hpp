@@ -73,8 +73,9 @@ struct CommunicatorOptions {
   // The share: `hybrid_share` (CANOPY_HYBRID_SHARE, 0 to 0.5), else the one that ends both paths together from the
   // topology's rates and the call's size (planner/host_share.hpp), which is 0 unless the topology gives every rank's
   // GPU a host link (`host` in .topo; detected and measured by `canopy detect`) and the trees are on NVLink.
-  // Across processes (Communicator::join): broadcasts only, and only when the size is given here or in the
-  // environment, alike in every process (docs/multi-process.md).
+  // Across the processes of one host (Communicator::join), through every process's pinned ring: by default where they
+  // hold two GPUs or more; on one shared GPU only when the size is given here or in the environment, alike in every
+  // process (docs/multi-process.md).
   std::optional<std::int64_t> hybrid_bytes;
   std::optional<double> hybrid_share;
   // Copy engines: on two GPUs joined by NVLink (two ranks, peer access), broadcasts and out-of-place reduces and

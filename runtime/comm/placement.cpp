@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <set>
+#include <string>
+
 #include "codegen/lower.hpp"
 #include "core/error.hpp"
 #include "dsl/topology_subset.hpp"
@@ -63,6 +66,12 @@ std::string nvlink_hop_missing(const Placement& p, const Topology& topology) {
                            p.rank_names[a], p.rank_names[b], topology.name());
     }
   return "";
+}
+
+int distinct_gpus(const Placement& placement) {
+  std::set<std::string> uuids;
+  for (const GpuDevice& g : placement.gpus) uuids.insert(g.uuid);
+  return static_cast<int>(uuids.size());
 }
 
 std::string describe_placement(const Placement& p) {

@@ -44,6 +44,9 @@ std::string missing_peer_access(const Placement& placement);
 // and, in the topology, an NVLink between them (directly or through one switch).
 std::string nvlink_hop_missing(const Placement& placement, const Topology& topology);
 
+// How many distinct GPUs (by UUID) the devices are: a multi-process communicator's processes may share one.
+int distinct_gpus(const Placement& placement);
+
 // "GPU 0 (NVIDIA H100, sm_90): gpu0 gpu1; GPU 1 (...): ..." for the init log.
 std::string describe_placement(const Placement& placement);
 

@@ -11,7 +11,7 @@
 //                        two-shot (0: never)
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
-//   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts staging a share through host memory (below)
+//   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts and reduces staging a share through host memory (below)
 //   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
 //   CANOPY_BOOTSTRAP_ADDR, CANOPY_SOCKET_IFNAME   where a multi-process group's bootstrap root listens
 //                        (transport/bootstrap/root_address.hpp)
@@ -145,7 +145,8 @@ LaunchThreads launch_threads_from_environment();
 struct HybridShape {
   std::int64_t min_bytes = std::int64_t{64} << 20;
   std::optional<double> share;
-  bool given = false;  // min_bytes set (CANOPY_HYBRID_BYTES or CommunicatorOptions): across processes, on only then
+  bool given = false;  // min_bytes set (CANOPY_HYBRID_BYTES or CommunicatorOptions): across processes on one GPU, on
+                       // only then
 };
 HybridShape hybrid_shape_from_environment();
 

@@ -44,6 +44,16 @@ TEST(Placement, MoreRanksThanDevicesRunAsVirtualRanksInBlocks) {
   EXPECT_THAT(describe_placement(p), HasSubstr("GPU 0 (test GPU, sm_90): gpu0 gpu1; GPU 1"));
 }
 
+// Processes sharing one GPU each hold a device index of the same UUID: the host path across processes counts GPUs.
+TEST(Placement, DistinctGpusCountsEachUuidOnce) {
+  Placement p = place_ranks(four_gpus(), gpus(4), {}, false);
+  EXPECT_EQ(distinct_gpus(p), 4);
+  p.gpus[2].uuid = p.gpus[1].uuid = p.gpus[0].uuid;
+  EXPECT_EQ(distinct_gpus(p), 2);
+  p.gpus[3].uuid = p.gpus[0].uuid;
+  EXPECT_EQ(distinct_gpus(p), 1);
+}
+
 TEST(Placement, AGpuListChoosesTheRanksInItsOrder) {
   const Placement p = place_ranks(four_gpus(), gpus(2), {"gpu2", "gpu0"}, false);
   EXPECT_THAT(p.rank_names, ElementsAre("gpu2", "gpu0"));
