@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 
 #include "core/error.hpp"
@@ -89,6 +90,15 @@ void set_up_protocols(Communicator::State& st) {
   facts.no_nvlink_hop = nvlink_hop_missing(st.placement, st.topology);
   ProtocolSettings settings = st.config.protocols;
   settings.tuned_from = st.tuning_path.string();
+  // Processes on GPUs of their own run the direct protocol's inbox kernels, on their own buffers: the planned trees
+  // overtake them at smaller sizes than the single-process kernels (direct_own_buffers_default_bytes).
+  if (st.placement.multi_process() && st.config.own_buffers && distinct_gpus(st.placement) >= 2 &&
+      !settings.direct_given) {
+    std::array<std::int64_t, kCollectives> limits{};
+    for (std::size_t c = 0; c < kCollectives; ++c)
+      limits[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
+    settings.direct_moved_limits = limits;
+  }
   st.protocols = make_protocol_table(
       settings, facts,
       [&st](Collective c) -> std::optional<ProtocolLimits> {

@@ -95,6 +95,11 @@ DirectShape direct_shape_from_environment() {
   return one_launch_shape_from_environment("CANOPY_DIRECT", {std::int64_t{32} << 20, 32, 512});
 }
 
+std::int64_t direct_own_buffers_default_bytes(Collective collective) {
+  const bool one_way = collective == Collective::broadcast || collective == Collective::reduce;
+  return std::int64_t{one_way ? 4 : 16} << 20;
+}
+
 std::optional<std::int64_t> direct_two_shot_bytes_from_environment() {
   return byte_size_from_environment("CANOPY_DIRECT_TWO_SHOT_BYTES");
 }

@@ -92,6 +92,10 @@ std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices);
 // run the direct kernels (codegen/direct_source.hpp).
 using DirectShape = OneLaunchShape;
 DirectShape direct_shape_from_environment();
+// The direct protocol's default limit on the bytes its busiest link carries, for processes running it on their own
+// buffers across GPUs (the inbox kernels: a store into the peer's inbox, then its copy out), where the planned trees
+// overtook it on two H200s (docs/performance.md): 4 MiB for broadcast and reduce, 16 MiB for the others.
+std::int64_t direct_own_buffers_default_bytes(Collective collective);
 
 // CANOPY_DIRECT_TWO_SHOT_BYTES: out-of-place direct allreduces, broadcasts and reduces whose size is at least this
 // run the two-shot kernel (each rank moves its share of the elements) instead of the one-shot one (0: never; in-place

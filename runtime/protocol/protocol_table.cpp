@@ -109,6 +109,17 @@ ProtocolTable make_protocol_table(const ProtocolSettings& settings, const Protoc
       fit_blocks(facts, log, "direct", &t.direct_.blocks_per_rank);
     }
   }
+  for (std::size_t c = 0; c < kCollectives; ++c)
+    t.direct_moved_[c] = settings.direct_moved_limits ? std::min((*settings.direct_moved_limits)[c], t.direct_.max_bytes)
+                                                      : t.direct_.max_bytes;
+  if (settings.direct_moved_limits && t.direct_.max_bytes > 0) {
+    std::vector<std::string> limits;
+    for (std::size_t c = 0; c < kCollectives; ++c)
+      limits.push_back(fmt::format("{} {}", to_string(static_cast<Collective>(c)), format_byte_size(t.direct_moved_[c])));
+    log.info(LogSubsys::init, fmt::format("direct protocol on own buffers across GPUs, up to what a link carries: {} "
+                                          "(the planned trees beyond; CANOPY_DIRECT_BYTES sets one limit for all)",
+                                          fmt::join(limits, ", ")));
+  }
   // The copy engines move data between two ranks on two GPUs joined by NVLink.
   if (t.engine_.min_bytes.value_or(1) > 0) {
     const std::string why = facts.ranks != 2 || facts.devices != 2
@@ -161,7 +172,7 @@ ProtocolPick ProtocolTable::choose(Collective collective, std::uint64_t bytes, b
   const bool two_shot = direct_two_shot(collective, bytes, in_place);
   const bool within = direct_limit_[c] ? bytes <= static_cast<std::uint64_t>(*direct_limit_[c])
                                        : direct_moved_bytes(collective, bytes, ranks_, two_shot) <=
-                                             static_cast<std::uint64_t>(direct_.max_bytes);
+                                             static_cast<std::uint64_t>(direct_moved_[c]);
   if (direct_.max_bytes > 0 && ranks_ > 1 && within && !pick.copy_engine) {
     pick.protocol = Protocol::direct;
     pick.two_shot = ranks_ >= 2 && two_shot;

@@ -34,6 +34,11 @@ struct ProtocolSettings {
   EngineShape engine;
   bool use_tuned = true;     // take tuning.json's limits where it has some (no limit given by options or environment)
   bool ll128_given = false;  // LL128's limit given: not its per-collective default
+  bool direct_given = false;  // the direct protocol's limit given (CANOPY_DIRECT_BYTES, options)
+  // Per collective, the most bytes the busiest link of a direct call carries, in place of direct.max_bytes (one for
+  // all; it stays the largest): set for processes running the inbox kernels on their own buffers across GPUs, unless
+  // the limit is given (set_up_protocols; direct_own_buffers_default_bytes).
+  std::optional<std::array<std::int64_t, kCollectives>> direct_moved_limits;
   std::string tuned_from;    // where tuned limits come from (tuning.json's path), for the log
 };
 
@@ -82,7 +87,8 @@ class ProtocolTable {
   int ranks_ = 2;
   std::array<std::int64_t, kCollectives> ll_limit_{};
   std::array<std::int64_t, kCollectives> ll128_limit_{};
-  std::array<std::optional<std::int64_t>, kCollectives> direct_limit_;  // tuned limits on S (unset: direct.max_bytes)
+  std::array<std::optional<std::int64_t>, kCollectives> direct_limit_;  // tuned limits on S (unset: direct_moved_)
+  std::array<std::int64_t, kCollectives> direct_moved_{};  // limits on the bytes the busiest link carries
   LowLatencyShape low_latency_;
   LL128Shape ll128_;
   DirectShape direct_;

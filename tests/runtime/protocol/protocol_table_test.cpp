@@ -2,6 +2,7 @@
 // a communicator turns off, from settings and facts alone (no GPU).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,27 @@ TEST(ProtocolTable, TunedLimitsStandInPerCollectiveWhenAllowed) {
   s.use_tuned = false;
   EXPECT_EQ(make(s, facts(2, 2), tuned).table.choose(Collective::allgather, 128 * KiB).protocol,
             Protocol::low_latency);
+}
+
+// Processes on GPUs of their own (the inbox kernels on own buffers): a limit per collective on the bytes the busiest
+// link carries, never above direct.max_bytes; the trees take over beyond it.
+TEST(ProtocolTable, PerCollectiveMovedLimitsStandInForTheOneLimit) {
+  ProtocolSettings s = two_gpu_settings();
+  s.direct_moved_limits = std::array<std::int64_t, kCollectives>{};
+  for (std::size_t c = 0; c < kCollectives; ++c)
+    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
+  const Made m = make(s, facts(2, 2));
+  EXPECT_EQ(m.table.choose(Collective::broadcast, 4 * MiB).protocol, Protocol::direct);
+  EXPECT_EQ(m.table.choose(Collective::broadcast, 8 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::reduce, 8 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 16 * MiB).protocol, Protocol::direct);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 32 * MiB).protocol, Protocol::planned);
+  // Allgather's S is its output: each of two ranks carries half of it.
+  EXPECT_EQ(m.table.choose(Collective::allgather, 32 * MiB).protocol, Protocol::direct);
+  EXPECT_EQ(m.table.choose(Collective::allgather, 64 * MiB).protocol, Protocol::planned);
+  EXPECT_TRUE(logged(m, "direct protocol on own buffers across GPUs, up to what a link carries: broadcast 4 MiB"));
+  s.direct.max_bytes = 2 * MiB;  // the one limit stays the ceiling
+  EXPECT_EQ(make(s, facts(2, 2)).table.choose(Collective::allreduce, 4 * MiB).protocol, Protocol::planned);
 }
 
 TEST(ProtocolTable, TwoShotVariants) {
