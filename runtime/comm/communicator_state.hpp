@@ -146,6 +146,8 @@ struct Communicator::State {
   Status make_whole(const CollectiveCall& given, CollectiveCall* call, bool* capturing);
   // The staging area a staged call needs per rank: its largest send and receive buffers, in bytes.
   std::pair<std::uint64_t, std::uint64_t> staged_bytes(const CollectiveCall& call) const;
+  // The bytes of rank `rank`'s send (or receive) buffer in `call` (a program's: its input or output buffer).
+  std::uint64_t rank_bytes(const CollectiveCall& call, int rank, bool send) const;
   // `area` holds `send_bytes` and `recv_bytes` per rank, grown if not (after every launch using it, keeping it for
   // the graphs that name it once calls were captured); a capture cannot grow it, and gets an error naming `what`.
   Status fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes, const CollectiveCall& call,

@@ -4,8 +4,8 @@
 // launches on this process's device index only. The low-latency and LL128 kernels touch only their own rank's
 // buffers, and so, under CANOPY_OWN_BUFFERS (the default), do the planned trees and the direct inbox kernels
 // (State::as_run); with CANOPY_OWN_BUFFERS=0 the trees and the direct protocol read and write other ranks' buffers, so
-// they run on the staging area (staging_area.hpp) with copies in and out on the caller's stream.
-// A large broadcast (CANOPY_HYBRID_BYTES given) sends its tail through the host ring (ProcessHostRing) beside them.
+// they run on the staging area (staging_area.hpp) with copies in and out on the caller's stream, as algorithm programs
+// (run_program) always do. A large broadcast's or reduce's tail crosses the host rings (ProcessHostRing) beside them.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -13,6 +13,7 @@
 
 #include "codegen/direct_source.hpp"
 #include "core/error.hpp"
+#include "dsl/algorithm.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
 #include "runtime/comm/staged_sides.hpp"
@@ -102,8 +103,6 @@ Status Communicator::State::make_whole(const CollectiveCall& given, CollectiveCa
                               "rank{} ({}..{}) of {}, pass one of each per rank it holds",
                               call_name(given), given.send.size(), given.recv.size(), given.streams.size(), own,
                               own == 1 ? "" : "s", first, first + own - 1, n));
-  if (given.program)
-    return Status(StatusCode::unsupported, "algorithm programs do not run across processes yet");
   // This process's entries, placeholders for the others (never checked nor used as buffers), in arrays the State
   // keeps (no allocation per call).
   whole.send.assign(n, nullptr);
@@ -123,13 +122,25 @@ Status Communicator::State::make_whole(const CollectiveCall& given, CollectiveCa
   return check_call(*call, placement.ordinal_of_rank, oracle, capturing, call_stream_ids, whole.mine);
 }
 
-std::pair<std::uint64_t, std::uint64_t> Communicator::State::staged_bytes(const CollectiveCall& call) const {
+// A program's input and output are the same size on every rank: a whole buffer's count is `chunks` chunks, and the
+// input and output buffers hold buffer_chunks of them.
+std::uint64_t Communicator::State::rank_bytes(const CollectiveCall& call, int rank, bool send) const {
+  const auto elem = static_cast<std::uint64_t>(size_of(call.dtype));
+  if (call.program)
+    return call.count / static_cast<std::uint64_t>(call.program->chunks()) *
+           static_cast<std::uint64_t>(call.program->buffer_chunks(send ? algo::Buffer::input : algo::Buffer::output)) *
+           elem;
   const int n = ranks();
-  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
+  return (send ? send_elements(call.collective, call.count, n, rank, call.root)
+               : recv_elements(call.collective, call.count, n, rank, call.root)) *
+         elem;
+}
+
+std::pair<std::uint64_t, std::uint64_t> Communicator::State::staged_bytes(const CollectiveCall& call) const {
   std::uint64_t send_bytes = 0, recv_bytes = 0;
-  for (int r = 0; r < n; ++r) {
-    send_bytes = std::max(send_bytes, send_elements(call.collective, call.count, n, r, call.root) * elem);
-    recv_bytes = std::max(recv_bytes, recv_elements(call.collective, call.count, n, r, call.root) * elem);
+  for (int r = 0; r < ranks(); ++r) {
+    send_bytes = std::max(send_bytes, rank_bytes(call, r, true));
+    recv_bytes = std::max(recv_bytes, rank_bytes(call, r, false));
   }
   return {send_bytes, recv_bytes};
 }
@@ -143,11 +154,11 @@ Status Communicator::State::prepare_in_processes(const CollectiveCall& given) {
                   fmt::format("{}: prepare(call) inside a CUDA graph capture: prepare before capturing (a capture "
                               "cannot compile or allocate)",
                               call_name(call)));
-  if (call.count == 0 || ranks() == 1) return Status();
+  if (call.count == 0 || (ranks() == 1 && !call.program)) return Status();
   const CollectiveSpec spec = call_spec(call, false);
   PreparedCollective* p = nullptr;
   if (Status s = get(spec, &p); !s.ok()) return s;
-  cache->remember(spec, p);
+  if (!spec.program) cache->remember(spec, p);
   // The areas the call runs through, grown now (a capture cannot grow them): the inboxes of the direct inbox
   // kernels, or the staging area of the staged kernels.
   if (spec.direct && spec.own_buffers) return ready_inboxes(call, false);
@@ -172,16 +183,18 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   if (config.check_calls)
     if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();
-  if (n == 1) return local_copy(given);
+  if (n == 1 && !call.program) return local_copy(given);
   // A large broadcast's or reduce's tail through the host rings (ProcessHostRing), beside the kernels' head: every
   // process splits alike (the same settings and topology). Captured calls run on the kernels alone.
   const std::uint64_t staged =
-      host_ring && !capturing && (call.collective == Collective::broadcast || call.collective == Collective::reduce)
+      host_ring && !capturing && !call.program &&
+              (call.collective == Collective::broadcast || call.collective == Collective::reduce)
           ? offload->staged_count(call.collective, call.count, call.dtype, call.root, false)
           : 0;
   call.count -= staged;
   const CollectiveSpec spec = call_spec(call, false);
-  PreparedCollective* p = cache->repeat(spec);
+  // A program's spec holds the program: it is looked up (canonical) on every call, as in one process.
+  PreparedCollective* p = spec.program ? nullptr : cache->repeat(spec);
   if (!p && capturing && !(p = cache->find(spec)))
     return Status(StatusCode::unsupported,
                   fmt::format("{}: count {} needs the kernel for {}, not loaded yet, and a CUDA graph capture cannot "
@@ -189,7 +202,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
                               call_name(call), call.count, spec_text(spec)));
   if (!p) {
     if (Status s = get(spec, &p); !s.ok()) return s;
-    cache->remember(spec, p);
+    if (!spec.program) cache->remember(spec, p);
   }
   profile.mark(CallProfile::choose);
   // The ring's side stream starts after what the caller's streams hold before the kernels.
@@ -207,7 +220,6 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   }
 
   // Staged: every rank's buffers are its staging regions.
-  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
   const auto [send_bytes, recv_bytes] = staged_bytes(call);
   if (Status s = fit_area(staging, send_bytes, recv_bytes, call, capturing, "staging area"); !s.ok()) return s;
   std::vector<const void*>& staged_send = whole.staged_send;
@@ -240,7 +252,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     }
   for (int i = 0; i < own; ++i) {
     const int r = first + i;
-    const std::uint64_t b = send_elements(call.collective, call.count, n, r, call.root) * elem;
+    const std::uint64_t b = rank_bytes(call, r, true);
     if (b == 0 || !sides[r].send) continue;
     if (cudaError_t e = cudaMemcpyAsync(staging.send(r), send[r], b, cudaMemcpyDeviceToDevice, streams[r]);
         e != cudaSuccess)
@@ -254,7 +266,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   profile.mark(CallProfile::launch);
   for (int i = 0; i < own; ++i) {
     const int r = first + i;
-    const std::uint64_t b = recv_elements(call.collective, call.count, n, r, call.root) * elem;
+    const std::uint64_t b = rank_bytes(call, r, false);
     if (b == 0 || !sides[r].recv) continue;
     if (cudaError_t e = cudaMemcpyAsync(recv[r], staged_recv[r], b, cudaMemcpyDeviceToDevice, streams[r]);
         e != cudaSuccess)

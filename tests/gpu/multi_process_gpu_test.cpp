@@ -6,7 +6,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <iostream>
+#include <sstream>
 
 #include "runtime/cuda/gpu_devices.hpp"
 #include "tests/test_util.hpp"
@@ -203,6 +205,43 @@ TEST(MultiProcessHostRingOnGpu, BroadcastAndReduceTailsThroughTheHostRingsArrive
         EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("{} count [0-9]+ launch [0-9]+ of [A-Za-z_0-9]+, "
                                                                    "[0-9]+ elements through host memory",
                                                                    collective)));
+    }
+}
+
+// Algorithm programs across processes (run_program through the staging area): `canopy bench --procs N -a NAME`
+// starts N processes that each run every rank's program kernel for their own rank and check every output element.
+// Every shipped algorithm that takes 2 and 4 ranks (4: the two-host ones and halving-doubling), and 3 for those that
+// take any count; sizes from one chunk per rank to 1 MiB.
+TEST(MultiProcessProgramsOnGpu, ShippedAlgorithmsRunAcrossProcessesThroughTheStagingArea) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const std::pair<const char*, std::vector<int>> runs[] = {
+      {"ring-allreduce", {2, 3}},           {"allpairs-allgather", {2, 3}},
+      {"halving-doubling-allreduce", {2, 4}}, {"hierarchical-allreduce", {4}},
+      {"two-step-alltoall", {4}},           {"alltonext", {2, 3}},
+  };
+  for (const auto& [name, counts] : runs)
+    for (int processes : counts) {
+      SCOPED_TRACE(fmt::format("{} on {} processes", name, processes));
+      const testing::CommandRun r = testing::run_command(
+          fmt::format("CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} bench --procs {} -a {} --sizes 4K:1M --iters 2 --repeats 1 "
+                      "--warmup 1 2>&1",
+                      CANOPY_CLI, processes, name));
+      std::cout << r.output;
+      EXPECT_EQ(r.status, 0);
+      EXPECT_THAT(r.output, ::testing::HasSubstr("# algorithm "));
+      // The table's rows (size, count, type, redop, time, algbw, busbw, #wrong): every size there, none wrong.
+      int rows = 0;
+      std::istringstream lines(r.output);
+      for (std::string line; std::getline(lines, line);) {
+        std::istringstream row(line);
+        std::string size, count, type, op, time, algbw, busbw, wrong;
+        if (!(row >> size >> count >> type >> op >> time >> algbw >> busbw >> wrong) || size.empty() ||
+            !std::isdigit(static_cast<unsigned char>(size[0])) || !std::isdigit(static_cast<unsigned char>(count[0])))
+          continue;
+        ++rows;
+        EXPECT_EQ(wrong, "0") << line;
+      }
+      EXPECT_EQ(rows, 9);  // 4 KiB to 1 MiB
     }
 }
 
