@@ -168,11 +168,18 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   set_up_runtime(options, st);
   // The host path of large broadcasts and reduces across the processes (set_up_runtime says where; every process
   // alike: the plan key holds its settings, and every process knows the placement).
-  if (st.config.hybrid.min_bytes > 0 && st.group->processes() > 1)
-    if (Status s = ProcessHostRing::share(*st.group->channel, st.group->process, st.group->processes(), ordinal,
-                                          &st.host_ring);
-        !s.ok())
+  // A driver without the rings' stream memory operations (every process of the host alike) leaves the path off by
+  // default, and fails the join where its size was given.
+  if (st.config.hybrid.min_bytes > 0 && st.group->processes() > 1) {
+    if (!st.config.hybrid.given && !ProcessHostRing::supported()) {
+      st.log.info(LogSubsys::init, "host path across processes off: this driver lacks the stream memory operations "
+                                   "(cuStreamWaitValue32, cuStreamWriteValue32) its rings need");
+    } else if (Status s = ProcessHostRing::share(*st.group->channel, st.group->process, st.group->processes(), ordinal,
+                                                 &st.host_ring);
+               !s.ok()) {
       return s;
+    }
+  }
   std::vector<WatchedProcess> others;
   for (std::size_t p = 0; p < st.group->facts.size(); ++p) {
     const ProcessFacts& f = st.group->facts[p];

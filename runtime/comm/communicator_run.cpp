@@ -359,6 +359,9 @@ bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, Da
 std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (!state_->offload) return 0;  // across hosts: no host path
+  // Across processes: through the host rings, where the join made them (process_call.cpp splits alike).
+  const bool rings_move_it = collective == Collective::broadcast || collective == Collective::reduce;
+  if (state_->group && (!state_->host_ring || !rings_move_it)) return 0;
   return state_->offload->staged_count(collective, count, dtype, root, is_copy_engine(collective, count, dtype));
 }
 

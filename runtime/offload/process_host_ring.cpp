@@ -35,9 +35,11 @@ Status cuda_failed(std::string_view what, cudaError_t e) {
 
 }  // namespace
 
+bool ProcessHostRing::supported() { return wait_value32() && write_value32(); }
+
 Status ProcessHostRing::share(FdChannel& channel, int process, int processes, int ordinal,
                               std::unique_ptr<ProcessHostRing>* out) {
-  if (!wait_value32() || !write_value32())
+  if (!supported())
     return Status(StatusCode::unsupported, "the host ring across processes needs the driver's stream memory "
                                            "operations (cuStreamWaitValue32, cuStreamWriteValue32), which this "
                                            "driver lacks: leave the host path off across processes");

@@ -39,6 +39,9 @@ class ProcessHostRing {
   static constexpr int kSlots = SharedRings::kSlots;
   static constexpr std::size_t kSlotBytes = SharedRings::kSlotBytes;
 
+  // Whether the driver has the stream memory operations the rings' words need (cuStreamWaitValue32,
+  // cuStreamWriteValue32): the same answer in every process of a host.
+  static bool supported();
   // Every process of the communicator calls it together (one step on `channel`): this process is `process` of
   // `processes`, its GPU CUDA ordinal `ordinal`.
   static Status share(FdChannel& channel, int process, int processes, int ordinal,
