@@ -37,6 +37,9 @@ std::string plan_key(const Communicator::State& st) {
                        o.chunk_bytes, o.fifo_depth, o.blocks_per_rank, o.threads_per_block, st.config.large_bytes,
                        st.config.large_blocks, p.low_latency.max_bytes, p.ll128.max_bytes, p.direct.max_bytes,
                        st.config.chunk_fixed));
+  // A limit given replaces the per-collective defaults (LL128's; the direct protocol's across GPUs), even at the
+  // default's value: processes that differ there would choose other kernels.
+  h.update(fmt::format(" given ll128 {} direct {}", p.ll128_given, p.direct_given));
   // The kernels' forms: processes that disagree would prepare other kernels and wait for each other forever.
   h.update(fmt::format(" own {} shared {} piece {}", st.config.own_buffers, st.config.stage_only_shared,
                        st.config.inbox_piece_bytes));
