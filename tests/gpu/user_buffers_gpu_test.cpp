@@ -1,0 +1,45 @@
+// UserBuffers with the real driver (label gpu; SKIPPED without one): what the caches rely on holds. A pointer inside a
+// cudaMalloc allocation is found with its allocation's base, size and buffer ID; a free and a new allocation at the
+// same address has another buffer ID and gets a new handle; host memory is refused with a Status.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/transport/ipc/user_buffers.hpp"
+
+namespace canopy {
+namespace {
+
+TEST(UserBuffersOnGpu, TheDriverNamesTheAllocationAndANewOneAtTheSameAddressIsAnother) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  BufferExports exports(cuda_buffer_driver());
+  void* p = nullptr;
+  ASSERT_EQ(cudaMalloc(&p, 8 << 20), cudaSuccess);
+  SharedBuffer first;
+  const Status s = exports.share(static_cast<char*>(p) + 4096, 1 << 20, &first);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(first.allocation.base, reinterpret_cast<std::uintptr_t>(p));
+  EXPECT_GE(first.allocation.size, std::size_t{8} << 20);
+  EXPECT_EQ(first.offset, 4096u);
+  EXPECT_NE(first.allocation.id, 0u);
+  ASSERT_EQ(cudaFree(p), cudaSuccess);
+  // The allocator often hands the same address out again; whether or not it does, the allocation is another one.
+  void* q = nullptr;
+  ASSERT_EQ(cudaMalloc(&q, 8 << 20), cudaSuccess);
+  SharedBuffer second;
+  ASSERT_TRUE(exports.share(q, 4096, &second).ok());
+  EXPECT_NE(second.allocation.id, first.allocation.id);
+  if (q == p) {
+    EXPECT_NE(second.handle, first.handle);
+  }
+  std::vector<char> host(4096);
+  SharedBuffer none;
+  EXPECT_FALSE(exports.share(host.data(), host.size(), &none).ok());
+  ASSERT_EQ(cudaFree(q), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace canopy
