@@ -115,6 +115,7 @@ void Communicator::State::fail(const std::string& why, ProcessFailure kind) {
   failed = true;
   if (abort_word) abort_word->set();
   if (host_ring) host_ring->release();  // no side stream waits for a lost process's ring
+  if (engines_across) engines_across->release();
   if (counters) counters->publish_failure(kind, why);
   if (hosts) hosts->abort(why, kind == ProcessFailure::aborted);
   if (kind == ProcessFailure::aborted)
@@ -137,12 +138,13 @@ Communicator::~Communicator() = default;
 void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st) {
   const Placement& pl = st.placement;
   if (pl.multi_process()) {
-    // Not across processes: the copy engines (they would write into other processes' buffers). The host path of
-    // large broadcasts and reduces (ProcessHostRing, made at the join) by default where the processes hold two GPUs
-    // or more, and on one shared GPU only where its size is given (tests). The watchdog watches each process's own
-    // launches.
+    // The copy engines across processes (ProcessEngines, made at the join: two processes, broadcasts, writing into
+    // the other process's buffers through CUDA IPC) only where their size is given, until they have run on GPUs. The
+    // host path of large broadcasts and reduces (ProcessHostRing, made at the join) by default where the processes
+    // hold two GPUs or more, and on one shared GPU only where its size is given (tests). The watchdog watches each
+    // process's own launches.
     if (!st.config.hybrid.given && distinct_gpus(pl) < 2) st.config.hybrid.min_bytes = 0;
-    st.config.protocols.engine.min_bytes = 0;
+    if (!st.config.protocols.engine.min_bytes) st.config.protocols.engine.min_bytes = 0;
   }
   st.builder =
       std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir) : DiskCache::from_environment());

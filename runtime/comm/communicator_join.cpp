@@ -38,8 +38,9 @@ std::string plan_key(const Communicator::State& st) {
                        st.config.large_blocks, p.low_latency.max_bytes, p.ll128.max_bytes, p.direct.max_bytes,
                        st.config.chunk_fixed));
   // A limit given replaces the per-collective defaults (LL128's; the direct protocol's across GPUs), even at the
-  // default's value: processes that differ there would choose other kernels.
-  h.update(fmt::format(" given ll128 {} direct {}", p.ll128_given, p.direct_given));
+  // default's value: processes that differ there would choose other kernels. The copy engines: made or not alike.
+  h.update(fmt::format(" given ll128 {} direct {} engines {}", p.ll128_given, p.direct_given,
+                       p.engine.min_bytes.value_or(-1)));
   // The kernels' forms: processes that disagree would prepare other kernels and wait for each other forever.
   h.update(fmt::format(" own {} shared {} piece {}", st.config.own_buffers, st.config.stage_only_shared,
                        st.config.inbox_piece_bytes));
@@ -183,6 +184,12 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
       return s;
     }
   }
+  // Broadcasts on the copy engines between two processes, where their size is given and the table lets them move
+  // broadcasts (two ranks on two devices one NVLink hop apart).
+  if (st.group->processes() == 2 && st.config.protocols.engine.min_bytes.value_or(0) > 0 &&
+      st.protocols.engine_collective(Collective::broadcast))
+    if (Status s = ProcessEngines::share(*st.group->channel, st.group->process, ordinal, &st.engines_across); !s.ok())
+      return s;
   std::vector<WatchedProcess> others;
   for (std::size_t p = 0; p < st.group->facts.size(); ++p) {
     const ProcessFacts& f = st.group->facts[p];

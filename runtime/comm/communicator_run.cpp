@@ -354,6 +354,8 @@ bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataT
   return state_->as_run(with_protocol(CollectiveSpec{collective, dtype}, pick)).two_shot;
 }
 bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
+  // Across processes only broadcasts, where the join made the engines (process_call.cpp).
+  if (state_->group && (!state_->engines_across || collective != Collective::broadcast)) return false;
   return state_->protocols.engine_sized(collective, count * static_cast<std::uint64_t>(size_of(dtype)));
 }
 std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {

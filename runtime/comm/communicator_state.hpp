@@ -31,6 +31,7 @@
 #include "runtime/launch/launch_crew.hpp"
 #include "runtime/launch/prepared_collective.hpp"
 #include "runtime/offload/offload.hpp"
+#include "runtime/offload/process_engines.hpp"
 #include "runtime/offload/process_host_ring.hpp"
 #include "runtime/plan/plan_cache.hpp"
 #include "runtime/protocol/protocol_memory.hpp"
@@ -76,9 +77,11 @@ struct Communicator::State {
   StagingArea inboxes;
   std::vector<void*> inbox;
   std::unique_ptr<CallCounters> counters;  // every process's calls made, for the monitor's stall check
-  // A large broadcast's tail through pinned host memory across the processes (CANOPY_HYBRID_BYTES given); unset
-  // when the host path is off across processes (the default).
+  // A large broadcast's or reduce's tail through pinned host memory across the processes; unset where the host path
+  // is off across processes (communicator.cpp: set_up_runtime says where).
   std::unique_ptr<ProcessHostRing> host_ring;
+  // Large broadcasts between two processes on the copy engines (CANOPY_ENGINE_BYTES given); unset otherwise.
+  std::unique_ptr<ProcessEngines> engines_across;
   std::unique_ptr<PeerMonitor> monitor;    // notices another process ending, or stopping its calls
   // Several hosts (runtime/hosts/): the inside communicator of this host and the real NCCL's rail communicators;
   // set, every call runs its phases (HostsRuntime::run) and the parts above for kernels stay empty. `group` is then
@@ -159,6 +162,9 @@ struct Communicator::State {
   // ranks' tails), then `streams` (this process's ranks') wait for the ring's side stream.
   Status stage_through_host(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams);
   Status broadcast_through_host(const CollectiveCall& head, std::uint64_t staged);
+  // A multi-process broadcast's head (`head`, its first head.count elements) on the copy engines (ProcessEngines),
+  // then its `staged` tail through the host rings; `streams`: this process's ranks'.
+  Status broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams);
   Status reduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);

@@ -5,11 +5,14 @@
 // buffers, and so, under CANOPY_OWN_BUFFERS (the default), do the planned trees and the direct inbox kernels
 // (State::as_run); with CANOPY_OWN_BUFFERS=0 the trees and the direct protocol read and write other ranks' buffers, so
 // they run on the staging area (staging_area.hpp) with copies in and out on the caller's stream, as algorithm programs
-// (run_program) always do. A large broadcast's or reduce's tail crosses the host rings (ProcessHostRing) beside them.
+// (run_program) always do. A large broadcast's or reduce's tail crosses the host rings (ProcessHostRing) beside them;
+// where CANOPY_ENGINE_BYTES is given, a large broadcast between two processes moves on the copy engines instead of
+// the kernels (ProcessEngines).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 #include "codegen/direct_source.hpp"
 #include "core/error.hpp"
@@ -184,14 +187,19 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();
   if (n == 1 && !call.program) return local_copy(given);
-  // A large broadcast's or reduce's tail through the host rings (ProcessHostRing), beside the kernels' head: every
-  // process splits alike (the same settings and topology). Captured calls run on the kernels alone.
+  // A large broadcast between two processes on the copy engines (ProcessEngines), where their size is given.
+  const bool on_engines = engines_across && !capturing && !call.program && call.collective == Collective::broadcast &&
+                          protocols.engine_sized(Collective::broadcast, call.count * size_of(call.dtype));
+  // A large broadcast's or reduce's tail through the host rings (ProcessHostRing), beside the kernels' or the copy
+  // engines' head: every process splits alike (the same settings and topology). Captured calls run on the kernels
+  // alone.
   const std::uint64_t staged =
       host_ring && !capturing && !call.program &&
               (call.collective == Collective::broadcast || call.collective == Collective::reduce)
-          ? offload->staged_count(call.collective, call.count, call.dtype, call.root, false)
+          ? offload->staged_count(call.collective, call.count, call.dtype, call.root, on_engines)
           : 0;
   call.count -= staged;
+  if (on_engines) return broadcast_on_engines(call, staged, given.streams);
   const CollectiveSpec spec = call_spec(call, false);
   // A program's spec holds the program: it is looked up (canonical) on every call, as in one process.
   PreparedCollective* p = spec.program ? nullptr : cache->repeat(spec);
@@ -278,6 +286,32 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
         return copy_failed(call, "stream order", first + i, e);
   profile.mark(CallProfile::stage);
   return staged > 0 ? stage_through_host(call, staged, given.streams) : Status();
+}
+
+Status Communicator::State::broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged,
+                                                 std::span<const cudaStream_t> streams) {
+  const int own = own_ranks();
+  const int first = first_own_rank();
+  const bool root = placement.here[placement.device_of_rank[head.root]];
+  std::vector<void*> dst;
+  for (int i = 0; i < own; ++i) dst.push_back(head.recv[first + i]);
+  if (staged > 0)
+    if (Status s = host_ring->fork(streams); !s.ok()) return s;
+  profile.mark(CallProfile::choose);
+  Status s = engines_across->broadcast(
+      root, root ? head.send[head.root] : nullptr, dst, head.count * size_of(head.dtype), streams,
+      [this] { return failed.load(); }, std::chrono::minutes(10));
+  profile.mark(CallProfile::launch);
+  if (!s.ok()) {
+    broken = true;  // the boards' words may be out of step with the other process's
+    broken_why = s.message();
+    return s;
+  }
+  if (log.enabled(LogLevel::debug, LogSubsys::run))
+    log.debug(LogSubsys::run, fmt::format("{} count {} on the copy engines across processes{}", call_name(head),
+                                          head.count,
+                                          staged ? fmt::format(", {} elements through host memory", staged) : ""));
+  return staged > 0 ? stage_through_host(head, staged, streams) : Status();
 }
 
 Status Communicator::State::stage_through_host(const CollectiveCall& head, std::uint64_t staged,
