@@ -1,15 +1,12 @@
 // ProcessEngines (see process_engines.hpp).
 #include "runtime/offload/process_engines.hpp"
 
-#include <cuda.h>
 #include <fmt/format.h>
 
 #include <atomic>
-#include <string_view>
 #include <thread>
 #include <vector>
 
-#include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/offload/ring_sequence.hpp"
 
@@ -18,24 +15,6 @@ namespace canopy {
 namespace {
 
 constexpr std::uint32_t kEnginesTag = 0x80000003u;  // beside the call counters' and the host rings'
-
-using WaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-using WriteValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-WaitValue32 wait_value32() {
-  static const auto f = reinterpret_cast<WaitValue32>(driver_entry_point("cuStreamWaitValue32", 12000));
-  return f;
-}
-WriteValue32 write_value32() {
-  static const auto f = reinterpret_cast<WriteValue32>(driver_entry_point("cuStreamWriteValue32", 12000));
-  return f;
-}
-
-Status cuda_failed(std::string_view what, cudaError_t e) {
-  (void)cudaGetLastError();
-  return Status(StatusCode::cuda_error,
-                fmt::format("the copy engines across processes: {} failed: {}", what, cudaGetErrorString(e)));
-}
 
 template <typename T>
 T load(const T& x) {
@@ -70,76 +49,19 @@ ProcessEngines::Board* ProcessEngines::board(int process) const {
 
 Status ProcessEngines::share(FdChannel& channel, int process, int ordinal, std::unique_ptr<ProcessEngines>* out) {
   static_assert(sizeof(Board) <= kBoardBytes);
-  if (!wait_value32() || !write_value32())
+  if (!StreamWords::supported())
     return Status(StatusCode::unsupported, "the copy engines across processes need the driver's stream memory "
                                            "operations (cuStreamWaitValue32, cuStreamWriteValue32), which this "
                                            "driver lacks: leave CANOPY_ENGINE_BYTES unset across processes");
   std::unique_ptr<ProcessEngines> e(new ProcessEngines());
   e->process_ = process;
-  e->ordinal_ = ordinal;
   if (Status s = e->memory_.share(channel, kEnginesTag, "the copy engines' board", process, 2, kBoardBytes, true);
       !s.ok())
     return s;
-  CurrentDevice keep;
-  if (cudaError_t err = cudaSetDevice(ordinal); err != cudaSuccess) return cuda_failed("cudaSetDevice", err);
-  for (int p = 0; p < 2; ++p) {
-    if (cudaError_t err =
-            cudaHostRegister(e->memory_.at(p), kBoardBytes, cudaHostRegisterPortable | cudaHostRegisterMapped);
-        err != cudaSuccess)
-      return cuda_failed("cudaHostRegister", err);
-    e->registered_[p] = true;
-    void* device = nullptr;
-    if (cudaError_t err = cudaHostGetDevicePointer(&device, e->memory_.at(p), 0); err != cudaSuccess)
-      return cuda_failed("cudaHostGetDevicePointer", err);
-    e->device_[p] = reinterpret_cast<std::uintptr_t>(device);
-  }
-  if (cudaError_t err = cudaStreamCreateWithFlags(&e->side_, cudaStreamNonBlocking); err != cudaSuccess)
-    return cuda_failed("cudaStreamCreateWithFlags", err);
-  if (cudaError_t err = cudaEventCreateWithFlags(&e->forked_, cudaEventDisableTiming); err != cudaSuccess)
-    return cuda_failed("cudaEventCreateWithFlags", err);
-  if (cudaError_t err = cudaEventCreateWithFlags(&e->joined_, cudaEventDisableTiming); err != cudaSuccess)
-    return cuda_failed("cudaEventCreateWithFlags", err);
+  void* const boards[] = {e->memory_.at(0), e->memory_.at(1)};
+  if (Status s = e->words_.create("the copy engines across processes", ordinal, boards, kBoardBytes); !s.ok())
+    return s;
   *out = std::move(e);
-  return Status();
-}
-
-ProcessEngines::~ProcessEngines() {
-  CurrentDevice keep;
-  (void)cudaSetDevice(ordinal_);
-  if (side_) (void)cudaStreamSynchronize(side_);
-  if (side_) (void)cudaStreamDestroy(side_);
-  if (forked_) (void)cudaEventDestroy(forked_);
-  if (joined_) (void)cudaEventDestroy(joined_);
-  for (int p = 0; p < 2; ++p)
-    if (registered_[p]) (void)cudaHostUnregister(memory_.at(p));
-  (void)cudaGetLastError();
-}
-
-Status ProcessEngines::word(bool wait, int process, const std::uint32_t* w, std::uint32_t value) {
-  const CUdeviceptr at =
-      device_[process] + (reinterpret_cast<const char*>(w) - static_cast<const char*>(memory_.at(process)));
-  const CUresult r = wait ? wait_value32()(side_, at, value, CU_STREAM_WAIT_VALUE_GEQ)
-                          : write_value32()(side_, at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
-  if (r != CUDA_SUCCESS)
-    return Status(StatusCode::cuda_error, fmt::format("the copy engines across processes: {} failed (CUresult {})",
-                                                      wait ? "cuStreamWaitValue32" : "cuStreamWriteValue32",
-                                                      static_cast<int>(r)));
-  return Status();
-}
-
-Status ProcessEngines::fork(std::span<const cudaStream_t> streams) {
-  for (cudaStream_t s : streams) {
-    if (cudaError_t e = cudaEventRecord(forked_, s); e != cudaSuccess) return cuda_failed("cudaEventRecord", e);
-    if (cudaError_t e = cudaStreamWaitEvent(side_, forked_); e != cudaSuccess)
-      return cuda_failed("cudaStreamWaitEvent", e);
-  }
-  return Status();
-}
-
-Status ProcessEngines::join(std::span<const cudaStream_t> streams) {
-  if (cudaError_t e = cudaEventRecord(joined_, side_); e != cudaSuccess) return cuda_failed("cudaEventRecord", e);
-  for (cudaStream_t s : streams)
-    if (cudaError_t e = cudaStreamWaitEvent(s, joined_); e != cudaSuccess) return cuda_failed("cudaStreamWaitEvent", e);
   return Status();
 }
 
@@ -170,7 +92,7 @@ Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* con
   const auto seq = static_cast<std::uint32_t>(call);
   const int parity = static_cast<int>(call & 1);
   CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
   if (!root) {
     Board& mine = *board(process_);
     if (dst.size() > static_cast<std::size_t>(kMaxRanks))
@@ -187,18 +109,18 @@ Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* con
       if (Status s = exports_.share(dst[i], bytes, &mine.buffers[parity][i]); !s.ok()) return s;
     mine.ranks[parity] = static_cast<std::uint32_t>(dst.size());
     store(mine.published[parity], call);
-    if (Status s = fork(streams); !s.ok()) return s;
-    if (Status s = word(false, process_, &mine.ready, seq); !s.ok()) return s;
-    if (Status s = word(true, process_, &mine.done, seq); !s.ok()) return s;
-    return join(streams);
+    if (Status s = words_.fork(streams); !s.ok()) return s;
+    if (Status s = words_.write(process_, &mine.ready, seq); !s.ok()) return s;
+    if (Status s = words_.wait(process_, &mine.done, seq); !s.ok()) return s;
+    return words_.join(streams);
   }
   const int other = 1 - process_;
   Board& theirs = *board(other);
-  if (Status s = fork(streams); !s.ok()) return s;
+  if (Status s = words_.fork(streams); !s.ok()) return s;
   for (void* d : dst)
     if (d != src)
-      if (cudaError_t e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, side_); e != cudaSuccess)
-        return cuda_failed("a copy into the root's own ranks", e);
+      if (cudaError_t e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, words_.side()); e != cudaSuccess)
+        return words_.failed("a copy into the root's own ranks", e);
   if (Status s = wait_for([&] { return load(theirs.published[parity]) == call; }, failed, timeout,
                           "the other process did not publish its receive buffers");
       !s.ok())
@@ -215,12 +137,12 @@ Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* con
     if (Status s = imports_.map(other, b, &mapped[i]); !s.ok()) return s;
   }
   store(theirs.consumed, call);
-  if (Status s = word(true, other, &theirs.ready, seq); !s.ok()) return s;
+  if (Status s = words_.wait(other, &theirs.ready, seq); !s.ok()) return s;
   for (void* d : mapped)
-    if (cudaError_t e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, side_); e != cudaSuccess)
-      return cuda_failed("a copy into the other process's buffer", e);
-  if (Status s = word(false, other, &theirs.done, seq); !s.ok()) return s;
-  return join(streams);
+    if (cudaError_t e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, words_.side()); e != cudaSuccess)
+      return words_.failed("a copy into the other process's buffer", e);
+  if (Status s = words_.write(other, &theirs.done, seq); !s.ok()) return s;
+  return words_.join(streams);
 }
 
 void ProcessEngines::release() {

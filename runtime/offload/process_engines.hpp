@@ -21,6 +21,7 @@
 #include <span>
 
 #include "core/status.hpp"
+#include "runtime/offload/stream_words.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 #include "runtime/transport/ipc/shared_memfds.hpp"
 #include "runtime/transport/ipc/user_buffers.hpp"
@@ -34,7 +35,7 @@ class ProcessEngines {
   // Both processes call it together (one step on `channel`): this process is `process` of 2, its GPU CUDA ordinal
   // `ordinal`.
   static Status share(FdChannel& channel, int process, int ordinal, std::unique_ptr<ProcessEngines>* out);
-  ~ProcessEngines();  // waits for its side stream, then unregisters and unmaps
+  ~ProcessEngines() = default;  // waits for its side stream, closes the mappings, unregisters and unmaps
   ProcessEngines(const ProcessEngines&) = delete;
   ProcessEngines& operator=(const ProcessEngines&) = delete;
 
@@ -52,21 +53,15 @@ class ProcessEngines {
   struct Board;
   ProcessEngines() = default;
   Board* board(int process) const;
-  Status word(bool wait, int process, const std::uint32_t* w, std::uint32_t value);
-  Status fork(std::span<const cudaStream_t> streams);
-  Status join(std::span<const cudaStream_t> streams);
 
   int process_ = 0;
-  int ordinal_ = 0;
   std::uint64_t calls_ = 0;  // engine broadcasts so far (both processes count alike); release() reads it
   SharedMemfds memory_;
-  bool registered_[2] = {false, false};
-  std::uintptr_t device_[2] = {0, 0};  // each board as the GPU addresses it
   BufferExports exports_{cuda_buffer_driver()};
   BufferImports imports_{cuda_buffer_driver()};
-  cudaStream_t side_ = nullptr;
-  cudaEvent_t forked_ = nullptr;
-  cudaEvent_t joined_ = nullptr;
+  // Both boards registered, and the side stream: destroyed first (its copies done before imports_ closes the
+  // mappings, the boards unregistered before memory_ unmaps them).
+  StreamWords words_;
 };
 
 }  // namespace canopy

@@ -1,41 +1,17 @@
 // ProcessHostRing (see process_host_ring.hpp).
 #include "runtime/offload/process_host_ring.hpp"
 
-#include <cuda.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <string_view>
 
-#include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/offload/ring_sequence.hpp"
 
 namespace canopy {
 
-namespace {
-
-using WaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-using WriteValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
-
-WaitValue32 wait_value32() {
-  static const auto f = reinterpret_cast<WaitValue32>(driver_entry_point("cuStreamWaitValue32", 12000));
-  return f;
-}
-WriteValue32 write_value32() {
-  static const auto f = reinterpret_cast<WriteValue32>(driver_entry_point("cuStreamWriteValue32", 12000));
-  return f;
-}
-
-Status cuda_failed(std::string_view what, cudaError_t e) {
-  (void)cudaGetLastError();
-  return Status(StatusCode::cuda_error, fmt::format("the host ring across processes: {} failed: {}", what,
-                                                    cudaGetErrorString(e)));
-}
-
-}  // namespace
-
-bool ProcessHostRing::supported() { return wait_value32() && write_value32(); }
+bool ProcessHostRing::supported() { return StreamWords::supported(); }
 
 Status ProcessHostRing::share(FdChannel& channel, int process, int processes, int ordinal,
                               std::unique_ptr<ProcessHostRing>* out) {
@@ -44,77 +20,35 @@ Status ProcessHostRing::share(FdChannel& channel, int process, int processes, in
                                            "operations (cuStreamWaitValue32, cuStreamWriteValue32), which this "
                                            "driver lacks: leave the host path off across processes");
   std::unique_ptr<ProcessHostRing> r(new ProcessHostRing());
-  r->ordinal_ = ordinal;
   if (Status s = SharedRings::share(channel, process, processes, &r->rings_); !s.ok()) return s;
-  CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
-  r->device_.assign(processes, 0);
-  r->registered_.assign(processes, false);
-  for (int p = 0; p < processes; ++p) {
-    char* base = r->rings_->base(p);
-    if (cudaError_t e =
-            cudaHostRegister(base, SharedRings::ring_bytes(), cudaHostRegisterPortable | cudaHostRegisterMapped);
-        e != cudaSuccess)
-      return cuda_failed("cudaHostRegister", e);
-    r->registered_[p] = true;
-    void* device = nullptr;
-    if (cudaError_t e = cudaHostGetDevicePointer(&device, base, 0); e != cudaSuccess)
-      return cuda_failed("cudaHostGetDevicePointer", e);
-    r->device_[p] = reinterpret_cast<std::uintptr_t>(device);
-  }
-  if (cudaError_t e = cudaStreamCreateWithFlags(&r->side_, cudaStreamNonBlocking); e != cudaSuccess)
-    return cuda_failed("cudaStreamCreateWithFlags", e);
-  if (cudaError_t e = cudaEventCreateWithFlags(&r->forked_, cudaEventDisableTiming); e != cudaSuccess)
-    return cuda_failed("cudaEventCreateWithFlags", e);
-  if (cudaError_t e = cudaEventCreateWithFlags(&r->joined_, cudaEventDisableTiming); e != cudaSuccess)
-    return cuda_failed("cudaEventCreateWithFlags", e);
+  std::vector<void*> bases;
+  for (int p = 0; p < processes; ++p) bases.push_back(r->rings_->base(p));
+  if (Status s = r->words_.create("the host ring across processes", ordinal, bases, SharedRings::ring_bytes());
+      !s.ok())
+    return s;
   *out = std::move(r);
   return Status();
 }
 
 ProcessHostRing::~ProcessHostRing() {
+  if (!gathering_) return;
   CurrentDevice keep;
-  (void)cudaSetDevice(ordinal_);
-  if (side_) (void)cudaStreamSynchronize(side_);
-  if (side_) (void)cudaStreamDestroy(side_);
-  if (forked_) (void)cudaEventDestroy(forked_);
-  if (joined_) (void)cudaEventDestroy(joined_);
-  if (gathering_) (void)cudaFree(gathering_);
-  for (std::size_t p = 0; p < registered_.size(); ++p)
-    if (registered_[p]) (void)cudaHostUnregister(rings_->base(static_cast<int>(p)));
+  (void)cudaSetDevice(words_.ordinal());
+  if (words_.side()) (void)cudaStreamSynchronize(words_.side());
+  (void)cudaFree(gathering_);
   (void)cudaGetLastError();
 }
 
-Status ProcessHostRing::word_operation(bool wait, int ring, const std::uint32_t* word, std::uint32_t value) {
-  const CUdeviceptr at = device_[ring] + (reinterpret_cast<const char*>(word) - rings_->base(ring));
-  // A write's default flags fence it behind the copies before it on the stream.
-  const CUresult r = wait ? wait_value32()(side_, at, value, CU_STREAM_WAIT_VALUE_GEQ)
-                          : write_value32()(side_, at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
-  if (r != CUDA_SUCCESS)
-    return Status(StatusCode::cuda_error,
-                  fmt::format("the host ring across processes: {} failed (CUresult {})",
-                              wait ? "cuStreamWaitValue32" : "cuStreamWriteValue32", static_cast<int>(r)));
-  return Status();
-}
-
-Status ProcessHostRing::fork(std::span<const cudaStream_t> streams) {
-  CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
-  for (cudaStream_t s : streams) {
-    if (cudaError_t e = cudaEventRecord(forked_, s); e != cudaSuccess) return cuda_failed("cudaEventRecord", e);
-    if (cudaError_t e = cudaStreamWaitEvent(side_, forked_); e != cudaSuccess)
-      return cuda_failed("cudaStreamWaitEvent", e);
-  }
-  return Status();
-}
+Status ProcessHostRing::fork(std::span<const cudaStream_t> streams) { return words_.fork(streams); }
 
 Status ProcessHostRing::send(const void* src, std::span<void* const> local, std::size_t bytes) {
   CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
   for (void* dst : local)
     if (dst != src)
-      if (cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, side_); e != cudaSuccess)
-        return cuda_failed("a device copy of the staged bytes", e);
+      if (cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, words_.side());
+          e != cudaSuccess)
+        return words_.failed("a device copy of the staged bytes", e);
   const SharedRings& rings = *rings_;
   const int me = rings.process();
   if (rings.processes() < 2) return Status();
@@ -122,10 +56,10 @@ Status ProcessHostRing::send(const void* src, std::span<void* const> local, std:
   for (const RingChunk& c : ring_chunks(rings.chunks(me), bytes, kSlotBytes, kSlots)) {
     if (Status s = wait_drained(c); !s.ok()) return s;
     if (cudaError_t e = cudaMemcpyAsync(rings.slot(me, c.slot), from + c.offset, c.bytes, cudaMemcpyDeviceToHost,
-                                        side_);
+                                        words_.side());
         e != cudaSuccess)
-      return cuda_failed("a copy into the host ring", e);
-    if (Status s = word_operation(false, me, rings.fill_word(me, c.slot), c.filled); !s.ok()) return s;
+      return words_.failed("a copy into the host ring", e);
+    if (Status s = words_.write(me, rings.fill_word(me, c.slot), c.filled); !s.ok()) return s;
     rings_->count_chunk(me, c.slot);
   }
   return Status();
@@ -137,22 +71,22 @@ Status ProcessHostRing::wait_drained(const RingChunk& c) {
   if (!c.wait_drained) return Status();
   for (int p = 0; p < rings.processes(); ++p)
     if (rings.read_last(me, c.slot, p))
-      if (Status s = word_operation(true, me, rings.drain_word(me, c.slot, p), c.drained); !s.ok()) return s;
+      if (Status s = words_.wait(me, rings.drain_word(me, c.slot, p), c.drained); !s.ok()) return s;
   return Status();
 }
 
 Status ProcessHostRing::receive(int root, std::span<void* const> dst, std::size_t bytes) {
   CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
   const SharedRings& rings = *rings_;
   for (const RingChunk& c : ring_chunks(rings.chunks(root), bytes, kSlotBytes, kSlots)) {
-    if (Status s = word_operation(true, root, rings.fill_word(root, c.slot), c.filled); !s.ok()) return s;
+    if (Status s = words_.wait(root, rings.fill_word(root, c.slot), c.filled); !s.ok()) return s;
     for (void* d : dst)
       if (cudaError_t e = cudaMemcpyAsync(static_cast<char*>(d) + c.offset, rings.slot(root, c.slot), c.bytes,
-                                          cudaMemcpyHostToDevice, side_);
+                                          cudaMemcpyHostToDevice, words_.side());
           e != cudaSuccess)
-        return cuda_failed("a copy out of the host ring", e);
-    if (Status s = word_operation(false, root, rings.drain_word(root, c.slot, rings.process()), c.filled); !s.ok())
+        return words_.failed("a copy out of the host ring", e);
+    if (Status s = words_.write(root, rings.drain_word(root, c.slot, rings.process()), c.filled); !s.ok())
       return s;
     rings_->count_chunk(root, c.slot);
   }
@@ -165,7 +99,7 @@ std::size_t ProcessHostRing::piece_for(int ranks) {
 
 Status ProcessHostRing::gather_send(int root, std::span<const void* const> src, std::size_t bytes) {
   CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
   const SharedRings& rings = *rings_;
   const int me = rings.process();
   const std::size_t piece = piece_for(static_cast<int>(src.size()));
@@ -174,10 +108,10 @@ Status ProcessHostRing::gather_send(int root, std::span<const void* const> src, 
     for (std::size_t i = 0; i < src.size(); ++i)
       if (cudaError_t e = cudaMemcpyAsync(rings.slot(me, c.slot) + i * piece,
                                           static_cast<const char*>(src[i]) + c.offset, c.bytes, cudaMemcpyDeviceToHost,
-                                          side_);
+                                          words_.side());
           e != cudaSuccess)
-        return cuda_failed("a copy into the host ring", e);
-    if (Status s = word_operation(false, me, rings.fill_word(me, c.slot), c.filled); !s.ok()) return s;
+        return words_.failed("a copy into the host ring", e);
+    if (Status s = words_.write(me, rings.fill_word(me, c.slot), c.filled); !s.ok()) return s;
     rings_->count_chunk(me, c.slot, root);
   }
   return Status();
@@ -185,7 +119,7 @@ Status ProcessHostRing::gather_send(int root, std::span<const void* const> src, 
 
 Status ProcessHostRing::gather_receive(std::span<const int> ranks_of_process, std::size_t bytes) {
   CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
   const SharedRings& rings = *rings_;
   const int me = rings.process();
   // The gathering buffer: every other process's ranks' bytes in a row, grown (after the work queued on it).
@@ -197,13 +131,14 @@ Status ProcessHostRing::gather_receive(std::span<const int> ranks_of_process, st
   }
   gathered_bytes_ = bytes;
   if (total > gathering_bytes_) {
-    if (cudaError_t e = cudaStreamSynchronize(side_); e != cudaSuccess) return cuda_failed("cudaStreamSynchronize", e);
+    if (cudaError_t e = cudaStreamSynchronize(words_.side()); e != cudaSuccess)
+      return words_.failed("cudaStreamSynchronize", e);
     if (gathering_) (void)cudaFree(gathering_);
     gathering_ = nullptr;
     gathering_bytes_ = 0;
     void* p = nullptr;
     if (cudaError_t e = cudaMalloc(&p, total); e != cudaSuccess)
-      return cuda_failed(fmt::format("allocating the reduce's gathering buffer ({} bytes)", total), e);
+      return words_.failed(fmt::format("allocating the reduce's gathering buffer ({} bytes)", total), e);
     gathering_ = static_cast<char*>(p);
     gathering_bytes_ = total;
   }
@@ -211,14 +146,14 @@ Status ProcessHostRing::gather_receive(std::span<const int> ranks_of_process, st
     if (p == me) continue;
     const std::size_t piece = piece_for(ranks_of_process[p]);
     for (const RingChunk& c : ring_chunks(rings.chunks(p), bytes, piece, kSlots)) {
-      if (Status s = word_operation(true, p, rings.fill_word(p, c.slot), c.filled); !s.ok()) return s;
+      if (Status s = words_.wait(p, rings.fill_word(p, c.slot), c.filled); !s.ok()) return s;
       for (int i = 0; i < ranks_of_process[p]; ++i)
         if (cudaError_t e = cudaMemcpyAsync(static_cast<void*>(gathered_at(p, i) + c.offset),
                                             rings.slot(p, c.slot) + static_cast<std::size_t>(i) * piece, c.bytes,
-                                            cudaMemcpyHostToDevice, side_);
+                                            cudaMemcpyHostToDevice, words_.side());
             e != cudaSuccess)
-          return cuda_failed("a copy out of the host ring", e);
-      if (Status s = word_operation(false, p, rings.drain_word(p, c.slot, me), c.filled); !s.ok()) return s;
+          return words_.failed("a copy out of the host ring", e);
+      if (Status s = words_.write(p, rings.drain_word(p, c.slot, me), c.filled); !s.ok()) return s;
       rings_->count_chunk(p, c.slot, me);
     }
   }
@@ -239,18 +174,10 @@ const void* ProcessHostRing::gathered(int process, int local) const { return gat
 Status ProcessHostRing::combine(const CombineKernels& kernels, void* out, std::span<const void* const> sources,
                                 std::uint64_t count, DataType dtype, ReduceOp op) {
   CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
-  return kernels.run(out, sources, count, dtype, op, side_);
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
+  return kernels.run(out, sources, count, dtype, op, words_.side());
 }
 
-Status ProcessHostRing::join(std::span<const cudaStream_t> streams) {
-  CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return cuda_failed("cudaSetDevice", e);
-  if (cudaError_t e = cudaEventRecord(joined_, side_); e != cudaSuccess) return cuda_failed("cudaEventRecord", e);
-  for (cudaStream_t s : streams)
-    if (cudaError_t e = cudaStreamWaitEvent(s, joined_); e != cudaSuccess)
-      return cuda_failed("cudaStreamWaitEvent", e);
-  return Status();
-}
+Status ProcessHostRing::join(std::span<const cudaStream_t> streams) { return words_.join(streams); }
 
 }  // namespace canopy

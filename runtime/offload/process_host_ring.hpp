@@ -30,6 +30,7 @@
 #include "runtime/offload/combine_kernels.hpp"
 #include "runtime/offload/ring_sequence.hpp"
 #include "runtime/offload/shared_rings.hpp"
+#include "runtime/offload/stream_words.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 
 namespace canopy {
@@ -86,21 +87,13 @@ class ProcessHostRing {
 
  private:
   ProcessHostRing() = default;
-  // A stream memory operation on ring `ring`'s `word`, by the device address of it: a wait until it reaches `value`
-  // (cyclically), or a write of `value`.
-  Status word_operation(bool wait, int ring, const std::uint32_t* word, std::uint32_t value);
   // Before `c` refills its slot of this process's ring: a wait for the drain word of every process that read the
   // slot's last chunk.
   Status wait_drained(const RingChunk& c);
   char* gathered_at(int process, int local) const;
 
   std::unique_ptr<SharedRings> rings_;
-  std::vector<std::uintptr_t> device_;  // per ring: its base as the GPU addresses it (cudaHostGetDevicePointer)
-  std::vector<bool> registered_;        // per ring
-  int ordinal_ = 0;
-  cudaStream_t side_ = nullptr;
-  cudaEvent_t forked_ = nullptr;
-  cudaEvent_t joined_ = nullptr;
+  StreamWords words_;          // every ring registered, the side stream; destroyed before rings_ unmaps them
   char* gathering_ = nullptr;  // on this GPU: a reduce root's gathering buffer
   std::size_t gathering_bytes_ = 0;
   std::vector<std::size_t> gathered_at_;  // per process: the offset of its first rank's bytes in the gathering buffer

@@ -85,12 +85,17 @@ TEST(UserBuffers, ABufferPastItsAllocationOrOutsideDeviceMemoryIsRefused) {
   EXPECT_FALSE(exports.share(at(0x900000), 16, &s).ok());
 }
 
-TEST(UserBuffers, ThePeersBufferIsMappedOnceAndFoundByItsAllocation) {
+// A peer process with one allocation of 1 MiB at 0x10000, and this process mapping its buffers.
+class UserBuffersOfAPeer : public ::testing::Test {
+ protected:
+  void SetUp() override { peer.allocate(0x10000, 1 << 20); }
   FakeMemory peer;
-  peer.allocate(0x10000, 1 << 20);
-  BufferExports exports(peer.driver());
   FakeMemory here;
-  BufferImports imports(here.driver());
+  BufferExports exports{peer.driver()};
+  BufferImports imports{here.driver()};
+};
+
+TEST_F(UserBuffersOfAPeer, ItsBufferIsMappedOnceAndFoundByItsAllocation) {
   SharedBuffer s;
   void* first = nullptr;
   void* second = nullptr;
@@ -108,12 +113,7 @@ TEST(UserBuffers, ThePeersBufferIsMappedOnceAndFoundByItsAllocation) {
 // The caching allocator's hazard: between two calls the peer frees its buffer and allocates another at the same
 // address. The new allocation has a new buffer ID, so the importer maps it afresh and closes the stale mapping,
 // which a cache keyed on the pointer would have written through.
-TEST(UserBuffers, AFreeAndReallocateAtTheSameAddressBetweenTwoCallsMapsTheNewAllocation) {
-  FakeMemory peer;
-  peer.allocate(0x10000, 1 << 20);
-  BufferExports exports(peer.driver());
-  FakeMemory here;
-  BufferImports imports(here.driver());
+TEST_F(UserBuffersOfAPeer, AFreeAndReallocateAtTheSameAddressBetweenTwoCallsMapsTheNewAllocation) {
   SharedBuffer call1, call2;
   void* before = nullptr;
   void* after = nullptr;

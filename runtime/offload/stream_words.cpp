@@ -1,0 +1,113 @@
+// StreamWords (see stream_words.hpp).
+#include "runtime/offload/stream_words.hpp"
+
+#include <cuda.h>
+#include <fmt/format.h>
+
+#include "runtime/cuda/driver_api.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
+
+namespace canopy {
+
+namespace {
+
+using WaitValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+using WriteValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+WaitValue32 wait_value32() {
+  static const auto f = reinterpret_cast<WaitValue32>(driver_entry_point("cuStreamWaitValue32", 12000));
+  return f;
+}
+WriteValue32 write_value32() {
+  static const auto f = reinterpret_cast<WriteValue32>(driver_entry_point("cuStreamWriteValue32", 12000));
+  return f;
+}
+
+}  // namespace
+
+bool StreamWords::supported() { return wait_value32() && write_value32(); }
+
+Status StreamWords::failed(std::string_view what, cudaError_t e) const {
+  (void)cudaGetLastError();
+  return Status(StatusCode::cuda_error, fmt::format("{}: {} failed: {}", who_, what, cudaGetErrorString(e)));
+}
+
+Status StreamWords::create(std::string who, int ordinal, std::span<void* const> regions, std::size_t bytes) {
+  who_ = std::move(who);
+  ordinal_ = ordinal;
+  if (!supported())
+    return Status(StatusCode::unsupported,
+                  fmt::format("{} needs the driver's stream memory operations (cuStreamWaitValue32, "
+                              "cuStreamWriteValue32), which this driver lacks",
+                              who_));
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) return failed("cudaSetDevice", e);
+  for (void* r : regions) {
+    if (cudaError_t e = cudaHostRegister(r, bytes, cudaHostRegisterPortable | cudaHostRegisterMapped); e != cudaSuccess)
+      return failed("cudaHostRegister", e);
+    regions_.push_back(r);
+    void* device = nullptr;
+    if (cudaError_t e = cudaHostGetDevicePointer(&device, r, 0); e != cudaSuccess)
+      return failed("cudaHostGetDevicePointer", e);
+    device_.push_back(reinterpret_cast<std::uintptr_t>(device));
+  }
+  if (cudaError_t e = cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking); e != cudaSuccess)
+    return failed("cudaStreamCreateWithFlags", e);
+  if (cudaError_t e = cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming); e != cudaSuccess)
+    return failed("cudaEventCreateWithFlags", e);
+  if (cudaError_t e = cudaEventCreateWithFlags(&joined_, cudaEventDisableTiming); e != cudaSuccess)
+    return failed("cudaEventCreateWithFlags", e);
+  return Status();
+}
+
+StreamWords::~StreamWords() {
+  CurrentDevice keep;
+  (void)cudaSetDevice(ordinal_);
+  if (side_) (void)cudaStreamSynchronize(side_);
+  if (side_) (void)cudaStreamDestroy(side_);
+  if (forked_) (void)cudaEventDestroy(forked_);
+  if (joined_) (void)cudaEventDestroy(joined_);
+  for (void* r : regions_) (void)cudaHostUnregister(r);
+  (void)cudaGetLastError();
+}
+
+Status StreamWords::operation(bool wait, int region, const std::uint32_t* word, std::uint32_t value) {
+  const CUdeviceptr at =
+      device_[region] + (reinterpret_cast<const char*>(word) - static_cast<const char*>(regions_[region]));
+  const CUresult r = wait ? wait_value32()(side_, at, value, CU_STREAM_WAIT_VALUE_GEQ)
+                          : write_value32()(side_, at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+  if (r != CUDA_SUCCESS)
+    return Status(StatusCode::cuda_error, fmt::format("{}: {} failed (CUresult {})", who_,
+                                                      wait ? "cuStreamWaitValue32" : "cuStreamWriteValue32",
+                                                      static_cast<int>(r)));
+  return Status();
+}
+
+Status StreamWords::wait(int region, const std::uint32_t* word, std::uint32_t value) {
+  return operation(true, region, word, value);
+}
+
+Status StreamWords::write(int region, const std::uint32_t* word, std::uint32_t value) {
+  return operation(false, region, word, value);
+}
+
+Status StreamWords::fork(std::span<const cudaStream_t> streams) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
+  for (cudaStream_t s : streams) {
+    if (cudaError_t e = cudaEventRecord(forked_, s); e != cudaSuccess) return failed("cudaEventRecord", e);
+    if (cudaError_t e = cudaStreamWaitEvent(side_, forked_); e != cudaSuccess) return failed("cudaStreamWaitEvent", e);
+  }
+  return Status();
+}
+
+Status StreamWords::join(std::span<const cudaStream_t> streams) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
+  if (cudaError_t e = cudaEventRecord(joined_, side_); e != cudaSuccess) return failed("cudaEventRecord", e);
+  for (cudaStream_t s : streams)
+    if (cudaError_t e = cudaStreamWaitEvent(s, joined_); e != cudaSuccess) return failed("cudaStreamWaitEvent", e);
+  return Status();
+}
+
+}  // namespace canopy
