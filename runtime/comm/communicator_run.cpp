@@ -354,16 +354,13 @@ bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataT
   return state_->as_run(with_protocol(CollectiveSpec{collective, dtype}, pick)).two_shot;
 }
 bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
-  // Across processes only broadcasts, where the join made the engines (process_call.cpp).
-  if (state_->group && (!state_->engines_across || collective != Collective::broadcast)) return false;
+  if (state_->group && !state_->engines_move(collective)) return false;  // across processes (State::engines_move)
   return state_->protocols.engine_sized(collective, count * static_cast<std::uint64_t>(size_of(dtype)));
 }
 std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (!state_->offload) return 0;  // across hosts: no host path
-  // Across processes: through the host rings, where the join made them (process_call.cpp splits alike).
-  const bool rings_move_it = collective == Collective::broadcast || collective == Collective::reduce;
-  if (state_->group && (!state_->host_ring || !rings_move_it)) return 0;
+  if (state_->group && !state_->rings_move(collective)) return 0;  // across processes (State::rings_move)
   return state_->offload->staged_count(collective, count, dtype, root, is_copy_engine(collective, count, dtype));
 }
 

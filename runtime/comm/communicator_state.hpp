@@ -82,6 +82,10 @@ struct Communicator::State {
   std::unique_ptr<ProcessHostRing> host_ring;
   // Large broadcasts between two processes on the copy engines (CANOPY_ENGINE_BYTES given); unset otherwise.
   std::unique_ptr<ProcessEngines> engines_across;
+  // Across processes, which collectives the copy engines (broadcasts) and the host rings (broadcasts and reduces)
+  // move, where the join made them: what run_in_processes does, and what is_copy_engine and staged_count report.
+  bool engines_move(Collective c) const { return engines_across && c == Collective::broadcast; }
+  bool rings_move(Collective c) const { return host_ring && (c == Collective::broadcast || c == Collective::reduce); }
   std::unique_ptr<PeerMonitor> monitor;    // notices another process ending, or stopping its calls
   // Several hosts (runtime/hosts/): the inside communicator of this host and the real NCCL's rail communicators;
   // set, every call runs its phases (HostsRuntime::run) and the parts above for kernels stay empty. `group` is then

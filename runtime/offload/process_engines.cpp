@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
@@ -125,9 +126,10 @@ Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* con
                           "the other process did not publish its receive buffers");
       !s.ok())
     return s;
-  const std::uint32_t ranks = load(theirs.ranks[parity]);
+  // At most kMaxRanks: the other process refuses more before it publishes.
+  const std::uint32_t ranks = std::min(load(theirs.ranks[parity]), static_cast<std::uint32_t>(kMaxRanks));
   std::vector<void*> mapped(ranks, nullptr);
-  for (std::uint32_t i = 0; i < ranks && i < static_cast<std::uint32_t>(kMaxRanks); ++i) {
+  for (std::uint32_t i = 0; i < ranks; ++i) {
     const SharedBuffer b = theirs.buffers[parity][i];
     if (b.allocation.size - b.offset < bytes)
       return Status(StatusCode::invalid_argument,

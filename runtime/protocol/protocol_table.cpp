@@ -109,13 +109,14 @@ ProtocolTable make_protocol_table(const ProtocolSettings& settings, const Protoc
       fit_blocks(facts, log, "direct", &t.direct_.blocks_per_rank);
     }
   }
+  const auto& moved = settings.direct_moved_limits;
   for (std::size_t c = 0; c < kCollectives; ++c)
-    t.direct_moved_[c] = settings.direct_moved_limits ? std::min((*settings.direct_moved_limits)[c], t.direct_.max_bytes)
-                                                      : t.direct_.max_bytes;
-  if (settings.direct_moved_limits && t.direct_.max_bytes > 0) {
+    t.direct_moved_[c] = moved ? std::min((*moved)[c], t.direct_.max_bytes) : t.direct_.max_bytes;
+  if (moved && t.direct_.max_bytes > 0) {
     std::vector<std::string> limits;
     for (std::size_t c = 0; c < kCollectives; ++c)
-      limits.push_back(fmt::format("{} {}", to_string(static_cast<Collective>(c)), format_byte_size(t.direct_moved_[c])));
+      limits.push_back(
+          fmt::format("{} {}", to_string(static_cast<Collective>(c)), format_byte_size(t.direct_moved_[c])));
     log.info(LogSubsys::init, fmt::format("direct protocol on own buffers across GPUs, up to what a link carries: {} "
                                           "(the planned trees beyond; CANOPY_DIRECT_BYTES sets one limit for all)",
                                           fmt::join(limits, ", ")));
