@@ -240,7 +240,7 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
 // The memory a newly loaded kernel shares is made here, not at its first call, where a cudaMalloc could wait for the
 // caller's work on the GPU: scratch (grown after the launches using the old one), the plan-free protocol's memory,
 // and the host path of large broadcasts and reduces (a reduce's combining kernels are an NVRTC compile) and the copy
-// engines of large broadcasts, reduces and allreduces. Then every counter is zero before any launch (the caller's
+// engines of large broadcasts, reduces and allreduces in one process. Then every counter is zero before any launch (the caller's
 // own work on its streams is not waited for).
 void Communicator::State::ready_memory(const CollectiveSpec& spec, const PreparedCollective& p) {
   const std::vector<RankResources>& need = p.built->source.resources;
@@ -253,7 +253,8 @@ void Communicator::State::ready_memory(const CollectiveSpec& spec, const Prepare
   if (spec.direct) memory->ready_direct(protocols.direct());
   if (spec.large && !spec.program && offload->may_stage(spec.collective, spec.root))
     if (Status s = offload->ready_staging(spec.collective, spec.root); !s.ok()) throw Error(s.message());
-  if (spec.large && !spec.program && protocols.engine_collective(spec.collective))
+  // Across processes the copy engines are ProcessEngines' (broadcasts, made at the join), never this process's pair.
+  if (spec.large && !spec.program && !group && protocols.engine_collective(spec.collective))
     if (Status s = offload->ready_engines(spec.collective); !s.ok()) throw Error(s.message());
   peers->ready();
 }

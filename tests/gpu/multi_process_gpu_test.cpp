@@ -210,8 +210,9 @@ TEST(MultiProcessHostRingOnGpu, BroadcastAndReduceTailsThroughTheHostRingsArrive
 
 // The copy engines across two processes (CANOPY_ENGINE_BYTES given: from 1 MiB): the root's copy engine pushes each
 // broadcast straight into the other process's receive buffer, mapped through CUDA IPC by allocation; alone, and beside
-// the host rings (a quarter of each call). In and out of place, every root, f32 and u8, every element checked, and
-// the debug log shows the calls on the engines. canopy_mp_check sets up each case's buffers afresh, so addresses the
+// the host rings (a quarter of each call). Reduces and allreduces of the same sizes stay on the kernels (they once
+// failed, readying this process's engine pair for two ranks on one GPU). In and out of place, every root, f32 and u8,
+// every element checked, and the debug log shows the broadcasts on the engines. canopy_mp_check sets up each case's buffers afresh, so addresses the
 // allocator hands out again reach the importer under new allocations.
 TEST(MultiProcessEnginesOnGpu, BroadcastsOnTheCopyEnginesAcrossTwoProcessesArriveWhole) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
@@ -219,7 +220,8 @@ TEST(MultiProcessEnginesOnGpu, BroadcastsOnTheCopyEnginesAcrossTwoProcessesArriv
   for (const char* host : {"CANOPY_HYBRID_BYTES=0", "CANOPY_HYBRID_BYTES=1MiB CANOPY_HYBRID_SHARE=0.25"}) {
     SCOPED_TRACE(host);
     const testing::CommandRun r =
-        check(2, log + " " + host, "--collectives broadcast --dtypes f32,u8 --counts 7,300004,3000004,40000004");
+        check(2, log + " " + host,
+              "--collectives broadcast,reduce,allreduce --dtypes f32,u8 --counts 7,300004,3000004,40000004");
     expect_every_process_right(r, 2);
     EXPECT_THAT(r.output, ::testing::ContainsRegex("broadcast count [0-9]+ on the copy engines across processes"));
   }
