@@ -212,8 +212,8 @@ TEST(MultiProcessHostRingOnGpu, BroadcastAndReduceTailsThroughTheHostRingsArrive
 // broadcast straight into the other process's receive buffer, mapped through CUDA IPC by allocation; alone, and beside
 // the host rings (a quarter of each call). Reduces and allreduces of the same sizes stay on the kernels (they once
 // failed, readying this process's engine pair for two ranks on one GPU). In and out of place, every root, f32 and u8,
-// every element checked, and the debug log shows the broadcasts on the engines. canopy_mp_check sets up each case's buffers afresh, so addresses the
-// allocator hands out again reach the importer under new allocations.
+// every element checked, and the debug log shows the broadcasts on the engines. canopy_mp_check sets up each case's
+// buffers afresh, so addresses the allocator hands out again reach the importer under new allocations.
 TEST(MultiProcessEnginesOnGpu, BroadcastsOnTheCopyEnginesAcrossTwoProcessesArriveWhole) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const std::string log = "CANOPY_ENGINE_BYTES=1MiB CANOPY_LOG=debug CANOPY_LOG_SUBSYS=run";
