@@ -1,4 +1,5 @@
-// host_share (see host_share.hpp): the split of a broadcast or a reduce between its trees and the host path.
+// host_share (see host_share.hpp): the split of a broadcast, a reduce or an allreduce between its trees and the host
+// path.
 #include "planner/host_share.hpp"
 
 #include <fmt/format.h>
@@ -42,23 +43,25 @@ bool trees_on_nvlink(const Topology& topology, const Plan& plan) {
 HostPath host_path(const Topology& topology, const Plan& plan) {
   HostPath path{plan.algbw_gbps, 0};
   const bool reduce = plan.collective == Collective::reduce;
-  if ((plan.collective != Collective::broadcast && !reduce) || plan.ranks.size() < 2 || !(plan.algbw_gbps > 0) ||
-      !plan.root)
+  const bool allreduce = plan.collective == Collective::allreduce;
+  if ((plan.collective != Collective::broadcast && !reduce && !allreduce) || plan.ranks.size() < 2 ||
+      !(plan.algbw_gbps > 0) || (!allreduce && !plan.root))
     return path;
   double slowest = std::numeric_limits<double>::infinity();
   for (const std::string& name : plan.ranks) {
     const std::optional<double> gbps = topology.host_gbps(node_of(topology, name));
     if (!gbps) return path;
-    // A reduce's root reads every other rank's share over its one link.
-    const bool gathering_root = reduce && name == *plan.root;
-    slowest = std::min(slowest, gathering_root ? *gbps / static_cast<double>(plan.ranks.size() - 1) : *gbps);
+    // A reduce's root, and every rank of an allreduce, reads every other rank's share over its one link.
+    const bool gathering = allreduce || (reduce && name == *plan.root);
+    slowest = std::min(slowest, gathering ? *gbps / static_cast<double>(plan.ranks.size() - 1) : *gbps);
   }
   if (trees_on_nvlink(topology, plan)) path.host_gbps = slowest;
   return path;
 }
 
 HostPathModel host_path_model(Collective collective, bool sms_free) {
-  return collective == Collective::reduce && !sms_free ? HostPathModel{120, 8} : HostPathModel{60, 8};
+  const bool combines_after = collective == Collective::reduce || collective == Collective::allreduce;
+  return combines_after && !sms_free ? HostPathModel{120, 8} : HostPathModel{60, 8};
 }
 
 double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel& model) {

@@ -1,10 +1,12 @@
-// host_share: Blink's hybrid transfers for a broadcast or a reduce. Beside its trees, which move data at the plan's
-// predicted algbw t, a share f of the bytes can cross PCIe through pinned host memory (Topology::host_links). A
-// broadcast's root writes each chunk over its PCIe link once and every other GPU reads it over its own: h is the
-// slowest host link among the ranks' GPUs. A reduce's ranks each write their share of the chunk and the root reads
-// all of them over its one link: h is the lesser of the root's link over (ranks - 1) and the others' slowest. Only
-// where the trees cross NVLink alone: trees over PCIe would share their links with the host path, which would then
-// add nothing. The runtime moves the share (runtime/offload/host_staging.hpp).
+// host_share: Blink's hybrid transfers for a broadcast, a reduce or an allreduce. Beside its trees, which move data at
+// the plan's predicted algbw t, a share f of the bytes can cross PCIe through pinned host memory
+// (Topology::host_links). A broadcast's root writes each chunk over its PCIe link once and every other GPU reads it
+// over its own: h is the slowest host link among the ranks' GPUs. A reduce's ranks each write their share of the
+// chunk and the root reads all of them over its one link: h is the lesser of the root's link over (ranks - 1) and the
+// others' slowest. An allreduce's ranks each write their share and read every other's (across processes: every rank a
+// reduce's root): h is the slowest link over (ranks - 1). Only where the trees cross NVLink alone: trees over PCIe
+// would share their links with the host path, which would then add nothing. The runtime moves the share
+// (runtime/offload/host_staging.hpp in one process, process_host_ring.hpp across processes).
 //
 // The share ends both paths together. For S bytes the trees take (1 - f) S / t; the host path takes a fixed cost D
 // (events between the GPUs' streams, the copies' start, the slowing of NVLink while PCIe runs) plus (1 + 1/k) f S / h,
@@ -28,16 +30,16 @@ struct HostPath {
 // D and k above. k is the runtime's chunk count (HostStaging::chunk_for: an eighth of the bytes per chunk). D was
 // calibrated on nvidia-h200-x2 (docs/performance.md, section 4): 60 µs for a broadcast (the best of six shares from
 // 64 MiB to 1 GiB), 120 µs for a reduce beside the trees, whose root combines what the host path brought in one pass
-// after the trees' kernel has let go of the SMs. Beside the copy engines (sms_free) the root combines each chunk as
-// it lands, and a reduce's D is a broadcast's.
+// after the trees' kernel has let go of the SMs; an allreduce's every rank combines so, and takes a reduce's D. Beside
+// the copy engines (sms_free) the root combines each chunk as it lands, and a reduce's D is a broadcast's.
 struct HostPathModel {
   double fixed_us = 60;
   int chunks = 8;
 };
 HostPathModel host_path_model(Collective collective, bool sms_free = false);
 
-// A plan's paths: host_gbps 0 unless the plan is a broadcast or a reduce over at least two ranks whose GPUs all have a
-// host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws canopy::Error when the
+// A plan's paths: host_gbps 0 unless the plan is a broadcast, a reduce or an allreduce over at least two ranks whose
+// GPUs all have a host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws canopy::Error when the
 // plan names a node the topology lacks.
 HostPath host_path(const Topology& topology, const Plan& plan);
 

@@ -77,15 +77,18 @@ struct Communicator::State {
   StagingArea inboxes;
   std::vector<void*> inbox;
   std::unique_ptr<CallCounters> counters;  // every process's calls made, for the monitor's stall check
-  // A large broadcast's or reduce's tail through pinned host memory across the processes; unset where the host path
-  // is off across processes (communicator.cpp: set_up_runtime says where).
+  // A large broadcast's, reduce's or allreduce's tail through pinned host memory across the processes; unset where
+  // the host path is off across processes (communicator.cpp: set_up_runtime says where).
   std::unique_ptr<ProcessHostRing> host_ring;
   // Large broadcasts between two processes on the copy engines (CANOPY_ENGINE_BYTES given); unset otherwise.
   std::unique_ptr<ProcessEngines> engines_across;
-  // Across processes, which collectives the copy engines (broadcasts) and the host rings (broadcasts and reduces)
-  // move, where the join made them: what run_in_processes does, and what is_copy_engine and staged_count report.
+  // Across processes, which collectives the copy engines (broadcasts) and the host rings (broadcasts, reduces and
+  // allreduces) move, where the join made them: what run_in_processes does, and what is_copy_engine and staged_count
+  // report.
   bool engines_move(Collective c) const { return engines_across && c == Collective::broadcast; }
-  bool rings_move(Collective c) const { return host_ring && (c == Collective::broadcast || c == Collective::reduce); }
+  bool rings_move(Collective c) const {
+    return host_ring && (c == Collective::broadcast || c == Collective::reduce || c == Collective::allreduce);
+  }
   std::unique_ptr<PeerMonitor> monitor;    // notices another process ending, or stopping its calls
   // Several hosts (runtime/hosts/): the inside communicator of this host and the real NCCL's rail communicators;
   // set, every call runs its phases (HostsRuntime::run) and the parts above for kernels stay empty. `group` is then
@@ -170,6 +173,7 @@ struct Communicator::State {
   // then its `staged` tail through the host rings; `streams`: this process's ranks'.
   Status broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams);
   Status reduce_through_host(const CollectiveCall& head, std::uint64_t staged);
+  Status allreduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);
   // CANOPY_CHECK_CALLS: every process made the same call (its signature), else the error shows both and their ranks.

@@ -5,9 +5,9 @@
 // buffers, and so, under CANOPY_OWN_BUFFERS (the default), do the planned trees and the direct inbox kernels
 // (State::as_run); with CANOPY_OWN_BUFFERS=0 the trees and the direct protocol read and write other ranks' buffers, so
 // they run on the staging area (staging_area.hpp) with copies in and out on the caller's stream, as algorithm programs
-// (run_program) always do. A large broadcast's or reduce's tail crosses the host rings (ProcessHostRing) beside them;
-// where CANOPY_ENGINE_BYTES is given, a large broadcast between two processes moves on the copy engines instead of
-// the kernels (ProcessEngines).
+// (run_program) always do. A large broadcast's, reduce's or allreduce's tail crosses the host rings (ProcessHostRing)
+// beside them; where CANOPY_ENGINE_BYTES is given, a large broadcast between two processes moves on the copy engines
+// instead of the kernels (ProcessEngines).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -315,8 +315,9 @@ Status Communicator::State::broadcast_on_engines(const CollectiveCall& head, std
 
 Status Communicator::State::stage_through_host(const CollectiveCall& head, std::uint64_t staged,
                                                std::span<const cudaStream_t> streams) {
-  const Status s = head.collective == Collective::reduce ? reduce_through_host(head, staged)
-                                                         : broadcast_through_host(head, staged);
+  const Status s = head.collective == Collective::reduce      ? reduce_through_host(head, staged)
+                   : head.collective == Collective::allreduce ? allreduce_through_host(head, staged)
+                                                              : broadcast_through_host(head, staged);
   const Status joined = s.ok() ? host_ring->join(streams) : s;
   if (!joined.ok()) {
     broken = true;  // the ring's words may be out of step with the other processes'
@@ -372,6 +373,41 @@ Status Communicator::State::reduce_through_host(const CollectiveCall& head, std:
   }
   return host_ring->combine(*kernels, static_cast<char*>(head.recv[head.root]) + offset, sources, staged, head.dtype,
                             head.op);
+}
+
+// Every process sends its ranks' tails through its own ring and gathers every other process's (exchange), then
+// combines them all in rank order into its first rank's output (the same order, so the same result, in every process;
+// the op of the kernels' call: avg runs as a sum, divided after), and copies that to its other ranks' outputs. In
+// place, the first rank's output is its input: the combining kernel reads each element before writing it, and the
+// other ranks' inputs are read before their outputs are written.
+Status Communicator::State::allreduce_through_host(const CollectiveCall& head, std::uint64_t staged) {
+  const int n = ranks();
+  const int own = own_ranks();
+  const int first = first_own_rank();
+  const std::size_t elem = size_of(head.dtype);
+  const std::size_t offset = head.count * elem;
+  const std::size_t bytes = staged * elem;
+  const int processes = static_cast<int>(placement.here.size());
+  const int me = placement.device_of_rank[first];
+  std::vector<int> ranks_of_process(processes, 0);
+  for (int r = 0; r < n; ++r) ++ranks_of_process[placement.device_of_rank[r]];
+  const auto tail = [&](const void* p) { return static_cast<const char*>(p) + offset; };
+  const CombineKernels* kernels = nullptr;
+  if (Status s = offload->combine_for(placement.gpus[me].arch, &kernels); !s.ok()) return s;
+  std::vector<const void*> mine;
+  for (int i = 0; i < own; ++i) mine.push_back(tail(head.send[first + i]));
+  if (Status s = host_ring->exchange(mine, ranks_of_process, bytes); !s.ok()) return s;
+  std::vector<const void*> sources;
+  std::vector<int> local(processes, 0);
+  for (int r = 0; r < n; ++r) {
+    const int p = placement.device_of_rank[r];
+    sources.push_back(p == me ? tail(head.send[r]) : host_ring->gathered(p, local[p]++));
+  }
+  char* out = static_cast<char*>(head.recv[first]) + offset;
+  if (Status s = host_ring->combine(*kernels, out, sources, staged, head.dtype, head.op); !s.ok()) return s;
+  std::vector<void*> others;
+  for (int i = 1; i < own; ++i) others.push_back(static_cast<char*>(head.recv[first + i]) + offset);
+  return host_ring->copy_local(out, others, bytes);
 }
 
 }  // namespace canopy

@@ -46,9 +46,11 @@ const HostPath& Offload::host_path_for(Collective collective, int root) {
 
 bool Offload::may_stage(Collective collective, int root) {
   const std::size_t ranks = where_.rank_names->size();
-  if ((collective != Collective::broadcast && collective != Collective::reduce) || hybrid_.min_bytes <= 0 ||
-      where_.gpus->size() < 2 || root < 0 || root >= static_cast<int>(ranks) ||
-      (collective == Collective::reduce && ranks > static_cast<std::size_t>(CombineKernels::kMaxSources)))
+  const bool combines = collective == Collective::reduce || collective == Collective::allreduce;
+  if ((collective != Collective::broadcast && collective != Collective::reduce &&
+       !(collective == Collective::allreduce && where_.across_processes)) ||
+      hybrid_.min_bytes <= 0 || where_.gpus->size() < 2 || root < 0 || root >= static_cast<int>(ranks) ||
+      (combines && ranks > static_cast<std::size_t>(CombineKernels::kMaxSources)))
     return false;
   return hybrid_.share ? *hybrid_.share > 0 : host_path_for(collective, root).host_gbps > 0;
 }
@@ -104,13 +106,19 @@ Status Offload::stage(const CollectiveCall& call, std::uint64_t staged, const st
 
 Status Offload::ready_staging(Collective collective, int root) {
   CurrentDevice keep;
-  if (!staging_) {
+  // Across processes the host path is ProcessHostRing's (made at the join): only its combining kernels are made here.
+  if (!staging_ && !where_.across_processes) {
     std::vector<int> ordinals;
     for (const GpuDevice& g : *where_.gpus) ordinals.push_back(g.ordinal);
     if (Status s = HostStaging::create(ordinals, &staging_); !s.ok()) return s;
   }
-  if (collective != Collective::reduce) return Status();
   const CombineKernels* kernels = nullptr;
+  if (collective == Collective::allreduce) {  // every rank combines
+    for (const GpuDevice& g : *where_.gpus)
+      if (Status s = combine_for(g.arch, &kernels); !s.ok()) return s;
+    return Status();
+  }
+  if (collective != Collective::reduce) return Status();
   return combine_for((*where_.gpus)[(*where_.device_of_rank)[root]].arch, &kernels);
 }
 

@@ -37,6 +37,7 @@ struct OffloadPlacement {
   const std::vector<GpuDevice>* gpus = nullptr;  // per device index
   const std::vector<int>* device_of_rank = nullptr;
   const std::vector<int>* ordinal_of_rank = nullptr;
+  bool across_processes = false;  // the host path is ProcessHostRing's, which also moves allreduces' tails
 };
 
 class Offload {
@@ -48,7 +49,7 @@ class Offload {
   Offload& operator=(const Offload&) = delete;
 
   // How many of an out-of-place call's elements (its tail) cross the host path: 0 below the hybrid size, for other
-  // collectives, one GPU, or no host path. on_engines: the rest moves on the copy engines (the SMs stay free).
+  // collectives (broadcasts and reduces; across processes also allreduces), one GPU, or no host path. on_engines: the rest moves on the copy engines (the SMs stay free).
   std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root, bool on_engines);
   // Whether calls of this collective and root can stage at some size.
   bool may_stage(Collective collective, int root);

@@ -43,12 +43,8 @@ Status ProcessHostRing::fork(std::span<const cudaStream_t> streams) { return wor
 
 Status ProcessHostRing::send(const void* src, std::span<void* const> local, std::size_t bytes) {
   CurrentDevice keep;
+  if (Status s = copy_local(src, local, bytes); !s.ok()) return s;
   if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
-  for (void* dst : local)
-    if (dst != src)
-      if (cudaError_t e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, words_.side());
-          e != cudaSuccess)
-        return words_.failed("a device copy of the staged bytes", e);
   const SharedRings& rings = *rings_;
   const int me = rings.process();
   if (rings.processes() < 2) return Status();
@@ -100,28 +96,46 @@ std::size_t ProcessHostRing::piece_for(int ranks) {
 Status ProcessHostRing::gather_send(int root, std::span<const void* const> src, std::size_t bytes) {
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
-  const SharedRings& rings = *rings_;
-  const int me = rings.process();
+  const int me = rings_->process();
   const std::size_t piece = piece_for(static_cast<int>(src.size()));
-  for (const RingChunk& c : ring_chunks(rings.chunks(me), bytes, piece, kSlots)) {
-    if (Status s = wait_drained(c); !s.ok()) return s;
-    for (std::size_t i = 0; i < src.size(); ++i)
-      if (cudaError_t e = cudaMemcpyAsync(rings.slot(me, c.slot) + i * piece,
-                                          static_cast<const char*>(src[i]) + c.offset, c.bytes, cudaMemcpyDeviceToHost,
-                                          words_.side());
-          e != cudaSuccess)
-        return words_.failed("a copy into the host ring", e);
-    if (Status s = words_.write(me, rings.fill_word(me, c.slot), c.filled); !s.ok()) return s;
-    rings_->count_chunk(me, c.slot, root);
-  }
+  for (const RingChunk& c : ring_chunks(rings_->chunks(me), bytes, piece, kSlots))
+    if (Status s = put_chunk(c, src, piece, root); !s.ok()) return s;
   return Status();
 }
 
-Status ProcessHostRing::gather_receive(std::span<const int> ranks_of_process, std::size_t bytes) {
-  CurrentDevice keep;
-  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
+Status ProcessHostRing::put_chunk(const RingChunk& c, std::span<const void* const> src, std::size_t piece,
+                                  int reader) {
   const SharedRings& rings = *rings_;
   const int me = rings.process();
+  if (Status s = wait_drained(c); !s.ok()) return s;
+  for (std::size_t i = 0; i < src.size(); ++i)
+    if (cudaError_t e = cudaMemcpyAsync(rings.slot(me, c.slot) + i * piece, static_cast<const char*>(src[i]) + c.offset,
+                                        c.bytes, cudaMemcpyDeviceToHost, words_.side());
+        e != cudaSuccess)
+      return words_.failed("a copy into the host ring", e);
+  if (Status s = words_.write(me, rings.fill_word(me, c.slot), c.filled); !s.ok()) return s;
+  rings_->count_chunk(me, c.slot, reader);
+  return Status();
+}
+
+Status ProcessHostRing::take_chunk(int ring, int ring_ranks, const RingChunk& c) {
+  const SharedRings& rings = *rings_;
+  const int me = rings.process();
+  const std::size_t piece = piece_for(ring_ranks);
+  if (Status s = words_.wait(ring, rings.fill_word(ring, c.slot), c.filled); !s.ok()) return s;
+  for (int i = 0; i < ring_ranks; ++i)
+    if (cudaError_t e = cudaMemcpyAsync(static_cast<void*>(gathered_at(ring, i) + c.offset),
+                                        rings.slot(ring, c.slot) + static_cast<std::size_t>(i) * piece, c.bytes,
+                                        cudaMemcpyHostToDevice, words_.side());
+        e != cudaSuccess)
+      return words_.failed("a copy out of the host ring", e);
+  if (Status s = words_.write(ring, rings.drain_word(ring, c.slot, me), c.filled); !s.ok()) return s;
+  rings_->count_chunk(ring, c.slot, me);
+  return Status();
+}
+
+Status ProcessHostRing::ready_gathering(std::span<const int> ranks_of_process, std::size_t bytes) {
+  const int me = rings_->process();
   // The gathering buffer: every other process's ranks' bytes in a row, grown (after the work queued on it).
   gathered_at_.assign(ranks_of_process.size(), 0);
   std::size_t total = 0;
@@ -130,33 +144,60 @@ Status ProcessHostRing::gather_receive(std::span<const int> ranks_of_process, st
     if (static_cast<int>(p) != me) total += static_cast<std::size_t>(ranks_of_process[p]) * bytes;
   }
   gathered_bytes_ = bytes;
-  if (total > gathering_bytes_) {
-    if (cudaError_t e = cudaStreamSynchronize(words_.side()); e != cudaSuccess)
-      return words_.failed("cudaStreamSynchronize", e);
-    if (gathering_) (void)cudaFree(gathering_);
-    gathering_ = nullptr;
-    gathering_bytes_ = 0;
-    void* p = nullptr;
-    if (cudaError_t e = cudaMalloc(&p, total); e != cudaSuccess)
-      return words_.failed(fmt::format("allocating the reduce's gathering buffer ({} bytes)", total), e);
-    gathering_ = static_cast<char*>(p);
-    gathering_bytes_ = total;
-  }
+  if (total <= gathering_bytes_) return Status();
+  if (cudaError_t e = cudaStreamSynchronize(words_.side()); e != cudaSuccess)
+    return words_.failed("cudaStreamSynchronize", e);
+  if (gathering_) (void)cudaFree(gathering_);
+  gathering_ = nullptr;
+  gathering_bytes_ = 0;
+  void* p = nullptr;
+  if (cudaError_t e = cudaMalloc(&p, total); e != cudaSuccess)
+    return words_.failed(fmt::format("allocating the gathering buffer of the host rings ({} bytes)", total), e);
+  gathering_ = static_cast<char*>(p);
+  gathering_bytes_ = total;
+  return Status();
+}
+
+Status ProcessHostRing::gather_receive(std::span<const int> ranks_of_process, std::size_t bytes) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
+  if (Status s = ready_gathering(ranks_of_process, bytes); !s.ok()) return s;
+  const int me = rings_->process();
   for (int p = 0; p < static_cast<int>(ranks_of_process.size()); ++p) {
     if (p == me) continue;
-    const std::size_t piece = piece_for(ranks_of_process[p]);
-    for (const RingChunk& c : ring_chunks(rings.chunks(p), bytes, piece, kSlots)) {
-      if (Status s = words_.wait(p, rings.fill_word(p, c.slot), c.filled); !s.ok()) return s;
-      for (int i = 0; i < ranks_of_process[p]; ++i)
-        if (cudaError_t e = cudaMemcpyAsync(static_cast<void*>(gathered_at(p, i) + c.offset),
-                                            rings.slot(p, c.slot) + static_cast<std::size_t>(i) * piece, c.bytes,
-                                            cudaMemcpyHostToDevice, words_.side());
-            e != cudaSuccess)
-          return words_.failed("a copy out of the host ring", e);
-      if (Status s = words_.write(p, rings.drain_word(p, c.slot, me), c.filled); !s.ok()) return s;
-      rings_->count_chunk(p, c.slot, me);
-    }
+    for (const RingChunk& c : ring_chunks(rings_->chunks(p), bytes, piece_for(ranks_of_process[p]), kSlots))
+      if (Status s = take_chunk(p, ranks_of_process[p], c); !s.ok()) return s;
   }
+  return Status();
+}
+
+Status ProcessHostRing::exchange(std::span<const void* const> src, std::span<const int> ranks_of_process,
+                                 std::size_t bytes) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
+  if (Status s = ready_gathering(ranks_of_process, bytes); !s.ok()) return s;
+  const int me = rings_->process();
+  const int processes = static_cast<int>(ranks_of_process.size());
+  // Every ring's chunks, numbered before any is counted.
+  std::vector<std::vector<RingChunk>> chunks(processes);
+  std::size_t most = 0;
+  for (int p = 0; p < processes; ++p) {
+    const std::size_t piece = piece_for(p == me ? static_cast<int>(src.size()) : ranks_of_process[p]);
+    chunks[p] = ring_chunks(rings_->chunks(p), bytes, piece, kSlots);
+    most = std::max(most, chunks[p].size());
+  }
+  // Chunk k of this process's ring, then chunk k of every other's: a refill of a slot waits for the drains of the
+  // chunk before it (k - kSlots), which every process queues before its own chunk k, so no side stream waits on one
+  // that waits on it.
+  const std::size_t piece = piece_for(static_cast<int>(src.size()));
+  for (std::size_t k = 0; k < most; ++k)
+    for (int p = 0; p < processes; ++p) {
+      const int ring = (me + p) % processes;  // this process's own first
+      if (k >= chunks[ring].size()) continue;
+      const Status s = ring == me ? put_chunk(chunks[ring][k], src, piece, -1)
+                                  : take_chunk(ring, ranks_of_process[ring], chunks[ring][k]);
+      if (!s.ok()) return s;
+    }
   return Status();
 }
 
@@ -176,6 +217,16 @@ Status ProcessHostRing::combine(const CombineKernels& kernels, void* out, std::s
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
   return kernels.run(out, sources, count, dtype, op, words_.side());
+}
+
+Status ProcessHostRing::copy_local(const void* src, std::span<void* const> dst, std::size_t bytes) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
+  for (void* d : dst)
+    if (d != src)
+      if (cudaError_t e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, words_.side()); e != cudaSuccess)
+        return words_.failed("a device copy of the staged bytes", e);
+  return Status();
 }
 
 Status ProcessHostRing::join(std::span<const cudaStream_t> streams) { return words_.join(streams); }

@@ -180,14 +180,15 @@ TEST(MultiProcessFailureOnGpu, AMismatchedCountFailsTheCallOnEveryProcess) {
                                              "process 2 (rank 2) made \"call 1: allreduce count 1029 f32 sum\""));
 }
 
-// The host path across processes: from 1 MiB (CANOPY_HYBRID_BYTES), a share of each broadcast and reduce crosses the
-// processes' host rings (ProcessHostRing) beside the kernels' head; 2 and 3 processes and 2 x 2, in and out of place,
-// every output element checked, and the debug log shows the staged elements of both collectives. A quarter of f32 and
-// bf16 calls (one chunk each; sum, avg, max), then half of a 40 MB u8 call: 5 chunks of 4 MiB through 4 slots (a
-// reduce's, a piece per rank of the process: 10 or more), so a slot is refilled after its drain. Sizes whose heads
-// take the direct protocol, which a GPU shared without MPS runs quickly. With 3 processes, a reduce's chunks through
-// one process's ring are counted by the third, which neither fills nor reads them.
-TEST(MultiProcessHostRingOnGpu, BroadcastAndReduceTailsThroughTheHostRingsArriveWhole) {
+// The host path across processes: from 1 MiB (CANOPY_HYBRID_BYTES), a share of each broadcast, reduce and allreduce
+// crosses the processes' host rings (ProcessHostRing) beside the kernels' head; 2 and 3 processes and 2 x 2, in and
+// out of place, every output element checked, and the debug log shows the staged elements of each collective. A
+// quarter of f32 and bf16 calls (one chunk each; sum, avg, max), then half of a 40 MB u8 call: 5 chunks of 4 MiB
+// through 4 slots (a reduce's or an allreduce's, a piece per rank of the process: 10 or more), so a slot is refilled
+// after its drain; an allreduce's every process fills its ring and drains the others' in turn. Sizes whose heads take
+// the direct protocol, which a GPU shared without MPS runs quickly. With 3 processes, a reduce's chunks through one
+// process's ring are counted by the third, which neither fills nor reads them.
+TEST(MultiProcessHostRingOnGpu, BroadcastReduceAndAllreduceTailsThroughTheHostRingsArriveWhole) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const std::string log = "CANOPY_HYBRID_BYTES=1MiB CANOPY_LOG=debug CANOPY_LOG_SUBSYS=run";
   const std::pair<std::string, std::string> runs[] = {
@@ -197,14 +198,15 @@ TEST(MultiProcessHostRingOnGpu, BroadcastAndReduceTailsThroughTheHostRingsArrive
   for (const auto& [processes, per_process] : {std::pair{2, 1}, std::pair{3, 1}, std::pair{2, 2}})
     for (const auto& [share, args] : runs) {
       SCOPED_TRACE(fmt::format("{} processes x {} ranks, {}", processes, per_process, share));
-      const testing::CommandRun r = check(processes, log + " " + share,
-                                          fmt::format("--collectives broadcast,reduce {} --per-process {}", args,
-                                                      per_process));
+      const testing::CommandRun r =
+          check(processes, log + " " + share,
+                fmt::format("--collectives broadcast,reduce,allreduce {} --per-process {}", args, per_process));
       expect_every_process_right(r, processes);
-      for (const char* collective : {"broadcast", "reduce"})
-        EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("{} count [0-9]+ launch [0-9]+ of [A-Za-z_0-9]+, "
-                                                                   "[0-9]+ elements through host memory",
-                                                                   collective)));
+      for (const char* collective : {"broadcast", "reduce", "allreduce"})
+        EXPECT_THAT(r.output,
+                    ::testing::ContainsRegex(fmt::format("(^|[^a-z]){} count [0-9]+ launch [0-9]+ of [A-Za-z_0-9]+, "
+                                                         "[0-9]+ elements through host memory",
+                                                         collective)));
     }
 }
 

@@ -1,4 +1,4 @@
-// The hybrid split of a broadcast (planner/host_share.hpp): the host path's share ends both paths together, it is
+// The hybrid split of a broadcast, a reduce or an allreduce (planner/host_share.hpp): the host path's share ends both paths together, it is
 // bounded by the slowest GPU's host link, it shrinks as the host path's fixed cost weighs more, and it is 0 wherever
 // the host path cannot or need not carry any.
 #include <gtest/gtest.h>
@@ -61,6 +61,24 @@ TEST(HostShare, AReduceCountsItsCombiningPassAsFixedCost) {
             host_share(path, 256 << 20, host_path_model(Collective::broadcast)));
 }
 
+// An allreduce's every rank reads every other's share (each a reduce's root): on three GPUs with 50 GB/s host links,
+// a host path of 25 GB/s per byte; it combines after the kernels, as a reduce.
+TEST(HostShare, AnAllreducesEveryRankGathersLikeAReducesRoot) {
+  EXPECT_EQ(host_path_model(Collective::allreduce).fixed_us, host_path_model(Collective::reduce).fixed_us);
+  const Topology two = pair(50);
+  const HostPath path = host_path(two, plan(two, Collective::allreduce));
+  EXPECT_GT(path.trees_gbps, 0);
+  EXPECT_NEAR(path.host_gbps, 50, 1e-12);
+  EXPECT_GT(host_share(path, kGiB, host_path_model(Collective::allreduce)), 0);
+  Topology t("three");
+  const std::vector<NodeId> g = t.gpus(3);
+  for (int a = 0; a < 3; ++a) {
+    t.host_link(g[a], {50, "pcie5"});
+    for (int b = a + 1; b < 3; ++b) t.link(g[a], g[b], {200, "nvlink4"});
+  }
+  EXPECT_NEAR(host_path(t, plan(t, Collective::allreduce)).host_gbps, 25, 1e-12);
+}
+
 TEST(HostShare, BesideTheCopyEnginesAReduceCombinesAsItGoes) {
   // The SMs are free: each chunk is combined as it lands, and no pass is left after the last.
   EXPECT_EQ(host_path_model(Collective::reduce, true).fixed_us, host_path_model(Collective::broadcast).fixed_us);
@@ -93,10 +111,11 @@ TEST(HostShare, NoneWithoutAHostLinkOnEveryRank) {
   EXPECT_EQ(host_share(path, kGiB, host_path_model(Collective::broadcast)), 0);
 }
 
-TEST(HostShare, OnlyBroadcastsAndReducesStageThroughTheHost) {
+TEST(HostShare, OnlyBroadcastsReducesAndAllreducesStageThroughTheHost) {
   const Topology t = pair(50);
-  EXPECT_EQ(host_path(t, plan(t, Collective::reduce)).host_gbps, 50);
-  for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reducescatter})
+  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce})
+    EXPECT_EQ(host_path(t, plan(t, c)).host_gbps, 50) << to_string(c);
+  for (Collective c : {Collective::allgather, Collective::reducescatter})
     EXPECT_EQ(host_path(t, plan(t, c)).host_gbps, 0) << to_string(c);
 }
 
