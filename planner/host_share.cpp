@@ -60,15 +60,15 @@ HostPath host_path(const Topology& topology, const Plan& plan) {
 }
 
 HostPathModel host_path_model(Collective collective, bool sms_free) {
-  const bool combines_after = collective == Collective::reduce || collective == Collective::allreduce;
-  return combines_after && !sms_free ? HostPathModel{120, 8} : HostPathModel{60, 8};
+  if (collective == Collective::allreduce) return HostPathModel{sms_free ? 60.0 : 120.0, 8, 0.6};
+  return collective == Collective::reduce && !sms_free ? HostPathModel{120, 8} : HostPathModel{60, 8};
 }
 
 double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel& model) {
   if (!(path.host_gbps > 0) || !(path.trees_gbps > 0) || bytes == 0) return 0;
   const double s = static_cast<double>(bytes) / 1e3;  // bytes / (GB/s) in µs: S / 1e9 * 1e6
   const double trees_us = s / path.trees_gbps;
-  const double host_us = (1 + 1.0 / std::max(1, model.chunks)) * s / path.host_gbps;
+  const double host_us = (1 + 1.0 / std::max(1, model.chunks)) * s / (path.host_gbps * model.duplex);
   return std::clamp((trees_us - model.fixed_us) / (trees_us + host_us), 0.0, 0.5);
 }
 

@@ -10,7 +10,8 @@
 //
 // The share ends both paths together. For S bytes the trees take (1 - f) S / t; the host path takes a fixed cost D
 // (events between the GPUs' streams, the copies' start, the slowing of NVLink while PCIe runs) plus (1 + 1/k) f S / h,
-// its k chunks in a two-copy pipeline that one chunk fills. So f = (S/t - D) / (S/t + (1 + 1/k) S/h), clamped to
+// its k chunks in a two-copy pipeline that one chunk fills (h times the model's duplex share where both directions
+// move at once). So f = (S/t - D) / (S/t + (1 + 1/k) S/h), clamped to
 // [0, 0.5]: h / ((1 + 1/k) t + h) for large S, less for smaller S, 0 where S/t <= D.
 #pragma once
 
@@ -32,9 +33,13 @@ struct HostPath {
 // 64 MiB to 1 GiB), 120 µs for a reduce beside the trees, whose root combines what the host path brought in one pass
 // after the trees' kernel has let go of the SMs; an allreduce's every rank combines so, and takes a reduce's D. Beside
 // the copy engines (sms_free) the root combines each chunk as it lands, and a reduce's D is a broadcast's.
+// `duplex` is the share of the host path's rate left to each direction when every rank writes and reads its host
+// link at once (an allreduce): 0.6, from an allreduce sweep across two processes on nvidia-h200-x2 (best shares 6–8 %
+// from 256 MiB to 1 GiB; from 10 % the host path alone set the time, ~39 GB/s a direction of a 63 GB/s link).
 struct HostPathModel {
   double fixed_us = 60;
   int chunks = 8;
+  double duplex = 1;
 };
 HostPathModel host_path_model(Collective collective, bool sms_free = false);
 

@@ -23,7 +23,8 @@ Status ProcessHostRing::share(FdChannel& channel, int process, int processes, in
   if (Status s = SharedRings::share(channel, process, processes, &r->rings_); !s.ok()) return s;
   std::vector<void*> bases;
   for (int p = 0; p < processes; ++p) bases.push_back(r->rings_->base(p));
-  if (Status s = r->words_.create("the host ring across processes", ordinal, bases, SharedRings::ring_bytes());
+  // Two lanes: an allreduce's copies out of this process's ring (lane 1) overlap its copies in (lane 0).
+  if (Status s = r->words_.create("the host ring across processes", ordinal, bases, SharedRings::ring_bytes(), 2);
       !s.ok())
     return s;
   *out = std::move(r);
@@ -34,7 +35,7 @@ ProcessHostRing::~ProcessHostRing() {
   if (!gathering_) return;
   CurrentDevice keep;
   (void)cudaSetDevice(words_.ordinal());
-  if (words_.side()) (void)cudaStreamSynchronize(words_.side());
+  (void)words_.synchronize();
   (void)cudaFree(gathering_);
   (void)cudaGetLastError();
 }
@@ -118,18 +119,18 @@ Status ProcessHostRing::put_chunk(const RingChunk& c, std::span<const void* cons
   return Status();
 }
 
-Status ProcessHostRing::take_chunk(int ring, int ring_ranks, const RingChunk& c) {
+Status ProcessHostRing::take_chunk(int ring, int ring_ranks, const RingChunk& c, int lane) {
   const SharedRings& rings = *rings_;
   const int me = rings.process();
   const std::size_t piece = piece_for(ring_ranks);
-  if (Status s = words_.wait(ring, rings.fill_word(ring, c.slot), c.filled); !s.ok()) return s;
+  if (Status s = words_.wait(ring, rings.fill_word(ring, c.slot), c.filled, lane); !s.ok()) return s;
   for (int i = 0; i < ring_ranks; ++i)
     if (cudaError_t e = cudaMemcpyAsync(static_cast<void*>(gathered_at(ring, i) + c.offset),
                                         rings.slot(ring, c.slot) + static_cast<std::size_t>(i) * piece, c.bytes,
-                                        cudaMemcpyHostToDevice, words_.side());
+                                        cudaMemcpyHostToDevice, words_.side(lane));
         e != cudaSuccess)
       return words_.failed("a copy out of the host ring", e);
-  if (Status s = words_.write(ring, rings.drain_word(ring, c.slot, me), c.filled); !s.ok()) return s;
+  if (Status s = words_.write(ring, rings.drain_word(ring, c.slot, me), c.filled, lane); !s.ok()) return s;
   rings_->count_chunk(ring, c.slot, me);
   return Status();
 }
@@ -145,8 +146,7 @@ Status ProcessHostRing::ready_gathering(std::span<const int> ranks_of_process, s
   }
   gathered_bytes_ = bytes;
   if (total <= gathering_bytes_) return Status();
-  if (cudaError_t e = cudaStreamSynchronize(words_.side()); e != cudaSuccess)
-    return words_.failed("cudaStreamSynchronize", e);
+  if (Status s = words_.synchronize(); !s.ok()) return s;
   if (gathering_) (void)cudaFree(gathering_);
   gathering_ = nullptr;
   gathering_bytes_ = 0;
@@ -166,7 +166,7 @@ Status ProcessHostRing::gather_receive(std::span<const int> ranks_of_process, st
   for (int p = 0; p < static_cast<int>(ranks_of_process.size()); ++p) {
     if (p == me) continue;
     for (const RingChunk& c : ring_chunks(rings_->chunks(p), bytes, piece_for(ranks_of_process[p]), kSlots))
-      if (Status s = take_chunk(p, ranks_of_process[p], c); !s.ok()) return s;
+      if (Status s = take_chunk(p, ranks_of_process[p], c, 0); !s.ok()) return s;
   }
   return Status();
 }
@@ -176,6 +176,9 @@ Status ProcessHostRing::exchange(std::span<const void* const> src, std::span<con
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
   if (Status s = ready_gathering(ranks_of_process, bytes); !s.ok()) return s;
+  // Lane 1 refills the gathering buffer only after the last call's combining kernel (lane 0) has read it, whichever
+  // streams the calls came on.
+  if (Status s = words_.follow(1, 0); !s.ok()) return s;
   const int me = rings_->process();
   const int processes = static_cast<int>(ranks_of_process.size());
   // Every ring's chunks, numbered before any is counted.
@@ -186,19 +189,21 @@ Status ProcessHostRing::exchange(std::span<const void* const> src, std::span<con
     chunks[p] = ring_chunks(rings_->chunks(p), bytes, piece, kSlots);
     most = std::max(most, chunks[p].size());
   }
-  // Chunk k of this process's ring, then chunk k of every other's: a refill of a slot waits for the drains of the
-  // chunk before it (k - kSlots), which every process queues before its own chunk k, so no side stream waits on one
-  // that waits on it.
+  // This process's chunks in on lane 0, every other's out on lane 1, so both directions of PCIe move at once. Chunk k
+  // of each ring is queued before chunk k + 1 of any: a refill of a slot waits for the drains of the chunk before it
+  // (k - kSlots), queued earlier on every process's lane 1, and a drain waits only for its chunk's fill, queued on
+  // the owner's lane 0 behind nothing later; no lane waits on one that waits on it.
   const std::size_t piece = piece_for(static_cast<int>(src.size()));
   for (std::size_t k = 0; k < most; ++k)
     for (int p = 0; p < processes; ++p) {
       const int ring = (me + p) % processes;  // this process's own first
       if (k >= chunks[ring].size()) continue;
       const Status s = ring == me ? put_chunk(chunks[ring][k], src, piece, -1)
-                                  : take_chunk(ring, ranks_of_process[ring], chunks[ring][k]);
+                                  : take_chunk(ring, ranks_of_process[ring], chunks[ring][k], 1);
       if (!s.ok()) return s;
     }
-  return Status();
+  // What follows (the combining kernel, on lane 0) reads the gathered bytes.
+  return words_.follow(0, 1);
 }
 
 void ProcessHostRing::gather_pass(int ring, int ring_ranks, int root, std::size_t bytes) {

@@ -72,8 +72,8 @@ class ProcessHostRing {
   Status gather_receive(std::span<const int> ranks_of_process, std::size_t bytes);
   // An allreduce's tail, from every process: `bytes` of each of `src` (this process's ranks' inputs, in rank order)
   // through this process's ring to every other process, and every other process p's ranks' (ranks_of_process[p]) from
-  // p's ring into the gathering buffer (gathered()), chunk by chunk in turn. Then combine() once per process. Between
-  // fork and join.
+  // p's ring into the gathering buffer (gathered()), chunk by chunk in turn, the two directions on two side streams.
+  // Then combine() once per process. Between fork and join.
   Status exchange(std::span<const void* const> src, std::span<const int> ranks_of_process, std::size_t bytes);
   // As neither root nor `ring`'s owner: counts the chunks a reduce's `bytes` per rank (`ring_ranks` ranks) take
   // through `ring`, read by process `root` alone.
@@ -104,14 +104,15 @@ class ProcessHostRing {
   // Chunk `c` of this process's ring: a piece of each of `src` in, once the slot's last readers drained it; read by
   // process `reader` (-1: every other process).
   Status put_chunk(const RingChunk& c, std::span<const void* const> src, std::size_t piece, int reader);
-  // Chunk `c` of process `ring`'s ring (its `ring_ranks` ranks' pieces) into the gathering buffer.
-  Status take_chunk(int ring, int ring_ranks, const RingChunk& c);
+  // Chunk `c` of process `ring`'s ring (its `ring_ranks` ranks' pieces) into the gathering buffer, on side stream
+  // `lane`.
+  Status take_chunk(int ring, int ring_ranks, const RingChunk& c, int lane);
   // The gathering buffer sized for `bytes` of every other process's ranks (grown after the work queued on it).
   Status ready_gathering(std::span<const int> ranks_of_process, std::size_t bytes);
   char* gathered_at(int process, int local) const;
 
   std::unique_ptr<SharedRings> rings_;
-  StreamWords words_;          // every ring registered, the side stream; destroyed before rings_ unmaps them
+  StreamWords words_;  // every ring registered, two side streams (lanes); destroyed before rings_ unmaps them
   char* gathering_ = nullptr;  // on this GPU: a reduce root's gathering buffer
   std::size_t gathering_bytes_ = 0;
   std::vector<std::size_t> gathered_at_;  // per process: the offset of its first rank's bytes in the gathering buffer

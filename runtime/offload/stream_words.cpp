@@ -32,7 +32,8 @@ Status StreamWords::failed(std::string_view what, cudaError_t e) const {
   return Status(StatusCode::cuda_error, fmt::format("{}: {} failed: {}", who_, what, cudaGetErrorString(e)));
 }
 
-Status StreamWords::create(std::string who, int ordinal, std::span<void* const> regions, std::size_t bytes) {
+Status StreamWords::create(std::string who, int ordinal, std::span<void* const> regions, std::size_t bytes,
+                           int lanes) {
   who_ = std::move(who);
   ordinal_ = ordinal;
   if (!supported())
@@ -51,11 +52,14 @@ Status StreamWords::create(std::string who, int ordinal, std::span<void* const> 
       return failed("cudaHostGetDevicePointer", e);
     device_.push_back(reinterpret_cast<std::uintptr_t>(device));
   }
-  if (cudaError_t e = cudaStreamCreateWithFlags(&side_, cudaStreamNonBlocking); e != cudaSuccess)
-    return failed("cudaStreamCreateWithFlags", e);
+  for (int i = 0; i < lanes; ++i) {
+    Lane& lane = lanes_.emplace_back();
+    if (cudaError_t e = cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking); e != cudaSuccess)
+      return failed("cudaStreamCreateWithFlags", e);
+    if (cudaError_t e = cudaEventCreateWithFlags(&lane.done, cudaEventDisableTiming); e != cudaSuccess)
+      return failed("cudaEventCreateWithFlags", e);
+  }
   if (cudaError_t e = cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming); e != cudaSuccess)
-    return failed("cudaEventCreateWithFlags", e);
-  if (cudaError_t e = cudaEventCreateWithFlags(&joined_, cudaEventDisableTiming); e != cudaSuccess)
     return failed("cudaEventCreateWithFlags", e);
   return Status();
 }
@@ -63,19 +67,22 @@ Status StreamWords::create(std::string who, int ordinal, std::span<void* const> 
 StreamWords::~StreamWords() {
   CurrentDevice keep;
   (void)cudaSetDevice(ordinal_);
-  if (side_) (void)cudaStreamSynchronize(side_);
-  if (side_) (void)cudaStreamDestroy(side_);
+  for (Lane& lane : lanes_) {
+    if (lane.stream) (void)cudaStreamSynchronize(lane.stream);
+    if (lane.stream) (void)cudaStreamDestroy(lane.stream);
+    if (lane.done) (void)cudaEventDestroy(lane.done);
+  }
   if (forked_) (void)cudaEventDestroy(forked_);
-  if (joined_) (void)cudaEventDestroy(joined_);
   for (void* r : regions_) (void)cudaHostUnregister(r);
   (void)cudaGetLastError();
 }
 
-Status StreamWords::operation(bool wait, int region, const std::uint32_t* word, std::uint32_t value) {
+Status StreamWords::operation(bool wait, int region, const std::uint32_t* word, std::uint32_t value, int lane) {
   const CUdeviceptr at =
       device_[region] + (reinterpret_cast<const char*>(word) - static_cast<const char*>(regions_[region]));
-  const CUresult r = wait ? wait_value32()(side_, at, value, CU_STREAM_WAIT_VALUE_GEQ)
-                          : write_value32()(side_, at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
+  const auto stream = reinterpret_cast<CUstream>(lanes_[lane].stream);
+  const CUresult r = wait ? wait_value32()(stream, at, value, CU_STREAM_WAIT_VALUE_GEQ)
+                          : write_value32()(stream, at, value, CU_STREAM_WRITE_VALUE_DEFAULT);
   if (r != CUDA_SUCCESS)
     return Status(StatusCode::cuda_error, fmt::format("{}: {} failed (CUresult {})", who_,
                                                       wait ? "cuStreamWaitValue32" : "cuStreamWriteValue32",
@@ -83,12 +90,12 @@ Status StreamWords::operation(bool wait, int region, const std::uint32_t* word, 
   return Status();
 }
 
-Status StreamWords::wait(int region, const std::uint32_t* word, std::uint32_t value) {
-  return operation(true, region, word, value);
+Status StreamWords::wait(int region, const std::uint32_t* word, std::uint32_t value, int lane) {
+  return operation(true, region, word, value, lane);
 }
 
-Status StreamWords::write(int region, const std::uint32_t* word, std::uint32_t value) {
-  return operation(false, region, word, value);
+Status StreamWords::write(int region, const std::uint32_t* word, std::uint32_t value, int lane) {
+  return operation(false, region, word, value, lane);
 }
 
 Status StreamWords::fork(std::span<const cudaStream_t> streams) {
@@ -96,7 +103,9 @@ Status StreamWords::fork(std::span<const cudaStream_t> streams) {
   if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
   for (cudaStream_t s : streams) {
     if (cudaError_t e = cudaEventRecord(forked_, s); e != cudaSuccess) return failed("cudaEventRecord", e);
-    if (cudaError_t e = cudaStreamWaitEvent(side_, forked_); e != cudaSuccess) return failed("cudaStreamWaitEvent", e);
+    for (const Lane& lane : lanes_)
+      if (cudaError_t e = cudaStreamWaitEvent(lane.stream, forked_); e != cudaSuccess)
+        return failed("cudaStreamWaitEvent", e);
   }
   return Status();
 }
@@ -104,9 +113,29 @@ Status StreamWords::fork(std::span<const cudaStream_t> streams) {
 Status StreamWords::join(std::span<const cudaStream_t> streams) {
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
-  if (cudaError_t e = cudaEventRecord(joined_, side_); e != cudaSuccess) return failed("cudaEventRecord", e);
-  for (cudaStream_t s : streams)
-    if (cudaError_t e = cudaStreamWaitEvent(s, joined_); e != cudaSuccess) return failed("cudaStreamWaitEvent", e);
+  for (const Lane& lane : lanes_) {
+    if (cudaError_t e = cudaEventRecord(lane.done, lane.stream); e != cudaSuccess) return failed("cudaEventRecord", e);
+    for (cudaStream_t s : streams)
+      if (cudaError_t e = cudaStreamWaitEvent(s, lane.done); e != cudaSuccess) return failed("cudaStreamWaitEvent", e);
+  }
+  return Status();
+}
+
+Status StreamWords::follow(int lane, int after) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
+  if (cudaError_t e = cudaEventRecord(lanes_[after].done, lanes_[after].stream); e != cudaSuccess)
+    return failed("cudaEventRecord", e);
+  if (cudaError_t e = cudaStreamWaitEvent(lanes_[lane].stream, lanes_[after].done); e != cudaSuccess)
+    return failed("cudaStreamWaitEvent", e);
+  return Status();
+}
+
+Status StreamWords::synchronize() {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
+  for (const Lane& lane : lanes_)
+    if (cudaError_t e = cudaStreamSynchronize(lane.stream); e != cudaSuccess) return failed("cudaStreamSynchronize", e);
   return Status();
 }
 

@@ -62,14 +62,23 @@ TEST(HostShare, AReduceCountsItsCombiningPassAsFixedCost) {
 }
 
 // An allreduce's every rank reads every other's share (each a reduce's root): on three GPUs with 50 GB/s host links,
-// a host path of 25 GB/s per byte; it combines after the kernels, as a reduce.
+// a host path of 25 GB/s per byte; it combines after the kernels, as a reduce, and its ranks write and read their
+// links at once, so it stages less than a reduce would at the same rates.
 TEST(HostShare, AnAllreducesEveryRankGathersLikeAReducesRoot) {
   EXPECT_EQ(host_path_model(Collective::allreduce).fixed_us, host_path_model(Collective::reduce).fixed_us);
+  EXPECT_LT(host_path_model(Collective::allreduce).duplex, 1);
+  EXPECT_EQ(host_path_model(Collective::reduce).duplex, 1);
   const Topology two = pair(50);
   const HostPath path = host_path(two, plan(two, Collective::allreduce));
   EXPECT_GT(path.trees_gbps, 0);
   EXPECT_NEAR(path.host_gbps, 50, 1e-12);
   EXPECT_GT(host_share(path, kGiB, host_path_model(Collective::allreduce)), 0);
+  EXPECT_LT(host_share(path, kGiB, host_path_model(Collective::allreduce)),
+            host_share(path, kGiB, host_path_model(Collective::reduce)));
+  // Without a fixed cost and with many chunks: h d / (t + h d).
+  const double hd = 50 * host_path_model(Collective::allreduce).duplex;
+  EXPECT_NEAR(host_share(path, kGiB, {0, 1'000'000, host_path_model(Collective::allreduce).duplex}),
+              hd / (path.trees_gbps + hd), 1e-6);
   Topology t("three");
   const std::vector<NodeId> g = t.gpus(3);
   for (int a = 0; a < 3; ++a) {
