@@ -31,8 +31,9 @@ struct HostPath {
 // D and k above. k is the runtime's chunk count (HostStaging::chunk_for: an eighth of the bytes per chunk). D was
 // calibrated on nvidia-h200-x2 (docs/performance.md, section 4): 60 µs for a broadcast (the best of six shares from
 // 64 MiB to 1 GiB), 120 µs for a reduce beside the trees, whose root combines what the host path brought in one pass
-// after the trees' kernel has let go of the SMs; an allreduce's every rank combines so, and takes a reduce's D. Beside
-// the copy engines (sms_free) the root combines each chunk as it lands, and a reduce's D is a broadcast's.
+// after the trees' kernel has let go of the SMs. An allreduce's every rank combines so, with a second side stream to
+// fork and join: 200 µs (across two processes on nvidia-h200-x2 a 1 % share at 64 MiB cost 4 %, 120 µs's choice).
+// Beside the copy engines (sms_free) the root combines each chunk as it lands, and a reduce's D is a broadcast's.
 // `duplex` is the share of the host path's rate left to each direction when every rank writes and reads its host
 // link at once (an allreduce): 0.6, from an allreduce sweep across two processes on nvidia-h200-x2 (best shares 6–8 %
 // from 256 MiB to 1 GiB; from 10 % the host path alone set the time, ~39 GB/s a direction of a 63 GB/s link).

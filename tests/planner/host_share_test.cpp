@@ -62,10 +62,10 @@ TEST(HostShare, AReduceCountsItsCombiningPassAsFixedCost) {
 }
 
 // An allreduce's every rank reads every other's share (each a reduce's root): on three GPUs with 50 GB/s host links,
-// a host path of 25 GB/s per byte; it combines after the kernels, as a reduce, and its ranks write and read their
-// links at once, so it stages less than a reduce would at the same rates.
+// a host path of 25 GB/s per byte; it combines after the kernels, as a reduce (with more fixed cost), and its ranks
+// write and read their links at once, so it stages less than a reduce would at the same rates.
 TEST(HostShare, AnAllreducesEveryRankGathersLikeAReducesRoot) {
-  EXPECT_EQ(host_path_model(Collective::allreduce).fixed_us, host_path_model(Collective::reduce).fixed_us);
+  EXPECT_GT(host_path_model(Collective::allreduce).fixed_us, host_path_model(Collective::reduce).fixed_us);
   EXPECT_LT(host_path_model(Collective::allreduce).duplex, 1);
   EXPECT_EQ(host_path_model(Collective::reduce).duplex, 1);
   const Topology two = pair(50);
