@@ -232,7 +232,8 @@ TEST(MultiProcessEnginesOnGpu, BroadcastsOnTheCopyEnginesAcrossTwoProcessesArriv
 // Algorithm programs across processes (run_program through the staging area): `canopy bench --procs N -a NAME`
 // starts N processes that each run every rank's program kernel for their own rank and check every output element.
 // Every shipped algorithm that takes 2 and 4 ranks (4: the two-host ones and halving-doubling), and 3 for those that
-// take any count; sizes from one chunk per rank to 1 MiB.
+// take any count; sizes from one chunk per rank to 1 MiB. Every process on GPU 0 (--devices 0), so that 3 and 4
+// processes also run on a machine of two GPUs (more processes than GPUs need a topology).
 TEST(MultiProcessProgramsOnGpu, ShippedAlgorithmsRunAcrossProcessesThroughTheStagingArea) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const std::pair<const char*, std::vector<int>> runs[] = {
@@ -244,8 +245,8 @@ TEST(MultiProcessProgramsOnGpu, ShippedAlgorithmsRunAcrossProcessesThroughTheSta
     for (int processes : counts) {
       SCOPED_TRACE(fmt::format("{} on {} processes", name, processes));
       const testing::CommandRun r = testing::run_command(
-          fmt::format("CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} bench --procs {} -a {} --sizes 4K:1M --iters 2 --repeats 1 "
-                      "--warmup 1 2>&1",
+          fmt::format("CANOPY_BOOTSTRAP_TIMEOUT_S=60 {} bench --procs {} --devices 0 -a {} --sizes 4K:1M --iters 2 "
+                      "--repeats 1 --warmup 1 2>&1",
                       CANOPY_CLI, processes, name));
       std::cout << r.output;
       EXPECT_EQ(r.status, 0);
