@@ -26,6 +26,26 @@ namespace canopy {
 
 namespace {
 
+// How many ranks each process (a placement's device index) holds.
+std::vector<int> ranks_per_process(const Placement& placement) {
+  std::vector<int> ranks(placement.here.size(), 0);
+  for (int d : placement.device_of_rank) ++ranks[d];
+  return ranks;
+}
+
+// Every rank's tail (from byte `offset`) in rank order, as process `at` combines them after a gather: its own ranks'
+// inputs, every other process's from `ring`'s gathering buffer.
+std::vector<const void*> tails_in_rank_order(const Placement& placement, const ProcessHostRing& ring,
+                                             const CollectiveCall& head, std::size_t offset, int at) {
+  std::vector<const void*> sources;
+  std::vector<int> local(placement.here.size(), 0);
+  for (int r = 0; r < static_cast<int>(placement.device_of_rank.size()); ++r) {
+    const int p = placement.device_of_rank[r];
+    sources.push_back(p == at ? static_cast<const char*>(head.send[r]) + offset : ring.gathered(p, local[p]++));
+  }
+  return sources;
+}
+
 Status copy_failed(const CollectiveCall& call, const char* what, int rank, cudaError_t e) {
   (void)cudaGetLastError();
   return Status(StatusCode::cuda_error, fmt::format("{} count {}: copying rank {}'s {} through the staging area "
@@ -344,34 +364,26 @@ Status Communicator::State::broadcast_through_host(const CollectiveCall& head, s
 // combines them with its own ranks' tails in rank order (the op of the kernels' call: avg runs as a sum, divided
 // after); every other process counts the chunks of the rings it does not touch.
 Status Communicator::State::reduce_through_host(const CollectiveCall& head, std::uint64_t staged) {
-  const int n = ranks();
   const int first = first_own_rank();
   const std::size_t elem = size_of(head.dtype);
   const std::size_t offset = head.count * elem;
   const std::size_t bytes = staged * elem;
   const int processes = static_cast<int>(placement.here.size());
   const int root_process = placement.device_of_rank[head.root];
-  std::vector<int> ranks_of_process(processes, 0);
-  for (int r = 0; r < n; ++r) ++ranks_of_process[placement.device_of_rank[r]];
-  const auto tail = [&](const void* p) { return static_cast<const char*>(p) + offset; };
+  const std::vector<int> ranks_of_process = ranks_per_process(placement);
   if (!placement.here[root_process]) {
     const int me = placement.device_of_rank[first];
     for (int p = 0; p < processes; ++p)
       if (p != me && p != root_process) host_ring->gather_pass(p, ranks_of_process[p], root_process, bytes);
     std::vector<const void*> sources;
-    for (int i = 0; i < own_ranks(); ++i) sources.push_back(tail(head.send[first + i]));
+    for (int i = 0; i < own_ranks(); ++i) sources.push_back(static_cast<const char*>(head.send[first + i]) + offset);
     return host_ring->gather_send(root_process, sources, bytes);
   }
   const CombineKernels* kernels = nullptr;
   if (Status s = offload->combine_for(placement.gpus[root_process].arch, &kernels); !s.ok()) return s;
   if (Status s = host_ring->gather_receive(ranks_of_process, bytes); !s.ok()) return s;
-  std::vector<const void*> sources;
-  std::vector<int> local(processes, 0);
-  for (int r = 0; r < n; ++r) {
-    const int p = placement.device_of_rank[r];
-    sources.push_back(p == root_process ? tail(head.send[r]) : host_ring->gathered(p, local[p]++));
-  }
-  return host_ring->combine(*kernels, static_cast<char*>(head.recv[head.root]) + offset, sources, staged, head.dtype,
+  return host_ring->combine(*kernels, static_cast<char*>(head.recv[head.root]) + offset,
+                            tails_in_rank_order(placement, *host_ring, head, offset, root_process), staged, head.dtype,
                             head.op);
 }
 
@@ -381,30 +393,22 @@ Status Communicator::State::reduce_through_host(const CollectiveCall& head, std:
 // place, the first rank's output is its input: the combining kernel reads each element before writing it, and the
 // other ranks' inputs are read before their outputs are written.
 Status Communicator::State::allreduce_through_host(const CollectiveCall& head, std::uint64_t staged) {
-  const int n = ranks();
   const int own = own_ranks();
   const int first = first_own_rank();
   const std::size_t elem = size_of(head.dtype);
   const std::size_t offset = head.count * elem;
   const std::size_t bytes = staged * elem;
-  const int processes = static_cast<int>(placement.here.size());
   const int me = placement.device_of_rank[first];
-  std::vector<int> ranks_of_process(processes, 0);
-  for (int r = 0; r < n; ++r) ++ranks_of_process[placement.device_of_rank[r]];
-  const auto tail = [&](const void* p) { return static_cast<const char*>(p) + offset; };
   const CombineKernels* kernels = nullptr;
   if (Status s = offload->combine_for(placement.gpus[me].arch, &kernels); !s.ok()) return s;
   std::vector<const void*> mine;
-  for (int i = 0; i < own; ++i) mine.push_back(tail(head.send[first + i]));
-  if (Status s = host_ring->exchange(mine, ranks_of_process, bytes); !s.ok()) return s;
-  std::vector<const void*> sources;
-  std::vector<int> local(processes, 0);
-  for (int r = 0; r < n; ++r) {
-    const int p = placement.device_of_rank[r];
-    sources.push_back(p == me ? tail(head.send[r]) : host_ring->gathered(p, local[p]++));
-  }
+  for (int i = 0; i < own; ++i) mine.push_back(static_cast<const char*>(head.send[first + i]) + offset);
+  if (Status s = host_ring->exchange(mine, ranks_per_process(placement), bytes); !s.ok()) return s;
   char* out = static_cast<char*>(head.recv[first]) + offset;
-  if (Status s = host_ring->combine(*kernels, out, sources, staged, head.dtype, head.op); !s.ok()) return s;
+  if (Status s = host_ring->combine(*kernels, out, tails_in_rank_order(placement, *host_ring, head, offset, me),
+                                    staged, head.dtype, head.op);
+      !s.ok())
+    return s;
   std::vector<void*> others;
   for (int i = 1; i < own; ++i) others.push_back(static_cast<char*>(head.recv[first + i]) + offset);
   return host_ring->copy_local(out, others, bytes);
