@@ -3,8 +3,8 @@
 // 32-bit words (per slot a fill word, then a drain word per process). It passes the memfd to the others over the
 // FdChannel and maps every process's ring for reading and writing (SharedMemfds). It also keeps how many chunks have
 // passed through each ring (ring_sequence.hpp numbers them) and which processes read each slot's last chunk (a
-// broadcast's every other process, a reduce's root alone: a refill waits for those only), and release() moves every
-// word far ahead of them.
+// broadcast's or an allreduce's every other process, a reduce's root alone: a refill waits for those only), and
+// release() moves every word far ahead of them.
 #pragma once
 
 #include <cstddef>
@@ -40,7 +40,7 @@ class SharedRings {
 
   // The chunks through `ring` so far (every process counts each ring's alike, whether it reads them or not), and one
   // more, in `slot`, read by `reader` alone (a reduce's root) or, with -1, by every process but the ring's own (a
-  // broadcast).
+  // broadcast, an allreduce).
   std::uint64_t chunks(int ring) const;
   void count_chunk(int ring, int slot, int reader = -1);
   // Whether `process` read the last chunk through `slot` of `ring` (before refilling the slot, its owner waits for
