@@ -11,8 +11,8 @@
 // The share ends both paths together. For S bytes the trees take (1 - f) S / t; the host path takes a fixed cost D
 // (events between the GPUs' streams, the copies' start, the slowing of NVLink while PCIe runs) plus (1 + 1/k) f S / h,
 // its k chunks in a two-copy pipeline that one chunk fills (h times the model's duplex share where both directions
-// move at once). So f = (S/t - D) / (S/t + (1 + 1/k) S/h), clamped to
-// [0, 0.5]: h / ((1 + 1/k) t + h) for large S, less for smaller S, 0 where S/t <= D.
+// move at once). So f = (S/t - D) / (S/t + (1 + 1/k) S/h), clamped to [0, 0.5]: h / ((1 + 1/k) t + h) for large S,
+// less for smaller S, 0 where S/t <= D.
 #pragma once
 
 #include <cstdint>
@@ -45,8 +45,8 @@ struct HostPathModel {
 HostPathModel host_path_model(Collective collective, bool sms_free = false);
 
 // A plan's paths: host_gbps 0 unless the plan is a broadcast, a reduce or an allreduce over at least two ranks whose
-// GPUs all have a host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws canopy::Error when the
-// plan names a node the topology lacks.
+// GPUs all have a host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws
+// canopy::Error when the plan names a node the topology lacks.
 HostPath host_path(const Topology& topology, const Plan& plan);
 
 // The share f of `bytes` for the host path, in [0, 0.5] (formula above); 0 when host_gbps is 0.

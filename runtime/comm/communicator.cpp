@@ -139,10 +139,10 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
   const Placement& pl = st.placement;
   if (pl.multi_process()) {
     // The copy engines across processes (ProcessEngines, made at the join: two processes, broadcasts, writing into
-    // the other process's buffers through CUDA IPC) only where their size is given, until they have run on GPUs. The
-    // host path of large broadcasts and reduces (ProcessHostRing, made at the join) by default where the processes
-    // hold two GPUs or more, and on one shared GPU only where its size is given (tests). The watchdog watches each
-    // process's own launches.
+    // the other process's buffers through CUDA IPC) only where their size is given (on two H200s they lost to the
+    // kernels with the host rings). The host path of large broadcasts, reduces and allreduces (ProcessHostRing, made
+    // at the join) by default where the processes hold two GPUs or more, and on one shared GPU only where its size is
+    // given (tests). The watchdog watches each process's own launches.
     if (!st.config.hybrid.given && distinct_gpus(pl) < 2) st.config.hybrid.min_bytes = 0;
     if (!st.config.protocols.engine.min_bytes) st.config.protocols.engine.min_bytes = 0;
   }
@@ -240,9 +240,9 @@ Status Communicator::State::prepare(std::span<const CollectiveSpec> specs) {
 
 // The memory a newly loaded kernel shares is made here, not at its first call, where a cudaMalloc could wait for the
 // caller's work on the GPU: scratch (grown after the launches using the old one), the plan-free protocol's memory,
-// and the host path of large broadcasts and reduces (a reduce's combining kernels are an NVRTC compile) and the copy
-// engines of large broadcasts, reduces and allreduces in one process. Then every counter is zero before any launch (the caller's
-// own work on its streams is not waited for).
+// and the host path of large broadcasts and reduces (and across processes allreduces; their combining kernels are an
+// NVRTC compile) and, in one process, the copy engines of large broadcasts, reduces and allreduces. Then every
+// counter is zero before any launch (the caller's own work on its streams is not waited for).
 void Communicator::State::ready_memory(const CollectiveSpec& spec, const PreparedCollective& p) {
   const std::vector<RankResources>& need = p.built->source.resources;
   if (memory->scratch_short(need)) {

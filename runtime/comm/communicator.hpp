@@ -131,8 +131,8 @@ class Communicator {
 
   // How many of an out-of-place call's elements (its tail) cross the host path beside the kernels or the copy
   // engines (hybrid_bytes above): 0 for calls below hybrid_bytes, collectives other than broadcast and reduce (and,
-  // across processes, allreduce), one GPU, or topologies without a host link on every rank's GPU. (An in-place reduce runs on the trees even at copy-engine sizes, and its share is
-  // the trees'.)
+  // across processes, allreduce), one GPU, or topologies without a host link on every rank's GPU. (An in-place
+  // reduce runs on the trees even at copy-engine sizes, and its share is the trees'.)
   std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const;
   // Whether an out-of-place call of this collective and count is moved by the copy engines (engine_bytes above); an
   // in-place reduce or allreduce never is.

@@ -170,10 +170,10 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   st.group = std::move(group);
   for (int r = 0; r < nranks; ++r) st.whole.mine.push_back(st.placement.here[st.placement.device_of_rank[r]]);
   set_up_runtime(options, st);
-  // The host path of large broadcasts and reduces across the processes (set_up_runtime says where; every process
-  // alike: the plan key holds its settings, and every process knows the placement).
-  // A driver without the rings' stream memory operations (every process of the host alike) leaves the path off by
-  // default, and fails the join where its size was given.
+  // The host path of large broadcasts, reduces and allreduces across the processes (set_up_runtime says where; every
+  // process alike: the plan key holds its settings, and every process knows the placement). A driver without the
+  // rings' stream memory operations (every process of the host alike) leaves the path off by default, and fails the
+  // join where its size was given.
   if (st.config.hybrid.min_bytes > 0 && st.group->processes() > 1) {
     if (!st.config.hybrid.given && !ProcessHostRing::supported()) {
       st.log.info(LogSubsys::init, "host path across processes off: this driver lacks the stream memory operations "

@@ -210,9 +210,9 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   // A large broadcast between two processes on the copy engines (ProcessEngines), where their size is given.
   const bool on_engines = engines_move(call.collective) && !capturing && !call.program &&
                           protocols.engine_sized(call.collective, call.count * size_of(call.dtype));
-  // A large broadcast's or reduce's tail through the host rings (ProcessHostRing), beside the kernels' or the copy
-  // engines' head: every process splits alike (the same settings and topology). Captured calls run on the kernels
-  // alone.
+  // A large broadcast's, reduce's or allreduce's tail through the host rings (ProcessHostRing), beside the kernels'
+  // or the copy engines' head: every process splits alike (the same settings and topology). Captured calls run on the
+  // kernels alone.
   const std::uint64_t staged =
       rings_move(call.collective) && !capturing && !call.program
           ? offload->staged_count(call.collective, call.count, call.dtype, call.root, on_engines)

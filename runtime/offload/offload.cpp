@@ -46,11 +46,13 @@ const HostPath& Offload::host_path_for(Collective collective, int root) {
 
 bool Offload::may_stage(Collective collective, int root) {
   const std::size_t ranks = where_.rank_names->size();
-  const bool combines = collective == Collective::reduce || collective == Collective::allreduce;
-  if ((collective != Collective::broadcast && collective != Collective::reduce &&
-       !(collective == Collective::allreduce && where_.across_processes)) ||
-      hybrid_.min_bytes <= 0 || where_.gpus->size() < 2 || root < 0 || root >= static_cast<int>(ranks) ||
-      (combines && ranks > static_cast<std::size_t>(CombineKernels::kMaxSources)))
+  // Allreduces only across processes (ProcessHostRing); a reduce's or an allreduce's tails meet in a combining kernel.
+  const bool allreduce = collective == Collective::allreduce;
+  const bool moved = collective == Collective::broadcast || collective == Collective::reduce ||
+                     (allreduce && where_.across_processes);
+  const bool combined = collective == Collective::reduce || allreduce;
+  if (!moved || hybrid_.min_bytes <= 0 || where_.gpus->size() < 2 || root < 0 || root >= static_cast<int>(ranks) ||
+      (combined && ranks > static_cast<std::size_t>(CombineKernels::kMaxSources)))
     return false;
   return hybrid_.share ? *hybrid_.share > 0 : host_path_for(collective, root).host_gbps > 0;
 }

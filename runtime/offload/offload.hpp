@@ -49,7 +49,8 @@ class Offload {
   Offload& operator=(const Offload&) = delete;
 
   // How many of an out-of-place call's elements (its tail) cross the host path: 0 below the hybrid size, for other
-  // collectives (broadcasts and reduces; across processes also allreduces), one GPU, or no host path. on_engines: the rest moves on the copy engines (the SMs stay free).
+  // collectives (broadcasts and reduces; across processes also allreduces), one GPU, or no host path. on_engines: the
+  // rest moves on the copy engines (the SMs stay free).
   std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root, bool on_engines);
   // Whether calls of this collective and root can stage at some size.
   bool may_stage(Collective collective, int root);

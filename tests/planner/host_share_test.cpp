@@ -1,6 +1,6 @@
-// The hybrid split of a broadcast, a reduce or an allreduce (planner/host_share.hpp): the host path's share ends both paths together, it is
-// bounded by the slowest GPU's host link, it shrinks as the host path's fixed cost weighs more, and it is 0 wherever
-// the host path cannot or need not carry any.
+// The hybrid split of a broadcast, a reduce or an allreduce (planner/host_share.hpp): the host path's share ends both
+// paths together, it is bounded by the slowest GPU's host link, it shrinks as the host path's fixed cost weighs more,
+// and it is 0 wherever the host path cannot or need not carry any.
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
