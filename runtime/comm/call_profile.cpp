@@ -6,8 +6,9 @@
 namespace canopy {
 
 std::string CallProfile::report() const {
-  static constexpr const char* kNames[kPhases] = {"entry", "check", "choose", "launch", "stage", "finish"};
-  std::string out = fmt::format("{} calls, host µs per call:", calls_);
+  static constexpr const char* kNames[kPhases] = {"entry", "check", "choose", "launch", "api", "stage", "finish"};
+  std::string out = fmt::format("{} calls ({} over {} µs left out: a first call compiles or loads), host µs per call:",
+                                calls_, cold_, cold_ns / 1000);
   std::uint64_t total = 0;
   for (int p = 0; p < kPhases; ++p) {
     out += fmt::format(" {} {:.2f}", kNames[p], calls_ ? ns_[p] / 1000.0 / calls_ : 0.0);
@@ -15,6 +16,5 @@ std::string CallProfile::report() const {
   }
   return out + fmt::format(" = {:.2f}", calls_ ? total / 1000.0 / calls_ : 0.0);
 }
-
 
 }  // namespace canopy

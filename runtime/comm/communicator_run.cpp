@@ -124,6 +124,8 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
   target.capturing = capturing;
   device_epochs = device_epochs || capturing;  // from the first capture on, for good
   target.device_epochs = device_epochs;
+  std::uint64_t api_ns = 0;
+  if (profile.on) target.api_ns = &api_ns;
   if (spec.low_latency || spec.ll128) {  // its memory was made when the kernel was loaded
     LineMemory& m = spec.low_latency ? memory->low_latency() : memory->ll128();
     target.scratch = m.lines;
@@ -141,6 +143,8 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
   if (device_epochs && !capturing && log.enabled(LogLevel::debug, LogSubsys::run)) log_launch_counters(p, call, target);
   bool partial = false;
   Status s = launch(p, call, target, &partial);
+  profile.mark(CallProfile::launch);
+  profile.shift(CallProfile::launch, CallProfile::api, api_ns);
   if (partial && !capturing) {  // a failed capture leaves nothing waiting: the graph is never made
     broken = true;
     broken_why = s.message();

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "runtime/cuda/cuda_check.hpp"
@@ -35,6 +36,7 @@ struct LaunchJob {
   PreparedCollective* p;
   const CollectiveCall* call;
   const LaunchTarget* target;
+  std::uint64_t* api_ns;  // the launch calls' time, where the caller's thread launches and target.api_ns asks
 };
 
 // Launches on device index d: its own DeviceOrder entries, the shared args image (read only).
@@ -64,7 +66,13 @@ Status launch_on_device(void* context, int d) {
   // Another stream than last time: it first waits for everything issued on the last one (our launches included),
   // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
   if (e == cudaSuccess && !target.capturing) e = order_stream(order, d, config.stream, stream_id);
-  if (e == cudaSuccess) e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
+  if (e == cudaSuccess) {
+    const auto before = job.api_ns ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
+    if (job.api_ns)
+      *job.api_ns += static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - before).count());
+  }
   if (e == cudaSuccess && target.capturing) return Status();
   if (e == cudaSuccess) e = mark_done(order, d, config.stream);
   if (e == cudaSuccess) return Status();
@@ -97,7 +105,7 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
     std::memcpy(p.args.data() + at_ranks + sizeof(RankPointers) * r, &rp, sizeof rp);
   }
   *partial_launch = false;
-  LaunchJob job{&p, &call, &target};
+  LaunchJob job{&p, &call, &target, nullptr};
   const std::size_t devices = p.kernel.size();
   int launched = 0;
   const Status* failed = nullptr;
@@ -112,6 +120,7 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
       else if (!failed)
         failed = &s;
   } else {  // one after another, stopping at the first failure
+    job.api_ns = target.api_ns;
     p.results.resize(devices);
     for (std::size_t d = 0; d < devices && !failed; ++d) {
       if (!target.here.empty() && !target.here[d]) {  // another process launches it

@@ -106,6 +106,9 @@ struct LaunchTarget {
   std::span<const char> here = {};
   // The communicator's abort word as the GPUs see it (AbortWord; null: none): set, every wait gives up.
   const unsigned int* abort = nullptr;
+  // Where non-null, the time of the CUDA launch calls made on the caller's thread (not its helpers') is added here,
+  // in nanoseconds (CANOPY_PROFILE_CALLS: the profile's `api` phase).
+  std::uint64_t* api_ns = nullptr;
 };
 
 // Fills the DeviceArgs image (count, launch counters, every rank's pointers) and launches on every device, on the
