@@ -62,9 +62,8 @@ Status check_spec(const CollectiveSpec& spec, int ranks, const ProtocolTable& pr
 }
 
 // The source of a plan-free kernel (low-latency, LL128, direct) for `spec`, in the protocol's fitted shape; the
-// direct inbox kernels in pieces of `inbox_piece_bytes` (0: whole parts).
-KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& protocols, const Placement& placement,
-                            std::int64_t inbox_piece_bytes) {
+// direct inbox kernels in the protocol table's pieces for the collective (0: whole parts).
+KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& protocols, const Placement& placement) {
   const OneLaunchShape& shape = spec.low_latency ? protocols.low_latency()
                                 : spec.ll128     ? protocols.ll128()
                                                  : protocols.direct();
@@ -73,7 +72,8 @@ KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& pro
                         shape.blocks_per_rank,   shape.threads_per_block};
   if (spec.low_latency) return low_latency_source({base, shape.max_bytes, spec.two_shot});
   if (spec.ll128) return ll128_source({base, shape.max_bytes});
-  return direct_source({base, spec.two_shot, spec.own_buffers, spec.own_buffers ? inbox_piece_bytes : 0});
+  return direct_source(
+      {base, spec.two_shot, spec.own_buffers, spec.own_buffers ? protocols.inbox_piece_bytes(spec.collective) : 0});
 }
 
 }  // namespace
@@ -195,7 +195,7 @@ void CollectiveCache::start_builds(Job& job) {
       std::shared_ptr<const BuiltCollective> built;
       if (plan_free(spec))
         built = cx_.builder->build(
-            one_hop_source(spec, *cx_.protocols, *cx_.placement, cx_.config->inbox_piece_bytes),
+            one_hop_source(spec, *cx_.protocols, *cx_.placement),
             cx_.placement->rank_names, o.codegen, o.compile, &outcome);
       else if (spec.program)
         built = cx_.builder->build(*spec.program, *cx_.topology, cx_.placement->rank_names, o, &outcome);

@@ -91,14 +91,23 @@ void set_up_protocols(Communicator::State& st) {
   ProtocolSettings settings = st.config.protocols;
   settings.tuned_from = st.tuning_path.string();
   // Processes on GPUs of their own run the direct protocol's inbox kernels, on their own buffers: the planned trees
-  // overtake them at smaller sizes than the single-process kernels (direct_own_buffers_default_bytes).
-  if (st.placement.multi_process() && st.config.own_buffers && distinct_gpus(st.placement) >= 2 &&
-      !settings.direct_given) {
+  // overtake them at smaller sizes than the single-process kernels, and they take more blocks and, for broadcast and
+  // reduce, pieces (direct_own_buffers_default_bytes and the two after it), each where not given.
+  const bool inbox_across_gpus =
+      st.placement.multi_process() && st.config.own_buffers && distinct_gpus(st.placement) >= 2;
+  if (inbox_across_gpus && !settings.direct_given) {
     std::array<std::int64_t, kCollectives> limits{};
     for (std::size_t c = 0; c < kCollectives; ++c)
       limits[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
     settings.direct_moved_limits = limits;
   }
+  if (inbox_across_gpus && !settings.direct_blocks_given)
+    settings.direct.blocks_per_rank = direct_own_buffers_default_blocks();
+  for (std::size_t c = 0; c < kCollectives; ++c)
+    settings.inbox_piece_bytes[c] =
+        st.config.inbox_piece_bytes.value_or(inbox_across_gpus ? direct_own_buffers_default_piece_bytes(
+                                                                     static_cast<Collective>(c))
+                                                               : 0);
   st.protocols = make_protocol_table(
       settings, facts,
       [&st](Collective c) -> std::optional<ProtocolLimits> {

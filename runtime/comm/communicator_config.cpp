@@ -41,6 +41,7 @@ ProtocolSettings protocol_settings(const CommunicatorOptions& options, int ranks
   p.use_tuned = options.tuned_protocols.value_or(true) && !limits_given;
   p.ll128_given = options.ll128_bytes || std::getenv("CANOPY_LL128_BYTES");
   p.direct_given = options.direct_bytes || std::getenv("CANOPY_DIRECT_BYTES");
+  p.direct_blocks_given = std::getenv("CANOPY_DIRECT_BLOCKS") != nullptr;
   p.ll_two_shot_bytes =
       options.ll_two_shot_bytes.value_or(ll_two_shot_bytes_from_environment().value_or(ll_two_shot_default_bytes(ranks)));
   if (p.ll_two_shot_bytes < 0)

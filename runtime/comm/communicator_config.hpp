@@ -27,7 +27,9 @@ struct CommunicatorConfig {
   bool check_calls = false;                // CANOPY_CHECK_CALLS (multi-process communicators)
   bool stage_only_shared = false;          // CANOPY_STAGE_ONLY_SHARED (multi-process communicators)
   bool own_buffers = true;                 // CANOPY_OWN_BUFFERS (multi-process communicators)
-  std::int64_t inbox_piece_bytes = 0;      // CANOPY_INBOX_PIECE_BYTES (the direct inbox kernels; 0: whole parts)
+  // CANOPY_INBOX_PIECE_BYTES, where given (the direct inbox kernels; 0: whole parts); unset: the defaults of
+  // set_up_protocols (direct_own_buffers_default_piece_bytes across GPUs, else whole parts).
+  std::optional<std::int64_t> inbox_piece_bytes;
   bool profile_calls = false;              // CANOPY_PROFILE_CALLS
   std::optional<double> stall_seconds;     // CANOPY_STALL_TIMEOUT_S (multi-process communicators; unset: off)
   int gpu_sharers = 0;                     // CANOPY_GPU_SHARERS (multi-process communicators; 0: their own count)

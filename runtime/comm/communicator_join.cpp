@@ -43,7 +43,12 @@ std::string plan_key(const Communicator::State& st) {
                        p.engine.min_bytes.value_or(-1)));
   // The kernels' forms: processes that disagree would prepare other kernels and wait for each other forever.
   h.update(fmt::format(" own {} shared {} piece {}", st.config.own_buffers, st.config.stage_only_shared,
-                       st.config.inbox_piece_bytes));
+                       st.config.inbox_piece_bytes.value_or(-1)));
+  // The plan-free kernels' shapes: blocks of one launch wait for the same block of the peers' launches, so processes
+  // whose block counts differ would wait forever.
+  h.update(fmt::format(" shapes ll {} {} ll128 {} {} direct {} {} given {}", p.low_latency.blocks_per_rank,
+                       p.low_latency.threads_per_block, p.ll128.blocks_per_rank, p.ll128.threads_per_block,
+                       p.direct.blocks_per_rank, p.direct.threads_per_block, p.direct_blocks_given));
   // The host path across processes: every process must split a broadcast or reduce alike and make the rings or not.
   const HybridShape& hy = st.config.hybrid;
   h.update(fmt::format(" hybrid {} given {} share {}", hy.min_bytes, hy.given, hy.share ? *hy.share : -1.0));

@@ -26,6 +26,9 @@ int env_int(const char* name, int fallback, const char* takes) {
 }
 
 namespace {
+// Broadcast and reduce: one buffer crosses one way (the inbox kernels' defaults across GPUs differ for them).
+bool one_way(Collective collective) { return collective == Collective::broadcast || collective == Collective::reduce; }
+
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) return std::nullopt;
@@ -96,8 +99,13 @@ DirectShape direct_shape_from_environment() {
 }
 
 std::int64_t direct_own_buffers_default_bytes(Collective collective) {
-  const bool one_way = collective == Collective::broadcast || collective == Collective::reduce;
-  return std::int64_t{one_way ? 4 : 16} << 20;
+  return std::int64_t{one_way(collective) ? 32 : 16} << 20;
+}
+
+int direct_own_buffers_default_blocks() { return 64; }
+
+std::int64_t direct_own_buffers_default_piece_bytes(Collective collective) {
+  return one_way(collective) ? std::int64_t{256} << 10 : 0;
 }
 
 std::optional<std::int64_t> direct_two_shot_bytes_from_environment() {
@@ -133,9 +141,9 @@ bool own_buffers_from_environment() {
                     "default");
 }
 
-std::int64_t inbox_piece_bytes_from_environment() {
+std::optional<std::int64_t> inbox_piece_bytes_from_environment() {
   const auto v = env("CANOPY_INBOX_PIECE_BYTES");
-  if (!v) return 0;
+  if (!v) return std::nullopt;
   const std::int64_t bytes = parse_byte_size(*v, "CANOPY_INBOX_PIECE_BYTES");
   if (bytes < 0 || bytes % 16 != 0)
     throw Error(fmt::format("CANOPY_INBOX_PIECE_BYTES='{}': use 0 (whole parts) or a positive multiple of 16 bytes, "

@@ -87,15 +87,20 @@ LL128Shape ll128_shape_from_environment();
 // slower (several ranks on one GPU, whose lines never cross a link).
 std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices);
 
-// CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32), CANOPY_DIRECT_THREADS (default 512): calls
-// above the low-latency limit in which the busiest rank's link carries at most max_bytes one way (direct_moved_bytes)
-// run the direct kernels (codegen/direct_source.hpp).
+// CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32; 64 for processes across GPUs, below),
+// CANOPY_DIRECT_THREADS (default 512): calls above the low-latency limit in which the busiest rank's link carries at
+// most max_bytes one way (direct_moved_bytes) run the direct kernels (codegen/direct_source.hpp).
 using DirectShape = OneLaunchShape;
 DirectShape direct_shape_from_environment();
-// The direct protocol's default limit on the bytes its busiest link carries, for processes running it on their own
-// buffers across GPUs (the inbox kernels: a store into the peer's inbox, then its copy out), where the planned trees
-// overtook it on two H200s (docs/performance.md): 4 MiB for broadcast and reduce, 16 MiB for the others.
+// The direct protocol's defaults for processes running it on their own buffers across GPUs (the inbox kernels: a store
+// into the peer's inbox, then its copy out), from sweeps on two H200s (docs/performance.md, "Inbox kernels"): the
+// limit on the bytes its busiest link carries, beyond which the planned trees win (32 MiB for broadcast and reduce,
+// 16 MiB for the others), its blocks per rank (64: 32 left NVLink idle at 4-16 MiB) and the pieces each block's part
+// moves in (256 KiB for broadcast and reduce, whose receiver then copies or combines one piece while the next
+// crosses; 0, whole parts, for the others, whose every rank both stores and moves).
 std::int64_t direct_own_buffers_default_bytes(Collective collective);
+int direct_own_buffers_default_blocks();
+std::int64_t direct_own_buffers_default_piece_bytes(Collective collective);
 
 // CANOPY_DIRECT_TWO_SHOT_BYTES: out-of-place direct allreduces, broadcasts and reduces whose size is at least this
 // run the two-shot kernel (each rank moves its share of the elements) instead of the one-shot one (0: never; in-place
@@ -126,11 +131,12 @@ bool stage_only_shared_from_environment();
 // (templates/direct_inbox.cuh, one-shot); 0, they read and write other ranks' buffers, so every buffer is staged
 // (1.1 to 1.5x slower from 4 MiB up on two H200s, 2026-11-26).
 bool own_buffers_from_environment();
-// CANOPY_INBOX_PIECE_BYTES (default 0; 64 KiB measured slower on two H200s): the direct inbox kernels move each block's part in pieces of
-// this many bytes (a multiple of 16), each with its own "done" word, so a receiver copies or combines one piece while
-// the next crosses the link (templates/direct_inbox.cuh); 0: a block's whole part, then one "done". Throws
-// canopy::Error naming the variable when it is not 0 or a positive multiple of 16 bytes.
-std::int64_t inbox_piece_bytes_from_environment();
+// CANOPY_INBOX_PIECE_BYTES (unset: direct_own_buffers_default_piece_bytes across GPUs, else 0): the direct inbox
+// kernels move each block's part in pieces of this many bytes (a multiple of 16), each with its own "done" word, so a
+// receiver copies or combines one piece while the next crosses the link (templates/direct_inbox.cuh); 0: a block's
+// whole part, then one "done". Given, it holds for every collective. Throws canopy::Error naming the variable when it
+// is not 0 or a positive multiple of 16 bytes.
+std::optional<std::int64_t> inbox_piece_bytes_from_environment();
 // CANOPY_PROFILE_CALLS (default 0): 1 times each call's phases on the host (runtime/comm/call_profile.hpp).
 bool profile_calls_from_environment();
 

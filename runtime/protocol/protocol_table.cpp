@@ -109,6 +109,7 @@ ProtocolTable make_protocol_table(const ProtocolSettings& settings, const Protoc
       fit_blocks(facts, log, "direct", &t.direct_.blocks_per_rank);
     }
   }
+  t.inbox_piece_bytes_ = settings.inbox_piece_bytes;
   const auto& moved = settings.direct_moved_limits;
   for (std::size_t c = 0; c < kCollectives; ++c)
     t.direct_moved_[c] = moved ? std::min((*moved)[c], t.direct_.max_bytes) : t.direct_.max_bytes;

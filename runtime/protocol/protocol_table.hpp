@@ -35,6 +35,9 @@ struct ProtocolSettings {
   bool use_tuned = true;     // take tuning.json's limits where it has some (no limit given by options or environment)
   bool ll128_given = false;  // LL128's limit given: not its per-collective default
   bool direct_given = false;  // the direct protocol's limit given (CANOPY_DIRECT_BYTES, options)
+  bool direct_blocks_given = false;  // its blocks per rank given (CANOPY_DIRECT_BLOCKS)
+  // Per collective, the pieces the direct inbox kernels move each block's part in (0: whole parts; set_up_protocols).
+  std::array<std::int64_t, kCollectives> inbox_piece_bytes{};
   // Per collective, the most bytes the busiest link of a direct call carries, in place of direct.max_bytes (one for
   // all; it stays the largest): set for processes running the inbox kernels on their own buffers across GPUs, unless
   // the limit is given (set_up_protocols; direct_own_buffers_default_bytes).
@@ -80,6 +83,8 @@ class ProtocolTable {
   std::int64_t ll_limit(Collective c) const { return ll_limit_[static_cast<std::size_t>(c)]; }
   std::int64_t ll128_limit(Collective c) const { return ll128_limit_[static_cast<std::size_t>(c)]; }
   std::optional<std::int64_t> direct_limit(Collective c) const { return direct_limit_[static_cast<std::size_t>(c)]; }
+  // The pieces the direct inbox kernels of `c` move each block's part in (0: whole parts).
+  std::int64_t inbox_piece_bytes(Collective c) const { return inbox_piece_bytes_[static_cast<std::size_t>(c)]; }
 
  private:
   friend ProtocolTable make_protocol_table(const ProtocolSettings&, const ProtocolFacts&,
@@ -89,6 +94,7 @@ class ProtocolTable {
   std::array<std::int64_t, kCollectives> ll128_limit_{};
   std::array<std::optional<std::int64_t>, kCollectives> direct_limit_;  // tuned limits on S (unset: direct_moved_)
   std::array<std::int64_t, kCollectives> direct_moved_{};  // limits on the bytes the busiest link carries
+  std::array<std::int64_t, kCollectives> inbox_piece_bytes_{};
   LowLatencyShape low_latency_;
   LL128Shape ll128_;
   DirectShape direct_;

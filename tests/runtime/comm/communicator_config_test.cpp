@@ -140,13 +140,18 @@ TEST(CommunicatorConfig, MultiProcessSwitchesHaveTheirDefaults) {
   EXPECT_THAT(error_of({}), HasSubstr("CANOPY_OWN_BUFFERS"));
 }
 
-// The direct inbox kernels' pieces: whole parts unless set; a size, or an error that names the variable and the fix.
-TEST(CommunicatorConfig, InboxPieceBytesAreWholePartsUnlessSet) {
+// The direct inbox kernels' pieces: unset (the defaults of set_up_protocols) unless given; a size, or an error that
+// names the variable and the fix.
+TEST(CommunicatorConfig, InboxPieceBytesAreUnsetUnlessGiven) {
   CleanEnvironment clean;
-  EXPECT_EQ(resolve_config({}, 2).inbox_piece_bytes, 0);
+  EXPECT_EQ(resolve_config({}, 2).inbox_piece_bytes, std::nullopt);  // set_up_protocols' defaults
   {
     ScopedEnv piece("CANOPY_INBOX_PIECE_BYTES", "64KiB");
     EXPECT_EQ(resolve_config({}, 2).inbox_piece_bytes, 65536);
+  }
+  {
+    ScopedEnv whole("CANOPY_INBOX_PIECE_BYTES", "0");  // given as whole parts: holds over the defaults across GPUs
+    EXPECT_EQ(resolve_config({}, 2).inbox_piece_bytes, 0);
   }
   ScopedEnv odd("CANOPY_INBOX_PIECE_BYTES", "100");
   EXPECT_THAT(error_of({}),

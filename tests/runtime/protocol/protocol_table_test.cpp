@@ -140,17 +140,35 @@ TEST(ProtocolTable, PerCollectiveMovedLimitsStandInForTheOneLimit) {
   for (std::size_t c = 0; c < kCollectives; ++c)
     (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
   const Made m = make(s, facts(2, 2));
-  EXPECT_EQ(m.table.choose(Collective::broadcast, 4 * MiB).protocol, Protocol::direct);
-  EXPECT_EQ(m.table.choose(Collective::broadcast, 8 * MiB).protocol, Protocol::planned);
-  EXPECT_EQ(m.table.choose(Collective::reduce, 8 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::broadcast, 32 * MiB).protocol, Protocol::direct);
+  EXPECT_EQ(m.table.choose(Collective::broadcast, 64 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::reduce, 32 * MiB).protocol, Protocol::direct);
+  EXPECT_EQ(m.table.choose(Collective::reduce, 64 * MiB).protocol, Protocol::planned);
   EXPECT_EQ(m.table.choose(Collective::allreduce, 16 * MiB).protocol, Protocol::direct);
   EXPECT_EQ(m.table.choose(Collective::allreduce, 32 * MiB).protocol, Protocol::planned);
   // Allgather's S is its output: each of two ranks carries half of it.
   EXPECT_EQ(m.table.choose(Collective::allgather, 32 * MiB).protocol, Protocol::direct);
   EXPECT_EQ(m.table.choose(Collective::allgather, 64 * MiB).protocol, Protocol::planned);
-  EXPECT_TRUE(logged(m, "direct protocol on own buffers across GPUs, up to what a link carries: broadcast 4 MiB"));
+  EXPECT_TRUE(logged(m, "direct protocol on own buffers across GPUs, up to what a link carries: broadcast 32 MiB, "
+                        "reduce 32 MiB, allreduce 16 MiB"));
   s.direct.max_bytes = 2 * MiB;  // the one limit stays the ceiling
   EXPECT_EQ(make(s, facts(2, 2)).table.choose(Collective::allreduce, 4 * MiB).protocol, Protocol::planned);
+}
+
+// The inbox kernels' defaults across GPUs: more blocks than elsewhere, and pieces for the collectives whose receiver
+// only copies or combines (broadcast, reduce); the table hands each collective its pieces.
+TEST(ProtocolTable, InboxKernelsAcrossGpusTakeTheirBlocksAndPieces) {
+  EXPECT_EQ(direct_own_buffers_default_blocks(), 64);
+  EXPECT_EQ(direct_own_buffers_default_piece_bytes(Collective::broadcast), 256 * KiB);
+  EXPECT_EQ(direct_own_buffers_default_piece_bytes(Collective::reduce), 256 * KiB);
+  for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reducescatter})
+    EXPECT_EQ(direct_own_buffers_default_piece_bytes(c), 0) << to_string(c);
+  ProtocolSettings s = two_gpu_settings();
+  for (std::size_t c = 0; c < kCollectives; ++c)
+    s.inbox_piece_bytes[c] = direct_own_buffers_default_piece_bytes(static_cast<Collective>(c));
+  const Made m = make(s, facts(2, 2));
+  EXPECT_EQ(m.table.inbox_piece_bytes(Collective::broadcast), 256 * KiB);
+  EXPECT_EQ(m.table.inbox_piece_bytes(Collective::allreduce), 0);
 }
 
 TEST(ProtocolTable, TwoShotVariants) {
