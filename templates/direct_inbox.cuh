@@ -35,11 +35,13 @@ __device__ __forceinline__ unsigned long long inbox_slot(unsigned long long n) {
   return (n + vec - 1) / vec * vec;
 }
 
-// The "done" word of piece k of launch e: the epoch alone when a block's part moves whole (C::kPiece 0), else the
-// epoch in the top 32 bits and the pieces stored so far below, so a later launch's words are always larger.
+// The "done" word of piece k of launch e (a whole part is piece 0): the epoch in the top 32 bits and the pieces stored
+// so far below, so a later launch's words are always larger. Kernels in pieces and whole ones share these words (a
+// communicator's broadcasts and reduces may move in pieces, its other collectives whole), so every kernel marks alike:
+// a bare epoch after a launch in pieces would be reached already, and the inbox read before the peers stored into it.
 template <typename C>
 __device__ __forceinline__ unsigned long long inbox_done_mark(unsigned long long e, unsigned long long k) {
-  return C::kPiece > 0 ? (e << 32) | (k + 1) : e;
+  return (e << 32) | (k + 1);
 }
 
 template <typename C>

@@ -25,6 +25,7 @@ struct Call {
   Kind kind = kAllReduce;
   int root = 0;
   std::uint64_t count = 1;
+  std::uint64_t piece = 0;  // the launch's kernel's Config::kPiece (elements; 0: whole parts)
 };
 
 constexpr std::uint64_t kVec = 4;  // elements per 16-byte vector (f32)
@@ -56,15 +57,17 @@ struct Cell {
 
 class InboxModel {
  public:
-  // piece: elements per piece (a multiple of kVec; 0: whole parts). wait_entered, piece_lag: the mutations the
-  // model must catch (no wait for "entered"; each piece moved after waiting for the piece before it only).
+  // piece: elements per piece (a multiple of kVec; 0: whole parts) for every call that names none (Call::piece).
+  // wait_entered, piece_lag, epoch_marks: the mutations the model must catch (no wait for "entered"; each piece moved
+  // after waiting for the piece before it only; a whole part's "done" word the bare epoch, as before 2026-11-27).
   InboxModel(int ranks, std::vector<int> device_of_rank, int blocks, bool wait_entered, std::uint64_t piece = 0,
-             bool piece_lag = false)
+             bool piece_lag = false, bool epoch_marks = false)
       : ranks_(ranks),
         blocks_(blocks),
         wait_entered_(wait_entered),
         piece_(piece),
         piece_lag_(piece_lag),
+        epoch_marks_(epoch_marks),
         device_of_rank_(std::move(device_of_rank)) {}
 
   // Runs `calls` as launches 1, 2, ...; returns "" or the first failure.
@@ -84,7 +87,7 @@ class InboxModel {
       for (int r = 0; r < ranks_; ++r)
         if (device_of_rank_[r] == d)
           for (int b = 0; b < blocks_; ++b) {
-            live.push_back(make_block(calls[k], k + 1, r, b));
+            live.push_back(make_block(with_piece(calls[k]), k + 1, r, b));
             live.back().slow = rng() % 4 == 0;
           }
     };
@@ -140,16 +143,23 @@ class InboxModel {
   Cell& cell(int owner, int source, const Call& c, std::uint64_t j) {
     return inbox_[owner][static_cast<std::size_t>(source * slot(c) + j)];
   }
-  // inbox_done_mark
-  std::uint64_t mark(int e, std::uint64_t k) const {
-    return piece_ > 0 ? (static_cast<std::uint64_t>(e) << 32) | (k + 1) : static_cast<std::uint64_t>(e);
+  Call with_piece(Call c) const {
+    if (c.piece == 0) c.piece = piece_;
+    return c;
+  }
+  // inbox_done_mark: the epoch above the pieces posted, whole parts or not, so that every launch's words exceed every
+  // earlier launch's, whatever pieces either moved in (launches of collectives in pieces and whole ones share the
+  // words). The mutation: the bare epoch for whole parts.
+  std::uint64_t mark(const Call& c, int e, std::uint64_t k) const {
+    if (epoch_marks_ && c.piece == 0) return static_cast<std::uint64_t>(e);
+    return (static_cast<std::uint64_t>(e) << 32) | (k + 1);
   }
 
   Block make_block(const Call& c, int e, int me, int b) {
     Block x;
     x.c = c, x.e = e, x.me = me, x.b = b;
     const auto [first, last] = part(c.count, b, blocks_);
-    const std::uint64_t len = last - first, piece = piece_ > 0 ? piece_ : std::max<std::uint64_t>(len, 1);
+    const std::uint64_t len = last - first, piece = c.piece > 0 ? c.piece : std::max<std::uint64_t>(len, 1);
     const std::uint64_t pieces = (len + piece - 1) / piece;
     for (std::uint64_t k = 0; k < pieces; ++k) {
       const std::uint64_t at = first + k * piece, end = std::min(last, at + piece);
@@ -213,10 +223,10 @@ class InboxModel {
       }
       case Act::post:
         for (int q = 0; q < ranks_; ++q)
-          if (sends(x.c, x.me, q)) done_[q][x.me * blocks_ + x.b] = mark(x.e, a.k);
+          if (sends(x.c, x.me, q)) done_[q][x.me * blocks_ + x.b] = mark(x.c, x.e, a.k);
         return advance();
       case Act::await: {
-        const std::uint64_t want = piece_lag_ && a.k > 0 ? mark(x.e, a.k - 1) : mark(x.e, a.k);
+        const std::uint64_t want = piece_lag_ && a.k > 0 ? mark(x.c, x.e, a.k - 1) : mark(x.c, x.e, a.k);
         for (int q = 0; q < ranks_; ++q)
           if (sends(x.c, q, x.me) && done_[x.me][q * blocks_ + x.b] < want) return Step::blocked;
         return advance();
@@ -277,6 +287,7 @@ class InboxModel {
   bool wait_entered_;
   std::uint64_t piece_;
   bool piece_lag_;
+  bool epoch_marks_;
   std::vector<int> device_of_rank_;
   std::vector<std::vector<Cell>> inbox_;             // per rank: a slot per source
   std::vector<std::vector<std::uint64_t>> entered_;  // per rank: (peer, block)
@@ -329,6 +340,46 @@ TEST(DirectInboxModel, InPiecesEveryElementArrivesAndNoUnreadOneIsOverwritten) {
                                  << " devices, round " << round;
         }
       }
+}
+
+// Broadcasts and reduces in pieces, the others whole (the default across GPUs): launches of both kinds share the "done"
+// words, so every launch's words must exceed what a launch before it posted, in pieces or whole.
+std::vector<Call> in_pieces_where_one_way(std::vector<Call> calls, std::uint64_t piece) {
+  for (Call& c : calls) c.piece = c.kind == kBroadcast || c.kind == kReduce ? piece : 0;
+  return calls;
+}
+
+TEST(DirectInboxModel, LaunchesInPiecesAndWholeMixedShareTheDoneWords) {
+  std::mt19937_64 rng(20261128);
+  for (int ranks : {2, 3, 4})
+    for (int devices : {ranks, 1}) {
+      std::vector<int> device_of_rank;
+      for (int r = 0; r < ranks; ++r) device_of_rank.push_back(r * devices / ranks);
+      for (int round = 0; round < 20; ++round) {
+        InboxModel model(ranks, device_of_rank, 3, /*wait_entered=*/true);
+        const std::vector<Call> calls = in_pieces_where_one_way(mixed_calls(ranks, 12, rng), kVec);
+        const std::string failure = model.run(calls, rng);
+        ASSERT_EQ(failure, "") << ranks << " ranks on " << devices << " devices, round " << round;
+      }
+    }
+}
+
+// With the bare epoch as a whole part's "done" word, a whole launch after one in pieces finds the words of the
+// launch before (the epoch times 2^32) already past its own epoch and moves its inbox before the peers stored
+// into it: the wrong allreduce results two H200s showed after reduces in pieces (2026-11-27).
+TEST(DirectInboxModel, WholePartsMarkedByTheEpochAloneAfterPiecesAreCaught) {
+  std::mt19937_64 rng(13);
+  int caught = 0;
+  for (int round = 0; round < 40; ++round) {
+    InboxModel model(2, {0, 1}, 2, /*wait_entered=*/true, 0, false, /*epoch_marks=*/true);
+    std::vector<Call> calls;
+    for (int k = 0; k < 4; ++k) {
+      calls.push_back(Call{kReduce, 0, 64, kVec});
+      calls.push_back(Call{kAllReduce, 0, 64, 0});
+    }
+    if (!model.run(calls, rng).empty()) ++caught;
+  }
+  EXPECT_GT(caught, 0) << "a whole launch's done word already reached by a launch in pieces went unnoticed";
 }
 
 // Moving piece k after waiting only for piece k - 1 reads elements the peer has not stored yet.
