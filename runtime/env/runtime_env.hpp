@@ -93,11 +93,12 @@ std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices);
 using DirectShape = OneLaunchShape;
 DirectShape direct_shape_from_environment();
 // The direct protocol's defaults for processes running it on their own buffers across GPUs (the inbox kernels: a store
-// into the peer's inbox, then its copy out), from sweeps on two H200s (docs/performance.md, "Inbox kernels"): the
-// limit on the bytes its busiest link carries, beyond which the planned trees win (32 MiB for broadcast and reduce,
-// 16 MiB for the others), its blocks per rank (64: 32 left NVLink idle at 4-16 MiB) and the pieces each block's part
-// moves in (256 KiB for broadcast and reduce, whose receiver then copies or combines one piece while the next
-// crosses; 0, whole parts, for the others, whose every rank both stores and moves).
+// into the peer's inbox, then its copy out), from sweeps on two H200s (docs/performance.md, "The inbox kernels' shape
+// across GPUs"; bench/results/h200x2-procs2-inbox-blocks-pieces-sweep.txt): the limit on the bytes its busiest link
+// carries, beyond which the planned trees win (32 MiB for broadcast and reduce, 16 MiB for the others), its blocks per
+// rank (64: 32 left NVLink idle at 4-16 MiB) and the pieces each block's part moves in (256 KiB for broadcast and
+// reduce, whose receiver then copies or combines one piece while the next crosses; 0, whole parts, for the others,
+// whose every rank both stores and moves).
 std::int64_t direct_own_buffers_default_bytes(Collective collective);
 int direct_own_buffers_default_blocks();
 std::int64_t direct_own_buffers_default_piece_bytes(Collective collective);

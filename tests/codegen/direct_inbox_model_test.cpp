@@ -308,60 +308,48 @@ std::vector<Call> mixed_calls(int ranks, int launches, std::mt19937_64& rng) {
   return calls;
 }
 
-TEST(DirectInboxModel, MixedCallsDeliverEveryElementWithoutOverwritingAnUnreadOne) {
-  std::mt19937_64 rng(20261126);
+// Broadcasts and reduces in pieces, the others whole (the default across GPUs): launches of both kinds share the "done"
+// words, so every launch's words must exceed what a launch before it posted, in pieces or whole.
+std::vector<Call> in_pieces_where_one_way(std::vector<Call> calls) {
+  for (Call& c : calls) c.piece = c.kind == kBroadcast || c.kind == kReduce ? kVec : 0;
+  return calls;
+}
+
+// `rounds` rounds of 12 mixed calls (passed through `shape`, where given) on 2, 3 and 4 ranks, on a device each and
+// all on one, in a model whose calls that name no piece move in `piece`: "" or the first failure and where.
+std::string mixed_rounds(std::mt19937_64& rng, int rounds, std::uint64_t piece,
+                         std::vector<Call> (*shape)(std::vector<Call>) = nullptr) {
   for (int ranks : {2, 3, 4})
     for (int devices : {ranks, 1}) {
       std::vector<int> device_of_rank;
       for (int r = 0; r < ranks; ++r) device_of_rank.push_back(r * devices / ranks);
-      for (int round = 0; round < 20; ++round) {
-        InboxModel model(ranks, device_of_rank, 3, /*wait_entered=*/true);
-        const std::vector<Call> calls = mixed_calls(ranks, 12, rng);
-        const std::string failure = model.run(calls, rng);
-        ASSERT_EQ(failure, "") << ranks << " ranks on " << devices << " devices, round " << round;
+      for (int round = 0; round < rounds; ++round) {
+        InboxModel model(ranks, device_of_rank, 3, /*wait_entered=*/true, piece);
+        std::vector<Call> calls = mixed_calls(ranks, 12, rng);
+        if (shape) calls = shape(std::move(calls));
+        if (std::string failure = model.run(calls, rng); !failure.empty())
+          return failure + " (" + std::to_string(ranks) + " ranks on " + std::to_string(devices) + " devices, round " +
+                 std::to_string(round) + ")";
       }
     }
+  return "";
+}
+
+TEST(DirectInboxModel, MixedCallsDeliverEveryElementWithoutOverwritingAnUnreadOne) {
+  std::mt19937_64 rng(20261126);
+  EXPECT_EQ(mixed_rounds(rng, 20, 0), "");
 }
 
 // The same with each block's part in pieces of one and of two vectors (counts up to 101 over 3 blocks: up to 9
 // pieces a block, a short last one).
 TEST(DirectInboxModel, InPiecesEveryElementArrivesAndNoUnreadOneIsOverwritten) {
   std::mt19937_64 rng(20261127);
-  for (std::uint64_t piece : {kVec, 2 * kVec})
-    for (int ranks : {2, 3, 4})
-      for (int devices : {ranks, 1}) {
-        std::vector<int> device_of_rank;
-        for (int r = 0; r < ranks; ++r) device_of_rank.push_back(r * devices / ranks);
-        for (int round = 0; round < 12; ++round) {
-          InboxModel model(ranks, device_of_rank, 3, /*wait_entered=*/true, piece);
-          const std::vector<Call> calls = mixed_calls(ranks, 12, rng);
-          const std::string failure = model.run(calls, rng);
-          ASSERT_EQ(failure, "") << "pieces of " << piece << ", " << ranks << " ranks on " << devices
-                                 << " devices, round " << round;
-        }
-      }
-}
-
-// Broadcasts and reduces in pieces, the others whole (the default across GPUs): launches of both kinds share the "done"
-// words, so every launch's words must exceed what a launch before it posted, in pieces or whole.
-std::vector<Call> in_pieces_where_one_way(std::vector<Call> calls, std::uint64_t piece) {
-  for (Call& c : calls) c.piece = c.kind == kBroadcast || c.kind == kReduce ? piece : 0;
-  return calls;
+  for (std::uint64_t piece : {kVec, 2 * kVec}) EXPECT_EQ(mixed_rounds(rng, 12, piece), "") << "pieces of " << piece;
 }
 
 TEST(DirectInboxModel, LaunchesInPiecesAndWholeMixedShareTheDoneWords) {
   std::mt19937_64 rng(20261128);
-  for (int ranks : {2, 3, 4})
-    for (int devices : {ranks, 1}) {
-      std::vector<int> device_of_rank;
-      for (int r = 0; r < ranks; ++r) device_of_rank.push_back(r * devices / ranks);
-      for (int round = 0; round < 20; ++round) {
-        InboxModel model(ranks, device_of_rank, 3, /*wait_entered=*/true);
-        const std::vector<Call> calls = in_pieces_where_one_way(mixed_calls(ranks, 12, rng), kVec);
-        const std::string failure = model.run(calls, rng);
-        ASSERT_EQ(failure, "") << ranks << " ranks on " << devices << " devices, round " << round;
-      }
-    }
+  EXPECT_EQ(mixed_rounds(rng, 20, 0, in_pieces_where_one_way), "");
 }
 
 // With the bare epoch as a whole part's "done" word, a whole launch after one in pieces finds the words of the
