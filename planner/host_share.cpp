@@ -60,7 +60,7 @@ HostPath host_path(const Topology& topology, const Plan& plan) {
 }
 
 HostPathModel host_path_model(Collective collective, bool sms_free) {
-  if (collective == Collective::allreduce) return HostPathModel{sms_free ? 60.0 : 200.0, 8, 0.6};
+  if (collective == Collective::allreduce) return HostPathModel{sms_free ? 60.0 : 200.0, 8, 0.82};
   return collective == Collective::reduce && !sms_free ? HostPathModel{120, 8} : HostPathModel{60, 8};
 }
 

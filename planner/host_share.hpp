@@ -35,8 +35,11 @@ struct HostPath {
 // fork and join: 200 µs (across two processes on nvidia-h200-x2 a 1 % share at 64 MiB cost 4 %, 120 µs's choice).
 // Beside the copy engines (sms_free) the root combines each chunk as it lands, and a reduce's D is a broadcast's.
 // `duplex` is the share of the host path's rate left to each direction when every rank writes and reads its host
-// link at once (an allreduce): 0.6, from an allreduce sweep across two processes on nvidia-h200-x2 (best shares 6–8 %
-// from 256 MiB to 1 GiB; from 10 % the host path alone set the time, ~39 GB/s a direction of a 63 GB/s link).
+// link at once (an allreduce): 0.82, fitted to an allreduce sweep of fixed shares across two processes on
+// nvidia-h200-x2 (bench/results/h200x2-procs2-host-share-sweep.txt: best at 6 % for 256 MiB and 8 % for 512 MiB and
+// 1 GiB; from 10 % the host path alone set the time). PCIe itself gave ~39 GB/s a direction there (0.62 of its
+// 63 GB/s), but the trees' rate t is the plan's nominal one (478 GB/s against ~353 measured), which understates the
+// trees' time as much: 0.6 gave shares of 4.2, 5.4 and 6.0 %, below the sweep's best; 0.82 gives 5.7, 7.2 and 8.0 %.
 struct HostPathModel {
   double fixed_us = 60;
   int chunks = 8;
