@@ -29,6 +29,10 @@
 #                          (not in the default parts)                          -> x2-torchab.log, x2-ab-*.json
 #               hosts      two "hosts" of one GPU each (canopy run --hosts 1,1), NCCL between them: every collective
 #                          x f32, bf16, i32 x sum, max, CANOPY_HOSTS_COUNTS                         -> x2-hosts.log
+#               profile    the host's time per call by phase (issue 31): CANOPY_PROFILE_CALLS=1 canopy bench
+#                          --procs 2 --host-time, allreduce and broadcast of 8 B - 64 KiB, then allreduce again under
+#                          CANOPY_CHECK_POINTERS=0 and with one process on both GPUs (not in the default parts)
+#                                                                                        -> x2-profile.log
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
 # Issue 34's run: two GPUs, one process each, Canopy beside the real NCCL in the same call.
 gpus=$(nvidia-smi -L | wc -l)
@@ -47,6 +51,19 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
         --output-on-failure --timeout "${CANOPY_GPU_TEST_TIMEOUT:-300}" -j "$jobs" -V 2>&1 |
         grep -v '^[0-9]*: \[ *\(RUN\|OK\) ' >"$out/x2-tests.log"
       grep -E '^[0-9]+: \[ (runs|note) \]|tests passed|tests failed|Failed|FAILED|\*\*\*|Total Test time' "$out/x2-tests.log" | tail -40 ;;
+    profile)
+      step x2 host time per call by phase
+      {
+        for c in allreduce broadcast; do
+          echo "-- --procs 2, $c"
+          CANOPY_PROFILE_CALLS=1 timeout 150 "$canopy" bench --procs 2 -c "$c" --sizes 8:64K --host-time
+        done
+        echo "-- --procs 2, allreduce, CANOPY_CHECK_POINTERS=0"
+        CANOPY_CHECK_POINTERS=0 CANOPY_PROFILE_CALLS=1 timeout 150 "$canopy" bench --procs 2 -c allreduce \
+          --sizes 8:64K --host-time
+        echo "-- one process on both GPUs, allreduce"
+        CANOPY_PROFILE_CALLS=1 timeout 150 "$canopy" bench -c allreduce --sizes 8:64K --host-time
+      } 2>&1 | grep -v '^# [a-z]' | tee "$out/x2-profile.log" | grep -E '^--|profile of' ;;
     bench)
       for dtype in ${CANOPY_X2_DTYPES:-f32 bf16}; do
         step x2 canopy bench --procs 2 --vs-nccl --dtype "$dtype"
@@ -179,6 +196,6 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       echo "exit $?"
       grep -E '^process [0-9]+ \(ranks|ranks on [0-9]* hosts|through NCCL' "$out/x2-hosts.log" | head -8
       grep -m 2 'NET/Socket' "$out/x2-hosts.log" ;;
-    *) echo "x2: unknown part '$part' (tests bench staged shared own owntrees sharedown variant nccltests torch torchab hosts)" ;;
+    *) echo "x2: unknown part '$part' (tests bench profile staged shared own owntrees sharedown variant nccltests torch torchab hosts)" ;;
   esac
 done
