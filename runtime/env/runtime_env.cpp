@@ -26,9 +26,6 @@ int env_int(const char* name, int fallback, const char* takes) {
 }
 
 namespace {
-// Broadcast and reduce: one buffer crosses one way (the inbox kernels' defaults across GPUs differ for them).
-bool one_way(Collective collective) { return collective == Collective::broadcast || collective == Collective::reduce; }
-
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
   if (!v || !*v) return std::nullopt;
@@ -99,13 +96,13 @@ DirectShape direct_shape_from_environment() {
 }
 
 std::int64_t direct_own_buffers_default_bytes(Collective collective) {
-  return std::int64_t{one_way(collective) ? 32 : 16} << 20;
+  return std::int64_t{has_root(collective) ? 32 : 16} << 20;  // broadcast, reduce: one buffer one way
 }
 
 int direct_own_buffers_default_blocks() { return 64; }
 
 std::int64_t direct_own_buffers_default_piece_bytes(Collective collective) {
-  return one_way(collective) ? std::int64_t{256} << 10 : 0;
+  return has_root(collective) ? std::int64_t{256} << 10 : 0;
 }
 
 std::optional<std::int64_t> direct_two_shot_bytes_from_environment() {
