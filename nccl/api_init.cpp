@@ -15,6 +15,7 @@
 #include "nccl/export.hpp"
 #include "nccl/forward.hpp"
 #include "nccl/group.hpp"
+#include "nccl/joined_teardown.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/real_comm.hpp"
 
@@ -76,7 +77,10 @@ ncclResult_t end_comm(ncclComm_t comm, const char* function, bool abort) {
   ncclResult_t result = ncclSuccess;
   if (abort && comm->shared) result = to_result(comm->shared->communicator().abort(), function);
   if (const ncclResult_t r = end_real_comm(comm, function); r != ncclSuccess && result == ncclSuccess) result = r;
-  comm->shared.reset();
+  if (comm->joined)
+    joined_teardown().end(comm->id.bytes, std::move(comm->shared));  // several of its handles here: see there
+  else
+    comm->shared.reset();
   comm->state = CommState::destroyed;
   comm->magic = kDestroyedMagic;
   return result;

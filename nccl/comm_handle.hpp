@@ -42,6 +42,7 @@ struct ncclComm {
   int rank = 0;     // the user's rank
   int local = 0;    // its index among shared->own_ranks()
   int device = -1;  // CUDA ordinal
+  bool joined = false;  // made by Communicator::join for ncclCommInitRank: its end goes through joined_teardown()
   bool finalized = false;
   ncclResult_t init_result = ncclSuccess;  // failed: what init returned
   std::string init_error;                  // failed: why

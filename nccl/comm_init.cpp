@@ -3,6 +3,7 @@
 #include "nccl/comm_init.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cuda_runtime_api.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "nccl/comm_handle.hpp"
+#include "nccl/joined_teardown.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/real_comm.hpp"
 #include "runtime/comm/communicator.hpp"
@@ -53,6 +55,8 @@ ncclResult_t join_comm(ncclComm* comm, const char* function) {
     comm->state = CommState::failed;
     return r;
   }
+  comm->joined = true;
+  joined_teardown().joined(comm->id.bytes);
   comm->state = CommState::ready;
   return ncclSuccess;
 }
@@ -67,6 +71,46 @@ void start_join(ncclComm* comm, const char* function) {
 
 void finish_join(ncclComm* comm) {
   if (comm->joiner.joinable() && comm->joiner.get_id() != std::this_thread::get_id()) comm->joiner.join();
+}
+
+ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* function) {
+  const int n = static_cast<int>(comms.size());
+  const auto fail_all = [&](ncclResult_t r, const std::string& why) {
+    for (ncclComm* c : comms) {
+      c->init_result = r;
+      c->init_error = why;
+      c->state = CommState::failed;
+    }
+    return fail(r, why);
+  };
+  CommunicatorOptions options;
+  for (ncclComm* c : comms) {
+    if (c->device < 0)
+      return fail_all(ncclInvalidUsage, fmt::format("{}: rank {} of {} has no CUDA device (cudaGetDevice failed at its "
+                                                    "ncclCommInitRank): set one with cudaSetDevice first",
+                                                    function, c->rank, n));
+    options.devices.push_back(c->device);
+  }
+  std::unique_ptr<Communicator> communicator;
+  if (const Status s = Communicator::create(options, &communicator); !s.ok()) {
+    const ncclResult_t r = to_result(s, function);
+    return fail_all(r, last_error());
+  }
+  auto shared = std::make_shared<SharedComm>(std::move(communicator), n, 0, n);
+  shared->log().logger().info(
+      LogSubsys::init, fmt::format("nccl: {}: all {} ranks of the unique id are in this process: one communicator over "
+                                   "CUDA devices {} (as ncclCommInitAll), no bootstrap",
+                                   function, n, fmt::join(options.devices, ",")));
+  for (int r = 0; r < n; ++r) {
+    comms[r]->local = r;
+    comms[r]->device = shared->communicator().device_of_rank(r);
+    comms[r]->shared = shared;
+  }
+  std::vector<ncclComm*> handles = comms;
+  attach_real_comms(handles.data(), options.devices);
+  retire_bootstrap_root(comms[0]->id);
+  for (ncclComm* c : comms) c->state = CommState::ready;  // last: a non-blocking init's reader sees the rest first
+  return ncclSuccess;
 }
 
 ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist) {

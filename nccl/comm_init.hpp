@@ -5,6 +5,8 @@
 
 #include <nccl.h>
 
+#include <vector>
+
 #include "nccl/forward_list.hpp"
 #include "runtime/transport/bootstrap/unique_id.hpp"
 
@@ -23,6 +25,11 @@ ncclResult_t join_comm(ncclComm* comm, const char* function);
 void start_join(ncclComm* comm, const char* function);
 // Waits for a non-blocking init's thread (Destroy and Abort of a handle still joining wait for it).
 void finish_join(ncclComm* comm);
+// Every rank of one unique id, pending in this process (group_inits.hpp), in rank order: one in-process communicator
+// over their devices (Communicator::create, as ncclCommInitAll), each handle ready with its rank, the real NCCL's
+// beside them as ncclCommInitAll makes it, and the id's bootstrap root, when this process started it, retired. On an
+// error every handle ends failed with the reason.
+ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* function);
 // ncclCommInitAll: one communicator over `ndev` devices (devlist, or 0 .. ndev - 1), a ready handle per rank (and the
 // real ncclCommInitAll's beside them where the devices are distinct).
 ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist);

@@ -12,6 +12,7 @@
 
 #include "nccl/comm_handle.hpp"
 #include "nccl/comm_init.hpp"
+#include "nccl/group_inits.hpp"
 #include "nccl/group_posters.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/local_failure.hpp"
@@ -31,25 +32,37 @@ struct GroupState {
 };
 thread_local GroupState t_group;
 
-// Joins every deferred init at once (each blocks until all ranks have joined).
+// Makes every deferred init at once: the ranks of an id all here as one in-process communicator (group_inits.hpp),
+// the others joined (each blocks until all ranks have joined), each on a thread of its own when there are several.
 ncclResult_t run_inits(std::vector<ncclComm*> inits) {
   std::erase_if(inits, [](ncclComm* c) { return c->state != CommState::pending; });  // destroyed meanwhile
   if (inits.empty()) return ncclSuccess;
-  std::vector<ncclResult_t> results(inits.size(), ncclSuccess);
-  std::vector<std::string> messages(inits.size());
-  if (inits.size() == 1) {
-    results[0] = join_comm(inits[0], "ncclGroupEnd (deferred ncclCommInitRank)");
+  std::vector<PendingInit> pending(inits.size());
+  for (std::size_t k = 0; k < inits.size(); ++k) pending[k] = {inits[k]->id.bytes, inits[k]->nranks, inits[k]->rank};
+  const InitPartition parts = partition_inits(pending);
+  const char* function = "ncclGroupEnd (deferred ncclCommInitRank)";
+  std::vector<std::function<ncclResult_t()>> jobs;
+  for (const std::vector<std::size_t>& whole : parts.whole) {
+    std::vector<ncclComm*> comms;
+    for (std::size_t k : whole) comms.push_back(inits[k]);
+    jobs.push_back([comms, function] { return init_whole(comms, function); });
+  }
+  for (std::size_t k : parts.joined) jobs.push_back([comm = inits[k], function] { return join_comm(comm, function); });
+  std::vector<ncclResult_t> results(jobs.size(), ncclSuccess);
+  std::vector<std::string> messages(jobs.size());
+  if (jobs.size() == 1) {
+    results[0] = jobs[0]();
     messages[0] = last_error();
   } else {
     std::vector<std::thread> threads;
-    for (std::size_t k = 0; k < inits.size(); ++k)
+    for (std::size_t k = 0; k < jobs.size(); ++k)
       threads.emplace_back([&, k] {
-        results[k] = join_comm(inits[k], "ncclGroupEnd (deferred ncclCommInitRank)");
-        messages[k] = last_error();  // the joining thread's
+        results[k] = jobs[k]();
+        messages[k] = last_error();  // the thread's own
       });
     for (std::thread& t : threads) t.join();
   }
-  for (std::size_t k = 0; k < inits.size(); ++k)
+  for (std::size_t k = 0; k < jobs.size(); ++k)
     if (results[k] != ncclSuccess) return fail(results[k], messages[k]);
   return ncclSuccess;
 }

@@ -1,8 +1,8 @@
 // ncclGroupStart/End with NCCL's semantics, per thread: groups nest (a count); calls inside one are checked when made
-// and issued at the outermost ncclGroupEnd: first the deferred inits (every handle joined at once, one thread each,
-// as nccl-tests' single-process mode needs), then the collectives, each rank's part posted to its SharedComm, then
-// waited for. A call that failed inside the group makes ncclGroupEnd fail too, and its collectives are dropped.
-// The real NCCL's group is kept at the same depth once a forwarded call needs it.
+// and issued at the outermost ncclGroupEnd: first the deferred inits (every rank of an id made here: one in-process
+// communicator, group_inits.hpp; the other handles joined at once, one thread each), then the collectives, each
+// rank's part posted to its SharedComm, then waited for. A call that failed inside the group makes ncclGroupEnd fail
+// too, and its collectives are dropped. The real NCCL's group is kept at the same depth once a forwarded call needs it.
 #pragma once
 
 #include <nccl.h>

@@ -148,6 +148,36 @@ TEST(NcclApiOnGpus, OneProcessPerGpuServesEveryMode) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: reuse: 60 calls checked, 0 wrong", p)));
 }
 
+// nccl-tests -g K and JAX: one process initialises every rank of an id from one thread inside one group. The library
+// makes them one in-process communicator (nccl/group_inits.hpp): grouped allreduces and broadcasts are right, and
+// destroying the handles in turn returns at once (no bootstrap barrier between handles of one process). With two
+// GPUs or more, also 2 processes x 2 ranks each (joined a handle each): right, and their destroys in turn on one
+// thread end without waiting out the bootstrap's timeout (nccl/joined_teardown.hpp).
+TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
+  const int gpus = visible_gpu_count();
+  if (gpus < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const std::string spread = gpus >= 2 ? " --spread 1" : "";
+  testing::CommandRun r = nccl_check(1, "CANOPY_LOG=info", "--ranks-here 2" + spread);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::HasSubstr("all 2 ranks of the unique id are in this process"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("nccl ranks here 0: [1-9][0-9]* elements checked, 0 wrong"));
+  EXPECT_GE(time_after(r.output, "process 0: destroyed 2 handles in "), 0);
+  EXPECT_LE(time_after(r.output, "process 0: destroyed 2 handles in "), 5000);
+  expect_no_crash(r.output);
+  if (gpus < 2) return;
+  r = nccl_check(2, "", "--ranks-here 2 --spread 1 --counts 1,262147");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: [1-9][0-9]* elements checked, "
+                                                               "0 wrong", p)));
+    const long long ms = time_after(r.output, fmt::format("process {}: destroyed 2 handles in ", p));
+    EXPECT_GE(ms, 0);
+    EXPECT_LE(ms, 10000);
+  }
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("did not take part")));
+  expect_no_crash(r.output);
+}
+
 // Teardown: (how, whether rank 0 makes the id so the bootstrap root lives in its process, as under torchrun).
 class NcclTeardownOnGpu : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
  protected:

@@ -61,4 +61,17 @@ bool wait_for_bootstrap_root(const UniqueId& id, std::chrono::milliseconds wait)
   return root->wait_finished(wait);
 }
 
+void retire_bootstrap_root(const UniqueId& id) {
+  std::shared_ptr<BootstrapRoot> root;
+  {
+    RootRegistry& registry = root_registry();
+    std::lock_guard lock(registry.mutex);
+    const auto r = registry.roots.find(id.bytes);
+    if (r == registry.roots.end()) return;
+    root = std::move(r->second);
+    registry.roots.erase(r);
+  }
+  // Destroyed here, outside the lock: its destructor stops the listener and joins its thread.
+}
+
 }  // namespace canopy

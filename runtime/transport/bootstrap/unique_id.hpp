@@ -55,4 +55,9 @@ Status make_unique_id(UniqueId* out, const BootstrapOptions& options = {});
 // there is none). For tests and orderly shutdown: a root ends by itself.
 bool wait_for_bootstrap_root(const UniqueId& id, std::chrono::milliseconds wait);
 
+// Stops the root that make_unique_id started for `id` in this process, if any: for an id whose every rank this
+// process made into one communicator without the bootstrap (the NCCL API's grouped inits), so that no root waits out
+// its timeout for ranks that will never come.
+void retire_bootstrap_root(const UniqueId& id);
+
 }  // namespace canopy

@@ -10,11 +10,13 @@
 // Options: --mode premul|graphs|reuse|bad-argument|teardown, --teardown destroy|finalize|abort|exit, --id-file PATH
 // (rank 0 makes the id with ncclGetUniqueId, so the bootstrap root runs in its process as under torchrun, and writes
 // it there; the others read it), --capture global|thread|relaxed, --counts LIST, --replays N, --iterations N,
-// --bad-rank R, --bad-call K, --bad null|oversized.
+// --bad-rank R, --bad-call K, --bad null|oversized, --spread 1, --ranks-here K (nccl_check_ranks_here.cpp: K ranks
+// in each process, initialised in one group, as nccl-tests -g K).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -70,6 +72,7 @@ bool parse(int argc, char** argv, CheckArgs* a) {
     else if (k == "--bad-call") a->bad_call = std::atoi(v.c_str());
     else if (k == "--bad") a->bad = v;
     else if (k == "--spread") a->spread = v == "1";
+    else if (k == "--ranks-here") a->ranks_here = std::max(1, std::atoi(v.c_str()));
     else if (k == "--counts") {
       for (std::size_t at = 0; at < v.size();) {
         const std::size_t comma = std::min(v.find(',', at), v.size());
@@ -159,6 +162,7 @@ int main(int argc, char** argv) {
     }
     std::memcpy(id.internal, cid.bytes.data(), sizeof id.internal);
   }
+  if (args.ranks_here > 1) return check_ranks_here(rank, nranks, args, id);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;

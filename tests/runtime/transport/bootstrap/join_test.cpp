@@ -57,6 +57,19 @@ TEST_F(BootstrapTest, ManyRoundsKeepTheirOrder) {
   for (const Status& s : failures) EXPECT_TRUE(s.ok()) << s.to_string();
 }
 
+TEST_F(BootstrapTest, ARetiredRootStopsAtOnceAndTakesNoRank) {
+  // The NCCL API's grouped inits make every rank of an id in one process without the bootstrap: the root they retire
+  // must not wait out its timeout, and a rank that comes anyway finds no one listening.
+  const UniqueId id = start_root(milliseconds(60000));
+  const auto started = std::chrono::steady_clock::now();
+  retire_bootstrap_root(id);
+  EXPECT_TRUE(wait_for_bootstrap_root(id, milliseconds(0)));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, milliseconds(2000));
+  retire_bootstrap_root(id);  // twice, or for an id made elsewhere: nothing
+  const auto outcomes = run_ranks(id, {{2, 0}}, options(milliseconds(500)));
+  EXPECT_FALSE(outcomes[0].join.ok());
+}
+
 // Every outcome's join failed with a message containing each of `words`.
 void expect_all_failed(const std::vector<RankOutcome>& outcomes, const std::vector<std::string>& words) {
   for (const RankOutcome& o : outcomes) {

@@ -1,0 +1,123 @@
+// canopy_nccl_check --ranks-here K: this process holds K ranks (CANOPY_RANK x K .. + K - 1 of CANOPY_NRANKS x K), one
+// handle each, initialised from one thread inside one group as nccl-tests -g K and JAX do (per rank cudaSetDevice,
+// then ncclCommInitRank), on GPU (rank mod the visible GPUs) with --spread 1, else all on GPU 0. Then, for each count,
+// an allreduce (sum) and a broadcast from the last rank, each one group over the handles, every output element
+// checked; then ncclCommDestroy of each handle in turn from this thread, timed. Prints "nccl ranks here P: N elements
+// checked, W wrong" and "process P: destroyed K handles in T ms".
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "tests/gpu/processes/nccl_check.hpp"
+
+namespace canopy::nccl_check {
+
+namespace {
+
+// Rank r's input: (r + 1) x (j mod 13 + 1), exact in float for the sums here.
+float input_of(int rank, std::size_t j) { return static_cast<float>((rank + 1) * static_cast<int>(j % 13 + 1)); }
+
+struct Here {
+  std::vector<ncclComm_t> comms;
+  std::vector<int> devices;
+  std::vector<cudaStream_t> streams;
+  std::vector<float*> send, recv;
+};
+
+// One group over every handle here: `issue(k)` makes handle k's call.
+template <typename Issue>
+bool group(const Here& h, const char* what, Issue issue) {
+  if (!ok(ncclGroupStart(), "ncclGroupStart", nullptr)) return false;
+  for (std::size_t k = 0; k < h.comms.size(); ++k) {
+    if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice")) return false;
+    if (!ok(issue(k), what, h.comms[k])) return false;
+  }
+  if (!ok(ncclGroupEnd(), what, h.comms[0])) return false;
+  for (std::size_t k = 0; k < h.comms.size(); ++k)
+    if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice") ||
+        !cuda_ok(cudaStreamSynchronize(h.streams[k]), "cudaStreamSynchronize"))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclUniqueId& id) {
+  const int here = a.ranks_here, nranks = processes * here, first = process * here;
+  int gpus = 0;
+  if (!cuda_ok(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount")) return 1;
+  Here h;
+  h.comms.assign(here, nullptr);
+  if (!ok(ncclGroupStart(), "ncclGroupStart", nullptr)) return 1;
+  for (int k = 0; k < here; ++k) {
+    h.devices.push_back(a.spread ? (first + k) % gpus : 0);
+    if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice")) return 1;
+    if (!ok(ncclCommInitRank(&h.comms[k], nranks, id, first + k), "ncclCommInitRank", nullptr)) return 1;
+  }
+  if (!ok(ncclGroupEnd(), "ncclGroupEnd (the inits)", h.comms[0])) return 1;
+  const std::vector<std::size_t> counts = a.counts.empty() ? std::vector<std::size_t>{1, 1031, 262147, 4194307}
+                                                           : a.counts;
+  std::size_t most = 0;
+  for (std::size_t n : counts) most = std::max(most, n);
+  h.streams.assign(here, nullptr);
+  h.send.assign(here, nullptr);
+  h.recv.assign(here, nullptr);
+  for (int k = 0; k < here; ++k) {
+    if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice") ||
+        !cuda_ok(cudaStreamCreate(&h.streams[k]), "cudaStreamCreate") ||
+        !cuda_ok(cudaMalloc(&h.send[k], most * sizeof(float)), "cudaMalloc") ||
+        !cuda_ok(cudaMalloc(&h.recv[k], most * sizeof(float)), "cudaMalloc"))
+      return 1;
+  }
+  std::size_t checked = 0, wrong = 0;
+  std::vector<float> host(most);
+  const auto check = [&](int k, std::size_t n, auto expected) {
+    if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice") ||
+        !cuda_ok(cudaMemcpy(host.data(), h.recv[k], n * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy"))
+      return false;
+    for (std::size_t j = 0; j < n; ++j, ++checked)
+      if (host[j] != expected(j) && wrong++ < 3)
+        fmt::print(stderr, "rank {}: count {} element {} is {}, expected {}\n", first + k, n, j, host[j], expected(j));
+    return true;
+  };
+  for (std::size_t n : counts) {
+    for (int k = 0; k < here; ++k) {
+      for (std::size_t j = 0; j < n; ++j) host[j] = input_of(first + k, j);
+      if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice") ||
+          !cuda_ok(cudaMemcpy(h.send[k], host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy"))
+        return 1;
+    }
+    if (!group(h, "ncclAllReduce", [&](std::size_t k) {
+          return ncclAllReduce(h.send[k], h.recv[k], n, ncclFloat, ncclSum, h.comms[k], h.streams[k]);
+        }))
+      return 1;
+    const float ranks_sum = static_cast<float>(nranks * (nranks + 1) / 2);
+    for (int k = 0; k < here; ++k)
+      if (!check(k, n, [&](std::size_t j) { return ranks_sum * static_cast<float>(j % 13 + 1); })) return 1;
+    const int root = nranks - 1;
+    if (!group(h, "ncclBroadcast", [&](std::size_t k) {
+          return ncclBroadcast(h.send[k], h.recv[k], n, ncclFloat, root, h.comms[k], h.streams[k]);
+        }))
+      return 1;
+    for (int k = 0; k < here; ++k)
+      if (!check(k, n, [&](std::size_t j) { return input_of(root, j); })) return 1;
+  }
+  fmt::print("nccl ranks here {}: {} elements checked, {} wrong\n", process, checked, wrong);
+  for (int k = 0; k < here; ++k) {
+    (void)cudaSetDevice(h.devices[k]);
+    (void)cudaFree(h.send[k]);
+    (void)cudaFree(h.recv[k]);
+    (void)cudaStreamDestroy(h.streams[k]);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  bool ended = true;
+  for (int k = 0; k < here; ++k) ended = ok(ncclCommDestroy(h.comms[k]), "ncclCommDestroy", nullptr) && ended;
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("process {}: destroyed {} handles in {} ms\n", process, here, ms);
+  return wrong == 0 && ended ? 0 : 1;
+}
+
+}  // namespace canopy::nccl_check
