@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "nccl/api_profile.hpp"
 #include "nccl/comm_handle.hpp"
 #include "nccl/export.hpp"
 #include "nccl/forward.hpp"
@@ -163,6 +164,7 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
 // Serves `q` on a Canopy handle; an error inside a group also makes ncclGroupEnd fail, and one of this rank's own
 // arguments fails a communicator spanning processes (local_failure.hpp: the others would wait for this call).
 ncclResult_t serve(const Request& q, ncclComm* comm) {
+  const InLibrary in_library;  // CANOPY_PROFILE_CALLS (api_profile.hpp)
   const ncclResult_t r = check_and_issue(q, comm);
   if (r != ncclSuccess) {
     note_group_error(r);

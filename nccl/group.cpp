@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "nccl/api_profile.hpp"
 #include "nccl/comm_handle.hpp"
 #include "nccl/comm_init.hpp"
 #include "nccl/group_inits.hpp"
@@ -116,6 +117,7 @@ ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls)
 int group_depth() { return t_group.depth; }
 
 ncclResult_t group_start() {
+  const InLibrary in_library;
   ++t_group.depth;
   if (t_group.real_depth > 0) {  // the real NCCL's group is open: keep it as deep as ours
     if (auto f = real_nccl<ncclResult_t (*)()>("ncclGroupStart")) {
@@ -144,6 +146,7 @@ void note_group_error(ncclResult_t result) {
 }
 
 ncclResult_t group_end() {
+  const InLibrary in_library;
   GroupState& g = t_group;
   if (g.depth == 0)
     return fail(ncclInvalidUsage, "ncclGroupEnd: no group is open on this thread: every ncclGroupEnd must follow "

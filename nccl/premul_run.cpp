@@ -47,6 +47,7 @@ Status PreMulScratch::scale(Communicator& comm, int first_rank, const std::vecto
 }
 
 void PreMulScratch::release() {
+  if (buffers_.empty()) return;  // every call but a PreMulSum's: no device switches
   int keep = 0;
   (void)cudaGetDevice(&keep);
   for (std::size_t k = 0; k < buffers_.size(); ++k) {

@@ -4,8 +4,10 @@
 // one call. post() files rank `local`'s part under that rank's next sequence number; the post that completes a
 // sequence runs it, checking that every part asks for the same collective (a PreMulSum's parts first scale their
 // inputs: premul_run.hpp), and says what ran in its CallLog (CANOPY_LOG=info); wait() returns that run's Status.
+// Under CANOPY_PROFILE_CALLS=1 it prints, when it goes, where the host's time went around its runs (api_profile.hpp).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "nccl/api_profile.hpp"
 #include "nccl/call_log.hpp"
 #include "nccl/rank_call.hpp"
 #include "runtime/comm/communicator.hpp"
@@ -58,6 +61,9 @@ class SharedComm {
   std::condition_variable ran_;
   std::vector<Ticket> next_;  // per own rank
   std::map<Ticket, Slot> slots_;
+  // CANOPY_PROFILE_CALLS=1 (api_profile.hpp): each run's time, the library's around it and the program's between.
+  ApiProfile profile_;
+  std::chrono::steady_clock::time_point last_end_{};
 };
 
 }  // namespace canopy::nccl_api
