@@ -45,8 +45,8 @@ class ApiProfile {
   // entry points; `run_ns` inside Communicator::run.
   void add(std::uint64_t gap_ns, std::uint64_t library_ns, std::uint64_t run_ns, bool first);
   std::uint64_t runs() const { return runs_; }
-  // "N collectives (K with a gap over 1 ms left out), host µs per collective: run 10.55, library 1.20, program 3.10
-  // = 14.85".
+  // "N collectives (K after a pause over 1000 µs or first, left out), host µs per collective: Communicator::run R,
+  // library around it L, program between calls P = T" (api_profile_test.cpp shows it with figures).
   std::string report() const;
 
  private:
