@@ -17,6 +17,7 @@
 #include "nccl/group.hpp"
 #include "nccl/joined_teardown.hpp"
 #include "nccl/last_error.hpp"
+#include "nccl/local_split.hpp"
 #include "nccl/real_comm.hpp"
 
 using namespace canopy::nccl_api;
@@ -126,8 +127,18 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int ke
   *newcomm = nullptr;
   ncclConfig_t cfg;
   if (const ncclResult_t r = read_config(config, "ncclCommSplit", &cfg); r != ncclSuccess) return r;
-  if (comm->shared->own_ranks() != 1)
-    return not_served("ncclCommSplit of a communicator holding several ranks in one process (ncclCommInitAll)", comm);
+  if (comm->shared->own_ranks() != 1) {
+    // Every rank in this process (ncclCommInitAll, a group's inits made whole): the ranks' splits meet here
+    // (local_split.hpp), filed at ncclGroupEnd inside a group.
+    if (comm->shared->own_ranks() != comm->shared->nranks())
+      return not_served("ncclCommSplit of a communicator holding several ranks of a process among other processes'",
+                        comm);
+    if (group_depth() > 0) {
+      defer_split({comm, color, key, cfg}, newcomm);
+      return ncclSuccess;
+    }
+    return split_here({comm, color, key, cfg}, newcomm);
+  }
   std::unique_ptr<canopy::Communicator> child;
   const int canopy_color = color == NCCL_SPLIT_NOCOLOR ? canopy::Communicator::kSplitNoColor : color;
   if (const canopy::Status s = comm->shared->communicator().split(canopy_color, key, &child); !s.ok())

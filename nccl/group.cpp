@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.hpp"
 #include "nccl/api_profile.hpp"
 #include "nccl/comm_handle.hpp"
 #include "nccl/comm_init.hpp"
@@ -18,6 +19,7 @@
 #include "nccl/last_error.hpp"
 #include "nccl/local_failure.hpp"
 #include "nccl/real_nccl.hpp"
+#include "runtime/transport/bootstrap/bootstrap_options.hpp"
 
 namespace canopy::nccl_api {
 
@@ -28,6 +30,7 @@ struct GroupState {
   int real_depth = 0;  // how deep the real NCCL's group is (<= depth)
   std::vector<ncclComm*> inits;
   std::vector<std::pair<ncclComm*, RankCall>> calls;
+  std::vector<std::pair<SplitRequest, ncclComm_t*>> splits;
   ncclResult_t error = ncclSuccess;
   std::string error_text;
 };
@@ -66,6 +69,33 @@ ncclResult_t run_inits(std::vector<ncclComm*> inits) {
   for (std::size_t k = 0; k < jobs.size(); ++k)
     if (results[k] != ncclSuccess) return fail(results[k], messages[k]);
   return ncclSuccess;
+}
+
+// How long a split waits for the other ranks of its communicator in this process: the bootstrap's timeout.
+std::chrono::milliseconds split_wait() {
+  try {
+    return bootstrap_timeout_from_environment();
+  } catch (const Error&) {
+    return std::chrono::seconds(120);  // a malformed value was reported at init
+  }
+}
+
+// Files every deferred split, then takes each one's child: the splits of one communicator meet in LocalSplits.
+ncclResult_t run_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits) {
+  std::vector<LocalSplits::Ticket> tickets;
+  for (const auto& [request, out] : splits) {
+    const SharedComm* shared = request.parent->shared.get();
+    tickets.push_back(local_splits().file(shared, request.parent->local, shared->own_ranks(), request));
+  }
+  ncclResult_t result = ncclSuccess;
+  std::string why;
+  for (std::size_t k = 0; k < splits.size(); ++k) {
+    std::string mine;
+    const ncclResult_t r = local_splits().take(tickets[k], splits[k].first.parent->local, split_wait(),
+                                               splits[k].second, &mine);
+    if (r != ncclSuccess && result == ncclSuccess) result = r, why = mine;
+  }
+  return result == ncclSuccess ? ncclSuccess : fail(result, "ncclGroupEnd (deferred ncclCommSplit): " + why);
 }
 
 ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls) {
@@ -138,6 +168,16 @@ void sync_real_group() {
 
 void defer_init(ncclComm* comm) { t_group.inits.push_back(comm); }
 void defer_call(ncclComm* comm, const RankCall& call) { t_group.calls.emplace_back(comm, call); }
+void defer_split(const SplitRequest& request, ncclComm_t* out) { t_group.splits.emplace_back(request, out); }
+
+ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) {
+  const SharedComm* shared = request.parent->shared.get();
+  const LocalSplits::Ticket ticket =
+      local_splits().file(shared, request.parent->local, shared->own_ranks(), request);
+  std::string why;
+  const ncclResult_t r = local_splits().take(ticket, request.parent->local, split_wait(), out, &why);
+  return r == ncclSuccess ? ncclSuccess : fail(r, why);
+}
 void note_group_error(ncclResult_t result) {
   if (t_group.depth > 0 && t_group.error == ncclSuccess) {
     t_group.error = result;
@@ -159,6 +199,7 @@ ncclResult_t group_end() {
   if (--g.depth > 0) return ncclSuccess;
   std::vector<ncclComm*> inits = std::move(g.inits);
   std::vector<std::pair<ncclComm*, RankCall>> calls = std::move(g.calls);
+  std::vector<std::pair<SplitRequest, ncclComm_t*>> splits = std::move(g.splits);
   const ncclResult_t earlier = g.error;
   const std::string earlier_text = std::move(g.error_text);
   g = GroupState{};
@@ -173,8 +214,11 @@ ncclResult_t group_end() {
                                      "issued: {}",
                                      earlier_text));
   }
+  const ncclResult_t split_result = run_splits(splits);
+  const std::string split_text = last_error();
   const ncclResult_t call_result = run_calls(calls);
   if (init_result != ncclSuccess) return fail(init_result, init_text);
+  if (split_result != ncclSuccess) return fail(split_result, split_text);
   if (call_result != ncclSuccess) return call_result;
   return real_result;
 }

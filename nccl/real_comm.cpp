@@ -215,6 +215,33 @@ void split_real_comm(ncclComm* parent, ncclComm* child, int color, int key) {
   else child->real_why_not = "the real ncclCommSplit failed: " + real_error(r, parent->real);
 }
 
+void split_real_comms_together(const std::vector<ncclComm*>& parents, const std::vector<std::pair<int, int>>& color_key,
+                               const std::vector<ncclComm*>& children) {
+  const std::size_t n = parents.size();
+  const auto set_why = [&](const std::string& why) {
+    for (ncclComm* c : children)
+      if (c) c->real_why_not = why;
+  };
+  for (ncclComm* p : parents)
+    if (!p->real) return set_why(p->real_why_not.empty() ? "the parent has no real NCCL communicator" : p->real_why_not);
+  auto start = real_nccl<ncclResult_t (*)()>("ncclGroupStart");
+  auto end = real_nccl<ncclResult_t (*)()>("ncclGroupEnd");
+  auto split = real_nccl<ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*)>("ncclCommSplit");
+  if (!start || !end || !split) return set_why("the real NCCL lacks ncclGroupStart, ncclGroupEnd or ncclCommSplit");
+  // The real NCCL's handles of one process split together inside one of its groups (each would wait for the others).
+  std::vector<ncclComm_t> reals(n, nullptr);
+  std::vector<ncclConfig_t> configs;
+  for (ncclComm* p : parents) configs.push_back(blocking_config(p->config));
+  ncclResult_t r = start();
+  for (std::size_t k = 0; k < n && r == ncclSuccess; ++k)
+    r = split(parents[k]->real, color_key[k].first, color_key[k].second, &reals[k], &configs[k]);
+  const ncclResult_t ended = end();
+  if (r == ncclSuccess) r = ended;
+  if (r != ncclSuccess) return set_why("the real ncclCommSplit failed: " + real_error(r, parents[0]->real));
+  for (std::size_t k = 0; k < n; ++k)
+    if (children[k]) children[k]->real = reals[k];
+}
+
 ncclResult_t end_real_comm(ncclComm* comm, const char* function) {
   if (!comm->real) return ncclSuccess;
   auto f = real_nccl<ncclResult_t (*)(ncclComm_t)>(function);

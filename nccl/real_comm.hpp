@@ -15,6 +15,7 @@
 #include <nccl.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.hpp"
@@ -50,6 +51,11 @@ ncclResult_t attach_real_comm(ncclComm* comm, const char* function);
 void attach_real_comms(ncclComm** comms, const std::vector<int>& devices);
 // ncclCommSplit: the real NCCL's split of parent->real (every parent rank calls it), into child->real.
 void split_real_comm(ncclComm* parent, ncclComm* child, int color, int key);
+// ncclCommSplit of every handle of one in-process communicator (local_split.hpp): the real NCCL's split of each
+// parent's real communicator, all inside one real group, into children[k]->real (children[k] null: no color); where
+// a parent has none or the split fails, each child's real_why_not says why.
+void split_real_comms_together(const std::vector<ncclComm*>& parents, const std::vector<std::pair<int, int>>& color_key,
+                               const std::vector<ncclComm*>& children);
 // Destroy/Abort/Finalize: the same on comm->real (destroy and abort forget it).
 ncclResult_t end_real_comm(ncclComm* comm, const char* function);
 

@@ -149,12 +149,13 @@ TEST(NcclApiOnGpus, OneProcessPerGpuServesEveryMode) {
 }
 
 // nccl-tests -g K and JAX: one process initialises every rank of an id from one thread inside one group. The library
-// makes them one in-process communicator (nccl/group_inits.hpp): grouped allreduces and broadcasts are right, and
-// destroying the handles in turn returns at once (no bootstrap barrier between handles of one process). With four
-// GPUs or more, also 2 processes x 2 ranks each, a GPU per rank (joined a handle each): right, and their destroys in
-// turn on one thread end without waiting out the bootstrap's timeout (nccl/joined_teardown.hpp). On two GPUs that
-// would put two processes on each GPU beside each other's, a placement the join refuses (as the real NCCL refuses a
-// GPU twice in one communicator).
+// makes them one in-process communicator (nccl/group_inits.hpp): grouped allreduces and broadcasts are right, so are
+// they on the handles' split in one group (nccl/local_split.hpp; keys reversing the ranks), and destroying the handles
+// in turn returns at once (no bootstrap barrier between handles of one process). With four GPUs or more, also 2
+// processes x 2 ranks each, a GPU per rank (joined a handle each): right, and their destroys in turn on one thread end
+// without waiting out the bootstrap's timeout (nccl/joined_teardown.hpp). On two GPUs that would put two processes on
+// each GPU beside each other's, a placement the join refuses (as the real NCCL refuses a GPU twice in one
+// communicator).
 TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
   const int gpus = visible_gpu_count();
   if (gpus < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
@@ -163,6 +164,7 @@ TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("all 2 ranks of the unique id are in this process"));
   EXPECT_THAT(r.output, ::testing::ContainsRegex("nccl ranks here 0: [1-9][0-9]* elements checked, 0 wrong"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("nccl ranks here 0: split: [1-9][0-9]* elements checked, 0 wrong"));
   EXPECT_GE(time_after(r.output, "process 0: destroyed 2 handles in "), 0);
   EXPECT_LE(time_after(r.output, "process 0: destroyed 2 handles in "), 5000);
   expect_no_crash(r.output);

@@ -2,8 +2,10 @@
 // handle each, initialised from one thread inside one group as nccl-tests -g K and JAX do (per rank cudaSetDevice,
 // then ncclCommInitRank), on GPU (rank mod the visible GPUs) with --spread 1, else all on GPU 0. Then, for each count,
 // an allreduce (sum) and a broadcast from the last rank, each one group over the handles, every output element
-// checked; then ncclCommDestroy of each handle in turn from this thread, timed. Prints "nccl ranks here P: N elements
-// checked, W wrong" and "process P: destroyed K handles in T ms".
+// checked; with every rank in this one process, ncclCommSplit of the handles in one group (keys reversing the ranks)
+// and an allreduce and a broadcast on the children; then ncclCommDestroy of each handle in turn from this thread,
+// timed. Prints "nccl ranks here P: N elements checked, W wrong", "nccl ranks here P: split: N elements checked, W
+// wrong" and "process P: destroyed K handles in T ms".
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -105,6 +107,53 @@ int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclU
       if (!check(k, n, [&](std::size_t j) { return input_of(root, j); })) return 1;
   }
   fmt::print("nccl ranks here {}: {} elements checked, {} wrong\n", process, checked, wrong);
+  // Every rank here: ncclCommSplit in one group, one color, keys reversing the ranks (local_split.hpp); the children's
+  // ranks, an allreduce and a broadcast from child rank 0 (the parent's last rank) checked on them.
+  std::vector<ncclComm_t> children;
+  if (processes == 1) {
+    const std::size_t before = checked, wrong_before = wrong;
+    Here c = h;
+    c.comms.assign(here, nullptr);
+    if (!ok(ncclGroupStart(), "ncclGroupStart", nullptr)) return 1;
+    for (int k = 0; k < here; ++k)
+      if (!ok(ncclCommSplit(h.comms[k], 0, nranks - 1 - k, &c.comms[k], nullptr), "ncclCommSplit", h.comms[k]))
+        return 1;
+    if (!ok(ncclGroupEnd(), "ncclGroupEnd (the splits)", h.comms[0])) return 1;
+    children = c.comms;
+    for (int k = 0; k < here; ++k) {
+      int rank = -1, count = -1;
+      if (!ok(ncclCommUserRank(c.comms[k], &rank), "ncclCommUserRank", c.comms[k]) ||
+          !ok(ncclCommCount(c.comms[k], &count), "ncclCommCount", c.comms[k]))
+        return 1;
+      if (rank != nranks - 1 - k || count != nranks) {
+        ++wrong;
+        fmt::print(stderr, "split: rank {}'s child is rank {} of {}, expected {} of {}\n", k, rank, count,
+                   nranks - 1 - k, nranks);
+      }
+    }
+    const std::size_t n = std::min<std::size_t>(most, 262147);
+    for (int k = 0; k < here; ++k) {
+      for (std::size_t j = 0; j < n; ++j) host[j] = input_of(k, j);
+      if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice") ||
+          !cuda_ok(cudaMemcpy(h.send[k], host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy"))
+        return 1;
+    }
+    if (!group(c, "ncclAllReduce (split)", [&](std::size_t k) {
+          return ncclAllReduce(c.send[k], c.recv[k], n, ncclFloat, ncclSum, c.comms[k], c.streams[k]);
+        }))
+      return 1;
+    const float ranks_sum = static_cast<float>(nranks * (nranks + 1) / 2);
+    for (int k = 0; k < here; ++k)
+      if (!check(k, n, [&](std::size_t j) { return ranks_sum * static_cast<float>(j % 13 + 1); })) return 1;
+    if (!group(c, "ncclBroadcast (split)", [&](std::size_t k) {
+          return ncclBroadcast(c.send[k], c.recv[k], n, ncclFloat, 0, c.comms[k], c.streams[k]);
+        }))
+      return 1;
+    for (int k = 0; k < here; ++k)
+      if (!check(k, n, [&](std::size_t j) { return input_of(nranks - 1, j); })) return 1;
+    fmt::print("nccl ranks here {}: split: {} elements checked, {} wrong\n", process, checked - before,
+               wrong - wrong_before);
+  }
   for (int k = 0; k < here; ++k) {
     (void)cudaSetDevice(h.devices[k]);
     (void)cudaFree(h.send[k]);
@@ -113,6 +162,7 @@ int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclU
   }
   const auto start = std::chrono::steady_clock::now();
   bool ended = true;
+  for (ncclComm_t child : children) ended = ok(ncclCommDestroy(child), "ncclCommDestroy (split)", nullptr) && ended;
   for (int k = 0; k < here; ++k) ended = ok(ncclCommDestroy(h.comms[k]), "ncclCommDestroy", nullptr) && ended;
   const auto ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start).count();
