@@ -16,6 +16,7 @@
 #include "nccl/last_error.hpp"
 #include "nccl/real_comm.hpp"
 #include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy::nccl_api {
 
@@ -91,6 +92,7 @@ ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* functio
                                                     function, c->rank, n));
     options.devices.push_back(c->device);
   }
+  const CurrentDevice keep;  // the caller's current GPU stays as it was, as NCCL leaves it
   std::unique_ptr<Communicator> communicator;
   if (const Status s = Communicator::create(options, &communicator); !s.ok()) {
     const ncclResult_t r = to_result(s, function);

@@ -178,6 +178,7 @@ ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) {
   const ncclResult_t r = local_splits().take(ticket, request.parent->local, split_wait(), out, &why);
   return r == ncclSuccess ? ncclSuccess : fail(r, why);
 }
+
 void note_group_error(ncclResult_t result) {
   if (t_group.depth > 0 && t_group.error == ncclSuccess) {
     t_group.error = result;

@@ -13,6 +13,7 @@
 #include "nccl/real_comm.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/process_group.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy::nccl_api {
 
@@ -72,6 +73,7 @@ ncclResult_t make_local_children(const std::vector<SplitRequest>& requests, std:
   for (const SplitPlace& p : places)
     if (p.color >= 0 && std::find(colors.begin(), colors.end(), p.color) == colors.end()) colors.push_back(p.color);
   Communicator& parent = requests[0].parent->shared->communicator();
+  const CurrentDevice keep;  // the caller's current GPU stays as it was, as NCCL leaves it
   for (int color : colors) {
     std::vector<int> members;  // parent ranks, in the child's rank order
     for (int r = 0; r < n; ++r)
