@@ -77,6 +77,7 @@ void finish_join(ncclComm* comm) {
 ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* function) {
   const int n = static_cast<int>(comms.size());
   const auto fail_all = [&](ncclResult_t r, const std::string& why) {
+    retire_bootstrap_root(comms[0]->id);  // every rank is here: none will come to it
     for (ncclComm* c : comms) {
       c->init_result = r;
       c->init_error = why;

@@ -3,11 +3,13 @@
 // calls it does not serve, bad configs and ids, mismatched group nesting, PreMulSum operators' misuse, a bad
 // CANOPY_NCCL_FORWARD, and a non-blocking init (ncclInProgress, then its end through ncclCommGetAsyncError). Each
 // gives the right ncclResult_t and an ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
-// pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU.
+// pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU; every rank of an id in one
+// group fails together, at once.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -114,6 +116,29 @@ TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
                     "the communicator was destroyed");
   EXPECT_NCCL_ERROR(ncclCommDestroy(comm), ncclInvalidUsage, "the communicator was destroyed");
   EXPECT_NCCL_ERROR(ncclSend(fake(64), 4, ncclFloat, 0, comm, nullptr), ncclInvalidUsage, "was destroyed");
+}
+
+TEST(NcclApiErrors, EveryRankOfAnIdInOneGroupFailsTogetherAtOnceWithoutAGpu) {
+  // nccl-tests -g 2 on a machine without a GPU: the group holds both ranks, made one communicator here
+  // (nccl/group_inits.hpp), so both fail with the reason, without waiting for a bootstrap.
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(ncclCommInitRank(&comms[r], 2, id, r), ncclSuccess) << last();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_NE(ncclGroupEnd(), ncclSuccess);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  EXPECT_NE(last().find("ncclGroupEnd (deferred ncclCommInitRank)"), std::string::npos) << last();
+  for (ncclComm_t comm : comms) {
+    ncclResult_t async = ncclSuccess;
+    EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+    EXPECT_NE(async, ncclSuccess);
+    EXPECT_NE(async, ncclInProgress);
+    EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage,
+                      "initialisation failed");
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+  }
 }
 
 TEST(NcclApiErrors, PreMulSumOperators) {
