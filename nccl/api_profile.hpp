@@ -1,8 +1,8 @@
-// ApiProfile: under CANOPY_PROFILE_CALLS=1, where the host's time goes between the collectives a SharedComm runs, beside
-// the Communicator's own profile of each run (runtime/comm/call_profile.hpp). Each run's time splits into: inside
-// Communicator::run; inside this library's entry points around it (ncclGroupStart/End, the collectives' checks, the
-// group's posting and waiting: every served entry point holds an InLibrary guard); and outside the library since the
-// run before (the program's own work between its calls). For nccl-tests -g 2, whose eager calls took 25-30 µs where
+// ApiProfile: under CANOPY_PROFILE_CALLS=1, where the host's time goes between the collectives a SharedComm runs,
+// beside the Communicator's own profile of each run (runtime/comm/call_profile.hpp). Each run's time splits into:
+// inside Communicator::run; inside this library's entry points around it (ncclGroupStart/End, the collectives' checks,
+// the group's posting and waiting: every served entry point holds an InLibrary guard); and outside the library since
+// the run before (the program's own work between its calls). For nccl-tests -g 2, whose eager calls took 25-30 µs where
 // Communicator::run took 10.5 (2026-11-27), this says which side the rest is on. Printed when the SharedComm goes. The
 // guards cost one branch when the profile is off. The split itself is pure (ApiProfile::add), tested on any CPU.
 #pragma once

@@ -223,7 +223,8 @@ void split_real_comms_together(const std::vector<ncclComm*>& parents, const std:
       if (c) c->real_why_not = why;
   };
   for (ncclComm* p : parents)
-    if (!p->real) return set_why(p->real_why_not.empty() ? "the parent has no real NCCL communicator" : p->real_why_not);
+    if (!p->real)
+      return set_why(p->real_why_not.empty() ? "the parent has no real NCCL communicator" : p->real_why_not);
   auto start = real_nccl<ncclResult_t (*)()>("ncclGroupStart");
   auto end = real_nccl<ncclResult_t (*)()>("ncclGroupEnd");
   auto split = real_nccl<ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*)>("ncclCommSplit");

@@ -24,9 +24,10 @@ struct FakeMaker {
         return result;
       }
       children->clear();
-      for (std::size_t r = 0; r < requests.size(); ++r)
-        children->push_back(requests[r].color < 0 ? nullptr
-                                                  : reinterpret_cast<ncclComm*>(std::uintptr_t{1000u * rounds + r + 1}));
+      for (std::size_t r = 0; r < requests.size(); ++r) {
+        const std::uintptr_t stand_in = 1000u * rounds + r + 1;
+        children->push_back(requests[r].color < 0 ? nullptr : reinterpret_cast<ncclComm*>(stand_in));
+      }
       return ncclSuccess;
     };
   }

@@ -3,8 +3,8 @@
 // calls it does not serve, bad configs and ids, mismatched group nesting, PreMulSum operators' misuse, a bad
 // CANOPY_NCCL_FORWARD, and a non-blocking init (ncclInProgress, then its end through ncclCommGetAsyncError). Each
 // gives the right ncclResult_t and an ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
-// pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU; every rank of an id in one
-// group fails together, at once.
+// pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU; every rank of an id
+// in one group fails together, at once.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
