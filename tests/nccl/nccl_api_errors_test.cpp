@@ -32,6 +32,16 @@ std::string last() { return ncclGetLastError(nullptr); }
 // A fake device address: the calls below are refused or deferred before any pointer is used.
 void* fake(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
 
+// `comm`'s init failed: ncclCommGetAsyncError says so (neither success nor in progress), and calls are refused.
+void expect_failed_init(ncclComm_t comm) {
+  ncclResult_t async = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
+  EXPECT_NE(async, ncclSuccess);
+  EXPECT_NE(async, ncclInProgress);
+  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage,
+                    "initialisation failed");
+}
+
 TEST(NcclApiErrors, NullCommunicator) {
   ASSERT_TRUE(kNoRealNccl);
   EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, nullptr, nullptr), ncclInvalidArgument,
@@ -105,11 +115,7 @@ TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
 
   // The group saw failed calls: ncclGroupEnd fails and issues nothing; the join failed too (no GPU here).
   EXPECT_NCCL_ERROR(ncclGroupEnd(), ncclInvalidArgument, "a call inside the group failed");
-  EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
-  EXPECT_NE(async, ncclSuccess);
-  EXPECT_NE(async, ncclInProgress);
-  EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage,
-                    "initialisation failed");
+  expect_failed_init(comm);
 
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage,
@@ -131,12 +137,7 @@ TEST(NcclApiErrors, EveryRankOfAnIdInOneGroupFailsTogetherAtOnceWithoutAGpu) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
   EXPECT_NE(last().find("ncclGroupEnd (deferred ncclCommInitRank)"), std::string::npos) << last();
   for (ncclComm_t comm : comms) {
-    ncclResult_t async = ncclSuccess;
-    EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
-    EXPECT_NE(async, ncclSuccess);
-    EXPECT_NE(async, ncclInProgress);
-    EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, ncclSum, comm, nullptr), ncclInvalidUsage,
-                      "initialisation failed");
+    expect_failed_init(comm);
     EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
   }
 }
