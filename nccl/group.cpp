@@ -80,22 +80,23 @@ std::chrono::milliseconds split_wait() {
   }
 }
 
-// Files every deferred split, then takes each one's child: the splits of one communicator meet in LocalSplits.
-ncclResult_t run_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits) {
+// Files every split, then takes each one's child (the splits of one communicator meet in LocalSplits); an error is
+// recorded prefixed by `who`.
+ncclResult_t run_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits, const std::string& who) {
   std::vector<LocalSplits::Ticket> tickets;
   for (const auto& [request, out] : splits) {
     const SharedComm* shared = request.parent->shared.get();
     tickets.push_back(local_splits().file(shared, request.parent->local, shared->own_ranks(), request));
   }
+  const std::chrono::milliseconds wait = split_wait();
   ncclResult_t result = ncclSuccess;
   std::string why;
   for (std::size_t k = 0; k < splits.size(); ++k) {
     std::string mine;
-    const ncclResult_t r = local_splits().take(tickets[k], splits[k].first.parent->local, split_wait(),
-                                               splits[k].second, &mine);
+    const ncclResult_t r = local_splits().take(tickets[k], splits[k].first.parent->local, wait, splits[k].second, &mine);
     if (r != ncclSuccess && result == ncclSuccess) result = r, why = mine;
   }
-  return result == ncclSuccess ? ncclSuccess : fail(result, "ncclGroupEnd (deferred ncclCommSplit): " + why);
+  return result == ncclSuccess ? ncclSuccess : fail(result, who + why);
 }
 
 ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls) {
@@ -170,14 +171,7 @@ void defer_init(ncclComm* comm) { t_group.inits.push_back(comm); }
 void defer_call(ncclComm* comm, const RankCall& call) { t_group.calls.emplace_back(comm, call); }
 void defer_split(const SplitRequest& request, ncclComm_t* out) { t_group.splits.emplace_back(request, out); }
 
-ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) {
-  const SharedComm* shared = request.parent->shared.get();
-  const LocalSplits::Ticket ticket =
-      local_splits().file(shared, request.parent->local, shared->own_ranks(), request);
-  std::string why;
-  const ncclResult_t r = local_splits().take(ticket, request.parent->local, split_wait(), out, &why);
-  return r == ncclSuccess ? ncclSuccess : fail(r, why);
-}
+ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) { return run_splits({{request, out}}, ""); }
 
 void note_group_error(ncclResult_t result) {
   if (t_group.depth > 0 && t_group.error == ncclSuccess) {
@@ -215,7 +209,7 @@ ncclResult_t group_end() {
                                      "issued: {}",
                                      earlier_text));
   }
-  const ncclResult_t split_result = run_splits(splits);
+  const ncclResult_t split_result = run_splits(splits, "ncclGroupEnd (deferred ncclCommSplit): ");
   const std::string split_text = last_error();
   const ncclResult_t call_result = run_calls(calls);
   if (init_result != ncclSuccess) return fail(init_result, init_text);
