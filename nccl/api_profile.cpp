@@ -58,6 +58,19 @@ std::uint64_t InLibrary::take(Clock::time_point now) {
 
 void InLibrary::resume(Clock::time_point now) { t_library.since = now; }
 
+void ApiProfile::begin() {
+  start_ = Clock::now();
+  library_ns_now_ = InLibrary::take(start_);
+}
+
+void ApiProfile::end() {
+  const Clock::time_point end = Clock::now();
+  InLibrary::resume(end);
+  const bool first = last_end_ == Clock::time_point{};
+  add(first ? 0 : ns_between(last_end_, start_), library_ns_now_, ns_between(start_, end), first);
+  last_end_ = end;
+}
+
 void ApiProfile::add(std::uint64_t gap_ns, std::uint64_t library_ns, std::uint64_t run_ns, bool first) {
   if (first || gap_ns > kPauseNs) {
     ++skipped_;

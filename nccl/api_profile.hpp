@@ -29,9 +29,9 @@ class InLibrary {
   InLibrary& operator=(const InLibrary&) = delete;
 
   // The thread's time inside the library since the last take (an open guard counts up to `now`, and counts on from
-  // `now` after): for SharedComm::run at its start.
+  // `now` after): for ApiProfile::begin.
   static std::uint64_t take(std::chrono::steady_clock::time_point now);
-  // After Communicator::run: an open guard counts on from `now` (the run's own time is not the library's).
+  // For ApiProfile::end: an open guard counts on from `now` (the run's own time is not the library's).
   static void resume(std::chrono::steady_clock::time_point now);
 
  private:
@@ -41,6 +41,10 @@ class InLibrary {
 
 class ApiProfile {
  public:
+  // Around Communicator::run, on the thread that runs it: begin() before, end() after (the gap since the last end, the
+  // library's share of it from the InLibrary guards, the run itself).
+  void begin();
+  void end();
   // One run: `gap_ns` since the end of the run before (0 for the first), of which `library_ns` inside the library's
   // entry points; `run_ns` inside Communicator::run.
   void add(std::uint64_t gap_ns, std::uint64_t library_ns, std::uint64_t run_ns, bool first);
@@ -50,6 +54,8 @@ class ApiProfile {
   std::string report() const;
 
  private:
+  std::chrono::steady_clock::time_point start_{}, last_end_{};  // this run's start; the last run's end (none: epoch)
+  std::uint64_t library_ns_now_ = 0;                             // the library's time before this run
   std::uint64_t runs_ = 0, skipped_ = 0;
   std::uint64_t run_ns_ = 0, library_ns_ = 0, program_ns_ = 0;
 };

@@ -79,23 +79,9 @@ Status SharedComm::run(const std::vector<std::optional<RankCall>>& parts) {
   if (first.premul)
     if (Status s = scratch.scale(*comm_, first_rank_, parts, send); !s.ok()) return s;
   const bool profiling = api_profile_on();
-  std::chrono::steady_clock::time_point start{};
-  std::uint64_t library_ns = 0;
-  if (profiling) {
-    start = std::chrono::steady_clock::now();
-    library_ns = InLibrary::take(start);
-  }
+  if (profiling) profile_.begin();
   Status s = comm_->run(call);
-  if (profiling) {
-    const auto end = std::chrono::steady_clock::now();
-    InLibrary::resume(end);
-    const bool first = last_end_ == std::chrono::steady_clock::time_point{};
-    const auto ns = [](auto d) {
-      return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
-    };
-    profile_.add(first ? 0 : ns(start - last_end_), library_ns, ns(end - start), first);
-    last_end_ = end;
-  }
+  if (profiling) profile_.end();
   scratch.release();
   if (s.ok() && log_.on()) {
     const bool in_place = first.send == first.recv;

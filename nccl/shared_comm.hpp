@@ -7,7 +7,6 @@
 // Under CANOPY_PROFILE_CALLS=1 it prints, when it goes, where the host's time went around its runs (api_profile.hpp).
 #pragma once
 
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -63,7 +62,6 @@ class SharedComm {
   std::map<Ticket, Slot> slots_;
   // CANOPY_PROFILE_CALLS=1 (api_profile.hpp): each run's time, the library's around it and the program's between.
   ApiProfile profile_;
-  std::chrono::steady_clock::time_point last_end_{};
 };
 
 }  // namespace canopy::nccl_api
