@@ -74,6 +74,17 @@ void finish_join(ncclComm* comm) {
   if (comm->joiner.joinable() && comm->joiner.get_id() != std::this_thread::get_id()) comm->joiner.join();
 }
 
+void hand_out_ranks(const std::shared_ptr<SharedComm>& shared, const std::vector<ncclComm*>& handles) {
+  const int n = static_cast<int>(handles.size());
+  for (int r = 0; r < n; ++r) {
+    handles[r]->nranks = n;
+    handles[r]->rank = r;
+    handles[r]->local = r;
+    handles[r]->device = shared->communicator().device_of_rank(r);
+    handles[r]->shared = shared;
+  }
+}
+
 ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* function) {
   const int n = static_cast<int>(comms.size());
   const auto fail_all = [&](ncclResult_t r, const std::string& why) {
@@ -104,11 +115,7 @@ ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* functio
       LogSubsys::init, fmt::format("nccl: {}: all {} ranks of the unique id are in this process: one communicator over "
                                    "CUDA devices {} (as ncclCommInitAll), no bootstrap",
                                    function, n, fmt::join(options.devices, ",")));
-  for (int r = 0; r < n; ++r) {
-    comms[r]->local = r;
-    comms[r]->device = shared->communicator().device_of_rank(r);
-    comms[r]->shared = shared;
-  }
+  hand_out_ranks(shared, comms);
   std::vector<ncclComm*> handles = comms;
   attach_real_comms(handles.data(), options.devices);
   retire_bootstrap_root(comms[0]->id);
@@ -131,16 +138,15 @@ ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist) {
   std::unique_ptr<Communicator> communicator;
   if (const Status s = Communicator::create(options, &communicator); !s.ok()) return to_result(s, "ncclCommInitAll");
   auto shared = std::make_shared<SharedComm>(std::move(communicator), ndev, 0, ndev);
+  std::vector<ncclComm*> handles;
   for (int r = 0; r < ndev; ++r) {
-    auto* comm = new ncclComm();
-    comm->nranks = ndev;
-    comm->rank = r;
-    comm->local = r;
-    comm->device = shared->communicator().device_of_rank(r);
-    comm->shared = shared;
-    comm->forward = forward;
-    comm->state = CommState::ready;
-    comms[r] = comm;
+    handles.push_back(new ncclComm());
+    handles[r]->forward = forward;
+  }
+  hand_out_ranks(shared, handles);
+  for (int r = 0; r < ndev; ++r) {
+    handles[r]->state = CommState::ready;
+    comms[r] = handles[r];
   }
   attach_real_comms(comms, options.devices);
   return ncclSuccess;

@@ -5,9 +5,11 @@
 
 #include <nccl.h>
 
+#include <memory>
 #include <vector>
 
 #include "nccl/forward_list.hpp"
+#include "nccl/shared_comm.hpp"
 #include "runtime/transport/bootstrap/unique_id.hpp"
 
 namespace canopy::nccl_api {
@@ -25,6 +27,9 @@ ncclResult_t join_comm(ncclComm* comm, const char* function);
 void start_join(ncclComm* comm, const char* function);
 // Waits for a non-blocking init's thread (Destroy and Abort of a handle still joining wait for it).
 void finish_join(ncclComm* comm);
+// Makes handles[r] rank r of the in-process communicator `shared` (its rank count, rank, local index, device and the
+// SharedComm); ncclCommInitAll's handles, a group's inits made whole, and the children of a local split.
+void hand_out_ranks(const std::shared_ptr<SharedComm>& shared, const std::vector<ncclComm*>& handles);
 // Every rank of one unique id, pending in this process (group_inits.hpp), in rank order: one in-process communicator
 // over their devices (Communicator::create, as ncclCommInitAll), each handle ready with its rank, the real NCCL's
 // beside them as ncclCommInitAll makes it, and the id's bootstrap root, when this process started it, retired. On an

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "nccl/comm_handle.hpp"
+#include "nccl/comm_init.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/real_comm.hpp"
 #include "runtime/comm/communicator.hpp"
@@ -88,19 +89,14 @@ ncclResult_t make_local_children(const std::vector<SplitRequest>& requests, std:
       return result_of(s.code());
     }
     const int size = static_cast<int>(members.size());
-    auto shared = std::make_shared<SharedComm>(std::move(made), size, 0, size);
-    for (int k = 0; k < size; ++k) {
-      const SplitRequest& q = requests[members[k]];
+    std::vector<ncclComm*> group;  // in the child's rank order
+    for (int r : members) {
       auto* child = new ncclComm();
-      child->nranks = size;
-      child->rank = k;
-      child->local = k;
-      child->device = shared->communicator().device_of_rank(k);
-      child->shared = shared;
-      child->config = q.config;
-      child->forward = q.parent->forward;
-      (*children)[members[k]] = child;
+      child->config = requests[r].config;
+      child->forward = requests[r].parent->forward;
+      group.push_back((*children)[r] = child);
     }
+    hand_out_ranks(std::make_shared<SharedComm>(std::move(made), size, 0, size), group);
   }
   std::vector<ncclComm*> parents;
   for (const SplitRequest& r : requests) parents.push_back(r.parent);
