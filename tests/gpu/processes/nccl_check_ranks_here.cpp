@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "tests/gpu/processes/nccl_check.hpp"
@@ -84,28 +85,32 @@ int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclU
         fmt::print(stderr, "rank {}: count {} element {} is {}, expected {}\n", first + k, n, j, host[j], expected(j));
     return true;
   };
-  for (std::size_t n : counts) {
+  // One round on the handles of `x` (the parent's or the split's, each on its parent's buffers): every rank's input,
+  // an allreduce, then a broadcast from x's rank `root`, which is the parent's rank `root_parent`.
+  const auto round = [&](const Here& x, std::size_t n, int root, int root_parent, const std::string& what) {
     for (int k = 0; k < here; ++k) {
       for (std::size_t j = 0; j < n; ++j) host[j] = input_of(first + k, j);
       if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice") ||
           !cuda_ok(cudaMemcpy(h.send[k], host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy"))
-        return 1;
+        return false;
     }
-    if (!group(h, "ncclAllReduce", [&](std::size_t k) {
-          return ncclAllReduce(h.send[k], h.recv[k], n, ncclFloat, ncclSum, h.comms[k], h.streams[k]);
+    if (!group(x, ("ncclAllReduce" + what).c_str(), [&](std::size_t k) {
+          return ncclAllReduce(x.send[k], x.recv[k], n, ncclFloat, ncclSum, x.comms[k], x.streams[k]);
         }))
-      return 1;
+      return false;
     const float ranks_sum = static_cast<float>(nranks * (nranks + 1) / 2);
     for (int k = 0; k < here; ++k)
-      if (!check(k, n, [&](std::size_t j) { return ranks_sum * static_cast<float>(j % 13 + 1); })) return 1;
-    const int root = nranks - 1;
-    if (!group(h, "ncclBroadcast", [&](std::size_t k) {
-          return ncclBroadcast(h.send[k], h.recv[k], n, ncclFloat, root, h.comms[k], h.streams[k]);
+      if (!check(k, n, [&](std::size_t j) { return ranks_sum * static_cast<float>(j % 13 + 1); })) return false;
+    if (!group(x, ("ncclBroadcast" + what).c_str(), [&](std::size_t k) {
+          return ncclBroadcast(x.send[k], x.recv[k], n, ncclFloat, root, x.comms[k], x.streams[k]);
         }))
-      return 1;
+      return false;
     for (int k = 0; k < here; ++k)
-      if (!check(k, n, [&](std::size_t j) { return input_of(root, j); })) return 1;
-  }
+      if (!check(k, n, [&](std::size_t j) { return input_of(root_parent, j); })) return false;
+    return true;
+  };
+  for (std::size_t n : counts)
+    if (!round(h, n, nranks - 1, nranks - 1, "")) return 1;
   fmt::print("nccl ranks here {}: {} elements checked, {} wrong\n", process, checked, wrong);
   // Every rank here: ncclCommSplit in one group, one color, keys reversing the ranks (local_split.hpp); the children's
   // ranks, an allreduce and a broadcast from child rank 0 (the parent's last rank) checked on them.
@@ -131,26 +136,7 @@ int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclU
                    nranks - 1 - k, nranks);
       }
     }
-    const std::size_t n = std::min<std::size_t>(most, 262147);
-    for (int k = 0; k < here; ++k) {
-      for (std::size_t j = 0; j < n; ++j) host[j] = input_of(k, j);
-      if (!cuda_ok(cudaSetDevice(h.devices[k]), "cudaSetDevice") ||
-          !cuda_ok(cudaMemcpy(h.send[k], host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy"))
-        return 1;
-    }
-    if (!group(c, "ncclAllReduce (split)", [&](std::size_t k) {
-          return ncclAllReduce(c.send[k], c.recv[k], n, ncclFloat, ncclSum, c.comms[k], c.streams[k]);
-        }))
-      return 1;
-    const float ranks_sum = static_cast<float>(nranks * (nranks + 1) / 2);
-    for (int k = 0; k < here; ++k)
-      if (!check(k, n, [&](std::size_t j) { return ranks_sum * static_cast<float>(j % 13 + 1); })) return 1;
-    if (!group(c, "ncclBroadcast (split)", [&](std::size_t k) {
-          return ncclBroadcast(c.send[k], c.recv[k], n, ncclFloat, 0, c.comms[k], c.streams[k]);
-        }))
-      return 1;
-    for (int k = 0; k < here; ++k)
-      if (!check(k, n, [&](std::size_t j) { return input_of(nranks - 1, j); })) return 1;
+    if (!round(c, std::min<std::size_t>(most, 262147), 0, nranks - 1, " (split)")) return 1;
     fmt::print("nccl ranks here {}: split: {} elements checked, {} wrong\n", process, checked - before,
                wrong - wrong_before);
   }
