@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "nccl/loaded_segments.hpp"
 #include "runtime/cuda/nccl_locations.hpp"
 
 namespace canopy::nccl_api {
@@ -104,13 +105,9 @@ void* real_nccl_symbol(const char* name) {
 }
 bool real_nccl_loaded() { return real().handle != nullptr; }
 bool called_by_real_nccl(const void* return_address) {
-  static const void* const base = [] {  // the real NCCL's load address, once it is loaded
-    Dl_info info{};
-    void* any = real_nccl_symbol("ncclGetVersion");
-    return any && dladdr(any, &info) ? static_cast<const void*>(info.dli_fbase) : nullptr;
-  }();
-  Dl_info caller{};
-  return base && dladdr(return_address, &caller) && caller.dli_fbase == base;
+  // Where the real NCCL lies, once it is loaded (it stays: a loaded real NCCL is never closed).
+  static const LoadedSegments real_nccl = LoadedSegments::of_object_holding(real_nccl_symbol("ncclGetVersion"));
+  return real_nccl.contains(return_address);
 }
 std::string real_nccl_path() { return real().path; }
 std::string real_nccl_why_not() { return real().why_not; }
