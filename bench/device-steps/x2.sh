@@ -24,8 +24,8 @@
 #                                                                                  -> x2-torch-*.log, x2-train-*.json
 #               torchab    train_bench.py (CANOPY_X2_TORCH_MODES, default ddp) through the real NCCL and then the library
 #                          under each setting of CANOPY_X2_TORCH_VARIANTS (';'-separated lists of VAR=VALUE, "" the
-#                          defaults; default ";CANOPY_LARGE_BLOCKS=32": DDP's 25 MiB buckets run the large trees, 128
-#                          blocks a GPU beside the backward pass), in turn, CANOPY_X2_TORCH_ROUNDS times
+#                          defaults; default "", the defaults alone: ";CANOPY_LARGE_BLOCKS=32" made DDP's step 1.9x
+#                          the real NCCL's on 2026-11-27), in turn, CANOPY_X2_TORCH_ROUNDS times
 #                          (2; more narrow the spread: the medians move ~5 % from run to run); train_compare.py per setting
 #                          (not in the default parts)                          -> x2-torchab.log, x2-ab-*.json
 #               hosts      two "hosts" of one GPU each (canopy run --hosts 1,1), NCCL between them: every collective
@@ -155,7 +155,7 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       # A/B of library settings in training: each round runs the real NCCL, then the library under each setting;
       # each setting's runs are then compared with the real NCCL's of the same rounds.
       step x2 torch settings
-      IFS=';' read -r -a settings <<<"${CANOPY_X2_TORCH_VARIANTS-;CANOPY_LARGE_BLOCKS=32}"
+      IFS=';' read -r -a settings <<<"${CANOPY_X2_TORCH_VARIANTS-}"
       [ "${#settings[@]}" = 0 ] && settings=("")
       torchrun=(torchrun)
       command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
