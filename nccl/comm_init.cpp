@@ -117,7 +117,11 @@ ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* functio
                                    function, n, fmt::join(options.devices, ",")));
   hand_out_ranks(shared, comms);
   std::vector<ncclComm*> handles = comms;
-  attach_real_comms(handles.data(), options.devices);
+  if (const ncclResult_t r = attach_real_comms(handles.data(), options.devices, function); r != ncclSuccess) {
+    const std::string why = last_error();
+    for (ncclComm* c : comms) c->shared.reset();
+    return fail_all(r, why);
+  }
   retire_bootstrap_root(comms[0]->id);
   for (ncclComm* c : comms) c->state = CommState::ready;  // last: a non-blocking init's reader sees the rest first
   return ncclSuccess;
@@ -144,11 +148,14 @@ ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist) {
     handles[r]->forward = forward;
   }
   hand_out_ranks(shared, handles);
+  if (const ncclResult_t r = attach_real_comms(handles.data(), options.devices, "ncclCommInitAll"); r != ncclSuccess) {
+    for (ncclComm* h : handles) delete h;  // never handed out: comms is left as it was
+    return r;
+  }
   for (int r = 0; r < ndev; ++r) {
     handles[r]->state = CommState::ready;
     comms[r] = handles[r];
   }
-  attach_real_comms(comms, options.devices);
   return ncclSuccess;
 }
 

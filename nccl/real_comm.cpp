@@ -180,25 +180,30 @@ ncclResult_t attach_real_comm(ncclComm* comm, const char* function) {
   return ncclSuccess;
 }
 
-void attach_real_comms(ncclComm** comms, const std::vector<int>& devices) {
+ncclResult_t attach_real_comms(ncclComm** comms, const std::vector<int>& devices, const char* function) {
   const int n = static_cast<int>(devices.size());
-  auto set_why = [&](const std::string& why) {
-    for (int r = 0; r < n; ++r) comms[r]->real_why_not = why;
-    say(comms[0], "no real NCCL communicator beside Canopy's (ncclCommInitAll): " + why);
-  };
   RealMode mode = RealMode::automatic;
   (void)real_mode_from_environment(&mode);
-  if (mode == RealMode::off) return set_why("CANOPY_NCCL_REAL=0");
-  if (!real_nccl_loaded()) return set_why(real_nccl_why_not());
+  auto none = [&](const std::string& why) {
+    for (int r = 0; r < n; ++r) comms[r]->real_why_not = why;
+    say(comms[0], "no real NCCL communicator beside Canopy's (ncclCommInitAll): " + why);
+    if (mode != RealMode::required) return ncclSuccess;
+    return fail(ncclInvalidUsage, fmt::format("{}: CANOPY_NCCL_REAL=1 asks for a real NCCL communicator beside "
+                                              "Canopy's: {}",
+                                              function, why));
+  };
+  if (mode == RealMode::off) return none("CANOPY_NCCL_REAL=0");
+  if (!real_nccl_loaded()) return none(real_nccl_why_not());
   if (std::set<int>(devices.begin(), devices.end()).size() != devices.size())
-    return set_why("several ranks share a GPU, which NCCL 2.28 refuses");
+    return none("several ranks share a GPU, which NCCL 2.28 refuses");
   auto init_all = real_nccl<ncclResult_t (*)(ncclComm_t*, int, const int*)>("ncclCommInitAll");
   std::vector<ncclComm_t> reals(n, nullptr);
   const ncclResult_t r = init_all ? init_all(reals.data(), n, devices.data()) : ncclSystemError;
-  if (r != ncclSuccess) return set_why("the real ncclCommInitAll failed: " + real_error(r, nullptr));
+  if (r != ncclSuccess) return none("the real ncclCommInitAll failed: " + real_error(r, nullptr));
   for (int k = 0; k < n; ++k) comms[k]->real = reals[k];
   say(comms[0], fmt::format("real NCCL communicator made beside Canopy's (ncclCommInitAll, {} ranks, {})", n,
                             real_nccl_path()));
+  return ncclSuccess;
 }
 
 void split_real_comm(ncclComm* parent, ncclComm* child, int color, int key) {

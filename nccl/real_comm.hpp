@@ -47,8 +47,10 @@ RealCommDecision decide_real_comm(const std::vector<RealCommFacts>& ranks);
 // After a join (every rank of the communicator calls it at the same point): agrees and makes comm->real, or records
 // comm->real_why_not. ncclSuccess unless CANOPY_NCCL_REAL=1 and it could not be made (the last error says why).
 ncclResult_t attach_real_comm(ncclComm* comm, const char* function);
-// ncclCommInitAll's handles: the real ncclCommInitAll over `devices` when they are distinct and a real NCCL is there.
-void attach_real_comms(ncclComm** comms, const std::vector<int>& devices);
+// The handles of an in-process communicator (ncclCommInitAll, a group's inits made whole): the real ncclCommInitAll
+// over `devices` when they are distinct and a real NCCL is there, else each records real_why_not. ncclSuccess unless
+// CANOPY_NCCL_REAL=1 and it could not be made (the last error, prefixed by `function`, says why), as for a join.
+ncclResult_t attach_real_comms(ncclComm** comms, const std::vector<int>& devices, const char* function);
 // ncclCommSplit: the real NCCL's split of parent->real (every parent rank calls it), into child->real.
 void split_real_comm(ncclComm* parent, ncclComm* child, int color, int key);
 // ncclCommSplit of every handle of one in-process communicator (local_split.hpp): the real NCCL's split of each

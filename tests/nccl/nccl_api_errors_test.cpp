@@ -4,7 +4,7 @@
 // CANOPY_NCCL_FORWARD, and a non-blocking init (ncclInProgress, then its end through ncclCommGetAsyncError). Each
 // gives the right ncclResult_t and an ncclGetLastError that says what and why. A Canopy handle is made by ncclCommInitRank inside a group, which stays
 // pending (checked calls, nothing run) until ncclGroupEnd, where its join fails for want of a GPU; every rank of an id
-// in one group fails together, at once.
+// in one group fails together, at once; CANOPY_NCCL_REAL=1 fails an in-process init that can have no real communicator.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
@@ -12,10 +12,17 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include "nccl/comm_handle.hpp"
+#include "nccl/real_comm.hpp"
 
 namespace {
+
+using canopy::nccl_api::attach_real_comms;
 
 const bool kNoRealNccl = [] { return setenv("CANOPY_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1) == 0; }();
 
@@ -211,6 +218,27 @@ TEST(NcclApiErrors, BadForwardListFailsInit) {
   setenv("CANOPY_NCCL_REAL", "sometimes", 1);
   EXPECT_NCCL_ERROR(ncclCommInitRank(&comm, 1, id, 0), ncclInvalidArgument, "CANOPY_NCCL_REAL='sometimes'");
   unsetenv("CANOPY_NCCL_REAL");
+}
+
+// An in-process communicator's handles (ncclCommInitAll, a group's inits made whole) get the real NCCL's beside them
+// as a join does: none here (the real NCCL is pointed away), which CANOPY_NCCL_REAL=1 makes an init failure.
+TEST(NcclApiErrors, RequiredRealCommunicatorFailsAnInProcessInitWithoutOne) {
+  std::unique_ptr<ncclComm> a = std::make_unique<ncclComm>(), b = std::make_unique<ncclComm>();
+  ncclComm* handles[2] = {a.get(), b.get()};
+  const std::vector<int> devices = {0, 1};
+  EXPECT_EQ(attach_real_comms(handles, devices, "ncclCommInitAll"), ncclSuccess) << last();
+  EXPECT_NE(a->real_why_not.find("CANOPY_NCCL_LIBRARY"), std::string::npos) << a->real_why_not;
+  EXPECT_EQ(b->real_why_not, a->real_why_not);
+  setenv("CANOPY_NCCL_REAL", "0", 1);
+  EXPECT_EQ(attach_real_comms(handles, devices, "ncclCommInitAll"), ncclSuccess) << last();
+  EXPECT_EQ(a->real_why_not, "CANOPY_NCCL_REAL=0");
+  setenv("CANOPY_NCCL_REAL", "1", 1);
+  EXPECT_NCCL_ERROR(attach_real_comms(handles, devices, "ncclGroupEnd (deferred ncclCommInitRank)"), ncclInvalidUsage,
+                    "ncclGroupEnd (deferred ncclCommInitRank): CANOPY_NCCL_REAL=1 asks for a real NCCL communicator "
+                    "beside Canopy's: CANOPY_NCCL_LIBRARY");
+  unsetenv("CANOPY_NCCL_REAL");
+  EXPECT_EQ(a->real, nullptr);
+  EXPECT_EQ(b->real, nullptr);
 }
 
 TEST(NcclApiErrors, InitWithoutAGpuSaysWhy) {
