@@ -15,6 +15,7 @@
 #include "nccl/export.hpp"
 #include "nccl/forward.hpp"
 #include "nccl/group.hpp"
+#include "nccl/joined_split.hpp"
 #include "nccl/joined_teardown.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/local_split.hpp"
@@ -127,37 +128,19 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int ke
   *newcomm = nullptr;
   ncclConfig_t cfg;
   if (const ncclResult_t r = read_config(config, "ncclCommSplit", &cfg); r != ncclSuccess) return r;
-  if (comm->shared->own_ranks() != 1) {
-    // Every rank in this process (ncclCommInitAll, a group's inits made whole): the ranks' splits meet here
-    // (local_split.hpp), filed at ncclGroupEnd inside a group.
-    if (comm->shared->own_ranks() != comm->shared->nranks())
-      return not_served("ncclCommSplit of a communicator holding several ranks of a process among other processes'",
-                        comm);
-    if (group_depth() > 0) {
-      defer_split({comm, color, key, cfg}, newcomm);
-      return ncclSuccess;
-    }
-    return split_here({comm, color, key, cfg}, newcomm);
-  }
-  std::unique_ptr<canopy::Communicator> child;
-  const int canopy_color = color == NCCL_SPLIT_NOCOLOR ? canopy::Communicator::kSplitNoColor : color;
-  if (const canopy::Status s = comm->shared->communicator().split(canopy_color, key, &child); !s.ok())
-    return to_result(s, "ncclCommSplit");
-  if (!child) {  // NCCL_SPLIT_NOCOLOR (the real NCCL's split is collective over the parent: it takes part too)
-    split_real_comm(comm, nullptr, color, key);
+  // Every rank in this process (ncclCommInitAll, a group's inits made whole): the ranks' splits meet here
+  // (local_split.hpp). Else a joined handle, its communicator's other ranks in other processes: the split is
+  // collective across them (joined_split.hpp). Inside a group either waits for ncclGroupEnd, where a thread's splits of
+  // several handles run at once.
+  const bool in_process = comm->shared->own_ranks() != 1;
+  if (in_process && comm->shared->own_ranks() != comm->shared->nranks())
+    return not_served("ncclCommSplit of a communicator holding several ranks of a process among other processes'", comm);
+  const SplitRequest request{comm, color, key, cfg};
+  if (group_depth() > 0) {
+    defer_split(request, newcomm);
     return ncclSuccess;
   }
-  auto* out = new ncclComm();
-  out->nranks = child->ranks();
-  out->rank = child->first_own_rank();
-  out->device = child->device_of_rank(out->rank);
-  out->shared = std::make_shared<SharedComm>(std::move(child), out->nranks, out->rank, 1);
-  out->config = cfg;
-  out->forward = comm->forward;
-  split_real_comm(comm, out, color, key);
-  out->state = CommState::ready;
-  *newcomm = out;
-  return ncclSuccess;
+  return in_process ? split_here(request, newcomm) : split_joined({{request, newcomm}}, "ncclCommSplit: ");
 }
 
 // Canopy's collectives are enqueued whole on the caller's streams and no proxy thread runs beside them: there is

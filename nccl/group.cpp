@@ -16,6 +16,7 @@
 #include "nccl/comm_init.hpp"
 #include "nccl/group_inits.hpp"
 #include "nccl/group_posters.hpp"
+#include "nccl/joined_split.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/local_failure.hpp"
 #include "nccl/real_nccl.hpp"
@@ -80,9 +81,9 @@ std::chrono::milliseconds split_wait() {
   }
 }
 
-// Files every split, then takes each one's child (the splits of one communicator meet in LocalSplits); an error is
-// recorded prefixed by `who`.
-ncclResult_t run_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits, const std::string& who) {
+// Files every split of an in-process communicator, then takes each one's child (the splits of one communicator meet
+// in LocalSplits); an error is recorded prefixed by `who`.
+ncclResult_t run_local_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits, const std::string& who) {
   if (splits.empty()) return ncclSuccess;  // every group end comes here: no reading of the environment for nothing
   std::vector<LocalSplits::Ticket> tickets;
   for (const auto& [request, out] : splits) {
@@ -98,6 +99,17 @@ ncclResult_t run_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>&
     if (r != ncclSuccess && result == ncclSuccess) result = r, why = mine;
   }
   return result == ncclSuccess ? ncclSuccess : fail(result, who + why);
+}
+
+// The group's splits: those of in-process communicators, then those of joined handles, all at once (joined_split.hpp).
+ncclResult_t run_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits, const std::string& who) {
+  std::vector<std::pair<SplitRequest, ncclComm_t*>> local, joined;
+  for (const auto& s : splits) (s.first.parent->shared->own_ranks() != 1 ? local : joined).push_back(s);
+  const ncclResult_t local_result = run_local_splits(local, who);
+  const std::string local_text = last_error();
+  const ncclResult_t joined_result = joined.empty() ? ncclSuccess : split_joined(joined, who);
+  if (local_result != ncclSuccess) return fail(local_result, local_text);
+  return joined_result;
 }
 
 ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls) {
@@ -172,7 +184,9 @@ void defer_init(ncclComm* comm) { t_group.inits.push_back(comm); }
 void defer_call(ncclComm* comm, const RankCall& call) { t_group.calls.emplace_back(comm, call); }
 void defer_split(const SplitRequest& request, ncclComm_t* out) { t_group.splits.emplace_back(request, out); }
 
-ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) { return run_splits({{request, out}}, ""); }
+ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) {
+  return run_local_splits({{request, out}}, "");
+}
 
 void note_group_error(ncclResult_t result) {
   if (t_group.depth > 0 && t_group.error == ncclSuccess) {

@@ -206,20 +206,6 @@ ncclResult_t attach_real_comms(ncclComm** comms, const std::vector<int>& devices
   return ncclSuccess;
 }
 
-void split_real_comm(ncclComm* parent, ncclComm* child, int color, int key) {
-  if (!parent->real) {
-    if (child) child->real_why_not = parent->real_why_not;
-    return;
-  }
-  auto split = real_nccl<ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*)>("ncclCommSplit");
-  ncclConfig_t config = blocking_config(parent->config);
-  ncclComm_t real = nullptr;
-  const ncclResult_t r = split ? split(parent->real, color, key, &real, &config) : ncclSystemError;
-  if (!child) return;  // NCCL_SPLIT_NOCOLOR: the real split made none either
-  if (r == ncclSuccess) child->real = real;
-  else child->real_why_not = "the real ncclCommSplit failed: " + real_error(r, parent->real);
-}
-
 void split_real_comms_together(const std::vector<ncclComm*>& parents, const std::vector<std::pair<int, int>>& color_key,
                                const std::vector<ncclComm*>& children) {
   const std::size_t n = parents.size();
@@ -227,24 +213,33 @@ void split_real_comms_together(const std::vector<ncclComm*>& parents, const std:
     for (ncclComm* c : children)
       if (c) c->real_why_not = why;
   };
-  for (ncclComm* p : parents)
-    if (!p->real)
-      return set_why(p->real_why_not.empty() ? "the parent has no real NCCL communicator" : p->real_why_not);
+  // A parent without one: its child says why; the others split (whether a communicator has one is the same on every
+  // rank of it, so every process skips the same ones).
+  std::vector<std::size_t> with_real;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (parents[k]->real) with_real.push_back(k);
+    else if (children[k])
+      children[k]->real_why_not =
+          parents[k]->real_why_not.empty() ? "the parent has no real NCCL communicator" : parents[k]->real_why_not;
+  }
+  if (with_real.empty()) return;
   auto start = real_nccl<ncclResult_t (*)()>("ncclGroupStart");
   auto end = real_nccl<ncclResult_t (*)()>("ncclGroupEnd");
   auto split = real_nccl<ncclResult_t (*)(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*)>("ncclCommSplit");
   if (!start || !end || !split) return set_why("the real NCCL lacks ncclGroupStart, ncclGroupEnd or ncclCommSplit");
   // The real NCCL's handles of one process split together inside one of its groups (each would wait for the others).
   std::vector<ncclComm_t> reals(n, nullptr);
-  std::vector<ncclConfig_t> configs;
-  for (ncclComm* p : parents) configs.push_back(blocking_config(p->config));
+  std::vector<ncclConfig_t> configs(n);
+  for (std::size_t k : with_real) configs[k] = blocking_config(parents[k]->config);
   ncclResult_t r = start();
-  for (std::size_t k = 0; k < n && r == ncclSuccess; ++k)
+  for (std::size_t i = 0; i < with_real.size() && r == ncclSuccess; ++i) {
+    const std::size_t k = with_real[i];
     r = split(parents[k]->real, color_key[k].first, color_key[k].second, &reals[k], &configs[k]);
+  }
   const ncclResult_t ended = end();
   if (r == ncclSuccess) r = ended;
-  if (r != ncclSuccess) return set_why("the real ncclCommSplit failed: " + real_error(r, parents[0]->real));
-  for (std::size_t k = 0; k < n; ++k)
+  if (r != ncclSuccess) return set_why("the real ncclCommSplit failed: " + real_error(r, parents[with_real[0]]->real));
+  for (std::size_t k : with_real)
     if (children[k]) children[k]->real = reals[k];
 }
 

@@ -51,11 +51,11 @@ ncclResult_t attach_real_comm(ncclComm* comm, const char* function);
 // over `devices` when they are distinct and a real NCCL is there, else each records real_why_not. ncclSuccess unless
 // CANOPY_NCCL_REAL=1 and it could not be made (the last error, prefixed by `function`, says why), as for a join.
 ncclResult_t attach_real_comms(ncclComm** comms, const std::vector<int>& devices, const char* function);
-// ncclCommSplit: the real NCCL's split of parent->real (every parent rank calls it), into child->real.
-void split_real_comm(ncclComm* parent, ncclComm* child, int color, int key);
-// ncclCommSplit of every handle of one in-process communicator (local_split.hpp): the real NCCL's split of each
-// parent's real communicator, all inside one real group, into children[k]->real (children[k] null: no color); where
-// a parent has none or the split fails, each child's real_why_not says why.
+// ncclCommSplit of handles of this process, the real NCCL's splits beside them (every parent rank calls it: the
+// real split is collective too): each parent's real communicator split, all inside one real group (one thread may
+// split several of its handles only so), into children[k]->real (children[k] null: no color). The handles of one
+// in-process communicator (local_split.hpp), or a group's joined handles (joined_split.hpp). A parent without one:
+// its child's real_why_not says why; a failed real split: every child's.
 void split_real_comms_together(const std::vector<ncclComm*>& parents, const std::vector<std::pair<int, int>>& color_key,
                                const std::vector<ncclComm*>& children);
 // Destroy/Abort/Finalize: the same on comm->real (destroy and abort forget it).

@@ -1,0 +1,69 @@
+// split_joined (joined_split.hpp): a group's splits of joined handles at once, then the real NCCL's beside them.
+#include "nccl/joined_split.hpp"
+
+#include <thread>
+
+#include "nccl/comm_handle.hpp"
+#include "nccl/last_error.hpp"
+#include "nccl/real_comm.hpp"
+#include "runtime/comm/communicator.hpp"
+
+namespace canopy::nccl_api {
+
+Status split_communicator(ncclComm* parent, int color, int key, std::unique_ptr<Communicator>* child) {
+  return parent->shared->communicator().split(color == NCCL_SPLIT_NOCOLOR ? Communicator::kSplitNoColor : color, key,
+                                              child);
+}
+
+ncclResult_t split_joined(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits, const std::string& who,
+                          const JoinedSplitter& splitter) {
+  const std::size_t n = splits.size();
+  std::vector<Status> statuses(n);
+  std::vector<std::unique_ptr<Communicator>> made(n);
+  const auto one = [&](std::size_t k) {
+    const SplitRequest& q = splits[k].first;
+    statuses[k] = splitter(q.parent, q.color, q.key, &made[k]);
+  };
+  {
+    std::vector<std::jthread> others;
+    for (std::size_t k = 1; k < n; ++k) others.emplace_back(one, k);
+    if (n > 0) one(0);
+  }  // every split has returned
+  std::vector<ncclComm*> parents, children;
+  std::vector<std::pair<int, int>> color_key;
+  ncclResult_t result = ncclSuccess;
+  std::string why;
+  for (std::size_t k = 0; k < n; ++k) {
+    const SplitRequest& q = splits[k].first;
+    if (!statuses[k].ok()) {
+      if (result == ncclSuccess) result = result_of(statuses[k].code()), why = statuses[k].message();
+      continue;
+    }
+    ncclComm* child = nullptr;
+    if (made[k]) {
+      child = new ncclComm();
+      child->nranks = made[k]->ranks();
+      child->rank = made[k]->first_own_rank();
+      child->device = made[k]->device_of_rank(child->rank);
+      child->shared = std::make_shared<SharedComm>(std::move(made[k]), child->nranks, child->rank, 1);
+      child->config = q.config;
+      child->forward = q.parent->forward;
+    }
+    parents.push_back(q.parent);
+    children.push_back(child);
+    color_key.emplace_back(q.color, q.key);
+  }
+  // The real NCCL's splits are collective over each parent as well: the handles of this process split inside one real
+  // group, as this group's.
+  if (!parents.empty()) split_real_comms_together(parents, color_key, children);
+  std::size_t c = 0;
+  for (std::size_t k = 0; k < n; ++k) {
+    if (!statuses[k].ok()) continue;
+    ncclComm* child = children[c++];
+    if (child) child->state = CommState::ready;
+    *splits[k].second = child;
+  }
+  return result == ncclSuccess ? ncclSuccess : fail(result, who + why);
+}
+
+}  // namespace canopy::nccl_api
