@@ -42,11 +42,14 @@ struct ncclComm {
   int rank = 0;     // the user's rank
   int local = 0;    // its index among shared->own_ranks()
   int device = -1;  // CUDA ordinal
-  bool joined = false;  // made by Communicator::join for ncclCommInitRank: its end goes through joined_teardown()
+  // Made by Communicator::join for ncclCommInitRank, or split from such a handle: its end goes through
+  // joined_teardown() under `id` (a split child's: derived from its parent's, joined_split.hpp).
+  bool joined = false;
+  std::uint64_t splits = 0;  // joined: how many ncclCommSplit of this handle have run (its children's ids tell them apart)
   bool finalized = false;
   ncclResult_t init_result = ncclSuccess;  // failed: what init returned
   std::string init_error;                  // failed: why
-  canopy::UniqueId id;                     // pending: what to join
+  canopy::UniqueId id;                     // pending: what to join; joined: the key of its teardown
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;  // as the init read it (real_comm passes it on, blocking)
   std::thread joiner;                      // joining: the non-blocking init's thread
   ncclComm_t real = nullptr;               // the real NCCL's communicator of the same ranks, when made

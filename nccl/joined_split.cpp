@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "nccl/comm_handle.hpp"
+#include "nccl/joined_teardown.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/real_comm.hpp"
 #include "runtime/comm/communicator.hpp"
@@ -15,9 +16,22 @@ Status split_communicator(ncclComm* parent, int color, int key, std::unique_ptr<
                                               child);
 }
 
+std::array<unsigned char, 128> split_child_key(const std::array<unsigned char, 128>& parent, std::uint64_t ordinal,
+                                               int color) {
+  std::array<unsigned char, 128> key = parent;
+  // XORed into the last 16 bytes: "SPLIT" and the ordinal, then the color (distinct pairs give distinct keys).
+  const std::uint64_t words[2] = {0x53504c4954000000ull ^ ordinal,
+                                  static_cast<std::uint64_t>(static_cast<std::uint32_t>(color)) + 1};
+  for (int w = 0; w < 2; ++w)
+    for (int b = 0; b < 8; ++b) key[112 + 8 * w + b] ^= static_cast<unsigned char>(words[w] >> (8 * b));
+  return key;
+}
+
 ncclResult_t split_joined(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits, const std::string& who,
                           const JoinedSplitter& splitter) {
   const std::size_t n = splits.size();
+  std::vector<std::uint64_t> ordinals(n);  // taken here, in the caller's order, as every process takes them
+  for (std::size_t k = 0; k < n; ++k) ordinals[k] = splits[k].first.parent->splits++;
   std::vector<Status> statuses(n);
   std::vector<std::unique_ptr<Communicator>> made(n);
   const auto one = [&](std::size_t k) {
@@ -48,6 +62,9 @@ ncclResult_t split_joined(const std::vector<std::pair<SplitRequest, ncclComm_t*>
       child->shared = std::make_shared<SharedComm>(std::move(made[k]), child->nranks, child->rank, 1);
       child->config = q.config;
       child->forward = q.parent->forward;
+      child->joined = true;
+      child->id.bytes = split_child_key(q.parent->id.bytes, ordinals[k], q.color);
+      joined_teardown().joined(child->id.bytes);
     }
     parents.push_back(q.parent);
     children.push_back(child);

@@ -10,6 +10,8 @@
 
 #include <nccl.h>
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,6 +32,12 @@ using JoinedSplitter =
     std::function<Status(ncclComm* parent, int color, int key, std::unique_ptr<Communicator>* child)>;
 // The library's: Communicator::split of the parent's communicator.
 Status split_communicator(ncclComm* parent, int color, int key, std::unique_ptr<Communicator>* child);
+
+// A joined split child's key in joined_teardown(): the parent's, marked with which of the parent handle's splits made
+// it and its color, so the children of one split here (the same parent id, ordinal and color) share one, as handles
+// of one id do, and end without waiting for each other when one thread destroys them in turn.
+std::array<unsigned char, 128> split_child_key(const std::array<unsigned char, 128>& parent, std::uint64_t ordinal,
+                                               int color);
 
 // Splits every request's parent at once (the first on this thread, the others a thread each), then writes each
 // request's child handle (null: no color) to its out pointer. An error: the first one, prefixed by `who`, and no

@@ -5,8 +5,8 @@
 // another's exit for a failure), and this process's other handles are members: destroyed in turn on one thread, the
 // first would wait for the second until CANOPY_BOOTSTRAP_TIMEOUT_S and fail. So a handle ended while others of its
 // unique id still live here ends on a thread of its own, and the last to end ends on the caller's thread, then waits
-// for the others' threads: ncclCommDestroy of the last handle returns once all have ended. Handles made by
-// ncclCommSplit are not counted (they end on the caller's thread, as before).
+// for the others' threads: ncclCommDestroy of the last handle returns once all have ended. The children of joined
+// handles' splits count the same way, under a key derived from their parent's (joined_split.hpp: split_child_key).
 #pragma once
 
 #include <array>

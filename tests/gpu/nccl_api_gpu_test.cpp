@@ -152,7 +152,8 @@ TEST(NcclApiOnGpus, OneProcessPerGpuServesEveryMode) {
 // makes them one in-process communicator (nccl/group_inits.hpp): grouped allreduces and broadcasts are right, so are
 // they on the handles' split in one group (nccl/local_split.hpp; keys reversing the ranks), and destroying the handles
 // in turn returns at once (no bootstrap barrier between handles of one process). With four GPUs or more, also 2
-// processes x 2 ranks each, a GPU per rank (joined a handle each): right, and their destroys in turn on one thread end
+// processes x 2 ranks each, a GPU per rank (joined a handle each): right, split in one group from one thread (the
+// splits at once, nccl/joined_split.hpp), and their children's and their own destroys in turn on one thread end
 // without waiting out the bootstrap's timeout (nccl/joined_teardown.hpp). On two GPUs that would put two processes on
 // each GPU beside each other's, a placement the join refuses (as the real NCCL refuses a GPU twice in one
 // communicator).
@@ -174,6 +175,9 @@ TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
   for (int p = 0; p < 2; ++p) {
     EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: [1-9][0-9]* elements checked, "
                                                                "0 wrong", p)));
+    // The joined handles' splits, in one group from one thread (joined_split.hpp), and their children's ends.
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: split: [1-9][0-9]* elements "
+                                                               "checked, 0 wrong", p)));
     const long long ms = time_after(r.output, fmt::format("process {}: destroyed 2 handles in ", p));
     EXPECT_GE(ms, 0);
     EXPECT_LE(ms, 10000);

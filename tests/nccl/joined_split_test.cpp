@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -83,6 +84,36 @@ TEST(JoinedSplit, AFailedSplitFailsTheGroupNamingWhy) {
   EXPECT_STREQ(ncclGetLastError(nullptr),
                "ncclGroupEnd (deferred ncclCommSplit): process 1 (rank 1) ended during the split");
   EXPECT_EQ(outs[1], nullptr);
+}
+
+// Split children's teardown keys: the same for the children of one split of one id here (they end without waiting
+// for each other), apart from the parent's, other splits' and other colors'.
+TEST(JoinedSplit, ChildrenOfOneSplitShareATeardownKeyAndNoOthers) {
+  std::array<unsigned char, 128> parent{}, other{};
+  for (std::size_t b = 0; b < parent.size(); ++b) parent[b] = static_cast<unsigned char>(b * 7 + 1);
+  other = parent;
+  other[3] ^= 1;
+  EXPECT_EQ(split_child_key(parent, 0, 5), split_child_key(parent, 0, 5));
+  EXPECT_NE(split_child_key(parent, 0, 5), parent);
+  EXPECT_NE(split_child_key(parent, 0, 5), split_child_key(parent, 1, 5));
+  EXPECT_NE(split_child_key(parent, 0, 5), split_child_key(parent, 0, 6));
+  EXPECT_NE(split_child_key(parent, 0, 5), split_child_key(other, 0, 5));
+  EXPECT_NE(split_child_key(parent, 0, 0), split_child_key(parent, 0, -1));
+  // A child's own split: keyed off the child's key, so grandchildren differ from children.
+  EXPECT_NE(split_child_key(split_child_key(parent, 0, 5), 0, 5), split_child_key(parent, 0, 5));
+}
+
+// Each split of a handle takes the next ordinal, whether it made a child or not.
+TEST(JoinedSplit, EachSplitOfAHandleTakesTheNextOrdinal) {
+  ncclComm parent;
+  ncclComm_t out = nullptr;
+  const auto none = [](ncclComm*, int, int, std::unique_ptr<Communicator>* child) {
+    child->reset();
+    return Status();
+  };
+  EXPECT_EQ(split_joined({{SplitRequest{&parent, NCCL_SPLIT_NOCOLOR, 0}, &out}}, "ncclCommSplit: ", none), ncclSuccess);
+  EXPECT_EQ(split_joined({{SplitRequest{&parent, NCCL_SPLIT_NOCOLOR, 0}, &out}}, "ncclCommSplit: ", none), ncclSuccess);
+  EXPECT_EQ(parent.splits, 2u);
 }
 
 }  // namespace

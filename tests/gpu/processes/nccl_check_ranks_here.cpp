@@ -2,9 +2,9 @@
 // handle each, initialised from one thread inside one group as nccl-tests -g K and JAX do (per rank cudaSetDevice,
 // then ncclCommInitRank), on GPU (rank mod the visible GPUs) with --spread 1, else all on GPU 0. Then, for each count,
 // an allreduce (sum) and a broadcast from the last rank, each one group over the handles, every output element
-// checked; with every rank in this one process, ncclCommSplit of the handles in one group (keys reversing the ranks)
-// and an allreduce and a broadcast on the children; then ncclCommDestroy of each handle in turn from this thread,
-// timed. Prints "nccl ranks here P: N elements checked, W wrong", "nccl ranks here P: split: N elements checked, W
+// checked; ncclCommSplit of the handles in one group (keys reversing the ranks; every rank here: the splits meet in
+// the process, else each is collective across the processes) and an allreduce and a broadcast on the children; then
+// ncclCommDestroy of each child and each handle in turn from this thread, timed. Prints "nccl ranks here P: N elements checked, W wrong", "nccl ranks here P: split: N elements checked, W
 // wrong" and "process P: destroyed K handles in T ms".
 #include <fmt/format.h>
 
@@ -112,16 +112,19 @@ int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclU
   for (std::size_t n : counts)
     if (!round(h, n, nranks - 1, nranks - 1, "")) return 1;
   fmt::print("nccl ranks here {}: {} elements checked, {} wrong\n", process, checked, wrong);
-  // Every rank here: ncclCommSplit in one group, one color, keys reversing the ranks (local_split.hpp); the children's
-  // ranks, an allreduce and a broadcast from child rank 0 (the parent's last rank) checked on them.
+  // ncclCommSplit of this process's handles in one group, one color, keys reversing the ranks: with every rank here
+  // the splits meet in the process (local_split.hpp); else each handle is joined apart and its split is collective
+  // across the processes, so the group's run at once (joined_split.hpp). The children's ranks, an allreduce and a
+  // broadcast from child rank 0 (the parent's last rank) checked on them.
   std::vector<ncclComm_t> children;
-  if (processes == 1) {
+  {
     const std::size_t before = checked, wrong_before = wrong;
     Here c = h;
     c.comms.assign(here, nullptr);
     if (!ok(ncclGroupStart(), "ncclGroupStart", nullptr)) return 1;
     for (int k = 0; k < here; ++k)
-      if (!ok(ncclCommSplit(h.comms[k], 0, nranks - 1 - k, &c.comms[k], nullptr), "ncclCommSplit", h.comms[k]))
+      if (!ok(ncclCommSplit(h.comms[k], 0, nranks - 1 - (first + k), &c.comms[k], nullptr), "ncclCommSplit",
+              h.comms[k]))
         return 1;
     if (!ok(ncclGroupEnd(), "ncclGroupEnd (the splits)", h.comms[0])) return 1;
     children = c.comms;
@@ -130,10 +133,10 @@ int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclU
       if (!ok(ncclCommUserRank(c.comms[k], &rank), "ncclCommUserRank", c.comms[k]) ||
           !ok(ncclCommCount(c.comms[k], &count), "ncclCommCount", c.comms[k]))
         return 1;
-      if (rank != nranks - 1 - k || count != nranks) {
+      if (rank != nranks - 1 - (first + k) || count != nranks) {
         ++wrong;
-        fmt::print(stderr, "split: rank {}'s child is rank {} of {}, expected {} of {}\n", k, rank, count,
-                   nranks - 1 - k, nranks);
+        fmt::print(stderr, "split: rank {}'s child is rank {} of {}, expected {} of {}\n", first + k, rank, count,
+                   nranks - 1 - (first + k), nranks);
       }
     }
     if (!round(c, std::min<std::size_t>(most, 262147), 0, nranks - 1, " (split)")) return 1;
