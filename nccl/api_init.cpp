@@ -134,7 +134,8 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int ke
   // several handles run at once.
   const bool in_process = comm->shared->own_ranks() != 1;
   if (in_process && comm->shared->own_ranks() != comm->shared->nranks())
-    return not_served("ncclCommSplit of a communicator holding several ranks of a process among other processes'", comm);
+    return not_served("ncclCommSplit of a communicator holding several ranks of a process among other processes'",
+                      comm);
   const SplitRequest request{comm, color, key, cfg};
   if (group_depth() > 0) {
     defer_split(request, newcomm);

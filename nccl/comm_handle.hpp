@@ -45,7 +45,7 @@ struct ncclComm {
   // Made by Communicator::join for ncclCommInitRank, or split from such a handle: its end goes through
   // joined_teardown() under `id` (a split child's: derived from its parent's, joined_split.hpp).
   bool joined = false;
-  std::uint64_t splits = 0;  // joined: how many ncclCommSplit of this handle have run (its children's ids tell them apart)
+  std::uint64_t splits = 0;  // joined: how many ncclCommSplit of it have run (its children's keys tell them apart)
   bool finalized = false;
   ncclResult_t init_result = ncclSuccess;  // failed: what init returned
   std::string init_error;                  // failed: why

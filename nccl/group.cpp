@@ -83,7 +83,8 @@ std::chrono::milliseconds split_wait() {
 
 // Files every split of an in-process communicator, then takes each one's child (the splits of one communicator meet
 // in LocalSplits); an error is recorded prefixed by `who`.
-ncclResult_t run_local_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits, const std::string& who) {
+ncclResult_t run_local_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits,
+                              const std::string& who) {
   if (splits.empty()) return ncclSuccess;  // every group end comes here: no reading of the environment for nothing
   std::vector<LocalSplits::Ticket> tickets;
   for (const auto& [request, out] : splits) {
@@ -95,7 +96,8 @@ ncclResult_t run_local_splits(const std::vector<std::pair<SplitRequest, ncclComm
   std::string why;
   for (std::size_t k = 0; k < splits.size(); ++k) {
     std::string mine;
-    const ncclResult_t r = local_splits().take(tickets[k], splits[k].first.parent->local, wait, splits[k].second, &mine);
+    const ncclResult_t r =
+        local_splits().take(tickets[k], splits[k].first.parent->local, wait, splits[k].second, &mine);
     if (r != ncclSuccess && result == ncclSuccess) result = r, why = mine;
   }
   return result == ncclSuccess ? ncclSuccess : fail(result, who + why);
@@ -184,9 +186,7 @@ void defer_init(ncclComm* comm) { t_group.inits.push_back(comm); }
 void defer_call(ncclComm* comm, const RankCall& call) { t_group.calls.emplace_back(comm, call); }
 void defer_split(const SplitRequest& request, ncclComm_t* out) { t_group.splits.emplace_back(request, out); }
 
-ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) {
-  return run_local_splits({{request, out}}, "");
-}
+ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) { return run_local_splits({{request, out}}, ""); }
 
 void note_group_error(ncclResult_t result) {
   if (t_group.depth > 0 && t_group.error == ncclSuccess) {

@@ -4,8 +4,9 @@
 // an allreduce (sum) and a broadcast from the last rank, each one group over the handles, every output element
 // checked; ncclCommSplit of the handles in one group (keys reversing the ranks; every rank here: the splits meet in
 // the process, else each is collective across the processes) and an allreduce and a broadcast on the children; then
-// ncclCommDestroy of each child and each handle in turn from this thread, timed. Prints "nccl ranks here P: N elements checked, W wrong", "nccl ranks here P: split: N elements checked, W
-// wrong" and "process P: destroyed K handles in T ms".
+// ncclCommDestroy of each child and each handle in turn from this thread, timed. Prints "nccl ranks here P: N
+// elements checked, W wrong", "nccl ranks here P: split: N elements checked, W wrong" and "process P: destroyed K
+// handles in T ms".
 #include <fmt/format.h>
 
 #include <algorithm>
