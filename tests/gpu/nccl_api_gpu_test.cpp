@@ -186,6 +186,29 @@ TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
   expect_no_crash(r.output);
 }
 
+// Two processes, a rank each on a GPU of its own (joined handles), each splitting its one handle in a group
+// (nccl/joined_split.hpp) with the real NCCL's communicators beside Canopy's (CANOPY_NCCL_REAL=auto, where the
+// harness has 0): the children are right, the real NCCL's splits run beside them inside a real group, the children
+// end through joined_teardown, and nothing hangs or crashes.
+TEST(NcclApiGroupInitOnGpu, JoinedHandlesSplitWithTheRealNcclBeside) {
+  if (visible_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (a process each): run on nvidia-h200-x2";
+  const testing::CommandRun r =
+      nccl_check(2, "CANOPY_NCCL_REAL=auto CANOPY_LOG=info", "--ranks-here 1 --spread 1 --counts 1,262147");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: [1-9][0-9]* elements checked, "
+                                                               "0 wrong", p)));
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: split: [1-9][0-9]* elements "
+                                                               "checked, 0 wrong", p)));
+    const long long ms = time_after(r.output, fmt::format("process {}: destroyed 1 handles in ", p));
+    EXPECT_GE(ms, 0);
+    EXPECT_LE(ms, 10000);
+  }
+  if (r.output.find("real NCCL communicator made beside Canopy's") == std::string::npos)
+    std::cout << "[ note ] no real NCCL communicator was made (CANOPY_NCCL_LIBRARY?): the real splits did not run\n";
+  expect_no_crash(r.output);
+}
+
 // Teardown: (how, whether rank 0 makes the id so the bootstrap root lives in its process, as under torchrun).
 class NcclTeardownOnGpu : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
  protected:
