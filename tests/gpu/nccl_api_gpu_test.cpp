@@ -148,6 +148,20 @@ TEST(NcclApiOnGpus, OneProcessPerGpuServesEveryMode) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: reuse: 60 calls checked, 0 wrong", p)));
 }
 
+// canopy_nccl_check --ranks-here K's verdicts in `output`: each of `processes` processes checked its handles' calls
+// and their split's with 0 wrong, and destroyed its `handles` handles within `most_ms`.
+void expect_ranks_here_right(const std::string& output, int processes, int handles, long long most_ms) {
+  for (int p = 0; p < processes; ++p) {
+    EXPECT_THAT(output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: [1-9][0-9]* elements checked, "
+                                                             "0 wrong", p)));
+    EXPECT_THAT(output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: split: [1-9][0-9]* elements "
+                                                             "checked, 0 wrong", p)));
+    const long long ms = time_after(output, fmt::format("process {}: destroyed {} handles in ", p, handles));
+    EXPECT_GE(ms, 0);
+    EXPECT_LE(ms, most_ms);
+  }
+}
+
 // nccl-tests -g K and JAX: one process initialises every rank of an id from one thread inside one group. The library
 // makes them one in-process communicator (nccl/group_inits.hpp): grouped allreduces and broadcasts are right, so are
 // they on the handles' split in one group (nccl/local_split.hpp; keys reversing the ranks), and destroying the handles
@@ -164,24 +178,13 @@ TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
   testing::CommandRun r = nccl_check(1, "CANOPY_LOG=info", "--ranks-here 2" + spread);
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("all 2 ranks of the unique id are in this process"));
-  EXPECT_THAT(r.output, ::testing::ContainsRegex("nccl ranks here 0: [1-9][0-9]* elements checked, 0 wrong"));
-  EXPECT_THAT(r.output, ::testing::ContainsRegex("nccl ranks here 0: split: [1-9][0-9]* elements checked, 0 wrong"));
-  EXPECT_GE(time_after(r.output, "process 0: destroyed 2 handles in "), 0);
-  EXPECT_LE(time_after(r.output, "process 0: destroyed 2 handles in "), 5000);
+  expect_ranks_here_right(r.output, 1, 2, 5000);
   expect_no_crash(r.output);
   if (gpus < 4) return;
   r = nccl_check(2, "", "--ranks-here 2 --spread 1 --counts 1,262147");
   EXPECT_EQ(r.status, 0) << r.output;
-  for (int p = 0; p < 2; ++p) {
-    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: [1-9][0-9]* elements checked, "
-                                                               "0 wrong", p)));
-    // The joined handles' splits, in one group from one thread (joined_split.hpp), and their children's ends.
-    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: split: [1-9][0-9]* elements "
-                                                               "checked, 0 wrong", p)));
-    const long long ms = time_after(r.output, fmt::format("process {}: destroyed 2 handles in ", p));
-    EXPECT_GE(ms, 0);
-    EXPECT_LE(ms, 10000);
-  }
+  // The joined handles' splits, in one group from one thread (joined_split.hpp), and their children's ends.
+  expect_ranks_here_right(r.output, 2, 2, 10000);
   EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("did not take part")));
   expect_no_crash(r.output);
 }
@@ -195,15 +198,7 @@ TEST(NcclApiGroupInitOnGpu, JoinedHandlesSplitWithTheRealNcclBeside) {
   const testing::CommandRun r =
       nccl_check(2, "CANOPY_NCCL_REAL=auto CANOPY_LOG=info", "--ranks-here 1 --spread 1 --counts 1,262147");
   EXPECT_EQ(r.status, 0) << r.output;
-  for (int p = 0; p < 2; ++p) {
-    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: [1-9][0-9]* elements checked, "
-                                                               "0 wrong", p)));
-    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: split: [1-9][0-9]* elements "
-                                                               "checked, 0 wrong", p)));
-    const long long ms = time_after(r.output, fmt::format("process {}: destroyed 1 handles in ", p));
-    EXPECT_GE(ms, 0);
-    EXPECT_LE(ms, 10000);
-  }
+  expect_ranks_here_right(r.output, 2, 1, 10000);
   if (r.output.find("real NCCL communicator made beside Canopy's") == std::string::npos)
     std::cout << "[ note ] no real NCCL communicator was made (CANOPY_NCCL_LIBRARY?): the real splits did not run\n";
   expect_no_crash(r.output);
