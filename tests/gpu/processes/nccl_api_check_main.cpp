@@ -162,7 +162,7 @@ int main(int argc, char** argv) {
     }
     std::memcpy(id.internal, cid.bytes.data(), sizeof id.internal);
   }
-  if (args.ranks_here > 1) return check_ranks_here(rank, nranks, args, id);
+  if (args.ranks_here > 0) return check_ranks_here(rank, nranks, args, id);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
   ncclComm_t comm = nullptr;

@@ -24,7 +24,7 @@ struct CheckArgs {
   int bad_call = 3;                // bad-argument: at which call
   std::string bad = "null";        // bad-argument: null (recvbuff NULL) or oversized (count beyond its buffer)
   bool spread = false;             // --spread 1: rank r on GPU r mod the visible GPUs (else every rank on GPU 0)
-  int ranks_here = 1;              // --ranks-here K: K ranks in this process, initialised in one group (ranks_here)
+  int ranks_here = 0;              // --ranks-here K: K ranks in this process, initialised in one group (0: not given)
 };
 
 struct CheckRank {
@@ -47,7 +47,7 @@ int check_graphs(const CheckRank& c);
 int check_reuse(const CheckRank& c);
 int check_bad_argument(const CheckRank& c);
 int check_teardown_work(const CheckRank& c);  // a few checked calls before --teardown
-// --ranks-here K (K > 1): the whole run of process `process` of `processes` (nccl_check_ranks_here.cpp).
+// --ranks-here K (K >= 1): the whole run of process `process` of `processes` (nccl_check_ranks_here.cpp).
 int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclUniqueId& id);
 
 }  // namespace canopy::nccl_check
