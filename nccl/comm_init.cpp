@@ -36,24 +36,31 @@ ncclComm* new_pending_comm(int nranks, int rank, const UniqueId& id, int device)
   return comm;
 }
 
+namespace {
+
+// `comm`'s init failed with `r` for `why`: what ncclCommGetAsyncError and later calls report.
+void mark_init_failed(ncclComm* comm, ncclResult_t r, std::string why) {
+  comm->init_result = r;
+  comm->init_error = std::move(why);
+  comm->shared.reset();
+  comm->state = CommState::failed;  // last: a non-blocking init's reader sees the rest once it sees this
+}
+
+}  // namespace
+
 ncclResult_t join_comm(ncclComm* comm, const char* function) {
   CommunicatorOptions options;
   if (comm->device >= 0) options.devices = {comm->device};
   std::unique_ptr<Communicator> communicator;
   const Status s = Communicator::join(comm->id, comm->nranks, comm->rank, options, &communicator);
   if (!s.ok()) {
-    comm->init_result = result_of(s.code());
-    comm->init_error = s.message();
-    comm->state = CommState::failed;  // last: a non-blocking init's reader sees the rest once it sees this
+    mark_init_failed(comm, result_of(s.code()), s.message());
     return to_result(s, function);
   }
   comm->shared = std::make_shared<SharedComm>(std::move(communicator), comm->nranks, comm->rank, 1);
   comm->local = 0;
   if (const ncclResult_t r = attach_real_comm(comm, function); r != ncclSuccess) {
-    comm->init_result = r;
-    comm->init_error = last_error();
-    comm->shared.reset();
-    comm->state = CommState::failed;
+    mark_init_failed(comm, r, last_error());
     return r;
   }
   comm->joined = true;
@@ -89,11 +96,7 @@ ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* functio
   const int n = static_cast<int>(comms.size());
   const auto fail_all = [&](ncclResult_t r, const std::string& why) {
     retire_bootstrap_root(comms[0]->id);  // every rank is here: none will come to it
-    for (ncclComm* c : comms) {
-      c->init_result = r;
-      c->init_error = why;
-      c->state = CommState::failed;
-    }
+    for (ncclComm* c : comms) mark_init_failed(c, r, why);
     return fail(r, why);
   };
   CommunicatorOptions options;
@@ -116,12 +119,8 @@ ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* functio
                                    "CUDA devices {} (as ncclCommInitAll), no bootstrap",
                                    function, n, fmt::join(options.devices, ",")));
   hand_out_ranks(shared, comms);
-  std::vector<ncclComm*> handles = comms;
-  if (const ncclResult_t r = attach_real_comms(handles.data(), options.devices, function); r != ncclSuccess) {
-    const std::string why = last_error();
-    for (ncclComm* c : comms) c->shared.reset();
-    return fail_all(r, why);
-  }
+  if (const ncclResult_t r = attach_real_comms(comms, options.devices, function); r != ncclSuccess)
+    return fail_all(r, last_error());
   retire_bootstrap_root(comms[0]->id);
   for (ncclComm* c : comms) c->state = CommState::ready;  // last: a non-blocking init's reader sees the rest first
   return ncclSuccess;
@@ -148,7 +147,7 @@ ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist) {
     handles[r]->forward = forward;
   }
   hand_out_ranks(shared, handles);
-  if (const ncclResult_t r = attach_real_comms(handles.data(), options.devices, "ncclCommInitAll"); r != ncclSuccess) {
+  if (const ncclResult_t r = attach_real_comms(handles, options.devices, "ncclCommInitAll"); r != ncclSuccess) {
     for (ncclComm* h : handles) delete h;  // never handed out: comms is left as it was
     return r;
   }

@@ -180,12 +180,13 @@ ncclResult_t attach_real_comm(ncclComm* comm, const char* function) {
   return ncclSuccess;
 }
 
-ncclResult_t attach_real_comms(ncclComm** comms, const std::vector<int>& devices, const char* function) {
+ncclResult_t attach_real_comms(const std::vector<ncclComm*>& comms, const std::vector<int>& devices,
+                               const char* function) {
   const int n = static_cast<int>(devices.size());
   RealMode mode = RealMode::automatic;
   (void)real_mode_from_environment(&mode);
   auto none = [&](const std::string& why) {
-    for (int r = 0; r < n; ++r) comms[r]->real_why_not = why;
+    for (ncclComm* c : comms) c->real_why_not = why;
     say(comms[0], "no real NCCL communicator beside Canopy's (ncclCommInitAll): " + why);
     if (mode != RealMode::required) return ncclSuccess;
     return fail(ncclInvalidUsage, fmt::format("{}: CANOPY_NCCL_REAL=1 asks for a real NCCL communicator beside "

@@ -50,7 +50,8 @@ ncclResult_t attach_real_comm(ncclComm* comm, const char* function);
 // The handles of an in-process communicator (ncclCommInitAll, a group's inits made whole): the real ncclCommInitAll
 // over `devices` when they are distinct and a real NCCL is there, else each records real_why_not. ncclSuccess unless
 // CANOPY_NCCL_REAL=1 and it could not be made (the last error, prefixed by `function`, says why), as for a join.
-ncclResult_t attach_real_comms(ncclComm** comms, const std::vector<int>& devices, const char* function);
+ncclResult_t attach_real_comms(const std::vector<ncclComm*>& comms, const std::vector<int>& devices,
+                               const char* function);
 // ncclCommSplit of handles of this process, the real NCCL's splits beside them (every parent rank calls it: the
 // real split is collective too): each parent's real communicator split, all inside one real group (one thread may
 // split several of its handles only so), into children[k]->real (children[k] null: no color). The handles of one

@@ -233,7 +233,7 @@ TEST(NcclApiErrors, BadForwardListFailsInit) {
 // as a join does: none here (the real NCCL is pointed away), which CANOPY_NCCL_REAL=1 makes an init failure.
 TEST(NcclApiErrors, RequiredRealCommunicatorFailsAnInProcessInitWithoutOne) {
   std::unique_ptr<ncclComm> a = std::make_unique<ncclComm>(), b = std::make_unique<ncclComm>();
-  ncclComm* handles[2] = {a.get(), b.get()};
+  const std::vector<ncclComm*> handles = {a.get(), b.get()};
   const std::vector<int> devices = {0, 1};
   EXPECT_EQ(attach_real_comms(handles, devices, "ncclCommInitAll"), ncclSuccess) << last();
   EXPECT_NE(a->real_why_not.find("CANOPY_NCCL_LIBRARY"), std::string::npos) << a->real_why_not;
