@@ -6,7 +6,6 @@
 #include <functional>
 #include <map>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -38,7 +37,7 @@ struct GroupState {
 thread_local GroupState t_group;
 
 // Makes every deferred init at once: the ranks of an id all here as one in-process communicator (group_inits.hpp),
-// the others joined (each blocks until all ranks have joined), each on a thread of its own when there are several.
+// the others joined (each blocks until all ranks have joined), all at once (run_at_once: the first on this thread).
 ncclResult_t run_inits(std::vector<ncclComm*> inits) {
   std::erase_if(inits, [](ncclComm* c) { return c->state != CommState::pending; });  // destroyed meanwhile
   if (inits.empty()) return ncclSuccess;
@@ -55,18 +54,13 @@ ncclResult_t run_inits(std::vector<ncclComm*> inits) {
   for (std::size_t k : parts.joined) jobs.push_back([comm = inits[k], function] { return join_comm(comm, function); });
   std::vector<ncclResult_t> results(jobs.size(), ncclSuccess);
   std::vector<std::string> messages(jobs.size());
-  if (jobs.size() == 1) {
-    results[0] = jobs[0]();
-    messages[0] = last_error();
-  } else {
-    std::vector<std::thread> threads;
-    for (std::size_t k = 0; k < jobs.size(); ++k)
-      threads.emplace_back([&, k] {
-        results[k] = jobs[k]();
-        messages[k] = last_error();  // the thread's own
-      });
-    for (std::thread& t : threads) t.join();
-  }
+  std::vector<std::function<void()>> at_once;
+  for (std::size_t k = 0; k < jobs.size(); ++k)
+    at_once.push_back([&, k] {
+      results[k] = jobs[k]();
+      messages[k] = last_error();  // the running thread's own
+    });
+  run_at_once(at_once);
   for (std::size_t k = 0; k < jobs.size(); ++k)
     if (results[k] != ncclSuccess) return fail(results[k], messages[k]);
   return ncclSuccess;

@@ -63,6 +63,12 @@ class Posters {
 
 }  // namespace
 
+void run_at_once(const std::vector<std::function<void()>>& jobs) {
+  std::vector<std::jthread> others;  // joined when they go
+  for (std::size_t k = 1; k < jobs.size(); ++k) others.emplace_back(jobs[k]);
+  if (!jobs.empty()) jobs[0]();
+}
+
 void run_on_posters(const std::vector<std::function<void()>>& jobs) {
   static Posters* posters = new Posters();  // never destroyed: its workers may outlive static destruction
   posters->run(jobs);

@@ -1,9 +1,9 @@
 // split_joined (joined_split.hpp): a group's splits of joined handles at once, then the real NCCL's beside them.
 #include "nccl/joined_split.hpp"
 
-#include <thread>
 
 #include "nccl/comm_handle.hpp"
+#include "nccl/group_posters.hpp"
 #include "nccl/joined_teardown.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/real_comm.hpp"
@@ -34,15 +34,13 @@ ncclResult_t split_joined(const std::vector<std::pair<SplitRequest, ncclComm_t*>
   for (std::size_t k = 0; k < n; ++k) ordinals[k] = splits[k].first.parent->splits++;
   std::vector<Status> statuses(n);
   std::vector<std::unique_ptr<Communicator>> made(n);
-  const auto one = [&](std::size_t k) {
-    const SplitRequest& q = splits[k].first;
-    statuses[k] = splitter(q.parent, q.color, q.key, &made[k]);
-  };
-  {
-    std::vector<std::jthread> others;
-    for (std::size_t k = 1; k < n; ++k) others.emplace_back(one, k);
-    if (n > 0) one(0);
-  }  // every split has returned
+  std::vector<std::function<void()>> at_once;
+  for (std::size_t k = 0; k < n; ++k)
+    at_once.push_back([&, k] {
+      const SplitRequest& q = splits[k].first;
+      statuses[k] = splitter(q.parent, q.color, q.key, &made[k]);
+    });
+  run_at_once(at_once);  // returns once every split has
   std::vector<ncclComm*> parents, children;
   std::vector<std::pair<int, int>> color_key;
   ncclResult_t result = ncclSuccess;

@@ -15,8 +15,10 @@
 namespace canopy::nccl_api {
 namespace {
 
-// `n` jobs that each arrive, then wait (at most 10 s) for all n to have arrived; returns how many saw all arrive.
-int run_meeting(int n, std::set<std::thread::id>* threads) {
+// `n` jobs that each arrive, then wait (at most 10 s) for all n to have arrived, run by `run`; returns how many saw
+// all arrive.
+int run_meeting(int n, std::set<std::thread::id>* threads,
+                void (*run)(const std::vector<std::function<void()>>&) = run_on_posters) {
   std::mutex m;
   std::condition_variable cv;
   int arrived = 0;
@@ -30,7 +32,7 @@ int run_meeting(int n, std::set<std::thread::id>* threads) {
       cv.notify_all();
       if (cv.wait_for(lock, std::chrono::seconds(10), [&] { return arrived == n; })) ++met;
     });
-  run_on_posters(jobs);
+  run(jobs);
   return met.load();
 }
 
@@ -46,6 +48,20 @@ TEST(GroupPosters, JobsRunAtOnceOnReusedThreads) {
   std::set<std::thread::id> one;
   EXPECT_EQ(run_meeting(1, &one), 1);
   EXPECT_EQ(one, std::set<std::thread::id>{std::this_thread::get_id()});
+}
+
+// run_at_once: the same meeting on fresh threads, job 0 on the caller's; two runs from two threads at once each meet.
+TEST(GroupPosters, RunAtOnceMeetsOnFreshThreadsAndRunsBesideAnother) {
+  std::set<std::thread::id> first;
+  EXPECT_EQ(run_meeting(3, &first, run_at_once), 3);
+  EXPECT_EQ(first.size(), 3u);
+  EXPECT_TRUE(first.count(std::this_thread::get_id()));
+  std::set<std::thread::id> a, b;
+  int met_a = 0;
+  std::thread other([&] { met_a = run_meeting(2, &a, run_at_once); });
+  EXPECT_EQ(run_meeting(2, &b, run_at_once), 2);
+  other.join();
+  EXPECT_EQ(met_a, 2);
 }
 
 }  // namespace
