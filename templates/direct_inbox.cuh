@@ -5,13 +5,14 @@
 // templates/direct.cuh, whose counters it shares: block b of a rank tells the ranks that store into its inbox that
 // they may ("entered": its stream has reached this call, so its launch before has finished reading the inbox) and
 // waits for that word from the ranks it stores to; it stores its part of the elements into their inboxes, then,
-// behind a system-scope fence, tells each of them that its stores are complete ("done") and waits for the same from
-// the ranks that store to it; last it moves its part from its inbox into its receive buffer, contributions combined
-// in rank order. No rank reads another's buffers, so no rank waits for its readers at the end, and in place is safe
-// for every collective. With Config::kPiece (elements, a multiple of 16 bytes; 0: off) a block's part moves in pieces,
-// each with its own "done" word, so that a receiver moves one piece while the next crosses the link, as NCCL's
-// chunked pipeline does. One-shot only (Config::kTwoShot is false). Block b of every rank handles the same elements
-// of each slot, as in direct.cuh. Generated code (codegen/direct_source.hpp, DirectSpec::inbox) supplies the Config.
+// after the block's barrier, with a system-scope release, tells each of them that its stores are complete ("done")
+// and waits for the same from the ranks that store to it; last it moves its part from its inbox into its receive
+// buffer, contributions combined in rank order. No rank reads another's buffers, so no rank waits for its readers at
+// the end, and in place is safe for every collective. With Config::kPiece (elements, a multiple of 16 bytes; 0: off)
+// a block's part moves in pieces, each with its own "done" word, so that a receiver moves one piece while the next
+// crosses the link, as NCCL's chunked pipeline does. One-shot only (Config::kTwoShot is false). Block b of every rank
+// handles the same elements of each slot, as in direct.cuh. Generated code (codegen/direct_source.hpp,
+// DirectSpec::inbox) supplies the Config.
 #pragma once
 
 #include "canopy/direct.cuh"
@@ -104,11 +105,14 @@ __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a
     if (any) reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, count);
   };
 
-  // Every thread's stores of piece k to peers before the word that they are complete (the block's barrier first).
+  // Every thread's stores of piece k to peers before the word that they are complete. The block's barrier orders the
+  // other threads' stores before the leader's, and the leader's system-scope release is cumulative: it publishes what
+  // the barrier ordered before it (the pattern of NCCL's postPeer: barrier, then an acq_rel fence and a relaxed store).
+  // A full fence (__threadfence_system) before it made every collective 2-10 % slower at 4-32 MiB on two H200s and
+  // ordered nothing more (bench/results/h200x2-procs2-inbox-fence-ab.txt).
   auto post = [&](unsigned long long k) {
     __syncthreads();
     if (leader()) {
-      __threadfence_system();
       for (int q = 0; q < C::kRanks; ++q)
         if (inbox_sends<C>(me, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), inbox_done_mark<C>(e, k));
     }
