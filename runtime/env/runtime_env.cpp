@@ -102,7 +102,7 @@ std::int64_t direct_own_buffers_default_bytes(Collective collective) {
 int direct_own_buffers_default_blocks() { return 64; }
 
 std::int64_t direct_own_buffers_default_piece_bytes(Collective collective) {
-  return has_root(collective) ? std::int64_t{256} << 10 : 0;
+  return has_root(collective) ? std::int64_t{64} << 10 : 0;
 }
 
 std::optional<std::int64_t> direct_two_shot_bytes_from_environment() {

@@ -19,8 +19,8 @@
 //   CANOPY_STAGE_ONLY_SHARED   multi-process direct calls stage only the buffers other ranks touch (default off)
 //   CANOPY_OWN_BUFFERS   multi-process trees and direct kernels touch only their own rank's buffers, not staged
 //                        (default on)
-//   CANOPY_INBOX_PIECE_BYTES   the direct inbox kernels move each block's part in pieces of this size (default 0:
-//                        whole parts)
+//   CANOPY_INBOX_PIECE_BYTES   the direct inbox kernels move each block's part in pieces of this size (unset: 64 KiB
+//                        for broadcast and reduce across GPUs, else whole parts)
 //   CANOPY_HOSTS_PIECE_BYTES   across hosts, the size of the pieces an allreduce, broadcast or reduce is cut into
 //                        (hosts/hosts_join.cpp reads it; 0 or unset: not cut)
 //   CANOPY_GPU_SHARERS   processes in all on this process's GPU running kernels at once (default 0: the
@@ -96,9 +96,10 @@ DirectShape direct_shape_from_environment();
 // into the peer's inbox, then its copy out), from sweeps on two H200s (docs/performance.md, "The inbox kernels' shape
 // across GPUs"; bench/results/h200x2-procs2-inbox-blocks-pieces-sweep.txt): the limit on the bytes its busiest link
 // carries, beyond which the planned trees win (32 MiB for broadcast and reduce, 16 MiB for the others), its blocks per
-// rank (64: 32 left NVLink idle at 4-16 MiB) and the pieces each block's part moves in (256 KiB for broadcast and
-// reduce, whose receiver then copies or combines one piece while the next crosses; 0, whole parts, for the others,
-// whose every rank both stores and moves).
+// rank (64: 32 left NVLink idle at 4-16 MiB) and the pieces each block's part moves in (64 KiB for broadcast and
+// reduce, whose receiver then copies or combines one piece while the next crosses: 4-7 % faster than 256 KiB at
+// 16 MiB, bench/results/h200x2-procs2-inbox-piece-ab-s16.txt; 0, whole parts, for the others, whose every rank both
+// stores and moves).
 std::int64_t direct_own_buffers_default_bytes(Collective collective);
 int direct_own_buffers_default_blocks();
 std::int64_t direct_own_buffers_default_piece_bytes(Collective collective);

@@ -159,15 +159,15 @@ TEST(ProtocolTable, PerCollectiveMovedLimitsStandInForTheOneLimit) {
 // only copies or combines (broadcast, reduce); the table hands each collective its pieces.
 TEST(ProtocolTable, InboxKernelsAcrossGpusTakeTheirBlocksAndPieces) {
   EXPECT_EQ(direct_own_buffers_default_blocks(), 64);
-  EXPECT_EQ(direct_own_buffers_default_piece_bytes(Collective::broadcast), 256 * KiB);
-  EXPECT_EQ(direct_own_buffers_default_piece_bytes(Collective::reduce), 256 * KiB);
+  EXPECT_EQ(direct_own_buffers_default_piece_bytes(Collective::broadcast), 64 * KiB);
+  EXPECT_EQ(direct_own_buffers_default_piece_bytes(Collective::reduce), 64 * KiB);
   for (Collective c : {Collective::allreduce, Collective::allgather, Collective::reducescatter})
     EXPECT_EQ(direct_own_buffers_default_piece_bytes(c), 0) << to_string(c);
   ProtocolSettings s = two_gpu_settings();
   for (std::size_t c = 0; c < kCollectives; ++c)
     s.inbox_piece_bytes[c] = direct_own_buffers_default_piece_bytes(static_cast<Collective>(c));
   const Made m = make(s, facts(2, 2));
-  EXPECT_EQ(m.table.inbox_piece_bytes(Collective::broadcast), 256 * KiB);
+  EXPECT_EQ(m.table.inbox_piece_bytes(Collective::broadcast), 64 * KiB);
   EXPECT_EQ(m.table.inbox_piece_bytes(Collective::allreduce), 0);
 }
 
