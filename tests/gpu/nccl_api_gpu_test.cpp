@@ -204,6 +204,17 @@ TEST(NcclApiGroupInitOnGpu, JoinedHandlesSplitWithTheRealNcclBeside) {
   expect_no_crash(r.output);
 }
 
+// The same with each process's one handle split outside a group (as torch's new_group splits its default group): the
+// split runs through joined_split alone, its real NCCL split in a real group of one.
+TEST(NcclApiGroupInitOnGpu, JoinedHandleSplitsOutsideAGroupWithTheRealNcclBeside) {
+  if (visible_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (a process each): run on nvidia-h200-x2";
+  const testing::CommandRun r = nccl_check(2, "CANOPY_NCCL_REAL=auto CANOPY_LOG=info",
+                                           "--ranks-here 1 --spread 1 --split-alone 1 --counts 1,262147");
+  EXPECT_EQ(r.status, 0) << r.output;
+  expect_ranks_here_right(r.output, 2, 1, 10000);
+  expect_no_crash(r.output);
+}
+
 // Teardown: (how, whether rank 0 makes the id so the bootstrap root lives in its process, as under torchrun).
 class NcclTeardownOnGpu : public ::testing::TestWithParam<std::tuple<const char*, bool>> {
  protected:

@@ -11,7 +11,8 @@
 // (rank 0 makes the id with ncclGetUniqueId, so the bootstrap root runs in its process as under torchrun, and writes
 // it there; the others read it), --capture global|thread|relaxed, --counts LIST, --replays N, --iterations N,
 // --bad-rank R, --bad-call K, --bad null|oversized, --spread 1, --ranks-here K (nccl_check_ranks_here.cpp: K ranks
-// in each process, initialised in one group, as nccl-tests -g K).
+// in each process, initialised in one group, as nccl-tests -g K), --split-alone 1 (with --ranks-here 1: the split
+// outside a group).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
@@ -73,6 +74,7 @@ bool parse(int argc, char** argv, CheckArgs* a) {
     else if (k == "--bad") a->bad = v;
     else if (k == "--spread") a->spread = v == "1";
     else if (k == "--ranks-here") a->ranks_here = std::max(1, std::atoi(v.c_str()));
+    else if (k == "--split-alone") a->split_alone = v == "1";
     else if (k == "--counts") {
       for (std::size_t at = 0; at < v.size();) {
         const std::size_t comma = std::min(v.find(',', at), v.size());

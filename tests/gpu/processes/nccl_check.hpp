@@ -25,6 +25,7 @@ struct CheckArgs {
   std::string bad = "null";        // bad-argument: null (recvbuff NULL) or oversized (count beyond its buffer)
   bool spread = false;             // --spread 1: rank r on GPU r mod the visible GPUs (else every rank on GPU 0)
   int ranks_here = 0;              // --ranks-here K: K ranks in this process, initialised in one group (0: not given)
+  bool split_alone = false;        // --split-alone 1 (with --ranks-here 1): ncclCommSplit outside a group
 };
 
 struct CheckRank {

@@ -3,7 +3,8 @@
 // then ncclCommInitRank), on GPU (rank mod the visible GPUs) with --spread 1, else all on GPU 0. Then, for each count,
 // an allreduce (sum) and a broadcast from the last rank, each one group over the handles, every output element
 // checked; ncclCommSplit of the handles in one group (keys reversing the ranks; every rank here: the splits meet in
-// the process, else each is collective across the processes) and an allreduce and a broadcast on the children; then
+// the process, else each is collective across the processes; --split-alone 1 with one rank here: outside a group, as
+// torch's new_group splits) and an allreduce and a broadcast on the children; then
 // ncclCommDestroy of each child and each handle in turn from this thread, timed. Prints "nccl ranks here P: N
 // elements checked, W wrong", "nccl ranks here P: split: N elements checked, W wrong" and "process P: destroyed K
 // handles in T ms".
@@ -122,12 +123,17 @@ int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclU
     const std::size_t before = checked, wrong_before = wrong;
     Here c = h;
     c.comms.assign(here, nullptr);
-    if (!ok(ncclGroupStart(), "ncclGroupStart", nullptr)) return 1;
+    if (a.split_alone && here != 1) {
+      fmt::print(stderr, "--split-alone 1 needs --ranks-here 1: {} handles split one after another from one thread "
+                 "would wait for each other\n", here);
+      return 1;
+    }
+    if (!a.split_alone && !ok(ncclGroupStart(), "ncclGroupStart", nullptr)) return 1;
     for (int k = 0; k < here; ++k)
       if (!ok(ncclCommSplit(h.comms[k], 0, nranks - 1 - (first + k), &c.comms[k], nullptr), "ncclCommSplit",
               h.comms[k]))
         return 1;
-    if (!ok(ncclGroupEnd(), "ncclGroupEnd (the splits)", h.comms[0])) return 1;
+    if (!a.split_alone && !ok(ncclGroupEnd(), "ncclGroupEnd (the splits)", h.comms[0])) return 1;
     children = c.comms;
     for (int k = 0; k < here; ++k) {
       int rank = -1, count = -1;
