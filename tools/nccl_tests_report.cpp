@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include "tools/commands.hpp"
@@ -145,7 +146,13 @@ NcclTestsPairReport make_nccl_tests_report(const NcclTestsPair& pair, const Nccl
     for (const NcclTestsBenchCheck& c : report.bench.back()) {
       ++report.bench_sizes;
       report.bench_within += c.within ? 1 : 0;
+      report.new_over_bench += std::log(c.new_over_bench);
+      report.base_over_bench += std::log(c.base_over_bench);
     }
+  }
+  if (report.bench_sizes > 0) {
+    report.new_over_bench = std::exp(report.new_over_bench / report.bench_sizes);
+    report.base_over_bench = std::exp(report.base_over_bench / report.bench_sizes);
   }
   return report;
 }
@@ -183,11 +190,14 @@ std::string nccl_tests_report_text(const NcclTestsPair& pair, const NcclTestsPai
     if (checks.front().bench_ranks != t.key.ranks)
       out += fmt::format("# note: canopy bench ran {} ranks, nccl-tests {}: not the same measurement\n",
                          checks.front().bench_ranks, t.key.ranks);
-    out += fmt::format("#{:>8} {:>11} {:>9} {:>8} {:>11}\n", "size", "nccl-tests", "bench", "differ",
-                       fmt::format("within {:g} %", percent));
+    out += "# time NEW/Canopy: nccl-tests' NEW time over bench's Canopy time; BASE/NCCL: its BASE time over bench's\n"
+           "# NCCL time (differ = BASE/NCCL over NEW/Canopy: a library that adds nothing keeps NEW/Canopy near 1)\n";
+    out += fmt::format("#{:>8} {:>11} {:>9} {:>8} {:>11} {:>11} {:>10}\n", "size", "nccl-tests", "bench", "differ",
+                       fmt::format("within {:g} %", percent), "NEW/Canopy", "BASE/NCCL");
     for (const NcclTestsBenchCheck& c : checks)
-      out += fmt::format("{:>9} {:>11.3f} {:>9.3f} {:>+7.1f}% {:>11}\n", size_text(c.bytes), c.nccl_tests_ratio,
-                         c.bench_ratio, (c.nccl_tests_ratio / c.bench_ratio - 1) * 100, c.within ? "yes" : "no");
+      out += fmt::format("{:>9} {:>11.3f} {:>9.3f} {:>+7.1f}% {:>11} {:>11.3f} {:>10.3f}\n", size_text(c.bytes),
+                         c.nccl_tests_ratio, c.bench_ratio, (c.nccl_tests_ratio / c.bench_ratio - 1) * 100,
+                         c.within ? "yes" : "no", c.new_over_bench, c.base_over_bench);
   }
   if (!report.comparison.summaries.empty()) out += "\n";
   for (const NcclTestsSummary& s : report.comparison.summaries) {
@@ -208,6 +218,9 @@ std::string nccl_tests_report_text(const NcclTestsPair& pair, const NcclTestsPai
     out += fmt::format("# canopy bench check: {} of {} size{} within {:g} %{}\n", report.bench_within,
                        report.bench_sizes, report.bench_sizes == 1 ? "" : "s", percent,
                        report.bench_sizes == 0 ? " (no bench row of these collectives, types, ops and sizes)" : "");
+  if (report.bench_sizes > 0)
+    out += fmt::format("# time NEW/Canopy {:.3f}, BASE/NCCL {:.3f} (geometric means over those sizes)\n",
+                       report.new_over_bench, report.base_over_bench);
   if (report.wrong_sizes > 0)
     out += fmt::format("# {} size{} with a nonzero #wrong (marked WRONG: BASE out/in, NEW out/in)\n",
                        report.wrong_sizes, report.wrong_sizes == 1 ? "" : "s");
@@ -247,6 +260,8 @@ nlohmann::ordered_json nccl_tests_report_json(const NcclTestsPair& pair, const N
                                 {"nccl_tests_ratio", c.nccl_tests_ratio},
                                 {"bench_ratio", c.bench_ratio},
                                 {"within", c.within},
+                                {"new_over_bench", c.new_over_bench},
+                                {"base_over_bench", c.base_over_bench},
                                 {"bench_ranks", c.bench_ranks},
                                 {"bench_device", c.bench_device}});
     j["tables"].push_back(table);
@@ -273,6 +288,10 @@ nlohmann::ordered_json nccl_tests_report_json(const NcclTestsPair& pair, const N
   if (!options.bench.empty()) {
     j["bench_sizes"] = report.bench_sizes;
     j["bench_within"] = report.bench_within;
+    if (report.bench_sizes > 0) {
+      j["new_over_bench"] = report.new_over_bench;
+      j["base_over_bench"] = report.base_over_bench;
+    }
     j["tolerance"] = options.tolerance;
   }
   return j;

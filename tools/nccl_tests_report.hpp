@@ -27,6 +27,8 @@ struct NcclTestsPairReport {
   std::vector<std::vector<NcclTestsBenchCheck>> bench;  // per table
   int wrong_sizes = 0;                                  // sizes with a nonzero #wrong in either log
   int bench_sizes = 0, bench_within = 0;
+  // Geometric means over the checked sizes of NcclTestsBenchCheck's new_over_bench and base_over_bench (0: none).
+  double new_over_bench = 0, base_over_bench = 0;
 };
 
 NcclTestsPairReport make_nccl_tests_report(const NcclTestsPair& pair, const NcclTestsReportOptions& options);

@@ -193,19 +193,24 @@ std::vector<NcclTestsBenchCheck> check_against_bench(const NcclTestsTable& table
   for (const NcclTestsComparedSize& s : table.sizes) {
     const std::optional<double>& ours = in_place ? s.in_place.busbw_ratio : s.out_of_place.busbw_ratio;
     if (!ours) continue;
-    std::vector<double> ratios;
+    std::vector<double> ratios, canopy_us, nccl_us;
     const BenchRow* first = nullptr;
     for (const BenchRow* r : rows)
       if (r->bytes == s.bytes) {
         ratios.push_back(r->nccl_time_us / r->time_us);
+        canopy_us.push_back(r->time_us);
+        nccl_us.push_back(r->nccl_time_us);
         if (!first) first = r;
       }
     if (ratios.empty()) continue;
+    const NcclTestsRatio& timed = in_place ? s.in_place : s.out_of_place;
     NcclTestsBenchCheck c;
     c.bytes = s.bytes;
     c.nccl_tests_ratio = *ours;
     c.bench_ratio = median(ratios);
     c.within = std::abs(c.nccl_tests_ratio / c.bench_ratio - 1) <= tolerance;
+    c.new_over_bench = timed.newer.time_us / median(canopy_us);
+    c.base_over_bench = timed.base.time_us / median(nccl_us);
     c.bench_ranks = first->ranks;
     c.bench_device = first->device;
     out.push_back(c);

@@ -90,6 +90,11 @@ struct NcclTestsBenchCheck {
   double nccl_tests_ratio = 0;  // the table's busbw ratio NEW / BASE
   double bench_ratio = 0;       // canopy bench's Canopy busbw / NCCL busbw (= NCCL time / Canopy time)
   bool within = false;          // |nccl_tests_ratio / bench_ratio - 1| <= tolerance
+  // Where a difference comes from: nccl-tests' NEW time / bench's Canopy time, and its BASE time / bench's NCCL time
+  // (medians of the bench rows). nccl_tests_ratio / bench_ratio = base_over_bench / new_over_bench: a library that
+  // adds nothing a call keeps new_over_bench near 1 however far NCCL's own runs (base_over_bench) drift.
+  double new_over_bench = 0;
+  double base_over_bench = 0;
   int bench_ranks = 0;
   std::string bench_device;
 };

@@ -202,10 +202,14 @@ TEST(NcclTestsCompare, BenchRowsOfTheSameCollectiveTypeAndSizeStandBeside) {
   const std::string text = testing::read_file(path);
   const std::vector<BenchRow> bench = read_bench_rows_json(text, path);
   ASSERT_EQ(bench.size(), 140u);
-  std::map<std::uint64_t, double> expected;  // broadcast f32, from the JSON itself
+  std::map<std::uint64_t, double> expected, canopy_us, nccl_us;  // broadcast f32, from the JSON itself
   for (const nlohmann::json& r : nlohmann::json::parse(text))
-    if (r["collective"] == "broadcast" && r["dtype"] == "f32")
-      expected[r["bytes"].get<std::uint64_t>()] = r["nccl_time_us"].get<double>() / r["time_us"].get<double>();
+    if (r["collective"] == "broadcast" && r["dtype"] == "f32") {
+      const std::uint64_t bytes = r["bytes"].get<std::uint64_t>();
+      expected[bytes] = r["nccl_time_us"].get<double>() / r["time_us"].get<double>();
+      canopy_us[bytes] = r["time_us"].get<double>();
+      nccl_us[bytes] = r["nccl_time_us"].get<double>();
+    }
 
   const NcclTestsComparison c = compare_nccl_tests(parse("nccltests-broadcast-real-g1.log"),
                                                    parse("nccltests-broadcast-canopy-g1.log"), "real", "canopy");
@@ -218,12 +222,18 @@ TEST(NcclTestsCompare, BenchRowsOfTheSameCollectiveTypeAndSizeStandBeside) {
     EXPECT_DOUBLE_EQ(k.nccl_tests_ratio, *f.sizes[i].out_of_place.busbw_ratio);
     EXPECT_DOUBLE_EQ(k.bench_ratio, expected.at(k.bytes));
     EXPECT_EQ(k.within, std::abs(k.nccl_tests_ratio / k.bench_ratio - 1) <= 0.05);
+    // Where the difference comes from: each log's time over the bench's, and their quotient is the difference.
+    EXPECT_DOUBLE_EQ(k.new_over_bench, f.sizes[i].out_of_place.newer.time_us / canopy_us.at(k.bytes));
+    EXPECT_DOUBLE_EQ(k.base_over_bench, f.sizes[i].out_of_place.base.time_us / nccl_us.at(k.bytes));
+    EXPECT_NEAR(k.base_over_bench / k.new_over_bench, k.nccl_tests_ratio / k.bench_ratio, 1e-9);
     EXPECT_EQ(k.bench_ranks, 2);  // the bench ran 2 ranks; none of 1, so those stand in (the CLI says so)
     EXPECT_EQ(k.bench_device, "NVIDIA H200 x2");
   }
   const std::vector<NcclTestsBenchCheck> in_place = check_against_bench(f, bench, /*in_place=*/true);
   ASSERT_EQ(in_place.size(), 13u);
   EXPECT_DOUBLE_EQ(in_place.back().nccl_tests_ratio, *f.sizes.back().in_place.busbw_ratio);
+  EXPECT_DOUBLE_EQ(in_place.back().new_over_bench,
+                   f.sizes.back().in_place.newer.time_us / canopy_us.at(f.sizes.back().bytes));
   // A wide enough tolerance agrees at every size.
   for (const NcclTestsBenchCheck& k : check_against_bench(f, bench, false, 1e9)) EXPECT_TRUE(k.within);
 

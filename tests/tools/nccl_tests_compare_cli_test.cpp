@@ -88,8 +88,9 @@ TEST(NcclTestsCompareCli, BenchRowsStandBesideWithAVerdictAndJsonHoldsItAll) {
   EXPECT_THAT(r.output, HasSubstr("# beside canopy bench (2 ranks, NVIDIA H200 x2): busbw ratio NEW/BASE out of "
                                   "place vs Canopy/NCCL"));
   EXPECT_THAT(r.output, HasSubstr("# note: canopy bench ran 2 ranks, nccl-tests 1: not the same measurement"));
-  EXPECT_THAT(r.output, HasSubstr("    size  nccl-tests     bench   differ  within 5 %"));
+  EXPECT_THAT(r.output, HasSubstr("    size  nccl-tests     bench   differ  within 5 %  NEW/Canopy  BASE/NCCL"));
   EXPECT_THAT(r.output, HasSubstr("# canopy bench check: "));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("# time NEW/Canopy [0-9.]+, BASE/NCCL [0-9.]+ \\(geometric means"));
   EXPECT_THAT(r.output, HasSubstr(" of 13 sizes within 5 %"));
 
   const nlohmann::json j = nlohmann::json::parse(testing::read_file(json));
@@ -109,7 +110,10 @@ TEST(NcclTestsCompareCli, BenchRowsStandBesideWithAVerdictAndJsonHoldsItAll) {
   EXPECT_DOUBLE_EQ(big["in_place"]["new_busbw_GBps"].get<double>(), 7984.4);
   ASSERT_EQ(t["bench"].size(), 13u);
   EXPECT_EQ(t["bench"][12]["bench_ranks"], 2);
+  EXPECT_GT(t["bench"][12]["new_over_bench"].get<double>(), 0);
+  EXPECT_GT(t["bench"][12]["base_over_bench"].get<double>(), 0);
   EXPECT_EQ(p["bench_sizes"], 13);
+  EXPECT_GT(p["new_over_bench"].get<double>(), 0);
   EXPECT_EQ(p["summaries"][0]["bands"][2]["out_of_place"], nullptr);
 }
 
