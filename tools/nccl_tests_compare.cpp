@@ -98,7 +98,8 @@ void add_nccl_tests_compare_command(CLI::App& app) {
                   "is a pair (repeatable)");
   cmd->add_option("--bench", args->bench,
                   "canopy bench --vs-nccl --json rows (repeatable): their Canopy/NCCL busbw ratio shown beside each "
-                  "table's, same collective, type, op and size");
+                  "table's, same collective, type, op and size, with each log's time over the bench's (NEW/Canopy, "
+                  "BASE/NCCL: where a difference comes from)");
   cmd->add_flag("--bench-in-place", args->bench_in_place,
                 "the bench rows came from canopy bench --in-place: check the in-place ratios (default: out of place)");
   cmd->add_option("--within", args->within, "percent by which the two ratios may differ and still agree")
