@@ -15,9 +15,10 @@
 #                                                                                           -> x2-bench-variant-*
 #               sharedown  the same with CANOPY_STAGE_ONLY_SHARED=1 CANOPY_OWN_BUFFERS=1    -> x2-bench-sharedown-*
 #               nccltests  the five nccl-tests binaries, -b 8 -e CANOPY_X2_NT_MAX (1G) -f 2 -c 1 (CANOPY_X2_NT_ARGS
-#                          more: "-n 200" steadies the small sizes), single-process -g 2 and mpirun -np 2 (one process per GPU), the real NCCL and then
-#                          libcanopy_nccl.so (CANOPY_X2_NT_RUNS picks from "real-g2 canopy-g2 real-np2 canopy-np2",
-#                          CANOPY_X2_NCCLTESTS the binaries)                       -> x2-nt-NAME-{real,canopy}-{g2,np2}.log
+#                          more: "-n 200" steadies the small sizes), single-process -g 2 and mpirun -np 2 (one
+#                          process per GPU), the real NCCL and then libcanopy_nccl.so (CANOPY_X2_NT_RUNS picks from
+#                          "real-g2 canopy-g2 real-np2 canopy-np2", CANOPY_X2_NCCLTESTS the binaries)
+#                                                                                  -> x2-nt-NAME-{real,canopy}-{g2,np2}.log
 #               torch      torchrun --nproc_per_node 2 (a GPU per rank) through the library: c10d_check.py; then
 #                          train_bench.py DDP and FSDP2 (~100 M parameters, 10 + 50 steps), real NCCL and library
 #                          alternating, CANOPY_X2_TORCH_ROUNDS times (2), and train_compare.py
