@@ -206,6 +206,39 @@ double time_copies(CopyResources& r, int from, int to, const MeasureOptions& opt
   });
 }
 
+// The two copies `a` -> `b` and `b` -> `a` on the two devices' streams at once: the median rate of each direction over
+// options.repeats rounds after options.warmups, GB/s (each timed on its own stream; at options.bytes the few
+// microseconds between the two starts are noise).
+std::pair<double, double> time_duplex(CopyResources& r, int a, int b, const MeasureOptions& options) {
+  std::vector<float> ms[2];
+  const int from[2] = {a, b}, to[2] = {b, a};
+  for (int i = 0; i < options.warmups + options.repeats; ++i) {
+    for (int k = 0; k < 2; ++k) {
+      CANOPY_CUDA_CHECK(cudaSetDevice(from[k]));
+      const cudaStream_t s = r.streams.at(from[k]);
+      CANOPY_CUDA_CHECK(cudaEventRecord(r.events.at(from[k]).first, s));
+      CANOPY_CUDA_CHECK(cudaMemcpyPeerAsync(r.dst.at(to[k]), to[k], r.src.at(from[k]), from[k], options.bytes, s));
+      CANOPY_CUDA_CHECK(cudaEventRecord(r.events.at(from[k]).second, s));
+    }
+    for (int k = 0; k < 2; ++k) {
+      CANOPY_CUDA_CHECK(cudaSetDevice(from[k]));
+      const auto [start, stop] = r.events.at(from[k]);
+      CANOPY_CUDA_CHECK(cudaEventSynchronize(stop));
+      float elapsed = 0;
+      CANOPY_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+      if (i >= options.warmups) ms[k].push_back(elapsed);
+    }
+  }
+  double gbps[2];
+  for (int k = 0; k < 2; ++k) {
+    std::sort(ms[k].begin(), ms[k].end());
+    const std::size_t m = ms[k].size();
+    const double median = m % 2 ? ms[k][m / 2] : (ms[k][m / 2 - 1] + ms[k][m / 2]) / 2;
+    gbps[k] = static_cast<double>(options.bytes) / (std::max(median, 1e-6) * 1e-3) / 1e9;
+  }
+  return {gbps[0], gbps[1]};
+}
+
 // Copies between `device` and the pinned host buffers: device to host when `to_host`, else host to device.
 double time_host_copies(CopyResources& r, int device, bool to_host, const MeasureOptions& options) {
   return time_copies_on(r, device, options, [&](cudaStream_t s) {
@@ -237,6 +270,14 @@ std::vector<std::pair<int, int>> pairs_to_measure(const Topology& topology) {
       if (joined) pairs.emplace_back(a, b);
     }
   return pairs;
+}
+
+std::vector<std::pair<int, int>> duplex_pairs(const std::vector<std::pair<int, int>>& pairs) {
+  const std::set<std::pair<int, int>> have(pairs.begin(), pairs.end());
+  std::vector<std::pair<int, int>> out;
+  for (const auto& [a, b] : have)
+    if (a < b && have.count({b, a})) out.emplace_back(a, b);
+  return out;
 }
 
 Topology apply_copy_rates(const Topology& nominal, const std::vector<CopyRate>& rates,
@@ -383,7 +424,7 @@ MeasuredLinks measure_links(const Topology& nominal, const std::vector<int>& dev
   if (options.bytes == 0 || options.repeats < 1 || options.warmups < 0)
     throw Error("measure options: bytes and repeats must be positive and warmups not negative");
 
-  MeasuredLinks result{nominal, {}, {}, {}};
+  MeasuredLinks result{nominal, {}, {}, {}, {}};
   const std::vector<std::pair<int, int>> pairs = pairs_to_measure(nominal);
   if (pairs.empty()) result.notes.push_back("measure: no two GPUs share a link or a switch, no peer copy to time");
   CopyResources resources;
@@ -406,6 +447,14 @@ MeasuredLinks measure_links(const Topology& nominal, const std::vector<int>& dev
                                        p2p[{a, b}] ? "" : "; no P2P access: staged through host memory"));
   }
   result.topology = apply_copy_rates(nominal, result.rates, result.notes);
+  for (const auto& [a, b] : duplex_pairs(pairs)) {
+    const auto [forward, backward] = time_duplex(resources, devices[a], devices[b], options);
+    result.duplex.push_back({a, b, forward, backward});
+    result.notes.push_back(fmt::format("measured {} <-> {} both ways at once: {} GB/s -> and {} GB/s <- ({} GB/s in "
+                                       "all; cudaMemcpyPeerAsync on both GPUs' streams, median of {} rounds)",
+                                       nominal.node(gpus[a]).name, nominal.node(gpus[b]).name, figure(forward),
+                                       figure(backward), figure(forward + backward), options.repeats));
+  }
 
   prepare_host(resources, options.bytes);
   for (int k = 0; k < n; ++k) {

@@ -7,7 +7,8 @@
 //     rate from that GPU to a peer it reaches through them (and into it, for the reverse direction), the 5% rule
 //     likewise; switch-to-switch links stay nominal.
 // It also times each GPU's copies to and from pinned host memory (cudaMemcpyAsync, the same way) and sets the GPU's
-// host link (Topology::host_link) to the slower direction.
+// host link (Topology::host_link) to the slower direction, and each pair timed both ways with the two directions at
+// once (a note: what a link carries both ways, as an allreduce loads it; the topology keeps one figure per direction).
 // measure_links needs the GPUs; apply_copy_rates, apply_host_rates and pairs_to_measure are pure, and tested on any
 // CPU.
 #pragma once
@@ -35,6 +36,14 @@ struct HostRate {
   double from_host_gbps = 0;  // host to device
 };
 
+// The rates of the two copies between GPUs a and b (a < b) run at once, one each way, GB/s.
+struct DuplexRate {
+  int a = 0;
+  int b = 0;
+  double a_to_b_gbps = 0;
+  double b_to_a_gbps = 0;
+};
+
 struct MeasureOptions {
   std::size_t bytes = std::size_t{256} << 20;  // per copy
   int warmups = 2;
@@ -46,6 +55,7 @@ struct MeasuredLinks {
   std::vector<CopyRate> rates;       // every pair timed, in pairs_to_measure order
   std::vector<HostRate> host_rates;  // every GPU, in rank order
   std::vector<std::string> notes;    // every figure measured and what it replaced
+  std::vector<DuplexRate> duplex;    // every pair of duplex_pairs, both ways at once
 };
 
 // `devices[k]` is the CUDA ordinal of the topology's k-th GPU. Throws canopy::Error when the counts differ, or a
@@ -56,6 +66,9 @@ MeasuredLinks measure_links(const Topology& nominal, const std::vector<int>& dev
 
 // Ordered GPU pairs (from, to) to time: joined by a direct arc, or through one switch; sorted.
 std::vector<std::pair<int, int>> pairs_to_measure(const Topology& topology);
+
+// The pairs (a, b), a < b, that `pairs` holds both ways: those also timed with both directions at once; sorted.
+std::vector<std::pair<int, int>> duplex_pairs(const std::vector<std::pair<int, int>>& pairs);
 
 // The topology with `rates` applied by the rules above (figures rounded to 0.01 GB/s); appends to `notes` what
 // changed. Pairs without a rate keep their nominal figures.

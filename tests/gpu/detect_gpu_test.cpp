@@ -98,6 +98,13 @@ TEST(DetectOnGpu, MeasuredCopyRatesArePositive) {
     std::cout << "gpu" << r.from << " -> gpu" << r.to << ": " << r.gbps << " GB/s\n";
     EXPECT_GT(r.gbps, 0) << r.from << " -> " << r.to;
   }
+  EXPECT_EQ(m.duplex.size(), duplex_pairs(pairs_to_measure(nominal.topology)).size());
+  for (const DuplexRate& r : m.duplex) {
+    std::cout << "gpu" << r.a << " <-> gpu" << r.b << " at once: " << r.a_to_b_gbps << " and " << r.b_to_a_gbps
+              << " GB/s\n";
+    EXPECT_GT(r.a_to_b_gbps, 0) << r.a << " <-> " << r.b;
+    EXPECT_GT(r.b_to_a_gbps, 0) << r.a << " <-> " << r.b;
+  }
   EXPECT_NO_THROW(m.topology.validate());
   EXPECT_EQ(m.topology.nodes(), nominal.topology.nodes());
   const DetectedTopology measured = detect_topology({}, /*measure=*/true);

@@ -33,6 +33,15 @@ TEST(MeasureLinks, PairsAreThoseALinkOrOneSwitchJoins) {
   EXPECT_EQ(std::find(dgx1.begin(), dgx1.end(), std::pair{0, 5}), dgx1.end());
 }
 
+// The pairs timed both ways at once: every pair measured in both directions, once, the lower index first.
+TEST(MeasureLinks, DuplexPairsAreThePairsMeasuredBothWays) {
+  EXPECT_EQ(duplex_pairs(pairs_to_measure(load_topology("h200x2"))), (std::vector<std::pair<int, int>>{{0, 1}}));
+  EXPECT_EQ(duplex_pairs(pairs_to_measure(load_topology("hgx-h200"))).size(), 28u);  // 8 GPUs on NVSwitch
+  EXPECT_EQ(duplex_pairs({{2, 0}, {0, 1}, {1, 0}, {0, 2}, {1, 2}}),
+            (std::vector<std::pair<int, int>>{{0, 1}, {0, 2}}));  // 1 -> 2 alone: no duplex
+  EXPECT_TRUE(duplex_pairs({}).empty());
+}
+
 TEST(MeasureLinks, CloseDirectionsShareTheirMean) {
   std::vector<std::string> notes;
   const Topology t = apply_copy_rates(load_topology("h200x2"), {{0, 1, 390.0}, {1, 0, 392.0}}, notes);
