@@ -1,7 +1,6 @@
 // split_joined (joined_split.hpp): a group's splits of joined handles at once, then the real NCCL's beside them.
 #include "nccl/joined_split.hpp"
 
-
 #include "nccl/comm_handle.hpp"
 #include "nccl/group_posters.hpp"
 #include "nccl/joined_teardown.hpp"
