@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+# Unit tests of tests/torch/train_compare.py (ctest torch.train_compare, label cpu; needs python3, not torch): its
+# table's step statistics, the target's verdict on the medians alone, the lower quartiles printed beside it, and its
+# refusals. The runs are written here in train_bench.py's JSON shape (train_compare reads our own benchmark's output,
+# not another tool's), with step times chosen so that every printed number can be worked out by hand.
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_compare.py")
+CONFIG = {"width": 64, "layers": 2, "batch": 8, "optimizer": "sgd", "lr": 0.01, "seed": 1, "warmup": 2, "steps": 8}
+LOSSES = [0.6, 0.5, 0.45, 0.41, 0.38, 0.36, 0.35, 0.34, 0.335, 0.33]
+
+
+def run_json(library, steps, losses=LOSSES, mode="ddp", **extra):
+    ordered = sorted(steps)
+    median = (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
+    run = {"mode": mode, "world": 2, "params": 8448, "device": "cpu", "torch": "test", "library": library,
+           "config": dict(CONFIG), "losses": list(losses), "step_ms": list(steps), "median_step_ms": median,
+           "mean_step_ms": sum(steps) / len(steps)}
+    run.update(extra)
+    return run
+
+
+class TrainCompare(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def compare(self, runs, *args):
+        paths = []
+        for n, run in enumerate(runs):
+            path = os.path.join(self.dir.name, f"{n}-{run['library'].replace(' ', '')}.json")
+            with open(path, "w") as f:
+                json.dump(run, f)
+            paths.append(path)
+        done = subprocess.run([sys.executable, SCRIPT, *paths, *args], capture_output=True, text=True)
+        return done.returncode, done.stdout + done.stderr
+
+    def test_table_shows_quartile_fastest_and_slow_steps(self):
+        # 8 steps: sorted 9, 9, 9, 9, 9, 20, 20, 20: lower quartile (index 2) 9, fastest 9, 3 steps >= 1.25 x 9.
+        code, out = self.compare([run_json("real NCCL", [9, 9, 20, 9, 20, 9, 20, 9])])
+        self.assertEqual(code, 0, out)
+        self.assertIn("p25 ms best ms slow", out)
+        row = next(line for line in out.splitlines() if "real NCCL" in line and ".json" in line)
+        self.assertRegex(row, r"\s9\.00\s+9\.00\s+3\s")
+
+    def test_verdict_stays_on_the_medians_and_quartiles_are_for_information(self):
+        # Canopy: median 10, lower quartile 8, 5 steps >= 1.25 x 8 = 10; real NCCL: median 9, lower quartile 9. The
+        # target (medians) is missed though Canopy's quartile is lower.
+        canopy = run_json("canopy", [8, 8, 8, 10, 10, 10, 12, 12])
+        real = run_json("real NCCL", [9, 9, 9, 9, 9, 9, 9, 9])
+        code, out = self.compare([real, canopy], "--require-target")
+        self.assertEqual(code, 3, out)
+        self.assertIn("overall: Canopy 10.00 ms / real NCCL 9.00 ms = 1.111", out)
+        self.assertIn("target Canopy <= real NCCL NOT MET", out)
+        self.assertIn("lower quartiles Canopy 8.00 ms / real NCCL 9.00 ms = 0.889", out)
+        self.assertIn("steps >= 1.25 x their run's fastest: Canopy 5, real NCCL 0", out)
+        self.assertIn("target missed", out)
+
+    def test_runs_without_step_times_show_dashes_and_no_quartile_line(self):
+        old = run_json("canopy", [9] * 8)
+        del old["step_ms"]
+        code, out = self.compare([run_json("real NCCL", [9] * 8), old])
+        self.assertEqual(code, 0, out)
+        row = next(line for line in out.splitlines() if "canopy" in line and ".json" in line)
+        self.assertRegex(row, r"\s-\s+-\s+-\s")
+        self.assertNotIn("lower quartiles", out)
+        self.assertIn("target Canopy <= real NCCL met", out)
+
+    def test_loss_curves_apart_fail(self):
+        apart = [x * 1.01 for x in LOSSES]
+        code, out = self.compare([run_json("real NCCL", [9] * 8), run_json("canopy", [9] * 8, losses=apart)])
+        self.assertEqual(code, 1, out)
+        self.assertIn("OVER", out)
+
+    def test_runs_made_differently_are_not_compared(self):
+        other = run_json("canopy", [9] * 8)
+        other["config"]["batch"] = 16
+        code, out = self.compare([run_json("real NCCL", [9] * 8), other])
+        self.assertEqual(code, 1, out)
+        self.assertIn("batch: 8 vs 16", out)
+        self.assertIn("NOT COMPARABLE", out)
+
+    def test_a_file_that_is_not_a_run_is_named(self):
+        path = os.path.join(self.dir.name, "other.json")
+        with open(path, "w") as f:
+            json.dump({"rows": []}, f)
+        done = subprocess.run([sys.executable, SCRIPT, path], capture_output=True, text=True)
+        self.assertNotEqual(done.returncode, 0)
+        self.assertIn("other.json is not a train_bench.py run", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
