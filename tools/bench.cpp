@@ -165,9 +165,10 @@ void add_bench_command(CLI::App& app) {
     std::vector<BenchRow> rows;
     const Status s = run_benchmark(*comm, o, nccl.get(), [&](const BenchRow& r) {
       if (first || r.collective != current) {
-        auto describe = [&](bool large) {
+        auto describe = [&](bool large, bool huge) {
           CollectiveInfo info;
           CollectiveSpec spec{r.collective, o.dtype, o.op, o.root, large};
+          spec.huge = huge;
           if (o.program) spec.program = std::shared_ptr<const algo::Program>(o.program, &o.program->program);
           const Status i = comm->info(spec, &info);
           const std::size_t trees = info.plan.trees.size();
@@ -185,14 +186,16 @@ void add_bench_command(CLI::App& app) {
                         : i.message();
         };
         // Only the kernels this run's sizes use (describing one compiles it).
-        bool small = false, large = false, low_latency = false;
+        bool small = false, large = false, huge = false, low_latency = false;
+        auto classify = [&](bool is_large, bool is_huge) { (is_huge ? huge : is_large ? large : small) = true; };
         std::uint64_t ll_up_to = 0, two_shot_from = 0, ll128_from = 0, ll128_to = 0, direct_from = 0, direct_to = 0,
                       direct_two_shot_from = 0, staged_from = 0, engines_from = 0;
         double least_share = 1, most_share = 0;
         for (std::uint64_t bytes : o.sizes)
           if (o.program) {
             if (const std::uint64_t count = bench_count(o.program->program, bytes, o.dtype); count > 0)
-              (comm->is_large(o.program->program, count, o.dtype) ? large : small) = true;
+              classify(comm->is_large(o.program->program, count, o.dtype),
+                       comm->is_huge(o.program->program, count, o.dtype));
           } else if (const std::uint64_t count = bench_count(r.collective, bytes, o.dtype, comm->ranks()); count > 0) {
             if (comm->is_low_latency(r.collective, count, o.dtype)) {
               low_latency = true;
@@ -211,7 +214,7 @@ void add_bench_command(CLI::App& app) {
                        !(o.in_place && r.collective != Collective::broadcast)) {  // in place: the trees
               engines_from = engines_from ? std::min(engines_from, bytes) : bytes;
             } else {
-              (comm->is_large(r.collective, count, o.dtype) ? large : small) = true;
+              classify(comm->is_large(r.collective, count, o.dtype), comm->is_huge(r.collective, count, o.dtype));
             }
             if (const std::uint64_t staged = o.graph ? 0 : comm->staged_count(r.collective, count, o.dtype, o.root);
                 staged > 0) {
@@ -236,8 +239,9 @@ void add_bench_command(CLI::App& app) {
               : comm->multi_process() ? "peers' staging areas read in place (the inputs copied in)"
                                       : "peers' buffers read in place",
               direct_two_shot_from ? fmt::format(" (two-shot from {})", size_text(direct_two_shot_from)) : ""));
-        if (small) kernels.push_back(describe(false));
-        if (large) kernels.push_back("large messages: " + describe(true));
+        if (small) kernels.push_back(describe(false, false));
+        if (large) kernels.push_back("large messages: " + describe(true, false));
+        if (huge) kernels.push_back("huge messages: " + describe(true, true));
         if (engines_from > 0)
           kernels.push_back(fmt::format("from {}: copy engines over NVLink (cudaMemcpyAsync between the GPUs){}",
                                         size_text(engines_from),

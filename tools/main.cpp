@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
       "                            init,plan,jit,run,watchdog picks subsystems)\n"
       "  CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (default 256KiB, 24, 512, 4)\n"
       "  CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   large-message kernel: from 8MiB per rank, 128 blocks per rank\n"
+      "  CANOPY_HUGE_BYTES, CANOPY_HUGE_BLOCKS     of those, from this size (default 0: none) this many blocks (128)\n"
       "  CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   low-latency protocol: up to 256KiB (nccl-tests' size; "
       "0: off),\n"
       "                       32 blocks per rank, 512 threads\n"

@@ -117,8 +117,9 @@ void add_tune_command(CLI::App& app) {
           continue;
         // The simulator's best chunk for the whole pipeline, spread over the blocks that run it.
         CollectiveInfo info;
-        const bool large = comm->is_large(c, count, dtype);
-        if (Status s = comm->info(CollectiveSpec{c, dtype, op, 0, large}, &info); !s.ok()) throw Error(s.message());
+        CollectiveSpec kind{c, dtype, op, 0, comm->is_large(c, count, dtype)};
+        kind.huge = comm->is_huge(c, count, dtype);
+        if (Status s = comm->info(kind, &info); !s.ok()) throw Error(s.message());
         const SimResult predicted = best_chunk(
             [&](const SimOptions& o) { return simulate_plan(comm->topology(), info.plan, bytes, o); }, sim,
             static_cast<std::int64_t>(bytes));

@@ -122,7 +122,7 @@ CodegenOptions CollectiveCache::shape_for(const CollectiveSpec& spec,
                                           bool own_buffers_only) const {
   CodegenOptions o = cx_.config->shape;
   o.own_buffers_only = own_buffers_only;
-  if (spec.large) o.blocks_per_rank = cx_.config->large_blocks;
+  if (spec.large) o.blocks_per_rank = spec.huge ? cx_.config->huge_blocks : cx_.config->large_blocks;
   if (spec.chunk_bytes > 0) o.chunk_bytes = spec.chunk_bytes;
   o.dtype = spec.dtype;
   o.op = spec.op;

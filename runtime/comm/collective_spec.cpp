@@ -9,11 +9,14 @@ namespace canopy {
 
 bool plan_free(const CollectiveSpec& s) { return s.low_latency || s.ll128 || s.direct; }
 
+// 0 small, 1 large, 2 huge (a huge spec is large too).
+static int message_class(const CollectiveSpec& s) { return s.large ? (s.huge ? 2 : 1) : 0; }
+
 SpecKey spec_key(const CollectiveSpec& s) {
   const int dtype = static_cast<int>(s.dtype);
   if (s.program)
-    return {-1,      dtype, s.program->reduces() ? static_cast<int>(s.op) : 0,   0,
-            s.large, 0,     fmt::format("program@{}", fmt::ptr(s.program.get()))};
+    return {-1, dtype, s.program->reduces() ? static_cast<int>(s.op) : 0, 0, message_class(s), 0,
+            fmt::format("program@{}", fmt::ptr(s.program.get()))};
   const int op = reduces(s.collective) ? static_cast<int>(s.op) : 0;
   const int root = has_root(s.collective) ? s.root : 0;
   // A planned kernel's chunk, when not the communicator's: the program-key slot names it.
@@ -23,7 +26,7 @@ SpecKey spec_key(const CollectiveSpec& s) {
           dtype,
           op,
           root,
-          s.large && planned,
+          planned ? message_class(s) : 0,
           s.low_latency ? (s.two_shot ? 4 : 1)
           : s.direct    ? (s.own_buffers ? 7 : s.two_shot ? 5 : 2)
           : s.ll128     ? 3
@@ -51,7 +54,7 @@ std::string spec_text(const CollectiveSpec& s) {
   if (s.program) {
     std::string text = fmt::format("algorithm {} {}", s.program->name(), to_string(s.dtype));
     if (s.program->reduces()) text += " " + to_string(s.op);
-    return s.large ? text + " (large messages)" : text;
+    return s.large ? text + (s.huge ? " (huge messages)" : " (large messages)") : text;
   }
   std::string text = fmt::format("{} {}", call_name(s.collective), to_string(s.dtype));
   if (reduces(s.collective)) text += " " + to_string(s.op);
@@ -63,7 +66,7 @@ std::string spec_text(const CollectiveSpec& s) {
   else if (s.direct)
     text += s.two_shot ? " (direct, two-shot)" : " (direct)";
   else if (s.large)
-    text += " (large messages)";
+    text += s.huge ? " (huge messages)" : " (large messages)";
   if (s.chunk_bytes > 0 && !plan_free(s)) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
   if (s.own_buffers) text += s.direct ? ", inbox" : ", own buffers only";
   return text;

@@ -25,6 +25,8 @@ struct CollectiveSpec {
   // Calls whose per-rank buffers reach large_bytes run a kernel of their own, with more thread blocks (more SMs
   // pushing data over the links pays only for large messages).
   bool large = false;
+  // A large call whose per-rank buffers reach huge_bytes (where set): its kernel takes huge_blocks instead.
+  bool huge = false;
   // Set: this collective-algorithm program runs instead of planned trees (`collective` and `root` are ignored).
   std::shared_ptr<const algo::Program> program = nullptr;
   // The low-latency kernel of small calls (CommunicatorOptions::low_latency_bytes) instead of planned trees.
@@ -58,10 +60,10 @@ struct CollectiveInfo {
 // Whether `s` runs a plan-free kernel (low-latency, LL128, direct): no plan, no chunk, the communicator's memory.
 bool plan_free(const CollectiveSpec& s);
 
-// collective, dtype, op, root (normalised), large, protocol (0 trees, 1 low latency, 2 direct, 3 LL128, 4 low
+// collective, dtype, op, root (normalised), message class (0, 1 large, 2 huge), protocol (0 trees, 1 low latency, 2 direct, 3 LL128, 4 low
 // latency two-shot, 5 direct two-shot, 6 trees on own buffers, 7 direct inbox), program key (planned: "" or its
 // chunk).
-using SpecKey = std::tuple<int, int, int, int, bool, int, std::string>;
+using SpecKey = std::tuple<int, int, int, int, int, int, std::string>;
 // A program spec must be canonical (CollectiveCache::canonical): one object per distinct program, so its address
 // names it.
 SpecKey spec_key(const CollectiveSpec& s);

@@ -98,6 +98,9 @@ class Communicator {
   // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
   bool is_large(Collective collective, std::uint64_t count, DataType dtype) const;
   bool is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const;  // its larger buffer
+  // Whether such a large call is huge: its kernel takes the huge-message blocks (CommunicatorOptions::huge_bytes).
+  bool is_huge(Collective collective, std::uint64_t count, DataType dtype) const;
+  bool is_huge(const algo::Program& program, std::uint64_t count, DataType dtype) const;
   // Chunk tuning (runtime/tune/tuning_file.hpp): this machine's key in tuning.json, the file, and the chunk a call of
   // this size would take from it (0: none, or CANOPY_CHUNK / CommunicatorOptions::chunk_bytes fixes the chunk).
   const std::string& machine_key() const;

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 
 namespace canopy {
@@ -68,10 +69,29 @@ CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks)
   c.large_blocks = options.large_blocks_per_rank.value_or(large.blocks_per_rank);
   c.large_bytes = options.large_bytes.value_or(large.min_bytes);
   if (options.blocks_per_rank && !options.large_blocks_per_rank) c.large_blocks = *options.blocks_per_rank;
+  c.huge_blocks = options.huge_blocks_per_rank.value_or(large.huge_blocks_per_rank);
+  c.huge_bytes = options.huge_bytes.value_or(large.huge_min_bytes);
+  if (options.blocks_per_rank && !options.huge_blocks_per_rank) c.huge_blocks = *options.blocks_per_rank;
+  if (c.huge_bytes < 0)
+    throw Error(fmt::format("huge-message size {} bytes (CANOPY_HUGE_BYTES): use 0 (none) or a positive size",
+                            c.huge_bytes));
+  if (c.huge_bytes > 0 && c.huge_bytes <= c.large_bytes)
+    throw Error(fmt::format("huge-message size {} is not above the large-message size {} (CANOPY_HUGE_BYTES, "
+                            "CANOPY_LARGE_BYTES): huge calls are the largest of the large ones; give a size above "
+                            "{} or 0 (none)",
+                            format_byte_size(c.huge_bytes), format_byte_size(c.large_bytes),
+                            format_byte_size(c.large_bytes)));
   check_codegen_options(c.shape, ranks);
-  CodegenOptions large_check = c.shape;
-  large_check.blocks_per_rank = c.large_blocks;
-  check_codegen_options(large_check, ranks);
+  for (const auto& [blocks, setting] : {std::pair{c.large_blocks, "large-message blocks (CANOPY_LARGE_BLOCKS)"},
+                                         std::pair{c.huge_blocks, "huge-message blocks (CANOPY_HUGE_BLOCKS)"}}) {
+    CodegenOptions large_check = c.shape;
+    large_check.blocks_per_rank = blocks;
+    try {
+      check_codegen_options(large_check, ranks);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", setting, e.what()));
+    }
+  }
   c.chunk_fixed = options.chunk_bytes.has_value() || std::getenv("CANOPY_CHUNK") != nullptr;
   c.protocols = protocol_settings(options, ranks);
   c.check_pointers = check_pointers_from_environment();

@@ -18,6 +18,8 @@ struct CommunicatorConfig {
   CodegenOptions shape;                // requested chunk, FIFO depth, blocks, threads
   int large_blocks = 128;              // blocks per rank of the large-message kernels
   std::int64_t large_bytes = 8 << 20;  // per-rank buffer bytes from which a call is large
+  int huge_blocks = 128;               // blocks per rank of the huge-message kernels
+  std::int64_t huge_bytes = 0;         // per-rank buffer bytes from which a large call is huge (0: none is)
   bool chunk_fixed = false;            // CANOPY_CHUNK or CommunicatorOptions::chunk_bytes: tuning does not apply
   ProtocolSettings protocols;          // before fitting to the GPUs (make_protocol_table)
   LaunchThreads launch;

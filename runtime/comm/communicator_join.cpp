@@ -37,6 +37,8 @@ std::string plan_key(const Communicator::State& st) {
                        o.chunk_bytes, o.fifo_depth, o.blocks_per_rank, o.threads_per_block, st.config.large_bytes,
                        st.config.large_blocks, p.low_latency.max_bytes, p.ll128.max_bytes, p.direct.max_bytes,
                        st.config.chunk_fixed));
+  // Only where there is a huge class, so that every key made before it existed stays as it was.
+  if (st.config.huge_bytes > 0) h.update(fmt::format(" huge {} {}", st.config.huge_bytes, st.config.huge_blocks));
   // A limit given replaces the per-collective defaults (LL128's; the direct protocol's across GPUs), even at the
   // default's value: processes that differ there would choose other kernels. The copy engines: made or not alike.
   h.update(fmt::format(" given ll128 {} direct {} engines {}", p.ll128_given, p.direct_given,

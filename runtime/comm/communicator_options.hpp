@@ -33,6 +33,11 @@ struct CommunicatorOptions {
   // CANOPY_LARGE_BLOCKS, default 128). An explicit blocks_per_rank (or CANOPY_BLOCKS) applies to every size.
   std::optional<std::int64_t> large_bytes;
   std::optional<int> large_blocks_per_rank;
+  // Per-rank buffer size (0: none) from which large calls use `huge_blocks_per_rank` blocks instead
+  // (CANOPY_HUGE_BYTES, default 0; CANOPY_HUGE_BLOCKS, default 128), e.g. 64 large blocks up to 128 MiB and 128 from
+  // there. An explicit blocks_per_rank (or CANOPY_BLOCKS) applies here too.
+  std::optional<std::int64_t> huge_bytes;
+  std::optional<int> huge_blocks_per_rank;
   // Size (nccl-tests' S per rank) up to which calls take the low-latency protocol, one launch and no handshake
   // (CANOPY_LL_BYTES, default 256 KiB; 0: never). It needs peer access between every pair of GPUs.
   std::optional<std::int64_t> low_latency_bytes;

@@ -43,10 +43,25 @@ CollectiveSpec with_protocol(CollectiveSpec spec, const ProtocolPick& pick) {
 
 }  // namespace
 
-bool Communicator::State::is_large(const CollectiveCall& call) const {
-  const std::uint64_t bytes = call.program ? size_bytes(*call.program, call.count, call.dtype)
-                                           : size_bytes(call.collective, call.count, call.dtype, ranks());
+// The per-rank size that sets a call's message class (a program's: its larger buffer).
+static std::uint64_t class_bytes(const CollectiveCall& call, int ranks) {
+  return call.program ? size_bytes(*call.program, call.count, call.dtype)
+                      : size_bytes(call.collective, call.count, call.dtype, ranks);
+}
+
+// Large from config.large_bytes; of those, huge from config.huge_bytes where set.
+static bool large_at(const CommunicatorConfig& config, std::uint64_t bytes) {
   return bytes >= static_cast<std::uint64_t>(config.large_bytes);
+}
+static bool huge_at(const CommunicatorConfig& config, std::uint64_t bytes) {
+  return config.huge_bytes > 0 && large_at(config, bytes) && bytes >= static_cast<std::uint64_t>(config.huge_bytes);
+}
+
+bool Communicator::State::is_large(const CollectiveCall& call) const {
+  return large_at(config, class_bytes(call, ranks()));
+}
+bool Communicator::State::is_huge(const CollectiveCall& call) const {
+  return huge_at(config, class_bytes(call, ranks()));
 }
 
 std::int64_t Communicator::State::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
@@ -67,6 +82,7 @@ CollectiveSpec Communicator::State::call_spec(const CollectiveCall& call, bool i
 
 CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick) {
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, is_large(call)};
+  spec.huge = is_huge(call);
   if (call.program) {
     // Not owned: canonical() copies it the first time, and only compares it with that copy afterwards.
     spec.program = std::shared_ptr<const algo::Program>(std::shared_ptr<const algo::Program>(), call.program);
@@ -332,10 +348,16 @@ CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count,
 // --- what a call of a given size takes -------------------------------------------------------------------------------
 
 bool Communicator::is_large(Collective collective, std::uint64_t count, DataType dtype) const {
-  return size_bytes(collective, count, dtype, ranks()) >= static_cast<std::uint64_t>(state_->config.large_bytes);
+  return large_at(state_->config, size_bytes(collective, count, dtype, ranks()));
 }
 bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
-  return size_bytes(program, count, dtype) >= static_cast<std::uint64_t>(state_->config.large_bytes);
+  return large_at(state_->config, size_bytes(program, count, dtype));
+}
+bool Communicator::is_huge(Collective collective, std::uint64_t count, DataType dtype) const {
+  return huge_at(state_->config, size_bytes(collective, count, dtype, ranks()));
+}
+bool Communicator::is_huge(const algo::Program& program, std::uint64_t count, DataType dtype) const {
+  return huge_at(state_->config, size_bytes(program, count, dtype));
 }
 std::int64_t Communicator::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
   return state_->tuned_chunk(collective, count, dtype);

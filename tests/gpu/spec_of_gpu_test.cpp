@@ -1,7 +1,8 @@
 // Communicator::spec_of on real GPUs (label gpu; SKIPPED without one): the spec it gives for a call's shape names the
 // protocol the protocol queries say such a call takes (low-latency, LL128, direct, two-shot, large), for every
 // collective, sizes on each side of the protocols' limits, roots and in or out of place; and prepare() of those specs
-// loads kernels the calls then run, every output checked against the host reference.
+// loads kernels the calls then run, every output checked against the host reference. Under a huge class
+// (CommunicatorOptions::huge_bytes) the largest calls take a kernel of their own with the huge-message blocks.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -74,6 +75,50 @@ TEST(SpecOfOnGpu, NamesTheProtocolTheQueriesChooseAndPreparesWhatTheCallsRun) {
   const int runs = testing::check_every_call(*comm, setup.buffers(), calls, checked_counts, "spec_of",
                                              [](const CollectiveSpec&, std::uint64_t) { return true; }, &taken);
   EXPECT_EQ(runs, 2 * taken);
+}
+
+// Large calls from huge_bytes are huge: their spec says so, their kernel has huge_blocks_per_rank blocks and the large
+// ones large_blocks_per_rank, and both compute their collective. The planned trees only (the one-launch protocols,
+// copy engines and host paths off), at small sizes so the sweep stays quick.
+TEST(SpecOfOnGpu, HugeCallsTakeTheirOwnBlocks) {
+  if (visible_gpu_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  CommunicatorOptions o = testing::sweep_options({"h200x2", "h200x2", {}});
+  o.low_latency_bytes = o.ll128_bytes = o.direct_bytes = o.engine_bytes = o.hybrid_bytes = 0;
+  o.large_bytes = 64 << 10;
+  o.large_blocks_per_rank = 8;
+  o.huge_bytes = 1 << 20;
+  o.huge_blocks_per_rank = 16;
+  std::unique_ptr<Communicator> comm;
+  const Status created = Communicator::create(o, &comm);
+  ASSERT_TRUE(created.ok()) << created.message();
+  // f32 per rank: 16 KiB (small), 64 KiB (large), 1 MiB and 1 MiB + 4 B (huge).
+  const std::uint64_t counts[] = {4096, 16384, 262144, 262145};
+  std::vector<CollectiveSpec> calls;
+  for (Collective c : kEveryCollective) {
+    calls.push_back(CollectiveSpec{c, DataType::f32, ReduceOp::sum, 1});
+    for (std::uint64_t count : counts) {
+      const CollectiveSpec s = comm->spec_of(c, count, DataType::f32, ReduceOp::sum, 1, false);
+      const std::uint64_t bytes = size_bytes(c, count, DataType::f32, comm->ranks());
+      const std::string what = fmt::format("{} count {} ({} B per rank)", call_name(c), count, bytes);
+      EXPECT_EQ(s.large, bytes >= (64u << 10)) << what;
+      EXPECT_EQ(s.huge, bytes >= (1u << 20)) << what;
+      EXPECT_EQ(s.huge, comm->is_huge(c, count, DataType::f32)) << what;
+      CollectiveInfo info;
+      const Status known = comm->info(s, &info);
+      ASSERT_TRUE(known.ok()) << what << ": " << known.message();
+      EXPECT_EQ(info.options.blocks_per_rank, s.huge ? 16 : s.large ? 8 : 24) << what << ": " << spec_text(s);
+    }
+  }
+  CheckedCallSetup setup;
+  ASSERT_TRUE(setup.make(*comm, testing::sweep_buffer_bytes(Collective::allgather, comm->ranks(), 262145)));
+  int huge = 0;
+  const int runs = testing::check_every_call(
+      *comm, setup.buffers(), calls, counts, "huge",
+      [&](const CollectiveSpec& s, std::uint64_t count) { return comm->is_huge(s.collective, count, DataType::f32); },
+      &huge);
+  EXPECT_GT(huge, 0);
+  EXPECT_EQ(runs, 2 * static_cast<int>(calls.size() * std::size(counts)));
 }
 
 }  // namespace

@@ -15,7 +15,8 @@ using ::testing::HasSubstr;
 
 // Every variable resolve_config reads, unset for the test's scope.
 struct CleanEnvironment {
-  ScopedEnv vars[24] = {{"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
+  ScopedEnv vars[26] = {{"CANOPY_HUGE_BYTES", nullptr},     {"CANOPY_HUGE_BLOCKS", nullptr},
+                        {"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
                         {"CANOPY_THREADS", nullptr},        {"CANOPY_FIFO_DEPTH", nullptr},
                         {"CANOPY_LARGE_BYTES", nullptr},    {"CANOPY_LARGE_BLOCKS", nullptr},
                         {"CANOPY_LL_BYTES", nullptr},       {"CANOPY_LL128_BYTES", nullptr},
@@ -43,6 +44,8 @@ TEST(CommunicatorConfig, DefaultsWithNothingSet) {
   const CommunicatorConfig c = resolve_config({}, 2);
   EXPECT_EQ(c.large_bytes, 8 << 20);
   EXPECT_EQ(c.large_blocks, 128);
+  EXPECT_EQ(c.huge_bytes, 0);  // no huge class unless asked for
+  EXPECT_EQ(c.huge_blocks, 128);
   EXPECT_FALSE(c.chunk_fixed);
   EXPECT_TRUE(c.protocols.use_tuned);
   EXPECT_FALSE(c.protocols.ll128_given);
@@ -64,7 +67,39 @@ TEST(CommunicatorConfig, OptionsOverrideTheEnvironment) {
   EXPECT_EQ(c.protocols.low_latency.max_bytes, 4096);
   EXPECT_EQ(c.shape.blocks_per_rank, 8);    // from the environment
   EXPECT_EQ(c.large_blocks, 8);             // CANOPY_BLOCKS holds for every size
+  EXPECT_EQ(c.huge_blocks, 8);
   EXPECT_FALSE(c.protocols.use_tuned);      // a limit was given: tuning.json's do not stand in
+}
+
+// The huge class: from the variables, the options over them, and the errors of a size that is not above the large one.
+TEST(CommunicatorConfig, HugeMessagesComeFromTheVariablesElseTheOptions) {
+  CleanEnvironment clean;
+  {
+    ScopedEnv bytes("CANOPY_HUGE_BYTES", "128MiB"), blocks("CANOPY_HUGE_BLOCKS", "96"),
+        large("CANOPY_LARGE_BLOCKS", "64");
+    const CommunicatorConfig c = resolve_config({}, 2);
+    EXPECT_EQ(c.huge_bytes, std::int64_t{128} << 20);
+    EXPECT_EQ(c.huge_blocks, 96);
+    EXPECT_EQ(c.large_blocks, 64);
+    EXPECT_EQ(c.large_bytes, 8 << 20);
+    CommunicatorOptions o;
+    o.huge_bytes = std::int64_t{64} << 20;
+    o.huge_blocks_per_rank = 112;
+    const CommunicatorConfig given = resolve_config(o, 2);
+    EXPECT_EQ(given.huge_bytes, std::int64_t{64} << 20);
+    EXPECT_EQ(given.huge_blocks, 112);
+  }
+  CommunicatorOptions o;
+  o.huge_bytes = -1;
+  EXPECT_THAT(error_of(o), HasSubstr("huge-message size -1 bytes (CANOPY_HUGE_BYTES): use 0 (none) or a positive size"));
+  o.huge_bytes = 8 << 20;  // the large limit itself: no call would be large and not huge
+  EXPECT_THAT(error_of(o), HasSubstr("huge-message size 8 MiB is not above the large-message size 8 MiB"));
+  o.large_bytes = 1 << 20;
+  EXPECT_EQ(error_of(o), "accepted");
+  o.huge_blocks_per_rank = 0;
+  EXPECT_THAT(error_of(o), HasSubstr("huge-message blocks (CANOPY_HUGE_BLOCKS): blocks per rank 0: use 1 to 1024"));
+  ScopedEnv bad("CANOPY_HUGE_BYTES", "lots");
+  EXPECT_THAT(error_of({}), HasSubstr("CANOPY_HUGE_BYTES"));
 }
 
 TEST(CommunicatorConfig, AGivenLimitOrChunkTurnsTuningOff) {

@@ -1,0 +1,36 @@
+// spec_key and spec_text (runtime/comm/collective_spec.hpp), on any CPU: each message class of a planned kernel has a
+// cache entry of its own and says which it is, and the plan-free protocols, whose shape the class does not change,
+// share one entry across classes.
+#include <gtest/gtest.h>
+
+#include "runtime/comm/collective_spec.hpp"
+
+namespace canopy {
+namespace {
+
+CollectiveSpec allreduce(bool large, bool huge) {
+  CollectiveSpec s{Collective::allreduce, DataType::f32, ReduceOp::sum, 0, large};
+  s.huge = huge;
+  return s;
+}
+
+TEST(CollectiveSpec, EachMessageClassOfThePlannedTreesHasItsOwnKey) {
+  const CollectiveSpec small = allreduce(false, false), large = allreduce(true, false), huge = allreduce(true, true);
+  EXPECT_NE(spec_key(small), spec_key(large));
+  EXPECT_NE(spec_key(large), spec_key(huge));
+  EXPECT_NE(spec_key(small), spec_key(huge));
+  EXPECT_NE(large, huge);
+  EXPECT_EQ(spec_text(small), "allreduce f32 sum");
+  EXPECT_EQ(spec_text(large), "allreduce f32 sum (large messages)");
+  EXPECT_EQ(spec_text(huge), "allreduce f32 sum (huge messages)");
+}
+
+TEST(CollectiveSpec, PlanFreeProtocolsShareOneKeyAcrossClasses) {
+  CollectiveSpec large = allreduce(true, false), huge = allreduce(true, true);
+  large.direct = huge.direct = true;
+  EXPECT_EQ(spec_key(large), spec_key(huge));
+  EXPECT_EQ(spec_text(huge), "allreduce f32 sum (direct)");
+}
+
+}  // namespace
+}  // namespace canopy
