@@ -60,9 +60,9 @@ struct CollectiveInfo {
 // Whether `s` runs a plan-free kernel (low-latency, LL128, direct): no plan, no chunk, the communicator's memory.
 bool plan_free(const CollectiveSpec& s);
 
-// collective, dtype, op, root (normalised), message class (0, 1 large, 2 huge), protocol (0 trees, 1 low latency, 2 direct, 3 LL128, 4 low
-// latency two-shot, 5 direct two-shot, 6 trees on own buffers, 7 direct inbox), program key (planned: "" or its
-// chunk).
+// collective, dtype, op, root (normalised), message class (planned: 0, 1 large, 2 huge), protocol (0 trees, 1 low
+// latency, 2 direct, 3 LL128, 4 low latency two-shot, 5 direct two-shot, 6 trees on own buffers, 7 direct inbox),
+// program key (planned: "" or its chunk).
 using SpecKey = std::tuple<int, int, int, int, int, int, std::string>;
 // A program spec must be canonical (CollectiveCache::canonical): one object per distinct program, so its address
 // names it.

@@ -2,7 +2,8 @@
 //   CANOPY_CHUNK, CANOPY_BLOCKS, CANOPY_THREADS, CANOPY_FIFO_DEPTH   kernel shape (codegen options)
 //   CANOPY_PULL          auto | none | in | out | all: which tree edges the receiver reads directly (PullEdges)
 //   CANOPY_LARGE_BYTES, CANOPY_LARGE_BLOCKS   from which per-rank size calls use how many blocks per rank
-//   CANOPY_HUGE_BYTES, CANOPY_HUGE_BLOCKS     from which per-rank size (0 or unset: none) large calls use how many
+//   CANOPY_HUGE_BYTES, CANOPY_HUGE_BLOCKS     from which per-rank size large calls use how many blocks instead (0 or
+//                        unset: none)
 //   CANOPY_LL_BYTES, CANOPY_LL_BLOCKS, CANOPY_LL_THREADS   up to which size calls take the low-latency protocol
 //                        (0: never), and its blocks per rank and threads per block
 //   CANOPY_LL_TWO_SHOT_BYTES   from which size low-latency allreduces run two-shot (0: never)

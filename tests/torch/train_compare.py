@@ -6,11 +6,11 @@
 #   python3 tests/torch/train_compare.py ddp-real-1.json ddp-canopy-1.json ddp-real-2.json ddp-canopy-2.json \
 #       fsdp-real-1.json fsdp-canopy-1.json fsdp-real-2.json fsdp-canopy-2.json
 #
-# prints a table (run, mode, library, median and mean step time, the lower quartile and the fastest step, how many steps
-# took at least SLOW x the fastest, the communication share of a step and the exposed part of it), then for each mode the ratio Canopy / real NCCL of the median step time, each Canopy run against its
-# neighbouring real run (the one before it among that mode's runs, else the one after) and overall (the mean of
-# Canopy's medians over the mean of the real NCCL's), and whether the target, Canopy's step time <= the real NCCL's,
-# is met; for information, the same overall ratio of the runs' lower quartiles (the target stays on the medians); and
+# prints a table (run, mode, library, median and mean step time, the lower quartile and the fastest step, how many
+# steps took at least SLOW x the fastest, the communication share of a step and the exposed part of it), then for
+# each mode the ratio Canopy / real NCCL of the median step time, each Canopy run against its neighbouring real run
+# (the one before it among that mode's runs, else the one after) and overall (the mean of Canopy's medians over the
+# mean of the real NCCL's), and whether the target, Canopy's step time <= the real NCCL's, is met; for information, the same overall ratio of the runs' lower quartiles (the target stays on the medians); and
 # the largest relative difference between the loss curves of a mode's runs.
 #
 # Why the quartile: on the shared two-H200 machine whole spells of steps take ~2 x as long, in runs of either library

@@ -91,7 +91,8 @@ TEST(CommunicatorConfig, HugeMessagesComeFromTheVariablesElseTheOptions) {
   }
   CommunicatorOptions o;
   o.huge_bytes = -1;
-  EXPECT_THAT(error_of(o), HasSubstr("huge-message size -1 bytes (CANOPY_HUGE_BYTES): use 0 (none) or a positive size"));
+  EXPECT_THAT(error_of(o),
+              HasSubstr("huge-message size -1 bytes (CANOPY_HUGE_BYTES): use 0 (none) or a positive size"));
   o.huge_bytes = 8 << 20;  // the large limit itself: no call would be large and not huge
   EXPECT_THAT(error_of(o), HasSubstr("huge-message size 8 MiB is not above the large-message size 8 MiB"));
   o.large_bytes = 1 << 20;
