@@ -21,14 +21,15 @@
 #                                                                                  -> x2-nt-NAME-{real,canopy}-{g2,np2}.log
 #               torch      torchrun --nproc_per_node 2 (a GPU per rank) through the library: c10d_check.py; then
 #                          train_bench.py DDP and FSDP2 (~100 M parameters, 10 + 50 steps), real NCCL and library
-#                          alternating, CANOPY_X2_TORCH_ROUNDS times (2), and train_compare.py
-#                                                                                  -> x2-torch-*.log, x2-train-*.json
+#                          alternating, CANOPY_X2_TORCH_ROUNDS times (2), and train_compare.py; the GPUs' clocks
+#                          sampled meanwhile   -> x2-torch-*.log, x2-train-*.json, x2-gpu-samples-torch.csv
 #               torchab    train_bench.py (CANOPY_X2_TORCH_MODES, default ddp) through the real NCCL and then the library
 #                          under each setting of CANOPY_X2_TORCH_VARIANTS (';'-separated lists of VAR=VALUE, "" the
-#                          defaults; default "", the defaults alone: ";CANOPY_LARGE_BLOCKS=32" made DDP's step 1.9x
-#                          the real NCCL's on 2026-11-27), in turn, CANOPY_X2_TORCH_ROUNDS times
-#                          (2; more narrow the spread: the medians move ~5 % from run to run); train_compare.py per setting
-#                          (not in the default parts)                          -> x2-torchab.log, x2-ab-*.json
+#                          defaults; default "", the defaults alone; e.g. ";CANOPY_LARGE_BLOCKS=64
+#                          CANOPY_HUGE_BYTES=128MiB"), in turn, CANOPY_X2_TORCH_ROUNDS times (2; more narrow the
+#                          spread: spells of slow steps move a run's median); train_compare.py per setting; the GPUs'
+#                          clocks sampled meanwhile (not in the default parts)
+#                                                   -> x2-torchab.log, x2-ab-*.json, x2-gpu-samples-torchab.csv
 #               hosts      two "hosts" of one GPU each (canopy run --hosts 1,1), NCCL between them: every collective
 #                          x f32, bf16, i32 x sum, max, CANOPY_HOSTS_COUNTS                         -> x2-hosts.log
 #               profile    the host's time per call by phase (issue 31): CANOPY_PROFILE_CALLS=1 canopy bench
@@ -45,6 +46,18 @@ real_nccl="${CANOPY_X2_NCCL:-$wheel_nccl}"
 echo "x2: real NCCL $real_nccl"
 library="$build/libcanopy_nccl.so"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# The GPUs' clocks, power and temperature every 250 ms while a torch part runs (reading only), into
+# $out/x2-gpu-samples-PART.csv: whether the spells of slow training steps (2026-11-27: ~2 x, in runs of either
+# library) follow the clocks. train_bench.py's step_start_unix lines the steps up with the samples' timestamps.
+x2_samples_start() {
+  local fields="timestamp,index,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu"
+  nvidia-smi --query-gpu="$fields,clocks_event_reasons.active" --format=csv,noheader -c 1 >/dev/null 2>&1 &&
+    fields="$fields,clocks_event_reasons.active"
+  echo "# $fields" >"$out/x2-gpu-samples-$1.csv"
+  nvidia-smi --query-gpu="$fields" --format=csv,noheader -lms 250 >>"$out/x2-gpu-samples-$1.csv" 2>&1 &
+  x2_sampler=$!
+}
+x2_samples_stop() { kill "$x2_sampler" 2>/dev/null; wait "$x2_sampler" 2>/dev/null; }
 for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
   case "$part" in
     tests)
@@ -128,6 +141,7 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       done 2>&1 | tee "$out/x2-nccltests.log" ;;
     torch)
       step x2 torch
+      x2_samples_start torch
       torchrun=(torchrun)
       command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
       x2_torch() {  # NAME SCRIPT ARGS... (env before: LD_PRELOAD or not): torchrun, 2 ranks, a GPU each
@@ -151,11 +165,13 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
           done
         done
         python3 "$root/tests/torch/train_compare.py" "${runs[@]}"
-      } 2>&1 | tee "$out/x2-torch.log" ;;
+      } 2>&1 | tee "$out/x2-torch.log"
+      x2_samples_stop ;;
     torchab)
       # A/B of library settings in training: each round runs the real NCCL, then the library under each setting;
       # each setting's runs are then compared with the real NCCL's of the same rounds.
       step x2 torch settings
+      x2_samples_start torchab
       IFS=';' read -r -a settings <<<"${CANOPY_X2_TORCH_VARIANTS-}"
       [ "${#settings[@]}" = 0 ] && settings=("")
       torchrun=(torchrun)
@@ -184,7 +200,8 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
             python3 "$root/tests/torch/train_compare.py" "${pairs[@]}"
           done
         done
-      } 2>&1 | tee "$out/x2-torchab.log" ;;
+      } 2>&1 | tee "$out/x2-torchab.log"
+      x2_samples_stop ;;
     hosts)
       # Two "hosts" of one GPU each (CANOPY_HOST_ID/NCCL_HOSTID per process through canopy run --hosts 1,1):
       # the real NCCL between them over its socket transport, every collective datachecked.

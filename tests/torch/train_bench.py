@@ -37,9 +37,10 @@
 # give a second estimate: the median step less the median no_sync step. Those steps come last: they let the ranks'
 # models differ.
 #
-# Rank 0 writes --out (JSON: the configuration, which library ran, every step's time and loss, medians, the
-# communication figures) and prints `train_bench: ddp 2 ranks (real NCCL), 100.7M params, median step 41.2 ms, comm
-# 23.0 % of step (kernels and their copies), exposed 5.1 %, loss 1.234 -> 0.987`. --backend gloo runs it all on the
+# Rank 0 writes --out (JSON: the configuration, which library ran, every step's time, start (Unix seconds, to line
+# steps up with samples of the GPUs' clocks) and loss, medians, the communication figures) and prints `train_bench: ddp
+# 2 ranks (real NCCL), 100.7M params, median step 41.2 ms, comm 23.0 % of step (kernels and their copies), exposed
+# 5.1 %, loss 1.234 -> 0.987`. --backend gloo runs it all on the
 # CPU (with e.g. --width 256 --batch 16 --warmup 2 --steps 5): a self-test of this script, with no device timeline
 # to measure communication on.
 import argparse
@@ -307,15 +308,17 @@ def main():
               f"LayerNorm), batch {args.batch} rows a rank, {args.optimizer} lr {args.lr}, "
               f"{args.warmup} warm-up + {args.steps} timed steps", flush=True)
 
-    clock, times, losses = Clock(device), [], []
+    clock, times, losses, started = Clock(device), [], [], []
     for step in range(args.warmup + args.steps):
         x, y = batch(args.seed, step, rank, args.batch, args.width, device)
         start = clock.now()
+        wall = time.time()  # when it began, to line the steps up with samples of the GPUs' clocks
         loss = train_step(model, optimizer, x, y)
         end = clock.now()
         losses.append(float(loss))
         if step >= args.warmup:
             times.append(end - start)
+            started.append(round(wall, 4))
         if rank == 0 and (step % 10 == 0 or step == args.warmup + args.steps - 1):
             print(f"train_bench: step {step}: {(end - start) * 1e3:.2f} ms, rank 0's loss {losses[-1]:.6f}", flush=True)
 
@@ -354,7 +357,7 @@ def main():
                        "bucket_mb": args.bucket_mb, "float32_matmul_precision": "highest"},
             "loss_is": "mean over the ranks of each rank's own loss, every step (warm-up first)",
             "losses": mean_losses, "rank0_losses": losses,
-            "step_ms": step_ms, "median_step_ms": median,
+            "step_ms": step_ms, "step_start_unix": started, "median_step_ms": median,
             "mean_step_ms": statistics.fmean(step_ms) if step_ms else float("nan"),
             "median_step_ms_by_rank": [r["median_ms"] for r in per_rank],
             "comm": comm, "comm_fraction_by_rank": [r["comm_fraction"] for r in per_rank],
