@@ -57,13 +57,6 @@ static bool huge_at(const CommunicatorConfig& config, std::uint64_t bytes) {
   return config.huge_bytes > 0 && large_at(config, bytes) && bytes >= static_cast<std::uint64_t>(config.huge_bytes);
 }
 
-bool Communicator::State::is_large(const CollectiveCall& call) const {
-  return large_at(config, class_bytes(call, ranks()));
-}
-bool Communicator::State::is_huge(const CollectiveCall& call) const {
-  return huge_at(config, class_bytes(call, ranks()));
-}
-
 std::int64_t Communicator::State::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
   if (config.chunk_fixed || !tuning || tuning->entries().empty()) return 0;
   const std::uint64_t bucket = tuning_bucket(size_bytes(collective, count, dtype, ranks()));
@@ -81,8 +74,9 @@ CollectiveSpec Communicator::State::call_spec(const CollectiveCall& call, bool i
 }
 
 CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick) {
-  CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, is_large(call)};
-  spec.huge = is_huge(call);
+  const std::uint64_t bytes = class_bytes(call, ranks());
+  CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, large_at(config, bytes)};
+  spec.huge = huge_at(config, bytes);
   if (call.program) {
     // Not owned: canonical() copies it the first time, and only compares it with that copy afterwards.
     spec.program = std::shared_ptr<const algo::Program>(std::shared_ptr<const algo::Program>(), call.program);

@@ -142,8 +142,6 @@ struct Communicator::State {
   // CANOPY_LOG=debug, once calls were captured: each local device's launch counter before an eager launch.
   void log_launch_counters(const PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target);
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
-  bool is_large(const CollectiveCall& call) const;
-  bool is_huge(const CollectiveCall& call) const;  // large, and from CommunicatorConfig::huge_bytes where set
   Status local_copy(const CollectiveCall& call);  // a one-rank communicator's call
   Status run_here(const CollectiveCall& given);  // a call of a communicator whose ranks are all in this process
   // avg after its sum: every result of `call` (this process's ranks, as the caller passed them) divided by ranks().
