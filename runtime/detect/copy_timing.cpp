@@ -16,24 +16,44 @@ double median_rate(std::vector<float> ms, std::size_t bytes) {
   return static_cast<double>(bytes) / (std::max(median, 1e-6) * 1e-3) / 1e9;
 }
 
+// Puts the copy `enqueue(stream)` on `device`'s stream between its two events.
+template <typename Enqueue>
+void start_timed(CopyResources& r, int device, const Enqueue& enqueue) {
+  CANOPY_CUDA_CHECK(cudaSetDevice(device));
+  const cudaStream_t s = r.streams.at(device);
+  CANOPY_CUDA_CHECK(cudaEventRecord(r.events.at(device).first, s));
+  enqueue(s);
+  CANOPY_CUDA_CHECK(cudaEventRecord(r.events.at(device).second, s));
+}
+
+// Milliseconds of the copy start_timed put on `device`'s stream, once it is done.
+float finish_timed(CopyResources& r, int device) {
+  CANOPY_CUDA_CHECK(cudaSetDevice(device));
+  const auto [start, stop] = r.events.at(device);
+  CANOPY_CUDA_CHECK(cudaEventSynchronize(stop));
+  float elapsed = 0;
+  CANOPY_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+  return elapsed;
+}
+
 // The rate of the copy `enqueue(stream)` puts on `device`'s stream: the median of options.repeats timed copies
 // after options.warmups untimed ones, GB/s.
 template <typename Enqueue>
 double time_copies_on(CopyResources& r, int device, const MeasureOptions& options, const Enqueue& enqueue) {
-  CANOPY_CUDA_CHECK(cudaSetDevice(device));
-  const cudaStream_t s = r.streams.at(device);
-  const auto [start, stop] = r.events.at(device);
   std::vector<float> ms;
   for (int i = 0; i < options.warmups + options.repeats; ++i) {
-    CANOPY_CUDA_CHECK(cudaEventRecord(start, s));
-    enqueue(s);
-    CANOPY_CUDA_CHECK(cudaEventRecord(stop, s));
-    CANOPY_CUDA_CHECK(cudaEventSynchronize(stop));
-    float elapsed = 0;
-    CANOPY_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+    start_timed(r, device, enqueue);
+    const float elapsed = finish_timed(r, device);
     if (i >= options.warmups) ms.push_back(elapsed);
   }
   return median_rate(std::move(ms), options.bytes);
+}
+
+// cudaMemcpyPeerAsync of options.bytes from `from`'s source buffer to `to`'s destination buffer.
+auto peer_copy(CopyResources& r, int from, int to, const MeasureOptions& options) {
+  return [&r, from, to, &options](cudaStream_t s) {
+    CANOPY_CUDA_CHECK(cudaMemcpyPeerAsync(r.dst.at(to), to, r.src.at(from), from, options.bytes, s));
+  };
 }
 
 }  // namespace
@@ -109,9 +129,7 @@ bool enable_peer_access(CopyResources& r, int device, int peer) {
 }
 
 double time_copies(CopyResources& r, int from, int to, const MeasureOptions& options) {
-  return time_copies_on(r, from, options, [&](cudaStream_t s) {
-    CANOPY_CUDA_CHECK(cudaMemcpyPeerAsync(r.dst.at(to), to, r.src.at(from), from, options.bytes, s));
-  });
+  return time_copies_on(r, from, options, peer_copy(r, from, to, options));
 }
 
 // The two copies `a` -> `b` and `b` -> `a` on the two devices' streams at once: the median rate of each direction over
@@ -121,19 +139,9 @@ std::pair<double, double> time_duplex(CopyResources& r, int a, int b, const Meas
   std::vector<float> ms[2];
   const int from[2] = {a, b}, to[2] = {b, a};
   for (int i = 0; i < options.warmups + options.repeats; ++i) {
+    for (int k = 0; k < 2; ++k) start_timed(r, from[k], peer_copy(r, from[k], to[k], options));
     for (int k = 0; k < 2; ++k) {
-      CANOPY_CUDA_CHECK(cudaSetDevice(from[k]));
-      const cudaStream_t s = r.streams.at(from[k]);
-      CANOPY_CUDA_CHECK(cudaEventRecord(r.events.at(from[k]).first, s));
-      CANOPY_CUDA_CHECK(cudaMemcpyPeerAsync(r.dst.at(to[k]), to[k], r.src.at(from[k]), from[k], options.bytes, s));
-      CANOPY_CUDA_CHECK(cudaEventRecord(r.events.at(from[k]).second, s));
-    }
-    for (int k = 0; k < 2; ++k) {
-      CANOPY_CUDA_CHECK(cudaSetDevice(from[k]));
-      const auto [start, stop] = r.events.at(from[k]);
-      CANOPY_CUDA_CHECK(cudaEventSynchronize(stop));
-      float elapsed = 0;
-      CANOPY_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start, stop));
+      const float elapsed = finish_timed(r, from[k]);
       if (i >= options.warmups) ms[k].push_back(elapsed);
     }
   }
