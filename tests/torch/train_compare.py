@@ -147,11 +147,11 @@ def main():
             missed |= not met
             print(f"  overall: Canopy {ours:.2f} ms / real NCCL {theirs:.2f} ms = {ours / theirs:.3f} (mean of the "
                   f"runs' medians): target Canopy <= real NCCL {'met' if met else 'NOT MET'}")
-            quartiles = [step_stats(run)[0] for run in mine]
-            if all(q is not None for q in quartiles):
-                ours = sum(quartiles[i] for i in canopy) / len(canopy)
-                theirs = sum(quartiles[i] for i in real) / len(real)
-                slow = [sum(step_stats(mine[i])[2] for i in side) for side in (canopy, real)]
+            stats = [step_stats(run) for run in mine]  # (lower quartile, fastest, slow steps)
+            if all(quartile is not None for quartile, _, _ in stats):
+                ours = sum(stats[i][0] for i in canopy) / len(canopy)
+                theirs = sum(stats[i][0] for i in real) / len(real)
+                slow = [sum(stats[i][2] for i in side) for side in (canopy, real)]
                 print(f"  for information: lower quartiles Canopy {ours:.2f} ms / real NCCL {theirs:.2f} ms = "
                       f"{ours / theirs:.3f}; steps >= {SLOW:g} x their run's fastest: Canopy {slow[0]}, real NCCL "
                       f"{slow[1]}")
