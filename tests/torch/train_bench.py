@@ -40,9 +40,8 @@
 # Rank 0 writes --out (JSON: the configuration, which library ran, every step's time, start (Unix seconds, to line
 # steps up with samples of the GPUs' clocks) and loss, medians, the communication figures) and prints `train_bench: ddp
 # 2 ranks (real NCCL), 100.7M params, median step 41.2 ms, comm 23.0 % of step (kernels and their copies), exposed
-# 5.1 %, loss 1.234 -> 0.987`. --backend gloo runs it all on the
-# CPU (with e.g. --width 256 --batch 16 --warmup 2 --steps 5): a self-test of this script, with no device timeline
-# to measure communication on.
+# 5.1 %, loss 1.234 -> 0.987`. --backend gloo runs it all on the CPU (with e.g. --width 256 --batch 16 --warmup 2
+# --steps 5): a self-test of this script, with no device timeline to measure communication on.
 import argparse
 import json
 import os
