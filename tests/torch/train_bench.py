@@ -15,11 +15,12 @@
 # The model (--width 4096, --layers 6): (Linear, GELU) x 5, LayerNorm, Linear: 6 x (4096 x 4096 + 4096) + 2 x 4096 =
 # 100,696,064 float32 parameters, built from --seed on the host so that every rank and every run starts the same.
 # Rank r's batch of step s (--batch rows, regression targets tanh(x reversed)) comes from a generator seeded with
-# (seed, step, rank), drawn and copied to the GPU before the step's clock starts. SGD (momentum 0.9) or AdamW, float32
-# matmuls in float32 (no TF32). --mode ddp: DistributedDataParallel with its default buckets (25 MB, which cannot
-# split a 64 MiB weight: 6 or 7 bucketed all_reduces a step at this size; --bucket-mb to change); --mode fsdp:
-# FSDP2, fully_shard on each Linear then on the whole model (all-gathers before forward and backward, reduce-scatters
-# of the gradients).
+# (seed, step, rank); all of them are drawn and copied to the GPU before the first step (drawn between steps, the
+# host's ~30 ms a batch would let one rank start a step late and the other count the wait in its step). SGD
+# (momentum 0.9) or AdamW, float32 matmuls in float32 (no TF32). --mode ddp: DistributedDataParallel with its
+# default buckets (25 MB, which cannot split a 64 MiB weight: 6 or 7 bucketed all_reduces a step at this size;
+# --bucket-mb to change); --mode fsdp: FSDP2, fully_shard on each Linear then on the whole model (all-gathers before
+# forward and backward, reduce-scatters of the gradients).
 #
 # Timed: --warmup steps (10) then --steps (50), each between torch.cuda.synchronize() and time.perf_counter(); rank
 # 0's times are the run's (every step ends in collectives, so the ranks finish within microseconds of each other).
@@ -98,6 +99,16 @@ def batch(seed, step, rank, rows, width, device):
     x = torch.randn(rows, width, generator=g)
     y = torch.tanh(x.flip(-1))
     return x.to(device), y.to(device)
+
+
+def batches(args, first_step, count, rank, device):
+    """The batches of steps first_step .. first_step + count - 1, all on the device before the first of them runs.
+    Drawing a batch takes the host ~30 ms; drawn between steps, a rank that finished drawing later would start its
+    step later, and the other rank's step would wait for it inside its first all_reduce and count the wait."""
+    made = [batch(args.seed, first_step + i, rank, args.batch, args.width, device) for i in range(count)]
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return made
 
 
 def make_optimizer(name, params, lr):
@@ -201,14 +212,14 @@ def profile_steps(args, model, optimizer, rank, device, first_step):
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     clock = Clock(device)
     walls = []
+    prepared = batches(args, first_step, args.profile_steps + 1, rank, device)
     with warnings.catch_warnings():  # the schedule's warm-up makes the profiler say it keeps only the active cycle
         warnings.filterwarnings("ignore", message=".*Profiler clears events")
         steps = schedule(wait=0, warmup=1, active=args.profile_steps, repeat=1)
         prof = profile(activities=activities, schedule=steps)
         prof.start()
     try:
-        for i in range(args.profile_steps + 1):
-            x, y = batch(args.seed, first_step + i, rank, args.batch, args.width, device)
+        for i, (x, y) in enumerate(prepared):
             start = clock.now()
             train_step(model, optimizer, x, y)
             end = clock.now()
@@ -242,8 +253,7 @@ def profile_steps(args, model, optimizer, rank, device, first_step):
 def nosync_steps(args, ddp, optimizer, rank, device, first_step):
     """DDP steps under no_sync(): the same work without the gradients' all_reduce. Their wall times (s)."""
     clock, walls = Clock(device), []
-    for i in range(args.nosync_steps):
-        x, y = batch(args.seed, first_step + i, rank, args.batch, args.width, device)
+    for x, y in batches(args, first_step, args.nosync_steps, rank, device):
         start = clock.now()
         with ddp.no_sync():
             train_step(ddp, optimizer, x, y)
@@ -308,8 +318,7 @@ def main():
               f"{args.warmup} warm-up + {args.steps} timed steps", flush=True)
 
     clock, times, losses, started = Clock(device), [], [], []
-    for step in range(args.warmup + args.steps):
-        x, y = batch(args.seed, step, rank, args.batch, args.width, device)
+    for step, (x, y) in enumerate(batches(args, 0, args.warmup + args.steps, rank, device)):
         start = clock.now()
         wall = time.time()  # when it began, to line the steps up with samples of the GPUs' clocks
         loss = train_step(model, optimizer, x, y)
