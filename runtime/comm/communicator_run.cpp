@@ -3,6 +3,8 @@
 // (launch/), then hands it to the watchdog. Also the five collectives' entry points and the protocol queries.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
@@ -43,10 +45,10 @@ CollectiveSpec with_protocol(CollectiveSpec spec, const ProtocolPick& pick) {
 
 }  // namespace
 
-// The per-rank size that sets a call's message class (a program's: its larger buffer).
-static std::uint64_t class_bytes(const CollectiveCall& call, int ranks) {
-  return call.program ? size_bytes(*call.program, call.count, call.dtype)
-                      : size_bytes(call.collective, call.count, call.dtype, ranks);
+// The per-rank size that sets the message class of `call` made with `count` elements (a program's: its larger buffer).
+static std::uint64_t class_bytes(const CollectiveCall& call, std::uint64_t count, int ranks) {
+  return call.program ? size_bytes(*call.program, count, call.dtype)
+                      : size_bytes(call.collective, count, call.dtype, ranks);
 }
 
 // Large from config.large_bytes; of those, huge from config.huge_bytes where set.
@@ -69,12 +71,14 @@ ProtocolPick Communicator::State::pick(const CollectiveCall& call, std::uint64_t
   return protocols.choose(call.collective, size_bytes(call.collective, count, call.dtype, ranks()), in_place_call);
 }
 
-CollectiveSpec Communicator::State::call_spec(const CollectiveCall& call, bool in_place_call) {
-  return kernel_spec(call, pick(call, call.count, group ? false : in_place_call));
+CollectiveSpec Communicator::State::call_spec(const CollectiveCall& call, bool in_place_call,
+                                              std::uint64_t whole_count) {
+  return kernel_spec(call, pick(call, call.count, group ? false : in_place_call), whole_count);
 }
 
-CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick) {
-  const std::uint64_t bytes = class_bytes(call, ranks());
+CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick,
+                                                std::uint64_t whole_count) {
+  const std::uint64_t bytes = class_bytes(call, std::max(whole_count, call.count), ranks());
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, large_at(config, bytes)};
   spec.huge = huge_at(config, bytes);
   if (call.program) {
@@ -279,7 +283,7 @@ Status Communicator::State::run_here(const CollectiveCall& given) {
     if (s.ok() && staged > 0) s = st.offload->stage(given, staged, device_streams, true);
     return s;
   }
-  const CollectiveSpec spec = st.kernel_spec(call, pick);
+  const CollectiveSpec spec = st.kernel_spec(call, pick, given.count);
   PreparedCollective* p = spec.program ? nullptr : st.cache->repeat(spec);
   // A capture cannot compile, allocate or wait for the GPU (cudaMalloc and stream waits are not capturable): what
   // it launches must be ready.

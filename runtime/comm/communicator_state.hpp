@@ -130,11 +130,13 @@ struct Communicator::State {
   // per call; a program's call takes its own kernel.
   ProtocolPick pick(const CollectiveCall& call, std::uint64_t count, bool in_place_call) const;
   // The kernel `call` runs, for the protocol `pick` chose (its count the kernels' share; a program's canonical copy).
-  CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick);
+  // The message class (large, huge) follows the call as made, `whole_count` elements (0: call.count): the share a
+  // hybrid transfer leaves the kernels is a little smaller, and a call of CANOPY_HUGE_BYTES must still be huge.
+  CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick, std::uint64_t whole_count = 0);
   // The kernel a call of call.count elements runs, the protocol chosen for it: in place or not (`in_place_call`)
   // within one process; across processes as if out of place, since every process must choose alike and only this one
-  // knows whether its buffers coincide.
-  CollectiveSpec call_spec(const CollectiveCall& call, bool in_place_call);
+  // knows whether its buffers coincide. `whole_count` as for kernel_spec.
+  CollectiveSpec call_spec(const CollectiveCall& call, bool in_place_call, std::uint64_t whole_count = 0);
   // `spec` as this communicator runs it: across processes under CANOPY_OWN_BUFFERS, the planned trees and the direct
   // protocol in their forms that touch only their own rank's buffers (the direct one one-shot); else unchanged.
   CollectiveSpec as_run(CollectiveSpec spec) const;

@@ -219,7 +219,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
           : 0;
   call.count -= staged;
   if (on_engines) return broadcast_on_engines(call, staged, given.streams);
-  const CollectiveSpec spec = call_spec(call, false);
+  const CollectiveSpec spec = call_spec(call, false, call.count + staged);
   // A program's spec holds the program: it is looked up (canonical) on every call, as in one process.
   PreparedCollective* p = spec.program ? nullptr : cache->repeat(spec);
   if (!p && capturing && !(p = cache->find(spec)))
