@@ -72,6 +72,11 @@ CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks)
   c.huge_blocks = options.huge_blocks_per_rank.value_or(large.huge_blocks_per_rank);
   c.huge_bytes = options.huge_bytes.value_or(large.huge_min_bytes);
   if (options.blocks_per_rank && !options.huge_blocks_per_rank) c.huge_blocks = *options.blocks_per_rank;
+  // The default huge class gives way: to a block count chosen for the large calls (it then holds for all of them,
+  // as before the class existed) and to a large-message size at or above its own.
+  const bool huge_given = large.huge_given || options.huge_bytes || options.huge_blocks_per_rank;
+  const bool large_blocks_given = large.blocks_given || options.large_blocks_per_rank || options.blocks_per_rank;
+  if (!huge_given && (large_blocks_given || c.huge_bytes <= c.large_bytes)) c.huge_bytes = 0;
   if (c.huge_bytes < 0)
     throw Error(fmt::format("huge-message size {} bytes (CANOPY_HUGE_BYTES): use 0 (none) or a positive size",
                             c.huge_bytes));

@@ -30,12 +30,13 @@ struct CommunicatorOptions {
   std::optional<int> threads_per_block;
   std::optional<int> fifo_depth;
   // Per-rank buffer size from which calls use `large_blocks_per_rank` blocks (CANOPY_LARGE_BYTES, default 8 MiB;
-  // CANOPY_LARGE_BLOCKS, default 128). An explicit blocks_per_rank (or CANOPY_BLOCKS) applies to every size.
+  // CANOPY_LARGE_BLOCKS, default 64). An explicit blocks_per_rank (or CANOPY_BLOCKS) applies to every size.
   std::optional<std::int64_t> large_bytes;
   std::optional<int> large_blocks_per_rank;
   // Per-rank buffer size (0: none) from which large calls use `huge_blocks_per_rank` blocks instead
-  // (CANOPY_HUGE_BYTES, default 0; CANOPY_HUGE_BLOCKS, default 128), e.g. 64 large blocks up to 128 MiB and 128 from
-  // there. An explicit blocks_per_rank (or CANOPY_BLOCKS) applies here too.
+  // (CANOPY_HUGE_BYTES, default 128 MiB; CANOPY_HUGE_BLOCKS, default 128). An explicit blocks_per_rank (or
+  // CANOPY_BLOCKS) applies here too. A large-block count given with neither huge setting holds for every large call
+  // (no huge class), as does a large_bytes at or above the default 128 MiB.
   std::optional<std::int64_t> huge_bytes;
   std::optional<int> huge_blocks_per_rank;
   // Size (nccl-tests' S per rank) up to which calls take the low-latency protocol, one launch and no handshake

@@ -59,6 +59,8 @@ LargeMessageShape large_shape_from_environment(int small_blocks) {
   if (const auto bytes = env("CANOPY_HUGE_BYTES")) l.huge_min_bytes = parse_byte_size(*bytes, "CANOPY_HUGE_BYTES");
   if (env("CANOPY_BLOCKS")) l.huge_blocks_per_rank = small_blocks;
   l.huge_blocks_per_rank = env_int("CANOPY_HUGE_BLOCKS", l.huge_blocks_per_rank, "thread blocks per rank, e.g. 128");
+  l.blocks_given = env("CANOPY_BLOCKS") || env("CANOPY_LARGE_BLOCKS");
+  l.huge_given = env("CANOPY_HUGE_BYTES") || env("CANOPY_HUGE_BLOCKS");
   return l;
 }
 

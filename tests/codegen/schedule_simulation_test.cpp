@@ -197,7 +197,7 @@ TEST(ScheduleSimulation, EveryOpAndElementSize) {
     }
 }
 
-// The large-message kernels: 128 blocks per rank (the Communicator's default from 8 MiB), so lanes of 32 blocks on
+// The largest kernels: 128 blocks per rank (the Communicator's default from 128 MiB), so lanes of 32 blocks on
 // h200x2 and ranges cut 128 ways, with chunks small enough that every block still moves several.
 TEST(ScheduleSimulation, ManyBlocksPerLane) {
   auto rng = seeded_rng("ScheduleSimulation many blocks");

@@ -43,8 +43,8 @@ TEST(CommunicatorConfig, DefaultsWithNothingSet) {
   CleanEnvironment clean;
   const CommunicatorConfig c = resolve_config({}, 2);
   EXPECT_EQ(c.large_bytes, 8 << 20);
-  EXPECT_EQ(c.large_blocks, 128);
-  EXPECT_EQ(c.huge_bytes, 0);  // no huge class unless asked for
+  EXPECT_EQ(c.large_blocks, 64);                     // beside a training step's compute
+  EXPECT_EQ(c.huge_bytes, std::int64_t{128} << 20);  // and 128 blocks from 128 MiB, where the link needs them
   EXPECT_EQ(c.huge_blocks, 128);
   EXPECT_FALSE(c.chunk_fixed);
   EXPECT_TRUE(c.protocols.use_tuned);
@@ -68,7 +68,35 @@ TEST(CommunicatorConfig, OptionsOverrideTheEnvironment) {
   EXPECT_EQ(c.shape.blocks_per_rank, 8);    // from the environment
   EXPECT_EQ(c.large_blocks, 8);             // CANOPY_BLOCKS holds for every size
   EXPECT_EQ(c.huge_blocks, 8);
+  EXPECT_EQ(c.huge_bytes, 0);               // and no huge class of its own
   EXPECT_FALSE(c.protocols.use_tuned);      // a limit was given: tuning.json's do not stand in
+}
+
+// The default huge class gives way to a large-block count that was chosen (it holds for every large call) and to a
+// large-message size at or above its own; a huge variable keeps it.
+TEST(CommunicatorConfig, TheDefaultHugeClassGivesWayToChosenLargeMessages) {
+  CleanEnvironment clean;
+  {
+    ScopedEnv large("CANOPY_LARGE_BLOCKS", "96");
+    const CommunicatorConfig c = resolve_config({}, 2);
+    EXPECT_EQ(c.large_blocks, 96);
+    EXPECT_EQ(c.huge_bytes, 0);
+    ScopedEnv huge("CANOPY_HUGE_BLOCKS", "112");
+    const CommunicatorConfig kept = resolve_config({}, 2);
+    EXPECT_EQ(kept.huge_bytes, std::int64_t{128} << 20);
+    EXPECT_EQ(kept.huge_blocks, 112);
+  }
+  {
+    ScopedEnv bytes("CANOPY_LARGE_BYTES", "256MiB");
+    const CommunicatorConfig c = resolve_config({}, 2);  // not an error: the default was not asked for
+    EXPECT_EQ(c.large_bytes, std::int64_t{256} << 20);
+    EXPECT_EQ(c.huge_bytes, 0);
+  }
+  CommunicatorOptions o;
+  o.large_blocks_per_rank = 32;
+  EXPECT_EQ(resolve_config(o, 2).huge_bytes, 0);
+  o.huge_bytes = std::int64_t{512} << 20;
+  EXPECT_EQ(resolve_config(o, 2).huge_bytes, std::int64_t{512} << 20);
 }
 
 // The huge class: from the variables, the options over them, and the errors of a size that is not above the large one.

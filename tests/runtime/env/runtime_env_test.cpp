@@ -56,16 +56,22 @@ TEST(RuntimeEnv, MalformedValuesNameTheVariable) {
   EXPECT_THROW(watchdog_seconds_from_environment(), Error);
 }
 
-TEST(RuntimeEnv, LargeMessagesDefaultTo128BlocksFrom8MiB) {
-  ScopedEnv blocks("CANOPY_BLOCKS", nullptr), large("CANOPY_LARGE_BLOCKS", nullptr), bytes("CANOPY_LARGE_BYTES", nullptr);
+TEST(RuntimeEnv, LargeMessagesDefaultTo64BlocksFrom8MiBAnd128From128MiB) {
+  ScopedEnv blocks("CANOPY_BLOCKS", nullptr), large("CANOPY_LARGE_BLOCKS", nullptr),
+      bytes("CANOPY_LARGE_BYTES", nullptr), huge("CANOPY_HUGE_BYTES", nullptr), huge_blocks("CANOPY_HUGE_BLOCKS", nullptr);
   const LargeMessageShape l = large_shape_from_environment(24);
-  EXPECT_EQ(l.blocks_per_rank, 128);
+  EXPECT_EQ(l.blocks_per_rank, 64);
   EXPECT_EQ(l.min_bytes, 8 << 20);
+  EXPECT_EQ(l.huge_blocks_per_rank, 128);
+  EXPECT_EQ(l.huge_min_bytes, std::int64_t{128} << 20);
+  EXPECT_FALSE(l.blocks_given);
+  EXPECT_FALSE(l.huge_given);
 }
 
 TEST(RuntimeEnv, ExplicitBlocksHoldForEverySize) {
   ScopedEnv blocks("CANOPY_BLOCKS", "32"), large("CANOPY_LARGE_BLOCKS", nullptr);
   EXPECT_EQ(large_shape_from_environment(32).blocks_per_rank, 32);
+  EXPECT_TRUE(large_shape_from_environment(32).blocks_given);
   ScopedEnv both("CANOPY_LARGE_BLOCKS", "96");
   EXPECT_EQ(large_shape_from_environment(32).blocks_per_rank, 96);
 }
