@@ -2,11 +2,16 @@
 // protocol the protocol queries say such a call takes (low-latency, LL128, direct, two-shot, large), for every
 // collective, sizes on each side of the protocols' limits, roots and in or out of place; and prepare() of those specs
 // loads kernels the calls then run, every output checked against the host reference. Under a huge class
-// (CommunicatorOptions::huge_bytes) the largest calls take a kernel of their own with the huge-message blocks.
+// (CommunicatorOptions::huge_bytes) the largest calls take a kernel of their own with the huge-message blocks, hybrid
+// calls by their whole size.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "runtime/comm/communicator.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
@@ -119,6 +124,49 @@ TEST(SpecOfOnGpu, HugeCallsTakeTheirOwnBlocks) {
       &huge);
   EXPECT_GT(huge, 0);
   EXPECT_EQ(runs, 2 * static_cast<int>(calls.size() * std::size(counts)));
+}
+
+// A call whose tail crosses the host path (a hybrid transfer) keeps the class of its whole size: at exactly
+// huge_bytes it runs the huge kernel spec_of names and prepare loaded, not a large one for the kernels' smaller share
+// (a8b15b4; before it, such a call loaded and ran the large kernel). Needs a host link on each rank's GPU and ranks
+// on two GPUs, as on nvidia-h200-x2; skipped where nothing would be staged.
+TEST(SpecOfOnGpu, AHybridCallTakesTheClassOfItsWholeSize) {
+  if (visible_gpu_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  CommunicatorOptions o = testing::sweep_options({"h200x2", "h200x2", {}});
+  o.low_latency_bytes = o.ll128_bytes = o.direct_bytes = o.engine_bytes = 0;
+  o.large_bytes = 64 << 10;
+  o.large_blocks_per_rank = 8;
+  o.huge_bytes = o.hybrid_bytes = 1 << 20;
+  o.huge_blocks_per_rank = 16;
+  std::vector<std::string> log;
+  o.log_sink = [&](std::string_view line) { log.emplace_back(line); };
+  setenv("CANOPY_LOG", "info", 1);  // the kernels' load lines (jit); this test's process alone
+  std::unique_ptr<Communicator> comm;
+  const Status created = Communicator::create(o, &comm);
+  unsetenv("CANOPY_LOG");
+  ASSERT_TRUE(created.ok()) << created.message();
+  const std::uint64_t count = (1 << 20) / 4;  // f32: exactly huge_bytes
+  const std::uint64_t staged = comm->staged_count(Collective::broadcast, count, DataType::f32, 0);
+  if (staged == 0)
+    GTEST_SKIP() << "no share of a 1 MiB broadcast crosses the host here (ranks on one GPU, or a GPU without a host "
+                    "link): nothing to check";
+  const CollectiveSpec spec = comm->spec_of(Collective::broadcast, count, DataType::f32, ReduceOp::sum, 0);
+  ASSERT_TRUE(spec.huge) << spec_text(spec);
+  ASSERT_TRUE(comm->prepare(std::span<const CollectiveSpec>(&spec, 1)).ok());
+  const auto loads = [&](const char* label) {
+    return std::count_if(log.begin(), log.end(), [&](const std::string& line) {
+      return line.find(label) != std::string::npos && line.find(": kernel ") != std::string::npos;
+    });
+  };
+  ASSERT_EQ(loads("(huge messages)"), 1) << "prepare loads the huge kernel once";
+  CheckedCallSetup setup;
+  ASSERT_TRUE(setup.make(*comm, 1 << 20));
+  const CheckSpec call{Collective::broadcast, DataType::f32, ReduceOp::sum, 0, comm->ranks(), count, 0x5eedu};
+  EXPECT_TRUE(run_checked_call(*comm, setup.buffers(), call, false, nullptr));
+  EXPECT_EQ(loads("(large messages)"), 0) << "the call (" << staged << " of " << count
+                                          << " elements through the host) loaded a large kernel";
+  EXPECT_EQ(loads("(huge messages)"), 1) << "the call loaded another huge kernel";
 }
 
 }  // namespace
