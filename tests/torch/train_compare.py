@@ -10,12 +10,16 @@
 # steps took at least SLOW x the fastest, the communication share of a step and the exposed part of it), then for
 # each mode the ratio Canopy / real NCCL of the median step time, each Canopy run against its neighbouring real run
 # (the one before it among that mode's runs, else the one after) and overall (the mean of Canopy's medians over the
-# mean of the real NCCL's), and whether the target, Canopy's step time <= the real NCCL's, is met; for information, the same overall ratio of the runs' lower quartiles (the target stays on the medians); and
-# the largest relative difference between the loss curves of a mode's runs.
+# mean of the real NCCL's), and whether the target, Canopy's step time <= the real NCCL's, is met; for information,
+# the same overall ratio of the runs' lower quartiles (the target stays on the medians) and how many slow steps were
+# waits for another rank; and the largest relative difference between the loss curves of a mode's runs.
 #
-# Why the quartile: on the shared two-H200 machine whole spells of steps take ~2 x as long, in runs of either library
-# alike (one real NCCL run had a median of 15.45 ms where its neighbours had 9.0-9.1), so a median says as much about
-# the machine as about the library. The lower quartile and the slow steps' count show which of the two moved.
+# Why the quartile: runs have had whole spells of steps ~2 x as long, in either library (one real NCCL run had a median
+# of 15.45 ms where its neighbours had 9.0-9.1), so a median can say as much about the run as about the library. The
+# lower quartile and the slow steps' count show which of the two moved. Those spells were rank 0 waiting inside its
+# steps for a rank that had started them later (train_bench.py drew each batch between steps then): a slow step that
+# does not lengthen the loop's cycle (step_start_unix, one start to the next) is such a wait, and the information
+# line counts them.
 #
 # Exit 1 when the loss curves differ by more than float32 noise (--loss-rtol), when a curve has a NaN, or when runs
 # of one mode were made with different settings (their times and losses would not be comparable); exit 3 when the
@@ -26,6 +30,7 @@ import argparse
 import json
 import math
 import os
+import statistics
 import sys
 
 # The loss curves' bound: float32 noise, not bitwise equality. The libraries sum each gradient element's N
@@ -47,6 +52,23 @@ def step_stats(run):
     if not steps:
         return None, None, None
     return steps[len(steps) // 4], steps[0], sum(1 for t in steps if t >= SLOW * steps[0])
+
+
+def waited_steps(run):
+    """(waits, slow steps) of a run: of its slow steps (but the last, which has no next start), how many did not
+    lengthen the loop's cycle by half their own excess over the usual step, so that rank 0 spent that time waiting
+    inside the step, not computing; None where the run has no step start times or no usual steps."""
+    steps, starts = run.get("step_ms") or [], run.get("step_start_unix") or []
+    if not steps or len(starts) != len(steps):
+        return None
+    fastest = min(steps)
+    paired = [((b - a) * 1e3, t) for a, b, t in zip(starts, starts[1:], steps)]  # (cycle ms, step ms)
+    usual = [(cycle, t) for cycle, t in paired if t < SLOW * fastest]
+    if not usual:
+        return None
+    usual_cycle, usual_step = statistics.median(c for c, _ in usual), statistics.median(t for _, t in usual)
+    slow = [(cycle, t) for cycle, t in paired if t >= SLOW * fastest]
+    return sum(1 for cycle, t in slow if cycle - usual_cycle < (t - usual_step) / 2), len(slow)
 
 
 def number(value, digits=2):
@@ -155,6 +177,12 @@ def main():
                 print(f"  for information: lower quartiles Canopy {ours:.2f} ms / real NCCL {theirs:.2f} ms = "
                       f"{ours / theirs:.3f}; steps >= {SLOW:g} x their run's fastest: Canopy {slow[0]}, real NCCL "
                       f"{slow[1]}")
+            waits = [waited_steps(run) for run in mine]
+            if any(slow for _, _, slow in stats) and all(w is not None for w in waits):
+                counts = [[sum(waits[i][k] for i in side) for k in (0, 1)] for side in (canopy, real)]
+                print(f"  for information: slow steps (but each run's last) that did not lengthen the loop's cycle, "
+                      f"rank 0 waiting inside them for a rank that started them later: Canopy {counts[0][0]} of "
+                      f"{counts[0][1]}, real NCCL {counts[1][0]} of {counts[1][1]}")
         else:
             print("  no Canopy and real NCCL runs to pair: no ratio")
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # Unit tests of tests/torch/train_compare.py (ctest torch.train_compare, label cpu; needs python3, not torch): its
-# table's step statistics, the target's verdict on the medians alone, the lower quartiles printed beside it, and its
-# refusals. The runs are written here in train_bench.py's JSON shape (train_compare reads our own benchmark's output,
-# not another tool's), with step times chosen so that every printed number can be worked out by hand.
+# table's step statistics, the target's verdict on the medians alone, the lower quartiles printed beside it, the
+# slow steps that were waits for another rank, and its refusals. The runs are written here in train_bench.py's JSON
+# shape (train_compare reads our own benchmark's output, not another tool's), with step times chosen so that every
+# printed number can be worked out by hand.
 import json
 import os
 import subprocess
@@ -62,6 +63,21 @@ class TrainCompare(unittest.TestCase):
         self.assertIn("lower quartiles Canopy 8.00 ms / real NCCL 9.00 ms = 0.889", out)
         self.assertIn("steps >= 1.25 x their run's fastest: Canopy 5, real NCCL 0", out)
         self.assertIn("target missed", out)
+
+    def test_slow_steps_that_kept_the_cycle_count_as_waits(self):
+        # Both runs: steps 9, 9, 20, 9, 20, 9, 20, 9 (slow: the three 20s). Canopy's starts come every 45 ms whatever
+        # the step took (rank 0 waited inside its slow steps): 3 waits of 3. The real NCCL's cycle is 36 ms plus the
+        # step (its slow steps lengthened the loop by their whole 11 ms): 0 of 3.
+        steps = [9, 9, 20, 9, 20, 9, 20, 9]
+        kept = [i * 0.045 for i in range(8)]
+        grew = [sum(36 + t for t in steps[:i]) / 1e3 for i in range(8)]
+        code, out = self.compare([run_json("real NCCL", steps, step_start_unix=grew),
+                                  run_json("canopy", steps, step_start_unix=kept)])
+        self.assertEqual(code, 0, out)
+        self.assertIn("did not lengthen the loop's cycle, rank 0 waiting inside them for a rank that started them "
+                      "later: Canopy 3 of 3, real NCCL 0 of 3", out)
+        code, out = self.compare([run_json("real NCCL", steps), run_json("canopy", steps, step_start_unix=kept)])
+        self.assertNotIn("did not lengthen", out)  # a run without start times: no count
 
     def test_runs_without_step_times_show_dashes_and_no_quartile_line(self):
         old = run_json("canopy", [9] * 8)
