@@ -51,7 +51,7 @@ CodegenOptions shape_from_environment();
 // CANOPY_HUGE_BYTES (default 128 MiB; 0: no huge class) and CANOPY_HUGE_BLOCKS (default 128; CANOPY_BLOCKS, when
 // set): the large calls from that size take those blocks instead, so that the mid sizes (DDP's 25 MiB buckets, run
 // beside the backward pass) take fewer blocks than the largest. On two H200s, 64 blocks beside DDP's backward pass
-// left its step 1.0 % slower than the real NCCL's and 128 blocks 2.6 %, while calls from 256 MiB need 128.
+// left its step 0.3-1.0 % slower than the real NCCL's and 128 blocks 2.6 %, while calls from 256 MiB need 128.
 struct LargeMessageShape {
   std::int64_t min_bytes = 8 << 20;
   int blocks_per_rank = 64;
