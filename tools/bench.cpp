@@ -13,12 +13,7 @@
 
 namespace canopy::cli {
 
-std::string size_text(std::uint64_t b) {
-  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return fmt::format("{}G", b >> 30);
-  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return fmt::format("{}M", b >> 20);
-  if (b >= 1024 && b % 1024 == 0) return fmt::format("{}K", b >> 10);
-  return fmt::format("{}", b);
-}
+std::string size_text(std::uint64_t b) { return bench_size_text(b); }
 
 void add_bench_command(CLI::App& app) {
   struct Args {

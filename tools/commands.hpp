@@ -27,6 +27,7 @@ void add_msccl_command(CLI::App& app);     // msccl.cpp
 void add_tune_command(CLI::App& app);      // tune.cpp
 void add_run_command(CLI::App& app);       // run.cpp
 void add_nccl_tests_compare_command(CLI::App& app);  // nccl_tests_compare.cpp
+void add_bench_compare_command(CLI::App& app);       // bench_compare.cpp
 // Runs `program` as `ranks` processes as `canopy run -n` does (its variables, signals, first failing status).
 int run_processes(int ranks, const std::vector<std::string>& program);
 // `canopy run --hosts`: per rank its host (-1: no --hosts), local rank and its host's size; `hosts` "2,2" (empty:
@@ -73,6 +74,15 @@ Topology switch_topology(int gpus);
 
 // A message size as nccl-tests prints it: 8, 64K, 256M, 1G (bench.cpp).
 std::string size_text(std::uint64_t bytes);
+
+// The whole of the file at `path`, or a canopy::Error naming it and what to give instead (`what`: "an nccl-tests
+// log", ...) (input_file.cpp).
+std::string read_input_file(const std::string& path, const char* what);
+// A comparing command's (BASE, NEW) pairs: the two positional files, if given, then every --pair. One positional file
+// alone is an error naming it (`noun` "log", `files` "BASE.log NEW.log") (input_file.cpp).
+std::vector<std::pair<std::string, std::string>> base_new_pairs(
+    const std::vector<std::string>& given, const std::vector<std::pair<std::string, std::string>>& more,
+    const char* noun, const char* files);
 
 // Writes `text` to `path` ("-" = stdout), as a canopy::Error naming the path when it cannot.
 void write_output(const std::string& path, const std::string& text);

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
       "  canopy bench -c allreduce --vs-nccl       time collectives on this machine's GPUs, beside NCCL\n"
       "  canopy run -n 2 -- ./my_program           one process per rank, with the bootstrap id in the environment\n"
       "  canopy nccl-tests-compare real.log canopy.log   NEW/BASE ratios of two nccl-tests runs (--bench: vs bench)\n"
+      "  canopy bench-compare base.json new.json    NEW/BASE ratios of two canopy bench --json runs (an A/B)\n"
       "\n"
       "Run `canopy SUBCOMMAND --help` for details. Formats: docs/topology.md.\n"
       "\n"
@@ -99,6 +100,7 @@ int main(int argc, char** argv) {
   canopy::cli::add_tune_command(app);
   canopy::cli::add_run_command(app);
   canopy::cli::add_nccl_tests_compare_command(app);
+  canopy::cli::add_bench_compare_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a subcommand's own exit status (`canopy run`: the failing rank's)

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -17,14 +16,6 @@
 
 namespace canopy::cli {
 namespace {
-
-std::string read_log(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read '{}': give the path of {}", path, what));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
@@ -128,11 +119,8 @@ void add_nccl_tests_compare_command(CLI::App& app) {
       "Exit status 1 when a size has a nonzero #wrong or a log cannot be read (a row cut short names its line).\n"
       "Docs: docs/nccl-api.md, \"Comparing nccl-tests runs\".");
   cmd->callback([args] {
-    if (args->logs.size() == 1)
-      throw Error(fmt::format("one log given ('{}'): give BASE.log NEW.log, the two runs to compare", args->logs[0]));
-    std::vector<std::pair<std::string, std::string>> pairs;
-    if (args->logs.size() == 2) pairs.emplace_back(args->logs[0], args->logs[1]);
-    pairs.insert(pairs.end(), args->pairs.begin(), args->pairs.end());
+    std::vector<std::pair<std::string, std::string>> pairs =
+        base_new_pairs(args->logs, args->pairs, "log", "BASE.log NEW.log");
     for (const std::string& dir : args->dirs) {
       const auto found = pairs_in(dir);
       pairs.insert(pairs.end(), found.begin(), found.end());
@@ -145,7 +133,7 @@ void add_nccl_tests_compare_command(CLI::App& app) {
     options.tolerance = args->within / 100;
     for (const std::string& path : args->bench) {
       const std::vector<BenchRow> rows =
-          read_bench_rows_json(read_log(path, "a file `canopy bench --json FILE` wrote"), path);
+          read_bench_rows_json(read_input_file(path, "a file `canopy bench --json FILE` wrote"), path);
       options.bench.insert(options.bench.end(), rows.begin(), rows.end());
     }
     const std::vector<std::string> dtypes = split_list(args->dtypes), ops = split_list(args->ops);
@@ -159,8 +147,8 @@ void add_nccl_tests_compare_command(CLI::App& app) {
       pair.base_path = pairs[i].first;
       pair.new_path = pairs[i].second;
       const char* what = "an nccl-tests log (its stdout, e.g. all_reduce_perf -g 1 > real.log)";
-      pair.base = parse_nccl_tests_output(read_log(pair.base_path, what), pair.base_path);
-      pair.newer = parse_nccl_tests_output(read_log(pair.new_path, what), pair.new_path);
+      pair.base = parse_nccl_tests_output(read_input_file(pair.base_path, what), pair.base_path);
+      pair.newer = parse_nccl_tests_output(read_input_file(pair.new_path, what), pair.new_path);
       keep_only(pair.base, dtypes, ops);
       keep_only(pair.newer, dtypes, ops);
       const NcclTestsPairReport report = make_nccl_tests_report(pair, options);

@@ -14,6 +14,11 @@
 #               variant    the same with the variables of CANOPY_X2_VARIANT (e.g. "CANOPY_LL128_BYTES=32MiB")
 #                                                                                           -> x2-bench-variant-*
 #               sharedown  the same with CANOPY_STAGE_ONLY_SHARED=1 CANOPY_OWN_BUFFERS=1    -> x2-bench-sharedown-*
+#               variants   the bench under each setting of CANOPY_X2_VARIANTS (';'-separated lists of VAR=VALUE, ""
+#                          the defaults) in turn, CANOPY_X2_VARIANT_ROUNDS times (2), CANOPY_X2_COLLECTIVES (all),
+#                          CANOPY_X2_DTYPES (f32); canopy bench-compare of each setting against the first of the same
+#                          round, and of the first's rounds 1 and 2 (not in the default parts)
+#                                                             -> x2-bench-vV-rR-DTYPE.json/.log, x2-variants.log
 #               nccltests  the five nccl-tests binaries, -b 8 -e CANOPY_X2_NT_MAX (1G) -f 2 -c 1 (CANOPY_X2_NT_ARGS
 #                          more: "-n 200" steadies the small sizes), single-process -g 2 and mpirun -np 2 (one
 #                          process per GPU), the real NCCL and then libcanopy_nccl.so (CANOPY_X2_NT_RUNS picks from
@@ -106,6 +111,45 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
           "$canopy" bench --procs 2 --vs-nccl --collective all --sizes "${CANOPY_X2_SIZES:-8:1G}" --dtype "$dtype" \
           --json "$out/x2-bench-$part-$dtype.json" "${bench_args[@]}" 2>&1 | tee "$out/x2-bench-$part-$dtype.log" |
           grep -vE '^canopy: (info|debug)' | tail -160
+      done ;;
+    variants)
+      # An A/B of settings on the bench: each round runs the bench under each setting of CANOPY_X2_VARIANTS in turn
+      # (alternating, so the machine's drift falls on every setting alike), then canopy bench-compare puts each
+      # setting beside the first of the same round, and the first setting's rounds beside each other (the spread).
+      IFS=';' read -r -a settings <<<"${CANOPY_X2_VARIANTS-}"
+      if [ "${#settings[@]}" -lt 2 ]; then
+        echo "x2 variants: give CANOPY_X2_VARIANTS, two or more ';'-separated settings (\"\" the defaults), e.g." \
+          "\";CANOPY_LARGE_BLOCKS=48\""
+        continue
+      fi
+      rounds="${CANOPY_X2_VARIANT_ROUNDS:-2}"
+      for dtype in ${CANOPY_X2_DTYPES:-f32}; do
+        for round in $(seq "$rounds"); do
+          for v in "${!settings[@]}"; do
+            read -r -a setting <<<"${settings[$v]}"
+            step x2 bench variant "$v" round "$round" "$dtype": "${setting[*]:-defaults}"
+            env "${setting[@]}" CANOPY_NCCL_LIBRARY="$real_nccl" timeout "${CANOPY_BENCH_TIMEOUT:-400}" "$canopy" \
+              bench --procs 2 --vs-nccl --collective "${CANOPY_X2_COLLECTIVES:-all}" \
+              --sizes "${CANOPY_X2_SIZES:-8:1G}" --dtype "$dtype" --json "$out/x2-bench-v$v-r$round-$dtype.json" \
+              "${bench_args[@]}" \
+              >"$out/x2-bench-v$v-r$round-$dtype.log" 2>&1 || echo "   exit $? (see x2-bench-v$v-r$round-$dtype.log)"
+          done
+        done
+        {
+          for round in $(seq "$rounds"); do
+            for v in "${!settings[@]}"; do
+              [ "$v" = 0 ] && continue
+              echo "-- $dtype round $round: setting $v (${settings[$v]}) against setting 0 (${settings[0]:-defaults})"
+              "$canopy" bench-compare "$out/x2-bench-v0-r$round-$dtype.json" "$out/x2-bench-v$v-r$round-$dtype.json" \
+                2>&1 | sed "s|$out/||"
+            done
+          done
+          if [ "$rounds" -ge 2 ]; then
+            echo "-- $dtype: setting 0 (${settings[0]:-defaults}), round 2 against round 1 (the spread of one setting)"
+            "$canopy" bench-compare "$out/x2-bench-v0-r1-$dtype.json" "$out/x2-bench-v0-r2-$dtype.json" 2>&1 |
+              sed "s|$out/||"
+          fi
+        } | tee -a "$out/x2-variants.log" | grep -E '^--|^==|geometric mean|WRONG|error'
       done ;;
     nccltests)
       step x2 nccl-tests
@@ -215,6 +259,7 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       echo "exit $?"
       grep -E '^process [0-9]+ \(ranks|ranks on [0-9]* hosts|through NCCL' "$out/x2-hosts.log" | head -8
       grep -m 2 'NET/Socket' "$out/x2-hosts.log" ;;
-    *) echo "x2: unknown part '$part' (tests bench profile staged shared own owntrees sharedown variant nccltests torch torchab hosts)" ;;
+    *) echo "x2: unknown part '$part' (tests bench profile staged shared own owntrees sharedown variant variants" \
+      "nccltests torch torchab hosts)" ;;
   esac
 done

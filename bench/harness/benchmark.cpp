@@ -163,6 +163,13 @@ double busbw_factor(const algo::Program& p) {
   return p.goal() == "alltoall" ? static_cast<double>(p.ranks() - 1) / p.ranks() : 1.0;
 }
 
+std::string bench_size_text(std::uint64_t b) {
+  if (b >= (1ull << 30) && b % (1ull << 30) == 0) return fmt::format("{}G", b >> 30);
+  if (b >= (1ull << 20) && b % (1ull << 20) == 0) return fmt::format("{}M", b >> 20);
+  if (b >= 1024 && b % 1024 == 0) return fmt::format("{}K", b >> 10);
+  return fmt::format("{}", b);
+}
+
 std::vector<std::uint64_t> parse_bench_sizes(const std::string& text) {
   std::vector<std::uint64_t> sizes;
   if (text.find(':') != std::string::npos) {

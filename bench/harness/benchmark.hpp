@@ -69,6 +69,8 @@ double busbw_factor(const algo::Program& program);
 
 // Parses "8:1G" (powers of two from 8 B to 1 GiB), "1M:64M:4" (factor 4) or "1K,64K,1M"; throws canopy::Error.
 std::vector<std::uint64_t> parse_bench_sizes(const std::string& text);
+// A size as nccl-tests and canopy bench print it: 8, 64K, 256M, 1G (else the bytes).
+std::string bench_size_text(std::uint64_t bytes);
 
 // Calls `on_row` as each row is measured; stops at the first failing call (its Status).
 Status run_benchmark(Communicator& comm, const BenchOptions& options, NcclLibrary* nccl,
