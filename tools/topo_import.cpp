@@ -3,11 +3,9 @@
 // has no NVLink: it comes from detection on this machine (runtime/detect), matched by PCI bus id, else none.
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 
 #include "core/error.hpp"
 #include "dsl/nccl_topo_import.hpp"
@@ -16,14 +14,6 @@
 
 namespace canopy::cli {
 namespace {
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("cannot read '{}': give the path of an NCCL topology XML file (NCCL_TOPO_FILE)", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // This machine's NVLink in the terms of NCCL's <nvlink> elements: lanes grouped by far end.
 std::vector<NcclDetectedGpu> detected_nvlink(const MachineFacts& facts) {
@@ -76,7 +66,7 @@ void add_topo_import(CLI::App& topo) {
       "NCCL's topology XML\".");
   cmd->callback([args] {
     if (auto why = invalid_name_reason(args->name)) throw Error(fmt::format("--name '{}': {}", args->name, *why));
-    const std::string xml = read_whole_file(args->file);
+    const std::string xml = read_input_file(args->file, "an NCCL topology XML file (NCCL_TOPO_FILE)");
     NcclImportOptions options;
     options.name = args->name;
     NcclImport imported = import_nccl_topology(xml, args->file, options);
