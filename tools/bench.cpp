@@ -13,8 +13,6 @@
 
 namespace canopy::cli {
 
-std::string size_text(std::uint64_t b) { return bench_size_text(b); }
-
 void add_bench_command(CLI::App& app) {
   struct Args {
     TopologyArgs topology;
@@ -222,31 +220,31 @@ void add_bench_command(CLI::App& app) {
         std::vector<std::string> kernels;
         if (low_latency)
           kernels.push_back(
-              fmt::format("up to {}: low-latency protocol, one launch{}", size_text(ll_up_to),
-                          two_shot_from ? fmt::format(" (two-shot from {})", size_text(two_shot_from)) : ""));
+              fmt::format("up to {}: low-latency protocol, one launch{}", bench_size_text(ll_up_to),
+                          two_shot_from ? fmt::format(" (two-shot from {})", bench_size_text(two_shot_from)) : ""));
         if (ll128_to > 0)
-          kernels.push_back(fmt::format("{} to {}: LL128 protocol, one launch, 128-byte lines", size_text(ll128_from),
-                                        size_text(ll128_to)));
+          kernels.push_back(fmt::format("{} to {}: LL128 protocol, one launch, 128-byte lines",
+                                        bench_size_text(ll128_from), bench_size_text(ll128_to)));
         if (direct_to > 0)
           kernels.push_back(fmt::format(
-              "{} to {}: direct protocol, one launch, {}{}", size_text(direct_from), size_text(direct_to),
+              "{} to {}: direct protocol, one launch, {}{}", bench_size_text(direct_from), bench_size_text(direct_to),
               comm->on_own_buffers()  ? "inputs stored into the peers' inboxes (not staged)"
               : comm->multi_process() ? "peers' staging areas read in place (the inputs copied in)"
                                       : "peers' buffers read in place",
-              direct_two_shot_from ? fmt::format(" (two-shot from {})", size_text(direct_two_shot_from)) : ""));
+              direct_two_shot_from ? fmt::format(" (two-shot from {})", bench_size_text(direct_two_shot_from)) : ""));
         if (small) kernels.push_back(describe(false, false));
         if (large) kernels.push_back("large messages: " + describe(true, false));
         if (huge) kernels.push_back("huge messages: " + describe(true, true));
         if (engines_from > 0)
           kernels.push_back(fmt::format("from {}: copy engines over NVLink (cudaMemcpyAsync between the GPUs){}",
-                                        size_text(engines_from),
+                                        bench_size_text(engines_from),
                                         r.collective == Collective::broadcast ? ""
                                         : r.collective == Collective::reduce  ? ", a combining kernel per chunk"
                                                                               : ", a combining kernel per half-chunk"));
         if (staged_from > 0)
           kernels.push_back(fmt::format("from {}: {} of the bytes through pinned host memory (PCIe copy engines) "
                                         "beside the kernels",
-                                        size_text(staged_from),
+                                        bench_size_text(staged_from),
                                         most_share - least_share < 0.0005
                                             ? fmt::format("{:.1f}%", 100 * most_share)
                                             : fmt::format("{:.1f}–{:.1f}%", 100 * least_share, 100 * most_share)));
@@ -262,8 +260,8 @@ void add_bench_command(CLI::App& app) {
         current = r.collective;
         first = false;
       }
-      fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", size_text(r.bytes), r.count,
-                 to_string(r.dtype),
+      fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", bench_size_text(r.bytes),
+                 r.count, to_string(r.dtype),
                  (o.program ? o.program->program.reduces() : reduces(r.collective)) ? to_string(r.op) : "none",
                  r.time_us, r.algbw_gbps, r.busbw_gbps, r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
       if (args->host_time) fmt::print(table, " {:>8.2f}", r.host_us);

@@ -72,9 +72,6 @@ algo::Program program_option(const std::string& name_or_file, int ranks);
 // `gpus` GPUs on one NVSwitch, every pair joined at NVLink4 rate: where a program runs when no topology is named.
 Topology switch_topology(int gpus);
 
-// A message size as nccl-tests prints it: 8, 64K, 256M, 1G (bench.cpp).
-std::string size_text(std::uint64_t bytes);
-
 // The whole of the file at `path`, or a canopy::Error naming it and what to give instead (`what`: "an nccl-tests
 // log", ...) (input_file.cpp).
 std::string read_input_file(const std::string& path, const char* what);

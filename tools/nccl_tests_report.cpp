@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "bench/harness/benchmark.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {
@@ -81,12 +82,6 @@ void describe_log(std::string& out, const char* role, const std::string& path, c
     out +=
         fmt::format("#   {} other line{} skipped (not nccl-tests' own), the first at line {}: {}\n", log.skipped.size(),
                     log.skipped.size() == 1 ? "" : "s", log.skipped.front().line, log.skipped.front().text);
-}
-
-std::string sizes_text(const std::vector<std::uint64_t>& sizes) {
-  std::vector<std::string> s;
-  for (std::uint64_t b : sizes) s.push_back(size_text(b));
-  return fmt::format("{}", fmt::join(s, ", "));
 }
 
 nlohmann::ordered_json optional_json(const std::optional<double>& v) {
@@ -173,15 +168,15 @@ std::string nccl_tests_report_text(const NcclTestsPair& pair, const NcclTestsPai
                          "new_bus", "busbw x");
     out += "#wrong\n";
     for (const NcclTestsComparedSize& s : t.sizes) {
-      out += fmt::format("{:>9} ", size_text(s.bytes));
+      out += fmt::format("{:>9} ", bench_size_text(s.bytes));
       for (const NcclTestsRatio* r : {&s.out_of_place, &s.in_place})
         out += fmt::format("{:>9} {:>9} {:>7} {:>9} {:>9} {:>7}  ", figure(r->base.time_us), figure(r->newer.time_us),
                            ratio_text(r->time_ratio), figure(r->base.busbw_gbps), figure(r->newer.busbw_gbps),
                            ratio_text(r->busbw_ratio));
       out += wrong_text(s) + "\n";
     }
-    if (!t.only_base.empty()) out += fmt::format("# only in BASE: {}\n", sizes_text(t.only_base));
-    if (!t.only_new.empty()) out += fmt::format("# only in NEW: {}\n", sizes_text(t.only_new));
+    if (!t.only_base.empty()) out += fmt::format("# only in BASE: {}\n", bench_sizes_text(t.only_base));
+    if (!t.only_new.empty()) out += fmt::format("# only in NEW: {}\n", bench_sizes_text(t.only_new));
     const std::vector<NcclTestsBenchCheck>& checks = report.bench[i];
     if (checks.empty()) continue;
     out += fmt::format("# beside canopy bench ({} rank{}, {}): busbw ratio NEW/BASE {} vs Canopy/NCCL\n",
@@ -195,7 +190,7 @@ std::string nccl_tests_report_text(const NcclTestsPair& pair, const NcclTestsPai
     out += fmt::format("#{:>8} {:>11} {:>9} {:>8} {:>11} {:>11} {:>10}\n", "size", "nccl-tests", "bench", "differ",
                        fmt::format("within {:g} %", percent), "NEW/Canopy", "BASE/NCCL");
     for (const NcclTestsBenchCheck& c : checks)
-      out += fmt::format("{:>9} {:>11.3f} {:>9.3f} {:>+7.1f}% {:>11} {:>11.3f} {:>10.3f}\n", size_text(c.bytes),
+      out += fmt::format("{:>9} {:>11.3f} {:>9.3f} {:>+7.1f}% {:>11} {:>11.3f} {:>10.3f}\n", bench_size_text(c.bytes),
                          c.nccl_tests_ratio, c.bench_ratio, (c.nccl_tests_ratio / c.bench_ratio - 1) * 100,
                          c.within ? "yes" : "no", c.new_over_bench, c.base_over_bench);
   }

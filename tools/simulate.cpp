@@ -177,7 +177,7 @@ void add_simulate_command(CLI::App& app) {
         fmt::print(
             "{:>8} {:>9} {:>11.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>9.2f} "
             "{:>8.2f}{}{}\n",
-            size_text(r.bytes), size_text(static_cast<std::uint64_t>(r.ours.chunk_bytes)), r.ours.time_us,
+            bench_size_text(r.bytes), bench_size_text(static_cast<std::uint64_t>(r.ours.chunk_bytes)), r.ours.time_us,
             r.ours.algbw_gbps, r.ours.busbw_gbps, r.rings.time_us, r.rings.busbw_gbps, speedup,
             r.tree ? fmt::format(" {:>10.2f} {:>9.2f}", r.tree->time_us, r.tree->busbw_gbps) : "",
             r.hier ? fmt::format(" {:>10.2f} {:>9.2f} {:>9.3f}{}", r.hier->time_us, r.hier->busbw_gbps,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "bench/harness/benchmark.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {
@@ -71,7 +72,7 @@ std::string busbw_plot_svg(const std::string& title, const std::vector<PlotSerie
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
         "stroke=\"#eee\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
-        px(x), top, top + plot_h, top + plot_h + 16, size_text(static_cast<std::uint64_t>(x)));
+        px(x), top, top + plot_h, top + plot_h + 16, bench_size_text(static_cast<std::uint64_t>(x)));
   }
   out += fmt::format(
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "

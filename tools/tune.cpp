@@ -150,10 +150,10 @@ void add_tune_command(CLI::App& app) {
         if (Status s = buffers->check(spec, call, &checked); !s.ok()) throw Error(s.message());
         if (checked.wrong > 0)
           throw Error(fmt::format("{} {}: chunk {} gave {} wrong elements ({}); nothing was written",
-                                  to_string(c), size_text(bytes), format_byte_size(chosen.chunk_bytes), checked.wrong,
-                                  checked.examples.empty() ? "" : checked.examples[0]));
+                                  to_string(c), bench_size_text(bytes), format_byte_size(chosen.chunk_bytes),
+                                  checked.wrong, checked.examples.empty() ? "" : checked.examples[0]));
         fmt::print("{:<14} {:>6}: predicted {} -> {}: chose {} ({:.1f} us; default {} {:.1f} us, {:.2f}x)\n",
-                   to_string(c), size_text(bytes), format_byte_size(start), fmt::join(steps, ", "),
+                   to_string(c), bench_size_text(bytes), format_byte_size(start), fmt::join(steps, ", "),
                    format_byte_size(chosen.chunk_bytes), chosen.time_us, format_byte_size(info.options.chunk_bytes),
                    default_us, default_us / chosen.time_us);
         file.set({comm->machine_key(), c, dtype, tuning_bucket(bytes)},

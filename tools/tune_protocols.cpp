@@ -93,7 +93,7 @@ class CollectiveTuner {
       for (int p = 0; p < kProtocols; ++p)
         if (row[p] && *row[p] < *row[fastest]) fastest = p;
       times_.us.push_back(row);
-      fmt::print("{:>14} {:>8} {:>8} {:>8} {:>8}  {:<8} {:<8}\n", size_text(bytes), time_text(row[0]),
+      fmt::print("{:>14} {:>8} {:>8} {:>8} {:>8}  {:<8} {:<8}\n", bench_size_text(bytes), time_text(row[0]),
                  time_text(row[1]), time_text(row[2]), time_text(row[3]), to_string(today),
                  to_string(static_cast<Protocol>(fastest)));
       std::fflush(stdout);
@@ -122,7 +122,7 @@ class CollectiveTuner {
             now.push_back(fmt::format("{} {:.1f}", to_string(static_cast<Protocol>(p)), *times_.us[i][p]));
           }
         confirmed[i] = true;
-        retimed.push_back(fmt::format("{} {}", size_text(times_.sizes[i]), fmt::join(now, " ")));
+        retimed.push_back(fmt::format("{} {}", bench_size_text(times_.sizes[i]), fmt::join(now, " ")));
       }
       if (retimed.empty()) break;
       fmt::print("  re-timed where the choice moves ({} rounds, protocols in turn): {}\n", kConfirmRounds,
@@ -141,7 +141,7 @@ class CollectiveTuner {
       if (Status s = buffers_.check(specs_[i], call, &checked); !s.ok()) throw Error(s.message());
       if (checked.wrong > 0)
         throw Error(fmt::format("{} {} through {}: {} wrong elements ({}); nothing was written", to_string(c_),
-                                size_text(times_.sizes[i]), to_string(choice.picked[i]), checked.wrong,
+                                bench_size_text(times_.sizes[i]), to_string(choice.picked[i]), checked.wrong,
                                 checked.examples.empty() ? "" : checked.examples[0]));
     }
   }

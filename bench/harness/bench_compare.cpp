@@ -3,9 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <map>
-#include <set>
 
 namespace canopy {
 namespace {
@@ -79,12 +77,8 @@ BenchComparison compare_bench_rows(const std::vector<BenchRow>& base, const std:
     for (const auto& [bytes, row] : other->second)
       if (!base_rows.count(bytes)) table.only_new.push_back(bytes);
     for (int band = 0; band < 3; ++band) {
-      const std::vector<double>& v = band_ratios[band];
-      table.bands[band].out_of_place_sizes = static_cast<int>(v.size());
-      if (v.empty()) continue;
-      double logs = 0;
-      for (double x : v) logs += std::log(x);
-      table.bands[band].out_of_place = std::exp(logs / static_cast<double>(v.size()));
+      table.bands[band].out_of_place_sizes = static_cast<int>(band_ratios[band].size());
+      table.bands[band].out_of_place = geometric_mean(band_ratios[band]);
     }
     if (table.sizes.empty())
       out.notes.push_back(fmt::format("{}: no size in both runs", to_string(key)));
@@ -117,13 +111,8 @@ std::string bench_comparison_text(const BenchComparison& comparison, const std::
                              : fmt::format("  {} -", kNcclTestsBands[band].name);
     }
     text += "\n";
-    const auto list = [](const std::vector<std::uint64_t>& sizes) {
-      std::string s;
-      for (std::uint64_t b : sizes) s += (s.empty() ? "" : ", ") + bench_size_text(b);
-      return s;
-    };
-    if (!t.only_base.empty()) text += fmt::format("  only in BASE: {}\n", list(t.only_base));
-    if (!t.only_new.empty()) text += fmt::format("  only in NEW: {}\n", list(t.only_new));
+    if (!t.only_base.empty()) text += fmt::format("  only in BASE: {}\n", bench_sizes_text(t.only_base));
+    if (!t.only_new.empty()) text += fmt::format("  only in NEW: {}\n", bench_sizes_text(t.only_new));
   }
   for (const std::string& note : comparison.notes) text += fmt::format("# {}\n", note);
   return text;

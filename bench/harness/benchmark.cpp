@@ -170,6 +170,12 @@ std::string bench_size_text(std::uint64_t b) {
   return fmt::format("{}", b);
 }
 
+std::string bench_sizes_text(const std::vector<std::uint64_t>& sizes) {
+  std::string text;
+  for (std::uint64_t b : sizes) text += (text.empty() ? "" : ", ") + bench_size_text(b);
+  return text;
+}
+
 std::vector<std::uint64_t> parse_bench_sizes(const std::string& text) {
   std::vector<std::uint64_t> sizes;
   if (text.find(':') != std::string::npos) {

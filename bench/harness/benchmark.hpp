@@ -71,6 +71,7 @@ double busbw_factor(const algo::Program& program);
 std::vector<std::uint64_t> parse_bench_sizes(const std::string& text);
 // A size as nccl-tests and canopy bench print it: 8, 64K, 256M, 1G (else the bytes).
 std::string bench_size_text(std::uint64_t bytes);
+std::string bench_sizes_text(const std::vector<std::uint64_t>& sizes);  // "1M, 2M, 1G"
 
 // Calls `on_row` as each row is measured; stops at the first failing call (its Status).
 Status run_benchmark(Communicator& comm, const BenchOptions& options, NcclLibrary* nccl,

@@ -154,25 +154,26 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
       }
     out.tables.push_back(std::move(table));
   }
-  const auto geomean = [](const std::vector<double>& v) -> std::optional<double> {
-    if (v.empty()) return std::nullopt;
-    double logs = 0;
-    for (double x : v) logs += std::log(x);
-    return std::exp(logs / static_cast<double>(v.size()));
-  };
   for (const auto& [which, ratios] : band_ratios) {
     NcclTestsSummary s;
     s.collective = which.first;
     s.ranks = which.second;
     for (int band = 0; band < 3; ++band) {
-      s.bands[band].out_of_place = geomean(ratios[band * 2]);
-      s.bands[band].in_place = geomean(ratios[band * 2 + 1]);
+      s.bands[band].out_of_place = geometric_mean(ratios[band * 2]);
+      s.bands[band].in_place = geometric_mean(ratios[band * 2 + 1]);
       s.bands[band].out_of_place_sizes = static_cast<int>(ratios[band * 2].size());
       s.bands[band].in_place_sizes = static_cast<int>(ratios[band * 2 + 1].size());
     }
     out.summaries.push_back(s);
   }
   return out;
+}
+
+std::optional<double> geometric_mean(const std::vector<double>& ratios) {
+  if (ratios.empty()) return std::nullopt;
+  double logs = 0;
+  for (double x : ratios) logs += std::log(x);
+  return std::exp(logs / static_cast<double>(ratios.size()));
 }
 
 std::vector<NcclTestsBenchCheck> check_against_bench(const NcclTestsTable& table, const std::vector<BenchRow>& bench,

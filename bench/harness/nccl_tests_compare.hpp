@@ -61,6 +61,9 @@ struct NcclTestsBand {
 inline constexpr NcclTestsBand kNcclTestsBands[3] = {
     {"<= 64K", 1, 64ull << 10}, {"1M-16M", 1ull << 20, 16ull << 20}, {">= 256M", 256ull << 20, ~0ull}};
 
+// The geometric mean of positive ratios; nullopt for none.
+std::optional<double> geometric_mean(const std::vector<double>& ratios);
+
 struct NcclTestsBandMean {
   std::optional<double> out_of_place, in_place;  // geometric mean of the busbw ratio; nullopt: no size in the band
   int out_of_place_sizes = 0, in_place_sizes = 0;
