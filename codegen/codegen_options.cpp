@@ -71,9 +71,13 @@ void check_codegen_options(const CodegenOptions& o, int ranks) {
 
 std::vector<int> block_placement(int ranks, int devices) {
   if (devices < 1) throw Error(fmt::format("{} devices: need at least one GPU to place ranks on", devices));
-  const int per = (ranks + devices - 1) / devices;
-  std::vector<int> out(ranks);
-  for (int r = 0; r < ranks; ++r) out[r] = r / per;
+  // Blocks of ranks / devices, one more on each of the first ranks % devices devices. Blocks of the rounded-up size
+  // throughout would leave the last devices empty (6 ranks on 4 GPUs: 2, 2, 2, 0) while the launches count them.
+  const int base = ranks / devices, longer = ranks % devices;
+  std::vector<int> out;
+  out.reserve(ranks);
+  for (int d = 0; d < devices; ++d)
+    for (int i = 0; i < base + (d < longer ? 1 : 0); ++i) out.push_back(d);
   return out;
 }
 

@@ -53,8 +53,9 @@ std::string to_string(const CodegenOptions& options);
 // Throws canopy::Error naming the option and the fix when an option is out of range for `ranks` ranks.
 void check_codegen_options(const CodegenOptions& options, int ranks);
 
-// Ranks placed on `devices` GPUs in blocks: ranks 0..k-1 on device 0, the next k on device 1, ... (k = ranks /
-// devices, rounded up). Throws when devices < 1.
+// Ranks placed on `devices` GPUs in blocks of consecutive ranks, every device given one: the first ranks % devices
+// devices hold ranks / devices + 1 ranks, the others ranks / devices (6 ranks on 4 GPUs: 2, 2, 1, 1). With fewer ranks
+// than devices, rank r is on device r and the last devices hold none. Throws when devices < 1.
 std::vector<int> block_placement(int ranks, int devices);
 
 }  // namespace canopy

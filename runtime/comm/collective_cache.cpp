@@ -266,6 +266,8 @@ std::unique_ptr<PreparedCollective> CollectiveCache::load(
   p->outcome = outcome;
   const KernelSource& k = p->built->source;
   std::map<std::string, cudaKernel_t> by_arch;
+  CANOPY_INTERNAL_ASSERT(k.launches.size() == pl.gpus.size(), "the kernel launches on another number of GPUs than the "
+                                                               "placement holds");
   for (const GpuDevice& g : pl.gpus) {
     if (!by_arch.count(g.arch)) {
       const std::size_t b = std::find(archs.begin(), archs.end(), g.arch) - archs.begin();

@@ -232,6 +232,17 @@ TEST(Lower, VirtualRanksGroupLanesByDevice) {
   EXPECT_EQ(s.devices[1].ranks, (std::vector<int>{4, 5, 6, 7}));
 }
 
+// Eight ranks on five devices: blocks of two rounded up left the fifth device without a rank or a launch.
+TEST(Lower, VirtualRanksInUnevenBlocksLaunchOnEveryDevice) {
+  CodegenOptions o;
+  o.device_of_rank = block_placement(8, 5);
+  const Schedule s = lower(dgx1(Collective::allreduce), o);
+  ASSERT_EQ(s.devices.size(), 5u);
+  EXPECT_EQ(s.devices[2].ranks, (std::vector<int>{4, 5}));
+  EXPECT_EQ(s.devices[3].ranks, (std::vector<int>{6}));
+  EXPECT_EQ(s.devices[4].ranks, (std::vector<int>{7}));
+}
+
 TEST(LowerErrors, RelayGpusAreNamed) {
   PlanOptions po;
   po.gpus = {"gpu0", "gpu5"};

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "codegen/codegen_options.hpp"
 #include "core/error.hpp"
 #include "dsl/topo_reader.hpp"
 #include "runtime/comm/placement.hpp"
@@ -42,6 +43,30 @@ TEST(Placement, MoreRanksThanDevicesRunAsVirtualRanksInBlocks) {
   EXPECT_THAT(p.ordinal_of_rank, ElementsAre(0, 0, 1, 1));
   EXPECT_THAT(p.first_rank, ElementsAre(0, 2));
   EXPECT_THAT(describe_placement(p), HasSubstr("GPU 0 (test GPU, sm_90): gpu0 gpu1; GPU 1"));
+}
+
+// Found on four H200 (2026-11-27): six ranks in blocks of three rounded-up twos left GPU 3 with none, its first rank
+// -1, while the kernels launched on three devices and the runtime read a fourth launch past the end.
+TEST(Placement, UnevenVirtualRanksGiveEveryDeviceSome) {
+  const Topology six = read_topo("topology six\ngpus 6\nswitch nvs0\nlink gpu0 nvs0 100 nvlink4\nlink gpu1 nvs0 100 nvlink4\n"
+                                 "link gpu2 nvs0 100 nvlink4\nlink gpu3 nvs0 100 nvlink4\nlink gpu4 nvs0 100 nvlink4\n"
+                                 "link gpu5 nvs0 100 nvlink4\n",
+                                 "six.topo");
+  const Placement p = place_ranks(six, gpus(4), {}, true);
+  EXPECT_THAT(p.device_of_rank, ElementsAre(0, 0, 1, 1, 2, 3));
+  EXPECT_THAT(p.first_rank, ElementsAre(0, 2, 4, 5));
+  EXPECT_THAT(block_placement(5, 4), ElementsAre(0, 0, 1, 2, 3));
+  EXPECT_THAT(block_placement(10, 4), ElementsAre(0, 0, 0, 1, 1, 1, 2, 2, 3, 3));
+  EXPECT_THAT(block_placement(9, 3), ElementsAre(0, 0, 0, 1, 1, 1, 2, 2, 2));
+  EXPECT_THAT(block_placement(2, 4), ElementsAre(0, 1));
+  for (int ranks = 1; ranks <= 24; ++ranks)
+    for (int devices = 1; devices <= ranks; ++devices) {
+      std::vector<int> held(devices, 0);
+      for (int d : block_placement(ranks, devices)) ++held[d];
+      for (int d = 0; d < devices; ++d)
+        EXPECT_TRUE(held[d] == ranks / devices || held[d] == ranks / devices + 1)
+            << ranks << " ranks on " << devices << " devices: device " << d << " holds " << held[d];
+    }
 }
 
 // Processes sharing one GPU each hold a device index of the same UUID: the host path across processes counts GPUs.
