@@ -114,8 +114,11 @@ std::optional<std::int64_t> direct_two_shot_bytes_from_environment() {
   return byte_size_from_environment("CANOPY_DIRECT_TWO_SHOT_BYTES");
 }
 
-std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks) {
-  if (ranks <= 2 || collective == Collective::broadcast || !direct_has_two_shot(collective)) return 0;
+std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks, int devices) {
+  if (ranks <= 2 || !direct_has_two_shot(collective)) return 0;
+  const bool rooted = collective == Collective::broadcast || collective == Collective::reduce;
+  if (rooted && ranks >= 4 && devices == ranks) return std::int64_t{1} << 20;
+  if (collective == Collective::broadcast) return 0;
   if (collective == Collective::reduce) return std::int64_t{ranks < 8 ? 4 : 2} << 20;
   return std::int64_t{ranks == 3 ? 2048 : ranks < 6 ? 1024 : ranks < 8 ? 384 : 256} << 10;
 }

@@ -118,13 +118,15 @@ std::int64_t direct_own_buffers_default_piece_bytes(Collective collective);
 // run the two-shot kernel (each rank moves its share of the elements) instead of the one-shot one (0: never; in-place
 // allreduces always run two-shot). Unset: the default per collective and ranks (direct_two_shot_default_bytes).
 std::optional<std::int64_t> direct_two_shot_bytes_from_environment();
-// The defaults, where calls of virtual ranks on one H200 crossed (docs/performance.md). Never on two ranks (both
-// variants put the same bytes on each link, and two-shot waits for its stores to reach the peer before "done").
-// Allreduce from 2 MiB on 3 ranks, 1 MiB on 4 and 5, 384 KiB on 6 and 7, 256 KiB from 8 (every size the direct
-// protocol takes by default); reduce from 4 MiB on 3 to 7 ranks, 2 MiB from 8; broadcast never (slower at every size on
-// one GPU, where one-shot's readers share the root's cached lines; its root-link bytes, (ranks - 1) x S against 2
-// (ranks - 1) / ranks x S, are not there to see).
-std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks);
+// The defaults, where calls of virtual ranks on one H200 crossed (docs/performance.md), `devices` the GPUs the ranks
+// are on. Never on two ranks (both variants put the same bytes on each link, and two-shot waits for its stores to
+// reach the peer before "done"). Allreduce from 2 MiB on 3 ranks, 1 MiB on 4 and 5, 384 KiB on 6 and 7, 256 KiB from 8
+// (every size the direct protocol takes by default). Broadcast and reduce from 1 MiB on 4 ranks or more each on a GPU
+// of its own: one-shot puts (ranks - 1) x S on the root's link against two-shot's 2 (ranks - 1) / ranks x S (four
+// H200 on NVSwitch: broadcast 8 MiB 52.5 against 76.7 us, reduce 2 MiB 21.6 against 30.2; 3 ranks and more than 4
+// unmeasured). Else reduce from 4 MiB on 3 to 7 ranks, 2 MiB from 8, and broadcast never (slower at every size on one
+// GPU, where one-shot's readers share the root's cached lines and the root's link is not there to see).
+std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks, int devices);
 
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
 // bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.

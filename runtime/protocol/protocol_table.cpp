@@ -63,6 +63,7 @@ ProtocolTable make_protocol_table(const ProtocolSettings& settings, const Protoc
                                   const Logger& log) {
   ProtocolTable t;
   t.ranks_ = facts.ranks;
+  t.devices_ = facts.devices;
   t.low_latency_ = settings.low_latency;
   t.ll128_ = settings.ll128;
   t.direct_ = settings.direct;
@@ -139,7 +140,8 @@ ProtocolTable make_protocol_table(const ProtocolSettings& settings, const Protoc
 bool ProtocolTable::direct_two_shot(Collective collective, std::uint64_t bytes, bool in_place) const {
   if (!direct_has_two_shot(collective)) return false;
   if (in_place && collective == Collective::allreduce) return true;
-  const std::int64_t from = direct_two_shot_bytes_.value_or(direct_two_shot_default_bytes(collective, ranks_));
+  const std::int64_t from =
+      direct_two_shot_bytes_.value_or(direct_two_shot_default_bytes(collective, ranks_, devices_));
   return from > 0 && bytes >= static_cast<std::uint64_t>(from);
 }
 

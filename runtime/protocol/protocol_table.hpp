@@ -90,6 +90,7 @@ class ProtocolTable {
   friend ProtocolTable make_protocol_table(const ProtocolSettings&, const ProtocolFacts&,
                                            const std::function<std::optional<ProtocolLimits>(Collective)>&, const Logger&);
   int ranks_ = 2;
+  int devices_ = 2;  // the GPUs the ranks are on
   std::array<std::int64_t, kCollectives> ll_limit_{};
   std::array<std::int64_t, kCollectives> ll128_limit_{};
   std::array<std::optional<std::int64_t>, kCollectives> direct_limit_;  // tuned limits on S (unset: direct_moved_)

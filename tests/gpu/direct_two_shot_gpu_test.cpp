@@ -69,7 +69,8 @@ INSTANTIATE_TEST_SUITE_P(Topologies, DirectTwoShotOnGpu,
 // By default: out of place never on two ranks, from 1 MiB on four and 256 KiB (every direct size) on eight; an
 // allreduce in place always; and up to the limit on the bytes two-shot puts on the busiest link (2 (ranks - 1) /
 // ranks of the buffer), where one-shot would have stopped at (ranks - 1) times it. Reduce from 2 MiB on eight,
-// broadcast never.
+// broadcast never, where the ranks share one GPU; with four GPUs or more visible, four ranks each on a GPU of its own
+// run broadcasts and reduces two-shot from 1 MiB.
 TEST(DirectTwoShotReach, OutOfPlaceFromItsLimitInPlaceAlways) {
   if (visible_gpu_count() == 0)
     GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
@@ -115,6 +116,17 @@ TEST(DirectTwoShotReach, OutOfPlaceFromItsLimitInPlaceAlways) {
     EXPECT_FALSE(comm->is_direct(Collective::broadcast, 5 * mib, DataType::f32, in_place));
   }
   EXPECT_FALSE(comm->is_two_shot(Collective::allgather, above_ll, DataType::f32));
+
+  if (visible_gpu_count() < 4) return;
+  CommunicatorOptions o = testing::sweep_options({"", "hgx-h200", {"0", "1", "2", "3"}});
+  o.ll128_bytes = 0;
+  o.devices = {0, 1, 2, 3};
+  ASSERT_TRUE(Communicator::create(o, &comm).ok());
+  for (Collective c : {Collective::broadcast, Collective::reduce}) {
+    EXPECT_TRUE(comm->is_direct(c, mib - 1, DataType::f32)) << to_string(c);
+    EXPECT_FALSE(comm->is_two_shot(c, mib - 1, DataType::f32)) << to_string(c);
+    EXPECT_TRUE(comm->is_two_shot(c, mib, DataType::f32)) << to_string(c);
+  }
 }
 
 TEST(DirectTwoShotReach, RefusesANegativeLimitAndTwoShotOfOtherCollectives) {

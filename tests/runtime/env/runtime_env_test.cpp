@@ -121,21 +121,31 @@ TEST(RuntimeEnv, DirectTwoShotPerCollectiveFromThreeRanksUnlessSet) {
     EXPECT_EQ(direct_two_shot_bytes_from_environment(), std::nullopt);
     const Collective all = Collective::allreduce;
     for (Collective c : {all, Collective::broadcast, Collective::reduce})
-      EXPECT_EQ(direct_two_shot_default_bytes(c, 2), 0);        // the same bytes per link either way: one-shot
-    EXPECT_EQ(direct_two_shot_default_bytes(all, 3), 2 << 20);  // where it crossed on one H200
-    EXPECT_EQ(direct_two_shot_default_bytes(all, 4), 1 << 20);
-    EXPECT_EQ(direct_two_shot_default_bytes(all, 5), 1 << 20);
-    EXPECT_EQ(direct_two_shot_default_bytes(all, 6), 384 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(all, 7), 384 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(all, 8), 256 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(all, 16), 256 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(all, 64), 256 << 10);
-    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 3), 4 << 20);
-    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 7), 4 << 20);
-    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 8), 2 << 20);
-    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 16), 2 << 20);
-    EXPECT_EQ(direct_two_shot_default_bytes(Collective::broadcast, 8), 0);  // slower on one GPU at every size
-    EXPECT_EQ(direct_two_shot_default_bytes(Collective::allgather, 8), 0);  // no two-shot kernel
+      EXPECT_EQ(direct_two_shot_default_bytes(c, 2, 2), 0);        // the same bytes per link either way: one-shot
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 3, 1), 2 << 20);  // where it crossed on one H200
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 4, 1), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 5, 1), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 6, 1), 384 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 7, 1), 384 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 8, 1), 256 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 16, 1), 256 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 64, 1), 256 << 10);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 3, 1), 4 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 7, 1), 4 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 8, 1), 2 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 16, 1), 2 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::broadcast, 8, 1), 0);  // slower on one GPU at every size
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::allgather, 8, 1), 0);  // no two-shot kernel
+    // Each rank on a GPU of its own, from 4 ranks, the root's link decides (four H200 on NVSwitch): broadcast and
+    // reduce from 1 MiB; three ranks and virtual ranks as on one GPU.
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::broadcast, 4, 4), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 4, 4), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::broadcast, 8, 8), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::broadcast, 3, 3), 0);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::reduce, 3, 3), 4 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::broadcast, 6, 4), 0);
+    EXPECT_EQ(direct_two_shot_default_bytes(all, 4, 4), 1 << 20);
+    EXPECT_EQ(direct_two_shot_default_bytes(Collective::broadcast, 2, 2), 0);
   }
   {
     ScopedEnv set("CANOPY_DIRECT_TWO_SHOT_BYTES", "4MiB");
