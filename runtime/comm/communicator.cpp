@@ -101,6 +101,7 @@ void set_up_protocols(Communicator::State& st) {
       limits[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
     settings.direct_moved_limits = limits;
   }
+  settings.direct_one_shot = st.on_own_buffers();  // as_run: the inbox kernels are one-shot
   if (inbox_across_gpus && !settings.direct_blocks_given)
     settings.direct.blocks_per_rank = direct_own_buffers_default_blocks();
   for (std::size_t c = 0; c < kCollectives; ++c)

@@ -42,6 +42,9 @@ struct ProtocolSettings {
   // all; it stays the largest): set for processes running the inbox kernels on their own buffers across GPUs, unless
   // the limit is given (set_up_protocols; direct_own_buffers_default_bytes).
   std::optional<std::array<std::int64_t, kCollectives>> direct_moved_limits;
+  // The direct calls run the inbox kernels (processes on their own buffers), which are one-shot: no direct call is
+  // two-shot, and a call's bytes on the busiest link are one-shot's.
+  bool direct_one_shot = false;
   std::string tuned_from;    // where tuned limits come from (tuning.json's path), for the log
 };
 
@@ -91,6 +94,7 @@ class ProtocolTable {
                                            const std::function<std::optional<ProtocolLimits>(Collective)>&, const Logger&);
   int ranks_ = 2;
   int devices_ = 2;  // the GPUs the ranks are on
+  bool direct_one_shot_ = false;
   std::array<std::int64_t, kCollectives> ll_limit_{};
   std::array<std::int64_t, kCollectives> ll128_limit_{};
   std::array<std::optional<std::int64_t>, kCollectives> direct_limit_;  // tuned limits on S (unset: direct_moved_)

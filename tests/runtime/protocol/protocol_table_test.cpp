@@ -185,6 +185,28 @@ TEST(ProtocolTable, TwoShotVariants) {
   EXPECT_TRUE(m.table.choose(Collective::allreduce, 4 * MiB, /*in_place=*/true).two_shot);
 }
 
+// Processes on their own buffers run the one-shot inbox kernels: the limit counts one-shot's bytes on the root's
+// link, whatever two-shot limit is in effect (four H200: a 16 MiB broadcast of four processes took the inbox kernel,
+// 161 us, where the trees took 105, once two-shot's bytes were counted for a one-shot kernel).
+TEST(ProtocolTable, InboxKernelsAreOneShotAndCountedSo) {
+  ProtocolSettings s = two_gpu_settings();
+  s.direct_two_shot_bytes = 1 * MiB;
+  s.direct_moved_limits = std::array<std::int64_t, kCollectives>{};
+  for (std::size_t c = 0; c < kCollectives; ++c)
+    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
+  const Made two_shot = make(s, facts(4, 4));
+  EXPECT_TRUE(two_shot.table.choose(Collective::broadcast, 16 * MiB).two_shot);
+  EXPECT_EQ(two_shot.table.choose(Collective::broadcast, 16 * MiB).protocol, Protocol::direct);  // 24 MiB moved
+  s.direct_one_shot = true;
+  const Made inbox = make(s, facts(4, 4));
+  EXPECT_FALSE(inbox.table.direct_two_shot(Collective::broadcast, 16 * MiB, false));
+  EXPECT_FALSE(inbox.table.direct_two_shot(Collective::allreduce, 4 * MiB, /*in_place=*/true));
+  const ProtocolPick eight = inbox.table.choose(Collective::broadcast, 8 * MiB);  // 24 MiB on the root's link
+  EXPECT_EQ(eight.protocol, Protocol::direct);
+  EXPECT_FALSE(eight.two_shot);
+  EXPECT_EQ(inbox.table.choose(Collective::broadcast, 16 * MiB).protocol, Protocol::planned);  // 48 MiB
+}
+
 TEST(ProtocolTable, CopyEnginesNeedTwoRanksOnTwoGpusAndTakeLargeCallsFromDirect) {
   ProtocolSettings s = two_gpu_settings();
   s.engine.min_bytes = 16 * MiB;
