@@ -26,7 +26,7 @@ std::vector<double> phase_fill_us(const Topology& t, const HierarchicalPlan& hp,
         r = simulate_plan(hp.host_topologies[p.parts[i]], p.plans[i], bytes, o);
       } else {
         const Rail& rail = hp.rails[p.parts[i]];
-        RingBaseline ring{"any", 1, 0, {rail.ranks}};
+        RingBaseline ring{"any", 1, 0, {rail.ranks}, {}};
         r = simulate_rings(t, ring, p.collective, rail.ranks, p.roots[i].empty() ? rail.ranks.front() : p.roots[i],
                            bytes, o);
       }

@@ -100,8 +100,12 @@ TEST(BenchCompare, WhatOneRunLacksIsNotedAndWrongSizesCounted) {
   EXPECT_THAT(c.notes, ::testing::ElementsAre("reducescatter f32 sum, 2 ranks: only in BASE"));
   EXPECT_EQ(c.wrong_sizes, 1);
   for (const BenchCompareTable& t : c.tables) {
-    if (t.key.collective == "allgather") EXPECT_THAT(t.only_base, ::testing::ElementsAre(1ull << 30));
-    if (t.key.collective == "allreduce") EXPECT_DOUBLE_EQ(t.sizes[0].base.time_us, again.time_us);
+    if (t.key.collective == "allgather") {
+      EXPECT_THAT(t.only_base, ::testing::ElementsAre(1ull << 30));
+    }
+    if (t.key.collective == "allreduce") {
+      EXPECT_DOUBLE_EQ(t.sizes[0].base.time_us, again.time_us);
+    }
   }
   const std::string text = bench_comparison_text(c, "base.json", "new.json");
   EXPECT_THAT(text, HasSubstr("  only in BASE: 1G\n"));

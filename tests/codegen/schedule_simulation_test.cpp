@@ -39,7 +39,8 @@ double input_value(int launch, int rank, std::uint64_t j, ReduceOp op) {
 
 double combine(ReduceOp op, double a, double b) {
   switch (op) {
-    case ReduceOp::sum: return a + b;
+    case ReduceOp::sum:
+    case ReduceOp::avg: return a + b;  // an average combines as a sum, divided once at the end
     case ReduceOp::prod: return a * b;
     case ReduceOp::min: return std::min(a, b);
     case ReduceOp::max: return std::max(a, b);

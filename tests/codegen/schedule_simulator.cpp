@@ -16,7 +16,8 @@ using Range = ElementRange;
 
 double apply(ReduceOp op, double a, double b) {
   switch (op) {
-    case ReduceOp::sum: return a + b;
+    case ReduceOp::sum:
+    case ReduceOp::avg: return a + b;  // an average combines as a sum, divided once at the end
     case ReduceOp::prod: return a * b;
     case ReduceOp::min: return std::min(a, b);
     case ReduceOp::max: return std::max(a, b);

@@ -71,7 +71,9 @@ TEST(ShardRange, SplitsEvenlyWithTheRemainderFirst) {
       next = r.end;
       largest = std::max(largest, r.count());
       smallest = std::min(smallest, r.count());
-      if (s > 0) EXPECT_LE(r.count(), shard_range(count, k, s - 1).count());
+      if (s > 0) {
+        EXPECT_LE(r.count(), shard_range(count, k, s - 1).count());
+      }
     }
     EXPECT_EQ(next, count);
     EXPECT_LE(largest - smallest, 1u);
