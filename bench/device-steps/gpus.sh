@@ -15,12 +15,11 @@
 #                          the call carries), -b 8 -e CANOPY_GPUS_NT_MAX (256M) -f 4 -c 1, the real NCCL and then
 #                          libcanopy_nccl.so                                       -> gpus-nt-NAME-{real,canopy}.log
 #             Give CANOPY_PACK=1: the logs outnumber the 8 files a call brings back.
-# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
+# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, step, bench_args, wheel_nccl: bench/device-run
 step every GPU, one process each
 gpus_n=$(nvidia-smi -L | wc -l)
 if [ "$gpus_n" -lt 2 ]; then echo "gpus: needs 2 GPUs or more, this machine has $gpus_n"; return; fi
-gpus_wheel="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null)"
-gpus_real="${CANOPY_GPUS_NCCL:-$gpus_wheel}"
+gpus_real="${CANOPY_GPUS_NCCL:-$wheel_nccl}"
 [ -e "$gpus_real" ] || gpus_real="$CANOPY_NCCL_LIBRARY"
 gpus_library="$build/libcanopy_nccl.so"
 gpus_devices="$(seq -s, 0 $((gpus_n - 1)))"
@@ -39,7 +38,8 @@ for part in ${CANOPY_GPUS_PARTS:-bench procs check c10d nccltests}; do
       echo "   exit $?"
       grep -E '^# [a-z]+:|^#.*wrong|error' "$out/gpus-bench-$name.log" | cut -c1-200 | head -12 ;;
     check)
-      read -r -a gpus_check <<<"${CANOPY_GPUS_CHECK_ARGS:---dtypes f32,bf16,i32 --ops sum,max,avg --counts 0,1,7,1028,65540,3000004}"
+      gpus_check_default="--dtypes f32,bf16,i32 --ops sum,max,avg --counts 0,1,7,1028,65540,3000004"
+      read -r -a gpus_check <<<"${CANOPY_GPUS_CHECK_ARGS:-$gpus_check_default}"
       timeout "${CANOPY_MP_TIMEOUT:-300}" "$canopy" run -n "$gpus_n" -- "$build/tests/canopy_mp_check" --spread 1 \
         --topology detect "${gpus_check[@]}" >"$out/gpus-check.log" 2>&1
       echo "   exit $?"

@@ -7,7 +7,7 @@
 #             beside. The first mpirun run of each binary and N compiles a kernel per type, operator and protocol on
 #             first use (-d all -o all: minutes), so keep _TIMEOUT near its default (300) there
 #                                                                             -> nccltests.log, nccltests-*.log
-# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
+# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args, wheel_nccl: device-run
 # nccl-tests (source carried in .nccl-tests/src, built here by bench/nccl-tests) through libcanopy_nccl.so:
 # one process (-g 1), then under mpirun -np N with every process on GPU 0 (NCCL_TESTS_DEVICE=0), plain and
 # with registered buffers (-R 1); the real NCCL once with one rank as the baseline of the same binaries.
@@ -19,7 +19,6 @@ fi
 lib="$build/libcanopy_nccl.so"
 # The real NCCL beside: PyTorch's wheel (2.28.9, the version of the nccl.h nccl-tests is built with; the image's
 # system 2.28.3 refuses some of -d all's types), else CANOPY_NCCL_LIBRARY.
-wheel_nccl="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null)"
 real_lib="${CANOPY_NCCL_LIBRARY:-/nonexistent/x}"; [ -e "$wheel_nccl" ] && real_lib="$wheel_nccl"
 real_dir="$(dirname "$real_lib")"
 echo "nccltests: real NCCL $real_lib"

@@ -41,11 +41,10 @@
 #                          --procs 2 --host-time, allreduce and broadcast of 8 B - 64 KiB, then allreduce again under
 #                          CANOPY_CHECK_POINTERS=0 and with one process on both GPUs (not in the default parts)
 #                                                                                        -> x2-profile.log
-# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
+# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args, wheel_nccl: device-run
 # Issue 34's run: two GPUs, one process each, Canopy beside the real NCCL in the same call.
 gpus=$(nvidia-smi -L | wc -l)
 if [ "$gpus" -lt 2 ]; then echo "x2: needs 2 GPUs, this machine has $gpus (run on nvidia-h200-x2)"; return; fi
-wheel_nccl="$(python3 -c 'import nvidia.nccl, os; print(os.path.join(nvidia.nccl.__path__[0], "lib", "libnccl.so.2"))' 2>/dev/null)"
 real_nccl="${CANOPY_X2_NCCL:-$wheel_nccl}"
 [ -e "$real_nccl" ] || real_nccl="$CANOPY_NCCL_LIBRARY"
 echo "x2: real NCCL $real_nccl"
