@@ -5,16 +5,47 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <vector>
 
 #include "runtime/cuda/driver_api.hpp"
+#include "runtime/cuda/shareable_memory.hpp"
 
 namespace canopy {
 
 namespace {
 
 using PointerGetAttributes = CUresult (*)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr);
+using RetainAllocationHandle = CUresult (*)(CUmemGenericAllocationHandle*, void*);
+using ExportToShareableHandle = CUresult (*)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,
+                                             unsigned long long);
+using MemRelease = CUresult (*)(CUmemGenericAllocationHandle);
+
+// The mapping of cuMemCreate memory holding `p`, where its handle types allow a POSIX descriptor; nullopt otherwise.
+std::optional<BufferAllocation> fd_allocation_of(PointerGetAttributes get, const void* p) {
+  CUdeviceptr base = 0;
+  std::size_t size = 0;
+  unsigned long long block = 0;
+  unsigned long long types = 0;
+  CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR, CU_POINTER_ATTRIBUTE_MAPPING_SIZE,
+                                      CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES};
+  void* data[] = {&base, &size, &block, &types};
+  if (get(4, attributes, data, reinterpret_cast<CUdeviceptr>(p)) != CUDA_SUCCESS || base == 0 || size == 0 ||
+      block == 0 || !(types & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+    return std::nullopt;
+  return BufferAllocation{block | BufferAllocation::kFdIdBit, static_cast<std::uintptr_t>(base), size, true};
+}
+
+// The descriptor mappings of this process (open_fd's), by where they are mapped.
+struct FdMappings {
+  std::mutex mutex;
+  std::map<void*, std::unique_ptr<ShareableMemory>> by_base;
+};
 
 Status runtime_failed(const std::string& what, cudaError_t e) {
   (void)cudaGetLastError();
@@ -33,15 +64,21 @@ BufferDriver cuda_buffer_driver() {
     CUdeviceptr start = 0;
     std::size_t size = 0;
     unsigned long long id = 0;
+    int legacy_ipc = 1;
     CUpointer_attribute attributes[] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-                                        CU_POINTER_ATTRIBUTE_BUFFER_ID};
-    void* data[] = {&start, &size, &id};
-    const CUresult r = get(3, attributes, data, reinterpret_cast<CUdeviceptr>(p));
+                                        CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE};
+    void* data[] = {&start, &size, &id, &legacy_ipc};
+    const CUresult r = get(4, attributes, data, reinterpret_cast<CUdeviceptr>(p));
     if (r != CUDA_SUCCESS || start == 0 || size == 0)
       return Status(StatusCode::invalid_argument,
                     fmt::format("buffer {}: not device memory the driver knows (cuPointerGetAttributes: CUresult {}): "
                                 "pass a buffer from cudaMalloc or a caching allocator over it",
                                 p, static_cast<int>(r)));
+    if (!legacy_ipc)
+      if (const std::optional<BufferAllocation> a = fd_allocation_of(get, p)) {
+        *out = *a;
+        return Status();
+      }
     *out = BufferAllocation{id, static_cast<std::uintptr_t>(start), size};
     return Status();
   };
@@ -68,10 +105,50 @@ BufferDriver cuda_buffer_driver() {
     (void)cudaIpcCloseMemHandle(base);
     (void)cudaGetLastError();
   };
+  d.export_fd = [](const BufferAllocation& a, int* fd) {
+    static const auto retain =
+        reinterpret_cast<RetainAllocationHandle>(driver_entry_point("cuMemRetainAllocationHandle", 11000));
+    static const auto export_handle =
+        reinterpret_cast<ExportToShareableHandle>(driver_entry_point("cuMemExportToShareableHandle", 10020));
+    static const auto release = reinterpret_cast<MemRelease>(driver_entry_point("cuMemRelease", 10020));
+    if (!retain || !export_handle || !release)
+      return Status(StatusCode::unsupported, "the driver lacks cuMemRetainAllocationHandle or "
+                                             "cuMemExportToShareableHandle: memory from cuMemCreate cannot be shared");
+    CUmemGenericAllocationHandle h = 0;
+    if (CUresult r = retain(&h, reinterpret_cast<void*>(a.base)); r != CUDA_SUCCESS)
+      return Status(StatusCode::cuda_error, fmt::format("sharing the mapping at {:#x} ({} bytes): "
+                                                        "cuMemRetainAllocationHandle failed (CUresult {})",
+                                                        a.base, a.size, static_cast<int>(r)));
+    const CUresult r = export_handle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+    (void)release(h);
+    if (r != CUDA_SUCCESS)
+      return Status(StatusCode::cuda_error, fmt::format("sharing the mapping at {:#x} ({} bytes): "
+                                                        "cuMemExportToShareableHandle failed (CUresult {})",
+                                                        a.base, a.size, static_cast<int>(r)));
+    return Status();
+  };
+  auto mappings = std::make_shared<FdMappings>();
+  d.open_fd = [mappings](int fd, const BufferAllocation& a, void** base) {
+    int device = 0;
+    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return runtime_failed("cudaGetDevice", e);
+    std::unique_ptr<ShareableMemory> m;
+    if (Status s = ShareableMemory::import(fd, device, a.size, {}, &m); !s.ok())
+      return Status(s.code(), fmt::format("mapping another process's buffer ({} bytes, from cuMemCreate): {}", a.size,
+                                          s.message()));
+    *base = m->pointer();
+    std::lock_guard lock(mappings->mutex);
+    mappings->by_base.emplace(*base, std::move(m));
+    return Status();
+  };
+  d.close_fd = [mappings](void* base) {
+    std::lock_guard lock(mappings->mutex);
+    mappings->by_base.erase(base);
+  };
   return d;
 }
 
-Status BufferExports::share(const void* p, std::size_t bytes, SharedBuffer* out) {
+Status BufferExports::share(const void* p, std::size_t bytes, SharedBuffer* out, int* fd) {
+  if (fd) *fd = -1;
   BufferAllocation a;
   if (Status s = driver_.allocation_of(p, &a); !s.ok()) return s;
   const auto at = reinterpret_cast<std::uintptr_t>(p);
@@ -81,9 +158,20 @@ Status BufferExports::share(const void* p, std::size_t bytes, SharedBuffer* out)
                               "lies inside one allocation",
                               p, bytes, a.base, a.size));
   auto it = handles_.find(a.id);
+  out->fd_follows = 0;
   if (it == handles_.end()) {
     IpcHandle h{};
-    if (Status s = driver_.export_handle(a, &h); !s.ok()) return s;
+    if (a.by_fd) {
+      if (!fd)
+        return Status(StatusCode::unsupported,
+                      fmt::format("buffer {}: memory from cuMemCreate crosses as a file descriptor, and this "
+                                  "caller sends none",
+                                  p));
+      if (Status s = driver_.export_fd(a, fd); !s.ok()) return s;
+      out->fd_follows = 1;
+    } else if (Status s = driver_.export_handle(a, &h); !s.ok()) {
+      return s;
+    }
     // Allocations this one overlaps were freed: their handles go.
     std::erase_if(handles_, [&](const auto& e) {
       const BufferAllocation& o = e.second.first;
@@ -98,11 +186,34 @@ Status BufferExports::share(const void* p, std::size_t bytes, SharedBuffer* out)
 }
 
 BufferImports::~BufferImports() {
-  for (auto& [key, m] : mapped_) driver_.close(m.base);
+  for (auto& [key, m] : mapped_) unmap(m);
 }
 
-Status BufferImports::map(int process, const SharedBuffer& buffer, void** at) {
+void BufferImports::unmap(const Mapping& m) {
+  if (m.allocation.by_fd)
+    driver_.close_fd(m.base);
+  else
+    driver_.close(m.base);
+}
+
+Status BufferImports::map(int process, const SharedBuffer& buffer, void** at,
+                          const std::function<Status(int* fd)>& receive_fd) {
   const BufferAllocation& a = buffer.allocation;
+  // The descriptor sent beside is taken whatever happens, so the next one is the next buffer's.
+  int fd = -1;
+  if (buffer.fd_follows) {
+    if (!receive_fd)
+      return Status(StatusCode::internal, fmt::format("process {}'s buffer comes with a file descriptor, and this "
+                                                      "transfer has no way to receive it",
+                                                      process));
+    if (Status s = receive_fd(&fd); !s.ok()) return s;
+  }
+  struct Closer {
+    int fd;
+    ~Closer() {
+      if (fd >= 0) ::close(fd);
+    }
+  } closer{fd};
   if (buffer.offset > a.size)
     return Status(StatusCode::invalid_argument,
                   fmt::format("process {}'s buffer starts {} bytes into an allocation of {}", process, buffer.offset,
@@ -116,11 +227,20 @@ Status BufferImports::map(int process, const SharedBuffer& buffer, void** at) {
       if (k.first == process && m.allocation.base < a.base + a.size && a.base < m.allocation.base + m.allocation.size)
         stale.push_back(k);
     for (const auto& k : stale) {
-      driver_.close(mapped_[k].base);
+      unmap(mapped_[k]);
       mapped_.erase(k);
     }
     Mapping m{a, nullptr};
-    if (Status s = driver_.open(buffer.handle, &m.base); !s.ok()) return s;
+    if (a.by_fd) {
+      if (fd < 0)
+        return Status(StatusCode::internal,
+                      fmt::format("process {}'s buffer at {:#x} ({} bytes, from cuMemCreate) was never sent here: "
+                                  "the processes' caches are out of step",
+                                  process, a.base, a.size));
+      if (Status s = driver_.open_fd(fd, a, &m.base); !s.ok()) return s;
+    } else if (Status s = driver_.open(buffer.handle, &m.base); !s.ok()) {
+      return s;
+    }
     it = mapped_.emplace(key, m).first;
   }
   *at = static_cast<char*>(it->second.base) + buffer.offset;

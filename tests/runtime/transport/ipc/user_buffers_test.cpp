@@ -1,9 +1,13 @@
 // UserBuffers without a GPU: a fake driver hands out allocations (base, size, buffer ID) as a caching allocator
 // would, reusing addresses after a free. Exports make one handle per allocation and refuse a buffer that runs past its
 // allocation; imports map once per (process, allocation), and a free and a new allocation at the same address between
-// two calls gives a new mapping while the stale one is closed, never reused.
+// two calls gives a new mapping while the stale one is closed, never reused. Memory from cuMemCreate crosses as a
+// descriptor, once.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <map>
@@ -23,8 +27,16 @@ struct FakeMemory {
   std::set<std::uintptr_t> closed;
   std::uintptr_t next_mapping = 0x7f0000000000;
 
+  int fds_made = 0;
+  std::set<std::uintptr_t> closed_fd;  // mappings of descriptors closed
+
   std::uintptr_t allocate(std::uintptr_t base, std::size_t size) {
     allocations[base] = BufferAllocation{next_id++, base, size};
+    return base;
+  }
+  // Memory from cuMemCreate: one mapping of its physical allocation, shared as a descriptor.
+  std::uintptr_t allocate_fd(std::uintptr_t base, std::size_t size) {
+    allocations[base] = BufferAllocation{next_id++ | BufferAllocation::kFdIdBit, base, size, true};
     return base;
   }
   void free(std::uintptr_t base) { allocations.erase(base); }
@@ -54,6 +66,20 @@ struct FakeMemory {
       return Status();
     };
     d.close = [this](void* base) { closed.insert(reinterpret_cast<std::uintptr_t>(base)); };
+    d.export_fd = [this](const BufferAllocation&, int* fd) {
+      ++fds_made;
+      *fd = ::open("/dev/null", O_RDONLY);  // a real descriptor, so that closing it can be checked
+      return Status();
+    };
+    d.open_fd = [this](int fd, const BufferAllocation&, void** base) {
+      if (fcntl(fd, F_GETFD) < 0) return Status(StatusCode::invalid_argument, "not an open descriptor");
+      const std::uintptr_t at = next_mapping;
+      next_mapping += 0x100000000;
+      ++opened[at];
+      *base = reinterpret_cast<void*>(at);
+      return Status();
+    };
+    d.close_fd = [this](void* base) { closed_fd.insert(reinterpret_cast<std::uintptr_t>(base)); };
     return d;
   }
 };
@@ -130,6 +156,83 @@ TEST_F(UserBuffersOfAPeer, AFreeAndReallocateAtTheSameAddressBetweenTwoCallsMaps
   EXPECT_NE(after, before);
   EXPECT_EQ(imports.mapped(), 1u);
   EXPECT_TRUE(here.closed.count(reinterpret_cast<std::uintptr_t>(before)));
+}
+
+// Memory from cuMemCreate (ncclMemAlloc's): its descriptor crosses the first time only, the importer maps it once and
+// closes the descriptor it was given, and a free and a new allocation at the same address sends a new one while the
+// stale mapping is closed.
+TEST(UserBuffers, MemoryFromCuMemCreateCrossesAsADescriptorTheFirstTimeOnly) {
+  FakeMemory peer;
+  peer.allocate_fd(0x10000, 1 << 20);
+  FakeMemory here;
+  BufferExports exports(peer.driver());
+  BufferImports imports(here.driver());
+  int sent = -1;  // the descriptor "on the channel"
+  int received = 0;
+  const auto receive = [&](int* fd) {
+    ++received;
+    *fd = sent;
+    return Status();
+  };
+  SharedBuffer s;
+  int fd = -1;
+  ASSERT_TRUE(exports.share(at(0x10000 + 4096), 4096, &s, &fd).ok());
+  EXPECT_EQ(s.fd_follows, 1u);
+  EXPECT_TRUE(s.allocation.by_fd);
+  ASSERT_GE(fd, 0);
+  sent = fd;
+  void* first = nullptr;
+  ASSERT_TRUE(imports.map(1, s, &first, receive).ok());
+  EXPECT_EQ(received, 1);
+  EXPECT_LT(fcntl(sent, F_GETFD), 0);  // the importer closed it once mapped
+  // The second call: nothing sent, the mapping found.
+  ASSERT_TRUE(exports.share(at(0x10000 + 8192), 4096, &s, &fd).ok());
+  EXPECT_EQ(s.fd_follows, 0u);
+  EXPECT_EQ(fd, -1);
+  void* second = nullptr;
+  ASSERT_TRUE(imports.map(1, s, &second, receive).ok());
+  EXPECT_EQ(received, 1);
+  EXPECT_EQ(static_cast<char*>(second) - static_cast<char*>(first), 4096);
+  EXPECT_EQ(peer.fds_made, 1);
+  // Freed and made again at the same address: a new descriptor, the stale mapping closed.
+  peer.free(0x10000);
+  peer.allocate_fd(0x10000, 1 << 20);
+  ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
+  EXPECT_EQ(s.fd_follows, 1u);
+  sent = fd;
+  void* third = nullptr;
+  ASSERT_TRUE(imports.map(1, s, &third, receive).ok());
+  EXPECT_NE(third, first);
+  EXPECT_EQ(imports.mapped(), 1u);
+  EXPECT_TRUE(here.closed_fd.count(reinterpret_cast<std::uintptr_t>(first) - 4096));  // its mapping's base
+  EXPECT_TRUE(here.closed.empty());  // descriptor mappings are closed as such
+}
+
+TEST(UserBuffers, MemoryFromCuMemCreateNeedsAWayToSendItsDescriptor) {
+  FakeMemory peer;
+  peer.allocate_fd(0x10000, 1 << 20);
+  BufferExports exports(peer.driver());
+  SharedBuffer s;
+  const Status refused = exports.share(at(0x10000), 4096, &s);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("file descriptor"));
+  // An importer that never got the descriptor says the caches are out of step, never maps something else.
+  int fd = -1;
+  ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
+  ::close(fd);
+  s.fd_follows = 0;
+  FakeMemory here;
+  BufferImports imports(here.driver());
+  void* p = nullptr;
+  const Status lost = imports.map(1, s, &p);
+  EXPECT_FALSE(lost.ok());
+  EXPECT_THAT(lost.message(), ::testing::HasSubstr("never sent"));
+  EXPECT_TRUE(here.opened.empty());
+  // forget(): the exporter sends it again.
+  exports.forget(s.allocation.id);
+  ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
+  EXPECT_EQ(s.fd_follows, 1u);
+  ::close(fd);
 }
 
 TEST(UserBuffers, TheImportsCloseEveryMappingAtTheEnd) {
