@@ -59,8 +59,9 @@ HostPath host_path(const Topology& topology, const Plan& plan) {
   return path;
 }
 
-HostPathModel host_path_model(Collective collective, bool sms_free) {
+HostPathModel host_path_model(Collective collective, bool sms_free, bool across_processes) {
   if (collective == Collective::allreduce) return HostPathModel{sms_free ? 60.0 : 200.0, 8, 0.82};
+  if (collective == Collective::broadcast && sms_free && across_processes) return HostPathModel{70, 8, 0.77};
   return collective == Collective::reduce && !sms_free ? HostPathModel{120, 8} : HostPathModel{60, 8};
 }
 
@@ -68,7 +69,7 @@ double host_share(const HostPath& path, std::uint64_t bytes, const HostPathModel
   if (!(path.host_gbps > 0) || !(path.trees_gbps > 0) || bytes == 0) return 0;
   const double s = static_cast<double>(bytes) / 1e3;  // bytes / (GB/s) in µs: S / 1e9 * 1e6
   const double trees_us = s / path.trees_gbps;
-  const double host_us = (1 + 1.0 / std::max(1, model.chunks)) * s / (path.host_gbps * model.duplex);
+  const double host_us = (1 + 1.0 / std::max(1, model.chunks)) * s / (path.host_gbps * model.rate);
   return std::clamp((trees_us - model.fixed_us) / (trees_us + host_us), 0.0, 0.5);
 }
 

@@ -10,9 +10,9 @@
 //
 // The share ends both paths together. For S bytes the trees take (1 - f) S / t; the host path takes a fixed cost D
 // (events between the GPUs' streams, the copies' start, the slowing of NVLink while PCIe runs) plus (1 + 1/k) f S / h,
-// its k chunks in a two-copy pipeline that one chunk fills (h times the model's duplex share where both directions
-// move at once). So f = (S/t - D) / (S/t + (1 + 1/k) S/h), clamped to [0, 0.5]: h / ((1 + 1/k) t + h) for large S,
-// less for smaller S, 0 where S/t <= D.
+// its k chunks in a two-copy pipeline that one chunk fills (h times the model's rate: the share of h it reaches). So
+// f = (S/t - D) / (S/t + (1 + 1/k) S/h), clamped to [0, 0.5]: h / ((1 + 1/k) t + h) for large S, less for smaller
+// S, 0 where S/t <= D.
 #pragma once
 
 #include <cstdint>
@@ -34,18 +34,24 @@ struct HostPath {
 // after the trees' kernel has let go of the SMs. An allreduce's every rank combines so, with a second side stream to
 // fork and join: 200 µs (across two processes on nvidia-h200-x2 a 1 % share at 64 MiB cost 4 %, 120 µs's choice).
 // Beside the copy engines (sms_free) the root combines each chunk as it lands, and a reduce's D is a broadcast's.
-// `duplex` is the share of the host path's rate left to each direction when every rank writes and reads its host
-// link at once (an allreduce): 0.82, fitted to an allreduce sweep of fixed shares across two processes on
-// nvidia-h200-x2 (bench/results/h200x2-procs2-host-share-sweep.txt: best at 6 % for 256 MiB and 8 % for 512 MiB and
-// 1 GiB; from 10 % the host path alone set the time). PCIe itself gave ~39 GB/s a direction there (0.62 of its
-// 63 GB/s), but the trees' rate t is the plan's nominal one (478 GB/s against ~353 measured), which understates the
-// trees' time as much: 0.6 gave shares of 4.2, 5.4 and 6.0 %, below the sweep's best; 0.82 gives 5.7, 7.2 and 8.0 %.
+// `rate` is the share of h the host path reaches:
+// - an allreduce's every rank writes and reads its host link at once: 0.82, fitted to an allreduce sweep of fixed
+//   shares across two processes on nvidia-h200-x2 (bench/results/h200x2-procs2-host-share-sweep.txt: best at 6 % for
+//   256 MiB and 8 % for 512 MiB and 1 GiB; from 10 % the host path alone set the time). PCIe itself gave ~39 GB/s a
+//   direction there (0.62 of its 63 GB/s), but the trees' rate t is the plan's nominal one (478 GB/s against ~353
+//   measured), which understates the trees' time as much: 0.6 gave shares of 4.2, 5.4 and 6.0 %, below the sweep's
+//   best; 0.82 gives 5.7, 7.2 and 8.0 %.
+// - a broadcast beside the copy engines across two processes (the processes' rings, whose slots each side's stream
+//   signals to the other's): 0.77 and D = 70 µs, fitted to fixed shares of 0, 4, 7 and 10.2 % on nvidia-h200-x2
+//   (bench/results/h200x2-procs2-engines-shares-s20.txt: best 4 % at 64 MiB, 7 % at 256 MiB to 1 GiB, where 10.2 % let
+//   the host path set the time at ~44 GB/s); they give 4.2, 7.2, 7.7 and 8.0 % at 64, 256, 512 MiB and 1 GiB.
 struct HostPathModel {
   double fixed_us = 60;
   int chunks = 8;
-  double duplex = 1;
+  double rate = 1;
 };
-HostPathModel host_path_model(Collective collective, bool sms_free = false);
+// `across_processes`: the host path is the processes' rings (ProcessHostRing), not one process's HostStaging.
+HostPathModel host_path_model(Collective collective, bool sms_free = false, bool across_processes = false);
 
 // A plan's paths: host_gbps 0 unless the plan is a broadcast, a reduce or an allreduce over at least two ranks whose
 // GPUs all have a host link, its predicted algbw is positive, and every hop of its trees has an NVLink. Throws

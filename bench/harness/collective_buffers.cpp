@@ -25,11 +25,13 @@ std::vector<int> own_ordinals(const Communicator& comm) {
 }
 
 Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_bytes, std::uint64_t recv_bytes,
-                                 const PatternKernels& patterns, std::unique_ptr<CollectiveBuffers>* out) {
+                                 const PatternKernels& patterns, std::unique_ptr<CollectiveBuffers>* out,
+                                 BufferMemory memory) {
   std::unique_ptr<CollectiveBuffers> b(new CollectiveBuffers());
   b->patterns_ = &patterns;
   b->send_bytes_ = send_bytes;
   b->recv_bytes_ = recv_bytes;
+  b->memory_ = memory;
   b->first_ = comm.first_own_rank();
   b->device_ordinals_ = own_ordinals(comm);
   CurrentDevice keep;
@@ -48,6 +50,30 @@ Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_by
     void* send = nullptr;
     void* recv = nullptr;
     CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal));
+    if (memory == BufferMemory::vmm) {
+      for (std::uint64_t bytes : {send_bytes, recv_bytes}) {
+        std::unique_ptr<ShareableMemory> m;
+        if (Status s = ShareableMemory::create(ordinal, std::max<std::uint64_t>(bytes, 16), {}, &m); !s.ok())
+          return Status(s.code(), fmt::format("allocating {} bytes for rank {} (cuMemCreate): {}", bytes, r,
+                                              s.message()));
+        b->vmm_.push_back(std::move(m));
+      }
+      b->send_.push_back(b->vmm_[b->vmm_.size() - 2]->pointer());
+      b->recv_.push_back(b->vmm_.back()->pointer());
+      continue;
+    }
+    if (memory == BufferMemory::pool) {
+      for (void** p : {&send, &recv}) {
+        const std::uint64_t bytes = p == &send ? send_bytes : recv_bytes;
+        if (const cudaError_t e = cudaMallocAsync(p, std::max<std::uint64_t>(bytes, 16), b->rank_streams_.back());
+            e != cudaSuccess)
+          return cuda_status(e, fmt::format("allocating {} bytes for rank {} (cudaMallocAsync)", bytes, r));
+      }
+      CANOPY_CUDA_RETURN_STATUS(cudaStreamSynchronize(b->rank_streams_.back()));
+      b->send_.push_back(send);
+      b->recv_.push_back(recv);
+      continue;
+    }
     const cudaError_t es = cudaMalloc(&send, std::max<std::uint64_t>(send_bytes, 16));
     if (es == cudaSuccess) b->send_.push_back(send);
     else return cuda_status(es, fmt::format("allocating {} bytes for send buffer of rank {}", send_bytes, r));
@@ -68,8 +94,11 @@ CollectiveBuffers::~CollectiveBuffers() {
     (void)cudaStreamSynchronize(device_streams_[d]);
     (void)cudaStreamDestroy(device_streams_[d]);
   }
-  for (void* p : send_) (void)cudaFree(p);
-  for (void* p : recv_) (void)cudaFree(p);
+  if (vmm_.empty()) {
+    for (void* p : send_) (void)cudaFree(p);
+    for (void* p : recv_) (void)cudaFree(p);
+  }
+  vmm_.clear();
   if (host_) (void)cudaFreeHost(host_);
   (void)cudaGetLastError();
 }

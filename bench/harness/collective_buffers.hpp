@@ -14,6 +14,7 @@
 
 #include "bench/harness/collective_check.hpp"
 #include "runtime/comm/communicator.hpp"
+#include "runtime/cuda/shareable_memory.hpp"
 #include "core/status.hpp"
 #include "bench/harness/test_pattern.hpp"
 
@@ -22,12 +23,19 @@ namespace canopy {
 // The CUDA ordinals of this process's ranks of `comm`, each once, in rank order.
 std::vector<int> own_ordinals(const Communicator& comm);
 
+// Where a CollectiveBuffers' buffers come from: cudaMalloc; the driver's virtual-memory API with POSIX descriptors
+// (cuMemCreate, as ncclMemAlloc makes them; not legacy CUDA IPC capable); a stream-ordered pool (cudaMallocAsync's
+// default pool: neither).
+enum class BufferMemory { cuda_malloc, vmm, pool };
+
 class CollectiveBuffers {
  public:
   // Per own rank, on its GPU: a send buffer of `send_bytes` and a receive buffer of `recv_bytes`; one non-blocking
   // stream per GPU. `patterns` must outlive the buffers.
+  // `memory`: where the buffers come from (BufferMemory).
   static Status create(const Communicator& comm, std::uint64_t send_bytes, std::uint64_t recv_bytes,
-                       const PatternKernels& patterns, std::unique_ptr<CollectiveBuffers>* out);
+                       const PatternKernels& patterns, std::unique_ptr<CollectiveBuffers>* out,
+                       BufferMemory memory = BufferMemory::cuda_malloc);
   ~CollectiveBuffers();
   CollectiveBuffers(const CollectiveBuffers&) = delete;
   CollectiveBuffers& operator=(const CollectiveBuffers&) = delete;
@@ -52,6 +60,8 @@ class CollectiveBuffers {
   int first_ = 0;                        // the first own rank
   std::vector<int> ordinal_of_rank_;
   std::vector<void*> send_, recv_;       // per rank
+  BufferMemory memory_ = BufferMemory::cuda_malloc;
+  std::vector<std::unique_ptr<ShareableMemory>> vmm_;  // BufferMemory::vmm: what send_ and recv_ point into
   std::vector<const void*> call_send_;   // the layout of the last set_up
   std::vector<void*> call_recv_;
   std::vector<cudaStream_t> device_streams_, rank_streams_;

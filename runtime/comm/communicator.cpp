@@ -148,13 +148,12 @@ Communicator::~Communicator() = default;
 void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st) {
   const Placement& pl = st.placement;
   if (pl.multi_process()) {
-    // The copy engines across processes (ProcessEngines, made at the join: two processes, broadcasts, writing into
-    // the other process's buffers through CUDA IPC) only where their size is given (on two H200s they lost to the
-    // kernels with the host rings). The host path of large broadcasts, reduces and allreduces (ProcessHostRing, made
-    // at the join) by default where the processes hold two GPUs or more, and on one shared GPU only where its size is
-    // given (tests). The watchdog watches each process's own launches.
+    // The copy engines across processes (ProcessEngines, made at the join: two processes on two GPUs, broadcasts,
+    // writing into the other process's buffers through CUDA IPC) from the table's size (64 MiB unless given). The host
+    // path of large broadcasts, reduces and allreduces (ProcessHostRing, made at the join) by default where the
+    // processes hold two GPUs or more, and on one shared GPU only where its size is given (tests). The watchdog
+    // watches each process's own launches.
     if (!st.config.hybrid.given && distinct_gpus(pl) < 2) st.config.hybrid.min_bytes = 0;
-    if (!st.config.protocols.engine.min_bytes) st.config.protocols.engine.min_bytes = 0;
   }
   st.builder =
       std::make_unique<Builder>(options.cache_dir ? DiskCache(*options.cache_dir) : DiskCache::from_environment());

@@ -20,8 +20,9 @@ Communicator::Choice Communicator::choice(Collective collective, std::uint64_t c
   Choice c;
   c.protocol = pick.protocol;
   c.two_shot = pick.two_shot;
+  // Across processes the copy engines move what the join made them for (broadcasts), the kernels the rest.
   c.copy_engine = pick.protocol == Protocol::planned && pick.copy_engine &&
-                  (collective == Collective::broadcast || !in_place);
+                  (collective == Collective::broadcast || !in_place) && (!st.group || st.engines_move(collective));
   if (pick.protocol == Protocol::planned) {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (const Plan* plan = st.plans ? st.plans->find(collective, root) : nullptr)

@@ -20,6 +20,7 @@
 #include "runtime/comm/communicator_state.hpp"
 #include "runtime/comm/process_topology.hpp"
 #include "runtime/hosts/host_identity.hpp"
+#include "runtime/offload/stream_words.hpp"
 #include "runtime/transport/ipc/ipc_peer_memory.hpp"
 
 namespace canopy {
@@ -191,11 +192,16 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
       return s;
     }
   }
-  // Broadcasts on the copy engines between two processes, where their size is given and the table lets them move
-  // broadcasts (two ranks on two devices one NVLink hop apart).
-  if (st.group->processes() == 2 && st.config.protocols.engine.min_bytes.value_or(0) > 0 &&
-      st.protocols.engine_collective(Collective::broadcast))
-    if (Status s = ProcessEngines::share(*st.group->channel, st.group->process, ordinal, &st.engines_across); !s.ok())
+  // Broadcasts on the copy engines between two processes, where the table lets them move broadcasts (two ranks on
+  // two devices one NVLink hop apart; from 64 MiB unless CANOPY_ENGINE_BYTES says otherwise, 0 never).
+  const bool engines_given = st.config.protocols.engine.min_bytes.has_value();
+  if (st.group->processes() == 2 && st.protocols.engine_collective(Collective::broadcast) && !engines_given &&
+      !StreamWords::supported())
+    st.log.info(LogSubsys::init, "copy engines across processes off: this driver lacks the stream memory operations "
+                                 "(cuStreamWaitValue32, cuStreamWriteValue32) they need");
+  else if (st.group->processes() == 2 && st.protocols.engine_collective(Collective::broadcast))
+    if (Status s = ProcessEngines::share(*st.group->channel, st.group->process, ordinal,
+                                          st.config.protocols.engine.fd_buffers, &st.engines_across); !s.ok())
       return s;
   std::vector<WatchedProcess> others;
   for (std::size_t p = 0; p < st.group->facts.size(); ++p) {

@@ -80,8 +80,10 @@ struct Communicator::State {
   // A large broadcast's, reduce's or allreduce's tail through pinned host memory across the processes; unset where
   // the host path is off across processes (communicator.cpp: set_up_runtime says where).
   std::unique_ptr<ProcessHostRing> host_ring;
-  // Large broadcasts between two processes on the copy engines (CANOPY_ENGINE_BYTES given); unset otherwise.
+  // Large broadcasts between two processes on the copy engines (two ranks on two GPUs, CANOPY_ENGINE_BYTES not 0);
+  // unset otherwise.
   std::unique_ptr<ProcessEngines> engines_across;
+  bool engines_unshared_told = false;  // whether the log said once that this process's buffers cannot be shared
   // Across processes, which collectives the copy engines (broadcasts) and the host rings (broadcasts, reduces and
   // allreduces) move, where the join made them: what run_in_processes does, and what is_copy_engine and staged_count
   // report.
@@ -172,7 +174,10 @@ struct Communicator::State {
   Status broadcast_through_host(const CollectiveCall& head, std::uint64_t staged);
   // A multi-process broadcast's head (`head`, its first head.count elements) on the copy engines (ProcessEngines),
   // then its `staged` tail through the host rings; `streams`: this process's ranks'.
-  Status broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams);
+  // *moved false: the other process could not share its receive buffers, nothing was queued, and the kernels move
+  // the call (both processes learn it alike).
+  Status broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams,
+                              bool* moved);
   Status reduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   Status allreduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.

@@ -6,8 +6,8 @@
 // (State::as_run); with CANOPY_OWN_BUFFERS=0 the trees and the direct protocol read and write other ranks' buffers, so
 // they run on the staging area (staging_area.hpp) with copies in and out on the caller's stream, as algorithm programs
 // (run_program) always do. A large broadcast's, reduce's or allreduce's tail crosses the host rings (ProcessHostRing)
-// beside them; where CANOPY_ENGINE_BYTES is given, a large broadcast between two processes moves on the copy engines
-// instead of the kernels (ProcessEngines).
+// beside them; a large broadcast between two processes on two GPUs moves on the copy engines instead of the kernels
+// (ProcessEngines; CANOPY_ENGINE_BYTES, from 64 MiB by default), unless the receiver cannot share its buffers.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -218,7 +218,11 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
           ? offload->staged_count(call.collective, call.count, call.dtype, call.root, on_engines)
           : 0;
   call.count -= staged;
-  if (on_engines) return broadcast_on_engines(call, staged, given.streams);
+  if (on_engines) {
+    // Where the other process cannot share its receive buffers, the kernels move the same head.
+    bool moved = false;
+    if (Status s = broadcast_on_engines(call, staged, given.streams, &moved); !s.ok() || moved) return s;
+  }
   const CollectiveSpec spec = call_spec(call, false, call.count + staged);
   // A program's spec holds the program: it is looked up (canonical) on every call, as in one process.
   PreparedCollective* p = spec.program ? nullptr : cache->repeat(spec);
@@ -308,24 +312,42 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
 }
 
 Status Communicator::State::broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged,
-                                                 std::span<const cudaStream_t> streams) {
+                                                 std::span<const cudaStream_t> streams, bool* moved) {
+  *moved = false;
   const int own = own_ranks();
   const int first = first_own_rank();
   const bool root = placement.here[placement.device_of_rank[head.root]];
   std::vector<void*> dst;
   for (int i = 0; i < own; ++i) dst.push_back(head.recv[first + i]);
+  const std::size_t bytes = head.count * size_of(head.dtype);
+  // The words and the boards may be out of step with the other process's after a failure.
+  const auto broke = [this](const Status& s) {
+    broken = true;
+    broken_why = s.message();
+    return s;
+  };
+  bool shared = false;
+  if (Status s = engines_across->agree(root, dst, bytes, [this] { return failed.load(); }, std::chrono::minutes(10),
+                                       &shared);
+      !s.ok())
+    return broke(s);
+  if (!shared) {
+    if (!root && !engines_unshared_told) {
+      engines_unshared_told = true;
+      log.info(LogSubsys::run, fmt::format("{} count {}: on the kernels, not the copy engines across processes: "
+                                           "this process's receive buffers cannot be shared ({}); said once, for "
+                                           "the first such call",
+                                           call_name(head), head.count, engines_across->unshared_why()));
+    }
+    return Status();
+  }
   if (staged > 0)
     if (Status s = host_ring->fork(streams); !s.ok()) return s;
   profile.mark(CallProfile::choose);
-  Status s = engines_across->broadcast(
-      root, root ? head.send[head.root] : nullptr, dst, head.count * size_of(head.dtype), streams,
-      [this] { return failed.load(); }, std::chrono::minutes(10));
+  Status s = engines_across->broadcast(root, root ? head.send[head.root] : nullptr, dst, bytes, streams);
   profile.mark(CallProfile::launch);
-  if (!s.ok()) {
-    broken = true;  // the boards' words may be out of step with the other process's
-    broken_why = s.message();
-    return s;
-  }
+  if (!s.ok()) return broke(s);
+  *moved = true;
   if (log.enabled(LogLevel::debug, LogSubsys::run))
     log.debug(LogSubsys::run, fmt::format("{} count {} on the copy engines across processes{}", call_name(head),
                                           head.count,

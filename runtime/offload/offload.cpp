@@ -27,8 +27,10 @@ const HostPath& Offload::host_path_for(Collective collective, int root) {
   const HostPath path = host_path(*where_.topology, plans_.plan_for(collective, root));
   // The share at `bytes` of an out-of-place call.
   const auto share_at = [&](std::uint64_t bytes) {
-    const bool on_engines = protocols_.engine_sized(collective, bytes);
-    return 100 * host_share(path, bytes, host_path_model(collective, on_engines));
+    // Across processes the engines move broadcasts only (ProcessEngines).
+    const bool on_engines = protocols_.engine_sized(collective, bytes) &&
+                            (!where_.across_processes || collective == Collective::broadcast);
+    return 100 * host_share(path, bytes, host_path_model(collective, on_engines, where_.across_processes));
   };
   const std::string& root_name = (*where_.rank_names)[root];
   log_.info(LogSubsys::plan,
@@ -63,7 +65,7 @@ std::uint64_t Offload::staged_count(Collective collective, std::uint64_t count, 
   if (count * element < static_cast<std::uint64_t>(hybrid_.min_bytes) || !may_stage(collective, root)) return 0;
   const double share = hybrid_.share ? *hybrid_.share
                                      : host_share(host_path_for(collective, root), count * element,
-                                                  host_path_model(collective, on_engines));
+                                                  host_path_model(collective, on_engines, where_.across_processes));
   // The kernels keep the head, rounded up to 4 KiB; the host path takes the tail.
   const std::uint64_t align = std::max<std::uint64_t>(1, 4096 / element);
   const auto kept = static_cast<std::uint64_t>(static_cast<double>(count) * (1 - share));

@@ -2,11 +2,14 @@
 #include "runtime/offload/process_engines.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/offload/ring_sequence.hpp"
@@ -16,6 +19,8 @@ namespace canopy {
 namespace {
 
 constexpr std::uint32_t kEnginesTag = 0x80000003u;  // beside the call counters' and the host rings'
+constexpr std::uint32_t kEnginesFdTag = 0x80000004u;  // a receive buffer's descriptor (memory from cuMemCreate)
+constexpr std::uint32_t kUnshared = ~0u;  // a board's `ranks`: the receiver could not share its buffers this call
 
 template <typename T>
 T load(const T& x) {
@@ -48,14 +53,17 @@ ProcessEngines::Board* ProcessEngines::board(int process) const {
   return static_cast<Board*>(memory_.at(process));
 }
 
-Status ProcessEngines::share(FdChannel& channel, int process, int ordinal, std::unique_ptr<ProcessEngines>* out) {
+Status ProcessEngines::share(FdChannel& channel, int process, int ordinal, bool fd_buffers,
+                             std::unique_ptr<ProcessEngines>* out) {
   static_assert(sizeof(Board) <= kBoardBytes);
   if (!StreamWords::supported())
     return Status(StatusCode::unsupported, "the copy engines across processes need the driver's stream memory "
                                            "operations (cuStreamWaitValue32, cuStreamWriteValue32), which this "
-                                           "driver lacks: leave CANOPY_ENGINE_BYTES unset across processes");
+                                           "driver lacks: set CANOPY_ENGINE_BYTES=0 across processes");
   std::unique_ptr<ProcessEngines> e(new ProcessEngines());
   e->process_ = process;
+  e->channel_ = &channel;
+  e->fd_buffers_ = fd_buffers;
   if (Status s = e->memory_.share(channel, kEnginesTag, "the copy engines' board", process, 2, kBoardBytes, true);
       !s.ok())
     return s;
@@ -86,11 +94,10 @@ static Status wait_for(const std::function<bool()>& reached, const std::function
   return Status();
 }
 
-Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* const> dst, std::size_t bytes,
-                                 std::span<const cudaStream_t> streams, const std::function<bool()>& failed,
-                                 std::chrono::milliseconds timeout) {
+Status ProcessEngines::agree(bool root, std::span<void* const> dst, std::size_t bytes,
+                             const std::function<bool()>& failed, std::chrono::milliseconds timeout, bool* shared) {
+  *shared = false;
   const std::uint64_t call = std::atomic_ref<std::uint64_t>(calls_).fetch_add(1, std::memory_order_relaxed) + 1;
-  const auto seq = static_cast<std::uint32_t>(call);
   const int parity = static_cast<int>(call & 1);
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
@@ -106,10 +113,81 @@ Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* con
                               "the root did not read the buffers of an earlier call");
           !s.ok())
         return s;
-    for (std::size_t i = 0; i < dst.size(); ++i)
-      if (Status s = exports_.share(dst[i], bytes, &mine.buffers[parity][i]); !s.ok()) return s;
-    mine.ranks[parity] = static_cast<std::uint32_t>(dst.size());
+    // Memory from cuMemCreate crosses as a descriptor, sent after the publication (the root receives it once it has
+    // read the publication; a send waits for its receiver).
+    unshared_why_.clear();
+    std::vector<int> fds;
+    for (std::size_t i = 0; i < dst.size() && unshared_why_.empty(); ++i) {
+      int fd = -1;
+      if (Status s = exports_.share(dst[i], bytes, &mine.buffers[parity][i], fd_buffers_ ? &fd : nullptr); !s.ok())
+        unshared_why_ = s.message() + (!fd_buffers_ && s.message().find("cuMemCreate") != std::string::npos
+                                           ? "; CANOPY_ENGINE_FD_BUFFERS=1 sends it"
+                                           : "");
+      if (fd >= 0) fds.push_back(fd);
+    }
+    if (!unshared_why_.empty()) {
+      // Not sent: the next share of those allocations makes new descriptors.
+      for (std::size_t i = 0; i < dst.size(); ++i)
+        if (mine.buffers[parity][i].fd_follows) exports_.forget(mine.buffers[parity][i].allocation.id);
+      for (int fd : fds) ::close(fd);
+      fds.clear();
+    }
+    mine.ranks[parity] = unshared_why_.empty() ? static_cast<std::uint32_t>(dst.size()) : kUnshared;
     store(mine.published[parity], call);
+    Status sent;
+    for (int fd : fds) {
+      if (sent.ok()) sent = channel_->send(1 - process_, kEnginesFdTag, std::span<const int>(&fd, 1), "");
+      ::close(fd);
+    }
+    if (!sent.ok())
+      return Status(sent.code(), fmt::format("the copy engines across processes: sending a receive buffer's "
+                                             "descriptor: {}",
+                                             sent.message()));
+    *shared = unshared_why_.empty();
+    return Status();
+  }
+  const int other = 1 - process_;
+  Board& theirs = *board(other);
+  if (Status s = wait_for([&] { return load(theirs.published[parity]) == call; }, failed, timeout,
+                          "the other process did not publish its receive buffers");
+      !s.ok())
+    return s;
+  const std::uint32_t published = load(theirs.ranks[parity]);
+  // At most kMaxRanks: the other process refuses more before it publishes.
+  const std::uint32_t ranks = published == kUnshared ? 0 : std::min(published, static_cast<std::uint32_t>(kMaxRanks));
+  mapped_.assign(ranks, nullptr);
+  for (std::uint32_t i = 0; i < ranks; ++i) {
+    const SharedBuffer b = theirs.buffers[parity][i];
+    if (b.allocation.size - b.offset < bytes)
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("the copy engines across processes: process {}'s receive buffer holds {} bytes, the "
+                                "broadcast moves {}",
+                                other, b.allocation.size - b.offset, bytes));
+    const auto receive_fd = [&](int* fd) {
+      FdMessage m;
+      if (Status s = channel_->receive(other, kEnginesFdTag, &m); !s.ok()) return s;
+      if (m.fds.size() != 1)
+        return Status(StatusCode::remote_error, fmt::format("the copy engines across processes: process {} sent {} "
+                                                            "descriptors for a receive buffer, not 1",
+                                                            other, m.fds.size()));
+      *fd = m.fds[0].release();
+      return Status();
+    };
+    if (Status s = imports_.map(other, b, &mapped_[i], receive_fd); !s.ok()) return s;
+  }
+  store(theirs.consumed, call);
+  *shared = published != kUnshared;
+  return Status();
+}
+
+Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* const> dst, std::size_t bytes,
+                                 std::span<const cudaStream_t> streams) {
+  const auto seq = static_cast<std::uint32_t>(std::atomic_ref<std::uint64_t>(calls_).load(std::memory_order_relaxed));
+  if (streams.empty()) return Status(StatusCode::invalid_argument, "the copy engines across processes: no stream");
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
+  if (!root) {
+    Board& mine = *board(process_);
     if (Status s = words_.fork(streams); !s.ok()) return s;
     if (Status s = words_.write(process_, &mine.ready, seq); !s.ok()) return s;
     if (Status s = words_.wait(process_, &mine.done, seq); !s.ok()) return s;
@@ -118,29 +196,17 @@ Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* con
   const int other = 1 - process_;
   Board& theirs = *board(other);
   if (Status s = words_.fork(streams); !s.ok()) return s;
-  for (void* d : dst)
-    if (d != src)
-      if (cudaError_t e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, words_.side()); e != cudaSuccess)
+  // The root's own ranks' copies run on their callers' streams (after the fork, so the side stream does not wait for
+  // them), beside the push: on the side stream before it they cost a local copy's time on top of the push's (at
+  // 1 GiB ~530 us of ~2970; 2026-11-27, nvidia-h200-x2).
+  for (std::size_t i = 0; i < dst.size(); ++i)
+    if (dst[i] != src)
+      if (cudaError_t e = cudaMemcpyAsync(dst[i], src, bytes, cudaMemcpyDeviceToDevice,
+                                          streams[std::min(i, streams.size() - 1)]);
+          e != cudaSuccess)
         return words_.failed("a copy into the root's own ranks", e);
-  if (Status s = wait_for([&] { return load(theirs.published[parity]) == call; }, failed, timeout,
-                          "the other process did not publish its receive buffers");
-      !s.ok())
-    return s;
-  // At most kMaxRanks: the other process refuses more before it publishes.
-  const std::uint32_t ranks = std::min(load(theirs.ranks[parity]), static_cast<std::uint32_t>(kMaxRanks));
-  std::vector<void*> mapped(ranks, nullptr);
-  for (std::uint32_t i = 0; i < ranks; ++i) {
-    const SharedBuffer b = theirs.buffers[parity][i];
-    if (b.allocation.size - b.offset < bytes)
-      return Status(StatusCode::invalid_argument,
-                    fmt::format("the copy engines across processes: process {}'s receive buffer holds {} bytes, the "
-                                "broadcast moves {}",
-                                other, b.allocation.size - b.offset, bytes));
-    if (Status s = imports_.map(other, b, &mapped[i]); !s.ok()) return s;
-  }
-  store(theirs.consumed, call);
   if (Status s = words_.wait(other, &theirs.ready, seq); !s.ok()) return s;
-  for (void* d : mapped)
+  for (void* d : mapped_)
     if (cudaError_t e = cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, words_.side()); e != cudaSuccess)
       return words_.failed("a copy into the other process's buffer", e);
   if (Status s = words_.write(other, &theirs.done, seq); !s.ok()) return s;

@@ -2,11 +2,16 @@
 // between two GPUs of one process: the root's copy engine pushes its buffer straight into the other process's
 // receive buffers, mapped through CUDA IPC (UserBuffers, keyed on the allocation). Each process shares a board (a
 // memfd page, mapped and registered by both): two words and the receive buffers of its ranks for the current call.
-// - the receiver publishes its buffers (host memory, then the call's number), forks its side stream from its
-//   callers' streams, sets its `ready` word there (its buffers are free to be written), waits for its `done` word and
-//   is joined back;
-// - the root waits on the host until the receiver has published this call's buffers, maps them, and on its side
-//   stream waits for `ready`, copies, and sets the receiver's `done`.
+// A call has two phases, both processes making the same calls in the same order:
+// - agree (on the host, nothing queued): the receiver publishes its buffers (host memory, then the call's number), or
+//   that it cannot share them; memory from cuMemCreate (ncclMemAlloc's) crosses as a file descriptor sent on the
+//   join's FdChannel after the publication, the first time only (UserBuffers). The root waits until the receiver has
+//   published this call and maps the buffers. Where the receiver could not share them (a buffer across several
+//   cuMemCreate mappings, as PyTorch's expandable segments make), both processes move the call otherwise (the
+//   kernels) and skip the second phase;
+// - broadcast: the receiver forks its side stream from its callers' streams, sets its `ready` word there (its buffers
+//   are free to be written), waits for its `done` word and is joined back; the root, on its side stream, waits for
+//   `ready`, copies, and sets the receiver's `done`; its own ranks' copies run meanwhile on their callers' streams.
 // The words compare cyclically (cuStreamWaitValue32's GEQ). A failed communicator moves them far ahead (release), so
 // no side stream waits for a lost process, and the host wait gives up when `failed` says so or after `timeout`.
 #pragma once
@@ -19,6 +24,8 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "core/status.hpp"
 #include "runtime/offload/stream_words.hpp"
@@ -34,18 +41,25 @@ class ProcessEngines {
 
   // Both processes call it together (one step on `channel`): this process is `process` of 2, its GPU CUDA ordinal
   // `ordinal`.
-  static Status share(FdChannel& channel, int process, int ordinal, std::unique_ptr<ProcessEngines>* out);
+  // `fd_buffers`: this process's receive buffers from cuMemCreate cross as descriptors (else such calls take the
+  // kernels); each process decides for its own buffers.
+  static Status share(FdChannel& channel, int process, int ordinal, bool fd_buffers,
+                      std::unique_ptr<ProcessEngines>* out);
   ~ProcessEngines() = default;  // waits for its side stream, closes the mappings, unregisters and unmaps
   ProcessEngines(const ProcessEngines&) = delete;
   ProcessEngines& operator=(const ProcessEngines&) = delete;
 
-  // One engine broadcast of `bytes` from `src` (this process the root's: the root rank's send buffer, else null) into
-  // `dst` (this process's ranks' receive buffers; the root's own ranks get device copies, none where one is `src`).
-  // Both processes make the same calls in the same order. `failed` is polled while the root waits for the other
-  // process, at most `timeout`.
+  // Phase one of an engine broadcast of `bytes` (above): `dst` are this process's ranks' receive buffers. *shared
+  // says whether the copy engines move the call (broadcast() must then follow); when false nothing was queued, and
+  // both processes got false. `failed` is polled while the root waits for the other process, at most `timeout`.
+  Status agree(bool root, std::span<void* const> dst, std::size_t bytes, const std::function<bool()>& failed,
+               std::chrono::milliseconds timeout, bool* shared);
+  // Phase two: from `src` (this process the root's: the root rank's send buffer, else null) into `dst` (as agreed;
+  // the root's own ranks get device copies on their `streams`, none where one is `src`).
   Status broadcast(bool root, const void* src, std::span<void* const> dst, std::size_t bytes,
-                   std::span<const cudaStream_t> streams, const std::function<bool()>& failed,
-                   std::chrono::milliseconds timeout);
+                   std::span<const cudaStream_t> streams);
+  // Why the receiver's buffers of the last call agreed on could not be shared ("" when they were); the receiver's.
+  const std::string& unshared_why() const { return unshared_why_; }
   // Ends every wait a side stream is in or will queue. For a failed communicator, from any thread.
   void release();
 
@@ -55,7 +69,11 @@ class ProcessEngines {
   Board* board(int process) const;
 
   int process_ = 0;
-  std::uint64_t calls_ = 0;  // engine broadcasts so far (both processes count alike); release() reads it
+  bool fd_buffers_ = false;
+  FdChannel* channel_ = nullptr;  // the join's (outlives this): receive buffers' descriptors (memory from cuMemCreate)
+  std::uint64_t calls_ = 0;  // engine broadcasts agreed so far (both processes count alike); release() reads it
+  std::vector<void*> mapped_;  // the root's: the other process's receive buffers of the call agreed on
+  std::string unshared_why_;
   SharedMemfds memory_;
   BufferExports exports_{cuda_buffer_driver()};
   BufferImports imports_{cuda_buffer_driver()};

@@ -229,6 +229,42 @@ TEST(MultiProcessEnginesOnGpu, BroadcastsOnTheCopyEnginesAcrossTwoProcessesArriv
   }
 }
 
+// The copy engines across two processes by default (from 64 MiB), on buffers from cudaMalloc (legacy CUDA IPC) and,
+// under CANOPY_ENGINE_FD_BUFFERS=1, from cuMemCreate with POSIX descriptors (ncclMemAlloc's: the descriptor crosses
+// the processes' channel once); and their fallback: such buffers without it, and buffers from cudaMallocAsync's pool,
+// cannot be shared with another process, so the receiver says so and both processes move the same broadcast on the
+// kernels; the log says it once. Every element checked, in and out of place, alone and beside the host rings.
+TEST(MultiProcessEnginesOnGpu, BroadcastsOnEveryKindOfBufferArriveWholeOnTheEnginesOrTheKernels) {
+  if (visible_gpu_count() < 2) GTEST_SKIP() << "the copy engines move data between two GPUs: run on two or more";
+  const std::string log = "CANOPY_LOG=debug CANOPY_LOG_SUBSYS=run";
+  const std::string args = "--spread 1 --collectives broadcast --dtypes f32 --counts 7,20000004";
+  const std::string on_engines = "broadcast count [0-9]+ on the copy engines across processes";
+  struct Case {
+    const char* memory;
+    const char* env;
+    bool engines;
+  };
+  const Case cases[] = {
+      {"malloc", "", true},
+      {"vmm", "CANOPY_ENGINE_FD_BUFFERS=1", true},
+      {"vmm", "", false},
+      {"pool", "", false},
+      {"pool", "CANOPY_HYBRID_BYTES=0", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(fmt::format("--memory {} {}", c.memory, c.env));
+    const testing::CommandRun r = check(2, log + " " + c.env, fmt::format("{} --memory {}", args, c.memory));
+    expect_every_process_right(r, 2);
+    if (c.engines) {
+      EXPECT_THAT(r.output, ::testing::ContainsRegex(on_engines));
+    } else {
+      EXPECT_THAT(r.output, ::testing::HasSubstr("on the kernels, not the copy engines across processes: this "
+                                                 "process's receive buffers cannot be shared"));
+      EXPECT_THAT(r.output, ::testing::Not(::testing::ContainsRegex(on_engines)));
+    }
+  }
+}
+
 // Algorithm programs across processes (run_program through the staging area): `canopy bench --procs N -a NAME`
 // starts N processes that each run every rank's program kernel for their own rank and check every output element.
 // Every shipped algorithm that takes 2 and 4 ranks (4: the two-host ones and halving-doubling), and 3 for those that

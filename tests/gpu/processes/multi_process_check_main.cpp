@@ -102,6 +102,10 @@ struct Args {
   // --graph 1: each case's call prepared (Communicator::prepare(call)), captured into a CUDA graph and replayed,
   // instead of run eagerly (one rank per process: its one stream).
   bool graph = false;
+  // --memory vmm|pool: the buffers from cuMemCreate with POSIX descriptors (as ncclMemAlloc makes them), which cross
+  // as descriptors, or from cudaMallocAsync's pool, which no other process can map (what needs another process's
+  // buffers, the copy engines' broadcasts, then moves the call otherwise); default cudaMalloc.
+  BufferMemory memory = BufferMemory::cuda_malloc;
 };
 
 // One call of the matrix: what it computes (root and seed from its number) and whether in place.
@@ -155,6 +159,15 @@ Args parse(int argc, char** argv) {
       a.graph = v == "1";
     } else if (k == "--prepare") {
       a.prepare = v != "0";
+    } else if (k == "--memory") {
+      if (v == "vmm") {
+        a.memory = BufferMemory::vmm;
+      } else if (v == "pool") {
+        a.memory = BufferMemory::pool;
+      } else if (v != "malloc") {
+        fmt::print(stderr, "canopy_mp_check: --memory {}: use malloc, vmm or pool\n", v);
+        std::exit(2);
+      }
     } else if (k == "--spread") {
       a.spread = v == "1";
     } else if (k == "--stall-after") {
@@ -173,7 +186,8 @@ Args parse(int argc, char** argv) {
       fmt::print(stderr,
                  "canopy_mp_check: unknown option {}; options: --topology NAME|detect --per-process K --collectives LIST "
                  "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P "
-                 "--stall-after K --late-after K --late-ms MS --off-by-one P --split 1 --spread 1 --prepare 0 --graph 1\n",
+                 "--stall-after K --late-after K --late-ms MS --off-by-one P --split 1 --spread 1 --prepare 0 --graph 1 "
+                 "--memory malloc|vmm|pool\n",
                  k);
       std::exit(2);
     }
@@ -298,7 +312,7 @@ int run(int argc, char** argv) {
   for (std::uint64_t c : a.counts) max_count = std::max(max_count, c);
   const std::uint64_t bytes = std::max<std::uint64_t>(max_count * nranks * 8, 256);
   std::unique_ptr<CollectiveBuffers> buffers;
-  if (Status s = CollectiveBuffers::create(*comm, bytes, bytes, patterns, &buffers); !s.ok()) {
+  if (Status s = CollectiveBuffers::create(*comm, bytes, bytes, patterns, &buffers, a.memory); !s.ok()) {
     fmt::print(stderr, "process {}: buffers: {}\n", process, s.message());
     return 1;
   }
