@@ -9,8 +9,6 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/offload/ring_sequence.hpp"
 
