@@ -22,7 +22,8 @@
 #               nccltests  the five nccl-tests binaries, -b 8 -e CANOPY_X2_NT_MAX (1G) -f 2 -c 1 (CANOPY_X2_NT_ARGS
 #                          more: "-n 200" steadies the small sizes), single-process -g 2 and mpirun -np 2 (one
 #                          process per GPU), the real NCCL and then libcanopy_nccl.so (CANOPY_X2_NT_RUNS picks from
-#                          "real-g2 canopy-g2 real-np2 canopy-np2", CANOPY_X2_NCCLTESTS the binaries)
+#                          "real-g2 canopy-g2 real-np2 canopy-np2", CANOPY_X2_NCCLTESTS the binaries;
+#                          CANOPY_X2_NT_ENV VAR=VALUE settings for the runs through the library)
 #                                                                                  -> x2-nt-NAME-{real,canopy}-{g2,np2}.log
 #               torch      torchrun --nproc_per_node 2 (a GPU per rank) through the library: c10d_check.py; then
 #                          train_bench.py DDP and FSDP2 (~100 M parameters, 10 + 50 steps), real NCCL and library
@@ -157,6 +158,11 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
         tail -30 "$out/x2-nt-build.log"; echo "FAILED: nccl-tests build"; continue
       fi
       read -r -a x2_nt <<<"-b 8 -e ${CANOPY_X2_NT_MAX:-1G} -f 2 -c 1 ${CANOPY_X2_NT_ARGS:-}"
+      # CANOPY_X2_NT_ENV: VAR=VALUE settings for the runs through the library (each rank gets them), e.g.
+      # "CANOPY_ENGINE_FD_BUFFERS=1".
+      read -r -a x2_nt_env <<<"${CANOPY_X2_NT_ENV:-}"
+      x2_nt_export=()
+      for v in "${x2_nt_env[@]}"; do x2_nt_export+=(-x "$v"); done
       real_dir="$(dirname "$real_nccl")"
       x2_nt_run() {  # NAME COMMAND...: one run, its log, its verdict and average busbw
         local name="$1"; shift
@@ -174,13 +180,13 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       for t in ${CANOPY_X2_NCCLTESTS:-all_reduce all_gather broadcast reduce_scatter reduce}; do
         LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" x2_nt_run "$t-real-g2" "$ntb/plain/${t}_perf" "${x2_nt[@]}" -g 2
         LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" CANOPY_NCCL_LIBRARY="$real_nccl" LD_PRELOAD="$library" \
-          x2_nt_run "$t-canopy-g2" "$ntb/plain/${t}_perf" "${x2_nt[@]}" -g 2
+          x2_nt_run "$t-canopy-g2" env "${x2_nt_env[@]}" "$ntb/plain/${t}_perf" "${x2_nt[@]}" -g 2
         [ -x "$ntb/mpi/${t}_perf" ] || continue
         LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" x2_nt_run "$t-real-np2" mpirun -np 2 --bind-to none \
           -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE "$ntb/mpi/${t}_perf" "${x2_nt[@]}" -g 1
         LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" CANOPY_NCCL_LIBRARY="$real_nccl" x2_nt_run "$t-canopy-np2" \
           mpirun -np 2 --bind-to none -x LD_PRELOAD="$library" -x LD_LIBRARY_PATH -x CANOPY_NCCL_LIBRARY \
-          -x CANOPY_CACHE_DIR -x NCCL_NVLS_ENABLE "$ntb/mpi/${t}_perf" "${x2_nt[@]}" -g 1
+          -x CANOPY_CACHE_DIR -x NCCL_NVLS_ENABLE "${x2_nt_export[@]}" "$ntb/mpi/${t}_perf" "${x2_nt[@]}" -g 1
       done 2>&1 | tee "$out/x2-nccltests.log" ;;
     torch)
       step x2 torch
