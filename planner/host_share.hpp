@@ -44,7 +44,9 @@ struct HostPath {
 // - a broadcast beside the copy engines across two processes (the processes' rings, whose slots each side's stream
 //   signals to the other's): 0.77 and D = 70 µs, fitted to fixed shares of 0, 4, 7 and 10.2 % on nvidia-h200-x2
 //   (bench/results/h200x2-procs2-engines-shares-s20.txt: best 4 % at 64 MiB, 7 % at 256 MiB to 1 GiB, where 10.2 % let
-//   the host path set the time at ~44 GB/s); they give 4.2, 7.2, 7.7 and 8.0 % at 64, 256, 512 MiB and 1 GiB.
+//   the host path set the time at ~44 GB/s); they give 4.2, 7.2, 7.7 and 8.0 % at 64, 256, 512 MiB and 1 GiB. A
+//   reduce beside the engines across processes (its root combining each chunk as it lands, as in one process) takes
+//   the same until it is measured.
 struct HostPathModel {
   double fixed_us = 60;
   int chunks = 8;

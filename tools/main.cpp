@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       "  CANOPY_ENGINE_BYTES, CANOPY_ENGINE_CHUNK   on two GPUs joined by NVLink, broadcasts (from 64MiB),\n"
       "                       allreduces (128MiB) and reduces (256MiB) move through the copy engines; one size for\n"
       "                       all (0: off); a fixed chunk (default: sized to each call); across two processes\n"
-      "                       broadcasts only\n"
+      "                       broadcasts, and reduces only where the size is given\n"
       "  CANOPY_ENGINE_FD_BUFFERS=1   across two processes, receive buffers from cuMemCreate (ncclMemAlloc's) cross\n"
       "                       as file descriptors, so the copy engines move broadcasts into them (else: kernels)\n"
       "  CANOPY_PULL=auto|none|in|out|all   edges whose receiver reads the sender's input directly (auto: reduce)\n"

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -87,7 +88,10 @@ struct Communicator::State {
   // Across processes, which collectives the copy engines (broadcasts) and the host rings (broadcasts, reduces and
   // allreduces) move, where the join made them: what run_in_processes does, and what is_copy_engine and staged_count
   // report.
-  bool engines_move(Collective c) const { return engines_across && c == Collective::broadcast; }
+  bool engines_reduce = false;  // reduces too: CANOPY_ENGINE_BYTES given (not yet measured across processes)
+  bool engines_move(Collective c) const {
+    return engines_across && (c == Collective::broadcast || (c == Collective::reduce && engines_reduce));
+  }
   bool rings_move(Collective c) const {
     return host_ring && (c == Collective::broadcast || c == Collective::reduce || c == Collective::allreduce);
   }
@@ -178,6 +182,15 @@ struct Communicator::State {
   // the call (both processes learn it alike).
   Status broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams,
                               bool* moved);
+  // The same for a reduce (ProcessEngines::reduce); in place at the root it takes the kernels.
+  Status reduce_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams,
+                           bool* moved);
+  // What both share: the log's one line where a call could not take the engines, a failure's mark, and queueing
+  // (`queue`, the engines' work) between the host ring's fork and the tail through it.
+  void told_unshared(const CollectiveCall& head);
+  Status engines_broke(const Status& s);
+  Status queue_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams,
+                          bool* moved, const std::function<Status()>& queue);
   Status reduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   Status allreduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.

@@ -7,7 +7,8 @@
 // they run on the staging area (staging_area.hpp) with copies in and out on the caller's stream, as algorithm programs
 // (run_program) always do. A large broadcast's, reduce's or allreduce's tail crosses the host rings (ProcessHostRing)
 // beside them; a large broadcast between two processes on two GPUs moves on the copy engines instead of the kernels
-// (ProcessEngines; CANOPY_ENGINE_BYTES, from 64 MiB by default), unless the receiver cannot share its buffers.
+// (ProcessEngines; CANOPY_ENGINE_BYTES, from 64 MiB by default), unless the receiver cannot share its buffers, and so
+// does a reduce where that size is given (process_call_engines.cpp).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -219,9 +220,11 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
           : 0;
   call.count -= staged;
   if (on_engines) {
-    // Where the other process cannot share its receive buffers, the kernels move the same head.
+    // Where the publishing process cannot share its buffers, the kernels move the same head.
     bool moved = false;
-    if (Status s = broadcast_on_engines(call, staged, given.streams, &moved); !s.ok() || moved) return s;
+    const Status s = call.collective == Collective::reduce ? reduce_on_engines(call, staged, given.streams, &moved)
+                                                           : broadcast_on_engines(call, staged, given.streams, &moved);
+    if (!s.ok() || moved) return s;
   }
   const CollectiveSpec spec = call_spec(call, false, call.count + staged);
   // A program's spec holds the program: it is looked up (canonical) on every call, as in one process.
@@ -309,50 +312,6 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
         return copy_failed(call, "stream order", first + i, e);
   profile.mark(CallProfile::stage);
   return staged > 0 ? stage_through_host(call, staged, given.streams) : Status();
-}
-
-Status Communicator::State::broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged,
-                                                 std::span<const cudaStream_t> streams, bool* moved) {
-  *moved = false;
-  const int own = own_ranks();
-  const int first = first_own_rank();
-  const bool root = placement.here[placement.device_of_rank[head.root]];
-  std::vector<void*> dst;
-  for (int i = 0; i < own; ++i) dst.push_back(head.recv[first + i]);
-  const std::size_t bytes = head.count * size_of(head.dtype);
-  // The words and the boards may be out of step with the other process's after a failure.
-  const auto broke = [this](const Status& s) {
-    broken = true;
-    broken_why = s.message();
-    return s;
-  };
-  bool shared = false;
-  if (Status s = engines_across->agree(root, dst, bytes, [this] { return failed.load(); }, std::chrono::minutes(10),
-                                       &shared);
-      !s.ok())
-    return broke(s);
-  if (!shared) {
-    if (!root && !engines_unshared_told) {
-      engines_unshared_told = true;
-      log.info(LogSubsys::run, fmt::format("{} count {}: on the kernels, not the copy engines across processes: "
-                                           "this process's receive buffers cannot be shared ({}); said once, for "
-                                           "the first such call",
-                                           call_name(head), head.count, engines_across->unshared_why()));
-    }
-    return Status();
-  }
-  if (staged > 0)
-    if (Status s = host_ring->fork(streams); !s.ok()) return s;
-  profile.mark(CallProfile::choose);
-  Status s = engines_across->broadcast(root, root ? head.send[head.root] : nullptr, dst, bytes, streams);
-  profile.mark(CallProfile::launch);
-  if (!s.ok()) return broke(s);
-  *moved = true;
-  if (log.enabled(LogLevel::debug, LogSubsys::run))
-    log.debug(LogSubsys::run, fmt::format("{} count {} on the copy engines across processes{}", call_name(head),
-                                          head.count,
-                                          staged ? fmt::format(", {} elements through host memory", staged) : ""));
-  return staged > 0 ? stage_through_host(head, staged, streams) : Status();
 }
 
 Status Communicator::State::stage_through_host(const CollectiveCall& head, std::uint64_t staged,

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/offload/copy_engine_pair.hpp"
 #include "runtime/offload/ring_sequence.hpp"
 
 namespace canopy {
@@ -31,14 +32,16 @@ void store(T& x, T v) {
 
 }  // namespace
 
-// A process's board. Calls alternate between two sets of buffers, so a receiver one call ahead does not overwrite
-// what the root has not read yet; two ahead, it waits for `consumed`.
+// A process's board. Calls alternate between two sets of buffers, so a publisher one call ahead does not overwrite
+// what the mapping process has not read yet; before reusing a set it waits until `consumed` reaches that set's last
+// publication.
 struct ProcessEngines::Board {
-  std::uint32_t ready = 0;  // GPU: the owner's side stream reached this engine call
-  std::uint32_t done = 0;   // GPU: the root's copies into the owner's buffers for this call are done
-  std::uint32_t words_pad[30] = {};
+  std::uint32_t ready = 0;   // GPU: the owner's side stream reached this engine call
+  std::uint32_t done = 0;    // GPU: a broadcast root's copies into the owner's buffers for this call are done
+  std::uint32_t landed = 0;  // GPU: a reduce's chunks pushed into the owner's receive buffer so far (chunks_)
+  std::uint32_t words_pad[29] = {};
   std::uint64_t published[2] = {};  // host, by call parity: the call whose buffers are in that set
-  std::uint64_t consumed = 0;       // host: the last call whose buffers the root has mapped
+  std::uint64_t consumed = 0;       // host: the last call whose publication the other process has read
   std::uint32_t ranks[2] = {};
   SharedBuffer buffers[2][kMaxRanks];
 };
@@ -92,28 +95,31 @@ static Status wait_for(const std::function<bool()>& reached, const std::function
   return Status();
 }
 
-Status ProcessEngines::agree(bool root, std::span<void* const> dst, std::size_t bytes,
-                             const std::function<bool()>& failed, std::chrono::milliseconds timeout, bool* shared) {
+Status ProcessEngines::agree(bool maps, std::span<void* const> dst, std::size_t bytes,
+                             const std::function<bool()>& failed, std::chrono::milliseconds timeout, bool* shared,
+                             std::string_view refuse) {
   *shared = false;
   const std::uint64_t call = std::atomic_ref<std::uint64_t>(calls_).fetch_add(1, std::memory_order_relaxed) + 1;
   const int parity = static_cast<int>(call & 1);
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
-  if (!root) {
+  if (!maps) {
     Board& mine = *board(process_);
     if (dst.size() > static_cast<std::size_t>(kMaxRanks))
       return Status(StatusCode::unsupported, fmt::format("the copy engines across processes: {} ranks in one "
                                                          "process, at most {}",
                                                          dst.size(), kMaxRanks));
-    // Two calls ahead, this set still holds buffers the root may not have read.
-    if (call > 2)
-      if (Status s = wait_for([&] { return load(mine.consumed) + 2 >= call; }, failed, timeout,
-                              "the root did not read the buffers of an earlier call");
+    // This set of buffers was last published for call published_[parity]: the other process must have read that
+    // publication before this one overwrites it (calls alternate between the two sets, but a process publishes only
+    // in the calls where it is written into, so the set's last use may lie any number of calls back).
+    if (const std::uint64_t last = published_[parity]; last > 0)
+      if (Status s = wait_for([&] { return load(mine.consumed) >= last; }, failed, timeout,
+                              "the other process did not read the buffers of an earlier call");
           !s.ok())
         return s;
     // Memory from cuMemCreate crosses as a descriptor, sent after the publication (the root receives it once it has
     // read the publication; a send waits for its receiver).
-    unshared_why_.clear();
+    unshared_why_ = refuse;
     std::vector<int> fds;
     for (std::size_t i = 0; i < dst.size() && unshared_why_.empty(); ++i) {
       int fd = -1;
@@ -132,6 +138,7 @@ Status ProcessEngines::agree(bool root, std::span<void* const> dst, std::size_t 
     }
     mine.ranks[parity] = unshared_why_.empty() ? static_cast<std::uint32_t>(dst.size()) : kUnshared;
     store(mine.published[parity], call);
+    published_[parity] = call;
     Status sent;
     for (int fd : fds) {
       if (sent.ok()) sent = channel_->send(1 - process_, kEnginesFdTag, std::span<const int>(&fd, 1), "");
@@ -211,12 +218,62 @@ Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* con
   return words_.join(streams);
 }
 
+Status ProcessEngines::reduce(bool root, int root_rank, const void* send, void* recv, std::size_t bytes,
+                              DataType dtype, ReduceOp op, const CombineKernels* combine,
+                              std::span<const cudaStream_t> streams) {
+  const auto seq = static_cast<std::uint32_t>(std::atomic_ref<std::uint64_t>(calls_).load(std::memory_order_relaxed));
+  if (streams.empty()) return Status(StatusCode::invalid_argument, "the copy engines across processes: no stream");
+  if (root ? !combine || !recv : mapped_.size() != 1)
+    return Status(StatusCode::internal, "the copy engines across processes: a reduce needs the root's receive buffer "
+                                        "(one rank in each process) and its combining kernels");
+  const auto element = static_cast<std::size_t>(size_of(dtype));
+  const std::vector<std::size_t> chunks = CopyEnginePair::chunks(Collective::reduce, bytes, 0);
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
+  if (Status s = words_.fork(streams); !s.ok()) return s;
+  std::size_t off = 0;
+  if (root) {
+    Board& mine = *board(process_);
+    if (Status s = words_.write(process_, &mine.ready, seq); !s.ok()) return s;
+    for (std::size_t n : chunks) {
+      const std::uint32_t landed = next_chunk();
+      if (Status s = words_.wait(process_, &mine.landed, landed); !s.ok()) return s;
+      char* at = static_cast<char*>(recv) + off;
+      const void* mine_in = static_cast<const char*>(send) + off;
+      const void* in_rank_order[2] = {root_rank == 0 ? mine_in : at, root_rank == 0 ? at : mine_in};
+      if (Status s = combine->run(at, in_rank_order, n / element, dtype, op, words_.side()); !s.ok()) return s;
+      off += n;
+    }
+    return words_.join(streams);
+  }
+  const int other = 1 - process_;
+  Board& theirs = *board(other);
+  if (Status s = words_.wait(other, &theirs.ready, seq); !s.ok()) return s;
+  for (std::size_t n : chunks) {
+    const std::uint32_t landed = next_chunk();
+    if (cudaError_t e = cudaMemcpyAsync(static_cast<char*>(mapped_[0]) + off, static_cast<const char*>(send) + off,
+                                        n, cudaMemcpyDeviceToDevice, words_.side());
+        e != cudaSuccess)
+      return words_.failed("a reduce's chunk into the root's receive buffer", e);
+    if (Status s = words_.write(other, &theirs.landed, landed); !s.ok()) return s;
+    off += n;
+  }
+  return words_.join(streams);
+}
+
+std::uint32_t ProcessEngines::next_chunk() {
+  return static_cast<std::uint32_t>(std::atomic_ref<std::uint64_t>(chunks_).fetch_add(1, std::memory_order_relaxed) + 1);
+}
+
 void ProcessEngines::release() {
   const std::uint64_t calls = std::atomic_ref<std::uint64_t>(calls_).load(std::memory_order_relaxed);
   const std::uint32_t ahead = ring_release_value(static_cast<std::uint32_t>(calls + 2));
+  const std::uint64_t chunks = std::atomic_ref<std::uint64_t>(chunks_).load(std::memory_order_relaxed);
+  const std::uint32_t chunks_ahead = ring_release_value(static_cast<std::uint32_t>(chunks + 2));
   for (int p = 0; p < 2; ++p) {
     store(board(p)->ready, ahead);
     store(board(p)->done, ahead);
+    store(board(p)->landed, chunks_ahead);
   }
 }
 

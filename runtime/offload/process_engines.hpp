@@ -12,6 +12,10 @@
 // - broadcast: the receiver forks its side stream from its callers' streams, sets its `ready` word there (its buffers
 //   are free to be written), waits for its `done` word and is joined back; the root, on its side stream, waits for
 //   `ready`, copies, and sets the receiver's `done`; its own ranks' copies run meanwhile on their callers' streams.
+// A reduce (only where CANOPY_ENGINE_BYTES is given across processes: not yet measured) is the mirror image: the
+// root publishes its receive buffer (refused in place, where its input lies), the other process maps it, and its
+// side stream pushes chunk after chunk, setting the root's `landed` word after each, while the root's side stream
+// waits for each and combines it there with the root's input.
 // The words compare cyclically (cuStreamWaitValue32's GEQ). A failed communicator moves them far ahead (release), so
 // no side stream waits for a lost process, and the host wait gives up when `failed` says so or after `timeout`.
 #pragma once
@@ -25,9 +29,12 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.hpp"
+#include "core/data_type.hpp"
+#include "runtime/offload/combine_kernels.hpp"
 #include "runtime/offload/stream_words.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 #include "runtime/transport/ipc/shared_memfds.hpp"
@@ -49,16 +56,25 @@ class ProcessEngines {
   ProcessEngines(const ProcessEngines&) = delete;
   ProcessEngines& operator=(const ProcessEngines&) = delete;
 
-  // Phase one of an engine broadcast of `bytes` (above): `dst` are this process's ranks' receive buffers. *shared
-  // says whether the copy engines move the call (broadcast() must then follow); when false nothing was queued, and
-  // both processes got false. `failed` is polled while the root waits for the other process, at most `timeout`.
-  Status agree(bool root, std::span<void* const> dst, std::size_t bytes, const std::function<bool()>& failed,
-               std::chrono::milliseconds timeout, bool* shared);
+  // Phase one of an engine call of `bytes` (above). `maps`: this process writes into the other's buffers (a
+  // broadcast's root, a reduce's other process) and maps what it publishes; else it publishes `dst`, its ranks'
+  // buffers written into (a broadcast's receive buffers, a reduce root's), or that it cannot share them: where
+  // `refuse` is not empty (why), or a buffer cannot be shared. *shared says whether the copy engines move the call
+  // (broadcast() or reduce() must then follow); when false nothing was queued, and both processes got false.
+  // `failed` is polled while the mapping process waits for the other, at most `timeout`.
+  Status agree(bool maps, std::span<void* const> dst, std::size_t bytes, const std::function<bool()>& failed,
+               std::chrono::milliseconds timeout, bool* shared, std::string_view refuse = {});
   // Phase two: from `src` (this process the root's: the root rank's send buffer, else null) into `dst` (as agreed;
   // the root's own ranks get device copies on their `streams`, none where one is `src`).
   Status broadcast(bool root, const void* src, std::span<void* const> dst, std::size_t bytes,
                    std::span<const cudaStream_t> streams);
-  // Why the receiver's buffers of the last call agreed on could not be shared ("" when they were); the receiver's.
+  // Phase two of a reduce of `bytes` to rank `root_rank` (0 or 1), one rank in each process: the other process's
+  // copy engine pushes its `send` into the root's receive buffer in chunks (CopyEnginePair::chunks' schedule), each
+  // chunk's arrival a word on the root's board, and the root's side stream combines each chunk there with the root's
+  // `send` in rank order as it lands (`combine`, the root's; avg sums, as the kernels' call). `recv`: the root's.
+  Status reduce(bool root, int root_rank, const void* send, void* recv, std::size_t bytes, DataType dtype,
+                ReduceOp op, const CombineKernels* combine, std::span<const cudaStream_t> streams);
+  // Why the publishing process's buffers of the last call agreed on could not be shared ("" when they were).
   const std::string& unshared_why() const { return unshared_why_; }
   // Ends every wait a side stream is in or will queue. For a failed communicator, from any thread.
   void release();
@@ -67,11 +83,14 @@ class ProcessEngines {
   struct Board;
   ProcessEngines() = default;
   Board* board(int process) const;
+  std::uint32_t next_chunk();  // the next reduce chunk's `landed` value
 
   int process_ = 0;
   bool fd_buffers_ = false;
   FdChannel* channel_ = nullptr;  // the join's (outlives this): receive buffers' descriptors (memory from cuMemCreate)
-  std::uint64_t calls_ = 0;  // engine broadcasts agreed so far (both processes count alike); release() reads it
+  std::uint64_t calls_ = 0;   // engine calls agreed so far (both processes count alike); release() reads it
+  std::uint64_t published_[2] = {};  // the call this process last published in each set of its board (0: none)
+  std::uint64_t chunks_ = 0;  // reduce chunks moved so far (both processes count alike): the `landed` words' values
   std::vector<void*> mapped_;  // the root's: the other process's receive buffers of the call agreed on
   std::string unshared_why_;
   SharedMemfds memory_;

@@ -106,6 +106,8 @@ struct Args {
   // as descriptors, or from cudaMallocAsync's pool, which no other process can map (what needs another process's
   // buffers, the copy engines' broadcasts, then moves the call otherwise); default cudaMalloc.
   BufferMemory memory = BufferMemory::cuda_malloc;
+  // --root R: every rooted call's root (default: the case number modulo the ranks, so roots alternate).
+  int root = -1;
 };
 
 // One call of the matrix: what it computes (root and seed from its number) and whether in place.
@@ -159,6 +161,8 @@ Args parse(int argc, char** argv) {
       a.graph = v == "1";
     } else if (k == "--prepare") {
       a.prepare = v != "0";
+    } else if (k == "--root") {
+      a.root = std::atoi(v.c_str());
     } else if (k == "--memory") {
       if (v == "vmm") {
         a.memory = BufferMemory::vmm;
@@ -187,7 +191,7 @@ Args parse(int argc, char** argv) {
                  "canopy_mp_check: unknown option {}; options: --topology NAME|detect --per-process K --collectives LIST "
                  "--dtypes LIST --ops LIST --counts LIST --places out,in --seed S --loop N --die-after K --die-process P "
                  "--stall-after K --late-after K --late-ms MS --off-by-one P --split 1 --spread 1 --prepare 0 --graph 1 "
-                 "--memory malloc|vmm|pool\n",
+                 "--memory malloc|vmm|pool --root R\n",
                  k);
       std::exit(2);
     }
@@ -300,6 +304,10 @@ int run(int argc, char** argv) {
     fmt::print("process {}: split into color {}: ranks {}..{} of {}\n", process, process % 2, first,
                first + a.per_process - 1, nranks);
   }
+  if (a.root >= nranks) {
+    fmt::print(stderr, "canopy_mp_check: --root {}: the communicator has ranks 0..{}\n", a.root, nranks - 1);
+    return 2;
+  }
   int device = 0;
   CHECK_CUDA(cudaGetDevice(&device));
   cudaDeviceProp prop{};
@@ -386,7 +394,8 @@ int run(int argc, char** argv) {
         for (std::uint64_t count : a.counts)
           for (bool in_place : a.in_place) {
             ++case_number;
-            cases.push_back({CheckSpec{c, dt, reduces(c) ? op : ReduceOp::sum, case_number % nranks, nranks, count,
+            const int root = a.root >= 0 ? a.root : case_number % nranks;
+            cases.push_back({CheckSpec{c, dt, reduces(c) ? op : ReduceOp::sum, root, nranks, count,
                                        a.seed + case_number},
                              in_place});
           }

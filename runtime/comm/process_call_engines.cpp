@@ -1,0 +1,102 @@
+// A multi-process call's head on the copy engines between two processes (ProcessEngines), then its tail through the
+// host rings: a broadcast (the root's engine pushes into the other process's receive buffers) and a reduce (the other
+// process's engine pushes its input into the root's receive buffer, the root combining each chunk as it lands; only
+// where CANOPY_ENGINE_BYTES is given). The first phase agrees on the host whether the buffers can be shared; where
+// not, nothing is queued and run_in_processes moves the same head on the kernels.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/comm/communicator_state.hpp"
+
+namespace canopy {
+
+void Communicator::State::told_unshared(const CollectiveCall& head) {
+  if (engines_unshared_told || engines_across->unshared_why().empty()) return;
+  engines_unshared_told = true;
+  log.info(LogSubsys::run, fmt::format("{} count {}: on the kernels, not the copy engines across processes: this "
+                                       "process's receive buffers cannot be shared ({}); said once, for the first "
+                                       "such call",
+                                       call_name(head), head.count, engines_across->unshared_why()));
+}
+
+Status Communicator::State::engines_broke(const Status& s) {
+  broken = true;  // the words and the boards may be out of step with the other process's
+  broken_why = s.message();
+  return s;
+}
+
+Status Communicator::State::broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged,
+                                                 std::span<const cudaStream_t> streams, bool* moved) {
+  *moved = false;
+  const int own = own_ranks();
+  const int first = first_own_rank();
+  const bool root = placement.here[placement.device_of_rank[head.root]];
+  std::vector<void*> dst;
+  for (int i = 0; i < own; ++i) dst.push_back(head.recv[first + i]);
+  const std::size_t bytes = head.count * size_of(head.dtype);
+  bool shared = false;
+  if (Status s = engines_across->agree(root, dst, bytes, [this] { return failed.load(); }, std::chrono::minutes(10),
+                                       &shared);
+      !s.ok())
+    return engines_broke(s);
+  if (!shared) {
+    if (!root) told_unshared(head);
+    return Status();
+  }
+  return queue_on_engines(head, staged, streams, moved, [&] {
+    return engines_across->broadcast(root, root ? head.send[head.root] : nullptr, dst, bytes, streams);
+  });
+}
+
+Status Communicator::State::reduce_on_engines(const CollectiveCall& head, std::uint64_t staged,
+                                              std::span<const cudaStream_t> streams, bool* moved) {
+  *moved = false;
+  const int first = first_own_rank();
+  const bool root = placement.here[placement.device_of_rank[head.root]];
+  const std::size_t bytes = head.count * size_of(head.dtype);
+  // The root publishes its receive buffer, where the other's input lands; in place its own input is there.
+  std::vector<void*> dst;
+  if (root) dst.push_back(head.recv[head.root]);
+  const bool in_place = root && head.recv[head.root] == head.send[head.root];
+  bool shared = false;
+  if (Status s = engines_across->agree(!root, dst, bytes, [this] { return failed.load(); }, std::chrono::minutes(10),
+                                       &shared, in_place ? "the reduce is in place: the root's input is there" : "");
+      !s.ok())
+    return engines_broke(s);
+  if (!shared) {
+    if (root && !in_place) told_unshared(head);
+    return Status();
+  }
+  const CombineKernels* kernels = nullptr;
+  if (root)
+    if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[head.root]].arch, &kernels); !s.ok())
+      return engines_broke(s);  // the other process goes on with this call: the boards are out of step
+  return queue_on_engines(head, staged, streams, moved, [&] {
+    return engines_across->reduce(root, head.root, head.send[first], root ? head.recv[head.root] : nullptr, bytes,
+                                  head.dtype, head.op, kernels, streams);
+  });
+}
+
+Status Communicator::State::queue_on_engines(const CollectiveCall& head, std::uint64_t staged,
+                                             std::span<const cudaStream_t> streams, bool* moved,
+                                             const std::function<Status()>& queue) {
+  // The host ring's side stream forks before the engines' join lands on the callers' streams.
+  if (staged > 0)
+    if (Status s = host_ring->fork(streams); !s.ok()) return s;
+  profile.mark(CallProfile::choose);
+  const Status s = queue();
+  profile.mark(CallProfile::launch);
+  if (!s.ok()) return engines_broke(s);
+  *moved = true;
+  if (log.enabled(LogLevel::debug, LogSubsys::run))
+    log.debug(LogSubsys::run, fmt::format("{} count {} on the copy engines across processes{}", call_name(head),
+                                          head.count,
+                                          staged ? fmt::format(", {} elements through host memory", staged) : ""));
+  return staged > 0 ? stage_through_host(head, staged, streams) : Status();
+}
+
+}  // namespace canopy
