@@ -17,9 +17,8 @@ namespace canopy {
 void Communicator::State::told_unshared(const CollectiveCall& head) {
   if (engines_unshared_told || engines_across->unshared_why().empty()) return;
   engines_unshared_told = true;
-  log.info(LogSubsys::run, fmt::format("{} count {}: on the kernels, not the copy engines across processes: this "
-                                       "process's receive buffers cannot be shared ({}); said once, for the first "
-                                       "such call",
+  log.info(LogSubsys::run, fmt::format("{} count {}: on the kernels, not the copy engines across processes ({}); said "
+                                       "once, for the first such call",
                                        call_name(head), head.count, engines_across->unshared_why()));
 }
 
@@ -62,19 +61,21 @@ Status Communicator::State::reduce_on_engines(const CollectiveCall& head, std::u
   std::vector<void*> dst;
   if (root) dst.push_back(head.recv[head.root]);
   const bool in_place = root && head.recv[head.root] == head.send[head.root];
+  // The root's combining kernels, loaded before it publishes: where they cannot be, both processes take the kernels.
+  const CombineKernels* kernels = nullptr;
+  std::string refuse = in_place ? "the reduce is in place: the root's input is there" : "";
+  if (root && !in_place)
+    if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[head.root]].arch, &kernels); !s.ok())
+      refuse = "the combining kernels: " + s.message();
   bool shared = false;
   if (Status s = engines_across->agree(!root, dst, bytes, [this] { return failed.load(); }, std::chrono::minutes(10),
-                                       &shared, in_place ? "the reduce is in place: the root's input is there" : "");
+                                       &shared, refuse);
       !s.ok())
     return engines_broke(s);
   if (!shared) {
     if (root && !in_place) told_unshared(head);
     return Status();
   }
-  const CombineKernels* kernels = nullptr;
-  if (root)
-    if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[head.root]].arch, &kernels); !s.ok())
-      return engines_broke(s);  // the other process goes on with this call: the boards are out of step
   return queue_on_engines(head, staged, streams, moved, [&] {
     return engines_across->reduce(root, head.root, head.send[first], root ? head.recv[head.root] : nullptr, bytes,
                                   head.dtype, head.op, kernels, streams);

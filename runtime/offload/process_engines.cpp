@@ -124,9 +124,10 @@ Status ProcessEngines::agree(bool maps, std::span<void* const> dst, std::size_t 
     for (std::size_t i = 0; i < dst.size() && unshared_why_.empty(); ++i) {
       int fd = -1;
       if (Status s = exports_.share(dst[i], bytes, &mine.buffers[parity][i], fd_buffers_ ? &fd : nullptr); !s.ok())
-        unshared_why_ = s.message() + (!fd_buffers_ && s.message().find("cuMemCreate") != std::string::npos
-                                           ? "; CANOPY_ENGINE_FD_BUFFERS=1 sends it"
-                                           : "");
+        unshared_why_ = "this process's buffers cannot be shared: " + s.message() +
+                        (!fd_buffers_ && s.message().find("cuMemCreate") != std::string::npos
+                             ? "; CANOPY_ENGINE_FD_BUFFERS=1 sends it"
+                             : "");
       if (fd >= 0) fds.push_back(fd);
     }
     if (!unshared_why_.empty()) {
