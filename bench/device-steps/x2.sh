@@ -267,4 +267,5 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
     *) echo "x2: unknown part '$part' (tests bench profile staged shared own owntrees sharedown variant variants" \
       "nccltests torch torchab hosts)" ;;
   esac
+  pack_so_far  # device-run's: this part's logs kept if the call is stopped later
 done
