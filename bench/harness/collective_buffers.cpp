@@ -31,7 +31,6 @@ Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_by
   b->patterns_ = &patterns;
   b->send_bytes_ = send_bytes;
   b->recv_bytes_ = recv_bytes;
-  b->memory_ = memory;
   b->first_ = comm.first_own_rank();
   b->device_ordinals_ = own_ordinals(comm);
   CurrentDevice keep;

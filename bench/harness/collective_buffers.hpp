@@ -60,7 +60,6 @@ class CollectiveBuffers {
   int first_ = 0;                        // the first own rank
   std::vector<int> ordinal_of_rank_;
   std::vector<void*> send_, recv_;       // per rank
-  BufferMemory memory_ = BufferMemory::cuda_malloc;
   std::vector<std::unique_ptr<ShareableMemory>> vmm_;  // BufferMemory::vmm: what send_ and recv_ point into
   std::vector<const void*> call_send_;   // the layout of the last set_up
   std::vector<void*> call_recv_;
