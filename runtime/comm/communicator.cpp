@@ -166,7 +166,8 @@ void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st)
       &st.topology, &pl, &st.config, &st.protocols, st.plans.get(), st.builder.get(), st.peers.get(), st.log});
   st.offload = std::make_unique<Offload>(
       OffloadPlacement{&st.topology, &pl.rank_names, &pl.gpus, &pl.device_of_rank, &pl.ordinal_of_rank,
-                       pl.multi_process()},
+                       pl.multi_process(),
+                       [&st](Collective c, std::uint64_t bytes) { return st.engines_take(c, bytes); }},
       st.config.hybrid, st.protocols, *st.plans, st.builder->jit(), st.log);
   st.abort_word = std::make_unique<AbortWord>();
   st.profile.on = st.config.profile_calls;

@@ -16,13 +16,13 @@ Communicator::Choice Communicator::choice(Collective collective, std::uint64_t c
                                           bool in_place) const {
   const State& st = *state_;
   if (st.hosts) return Choice{};  // phases across hosts (CANOPY_LOG=info shows them)
-  const ProtocolPick pick = st.protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place);
+  const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
+  const ProtocolPick pick = st.protocols.choose(collective, bytes, in_place);
   Choice c;
   c.protocol = pick.protocol;
   c.two_shot = pick.two_shot;
-  // Across processes the copy engines move what the join made them for (broadcasts), the kernels the rest.
-  c.copy_engine = pick.protocol == Protocol::planned && pick.copy_engine &&
-                  (collective == Collective::broadcast || !in_place) && (!st.group || st.engines_move(collective));
+  c.copy_engine = pick.protocol == Protocol::planned && (collective == Collective::broadcast || !in_place) &&
+                  st.engines_take(collective, bytes);
   if (pick.protocol == Protocol::planned) {
     std::lock_guard<std::mutex> lock(state_->mutex);
     if (const Plan* plan = st.plans ? st.plans->find(collective, root) : nullptr)

@@ -378,8 +378,7 @@ bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataT
   return state_->as_run(with_protocol(CollectiveSpec{collective, dtype}, pick)).two_shot;
 }
 bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
-  if (state_->group && !state_->engines_move(collective)) return false;  // across processes (State::engines_move)
-  return state_->protocols.engine_sized(collective, count * static_cast<std::uint64_t>(size_of(dtype)));
+  return state_->engines_take(collective, count * static_cast<std::uint64_t>(size_of(dtype)));
 }
 std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
   std::lock_guard<std::mutex> lock(state_->mutex);

@@ -92,6 +92,11 @@ struct Communicator::State {
   bool engines_move(Collective c) const {
     return engines_across && (c == Collective::broadcast || (c == Collective::reduce && engines_reduce));
   }
+  // Whether the copy engines move an out-of-place call of `bytes`: its size (the protocol table), and across
+  // processes what the join made them for. The one answer for the call path, is_copy_engine and the host share.
+  bool engines_take(Collective c, std::uint64_t bytes) const {
+    return protocols.engine_sized(c, bytes) && (!group || engines_move(c));
+  }
   bool rings_move(Collective c) const {
     return host_ring && (c == Collective::broadcast || c == Collective::reduce || c == Collective::allreduce);
   }

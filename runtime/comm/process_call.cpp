@@ -208,9 +208,10 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();
   if (n == 1 && !call.program) return local_copy(given);
-  // A large broadcast between two processes on the copy engines (ProcessEngines), where their size is given.
-  const bool on_engines = engines_move(call.collective) && !capturing && !call.program &&
-                          protocols.engine_sized(call.collective, call.count * size_of(call.dtype));
+  // A large broadcast (or, where their size is given, reduce) between two processes on the copy engines
+  // (ProcessEngines).
+  const bool on_engines =
+      !capturing && !call.program && engines_take(call.collective, call.count * size_of(call.dtype));
   // A large broadcast's, reduce's or allreduce's tail through the host rings (ProcessHostRing), beside the kernels'
   // or the copy engines' head: every process splits alike (the same settings and topology). Captured calls run on the
   // kernels alone.

@@ -27,9 +27,7 @@ const HostPath& Offload::host_path_for(Collective collective, int root) {
   const HostPath path = host_path(*where_.topology, plans_.plan_for(collective, root));
   // The share at `bytes` of an out-of-place call.
   const auto share_at = [&](std::uint64_t bytes) {
-    // Across processes the engines move broadcasts only (ProcessEngines).
-    const bool on_engines = protocols_.engine_sized(collective, bytes) &&
-                            (!where_.across_processes || collective == Collective::broadcast);
+    const bool on_engines = where_.engines_take(collective, bytes);
     return 100 * host_share(path, bytes, host_path_model(collective, on_engines, where_.across_processes));
   };
   const std::string& root_name = (*where_.rank_names)[root];

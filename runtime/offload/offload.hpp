@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,6 +39,9 @@ struct OffloadPlacement {
   const std::vector<int>* device_of_rank = nullptr;
   const std::vector<int>* ordinal_of_rank = nullptr;
   bool across_processes = false;  // the host path is ProcessHostRing's, which also moves allreduces' tails
+  // Whether the copy engines move an out-of-place call of a collective and size (Communicator::State::engines_take:
+  // across processes only what the join made them for); for the log's shares, as staged_count's callers say it.
+  std::function<bool(Collective, std::uint64_t)> engines_take;
 };
 
 class Offload {
