@@ -28,6 +28,8 @@ struct VmmApi {
   CUresult (*export_handle)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType, unsigned long long) =
       nullptr;
   CUresult (*import_handle)(CUmemGenericAllocationHandle*, void*, CUmemAllocationHandleType) = nullptr;
+  // export_mapped's alone (CUDA 11.0), so not in complete().
+  CUresult (*retain)(CUmemGenericAllocationHandle*, void*) = nullptr;
   bool complete() const {
     return granularity && create && release && reserve && address_free && map && unmap && set_access &&
            export_handle && import_handle;
@@ -52,6 +54,7 @@ const VmmApi& vmm() {
     fetch(&a.set_access, "cuMemSetAccess");
     fetch(&a.export_handle, "cuMemExportToShareableHandle");
     fetch(&a.import_handle, "cuMemImportFromShareableHandle");
+    a.retain = reinterpret_cast<decltype(a.retain)>(driver_entry_point("cuMemRetainAllocationHandle", 11000));
     return a;
   }();
   return api;
@@ -175,6 +178,26 @@ Status ShareableMemory::export_fd(int* fd) const {
   int exported = -1;
   if (CUresult r = vmm().export_handle(&exported, handle_, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
       r != CUDA_SUCCESS)
+    return Status(StatusCode::cuda_error,
+                  fmt::format("cuMemExportToShareableHandle failed (CUresult {})", static_cast<int>(r)));
+  *fd = exported;
+  return Status();
+}
+
+Status ShareableMemory::export_mapped(const void* address, int* fd) {
+  if (Status s = check_api(); !s.ok()) return s;
+  const VmmApi& api = vmm();
+  if (!api.retain)
+    return Status(StatusCode::unsupported, "the driver lacks cuMemRetainAllocationHandle: memory from cuMemCreate "
+                                           "cannot be shared");
+  CUmemGenericAllocationHandle h = 0;
+  if (CUresult r = api.retain(&h, const_cast<void*>(address)); r != CUDA_SUCCESS)
+    return Status(StatusCode::cuda_error,
+                  fmt::format("cuMemRetainAllocationHandle failed (CUresult {})", static_cast<int>(r)));
+  int exported = -1;
+  const CUresult r = api.export_handle(&exported, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+  (void)api.release(h);  // the retain's reference; the allocation stays its owner's
+  if (r != CUDA_SUCCESS)
     return Status(StatusCode::cuda_error,
                   fmt::format("cuMemExportToShareableHandle failed (CUresult {})", static_cast<int>(r)));
   *fd = exported;

@@ -31,6 +31,9 @@ class ShareableMemory {
   std::size_t bytes() const { return bytes_; }  // as mapped (a multiple of the granularity)
   // A new file descriptor naming this memory, for another process of this host; the caller closes it.
   Status export_fd(int* fd) const;
+  // The same for memory made with cuMemCreate elsewhere in this process (POSIX descriptor handles allowed): a new
+  // descriptor of the physical allocation mapped at `address`; the caller closes it.
+  static Status export_mapped(const void* address, int* fd);
 
  private:
   ShareableMemory() = default;

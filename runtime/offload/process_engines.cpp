@@ -2,11 +2,11 @@
 #include "runtime/offload/process_engines.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "runtime/cuda/gpu_devices.hpp"
@@ -120,35 +120,32 @@ Status ProcessEngines::agree(bool maps, std::span<void* const> dst, std::size_t 
     // Memory from cuMemCreate crosses as a descriptor, sent after the publication (the root receives it once it has
     // read the publication; a send waits for its receiver).
     unshared_why_ = refuse;
-    std::vector<int> fds;
+    std::vector<UniqueFd> fds;  // closed on return
     for (std::size_t i = 0; i < dst.size() && unshared_why_.empty(); ++i) {
-      int fd = -1;
+      UniqueFd fd;
       if (Status s = exports_.share(dst[i], bytes, &mine.buffers[parity][i], fd_buffers_ ? &fd : nullptr); !s.ok())
         unshared_why_ = "this process's buffers cannot be shared: " + s.message() +
                         (!fd_buffers_ && s.message().find("cuMemCreate") != std::string::npos
                              ? "; CANOPY_ENGINE_FD_BUFFERS=1 sends it"
                              : "");
-      if (fd >= 0) fds.push_back(fd);
+      if (fd.get() >= 0) fds.push_back(std::move(fd));
     }
     if (!unshared_why_.empty()) {
       // Not sent: the next share of those allocations makes new descriptors.
       for (std::size_t i = 0; i < dst.size(); ++i)
         if (mine.buffers[parity][i].fd_follows) exports_.forget(mine.buffers[parity][i].allocation.id);
-      for (int fd : fds) ::close(fd);
       fds.clear();
     }
     mine.ranks[parity] = unshared_why_.empty() ? static_cast<std::uint32_t>(dst.size()) : kUnshared;
     store(mine.published[parity], call);
     published_[parity] = call;
-    Status sent;
-    for (int fd : fds) {
-      if (sent.ok()) sent = channel_->send(1 - process_, kEnginesFdTag, std::span<const int>(&fd, 1), "");
-      ::close(fd);
+    for (const UniqueFd& fd : fds) {
+      const int raw = fd.get();
+      if (Status s = channel_->send(1 - process_, kEnginesFdTag, std::span<const int>(&raw, 1), ""); !s.ok())
+        return Status(s.code(), fmt::format("the copy engines across processes: sending a receive buffer's "
+                                            "descriptor: {}",
+                                            s.message()));
     }
-    if (!sent.ok())
-      return Status(sent.code(), fmt::format("the copy engines across processes: sending a receive buffer's "
-                                             "descriptor: {}",
-                                             sent.message()));
     *shared = unshared_why_.empty();
     return Status();
   }
@@ -169,14 +166,14 @@ Status ProcessEngines::agree(bool maps, std::span<void* const> dst, std::size_t 
                     fmt::format("the copy engines across processes: process {}'s receive buffer holds {} bytes, the "
                                 "broadcast moves {}",
                                 other, b.allocation.size - b.offset, bytes));
-    const auto receive_fd = [&](int* fd) {
+    const auto receive_fd = [&](UniqueFd* fd) {
       FdMessage m;
       if (Status s = channel_->receive(other, kEnginesFdTag, &m); !s.ok()) return s;
       if (m.fds.size() != 1)
         return Status(StatusCode::remote_error, fmt::format("the copy engines across processes: process {} sent {} "
                                                             "descriptors for a receive buffer, not 1",
                                                             other, m.fds.size()));
-      *fd = m.fds[0].release();
+      *fd = std::move(m.fds[0]);
       return Status();
     };
     if (Status s = imports_.map(other, b, &mapped_[i], receive_fd); !s.ok()) return s;

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "runtime/cuda/gpu_devices.hpp"
@@ -57,7 +58,7 @@ TEST(UserBuffersOnGpu, MemoryFromCuMemCreateIsFoundByItsMappingAndCrossesAsADesc
   char* p = static_cast<char*>(memory->pointer());
   BufferExports exports(cuda_buffer_driver());
   SharedBuffer s;
-  int fd = -1;
+  UniqueFd fd;
   const Status shared = exports.share(p + 4096, 1 << 20, &s, &fd);
   ASSERT_TRUE(shared.ok()) << shared.message();
   EXPECT_TRUE(s.allocation.by_fd);
@@ -65,11 +66,11 @@ TEST(UserBuffersOnGpu, MemoryFromCuMemCreateIsFoundByItsMappingAndCrossesAsADesc
   EXPECT_GE(s.allocation.size, std::size_t{8} << 20);
   EXPECT_EQ(s.offset, 4096u);
   EXPECT_EQ(s.fd_follows, 1u);
-  ASSERT_GE(fd, 0);
+  ASSERT_GE(fd.get(), 0);
   BufferImports imports(cuda_buffer_driver());
   void* q = nullptr;
-  const Status mapped = imports.map(1, s, &q, [&](int* out) {
-    *out = fd;
+  const Status mapped = imports.map(1, s, &q, [&](UniqueFd* out) {
+    *out = std::move(fd);
     return Status();
   });
   ASSERT_TRUE(mapped.ok()) << mapped.message();
@@ -80,7 +81,7 @@ TEST(UserBuffersOnGpu, MemoryFromCuMemCreateIsFoundByItsMappingAndCrossesAsADesc
   SharedBuffer again;
   ASSERT_TRUE(exports.share(p, 4096, &again, &fd).ok());
   EXPECT_EQ(again.fd_follows, 0u);
-  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(fd.get(), -1);
 }
 
 }  // namespace

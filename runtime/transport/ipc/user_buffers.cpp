@@ -5,8 +5,6 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -21,10 +19,6 @@ namespace canopy {
 namespace {
 
 using PointerGetAttributes = CUresult (*)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr);
-using RetainAllocationHandle = CUresult (*)(CUmemGenericAllocationHandle*, void*);
-using ExportToShareableHandle = CUresult (*)(void*, CUmemGenericAllocationHandle, CUmemAllocationHandleType,
-                                             unsigned long long);
-using MemRelease = CUresult (*)(CUmemGenericAllocationHandle);
 
 // The mapping of cuMemCreate memory holding `p`, where its handle types allow a POSIX descriptor; nullopt otherwise.
 std::optional<BufferAllocation> fd_allocation_of(PointerGetAttributes get, const void* p) {
@@ -106,25 +100,8 @@ BufferDriver cuda_buffer_driver() {
     (void)cudaGetLastError();
   };
   d.export_fd = [](const BufferAllocation& a, int* fd) {
-    static const auto retain =
-        reinterpret_cast<RetainAllocationHandle>(driver_entry_point("cuMemRetainAllocationHandle", 11000));
-    static const auto export_handle =
-        reinterpret_cast<ExportToShareableHandle>(driver_entry_point("cuMemExportToShareableHandle", 10020));
-    static const auto release = reinterpret_cast<MemRelease>(driver_entry_point("cuMemRelease", 10020));
-    if (!retain || !export_handle || !release)
-      return Status(StatusCode::unsupported, "the driver lacks cuMemRetainAllocationHandle or "
-                                             "cuMemExportToShareableHandle: memory from cuMemCreate cannot be shared");
-    CUmemGenericAllocationHandle h = 0;
-    if (CUresult r = retain(&h, reinterpret_cast<void*>(a.base)); r != CUDA_SUCCESS)
-      return Status(StatusCode::cuda_error, fmt::format("sharing the mapping at {:#x} ({} bytes): "
-                                                        "cuMemRetainAllocationHandle failed (CUresult {})",
-                                                        a.base, a.size, static_cast<int>(r)));
-    const CUresult r = export_handle(fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
-    (void)release(h);
-    if (r != CUDA_SUCCESS)
-      return Status(StatusCode::cuda_error, fmt::format("sharing the mapping at {:#x} ({} bytes): "
-                                                        "cuMemExportToShareableHandle failed (CUresult {})",
-                                                        a.base, a.size, static_cast<int>(r)));
+    if (Status s = ShareableMemory::export_mapped(reinterpret_cast<const void*>(a.base), fd); !s.ok())
+      return Status(s.code(), fmt::format("sharing the mapping at {:#x} ({} bytes): {}", a.base, a.size, s.message()));
     return Status();
   };
   auto mappings = std::make_shared<FdMappings>();
@@ -147,8 +124,8 @@ BufferDriver cuda_buffer_driver() {
   return d;
 }
 
-Status BufferExports::share(const void* p, std::size_t bytes, SharedBuffer* out, int* fd) {
-  if (fd) *fd = -1;
+Status BufferExports::share(const void* p, std::size_t bytes, SharedBuffer* out, UniqueFd* fd) {
+  if (fd) *fd = UniqueFd();
   BufferAllocation a;
   if (Status s = driver_.allocation_of(p, &a); !s.ok()) return s;
   const auto at = reinterpret_cast<std::uintptr_t>(p);
@@ -167,7 +144,9 @@ Status BufferExports::share(const void* p, std::size_t bytes, SharedBuffer* out,
                       fmt::format("buffer {}: memory from cuMemCreate crosses as a file descriptor, and this "
                                   "caller sends none",
                                   p));
-      if (Status s = driver_.export_fd(a, fd); !s.ok()) return s;
+      int made = -1;
+      if (Status s = driver_.export_fd(a, &made); !s.ok()) return s;
+      *fd = UniqueFd(made);
       out->fd_follows = 1;
     } else if (Status s = driver_.export_handle(a, &h); !s.ok()) {
       return s;
@@ -197,10 +176,11 @@ void BufferImports::unmap(const Mapping& m) {
 }
 
 Status BufferImports::map(int process, const SharedBuffer& buffer, void** at,
-                          const std::function<Status(int* fd)>& receive_fd) {
+                          const std::function<Status(UniqueFd* fd)>& receive_fd) {
   const BufferAllocation& a = buffer.allocation;
-  // The descriptor sent beside is taken whatever happens, so the next one is the next buffer's.
-  int fd = -1;
+  // The descriptor sent beside is taken whatever happens (and closed on return), so the next one is the next
+  // buffer's.
+  UniqueFd fd;
   if (buffer.fd_follows) {
     if (!receive_fd)
       return Status(StatusCode::internal, fmt::format("process {}'s buffer comes with a file descriptor, and this "
@@ -208,12 +188,6 @@ Status BufferImports::map(int process, const SharedBuffer& buffer, void** at,
                                                       process));
     if (Status s = receive_fd(&fd); !s.ok()) return s;
   }
-  struct Closer {
-    int fd;
-    ~Closer() {
-      if (fd >= 0) ::close(fd);
-    }
-  } closer{fd};
   if (buffer.offset > a.size)
     return Status(StatusCode::invalid_argument,
                   fmt::format("process {}'s buffer starts {} bytes into an allocation of {}", process, buffer.offset,
@@ -232,12 +206,12 @@ Status BufferImports::map(int process, const SharedBuffer& buffer, void** at,
     }
     Mapping m{a, nullptr};
     if (a.by_fd) {
-      if (fd < 0)
+      if (fd.get() < 0)
         return Status(StatusCode::internal,
                       fmt::format("process {}'s buffer at {:#x} ({} bytes, from cuMemCreate) was never sent here: "
                                   "the processes' caches are out of step",
                                   process, a.base, a.size));
-      if (Status s = driver_.open_fd(fd, a, &m.base); !s.ok()) return s;
+      if (Status s = driver_.open_fd(fd.get(), a, &m.base); !s.ok()) return s;
     } else if (Status s = driver_.open(buffer.handle, &m.base); !s.ok()) {
       return s;
     }

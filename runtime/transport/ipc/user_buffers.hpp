@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "core/status.hpp"
+#include "runtime/transport/ipc/fd_channel.hpp"
 
 namespace canopy {
 
@@ -58,7 +59,7 @@ struct BufferDriver {
 
 // The real calls: cuPointerGetAttributes through the driver's entry point (no libcuda link), cudaIpcGetMemHandle,
 // cudaIpcOpenMemHandle (peer access enabled lazily) and cudaIpcCloseMemHandle; for cuMemCreate memory
-// cuMemRetainAllocationHandle and cuMemExportToShareableHandle, and ShareableMemory::import.
+// ShareableMemory::export_mapped and ShareableMemory::import.
 BufferDriver cuda_buffer_driver();
 
 // This process's side: what to tell the peers about a buffer. The handle of an allocation is made once (cached by
@@ -67,9 +68,9 @@ class BufferExports {
  public:
   explicit BufferExports(BufferDriver driver) : driver_(std::move(driver)) {}
   // `bytes` from `p`, which must lie inside one allocation: an error names the allocation otherwise. For memory from
-  // cuMemCreate shared the first time, *fd is a new descriptor the caller sends beside and closes (out->fd_follows);
-  // else -1. Without `fd` such memory is refused.
-  Status share(const void* p, std::size_t bytes, SharedBuffer* out, int* fd = nullptr);
+  // cuMemCreate shared the first time, *fd is a new descriptor the caller sends beside (out->fd_follows); else it
+  // holds none. Without `fd` such memory is refused.
+  Status share(const void* p, std::size_t bytes, SharedBuffer* out, UniqueFd* fd = nullptr);
   // The importer never got the descriptor of allocation `id` (the caller could not send it): send it again next time.
   void forget(std::uint64_t id) { handles_.erase(id); }
   std::size_t handles() const { return handles_.size(); }
@@ -90,7 +91,8 @@ class BufferImports {
   // Where `buffer` of process `process` is mapped here (mapping it on first use). A mapping of that process whose
   // range overlaps the buffer's allocation under another buffer ID is closed first: that memory was freed. Where
   // buffer.fd_follows, `receive_fd` gives the descriptor sent beside (closed here once used).
-  Status map(int process, const SharedBuffer& buffer, void** at, const std::function<Status(int* fd)>& receive_fd = {});
+  Status map(int process, const SharedBuffer& buffer, void** at,
+             const std::function<Status(UniqueFd* fd)>& receive_fd = {});
   std::size_t mapped() const { return mapped_.size(); }
 
  private:

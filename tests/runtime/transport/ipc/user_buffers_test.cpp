@@ -169,18 +169,18 @@ TEST(UserBuffers, MemoryFromCuMemCreateCrossesAsADescriptorTheFirstTimeOnly) {
   BufferImports imports(here.driver());
   int sent = -1;  // the descriptor "on the channel"
   int received = 0;
-  const auto receive = [&](int* fd) {
+  const auto receive = [&](UniqueFd* fd) {
     ++received;
-    *fd = sent;
+    *fd = UniqueFd(sent);
     return Status();
   };
   SharedBuffer s;
-  int fd = -1;
+  UniqueFd fd;
   ASSERT_TRUE(exports.share(at(0x10000 + 4096), 4096, &s, &fd).ok());
   EXPECT_EQ(s.fd_follows, 1u);
   EXPECT_TRUE(s.allocation.by_fd);
-  ASSERT_GE(fd, 0);
-  sent = fd;
+  ASSERT_GE(fd.get(), 0);
+  sent = fd.release();
   void* first = nullptr;
   ASSERT_TRUE(imports.map(1, s, &first, receive).ok());
   EXPECT_EQ(received, 1);
@@ -188,7 +188,7 @@ TEST(UserBuffers, MemoryFromCuMemCreateCrossesAsADescriptorTheFirstTimeOnly) {
   // The second call: nothing sent, the mapping found.
   ASSERT_TRUE(exports.share(at(0x10000 + 8192), 4096, &s, &fd).ok());
   EXPECT_EQ(s.fd_follows, 0u);
-  EXPECT_EQ(fd, -1);
+  EXPECT_EQ(fd.get(), -1);
   void* second = nullptr;
   ASSERT_TRUE(imports.map(1, s, &second, receive).ok());
   EXPECT_EQ(received, 1);
@@ -199,7 +199,7 @@ TEST(UserBuffers, MemoryFromCuMemCreateCrossesAsADescriptorTheFirstTimeOnly) {
   peer.allocate_fd(0x10000, 1 << 20);
   ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
   EXPECT_EQ(s.fd_follows, 1u);
-  sent = fd;
+  sent = fd.release();
   void* third = nullptr;
   ASSERT_TRUE(imports.map(1, s, &third, receive).ok());
   EXPECT_NE(third, first);
@@ -217,9 +217,9 @@ TEST(UserBuffers, MemoryFromCuMemCreateNeedsAWayToSendItsDescriptor) {
   EXPECT_FALSE(refused.ok());
   EXPECT_THAT(refused.message(), ::testing::HasSubstr("file descriptor"));
   // An importer that never got the descriptor says the caches are out of step, never maps something else.
-  int fd = -1;
+  UniqueFd fd;
   ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
-  ::close(fd);
+  fd = UniqueFd();  // closed: never sent
   s.fd_follows = 0;
   FakeMemory here;
   BufferImports imports(here.driver());
@@ -232,7 +232,6 @@ TEST(UserBuffers, MemoryFromCuMemCreateNeedsAWayToSendItsDescriptor) {
   exports.forget(s.allocation.id);
   ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
   EXPECT_EQ(s.fd_follows, 1u);
-  ::close(fd);
 }
 
 TEST(UserBuffers, TheImportsCloseEveryMappingAtTheEnd) {
