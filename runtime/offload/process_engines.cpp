@@ -120,7 +120,7 @@ Status ProcessEngines::agree(bool maps, std::span<void* const> dst, std::size_t 
     // Memory from cuMemCreate crosses as a descriptor, sent after the publication (the root receives it once it has
     // read the publication; a send waits for its receiver).
     unshared_why_ = refuse;
-    std::vector<UniqueFd> fds;  // closed on return
+    std::vector<std::pair<std::uint64_t, UniqueFd>> fds;  // allocation ID, its descriptor (closed on return)
     for (std::size_t i = 0; i < dst.size() && unshared_why_.empty(); ++i) {
       UniqueFd fd;
       if (Status s = exports_.share(dst[i], bytes, &mine.buffers[parity][i], fd_buffers_ ? &fd : nullptr); !s.ok())
@@ -128,18 +128,17 @@ Status ProcessEngines::agree(bool maps, std::span<void* const> dst, std::size_t 
                         (!fd_buffers_ && s.message().find("cuMemCreate") != std::string::npos
                              ? "; CANOPY_ENGINE_FD_BUFFERS=1 sends it"
                              : "");
-      if (fd.get() >= 0) fds.push_back(std::move(fd));
+      if (fd.get() >= 0) fds.emplace_back(mine.buffers[parity][i].allocation.id, std::move(fd));
     }
     if (!unshared_why_.empty()) {
       // Not sent: the next share of those allocations makes new descriptors.
-      for (std::size_t i = 0; i < dst.size(); ++i)
-        if (mine.buffers[parity][i].fd_follows) exports_.forget(mine.buffers[parity][i].allocation.id);
+      for (const auto& [id, fd] : fds) exports_.forget(id);
       fds.clear();
     }
     mine.ranks[parity] = unshared_why_.empty() ? static_cast<std::uint32_t>(dst.size()) : kUnshared;
     store(mine.published[parity], call);
     published_[parity] = call;
-    for (const UniqueFd& fd : fds) {
+    for (const auto& [id, fd] : fds) {
       const int raw = fd.get();
       if (Status s = channel_->send(1 - process_, kEnginesFdTag, std::span<const int>(&raw, 1), ""); !s.ok())
         return Status(s.code(), fmt::format("the copy engines across processes: sending a receive buffer's "
@@ -163,8 +162,8 @@ Status ProcessEngines::agree(bool maps, std::span<void* const> dst, std::size_t 
     const SharedBuffer b = theirs.buffers[parity][i];
     if (b.allocation.size - b.offset < bytes)
       return Status(StatusCode::invalid_argument,
-                    fmt::format("the copy engines across processes: process {}'s receive buffer holds {} bytes, the "
-                                "broadcast moves {}",
+                    fmt::format("the copy engines across processes: process {}'s buffer holds {} bytes, the call "
+                                "moves {}",
                                 other, b.allocation.size - b.offset, bytes));
     const auto receive_fd = [&](UniqueFd* fd) {
       FdMessage m;
