@@ -14,7 +14,8 @@
 #               nccltests  the five nccl-tests binaries under mpirun -np N (MPI=1, built from .nccl-tests/src, which
 #                          the call carries), -b 8 -e CANOPY_GPUS_NT_MAX (256M) -f 4 -c 1, the real NCCL and then
 #                          libcanopy_nccl.so                                       -> gpus-nt-NAME-{real,canopy}.log
-#             Give CANOPY_PACK=1: the logs outnumber the 8 files a call brings back.
+#             Give CANOPY_PACK=1: the logs outnumber the 8 files a call brings back (each part's go into logs.tar as
+#             it ends).
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, step, bench_args, wheel_nccl: bench/device-run
 step every GPU, one process each
 gpus_n=$(nvidia-smi -L | wc -l)
@@ -75,4 +76,5 @@ for part in ${CANOPY_GPUS_PARTS:-bench procs check c10d nccltests}; do
       done ;;
     *) echo "gpus: unknown part '$part' (bench procs check c10d nccltests)" ;;
   esac
+  pack_so_far  # device-run's: this part's logs kept if the call is stopped later
 done
