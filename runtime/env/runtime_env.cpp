@@ -225,7 +225,7 @@ EngineShape engine_shape_from_environment() {
                       "64MiB, or 0 for the schedule sized to each call (the default)",
                       *chunk));
   }
-  e.fd_buffers = env_switch("CANOPY_ENGINE_FD_BUFFERS", false,
+  e.fd_buffers = env_switch("CANOPY_ENGINE_FD_BUFFERS", true,
                             "move broadcasts into another process's cuMemCreate buffers on the kernels, the default",
                             "send another process the descriptors of this process's cuMemCreate receive buffers, for "
                             "the copy engines");

@@ -181,10 +181,11 @@ HybridShape hybrid_shape_from_environment();
 struct EngineShape {
   std::optional<std::int64_t> min_bytes;  // every collective's; unset: the defaults of min_bytes_for
   std::int64_t chunk_bytes = 0;
-  // CANOPY_ENGINE_FD_BUFFERS=1: across two processes, receive buffers from cuMemCreate with POSIX descriptors
-  // (ncclMemAlloc's) cross as descriptors (UserBuffers), so the engines move broadcasts into them too; default off
-  // until it has run on GPUs (2026-11-27), so such buffers take the kernels.
-  bool fd_buffers = false;
+  // CANOPY_ENGINE_FD_BUFFERS (default 1): across two processes, receive buffers from cuMemCreate with POSIX
+  // descriptors (ncclMemAlloc's) cross as descriptors (UserBuffers), so the engines move calls into them too; 0 keeps
+  // such buffers on the kernels. On by default since it ran on H200 x2 (2026-11-27, s21: nccl-tests' broadcast then
+  // meets canopy bench's).
+  bool fd_buffers = true;
   // The smallest call the engines move (0: none). Unset min_bytes: where they overtook the kernels on H200 x2 (2 GPUs,
   // 18 NVLinks): broadcast 64 MiB, allreduce 128 MiB, reduce 256 MiB (its combining passes run on the root alone).
   std::int64_t min_bytes_for(Collective collective) const;

@@ -126,7 +126,7 @@ Status ProcessEngines::agree(bool maps, std::span<void* const> dst, std::size_t 
       if (Status s = exports_.share(dst[i], bytes, &mine.buffers[parity][i], fd_buffers_ ? &fd : nullptr); !s.ok())
         unshared_why_ = "this process's buffers cannot be shared: " + s.message() +
                         (!fd_buffers_ && s.message().find("cuMemCreate") != std::string::npos
-                             ? "; CANOPY_ENGINE_FD_BUFFERS=1 sends it"
+                             ? "; CANOPY_ENGINE_FD_BUFFERS=1 (the default) sends it"
                              : "");
       if (fd.get() >= 0) fds.emplace_back(mine.buffers[parity][i].allocation.id, std::move(fd));
     }

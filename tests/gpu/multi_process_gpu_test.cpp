@@ -237,9 +237,9 @@ TEST(MultiProcessEnginesOnGpu, BroadcastsAndReducesOnTheCopyEnginesAcrossTwoProc
   EXPECT_THAT(r.output, ::testing::ContainsRegex("reduce count [0-9]+ on the copy engines across processes"));
 }
 
-// The copy engines across two processes by default (from 64 MiB), on buffers from cudaMalloc (legacy CUDA IPC) and,
-// under CANOPY_ENGINE_FD_BUFFERS=1, from cuMemCreate with POSIX descriptors (ncclMemAlloc's: the descriptor crosses
-// the processes' channel once); and their fallback: such buffers without it, and buffers from cudaMallocAsync's pool,
+// The copy engines across two processes by default (from 64 MiB), on buffers from cudaMalloc (legacy CUDA IPC) and
+// from cuMemCreate with POSIX descriptors (ncclMemAlloc's: the descriptor crosses the processes' channel once, unless
+// CANOPY_ENGINE_FD_BUFFERS=0); and their fallback: such buffers with it 0, and buffers from cudaMallocAsync's pool,
 // cannot be shared with another process, so the receiver says so and both processes move the same broadcast on the
 // kernels; the log says it once. Every element checked, in and out of place, alone and beside the host rings.
 TEST(MultiProcessEnginesOnGpu, BroadcastsOnEveryKindOfBufferArriveWholeOnTheEnginesOrTheKernels) {
@@ -254,8 +254,8 @@ TEST(MultiProcessEnginesOnGpu, BroadcastsOnEveryKindOfBufferArriveWholeOnTheEngi
   };
   const Case cases[] = {
       {"malloc", "", true},
-      {"vmm", "CANOPY_ENGINE_FD_BUFFERS=1", true},
-      {"vmm", "", false},
+      {"vmm", "", true},
+      {"vmm", "CANOPY_ENGINE_FD_BUFFERS=0", false},
       {"pool", "", false},
       {"pool", "CANOPY_HYBRID_BYTES=0", false},
   };
@@ -270,6 +270,22 @@ TEST(MultiProcessEnginesOnGpu, BroadcastsOnEveryKindOfBufferArriveWholeOnTheEngi
                                                  "process's buffers cannot be shared: "));
       EXPECT_THAT(r.output, ::testing::Not(::testing::ContainsRegex(on_engines)));
     }
+  }
+}
+
+// Reduces across two processes take the copy engines by default from 256 MiB (out of place; in place the kernels),
+// on cudaMalloc and cuMemCreate buffers alike; every element checked, with the root on each process in turn.
+TEST(MultiProcessEnginesOnGpu, ReducesFrom256MiBTakeTheEnginesByDefault) {
+  if (visible_gpu_count() < 2) GTEST_SKIP() << "the copy engines move data between two GPUs: run on two or more";
+  for (const char* memory : {"malloc", "vmm"}) {
+    SCOPED_TRACE(memory);
+    const testing::CommandRun r = check(2, "CANOPY_LOG=debug CANOPY_LOG_SUBSYS=run",
+                                        fmt::format("--spread 1 --collectives reduce --dtypes f32 --ops sum "
+                                                    "--counts 1000004,67108868 --memory {}",
+                                                    memory));
+    expect_every_process_right(r, 2);
+    EXPECT_THAT(r.output, ::testing::ContainsRegex("reduce count 67108868 on the copy engines across processes"));
+    EXPECT_THAT(r.output, ::testing::Not(::testing::ContainsRegex("reduce count 1000004 on the copy engines")));
   }
 }
 

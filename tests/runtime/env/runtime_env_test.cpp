@@ -270,16 +270,15 @@ TEST(RuntimeEnv, CopyEnginesFromSizesPerCollectiveInChunksSizedToTheCallUnlessSe
   EXPECT_THROW(engine_shape_from_environment(), Error);
 }
 
-// Receive buffers from cuMemCreate cross to the other process as descriptors only under CANOPY_ENGINE_FD_BUFFERS=1
-// (off until it has run on GPUs).
-TEST(RuntimeEnv, CopyEnginesSendCuMemCreateBuffersOnlyWhenAsked) {
+// Receive buffers from cuMemCreate cross to the other process as descriptors unless CANOPY_ENGINE_FD_BUFFERS=0.
+TEST(RuntimeEnv, CopyEnginesSendCuMemCreateBuffersUnlessTurnedOff) {
   {
     ScopedEnv fd("CANOPY_ENGINE_FD_BUFFERS", nullptr);
-    EXPECT_FALSE(engine_shape_from_environment().fd_buffers);
+    EXPECT_TRUE(engine_shape_from_environment().fd_buffers);
   }
   {
-    ScopedEnv fd("CANOPY_ENGINE_FD_BUFFERS", "1");
-    EXPECT_TRUE(engine_shape_from_environment().fd_buffers);
+    ScopedEnv fd("CANOPY_ENGINE_FD_BUFFERS", "0");
+    EXPECT_FALSE(engine_shape_from_environment().fd_buffers);
   }
   ScopedEnv fd("CANOPY_ENGINE_FD_BUFFERS", "yes please");
   EXPECT_THROW(engine_shape_from_environment(), Error);
