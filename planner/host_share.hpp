@@ -46,7 +46,8 @@ struct HostPath {
 //   (bench/results/h200x2-procs2-engines-shares-s20.txt: best 4 % at 64 MiB, 7 % at 256 MiB to 1 GiB, where 10.2 % let
 //   the host path set the time at ~44 GB/s); they give 4.2, 7.2, 7.7 and 8.0 % at 64, 256, 512 MiB and 1 GiB. A
 //   reduce beside the engines across processes (its root combining each chunk as it lands, as in one process) takes
-//   the same until it is measured.
+//   the same: fixed shares of 4 and 10 % lost 3-4 % and 0.5-1 % against it at 256 MiB - 1 GiB (s21,
+//   bench/results/h200x2-procs2-engines-shares-s21.txt).
 struct HostPathModel {
   double fixed_us = 60;
   int chunks = 8;

@@ -192,8 +192,10 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
       return s;
     }
   }
-  // Broadcasts on the copy engines between two processes, where the table lets them move broadcasts (two ranks on
-  // two devices one NVLink hop apart; from 64 MiB unless CANOPY_ENGINE_BYTES says otherwise, 0 never).
+  // Broadcasts and reduces on the copy engines between two processes, where the table lets them move broadcasts (two
+  // ranks on two devices one NVLink hop apart; from 64 and 256 MiB unless CANOPY_ENGINE_BYTES says otherwise, 0
+  // never). Reduces there since s21 (2026-11-27): on H200 x2 1.11 / 1.13 x NCCL at 512 MiB / 1 GiB against the
+  // kernels' 1.09 / 1.10, equal at 256 MiB.
   const bool engines_given = st.config.protocols.engine.min_bytes.has_value();
   if (st.group->processes() == 2 && st.protocols.engine_collective(Collective::broadcast) && !engines_given &&
       !StreamWords::supported())
@@ -203,9 +205,6 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     if (Status s = ProcessEngines::share(*st.group->channel, st.group->process, ordinal,
                                           st.config.protocols.engine.fd_buffers, &st.engines_across); !s.ok())
       return s;
-  // Reduces on the engines across processes too (from 256 MiB unless CANOPY_ENGINE_BYTES says otherwise): on H200 x2
-  // 1.11 / 1.13 x NCCL at 512 MiB / 1 GiB against the kernels' 1.09 / 1.10, equal at 256 MiB (2026-11-27, s21).
-  st.engines_reduce = st.engines_across != nullptr;
   std::vector<WatchedProcess> others;
   for (std::size_t p = 0; p < st.group->facts.size(); ++p) {
     const ProcessFacts& f = st.group->facts[p];

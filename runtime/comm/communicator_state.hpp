@@ -85,12 +85,11 @@ struct Communicator::State {
   // unset otherwise.
   std::unique_ptr<ProcessEngines> engines_across;
   bool engines_unshared_told = false;  // whether the log said once that this process's buffers cannot be shared
-  // Across processes, which collectives the copy engines (broadcasts) and the host rings (broadcasts, reduces and
-  // allreduces) move, where the join made them: what run_in_processes does, and what is_copy_engine and staged_count
-  // report.
-  bool engines_reduce = false;  // reduces too: CANOPY_ENGINE_BYTES given (not yet measured across processes)
+  // Across processes, which collectives the copy engines (broadcasts and reduces) and the host rings (broadcasts,
+  // reduces and allreduces) move, where the join made them: what run_in_processes does, and what is_copy_engine and
+  // staged_count report.
   bool engines_move(Collective c) const {
-    return engines_across && (c == Collective::broadcast || (c == Collective::reduce && engines_reduce));
+    return engines_across && (c == Collective::broadcast || c == Collective::reduce);
   }
   // Whether the copy engines move an out-of-place call of `bytes`: its size (the protocol table), and across
   // processes what the join made them for. The one answer for the call path, is_copy_engine and the host share.

@@ -128,7 +128,7 @@ TEST(HostShare, AcrossTwoH200sABroadcastBesideTheEnginesSharesLandOnTheSweepsBes
   // In one process (and beside the kernels across processes) the share stays the calibrated one.
   EXPECT_NEAR(host_share(path, kGiB, host_path_model(Collective::broadcast, true)), 0.102, 0.002);
   EXPECT_NEAR(host_share(path, kGiB, host_path_model(Collective::broadcast, false, true)), 0.102, 0.002);
-  // A reduce beside the engines across processes takes the broadcast's model (not yet measured apart).
+  // A reduce beside the engines across processes takes the broadcast's model (fixed shares either side lost, s21).
   EXPECT_EQ(host_path_model(Collective::reduce, true, true).rate, model.rate);
   EXPECT_EQ(host_path_model(Collective::reduce, true, true).fixed_us, model.fixed_us);
 }
