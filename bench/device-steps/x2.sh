@@ -159,7 +159,7 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       fi
       read -r -a x2_nt <<<"-b 8 -e ${CANOPY_X2_NT_MAX:-1G} -f 2 -c 1 ${CANOPY_X2_NT_ARGS:-}"
       # CANOPY_X2_NT_ENV: VAR=VALUE settings for the runs through the library (each rank gets them), e.g.
-      # "CANOPY_ENGINE_FD_BUFFERS=1".
+      # "CANOPY_ENGINE_FD_BUFFERS=0".
       read -r -a x2_nt_env <<<"${CANOPY_X2_NT_ENV:-}"
       x2_nt_export=()
       for v in "${x2_nt_env[@]}"; do x2_nt_export+=(-x "$v"); done
