@@ -16,7 +16,7 @@
 #                          libcanopy_nccl.so                                       -> gpus-nt-NAME-{real,canopy}.log
 #             Give CANOPY_PACK=1: the logs outnumber the 8 files a call brings back (each part's go into logs.tar as
 #             it ends).
-# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, step, bench_args, wheel_nccl: bench/device-run
+# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, step, bench_args, wheel_nccl, ntb: bench/device-run
 step every GPU, one process each
 gpus_n=$(nvidia-smi -L | wc -l)
 if [ "$gpus_n" -lt 2 ]; then echo "gpus: needs 2 GPUs or more, this machine has $gpus_n"; return; fi
@@ -54,24 +54,17 @@ for part in ${CANOPY_GPUS_PARTS:-bench procs check c10d nccltests}; do
       echo "   exit $?"
       grep -E '^c10d_check: |WRONG|^wrong:|Error' "$out/gpus-c10d.log" | tail -n 8 ;;
     nccltests)
-      ntb=/tmp/nccl-tests
-      if ! "$root/bench/nccl-tests" "$root/.nccl-tests/src" "$ntb" >"$out/gpus-nt-build.log" 2>&1; then
-        tail -20 "$out/gpus-nt-build.log"; echo "FAILED: nccl-tests build"; continue
-      fi
+      nt_build "$out/gpus-nt-build.log" || continue
       [ -x "$ntb/mpi/all_reduce_perf" ] || { echo "gpus: no MPI build of nccl-tests (mpicc missing)"; continue; }
       gpus_real_dir="$(dirname "$gpus_real")"
       for t in all_reduce broadcast reduce all_gather reduce_scatter; do
         for with in real canopy; do
           preload=()
           [ "$with" = canopy ] && preload=(-x LD_PRELOAD="$gpus_library")
-          log="$out/gpus-nt-$t-$with.log"
           LD_LIBRARY_PATH="$gpus_real_dir:$LD_LIBRARY_PATH" CANOPY_NCCL_LIBRARY="$gpus_real" \
-            timeout "${CANOPY_NCCLTESTS_TIMEOUT:-240}" mpirun -np "$gpus_n" --bind-to none "${preload[@]}" \
+            nt_run "$t-$with" "$out/gpus-nt-$t-$with.log" mpirun -np "$gpus_n" --bind-to none "${preload[@]}" \
             -x LD_LIBRARY_PATH -x CANOPY_NCCL_LIBRARY -x CANOPY_CACHE_DIR -x NCCL_NVLS_ENABLE "$ntb/mpi/${t}_perf" \
-            -b 8 -e "${CANOPY_GPUS_NT_MAX:-256M}" -f 4 -c 1 -g 1 >"$log" 2>&1
-          printf '   %-15s %-7s rc=%-3s %s | %s\n' "$t" "$with" "$?" \
-            "$(grep -h '# Out of bounds values' "$log" | tr -s ' ' | head -1)" \
-            "$(grep -h '# Avg bus bandwidth' "$log" | tr -s ' ' | head -1)"
+            -b 8 -e "${CANOPY_GPUS_NT_MAX:-256M}" -f 4 -c 1 -g 1
         done
       done ;;
     *) echo "gpus: unknown part '$part' (bench procs check c10d nccltests)" ;;

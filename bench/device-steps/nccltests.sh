@@ -7,15 +7,12 @@
 #             beside. The first mpirun run of each binary and N compiles a kernel per type, operator and protocol on
 #             first use (-d all -o all: minutes), so keep _TIMEOUT near its default (300) there
 #                                                                             -> nccltests.log, nccltests-*.log
-# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args, wheel_nccl: device-run
+# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, bench_args, wheel_nccl, ntb: device-run
 # nccl-tests (source carried in .nccl-tests/src, built here by bench/nccl-tests) through libcanopy_nccl.so:
 # one process (-g 1), then under mpirun -np N with every process on GPU 0 (NCCL_TESTS_DEVICE=0), plain and
 # with registered buffers (-R 1); the real NCCL once with one rank as the baseline of the same binaries.
 step nccl-tests
-ntb=/tmp/nccl-tests
-if ! "$root/bench/nccl-tests" "$root/.nccl-tests/src" "$ntb" >"$out/nccltests-build.log" 2>&1; then
-  tail -30 "$out/nccltests-build.log"; echo "FAILED: nccl-tests build"; return
-fi
+nt_build "$out/nccltests-build.log" || return
 lib="$build/libcanopy_nccl.so"
 # The real NCCL beside: PyTorch's wheel (2.28.9, the version of the nccl.h nccl-tests is built with; the image's
 # system 2.28.3 refuses some of -d all's types), else CANOPY_NCCL_LIBRARY.
@@ -29,14 +26,10 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mps=0; [ "${CANOPY_NCCLTESTS_MPS:-0}" = 1 ] && mps_start && mps=1
 # mpirun passes on only the variables named with -x: the ranks find our MPS daemon through these.
 mps_x=(); [ "$mps" = 1 ] && mps_x=(-x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY)
-nt_log() {  # nt_log NAME COMMAND...: runs, keeps the log, prints its verdict lines
+nt_log() {  # nt_log NAME COMMAND...: device-run's nt_run into nccltests-NAME.log
   local name="$1"; shift
-  timeout "${CANOPY_NCCLTESTS_TIMEOUT:-300}" "$@" >"$out/nccltests-$name.log" 2>&1
+  nt_run "$name" "$out/nccltests-$name.log" "$@"
   local rc=$?
-  printf '%-34s rc=%-3s %s | %s\n' "$name" "$rc" \
-    "$(grep -h '# Out of bounds values' "$out/nccltests-$name.log" | tr -s ' ' | head -1)" \
-    "$(grep -h '# Avg bus bandwidth' "$out/nccltests-$name.log" | tr -s ' ' | head -1)"
-  [ "$rc" = 0 ] || grep -hiE 'error|invalid|canopy:' "$out/nccltests-$name.log" | head -8
   # A client killed by the timeout leaves the MPS server failed ("CUDA-capable device(s) is/are busy or
   # unavailable" for every later client): start a fresh one.
   if [ "$rc" = 124 ] && [ "$mps" = 1 ]; then mps_stop; mps_start || mps=0; fi

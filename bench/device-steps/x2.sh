@@ -42,7 +42,7 @@
 #                          --procs 2 --host-time, allreduce and broadcast of 8 B - 64 KiB, then allreduce again under
 #                          CANOPY_CHECK_POINTERS=0 and with one process on both GPUs (not in the default parts)
 #                                                                                        -> x2-profile.log
-# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args, wheel_nccl: device-run
+# shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, bench_args, wheel_nccl, ntb: device-run
 # Issue 34's run: two GPUs, one process each, Canopy beside the real NCCL in the same call.
 gpus=$(nvidia-smi -L | wc -l)
 if [ "$gpus" -lt 2 ]; then echo "x2: needs 2 GPUs, this machine has $gpus (run on nvidia-h200-x2)"; return; fi
@@ -153,10 +153,7 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       done ;;
     nccltests)
       step x2 nccl-tests
-      ntb=/tmp/nccl-tests
-      if ! "$root/bench/nccl-tests" "$root/.nccl-tests/src" "$ntb" >"$out/x2-nt-build.log" 2>&1; then
-        tail -30 "$out/x2-nt-build.log"; echo "FAILED: nccl-tests build"; continue
-      fi
+      nt_build "$out/x2-nt-build.log" || continue
       read -r -a x2_nt <<<"-b 8 -e ${CANOPY_X2_NT_MAX:-1G} -f 2 -c 1 ${CANOPY_X2_NT_ARGS:-}"
       # CANOPY_X2_NT_ENV: VAR=VALUE settings for the runs through the library (each rank gets them), e.g.
       # "CANOPY_ENGINE_FD_BUFFERS=0".
@@ -164,18 +161,13 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       x2_nt_export=()
       for v in "${x2_nt_env[@]}"; do x2_nt_export+=(-x "$v"); done
       real_dir="$(dirname "$real_nccl")"
-      x2_nt_run() {  # NAME COMMAND...: one run, its log, its verdict and average busbw
+      x2_nt_run() {  # NAME COMMAND...: device-run's nt_run into x2-nt-NAME.log, for the runs of CANOPY_X2_NT_RUNS
         local name="$1"; shift
         case " ${CANOPY_X2_NT_RUNS:-real-g2 canopy-g2 real-np2 canopy-np2} " in  # which of the four runs
           *" ${name#*-}"*) ;;
           *) return 0 ;;
         esac
-        timeout "${CANOPY_NCCLTESTS_TIMEOUT:-240}" "$@" >"$out/x2-nt-$name.log" 2>&1
-        local rc=$?
-        printf '%-30s rc=%-3s %s | %s\n' "$name" "$rc" \
-          "$(grep -h '# Out of bounds values' "$out/x2-nt-$name.log" | tr -s ' ' | head -1)" \
-          "$(grep -h '# Avg bus bandwidth' "$out/x2-nt-$name.log" | tr -s ' ' | head -1)"
-        [ "$rc" = 0 ] || grep -hiE 'error|invalid|failure|canopy:' "$out/x2-nt-$name.log" | head -8
+        nt_run "$name" "$out/x2-nt-$name.log" "$@"
       }
       for t in ${CANOPY_X2_NCCLTESTS:-all_reduce all_gather broadcast reduce_scatter reduce}; do
         LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" x2_nt_run "$t-real-g2" "$ntb/plain/${t}_perf" "${x2_nt[@]}" -g 2
