@@ -1,8 +1,8 @@
 // A multi-process call's head on the copy engines between two processes (ProcessEngines), then its tail through the
 // host rings: a broadcast (the root's engine pushes into the other process's receive buffers) and a reduce (the other
 // process's engine pushes its input into the root's receive buffer, the root combining each chunk as it lands). The
-// first phase agrees on the host whether the buffers can be shared; where
-// not, nothing is queued and run_in_processes moves the same head on the kernels.
+// first phase agrees on the host whether the buffers can be shared; where not, nothing is queued and run_in_processes
+// moves the same head on the kernels.
 #include <fmt/format.h>
 
 #include <chrono>

@@ -226,9 +226,9 @@ EngineShape engine_shape_from_environment() {
                       *chunk));
   }
   e.fd_buffers = env_switch("CANOPY_ENGINE_FD_BUFFERS", true,
-                            "move broadcasts into another process's cuMemCreate buffers on the kernels, the default",
-                            "send another process the descriptors of this process's cuMemCreate receive buffers, for "
-                            "the copy engines");
+                            "move calls into this process's cuMemCreate receive buffers on the kernels",
+                            "send the other process the descriptors of this process's cuMemCreate receive buffers, for "
+                            "the copy engines, the default");
   return e;
 }
 

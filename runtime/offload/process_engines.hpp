@@ -12,10 +12,10 @@
 // - broadcast: the receiver forks its side stream from its callers' streams, sets its `ready` word there (its buffers
 //   are free to be written), waits for its `done` word and is joined back; the root, on its side stream, waits for
 //   `ready`, copies, and sets the receiver's `done`; its own ranks' copies run meanwhile on their callers' streams.
-// A reduce (out of place; from 256 MiB by default) is the mirror image: the
-// root publishes its receive buffer (refused in place, where its input lies), the other process maps it, and its
-// side stream pushes chunk after chunk, setting the root's `landed` word after each, while the root's side stream
-// waits for each and combines it there with the root's input.
+// A reduce (out of place; from 256 MiB by default) is the mirror image: the root publishes its receive buffer (refused
+// in place, where its input lies), the other process maps it, and its side stream pushes chunk after chunk, setting
+// the root's `landed` word after each, while the root's side stream waits for each and combines it there with the
+// root's input.
 // The words compare cyclically (cuStreamWaitValue32's GEQ). A failed communicator moves them far ahead (release), so
 // no side stream waits for a lost process, and the host wait gives up when `failed` says so or after `timeout`.
 #pragma once
