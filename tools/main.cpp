@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       "  CANOPY_ENGINE_BYTES, CANOPY_ENGINE_CHUNK   on two GPUs joined by NVLink, broadcasts (from 64MiB),\n"
       "                       allreduces (128MiB) and reduces (256MiB) move through the copy engines; one size for\n"
       "                       all (0: off); a fixed chunk (default: sized to each call); across two processes\n"
-      "                       broadcasts and (out of place) reduces\n"
+      "                       broadcasts and (out of place) reduces; allreduces where the size is given\n"
       "  CANOPY_ENGINE_FD_BUFFERS=0   across two processes, receive buffers from cuMemCreate (ncclMemAlloc's) take\n"
       "                       the kernels (default 1: they cross as file descriptors, for the copy engines)\n"
       "  CANOPY_PULL=auto|none|in|out|all   edges whose receiver reads the sender's input directly (auto: reduce)\n"

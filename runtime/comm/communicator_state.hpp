@@ -85,11 +85,13 @@ struct Communicator::State {
   // unset otherwise.
   std::unique_ptr<ProcessEngines> engines_across;
   bool engines_unshared_told = false;  // whether the log said once that this process's buffers cannot be shared
-  // Across processes, which collectives the copy engines (broadcasts and reduces) and the host rings (broadcasts,
-  // reduces and allreduces) move, where the join made them: what run_in_processes does, and what is_copy_engine and
-  // staged_count report.
+  // Across processes, which collectives the copy engines (broadcasts and reduces; allreduces where their size is given)
+  // and the host rings (broadcasts, reduces and allreduces) move, where the join made them: what run_in_processes
+  // does, and what is_copy_engine and staged_count report.
+  bool engines_allreduce = false;  // CANOPY_ENGINE_BYTES given: allreduces on the engines too (not yet run on GPUs)
   bool engines_move(Collective c) const {
-    return engines_across && (c == Collective::broadcast || c == Collective::reduce);
+    return engines_across && (c == Collective::broadcast || c == Collective::reduce ||
+                              (c == Collective::allreduce && engines_allreduce));
   }
   // Whether the copy engines move an out-of-place call of `bytes`: its size (the protocol table), and across
   // processes what the join made them for. The one answer for the call path, is_copy_engine and the host share.
@@ -189,6 +191,9 @@ struct Communicator::State {
   // The same for a reduce (ProcessEngines::reduce); in place at the root it takes the kernels.
   Status reduce_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams,
                            bool* moved);
+  // The same for an allreduce (ProcessEngines::allreduce); in place in either process it takes the kernels.
+  Status allreduce_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams,
+                              bool* moved);
   // What both share: the log's one line where a call could not take the engines, a failure's mark, and queueing
   // (`queue`, the engines' work) between the host ring's fork and the tail through it.
   void told_unshared(const CollectiveCall& head);

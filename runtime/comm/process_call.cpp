@@ -208,7 +208,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     if (Status s = agree_on_call(call); !s.ok()) return s;
   if (call.count == 0) return Status();
   if (n == 1 && !call.program) return local_copy(given);
-  // A large broadcast (or, where their size is given, reduce) between two processes on the copy engines
+  // A large broadcast or reduce (and, where their size is given, allreduce) between two processes on the copy engines
   // (ProcessEngines).
   const bool on_engines =
       !capturing && !call.program && engines_take(call.collective, call.count * size_of(call.dtype));
@@ -223,8 +223,9 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   if (on_engines) {
     // Where the publishing process cannot share its buffers, the kernels move the same head.
     bool moved = false;
-    const Status s = call.collective == Collective::reduce ? reduce_on_engines(call, staged, given.streams, &moved)
-                                                           : broadcast_on_engines(call, staged, given.streams, &moved);
+    const Status s = call.collective == Collective::reduce      ? reduce_on_engines(call, staged, given.streams, &moved)
+                     : call.collective == Collective::allreduce ? allreduce_on_engines(call, staged, given.streams, &moved)
+                                                                : broadcast_on_engines(call, staged, given.streams, &moved);
     if (!s.ok() || moved) return s;
   }
   const CollectiveSpec spec = call_spec(call, false, call.count + staged);

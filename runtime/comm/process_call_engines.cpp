@@ -1,8 +1,9 @@
 // A multi-process call's head on the copy engines between two processes (ProcessEngines), then its tail through the
 // host rings: a broadcast (the root's engine pushes into the other process's receive buffers) and a reduce (the other
-// process's engine pushes its input into the root's receive buffer, the root combining each chunk as it lands). The
-// first phase agrees on the host whether the buffers can be shared; where not, nothing is queued and run_in_processes
-// moves the same head on the kernels.
+// process's engine pushes its input into the root's receive buffer, the root combining each chunk as it lands) and,
+// where CANOPY_ENGINE_BYTES is given, an allreduce (each process combines half of each chunk and pushes the sum back).
+// The first phase agrees on the host whether the buffers can be shared; where not, nothing is queued and
+// run_in_processes moves the same head on the kernels.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -79,6 +80,34 @@ Status Communicator::State::reduce_on_engines(const CollectiveCall& head, std::u
   return queue_on_engines(head, staged, streams, moved, [&] {
     return engines_across->reduce(root, head.root, head.send[first], root ? head.recv[head.root] : nullptr, bytes,
                                   head.dtype, head.op, kernels, streams);
+  });
+}
+
+Status Communicator::State::allreduce_on_engines(const CollectiveCall& head, std::uint64_t staged,
+                                                 std::span<const cudaStream_t> streams, bool* moved) {
+  *moved = false;
+  const int rank = first_own_rank();
+  const std::size_t bytes = head.count * size_of(head.dtype);
+  // Each process publishes its receive buffer, where the other's input lands; in place its own input is there. Its
+  // combining kernels are loaded first: where either process cannot, both take the kernels.
+  const bool in_place = head.recv[rank] == head.send[rank];
+  const CombineKernels* kernels = nullptr;
+  std::string refuse = in_place ? "the allreduce is in place: this process's input is there" : "";
+  if (!in_place)
+    if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[rank]].arch, &kernels); !s.ok())
+      refuse = "the combining kernels: " + s.message();
+  bool shared = false;
+  if (Status s = engines_across->agree_both(head.recv[rank], bytes, [this] { return failed.load(); },
+                                            std::chrono::minutes(10), &shared, refuse);
+      !s.ok())
+    return engines_broke(s);
+  if (!shared) {
+    if (!in_place) told_unshared(head);
+    return Status();
+  }
+  return queue_on_engines(head, staged, streams, moved, [&] {
+    return engines_across->allreduce(rank, head.send[rank], head.recv[rank], bytes, head.dtype, head.op, kernels,
+                                     streams);
   });
 }
 

@@ -16,6 +16,10 @@
 // in place, where its input lies), the other process maps it, and its side stream pushes chunk after chunk, setting
 // the root's `landed` word after each, while the root's side stream waits for each and combines it there with the
 // root's input.
+// An allreduce (out of place; only where CANOPY_ENGINE_BYTES is given, not yet run on GPUs) publishes both receive
+// buffers and maps both (agree_both), and runs CopyEnginePair's allreduce across the two processes on three side
+// streams: pushes of the other's half of each chunk of the input (each chunk's arrival the other's `landed` word),
+// combining kernels as each chunk lands, and pushes of the sums back (each the other's `returned` word).
 // The words compare cyclically (cuStreamWaitValue32's GEQ). A failed communicator moves them far ahead (release), so
 // no side stream waits for a lost process, and the host wait gives up when `failed` says so or after `timeout`.
 #pragma once
@@ -64,6 +68,11 @@ class ProcessEngines {
   // `failed` is polled while the mapping process waits for the other, at most `timeout`.
   Status agree(bool maps, std::span<void* const> dst, std::size_t bytes, const std::function<bool()>& failed,
                std::chrono::milliseconds timeout, bool* shared, std::string_view refuse = {});
+  // Phase one of an allreduce of `bytes`, one rank in each process: each publishes `recv`, where the other's input
+  // lands (or that it cannot share it: `refuse` or the buffer), and maps the other's. *shared: both could; when false
+  // nothing was queued, and both processes got false.
+  Status agree_both(void* recv, std::size_t bytes, const std::function<bool()>& failed,
+                    std::chrono::milliseconds timeout, bool* shared, std::string_view refuse = {});
   // Phase two: from `src` (this process the root's: the root rank's send buffer, else null) into `dst` (as agreed;
   // the root's own ranks get device copies on their `streams`, none where one is `src`).
   Status broadcast(bool root, const void* src, std::span<void* const> dst, std::size_t bytes,
@@ -74,6 +83,10 @@ class ProcessEngines {
   // `send` in rank order as it lands (`combine`, the root's; avg sums, as the kernels' call). `recv`: the root's.
   Status reduce(bool root, int root_rank, const void* send, void* recv, std::size_t bytes, DataType dtype,
                 ReduceOp op, const CombineKernels* combine, std::span<const cudaStream_t> streams);
+  // Phase two of an allreduce (above): this process holds rank `rank` (0 or 1) and reduces that half of each chunk
+  // (CopyEnginePair::chunks' schedule) in rank order with `combine`, its GPU's (avg sums, as the kernels' call).
+  Status allreduce(int rank, const void* send, void* recv, std::size_t bytes, DataType dtype, ReduceOp op,
+                   const CombineKernels* combine, std::span<const cudaStream_t> streams);
   // Why the publishing process's buffers of the last call agreed on could not be shared ("" when they were).
   const std::string& unshared_why() const { return unshared_why_; }
   // Ends every wait a side stream is in or will queue. For a failed communicator, from any thread.
@@ -83,14 +96,21 @@ class ProcessEngines {
   struct Board;
   ProcessEngines() = default;
   Board* board(int process) const;
-  std::uint32_t next_chunk();  // the next reduce chunk's `landed` value
+  std::uint64_t next_call();   // the next engine call's number (both processes count alike)
+  std::uint32_t next_chunk();  // the next reduce or allreduce chunk's `landed` value
+  // Phase one's halves: this process's buffers published (unshared_why_ says whether they could be), and the other
+  // process's publication of `call` mapped into mapped_ (*shared: it could share them).
+  Status publish(std::uint64_t call, std::span<void* const> dst, std::size_t bytes,
+                 const std::function<bool()>& failed, std::chrono::milliseconds timeout, std::string_view refuse);
+  Status map_other(std::uint64_t call, std::size_t bytes, const std::function<bool()>& failed,
+                   std::chrono::milliseconds timeout, bool* shared);
 
   int process_ = 0;
   bool fd_buffers_ = false;
   FdChannel* channel_ = nullptr;  // the join's (outlives this): receive buffers' descriptors (memory from cuMemCreate)
   std::uint64_t calls_ = 0;   // engine calls agreed so far (both processes count alike); release() reads it
   std::uint64_t published_[2] = {};  // the call this process last published in each set of its board (0: none)
-  std::uint64_t chunks_ = 0;  // reduce chunks moved so far (both processes count alike): the `landed` words' values
+  std::uint64_t chunks_ = 0;  // reduce and allreduce chunks moved so far (both processes count alike): the `landed` words' values
   std::vector<void*> mapped_;  // the root's: the other process's receive buffers of the call agreed on
   std::string unshared_why_;
   SharedMemfds memory_;

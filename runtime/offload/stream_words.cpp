@@ -4,6 +4,8 @@
 #include <cuda.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
@@ -98,22 +100,28 @@ Status StreamWords::write(int region, const std::uint32_t* word, std::uint32_t v
   return operation(false, region, word, value, lane);
 }
 
-Status StreamWords::fork(std::span<const cudaStream_t> streams) {
+// The side streams fork and join touch: the first `lanes` (all where 0 or more than there are).
+std::span<const StreamWords::Lane> StreamWords::used(int lanes) const {
+  const std::size_t n = lanes > 0 ? std::min(static_cast<std::size_t>(lanes), lanes_.size()) : lanes_.size();
+  return std::span<const Lane>(lanes_).first(n);
+}
+
+Status StreamWords::fork(std::span<const cudaStream_t> streams, int lanes) {
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
   for (cudaStream_t s : streams) {
     if (cudaError_t e = cudaEventRecord(forked_, s); e != cudaSuccess) return failed("cudaEventRecord", e);
-    for (const Lane& lane : lanes_)
+    for (const Lane& lane : used(lanes))
       if (cudaError_t e = cudaStreamWaitEvent(lane.stream, forked_); e != cudaSuccess)
         return failed("cudaStreamWaitEvent", e);
   }
   return Status();
 }
 
-Status StreamWords::join(std::span<const cudaStream_t> streams) {
+Status StreamWords::join(std::span<const cudaStream_t> streams, int lanes) {
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
-  for (const Lane& lane : lanes_) {
+  for (const Lane& lane : used(lanes)) {
     if (cudaError_t e = cudaEventRecord(lane.done, lane.stream); e != cudaSuccess) return failed("cudaEventRecord", e);
     for (cudaStream_t s : streams)
       if (cudaError_t e = cudaStreamWaitEvent(s, lane.done); e != cudaSuccess) return failed("cudaStreamWaitEvent", e);

@@ -37,8 +37,9 @@ class StreamWords {
   Status wait(int region, const std::uint32_t* word, std::uint32_t value, int lane = 0);
   Status write(int region, const std::uint32_t* word, std::uint32_t value, int lane = 0);
   // Every side stream starts after what `streams` hold now; `streams` wait for everything queued on them since.
-  Status fork(std::span<const cudaStream_t> streams);
-  Status join(std::span<const cudaStream_t> streams);
+  // `lanes` > 0: only the first `lanes` side streams (a call that uses fewer spares the others' event calls).
+  Status fork(std::span<const cudaStream_t> streams, int lanes = 0);
+  Status join(std::span<const cudaStream_t> streams, int lanes = 0);
   // Side stream `lane` waits for what side stream `after` holds now.
   Status follow(int lane, int after);
   // The host waits for every side stream.
@@ -56,6 +57,7 @@ class StreamWords {
     cudaStream_t stream = nullptr;
     cudaEvent_t done = nullptr;  // recorded by join and follow
   };
+  std::span<const Lane> used(int lanes) const;
   std::string who_;
   int ordinal_ = 0;
   std::vector<void*> regions_;        // registered ones

@@ -211,30 +211,36 @@ TEST(MultiProcessHostRingOnGpu, BroadcastReduceAndAllreduceTailsThroughTheHostRi
 }
 
 // The copy engines across two processes (CANOPY_ENGINE_BYTES given: from 1 MiB): the root's copy engine pushes each
-// broadcast straight into the other process's receive buffer, mapped through CUDA IPC by allocation, and the other
+// broadcast straight into the other process's receive buffer, mapped through CUDA IPC by allocation; the other
 // process's copy engine pushes each reduce's input into the root's receive buffer chunk by chunk, the root combining
-// each as it lands (in place the reduce takes the kernels); alone, and beside the host rings (a quarter of each call).
-// Allreduces of the same sizes stay on the kernels. In and out of place, every root, f32 and u8, sum and avg, every
-// element checked, and the debug log shows both on the engines. canopy_mp_check sets up each case's buffers afresh,
-// so addresses the allocator hands out again reach the importer under new allocations. Then one root throughout
-// (--root 0): broadcasts make process 1 publish its buffers call after call, reduces process 0, so each process's
-// board is reused after gaps of several calls (a wait that counted on every other call once hung there).
-TEST(MultiProcessEnginesOnGpu, BroadcastsAndReducesOnTheCopyEnginesAcrossTwoProcessesArriveWhole) {
+// each as it lands (in place the reduce takes the kernels); and each process pushes the other's half of each
+// allreduce chunk into the other's receive buffer, combines its own half as it lands and pushes the sum back (in
+// place the kernels). Alone, and beside the host rings (a quarter of each call). In and out of place, every root, f32
+// and u8, sum and avg, every element checked, and the debug log shows all three on the engines. canopy_mp_check sets
+// up each case's buffers afresh, so addresses the allocator hands out again reach the importer under new allocations.
+// Then one root throughout (--root 0): broadcasts make process 1 publish its buffers call after call, reduces process
+// 0, so each process's board is reused after gaps of several calls (a wait that counted on every other call once hung
+// there); allreduces between them publish both.
+TEST(MultiProcessEnginesOnGpu, BroadcastsReducesAndAllreducesOnTheCopyEnginesAcrossTwoProcessesArriveWhole) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const std::string log = "CANOPY_ENGINE_BYTES=1MiB CANOPY_LOG=debug CANOPY_LOG_SUBSYS=run";
+  const auto on_engines = [](const char* collective) {
+    return ::testing::ContainsRegex(
+        fmt::format("(^|[^a-z]){} count [0-9]+ on the copy engines across processes", collective));
+  };
   for (const char* host : {"CANOPY_HYBRID_BYTES=0", "CANOPY_HYBRID_BYTES=1MiB CANOPY_HYBRID_SHARE=0.25"}) {
     SCOPED_TRACE(host);
     const testing::CommandRun r = check(2, log + " " + host,
                                         "--collectives broadcast,reduce,allreduce --dtypes f32,u8 --ops sum,avg "
                                         "--counts 7,300004,3000004,40000004");
     expect_every_process_right(r, 2);
-    EXPECT_THAT(r.output, ::testing::ContainsRegex("broadcast count [0-9]+ on the copy engines across processes"));
-    EXPECT_THAT(r.output, ::testing::ContainsRegex("reduce count [0-9]+ on the copy engines across processes"));
+    for (const char* collective : {"broadcast", "reduce", "allreduce"}) EXPECT_THAT(r.output, on_engines(collective));
   }
-  const testing::CommandRun r = check(2, log, "--root 0 --collectives broadcast,reduce --dtypes f32,i32,u8 --ops sum "
-                                              "--counts 3000004,20000004");
+  const testing::CommandRun r = check(2, log, "--root 0 --collectives broadcast,allreduce,reduce --dtypes f32,i32,u8 "
+                                              "--ops sum --counts 3000004,20000004");
   expect_every_process_right(r, 2);
-  EXPECT_THAT(r.output, ::testing::ContainsRegex("reduce count [0-9]+ on the copy engines across processes"));
+  EXPECT_THAT(r.output, on_engines("reduce"));
+  EXPECT_THAT(r.output, on_engines("allreduce"));
 }
 
 // The copy engines across two processes by default (from 64 MiB), on buffers from cudaMalloc (legacy CUDA IPC) and
