@@ -160,11 +160,11 @@ Status ProcessEngines::publish(std::uint64_t call, std::span<void* const> dst, s
   std::vector<std::pair<std::uint64_t, UniqueFd>> fds;  // allocation ID, its descriptor (closed on return)
   for (std::size_t i = 0; i < dst.size() && unshared_why_.empty(); ++i) {
     UniqueFd fd;
-    if (Status s = exports_.share(dst[i], bytes, &mine.buffers[parity][i], fd_buffers_ ? &fd : nullptr); !s.ok())
+    SharedBuffer& b = mine.buffers[parity][i];
+    b = SharedBuffer{};
+    if (Status s = exports_.share(dst[i], bytes, &b, fd_buffers_ ? &fd : nullptr); !s.ok())
       unshared_why_ = "this process's buffers cannot be shared: " + s.message() +
-                      (!fd_buffers_ && s.message().find("cuMemCreate") != std::string::npos
-                           ? "; CANOPY_ENGINE_FD_BUFFERS=1 (the default) sends it"
-                           : "");
+                      (!fd_buffers_ && b.allocation.by_fd ? "; CANOPY_ENGINE_FD_BUFFERS=1 (the default) sends it" : "");
     if (fd.get() >= 0) fds.emplace_back(mine.buffers[parity][i].allocation.id, std::move(fd));
   }
   if (!unshared_why_.empty()) {

@@ -139,6 +139,7 @@ Status BufferExports::share(const void* p, std::size_t bytes, SharedBuffer* out,
   if (it == handles_.end()) {
     IpcHandle h{};
     if (a.by_fd) {
+      out->allocation = a;  // the refusal below names its cause: out->allocation.by_fd
       if (!fd)
         return Status(StatusCode::unsupported,
                       fmt::format("buffer {}: memory from cuMemCreate crosses as a file descriptor, and this "

@@ -69,7 +69,7 @@ class BufferExports {
   explicit BufferExports(BufferDriver driver) : driver_(std::move(driver)) {}
   // `bytes` from `p`, which must lie inside one allocation: an error names the allocation otherwise. For memory from
   // cuMemCreate shared the first time, *fd is a new descriptor the caller sends beside (out->fd_follows); else it
-  // holds none. Without `fd` such memory is refused.
+  // holds none. Without `fd` such memory is refused, and out->allocation (by_fd set) says that was why.
   Status share(const void* p, std::size_t bytes, SharedBuffer* out, UniqueFd* fd = nullptr);
   // The importer never got the descriptor of allocation `id` (the caller could not send it): send it again next time.
   void forget(std::uint64_t id) { handles_.erase(id); }

@@ -216,6 +216,7 @@ TEST(UserBuffers, MemoryFromCuMemCreateNeedsAWayToSendItsDescriptor) {
   const Status refused = exports.share(at(0x10000), 4096, &s);
   EXPECT_FALSE(refused.ok());
   EXPECT_THAT(refused.message(), ::testing::HasSubstr("file descriptor"));
+  EXPECT_TRUE(s.allocation.by_fd);  // the cause, for the caller's hint (CANOPY_ENGINE_FD_BUFFERS)
   // An importer that never got the descriptor says the caches are out of step, never maps something else.
   UniqueFd fd;
   ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
