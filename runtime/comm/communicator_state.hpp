@@ -194,12 +194,13 @@ struct Communicator::State {
   // The same for an allreduce (ProcessEngines::allreduce); in place in either process it takes the kernels.
   Status allreduce_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams,
                               bool* moved);
-  // What both share: the log's one line where a call could not take the engines, a failure's mark, and queueing
-  // (`queue`, the engines' work) between the host ring's fork and the tail through it.
+  // What the three share: after phase one (`agreed`, *shared), a failure's mark; buffers not shared leave the call to
+  // the kernels (the log's one line, where `tell`: this process's buffers were refused); else queueing (`queue`, the
+  // engines' phase two) between the host ring's fork and the tail through it.
+  Status after_agreeing(const Status& agreed, bool shared, bool tell, const CollectiveCall& head, std::uint64_t staged,
+                        std::span<const cudaStream_t> streams, bool* moved, const std::function<Status()>& queue);
   void told_unshared(const CollectiveCall& head);
   Status engines_broke(const Status& s);
-  Status queue_on_engines(const CollectiveCall& head, std::uint64_t staged, std::span<const cudaStream_t> streams,
-                          bool* moved, const std::function<Status()>& queue);
   Status reduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   Status allreduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.

@@ -39,15 +39,9 @@ Status Communicator::State::broadcast_on_engines(const CollectiveCall& head, std
   for (int i = 0; i < own; ++i) dst.push_back(head.recv[first + i]);
   const std::size_t bytes = head.count * size_of(head.dtype);
   bool shared = false;
-  if (Status s = engines_across->agree(root, dst, bytes, [this] { return failed.load(); }, std::chrono::minutes(10),
-                                       &shared);
-      !s.ok())
-    return engines_broke(s);
-  if (!shared) {
-    if (!root) told_unshared(head);
-    return Status();
-  }
-  return queue_on_engines(head, staged, streams, moved, [&] {
+  const Status agreed =
+      engines_across->agree(root, dst, bytes, [this] { return failed.load(); }, std::chrono::minutes(10), &shared);
+  return after_agreeing(agreed, shared, !root, head, staged, streams, moved, [&] {
     return engines_across->broadcast(root, root ? head.send[head.root] : nullptr, dst, bytes, streams);
   });
 }
@@ -69,15 +63,9 @@ Status Communicator::State::reduce_on_engines(const CollectiveCall& head, std::u
     if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[head.root]].arch, &kernels); !s.ok())
       refuse = "the combining kernels: " + s.message();
   bool shared = false;
-  if (Status s = engines_across->agree(!root, dst, bytes, [this] { return failed.load(); }, std::chrono::minutes(10),
-                                       &shared, refuse);
-      !s.ok())
-    return engines_broke(s);
-  if (!shared) {
-    if (root && !in_place) told_unshared(head);
-    return Status();
-  }
-  return queue_on_engines(head, staged, streams, moved, [&] {
+  const Status agreed = engines_across->agree(!root, dst, bytes, [this] { return failed.load(); },
+                                              std::chrono::minutes(10), &shared, refuse);
+  return after_agreeing(agreed, shared, root && !in_place, head, staged, streams, moved, [&] {
     return engines_across->reduce(root, head.root, head.send[first], root ? head.recv[head.root] : nullptr, bytes,
                                   head.dtype, head.op, kernels, streams);
   });
@@ -97,23 +85,22 @@ Status Communicator::State::allreduce_on_engines(const CollectiveCall& head, std
     if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[rank]].arch, &kernels); !s.ok())
       refuse = "the combining kernels: " + s.message();
   bool shared = false;
-  if (Status s = engines_across->agree_both(head.recv[rank], bytes, [this] { return failed.load(); },
-                                            std::chrono::minutes(10), &shared, refuse);
-      !s.ok())
-    return engines_broke(s);
-  if (!shared) {
-    if (!in_place) told_unshared(head);
-    return Status();
-  }
-  return queue_on_engines(head, staged, streams, moved, [&] {
+  const Status agreed = engines_across->agree_both(head.recv[rank], bytes, [this] { return failed.load(); },
+                                                   std::chrono::minutes(10), &shared, refuse);
+  return after_agreeing(agreed, shared, !in_place, head, staged, streams, moved, [&] {
     return engines_across->allreduce(rank, head.send[rank], head.recv[rank], bytes, head.dtype, head.op, kernels,
                                      streams);
   });
 }
 
-Status Communicator::State::queue_on_engines(const CollectiveCall& head, std::uint64_t staged,
-                                             std::span<const cudaStream_t> streams, bool* moved,
-                                             const std::function<Status()>& queue) {
+Status Communicator::State::after_agreeing(const Status& agreed, bool shared, bool tell, const CollectiveCall& head,
+                                           std::uint64_t staged, std::span<const cudaStream_t> streams, bool* moved,
+                                           const std::function<Status()>& queue) {
+  if (!agreed.ok()) return engines_broke(agreed);
+  if (!shared) {
+    if (tell) told_unshared(head);
+    return Status();
+  }
   // The host ring's side stream forks before the engines' join lands on the callers' streams.
   if (staged > 0)
     if (Status s = host_ring->fork(streams); !s.ok()) return s;
