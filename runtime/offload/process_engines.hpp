@@ -1,14 +1,14 @@
 // ProcessEngines: a large broadcast between two processes of one host on the copy engines, as CopyEnginePair moves it
 // between two GPUs of one process: the root's copy engine pushes its buffer straight into the other process's
 // receive buffers, mapped through CUDA IPC (UserBuffers, keyed on the allocation). Each process shares a board (a
-// memfd page, mapped and registered by both): two words and the receive buffers of its ranks for the current call.
-// A call has two phases, both processes making the same calls in the same order:
-// - agree (on the host, nothing queued): the receiver publishes its buffers (host memory, then the call's number), or
-//   that it cannot share them; memory from cuMemCreate (ncclMemAlloc's) crosses as a file descriptor sent on the
-//   join's FdChannel after the publication, the first time only (UserBuffers). The root waits until the receiver has
-//   published this call and maps the buffers. Where the receiver could not share them (a buffer across several
-//   cuMemCreate mappings, as PyTorch's expandable segments make), both processes move the call otherwise (the
-//   kernels) and skip the second phase;
+// memfd page, mapped and registered by both; EngineBoard): the side streams' words and the receive buffers of its
+// ranks for the current call. A call has two phases, both processes making the same calls in the same order:
+// - agree (on the host, nothing queued; EngineBoards): the receiver publishes its buffers (host memory, then the
+//   call's number), or that it cannot share them; memory from cuMemCreate (ncclMemAlloc's) crosses as a file
+//   descriptor sent on the join's FdChannel after the publication, the first time only (UserBuffers). The root waits
+//   until the receiver has published this call and maps the buffers. Where the receiver could not share them (a
+//   buffer across several cuMemCreate mappings, as PyTorch's expandable segments make), both processes move the call
+//   otherwise (the kernels) and skip the second phase;
 // - broadcast: the receiver forks its side stream from its callers' streams, sets its `ready` word there (its buffers
 //   are free to be written), waits for its `done` word and is joined back; the root, on its side stream, waits for
 //   `ready`, copies, and sets the receiver's `done`; its own ranks' copies run meanwhile on their callers' streams.
@@ -39,6 +39,7 @@
 #include "core/status.hpp"
 #include "core/data_type.hpp"
 #include "runtime/offload/combine_kernels.hpp"
+#include "runtime/offload/engine_boards.hpp"
 #include "runtime/offload/stream_words.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 #include "runtime/transport/ipc/shared_memfds.hpp"
@@ -48,7 +49,7 @@ namespace canopy {
 
 class ProcessEngines {
  public:
-  static constexpr int kMaxRanks = 16;  // of a process: its board holds that many receive buffers
+  static constexpr int kMaxRanks = EngineBoard::kMaxRanks;  // of a process: the receive buffers a board holds
 
   // Both processes call it together (one step on `channel`): this process is `process` of 2, its GPU CUDA ordinal
   // `ordinal`.
@@ -87,36 +88,20 @@ class ProcessEngines {
   // (CopyEnginePair::chunks' schedule) in rank order with `combine`, its GPU's (avg sums, as the kernels' call).
   Status allreduce(int rank, const void* send, void* recv, std::size_t bytes, DataType dtype, ReduceOp op,
                    const CombineKernels* combine, std::span<const cudaStream_t> streams);
-  // Why the publishing process's buffers of the last call agreed on could not be shared ("" when they were).
-  const std::string& unshared_why() const { return unshared_why_; }
+  // Why this process's buffers of the last call it published could not be shared ("" when they were).
+  const std::string& unshared_why() const { return boards_->unshared_why(); }
   // Ends every wait a side stream is in or will queue. For a failed communicator, from any thread.
   void release();
 
  private:
-  struct Board;
   ProcessEngines() = default;
-  Board* board(int process) const;
-  std::uint64_t next_call();   // the next engine call's number (both processes count alike)
   std::uint32_t next_chunk();  // the next reduce or allreduce chunk's `landed` value
-  // Phase one's halves: this process's buffers published (unshared_why_ says whether they could be), and the other
-  // process's publication of `call` mapped into mapped_ (*shared: it could share them).
-  Status publish(std::uint64_t call, std::span<void* const> dst, std::size_t bytes,
-                 const std::function<bool()>& failed, std::chrono::milliseconds timeout, std::string_view refuse);
-  Status map_other(std::uint64_t call, std::size_t bytes, const std::function<bool()>& failed,
-                   std::chrono::milliseconds timeout, bool* shared);
 
   int process_ = 0;
-  bool fd_buffers_ = false;
-  FdChannel* channel_ = nullptr;  // the join's (outlives this): receive buffers' descriptors (memory from cuMemCreate)
-  std::uint64_t calls_ = 0;   // engine calls agreed so far (both processes count alike); release() reads it
-  std::uint64_t published_[2] = {};  // the call this process last published in each set of its board (0: none)
-  std::uint64_t chunks_ = 0;  // reduce and allreduce chunks moved so far (both processes count alike): the `landed` words' values
-  std::vector<void*> mapped_;  // the root's: the other process's receive buffers of the call agreed on
-  std::string unshared_why_;
-  SharedMemfds memory_;
-  BufferExports exports_{cuda_buffer_driver()};
-  BufferImports imports_{cuda_buffer_driver()};
-  // Both boards registered, and the side stream: destroyed first (its copies done before imports_ closes the
+  std::uint64_t chunks_ = 0;  // reduce and allreduce chunks moved so far (both processes count alike): `landed` values
+  SharedMemfds memory_;       // both boards
+  std::unique_ptr<EngineBoards> boards_;  // phase one on them; its mappings closed after words_ is gone
+  // Both boards registered, and the side streams: destroyed first (their copies done before boards_ closes the
   // mappings, the boards unregistered before memory_ unmaps them).
   StreamWords words_;
 };
