@@ -61,7 +61,7 @@ HostPath host_path(const Topology& topology, const Plan& plan) {
 
 HostPathModel host_path_model(Collective collective, bool sms_free, bool across_processes) {
   if (collective == Collective::allreduce) return HostPathModel{sms_free ? 60.0 : 200.0, 8, 0.82};
-  if (collective != Collective::allreduce && sms_free && across_processes) return HostPathModel{70, 8, 0.77};
+  if (sms_free && across_processes) return HostPathModel{70, 8, 0.77};
   return collective == Collective::reduce && !sms_free ? HostPathModel{120, 8} : HostPathModel{60, 8};
 }
 
