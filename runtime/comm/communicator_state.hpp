@@ -81,8 +81,8 @@ struct Communicator::State {
   // A large broadcast's, reduce's or allreduce's tail through pinned host memory across the processes; unset where
   // the host path is off across processes (communicator.cpp: set_up_runtime says where).
   std::unique_ptr<ProcessHostRing> host_ring;
-  // Large broadcasts between two processes on the copy engines (two ranks on two GPUs, CANOPY_ENGINE_BYTES not 0);
-  // unset otherwise.
+  // Large broadcasts, reduces and (where their size is given) allreduces between two processes on the copy engines
+  // (two ranks on two GPUs, CANOPY_ENGINE_BYTES not 0); unset otherwise.
   std::unique_ptr<ProcessEngines> engines_across;
   bool engines_unshared_told = false;  // whether the log said once that this process's buffers cannot be shared
   // Across processes, which collectives the copy engines (broadcasts and reduces; allreduces where their size is given)
@@ -201,6 +201,7 @@ struct Communicator::State {
                         std::span<const cudaStream_t> streams, bool* moved, const std::function<Status()>& queue);
   void told_unshared(const CollectiveCall& head);
   Status engines_broke(const Status& s);
+  std::string combining_kernels(int rank, const CombineKernels** out);
   Status reduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   Status allreduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.

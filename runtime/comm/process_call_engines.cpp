@@ -23,6 +23,14 @@ void Communicator::State::told_unshared(const CollectiveCall& head) {
                                        call_name(head), head.count, engines_across->unshared_why()));
 }
 
+// The combining kernels for `rank`'s GPU, loaded before this process publishes its buffers: where they cannot be, the
+// reason to refuse them (both processes then take the kernels); else "".
+std::string Communicator::State::combining_kernels(int rank, const CombineKernels** out) {
+  if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[rank]].arch, out); !s.ok())
+    return "the combining kernels: " + s.message();
+  return "";
+}
+
 Status Communicator::State::engines_broke(const Status& s) {
   broken = true;  // the words and the boards may be out of step with the other process's
   broken_why = s.message();
@@ -56,12 +64,10 @@ Status Communicator::State::reduce_on_engines(const CollectiveCall& head, std::u
   std::vector<void*> dst;
   if (root) dst.push_back(head.recv[head.root]);
   const bool in_place = root && head.recv[head.root] == head.send[head.root];
-  // The root's combining kernels, loaded before it publishes: where they cannot be, both processes take the kernels.
   const CombineKernels* kernels = nullptr;
-  std::string refuse = in_place ? "the reduce is in place: the root's input is there" : "";
-  if (root && !in_place)
-    if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[head.root]].arch, &kernels); !s.ok())
-      refuse = "the combining kernels: " + s.message();
+  const std::string refuse = !root     ? std::string()
+                             : in_place ? "the reduce is in place: the root's input is there"
+                                        : combining_kernels(head.root, &kernels);
   bool shared = false;
   const Status agreed = engines_across->agree(!root, dst, bytes, [this] { return failed.load(); },
                                               std::chrono::minutes(10), &shared, refuse);
@@ -76,14 +82,11 @@ Status Communicator::State::allreduce_on_engines(const CollectiveCall& head, std
   *moved = false;
   const int rank = first_own_rank();
   const std::size_t bytes = head.count * size_of(head.dtype);
-  // Each process publishes its receive buffer, where the other's input lands; in place its own input is there. Its
-  // combining kernels are loaded first: where either process cannot, both take the kernels.
+  // Each process publishes its receive buffer, where the other's input lands; in place its own input is there.
   const bool in_place = head.recv[rank] == head.send[rank];
   const CombineKernels* kernels = nullptr;
-  std::string refuse = in_place ? "the allreduce is in place: this process's input is there" : "";
-  if (!in_place)
-    if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[rank]].arch, &kernels); !s.ok())
-      refuse = "the combining kernels: " + s.message();
+  const std::string refuse =
+      in_place ? "the allreduce is in place: this process's input is there" : combining_kernels(rank, &kernels);
   bool shared = false;
   const Status agreed = engines_across->agree_both(head.recv[rank], bytes, [this] { return failed.load(); },
                                                    std::chrono::minutes(10), &shared, refuse);
