@@ -148,8 +148,8 @@ Communicator::~Communicator() = default;
 void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st) {
   const Placement& pl = st.placement;
   if (pl.multi_process()) {
-    // The copy engines across processes (ProcessEngines, made at the join: two processes on two GPUs, broadcasts,
-    // writing into the other process's buffers through CUDA IPC) from the table's size (64 MiB unless given). The host
+    // The copy engines across processes (ProcessEngines, made at the join: two processes on two GPUs, broadcasts and
+    // reduces, writing into the other process's buffers) from the table's sizes (engines_take says which). The host
     // path of large broadcasts, reduces and allreduces (ProcessHostRing, made at the join) by default where the
     // processes hold two GPUs or more, and on one shared GPU only where its size is given (tests). The watchdog
     // watches each process's own launches.

@@ -6,9 +6,9 @@
 // (State::as_run); with CANOPY_OWN_BUFFERS=0 the trees and the direct protocol read and write other ranks' buffers, so
 // they run on the staging area (staging_area.hpp) with copies in and out on the caller's stream, as algorithm programs
 // (run_program) always do. A large broadcast's, reduce's or allreduce's tail crosses the host rings (ProcessHostRing)
-// beside them; a large broadcast between two processes on two GPUs moves on the copy engines instead of the kernels
-// (ProcessEngines; CANOPY_ENGINE_BYTES, from 64 MiB by default), unless the receiver cannot share its buffers, and so
-// does a reduce where that size is given (process_call_engines.cpp).
+// beside them; a large broadcast or reduce between two processes on two GPUs moves on the copy engines instead of the
+// kernels (ProcessEngines; CANOPY_ENGINE_BYTES, from 64 and 256 MiB by default), unless a buffer cannot be shared, and
+// so does an allreduce where that size is given (process_call_engines.cpp).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
