@@ -36,6 +36,10 @@
 #                          spread: spells of slow steps move a run's median); train_compare.py per setting; the GPUs'
 #                          clocks sampled meanwhile (not in the default parts)
 #                                                   -> x2-torchab.log, x2-ab-*.json, x2-gpu-samples-torchab.csv
+#               cost       tests/torch/call_cost.py: the host's and the GPU's time per c10d call (CANOPY_X2_COST_SIZES,
+#                          8,64K,1M,32M,64M), the real NCCL and the library alternating, CANOPY_X2_COST_ROUNDS times
+#                          (2), each beside the first real NCCL run (not in the default parts)
+#                                                             -> x2-cost.log, x2-cost-{real,canopy}-R.json/.log
 #               hosts      two "hosts" of one GPU each (canopy run --hosts 1,1), NCCL between them: every collective
 #                          x f32, bf16, i32 x sum, max, CANOPY_HOSTS_COUNTS                         -> x2-hosts.log
 #               profile    the host's time per call by phase (issue 31): CANOPY_PROFILE_CALLS=1 canopy bench
@@ -243,6 +247,30 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
         done
       } 2>&1 | tee "$out/x2-torchab.log"
       x2_samples_stop ;;
+    cost)
+      # The host's and the GPU's time per c10d call, the real NCCL and then the library, alternating, each run's
+      # table beside the first real NCCL run's.
+      step x2 torch call cost
+      torchrun=(torchrun)
+      command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
+      {
+        runs=()
+        for round in $(seq "${CANOPY_X2_COST_ROUNDS:-2}"); do
+          for lib in real canopy; do
+            preload=()
+            [ "$lib" = canopy ] && preload=(LD_PRELOAD="$library")
+            echo "-- cost-$lib-$round ($(date +%T))"
+            env "${preload[@]}" CANOPY_TORCH_DEVICES=0,1 CANOPY_NCCL_LIBRARY="$real_nccl" \
+              timeout "${CANOPY_TORCH_TIMEOUT:-300}" \
+              "${torchrun[@]}" --standalone --nproc_per_node 2 "$root/tests/torch/call_cost.py" \
+              --sizes "${CANOPY_X2_COST_SIZES:-8,64K,1M,32M,64M}" --out "$out/x2-cost-$lib-$round.json" \
+              >"$out/x2-cost-$lib-$round.log" 2>&1
+            echo "   exit $?"
+            runs+=("$out/x2-cost-$lib-$round.json")
+          done
+        done
+        python3 "$root/tests/torch/call_cost.py" --compare "${runs[@]}" | sed "s|$out/||g"
+      } 2>&1 | tee "$out/x2-cost.log" ;;
     hosts)
       # Two "hosts" of one GPU each (CANOPY_HOST_ID/NCCL_HOSTID per process through canopy run --hosts 1,1):
       # the real NCCL between them over its socket transport, every collective datachecked.
@@ -257,7 +285,7 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       grep -E '^process [0-9]+ \(ranks|ranks on [0-9]* hosts|through NCCL' "$out/x2-hosts.log" | head -8
       grep -m 2 'NET/Socket' "$out/x2-hosts.log" ;;
     *) echo "x2: unknown part '$part' (tests bench profile staged shared own owntrees sharedown variant variants" \
-      "nccltests torch torchab hosts)" ;;
+      "nccltests torch torchab cost hosts)" ;;
   esac
   pack_so_far  # device-run's: this part's logs kept if the call is stopped later
 done

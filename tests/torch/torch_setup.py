@@ -54,6 +54,14 @@ def describe(backend, world, device):
             f"LD_PRELOAD {preload}")
 
 
+def library(backend):
+    """Which collective library ran: gloo, Canopy (LD_PRELOAD names a canopy library) or the real NCCL."""
+    if backend != "nccl":
+        return "gloo"
+    preload = os.environ.get("LD_PRELOAD", "")
+    return "canopy" if any("canopy" in p for p in preload.replace(":", " ").split()) else "real NCCL"
+
+
 def gather_from_ranks(name, rank, world, value):
     """Every rank's JSON-able value, through torchrun's store (not a collective: the library under test may be
     the thing that is broken). Every rank must call it, with the same name."""

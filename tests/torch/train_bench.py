@@ -261,14 +261,6 @@ def nosync_steps(args, ddp, optimizer, rank, device, first_step):
     return walls
 
 
-def library(backend):
-    """Which collective library ran: gloo, Canopy (LD_PRELOAD names a canopy library) or the real NCCL."""
-    if backend != "nccl":
-        return "gloo"
-    preload = os.environ.get("LD_PRELOAD", "")
-    return "canopy" if any("canopy" in p for p in preload.replace(":", " ").split()) else "real NCCL"
-
-
 def main():
     parser = argparse.ArgumentParser(description="DDP/FSDP2 training-step benchmark (run under torchrun)")
     parser.add_argument("--mode", required=True, choices=("ddp", "fsdp"))
@@ -356,7 +348,7 @@ def main():
             exposed_nosync = {"nosync_median_step_ms": nosync_median, "exposed_ms": median - nosync_median,
                               "exposed_fraction": (median - nosync_median) / median}
         run = {
-            "mode": args.mode, "world": world, "params": params, "library": library(args.backend),
+            "mode": args.mode, "world": world, "params": params, "library": torch_setup.library(args.backend),
             "backend": args.backend, "ld_preload": os.environ.get("LD_PRELOAD", ""),
             "device": per_rank[0]["device"], "devices": [r["device_index"] for r in per_rank],
             "torch": torch.__version__, "nccl_version": nccl, "host": socket.gethostname(),
