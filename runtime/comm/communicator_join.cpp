@@ -205,7 +205,8 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     if (Status s = ProcessEngines::share(*st.group->channel, st.group->process, ordinal,
                                           st.config.protocols.engine.fd_buffers, &st.engines_across); !s.ok())
       return s;
-  // Allreduces on the engines across processes only where their size is given: not yet run on GPUs.
+  // Allreduces on the engines across processes only where their size is given: on two H200s they ran at 0.97-0.99 x
+  // the kernels with the host rings (docs/performance.md, 2026-11-28).
   st.engines_allreduce = st.engines_across && engines_given;
   std::vector<WatchedProcess> others;
   for (std::size_t p = 0; p < st.group->facts.size(); ++p) {

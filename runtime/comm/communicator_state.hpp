@@ -88,7 +88,7 @@ struct Communicator::State {
   // Across processes, which collectives the copy engines (broadcasts and reduces; allreduces where their size is given)
   // and the host rings (broadcasts, reduces and allreduces) move, where the join made them: what run_in_processes
   // does, and what is_copy_engine and staged_count report.
-  bool engines_allreduce = false;  // CANOPY_ENGINE_BYTES given: allreduces on the engines too (not yet run on GPUs)
+  bool engines_allreduce = false;  // CANOPY_ENGINE_BYTES given: allreduces on the engines too (opt-in: not faster)
   bool engines_move(Collective c) const {
     return engines_across && (c == Collective::broadcast || c == Collective::reduce ||
                               (c == Collective::allreduce && engines_allreduce));

@@ -16,10 +16,10 @@
 // in place, where its input lies), the other process maps it, and its side stream pushes chunk after chunk, setting
 // the root's `landed` word after each, while the root's side stream waits for each and combines it there with the
 // root's input.
-// An allreduce (out of place; only where CANOPY_ENGINE_BYTES is given, not yet run on GPUs) publishes both receive
-// buffers and maps both (agree_both), and runs CopyEnginePair's allreduce across the two processes on three side
-// streams: pushes of the other's half of each chunk of the input (each chunk's arrival the other's `landed` word),
-// combining kernels as each chunk lands, and pushes of the sums back (each the other's `returned` word).
+// An allreduce (out of place; only where CANOPY_ENGINE_BYTES is given: no faster than the kernels) publishes both
+// receive buffers and maps both (agree_both), and runs CopyEnginePair's allreduce across the two processes on three
+// side streams: pushes of the other's half of each chunk of the input (each chunk's arrival the other's `landed`
+// word), combining kernels as each chunk lands, and pushes of the sums back (each the other's `returned` word).
 // The words compare cyclically (cuStreamWaitValue32's GEQ). A failed communicator moves them far ahead (release), so
 // no side stream waits for a lost process, and the host wait gives up when `failed` says so or after `timeout`.
 #pragma once
