@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <optional>
 
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
@@ -119,8 +120,13 @@ Status NcclLibrary::init_rank(int ordinal, int nranks, int rank, const UniqueId&
 }
 
 Status NcclLibrary::run(const CollectiveCall& call) {
-  CurrentDevice keep;
-  Result r = api_->group_start();
+  // One communicator (one GPU a process, as torchrun and mpirun run NCCL): the bare call, as nccl-tests makes it
+  // with one GPU a process and as an application would (a group around it adds to NCCL's host time a call).
+  // Several (one process driving every GPU): one group, as nccl-tests -g N.
+  const bool grouped = comms_.size() > 1;
+  std::optional<CurrentDevice> keep;
+  if (grouped) keep.emplace();
+  Result r = grouped ? api_->group_start() : 0;
   for (std::size_t k = 0; k < comms_.size() && r == 0; ++k) {
     const int t = nccl_data_type(call.dtype), op = nccl_reduce_op(call.op);
     Comm c = comms_[k];
@@ -133,8 +139,10 @@ Status NcclLibrary::run(const CollectiveCall& call) {
       case Collective::reducescatter: r = api_->reduce_scatter(call.send[k], call.recv[k], call.count, t, op, c, s); break;
     }
   }
-  const Result end = api_->group_end();
-  if (r == 0) r = end;
+  if (grouped) {
+    const Result end = api_->group_end();
+    if (r == 0) r = end;
+  }
   if (r != 0) return Status(StatusCode::cuda_error, fmt::format("NCCL {}: {}", call_name(call.collective),
                                                                 api_->error_string(r)));
   return Status();
