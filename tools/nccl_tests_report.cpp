@@ -116,6 +116,7 @@ nlohmann::ordered_json log_json(const std::string& path, const NcclTestsOutput& 
     run["nccl_headers"] = r.nccl_headers;
     run["collective"] = r.collective;
     run["ranks"] = r.ranks();
+    run["iters"] = r.iters ? nlohmann::ordered_json(*r.iters) : nlohmann::ordered_json(nullptr);
     run["devices"] = r.devices;
     run["rows"] = r.rows.size();
     run["out_of_bounds"] = r.out_of_bounds ? nlohmann::ordered_json(*r.out_of_bounds) : nlohmann::ordered_json(nullptr);
@@ -185,6 +186,11 @@ std::string nccl_tests_report_text(const NcclTestsPair& pair, const NcclTestsPai
     if (checks.front().bench_ranks != t.key.ranks)
       out += fmt::format("# note: canopy bench ran {} ranks, nccl-tests {}: not the same measurement\n",
                          checks.front().bench_ranks, t.key.ranks);
+    if (const int bench = checks.front().bench_iters; bench > 0 && t.new_iters && *t.new_iters != bench)
+      out += fmt::format("# note: nccl-tests timed {} calls a loop (-n {}), canopy bench {} (--iters {}): below ~1 MiB "
+                         "a call's time depends on the loop's length (on two H200s by up to a third), so the ratios "
+                         "may differ there for that alone; run them alike\n",
+                         *t.new_iters, *t.new_iters, bench, bench);
     out += "# time NEW/Canopy: nccl-tests' NEW time over bench's Canopy time; BASE/NCCL: its BASE time over bench's\n"
            "# NCCL time (differ = BASE/NCCL over NEW/Canopy: a library that adds nothing keeps NEW/Canopy near 1)\n";
     out += fmt::format("#{:>8} {:>11} {:>9} {:>8} {:>11} {:>11} {:>10}\n", "size", "nccl-tests", "bench", "differ",
@@ -249,6 +255,8 @@ nlohmann::ordered_json nccl_tests_report_json(const NcclTestsPair& pair, const N
     }
     table["only_base"] = t.only_base;
     table["only_new"] = t.only_new;
+    table["base_iters"] = t.base_iters ? nlohmann::ordered_json(*t.base_iters) : nlohmann::ordered_json(nullptr);
+    table["new_iters"] = t.new_iters ? nlohmann::ordered_json(*t.new_iters) : nlohmann::ordered_json(nullptr);
     table["bench"] = nlohmann::ordered_json::array();
     for (const NcclTestsBenchCheck& c : report.bench[i])
       table["bench"].push_back({{"bytes", c.bytes},
@@ -258,6 +266,7 @@ nlohmann::ordered_json nccl_tests_report_json(const NcclTestsPair& pair, const N
                                 {"new_over_bench", c.new_over_bench},
                                 {"base_over_bench", c.base_over_bench},
                                 {"bench_ranks", c.bench_ranks},
+                                {"bench_iters", c.bench_iters},
                                 {"bench_device", c.bench_device}});
     j["tables"].push_back(table);
   }

@@ -68,6 +68,8 @@ std::vector<BenchRow> read_bench_rows_json(std::string_view text, const std::str
     row.bytes = static_cast<std::uint64_t>(bytes);
     row.ranks = static_cast<int>(ranks);
     if (r.contains("procs") && r["procs"].is_number()) row.procs = r["procs"].get<int>();
+    if (r.contains("iters") && r["iters"].is_number_integer() && r["iters"].get<int>() > 0)
+      row.iters = r["iters"].get<int>();
     row.time_us = number_of("time_us", false);
     row.algbw_gbps = number_of("algbw_GBps", false);
     row.busbw_gbps = number_of("busbw_GBps", false);

@@ -268,6 +268,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       row.count = count;
       row.ranks = n;
       row.procs = procs;
+      row.iters = o.iters;
       row.device = device;
       // Captured calls never take the copy engines or the host path: load the kernel a captured call runs.
       if (o.graph)
@@ -336,6 +337,7 @@ std::string bench_rows_json(const std::vector<BenchRow>& rows) {
     j["bytes"] = r.bytes;
     j["ranks"] = r.ranks;
     if (r.procs > 1) j["procs"] = r.procs;  // ranks in several processes (canopy bench --procs)
+    if (r.iters > 0) j["iters"] = r.iters;  // timed calls a loop
     j["time_us"] = r.time_us;
     j["algbw_GBps"] = r.algbw_gbps;
     j["busbw_GBps"] = r.busbw_gbps;

@@ -48,6 +48,7 @@ struct BenchRow {
   std::uint64_t count = 0;  // elements per rank, NCCL's count
   int ranks = 0;
   int procs = 1;  // processes the ranks ran in (canopy bench --procs); 1: one process drove every GPU
+  int iters = 0;  // timed calls a loop (canopy bench --iters, nccl-tests' -n); 0: not recorded (JSON before it)
   double time_us = 0;
   double host_us = 0;  // the host's time per call while issuing them (not in the JSON)
   double algbw_gbps = 0;

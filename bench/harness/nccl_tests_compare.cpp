@@ -23,6 +23,18 @@ Keyed by_key(const NcclTestsOutput& log) {
   return out;
 }
 
+// The timed calls a loop of `log`'s runs of `key`'s binary and rank count: nullopt where none printed it or they
+// differ.
+std::optional<int> iters_of(const NcclTestsOutput& log, const NcclTestsKey& key) {
+  std::optional<int> out;
+  for (const NcclTestsRun& run : log.runs) {
+    if (run.collective != key.collective || run.ranks() != key.ranks || !run.iters) continue;
+    if (out && *out != *run.iters) return std::nullopt;
+    out = run.iters;
+  }
+  return out;
+}
+
 // The row of median out-of-place time (the lower median of an even count; equal times keep the log's order).
 const NcclTestsRow& median_row(std::vector<const NcclTestsRow*> rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const NcclTestsRow* a, const NcclTestsRow* b) {
@@ -118,7 +130,12 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
     const Sizes& new_sizes = found->second;
     repeated(key, base_sizes, base_name);
     repeated(key, new_sizes, new_name);
-    NcclTestsTable table{key, {}, {}, {}};
+    NcclTestsTable table{key, {}, {}, {}, iters_of(base, key), iters_of(newer, key)};
+    if (table.base_iters && table.new_iters && *table.base_iters != *table.new_iters)
+      out.notes.push_back(fmt::format("{}: {} timed {} calls a loop (-n {}), {} {}: the time per call of small sizes "
+                                      "depends on the loop's length; run both alike",
+                                      to_string(key), base_name, *table.base_iters, *table.base_iters, new_name,
+                                      *table.new_iters));
     for (const auto& [bytes, rows] : base_sizes) {
       const auto other = new_sizes.find(bytes);
       if (other == new_sizes.end()) {
@@ -213,6 +230,9 @@ std::vector<NcclTestsBenchCheck> check_against_bench(const NcclTestsTable& table
     c.new_over_bench = timed.newer.time_us / median(canopy_us);
     c.base_over_bench = timed.base.time_us / median(nccl_us);
     c.bench_ranks = first->ranks;
+    c.bench_iters = first->iters;
+    for (const BenchRow* r : rows)
+      if (r->bytes == s.bytes && r->iters != first->iters) c.bench_iters = 0;
     c.bench_device = first->device;
     out.push_back(c);
   }

@@ -51,6 +51,8 @@ struct NcclTestsTable {
   NcclTestsKey key;
   std::vector<NcclTestsComparedSize> sizes;        // ascending
   std::vector<std::uint64_t> only_base, only_new;  // sizes one log lacks
+  // Each log's timed calls a loop (-n) for this binary and rank count; nullopt: not printed, or its runs differ.
+  std::optional<int> base_iters, new_iters;
 };
 
 // Size bands of the summary, bounds inclusive: <= 64 KiB, 1-16 MiB, >= 256 MiB.
@@ -78,7 +80,7 @@ struct NcclTestsSummary {
 struct NcclTestsComparison {
   std::vector<NcclTestsTable> tables;       // ordered by key
   std::vector<NcclTestsSummary> summaries;  // one per (collective, ranks) with a table
-  std::vector<std::string> notes;           // keys one log lacks, repeated sizes
+  std::vector<std::string> notes;           // keys one log lacks, repeated sizes, loops of unlike lengths
 };
 
 NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTestsOutput& newer,
@@ -99,6 +101,7 @@ struct NcclTestsBenchCheck {
   double new_over_bench = 0;
   double base_over_bench = 0;
   int bench_ranks = 0;
+  int bench_iters = 0;  // canopy bench's timed calls a loop (--iters) of these rows; 0: not recorded, or they differ
   std::string bench_device;
 };
 

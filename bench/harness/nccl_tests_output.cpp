@@ -57,6 +57,18 @@ std::optional<T> number(std::string_view word) {
   return value;
 }
 
+// The parameters line's "iters: N" (nccl-tests' -n), not its "warmup iters: N" or "agg iters: N"; nullopt where
+// absent or not a positive count.
+std::optional<int> timed_iters(std::string_view parameters) {
+  const std::vector<std::string_view> w = words(parameters);
+  for (std::size_t i = 0; i + 1 < w.size(); ++i) {
+    if (w[i] != "iters:" || (i > 0 && (w[i - 1] == "warmup" || w[i - 1] == "agg"))) continue;
+    const std::optional<int> n = number<int>(w[i + 1]);
+    return n && *n > 0 ? n : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 class RowParser {
  public:
   RowParser(std::string_view line, int line_number, const std::string& source)
@@ -191,7 +203,9 @@ NcclTestsOutput parse_nccl_tests_output(std::string_view text, const std::string
       r.collective = std::string(trim(body.substr(25)));
       in_table = false;
     } else if (starts_with(body, "nThread ")) {
-      current(false).parameters = std::string(body);
+      NcclTestsRun& r = current(false);
+      r.parameters = std::string(body);
+      r.iters = timed_iters(body);
     } else if (starts_with(body, "Rank ")) {
       current(false).devices.emplace_back(body);
     } else if (const std::vector<std::string_view> w = words(body);

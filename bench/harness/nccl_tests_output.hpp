@@ -45,6 +45,7 @@ struct NcclTestsRun {
   std::string nccl_library;          // "22803" (ncclGetVersion of the library it ran with: 2.28.3)
   std::string collective;            // "all_reduce_perf", from "# Collective test starting: all_reduce_perf"
   std::string parameters;            // "nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 4(factor) ..."
+  std::optional<int> iters;          // the parameters' "iters: N" (-n: timed calls a loop; not "warmup iters")
   std::vector<std::string> devices;  // "Rank  0 Group  0 Pid  17809 on  vm device  0 [0000:00:06] NVIDIA H100 ..."
   std::vector<NcclTestsRow> rows;
   std::optional<std::int64_t> out_of_bounds;  // "# Out of bounds values : 0 OK": 0

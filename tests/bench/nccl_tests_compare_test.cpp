@@ -258,5 +258,51 @@ TEST(NcclTestsCompare, BenchJsonErrorsNameTheRowAndField) {
               HasSubstr("row 0: collective \"alltoall\" is none of"));
 }
 
+// Loops of unlike lengths: nccl-tests runs of BASE and NEW with different -n are flagged, and the bench rows' --iters
+// reach the check (a copy of a real log with its -n changed; the bench's rows as canopy bench --json writes them).
+TEST(NcclTestsCompare, LoopsOfUnlikeLengthsAreNamed) {
+  std::string longer = read("nccltests-broadcast-canopy-g1.log");
+  longer.replace(longer.find(" iters: 2 agg"), 13, " iters: 20 agg");
+  const NcclTestsComparison c = compare_nccl_tests(parse("nccltests-broadcast-real-g1.log"),
+                                                   parse_nccl_tests_output(longer, "n20"), "real", "n20");
+  const NcclTestsTable& f = table_of(c, "float");
+  EXPECT_EQ(f.base_iters, 2);
+  EXPECT_EQ(f.new_iters, 20);
+  EXPECT_THAT(c.notes, ::testing::Contains(HasSubstr(
+                           "broadcast_perf float none, 1 rank, root 0: real timed 2 calls a loop (-n 2), n20 20")));
+  const NcclTestsComparison same = compare_nccl_tests(parse("nccltests-broadcast-real-g1.log"),
+                                                      parse("nccltests-broadcast-canopy-g1.log"), "real", "canopy");
+  for (const std::string& note : same.notes) EXPECT_THAT(note, ::testing::Not(HasSubstr("calls a loop"))) << note;
+
+  BenchRow row;
+  row.collective = Collective::broadcast;
+  row.dtype = DataType::f32;
+  row.bytes = 2 << 20;  // a size of the log (8 B to 128 MiB, factor 4)
+  row.ranks = 1;
+  row.iters = 20;
+  row.time_us = 10;
+  row.nccl_time_us = 12;
+  row.nccl_busbw_gbps = 1;
+  std::vector<BenchRow> bench = read_bench_rows_json(bench_rows_json({row}), "b.json");
+  ASSERT_EQ(bench.size(), 1u);
+  EXPECT_EQ(bench[0].iters, 20);  // written and read back
+  std::vector<NcclTestsBenchCheck> checks = check_against_bench(f, bench, false);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].bench_iters, 20);
+  bench.push_back(bench[0]);
+  bench.back().iters = 200;  // the same size at two loop lengths: none to name
+  checks = check_against_bench(f, bench, false);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].bench_iters, 0);
+  // JSON from before the field: 0, not recorded.
+  EXPECT_EQ(read_bench_rows_json(R"([{"collective":"broadcast","dtype":"f32","op":"sum","bytes":8,"ranks":2,)"
+                                 R"("time_us":1,"algbw_GBps":0,"busbw_GBps":0,"errors":0,"nccl_time_us":null,)"
+                                 R"("nccl_busbw_GBps":null}])",
+                                 "old.json")
+                .at(0)
+                .iters,
+            0);
+}
+
 }  // namespace
 }  // namespace canopy

@@ -42,6 +42,7 @@ TEST(NcclTestsOutput, ReadsHeaderRowsAndFooterOfAFinishedRun) {
   EXPECT_EQ(r.nccl_library, "22803");
   EXPECT_EQ(r.collective, "broadcast_perf");
   EXPECT_THAT(r.parameters, HasSubstr("nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 4(factor)"));
+  EXPECT_EQ(r.iters, 2);  // "warmup iters: 1 iters: 2 agg iters: 1": the timed loop's -n, not the warm-up's
   ASSERT_EQ(r.devices.size(), 1u);
   EXPECT_EQ(r.devices[0], "Rank  0 Group  0 Pid  18174 on         vm device  0 [0000:00:06] NVIDIA H100 80GB HBM3");
   EXPECT_EQ(r.ranks(), 1);
@@ -262,6 +263,21 @@ TEST(NcclTestsOutput, NothingButNoiseIsNoRunAndNoError) {
   EXPECT_TRUE(log.runs.empty());
   EXPECT_EQ(log.skipped.size(), 3u);
   EXPECT_EQ(log.skipped[0].line, 3);
+}
+
+// The timed loop's length (-n) from the parameters line: a copy of a real log with it changed, removed or garbled.
+TEST(NcclTestsOutput, TimedItersComeFromTheParametersLine) {
+  const std::string text = testing::read_file(log_path("h100-2026-11-26/nccltests-broadcast-real-g1.log"));
+  const auto with = [&](const std::string& from, const std::string& to) {
+    std::string copy = text;
+    const std::size_t at = copy.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return parse_nccl_tests_output(copy.replace(at, from.size(), to), "copy").runs.at(0).iters;
+  };
+  EXPECT_EQ(with(" iters: 2 agg", " iters: 200 agg"), 200);
+  EXPECT_EQ(with(" iters: 2 agg iters: 1", " agg iters: 1"), std::nullopt);  // only the warm-up's and agg's left
+  EXPECT_EQ(with(" iters: 2 agg", " iters: two agg"), std::nullopt);
+  EXPECT_EQ(with(" iters: 2 agg", " iters: 0 agg"), std::nullopt);
 }
 
 }  // namespace

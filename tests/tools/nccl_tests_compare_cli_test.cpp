@@ -92,6 +92,7 @@ TEST(NcclTestsCompareCli, BenchRowsStandBesideWithAVerdictAndJsonHoldsItAll) {
   EXPECT_THAT(r.output, HasSubstr("# canopy bench check: "));
   EXPECT_THAT(r.output, ::testing::ContainsRegex("# time NEW/Canopy [0-9.]+, BASE/NCCL [0-9.]+ \\(geometric means"));
   EXPECT_THAT(r.output, HasSubstr(" of 13 sizes within 5 %"));
+  EXPECT_THAT(r.output, Not(HasSubstr("calls a loop")));  // that bench JSON predates "iters": nothing to compare
 
   const nlohmann::json j = nlohmann::json::parse(testing::read_file(json));
   std::filesystem::remove(json);
@@ -115,6 +116,30 @@ TEST(NcclTestsCompareCli, BenchRowsStandBesideWithAVerdictAndJsonHoldsItAll) {
   EXPECT_EQ(p["bench_sizes"], 13);
   EXPECT_GT(p["new_over_bench"].get<double>(), 0);
   EXPECT_EQ(p["summaries"][0]["bands"][2]["out_of_place"], nullptr);
+}
+
+// The bench's loop length beside nccl-tests' (-n 2 in these logs): the same real bench rows, each given "iters": 20
+// as canopy bench --json writes it now.
+TEST(NcclTestsCompareCli, ABenchOfAnotherLoopLengthIsNamed) {
+  nlohmann::json rows =
+      nlohmann::json::parse(testing::read_file(testing::source_dir() / "bench/results/h200x2-bench-final.json"));
+  for (nlohmann::json& row : rows) row["iters"] = 20;
+  const std::string bench = temp("iters.json"), json = temp("iters-out.json");
+  std::ofstream(bench) << rows.dump();
+  const testing::CommandRun r =
+      canopy(data(kRun + "nccltests-broadcast-real-g1.log") + " " + data(kRun + "nccltests-broadcast-canopy-g1.log") +
+             " --dtype float --bench " + bench + " --json " + json);
+  std::filesystem::remove(bench);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# note: nccl-tests timed 2 calls a loop (-n 2), canopy bench 20 (--iters 20): below "
+                                  "~1 MiB a call's time depends on the loop's length"));
+  const nlohmann::json j = nlohmann::json::parse(testing::read_file(json));
+  std::filesystem::remove(json);
+  const nlohmann::json& t = j["pairs"][0]["tables"][0];
+  EXPECT_EQ(t["base_iters"], 2);
+  EXPECT_EQ(t["new_iters"], 2);
+  EXPECT_EQ(t["bench"][0]["bench_iters"], 20);
+  EXPECT_EQ(j["pairs"][0]["base"]["runs"][0]["iters"], 2);
 }
 
 TEST(NcclTestsCompareCli, ANonzeroWrongCountIsMarkedAndExitsOne) {
