@@ -67,6 +67,9 @@ x2_samples_start() {
   x2_sampler=$!
 }
 x2_samples_stop() { kill "$x2_sampler" 2>/dev/null; wait "$x2_sampler" 2>/dev/null; }
+# The parts torch, torchab and cost start their ranks with torchrun, or its module where the image has no command.
+torchrun=(torchrun)
+command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
 for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
   case "$part" in
     tests)
@@ -187,8 +190,6 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
     torch)
       step x2 torch
       x2_samples_start torch
-      torchrun=(torchrun)
-      command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
       x2_torch() {  # NAME SCRIPT ARGS... (env before: LD_PRELOAD or not): torchrun, 2 ranks, a GPU each
         local name="$1" script="$2"
         shift 2
@@ -219,8 +220,6 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       x2_samples_start torchab
       IFS=';' read -r -a settings <<<"${CANOPY_X2_TORCH_VARIANTS-}"
       [ "${#settings[@]}" = 0 ] && settings=("")
-      torchrun=(torchrun)
-      command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
       {
         for mode in ${CANOPY_X2_TORCH_MODES:-ddp}; do
           for round in $(seq "${CANOPY_X2_TORCH_ROUNDS:-2}"); do
@@ -251,8 +250,6 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       # The host's and the GPU's time per c10d call, the real NCCL and then the library, alternating, each run's
       # table beside the first real NCCL run's.
       step x2 torch call cost
-      torchrun=(torchrun)
-      command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
       {
         runs=()
         for round in $(seq "${CANOPY_X2_COST_ROUNDS:-2}"); do
