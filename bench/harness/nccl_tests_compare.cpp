@@ -213,12 +213,14 @@ std::vector<NcclTestsBenchCheck> check_against_bench(const NcclTestsTable& table
     if (!ours) continue;
     std::vector<double> ratios, canopy_us, nccl_us;
     const BenchRow* first = nullptr;
+    bool one_loop_length = true;
     for (const BenchRow* r : rows)
       if (r->bytes == s.bytes) {
         ratios.push_back(r->nccl_time_us / r->time_us);
         canopy_us.push_back(r->time_us);
         nccl_us.push_back(r->nccl_time_us);
         if (!first) first = r;
+        one_loop_length = one_loop_length && r->iters == first->iters;
       }
     if (ratios.empty()) continue;
     const NcclTestsRatio& timed = in_place ? s.in_place : s.out_of_place;
@@ -230,9 +232,7 @@ std::vector<NcclTestsBenchCheck> check_against_bench(const NcclTestsTable& table
     c.new_over_bench = timed.newer.time_us / median(canopy_us);
     c.base_over_bench = timed.base.time_us / median(nccl_us);
     c.bench_ranks = first->ranks;
-    c.bench_iters = first->iters;
-    for (const BenchRow* r : rows)
-      if (r->bytes == s.bytes && r->iters != first->iters) c.bench_iters = 0;
+    c.bench_iters = one_loop_length ? first->iters : 0;
     c.bench_device = first->device;
     out.push_back(c);
   }
