@@ -117,7 +117,7 @@ Status EngineBoards::publish(std::uint64_t call, std::span<void* const> dst, std
     if (Status s = exports_.share(dst[i], bytes, &b, fd_buffers_ ? &fd : nullptr); !s.ok())
       unshared_why_ = "this process's buffers cannot be shared: " + s.message() +
                       (!fd_buffers_ && b.allocation.by_fd ? "; CANOPY_ENGINE_FD_BUFFERS=1 (the default) sends it" : "");
-    if (fd.get() >= 0) fds.emplace_back(mine.buffers[parity][i].allocation.id, std::move(fd));
+    if (fd.get() >= 0) fds.emplace_back(b.allocation.id, std::move(fd));
   }
   if (!unshared_why_.empty()) {
     // Not sent: the next share of those allocations makes new descriptors.
