@@ -223,9 +223,10 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   if (on_engines) {
     // Where the publishing process cannot share its buffers, the kernels move the same head.
     bool moved = false;
-    const Status s = call.collective == Collective::reduce      ? reduce_on_engines(call, staged, given.streams, &moved)
-                     : call.collective == Collective::allreduce ? allreduce_on_engines(call, staged, given.streams, &moved)
-                                                                : broadcast_on_engines(call, staged, given.streams, &moved);
+    const auto on_engines_call = call.collective == Collective::reduce      ? &State::reduce_on_engines
+                                 : call.collective == Collective::allreduce ? &State::allreduce_on_engines
+                                                                            : &State::broadcast_on_engines;
+    const Status s = (this->*on_engines_call)(call, staged, given.streams, &moved);
     if (!s.ok() || moved) return s;
   }
   const CollectiveSpec spec = call_spec(call, false, call.count + staged);
