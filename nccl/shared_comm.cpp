@@ -66,6 +66,24 @@ Status SharedComm::run(const std::vector<std::optional<RankCall>>& parts) {
     recv[k] = parts[k]->recv;
     streams[k] = parts[k]->stream;
   }
+  PreMulScratch scratch;
+  if (first.premul)
+    if (Status s = scratch.scale(*comm_, first_rank_, parts, send); !s.ok()) return s;
+  Status s = issue(first, send, recv, streams);
+  scratch.release();
+  return s;
+}
+
+Status SharedComm::run_alone(const RankCall& call) {
+  std::lock_guard lock(mutex_);  // one call at a time, as post() runs them
+  const void* const send[1] = {call.send};
+  void* const recv[1] = {call.recv};
+  const cudaStream_t streams[1] = {call.stream};
+  return issue(call, send, recv, streams);
+}
+
+Status SharedComm::issue(const RankCall& first, std::span<const void* const> send, std::span<void* const> recv,
+                         std::span<const cudaStream_t> streams) {
   CollectiveCall call;
   call.collective = first.collective;
   call.send = send;
@@ -75,14 +93,10 @@ Status SharedComm::run(const std::vector<std::optional<RankCall>>& parts) {
   call.op = first.op;
   call.root = first.root;
   call.streams = streams;
-  PreMulScratch scratch;
-  if (first.premul)
-    if (Status s = scratch.scale(*comm_, first_rank_, parts, send); !s.ok()) return s;
   const bool profiling = api_profile_on();
   if (profiling) profile_.begin();
   Status s = comm_->run(call);
   if (profiling) profile_.end();
-  scratch.release();
   if (s.ok() && log_.on()) {
     const bool in_place = first.send == first.recv;
     const std::uint64_t bytes = size_bytes(first.collective, first.count, first.dtype, nranks_);

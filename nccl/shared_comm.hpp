@@ -4,6 +4,8 @@
 // one call. post() files rank `local`'s part under that rank's next sequence number; the post that completes a
 // sequence runs it, checking that every part asks for the same collective (a PreMulSum's parts first scale their
 // inputs: premul_run.hpp), and says what ran in its CallLog (CANOPY_LOG=info); wait() returns that run's Status.
+// run_alone() serves the common case of one rank a process (torchrun, mpirun) without the matching: no slot, no
+// allocation, the call's buffers in arrays on the stack.
 // Under CANOPY_PROFILE_CALLS=1 it prints, when it goes, where the host's time went around its runs (api_profile.hpp).
 #pragma once
 
@@ -13,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "core/status.hpp"
@@ -42,6 +45,8 @@ class SharedComm {
   using Ticket = std::uint64_t;
   Ticket post(int local, const RankCall& call);
   Status wait(Ticket ticket);
+  // post() then wait() for a SharedComm of one own rank, without a slot: its Status. A PreMulSum call takes post().
+  Status run_alone(const RankCall& call);
 
  private:
   struct Slot {
@@ -52,6 +57,10 @@ class SharedComm {
     Status result;
   };
   Status run(const std::vector<std::optional<RankCall>>& parts);
+  // Runs the matched call `first` on every own rank's buffers and streams (the inputs already scaled where it is a
+  // PreMulSum), then logs it.
+  Status issue(const RankCall& first, std::span<const void* const> send, std::span<void* const> recv,
+               std::span<const cudaStream_t> streams);
 
   std::unique_ptr<Communicator> comm_;
   CallLog log_;
