@@ -19,8 +19,9 @@
 #                          CANOPY_X2_DTYPES (f32); canopy bench-compare of each setting against the first of the same
 #                          round, and of the first's rounds 1 and 2 (not in the default parts)
 #                                                             -> x2-bench-vV-rR-DTYPE.json/.log, x2-variants.log
-#               nccltests  the five nccl-tests binaries, -b 8 -e CANOPY_X2_NT_MAX (1G) -f 2 -c 1 (CANOPY_X2_NT_ARGS
-#                          more: "-n 200" steadies the small sizes), single-process -g 2 and mpirun -np 2 (one
+#               nccltests  the five nccl-tests binaries, -b 8 -e CANOPY_X2_NT_MAX (1G) -f 2 -c 1 -a 3 (the slowest
+#                          process's time, as canopy bench reports; CANOPY_X2_NT_ARGS more: "-n 200" steadies the
+#                          small sizes), single-process -g 2 and mpirun -np 2 (one
 #                          process per GPU), the real NCCL and then libcanopy_nccl.so (CANOPY_X2_NT_RUNS picks from
 #                          "real-g2 canopy-g2 real-np2 canopy-np2", CANOPY_X2_NCCLTESTS the binaries;
 #                          CANOPY_X2_NT_ENV VAR=VALUE settings for the runs through the library)
@@ -161,7 +162,9 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
     nccltests)
       step x2 nccl-tests
       nt_build "$out/x2-nt-build.log" || continue
-      read -r -a x2_nt <<<"-b 8 -e ${CANOPY_X2_NT_MAX:-1G} -f 2 -c 1 ${CANOPY_X2_NT_ARGS:-}"
+      # -a 3: each size's time is the slowest process's, as canopy bench --procs reports it. nccl-tests' default (-a 1)
+      # averages the processes: a reduce's root and its sender, 0.62-0.69 x the bench's NCCL time on 2026-11-28.
+      read -r -a x2_nt <<<"-b 8 -e ${CANOPY_X2_NT_MAX:-1G} -f 2 -c 1 -a 3 ${CANOPY_X2_NT_ARGS:-}"
       # CANOPY_X2_NT_ENV: VAR=VALUE settings for the runs through the library (each rank gets them), e.g.
       # "CANOPY_ENGINE_FD_BUFFERS=0".
       read -r -a x2_nt_env <<<"${CANOPY_X2_NT_ENV:-}"
