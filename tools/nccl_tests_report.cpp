@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -117,6 +118,7 @@ nlohmann::ordered_json log_json(const std::string& path, const NcclTestsOutput& 
     run["collective"] = r.collective;
     run["ranks"] = r.ranks();
     run["iters"] = r.iters ? nlohmann::ordered_json(*r.iters) : nlohmann::ordered_json(nullptr);
+    run["timers"] = r.timers();
     run["devices"] = r.devices;
     run["rows"] = r.rows.size();
     run["out_of_bounds"] = r.out_of_bounds ? nlohmann::ordered_json(*r.out_of_bounds) : nlohmann::ordered_json(nullptr);
@@ -191,6 +193,11 @@ std::string nccl_tests_report_text(const NcclTestsPair& pair, const NcclTestsPai
                          "a call's time depends on the loop's length (on two H200s by up to a third), so the ratios "
                          "may differ there for that alone; run them alike\n",
                          *t.new_iters, *t.new_iters, bench, bench);
+    if (const int timers = std::max(t.base_timers, t.new_timers); timers > 1)
+      out += fmt::format("# note: nccl-tests made each size's time from {} timers (processes x threads): their mean, "
+                         "unless it ran with -a (its log does not say); canopy bench reports the slowest rank's, "
+                         "so run nccl-tests with -a 3 (the slowest) to compare alike\n",
+                         timers);
     out += "# time NEW/Canopy: nccl-tests' NEW time over bench's Canopy time; BASE/NCCL: its BASE time over bench's\n"
            "# NCCL time (differ = BASE/NCCL over NEW/Canopy: a library that adds nothing keeps NEW/Canopy near 1)\n";
     out += fmt::format("#{:>8} {:>11} {:>9} {:>8} {:>11} {:>11} {:>10}\n", "size", "nccl-tests", "bench", "differ",
@@ -257,6 +264,8 @@ nlohmann::ordered_json nccl_tests_report_json(const NcclTestsPair& pair, const N
     table["only_new"] = t.only_new;
     table["base_iters"] = t.base_iters ? nlohmann::ordered_json(*t.base_iters) : nlohmann::ordered_json(nullptr);
     table["new_iters"] = t.new_iters ? nlohmann::ordered_json(*t.new_iters) : nlohmann::ordered_json(nullptr);
+    table["base_timers"] = t.base_timers;
+    table["new_timers"] = t.new_timers;
     table["bench"] = nlohmann::ordered_json::array();
     for (const NcclTestsBenchCheck& c : report.bench[i])
       table["bench"].push_back({{"bytes", c.bytes},

@@ -35,6 +35,14 @@ std::optional<int> iters_of(const NcclTestsOutput& log, const NcclTestsKey& key)
   return out;
 }
 
+// The most timers (processes x threads) among `log`'s runs of `key`'s binary and rank count; 1 for none.
+int timers_of(const NcclTestsOutput& log, const NcclTestsKey& key) {
+  int most = 1;
+  for (const NcclTestsRun& run : log.runs)
+    if (run.collective == key.collective && run.ranks() == key.ranks) most = std::max(most, run.timers());
+  return most;
+}
+
 // The row of median out-of-place time (the lower median of an even count; equal times keep the log's order).
 const NcclTestsRow& median_row(std::vector<const NcclTestsRow*> rows) {
   std::stable_sort(rows.begin(), rows.end(), [](const NcclTestsRow* a, const NcclTestsRow* b) {
@@ -130,7 +138,8 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
     const Sizes& new_sizes = found->second;
     repeated(key, base_sizes, base_name);
     repeated(key, new_sizes, new_name);
-    NcclTestsTable table{key, {}, {}, {}, iters_of(base, key), iters_of(newer, key)};
+    NcclTestsTable table{key, {}, {}, {}, iters_of(base, key), iters_of(newer, key), timers_of(base, key),
+                         timers_of(newer, key)};
     if (table.base_iters && table.new_iters && *table.base_iters != *table.new_iters)
       out.notes.push_back(fmt::format("{}: {} timed {} calls a loop (-n {}), {} {}: the time per call of small sizes "
                                       "depends on the loop's length; run both alike",

@@ -53,6 +53,9 @@ struct NcclTestsTable {
   std::vector<std::uint64_t> only_base, only_new;  // sizes one log lacks
   // Each log's timed calls a loop (-n) for this binary and rank count; nullopt: not printed, or its runs differ.
   std::optional<int> base_iters, new_iters;
+  // The most timers (NcclTestsRun::timers: processes x threads) of each log's runs of this binary and rank count:
+  // above 1, nccl-tests' time is their mean unless it ran with -a 3 (the slowest, as canopy bench --procs reports).
+  int base_timers = 1, new_timers = 1;
 };
 
 // Size bands of the summary, bounds inclusive: <= 64 KiB, 1-16 MiB, >= 256 MiB.

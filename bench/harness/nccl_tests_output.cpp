@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <set>
 #include <type_traits>
 
 #include "core/error.hpp"
@@ -66,6 +67,17 @@ std::optional<int> timed_iters(std::string_view parameters) {
     const std::optional<int> n = number<int>(w[i + 1]);
     return n && *n > 0 ? n : std::nullopt;
   }
+  return std::nullopt;
+}
+
+// The parameters line's "nThread N"; nullopt where absent or not a positive count.
+std::optional<int> thread_count(std::string_view parameters) {
+  const std::vector<std::string_view> w = words(parameters);
+  for (std::size_t i = 0; i + 1 < w.size(); ++i)
+    if (w[i] == "nThread") {
+      const std::optional<int> n = number<int>(w[i + 1]);
+      return n && *n > 0 ? n : std::nullopt;
+    }
   return std::nullopt;
 }
 
@@ -147,6 +159,16 @@ bool started(const NcclTestsRun& r) { return !r.version_line.empty() || !r.colle
 
 }  // namespace
 
+int NcclTestsRun::timers() const {
+  std::set<std::string_view> pids;
+  for (const std::string& d : devices) {
+    const std::vector<std::string_view> w = words(d);
+    for (std::size_t i = 0; i + 1 < w.size(); ++i)
+      if (w[i] == "Pid") pids.insert(w[i + 1]);
+  }
+  return std::max<int>(1, static_cast<int>(pids.size())) * threads.value_or(1);
+}
+
 bool is_nccl_tests_failure_line(std::string_view line) {
   static constexpr std::string_view kMarkers[] = {
       "Test NCCL failure", "Test CUDA failure", "Test failure",    "Segmentation fault",
@@ -206,6 +228,7 @@ NcclTestsOutput parse_nccl_tests_output(std::string_view text, const std::string
       NcclTestsRun& r = current(false);
       r.parameters = std::string(body);
       r.iters = timed_iters(body);
+      r.threads = thread_count(body);
     } else if (starts_with(body, "Rank ")) {
       current(false).devices.emplace_back(body);
     } else if (const std::vector<std::string_view> w = words(body);

@@ -46,6 +46,7 @@ struct NcclTestsRun {
   std::string collective;            // "all_reduce_perf", from "# Collective test starting: all_reduce_perf"
   std::string parameters;            // "nThread 1 nGpus 1 minBytes 8 maxBytes 134217728 step: 4(factor) ..."
   std::optional<int> iters;          // the parameters' "iters: N" (-n: timed calls a loop; not "warmup iters")
+  std::optional<int> threads;        // the parameters' "nThread N" (-t: threads a process)
   std::vector<std::string> devices;  // "Rank  0 Group  0 Pid  17809 on  vm device  0 [0000:00:06] NVIDIA H100 ..."
   std::vector<NcclTestsRow> rows;
   std::optional<std::int64_t> out_of_bounds;  // "# Out of bounds values : 0 OK": 0
@@ -54,6 +55,10 @@ struct NcclTestsRun {
   bool concluded = false;                     // "# Collective test concluded: ..." was reached
 
   int ranks() const { return static_cast<int>(devices.size()); }  // one "Rank" line per rank
+  // The timers whose times nccl-tests combines into each row's: its processes (the distinct "Pid"s of the device
+  // lines, at least 1) times its threads a process. nccl-tests reports their mean unless run with -a (3: the
+  // slowest), which its output does not record.
+  int timers() const;
 };
 
 // A line that is not nccl-tests' own header, row or footer.

@@ -280,5 +280,29 @@ TEST(NcclTestsOutput, TimedItersComeFromTheParametersLine) {
   EXPECT_EQ(with(" iters: 2 agg", " iters: 0 agg"), std::nullopt);
 }
 
+// The timers nccl-tests combines into a row's time: one process of one thread (-g 1), two processes under mpirun
+// -np 2 (two Pids, both ranks on one GPU), and a copy of that log claiming 4 threads a process or none.
+TEST(NcclTestsOutput, TimersAreProcessesTimesThreads) {
+  const NcclTestsRun one = parse("h100-2026-11-26/nccltests-broadcast-real-g1.log").runs.at(0);
+  EXPECT_EQ(one.threads, 1);
+  EXPECT_EQ(one.timers(), 1);
+  const std::string file = "h200-2026-11-25/nccltests-all_gather-canopy-np2-R0.log";
+  const NcclTestsRun two = parse(file).runs.at(0);
+  ASSERT_EQ(two.ranks(), 2);
+  EXPECT_EQ(two.threads, 1);
+  EXPECT_EQ(two.timers(), 2);
+  const std::string text = testing::read_file(log_path(file));
+  const auto with = [&](const std::string& to) {
+    std::string copy = text;
+    const std::size_t at = copy.find("nThread 1 ");
+    EXPECT_NE(at, std::string::npos);
+    return parse_nccl_tests_output(copy.replace(at, 10, to), "copy").runs.at(0);
+  };
+  EXPECT_EQ(with("nThread 4 ").timers(), 8);
+  EXPECT_EQ(with("nThread x ").threads, std::nullopt);
+  EXPECT_EQ(with("nThread x ").timers(), 2);  // unknown threads count as one
+  EXPECT_EQ(with("nThread 0 ").threads, std::nullopt);
+}
+
 }  // namespace
 }  // namespace canopy

@@ -93,6 +93,7 @@ TEST(NcclTestsCompareCli, BenchRowsStandBesideWithAVerdictAndJsonHoldsItAll) {
   EXPECT_THAT(r.output, ::testing::ContainsRegex("# time NEW/Canopy [0-9.]+, BASE/NCCL [0-9.]+ \\(geometric means"));
   EXPECT_THAT(r.output, HasSubstr(" of 13 sizes within 5 %"));
   EXPECT_THAT(r.output, Not(HasSubstr("calls a loop")));  // that bench JSON predates "iters": nothing to compare
+  EXPECT_THAT(r.output, Not(HasSubstr("timers")));        // one process of one thread: nothing averaged
 
   const nlohmann::json j = nlohmann::json::parse(testing::read_file(json));
   std::filesystem::remove(json);
@@ -140,6 +141,27 @@ TEST(NcclTestsCompareCli, ABenchOfAnotherLoopLengthIsNamed) {
   EXPECT_EQ(t["new_iters"], 2);
   EXPECT_EQ(t["bench"][0]["bench_iters"], 20);
   EXPECT_EQ(j["pairs"][0]["base"]["runs"][0]["iters"], 2);
+}
+
+// Two processes' runs (mpirun -np 2, real logs) beside a real canopy bench --procs 2 file: nccl-tests' time is the
+// mean of the two processes' unless it ran with -a 3, which the log does not say, so the check says so.
+TEST(NcclTestsCompareCli, RunsOfSeveralProcessesAreNamedBesideTheBenchsSlowestRank) {
+  const std::string np2 = "h200-2026-11-25/nccltests-all_gather-canopy-np2-R";
+  const std::string bench = (testing::source_dir() / "bench/results/h200x2-procs2-5fe65bc-f32.json").string();
+  const std::string json = temp("timers-out.json");
+  const testing::CommandRun r =
+      canopy(data(np2 + "0.log") + " " + data(np2 + "1.log") + " --dtype float --bench " + bench + " --json " + json);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# note: nccl-tests made each size's time from 2 timers (processes x threads): their "
+                                  "mean, unless it ran with -a (its log does not say); canopy bench reports the "
+                                  "slowest rank's, so run nccl-tests with -a 3 (the slowest) to compare alike"));
+  const nlohmann::json j = nlohmann::json::parse(testing::read_file(json));
+  std::filesystem::remove(json);
+  const nlohmann::json& p = j["pairs"][0];
+  EXPECT_EQ(p["base"]["runs"][0]["timers"], 2);
+  EXPECT_EQ(p["tables"][0]["base_timers"], 2);
+  EXPECT_EQ(p["tables"][0]["new_timers"], 2);
+  EXPECT_FALSE(p["tables"][0]["bench"].empty());
 }
 
 TEST(NcclTestsCompareCli, ANonzeroWrongCountIsMarkedAndExitsOne) {
