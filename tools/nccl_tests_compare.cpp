@@ -115,10 +115,10 @@ void add_nccl_tests_compare_command(CLI::App& app) {
       "listed under the table. Per binary: the geometric mean of busbw x in the bands <= 64K, 1M-16M, >= 256M.\n"
       "With --bench: per size both have, busbw x beside canopy bench's Canopy busbw / NCCL busbw (NCCL time /\n"
       "Canopy time) and whether they agree within --within percent. Time both programs alike: nccl-tests' -n as\n"
-      "the bench's --iters, and under mpirun nccl-tests' -a 3 (the slowest rank's time, as the bench reports;\n"
-      "its default is the mean of its processes'): notes say where the logs show otherwise. Lines that are not\n"
-      "nccl-tests' own (mpirun, NCCL_DEBUG) are counted; failure lines (Test NCCL failure, signals, non-zero\n"
-      "exits) are printed.\n"
+      "the bench's --iters (a note names unlike loops), and under mpirun nccl-tests' -a 3 (the slowest rank's\n"
+      "time, as the bench reports; its default is the mean of its processes', and its log does not say which:\n"
+      "a note names runs of several processes or threads). Lines that are not nccl-tests' own (mpirun,\n"
+      "NCCL_DEBUG) are counted; failure lines (Test NCCL failure, signals, non-zero exits) are printed.\n"
       "Exit status 1 when a size has a nonzero #wrong or a log cannot be read (a row cut short names its line).\n"
       "Docs: docs/nccl-api.md, \"Comparing nccl-tests runs\".");
   cmd->callback([args] {

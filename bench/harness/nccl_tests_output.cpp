@@ -58,14 +58,19 @@ std::optional<T> number(std::string_view word) {
   return value;
 }
 
+// A count the parameters line gives: a positive integer, else nullopt.
+std::optional<int> positive(std::string_view word) {
+  const std::optional<int> n = number<int>(word);
+  return n && *n > 0 ? n : std::nullopt;
+}
+
 // The parameters line's "iters: N" (nccl-tests' -n), not its "warmup iters: N" or "agg iters: N"; nullopt where
 // absent or not a positive count.
 std::optional<int> timed_iters(std::string_view parameters) {
   const std::vector<std::string_view> w = words(parameters);
   for (std::size_t i = 0; i + 1 < w.size(); ++i) {
     if (w[i] != "iters:" || (i > 0 && (w[i - 1] == "warmup" || w[i - 1] == "agg"))) continue;
-    const std::optional<int> n = number<int>(w[i + 1]);
-    return n && *n > 0 ? n : std::nullopt;
+    return positive(w[i + 1]);
   }
   return std::nullopt;
 }
@@ -74,10 +79,7 @@ std::optional<int> timed_iters(std::string_view parameters) {
 std::optional<int> thread_count(std::string_view parameters) {
   const std::vector<std::string_view> w = words(parameters);
   for (std::size_t i = 0; i + 1 < w.size(); ++i)
-    if (w[i] == "nThread") {
-      const std::optional<int> n = number<int>(w[i + 1]);
-      return n && *n > 0 ? n : std::nullopt;
-    }
+    if (w[i] == "nThread") return positive(w[i + 1]);
   return std::nullopt;
 }
 
