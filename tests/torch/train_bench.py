@@ -36,15 +36,15 @@
 # communication is the part of it during which no other work runs on the GPU (the union of communication intervals
 # less the union of everything else). A collective's kernels also run while they wait for a slower rank, so where the
 # ranks' steps are skewed (host-bound steps) one rank's share is far from another's: the line names the other ranks'
-# shares beside rank 0's (2026-11-28, FSDP2 on two H200s: 9.5 % on rank 0, 85.6 % on rank 1). For DDP, --nosync-steps (10) more steps under no_sync() (no all_reduce at all)
-# give a second estimate: the median step less the median no_sync step. Those steps come last: they let the ranks'
-# models differ.
+# shares beside rank 0's (2026-11-28, FSDP2 on two H200s: 9.5 % on rank 0, 85.6 % on rank 1). For DDP,
+# --nosync-steps (10) more steps under no_sync() (no all_reduce at all) give a second estimate: the median step less
+# the median no_sync step. Those steps come last: they let the ranks' models differ.
 #
 # Rank 0 writes --out (JSON: the configuration, which library ran, every step's time, start (Unix seconds, to line
 # steps up with samples of the GPUs' clocks) and loss, medians, the communication figures) and prints `train_bench: ddp
 # 2 ranks (real NCCL), 100.7M params, median step 41.2 ms, comm 23.0 % of step (kernels and their copies), exposed
-# 5.1 % (other ranks: 24.1 %), loss 1.234 -> 0.987`. --backend gloo runs it all on the CPU (with e.g. --width 256 --batch 16 --warmup 2
-# --steps 5): a self-test of this script, with no device timeline to measure communication on.
+# 5.1 % (other ranks: 24.1 %), loss 1.234 -> 0.987`. --backend gloo runs it all on the CPU (with e.g. --width 256
+# --batch 16 --warmup 2 --steps 5): a self-test of this script, with no device timeline to measure communication on.
 import argparse
 import json
 import os
