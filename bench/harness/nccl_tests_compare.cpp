@@ -23,12 +23,17 @@ Keyed by_key(const NcclTestsOutput& log) {
   return out;
 }
 
+// Whether `run` is of `key`'s binary and rank count (a table's rows may come from several such runs).
+bool of_key(const NcclTestsRun& run, const NcclTestsKey& key) {
+  return run.collective == key.collective && run.ranks() == key.ranks;
+}
+
 // The timed calls a loop of `log`'s runs of `key`'s binary and rank count: nullopt where none printed it or they
 // differ.
 std::optional<int> iters_of(const NcclTestsOutput& log, const NcclTestsKey& key) {
   std::optional<int> out;
   for (const NcclTestsRun& run : log.runs) {
-    if (run.collective != key.collective || run.ranks() != key.ranks || !run.iters) continue;
+    if (!of_key(run, key) || !run.iters) continue;
     if (out && *out != *run.iters) return std::nullopt;
     out = run.iters;
   }
@@ -39,7 +44,7 @@ std::optional<int> iters_of(const NcclTestsOutput& log, const NcclTestsKey& key)
 int timers_of(const NcclTestsOutput& log, const NcclTestsKey& key) {
   int most = 1;
   for (const NcclTestsRun& run : log.runs)
-    if (run.collective == key.collective && run.ranks() == key.ranks) most = std::max(most, run.timers());
+    if (of_key(run, key)) most = std::max(most, run.timers());
   return most;
 }
 
