@@ -54,8 +54,6 @@ std::uint64_t direct_inbox_bytes(std::uint64_t count, int element_bytes, int ran
 
 KernelSource direct_source(const DirectSpec& spec) {
   const OneHopSpec& s = spec.base;
-  if (spec.inbox && spec.two_shot)
-    throw Error("direct kernels: the inbox kernels are one-shot; unset two_shot or inbox");
   if (spec.two_shot && !direct_has_two_shot(s.collective))
     throw Error(fmt::format(
         "direct kernels: two-shot is a variant of allreduce, broadcast and reduce, not of {}; unset two_shot",
@@ -63,13 +61,22 @@ KernelSource direct_source(const DirectSpec& spec) {
   if (spec.piece_bytes != 0 && !spec.inbox)
     throw Error(fmt::format("direct kernels: piece_bytes {} is for the inbox kernels; set inbox or use 0",
                             spec.piece_bytes));
+  if (spec.piece_bytes != 0 && spec.two_shot)
+    throw Error(fmt::format("direct kernels: piece_bytes {} is for the one-shot inbox kernels (two-shot ones move "
+                            "whole parts); unset two_shot or use 0",
+                            spec.piece_bytes));
   if (spec.piece_bytes < 0 || spec.piece_bytes % 16 != 0)
     throw Error(fmt::format("direct kernels: piece_bytes {}: use 0 (whole parts) or a positive multiple of 16 bytes",
                             spec.piece_bytes));
-  std::string prefix = spec.inbox ? "canopy_directinbox" : spec.two_shot ? "canopy_direct2shot" : "canopy_direct";
+  std::string prefix = spec.inbox ? (spec.two_shot ? "canopy_directinbox2shot" : "canopy_directinbox")
+                       : spec.two_shot ? "canopy_direct2shot"
+                                       : "canopy_direct";
   if (spec.piece_bytes > 0) prefix += fmt::format("_piece{}", spec.piece_bytes);
-  const char* how = spec.inbox ? "every rank stores what its peers need into their inboxes and moves its own inbox "
-                                 "into its receive buffer"
+  const char* how = spec.inbox && spec.two_shot
+                        ? "two-shot through the inboxes: every rank stores share q of its input into rank q's inbox, "
+                          "combines its own share and stores it into the inboxes that need it"
+                    : spec.inbox ? "every rank stores what its peers need into their inboxes and moves its own inbox "
+                                   "into its receive buffer"
                     : spec.two_shot ? "two-shot: every rank moves its share of the elements from the send buffers to "
                                       "the receive buffers"
                                     : "every rank reads the send buffers it needs from the other ranks";
@@ -78,8 +85,11 @@ KernelSource direct_source(const DirectSpec& spec) {
   if (spec.inbox)  // in elements, whole 16-byte vectors (0: whole parts)
     config += fmt::format("  static constexpr unsigned long long kPiece = {};\n", spec.piece_bytes / size_of(s.dtype));
   write_one_hop_source(s,
-                       {spec.inbox ? "direct (inbox)" : "direct", spec.inbox ? "direct_inbox.cuh" : "direct.cuh",
-                        "kDirect", spec.inbox ? "canopy::run_direct_inbox" : "canopy::run_direct",
+                       {spec.inbox ? "direct (inbox)" : "direct",
+                        spec.inbox ? (spec.two_shot ? "direct_inbox_two_shot.cuh" : "direct_inbox.cuh") : "direct.cuh",
+                        "kDirect",
+                        spec.inbox ? (spec.two_shot ? "canopy::run_direct_inbox_two_shot" : "canopy::run_direct_inbox")
+                                   : "canopy::run_direct",
                         spec.piece_bytes > 0
                             ? fmt::format("{}, in pieces of {} bytes; {} blocks x {} threads per rank", how,
                                           spec.piece_bytes, s.blocks_per_rank, s.threads_per_block)

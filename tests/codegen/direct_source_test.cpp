@@ -288,9 +288,10 @@ TEST(DirectSource, RefusesWhatItCannotRun) {
   EXPECT_EQ(refusal(spec), "");
 }
 
-// The inbox kernels (DirectSpec::inbox, templates/direct_inbox.cuh): their own name, template and entry; one-shot only;
-// an inbox of a slot per rank, each rounded up to whole 16-byte vectors as the template rounds it.
-TEST(DirectSource, InboxKernelsNameTheirTemplateAndRefuseTwoShot) {
+// The inbox kernels (DirectSpec::inbox, templates/direct_inbox.cuh): their own name, template and entry; the two-shot
+// ones (templates/direct_inbox_two_shot.cuh) theirs, for allreduce, broadcast and reduce, in whole parts; an inbox of
+// a slot per rank, each rounded up to whole 16-byte vectors as the templates round it.
+TEST(DirectSource, InboxKernelsNameTheirTemplates) {
   DirectSpec spec = reduce_on_two_gpus();
   spec.inbox = true;
   const KernelSource k = direct_source(spec);
@@ -299,7 +300,19 @@ TEST(DirectSource, InboxKernelsNameTheirTemplateAndRefuseTwoShot) {
                            "  canopy::run_direct_inbox<Config>(a, kRanksOf[device], device);"})
     EXPECT_TRUE(contains(k.file.text, line)) << "missing: " << line << "\n" << k.file.text;
   spec.two_shot = true;
-  EXPECT_EQ(refusal(spec), "direct kernels: the inbox kernels are one-shot; unset two_shot or inbox");
+  const KernelSource two = direct_source(spec);
+  EXPECT_EQ(two.name, "canopy_directinbox2shot_reduce_r8_d2_b32_bf16_max_root3");
+  for (const char* line : {"#include \"canopy/direct_inbox_two_shot.cuh\"", "  static constexpr bool kTwoShot = true;",
+                           "  static constexpr unsigned long long kPiece = 0;",
+                           "  canopy::run_direct_inbox_two_shot<Config>(a, kRanksOf[device], device);"})
+    EXPECT_TRUE(contains(two.file.text, line)) << "missing: " << line << "\n" << two.file.text;
+  spec.piece_bytes = 64 << 10;
+  EXPECT_EQ(refusal(spec), "direct kernels: piece_bytes 65536 is for the one-shot inbox kernels (two-shot ones move "
+                           "whole parts); unset two_shot or use 0");
+  spec.piece_bytes = 0;
+  spec.base.collective = Collective::allgather;
+  EXPECT_EQ(refusal(spec), "direct kernels: two-shot is a variant of allreduce, broadcast and reduce, not of allgather; "
+                           "unset two_shot");
   EXPECT_EQ(direct_inbox_bytes(1, 4, 2), 2u * 16);           // one f32: a vector per slot
   EXPECT_EQ(direct_inbox_bytes(1028, 4, 3), 3u * 1028 * 4);  // whole vectors already
   EXPECT_EQ(direct_inbox_bytes(7, 2, 8), 8u * 8 * 2);        // seven f16 round up to eight

@@ -80,6 +80,18 @@ TEST(GoldenSources, DirectInboxAllreduceMatchesGeneratedFolder) {
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 
+// The two-shot inbox kernel (templates/direct_inbox_two_shot.cuh): allreduce of four processes on four GPUs.
+TEST(GoldenSources, DirectInboxTwoShotAllreduceMatchesGeneratedFolder) {
+  DirectSpec spec;
+  spec.inbox = true;
+  spec.two_shot = true;
+  spec.base.ranks = 4;
+  spec.base.device_of_rank = block_placement(4, 4);
+  const KernelSource k = direct_source(spec);
+  EXPECT_EQ(k.file.name, "canopy_directinbox2shot_allreduce_r4_d4_b32_f32_sum.cu");
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
 TEST(GoldenSources, DirectTwoShotAllreduceMatchesGeneratedFolder) {
   DirectSpec spec;
   spec.two_shot = true;

@@ -249,10 +249,11 @@ TEST(GeneratedKernelsDirect, InboxKernelsInPiecesCompile) { expect_direct_kernel
 // ranks keep their pointers and vectors in registers: a spill would put local-memory traffic beside every vector they
 // move. (bf16 min and max on 8 ranks spill 76 bytes, one-shot's 108: their conversions need more registers than a
 // thread of 512 has.)
-TEST(GeneratedKernelsDirect, TwoShotKernelsCompile) {
-  const auto two_shot = [](Collective c, DataType t, ReduceOp op, int ranks, int devices) {
+void expect_two_shot_kernels_compile(bool inbox) {
+  const auto two_shot = [inbox](Collective c, DataType t, ReduceOp op, int ranks, int devices) {
     DirectSpec spec;
     spec.two_shot = true;
+    spec.inbox = inbox;
     spec.base.collective = c;
     spec.base.root = 3;
     spec.base.dtype = t;
@@ -274,6 +275,11 @@ TEST(GeneratedKernelsDirect, TwoShotKernelsCompile) {
     two_shot(Collective::allreduce, DataType::f32, op, 16, 2);
   }
 }
+
+TEST(GeneratedKernelsDirect, TwoShotKernelsCompile) { expect_two_shot_kernels_compile(false); }
+
+// The two-shot inbox kernels (templates/direct_inbox_two_shot.cuh, for ranks in other processes), the same cases.
+TEST(GeneratedKernelsDirect, InboxTwoShotKernelsCompile) { expect_two_shot_kernels_compile(true); }
 
 TEST(NvrtcCompiler, ReportsTheLineOfAnError) {
   const SourceFile bad{"bad.cu", "extern \"C\" __global__ void k() {\n  undeclared_thing = 1;\n}\n"};
