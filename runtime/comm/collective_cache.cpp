@@ -49,10 +49,9 @@ Status check_spec(const CollectiveSpec& spec, int ranks, const ProtocolTable& pr
                   fmt::format("{}: two-shot is a variant of the low-latency allreduce and of the direct allreduce, "
                               "broadcast and reduce; set low_latency or direct accordingly, or unset two_shot",
                               spec_text(spec)));
-  if (spec.own_buffers && (spec.program || spec.low_latency || spec.ll128 || spec.two_shot))
+  if (spec.own_buffers && (spec.program || spec.low_latency || spec.ll128))
     return Status(StatusCode::invalid_argument,
-                  fmt::format("{}: own_buffers is a form of the planned trees and of the one-shot direct kernels; "
-                              "unset it",
+                  fmt::format("{}: own_buffers is a form of the planned trees and of the direct kernels; unset it",
                               spec_text(spec)));
   if (spec.program && spec.program->ranks() != ranks)
     return Status(StatusCode::invalid_argument,
@@ -62,7 +61,8 @@ Status check_spec(const CollectiveSpec& spec, int ranks, const ProtocolTable& pr
 }
 
 // The source of a plan-free kernel (low-latency, LL128, direct) for `spec`, in the protocol's fitted shape; the
-// direct inbox kernels in the protocol table's pieces for the collective (0: whole parts).
+// one-shot direct inbox kernels in the protocol table's pieces for the collective (0: whole parts; two-shot ones move
+// whole parts).
 KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& protocols, const Placement& placement) {
   const OneLaunchShape& shape = spec.low_latency ? protocols.low_latency()
                                 : spec.ll128     ? protocols.ll128()
@@ -73,7 +73,8 @@ KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& pro
   if (spec.low_latency) return low_latency_source({base, shape.max_bytes, spec.two_shot});
   if (spec.ll128) return ll128_source({base, shape.max_bytes});
   return direct_source(
-      {base, spec.two_shot, spec.own_buffers, spec.own_buffers ? protocols.inbox_piece_bytes(spec.collective) : 0});
+      {base, spec.two_shot, spec.own_buffers,
+       spec.own_buffers && !spec.two_shot ? protocols.inbox_piece_bytes(spec.collective) : 0});
 }
 
 }  // namespace

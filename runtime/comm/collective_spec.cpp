@@ -28,7 +28,7 @@ SpecKey spec_key(const CollectiveSpec& s) {
           root,
           planned ? message_class(s) : 0,
           s.low_latency ? (s.two_shot ? 4 : 1)
-          : s.direct    ? (s.own_buffers ? 7 : s.two_shot ? 5 : 2)
+          : s.direct    ? (s.own_buffers ? (s.two_shot ? 8 : 7) : s.two_shot ? 5 : 2)
           : s.ll128     ? 3
                         : (s.own_buffers ? 6 : 0),
           chunk};

@@ -98,10 +98,12 @@ void set_up_protocols(Communicator::State& st) {
   if (inbox_across_gpus && !settings.direct_given) {
     std::array<std::int64_t, kCollectives> limits{};
     for (std::size_t c = 0; c < kCollectives; ++c)
-      limits[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
+      limits[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), facts.ranks);
     settings.direct_moved_limits = limits;
+    // The one limit is their ceiling: not given, it lets the largest through (the inboxes grow with the calls).
+    settings.direct.max_bytes = std::max(settings.direct.max_bytes, *std::max_element(limits.begin(), limits.end()));
   }
-  settings.direct_one_shot = st.on_own_buffers();  // as_run: the inbox kernels are one-shot
+  settings.direct_inbox = st.on_own_buffers();  // as_run
   if (inbox_across_gpus && !settings.direct_blocks_given)
     settings.direct.blocks_per_rank = direct_own_buffers_default_blocks();
   for (std::size_t c = 0; c < kCollectives; ++c)

@@ -121,10 +121,7 @@ void Communicator::State::log_launch_counters(const PreparedCollective& p, const
 }
 
 CollectiveSpec Communicator::State::as_run(CollectiveSpec spec) const {
-  if (on_own_buffers() && !spec.program && !spec.low_latency && !spec.ll128) {
-    spec.own_buffers = true;
-    if (spec.direct) spec.two_shot = false;  // the inbox kernels are one-shot
-  }
+  if (on_own_buffers() && !spec.program && !spec.low_latency && !spec.ll128) spec.own_buffers = true;
   return spec;
 }
 

@@ -100,8 +100,9 @@ DirectShape direct_shape_from_environment() {
   return one_launch_shape_from_environment("CANOPY_DIRECT", {std::int64_t{32} << 20, 32, 512});
 }
 
-std::int64_t direct_own_buffers_default_bytes(Collective collective) {
-  return std::int64_t{has_root(collective) ? 32 : 16} << 20;  // broadcast, reduce: one buffer one way
+std::int64_t direct_own_buffers_default_bytes(Collective collective, int ranks) {
+  if (has_root(collective) || ranks <= 2) return std::int64_t{has_root(collective) ? 32 : 16} << 20;
+  return std::int64_t{collective == Collective::allreduce ? 96 : 48} << 20;
 }
 
 int direct_own_buffers_default_blocks() { return 64; }
@@ -121,6 +122,10 @@ std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks, int
   if (collective == Collective::broadcast) return 0;
   if (collective == Collective::reduce) return std::int64_t{ranks < 8 ? 4 : 2} << 20;
   return std::int64_t{ranks == 3 ? 2048 : ranks < 6 ? 1024 : ranks < 8 ? 384 : 256} << 10;
+}
+
+std::int64_t direct_inbox_two_shot_default_bytes(Collective collective, int ranks) {
+  return ranks <= 2 || !direct_has_two_shot(collective) ? 0 : std::int64_t{2} << 20;
 }
 
 std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices) {

@@ -109,14 +109,18 @@ DirectShape direct_shape_from_environment();
 // rank (64: 32 left NVLink idle at 4-16 MiB) and the pieces each block's part moves in (64 KiB for broadcast and
 // reduce, whose receiver then copies or combines one piece while the next crosses: 4-7 % faster than 256 KiB at
 // 16 MiB, bench/results/h200x2-procs2-inbox-piece-ab-s16.txt; 0, whole parts, for the others, whose every rank both
-// stores and moves).
-std::int64_t direct_own_buffers_default_bytes(Collective collective);
+// stores and moves). From three ranks the limit is 96 MiB for allreduce and 48 MiB for allgather and reduce-scatter:
+// on four H200 on NVSwitch the two-shot inbox allreduce beat the trees at 16, 32 and 64 MiB (107, 188, 342-355 us
+// against 150, 221, 388-392) and the one-shot allgather and reduce-scatter were level with them or ahead at 32-64 MiB
+// (docs/performance.md, "Two-shot inbox kernels"); 64 blocks there did as well as 96 and 128.
+std::int64_t direct_own_buffers_default_bytes(Collective collective, int ranks);
 int direct_own_buffers_default_blocks();
 std::int64_t direct_own_buffers_default_piece_bytes(Collective collective);
 
 // CANOPY_DIRECT_TWO_SHOT_BYTES: out-of-place direct allreduces, broadcasts and reduces whose size is at least this
 // run the two-shot kernel (each rank moves its share of the elements) instead of the one-shot one (0: never; in-place
-// allreduces always run two-shot). Unset: the default per collective and ranks (direct_two_shot_default_bytes).
+// allreduces always run two-shot, but on the inbox kernels, which read no other rank's buffer). Unset: the default per
+// collective and ranks (direct_two_shot_default_bytes; direct_inbox_two_shot_default_bytes for the inbox kernels).
 std::optional<std::int64_t> direct_two_shot_bytes_from_environment();
 // The defaults, where calls of virtual ranks on one H200 crossed (docs/performance.md), `devices` the GPUs the ranks
 // are on. Never on two ranks (both variants put the same bytes on each link, and two-shot waits for its stores to
@@ -127,6 +131,11 @@ std::optional<std::int64_t> direct_two_shot_bytes_from_environment();
 // unmeasured). Else reduce from 4 MiB on 3 to 7 ranks, 2 MiB from 8, and broadcast never (slower at every size on one
 // GPU, where one-shot's readers share the root's cached lines and the root's link is not there to see).
 std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks, int devices);
+// The same for the inbox kernels (processes on their own buffers, templates/direct_inbox_two_shot.cuh): never on two
+// ranks, else from 2 MiB for allreduce, broadcast and reduce. On four H200 on NVSwitch, four processes, two-shot took
+// 4-8 MiB in 0.6-0.7 x one-shot's time (allreduce 8 MiB 62 against 128 us) and was 1-4 us slower at 1 MiB, level
+// at 2 MiB (docs/performance.md, "Two-shot inbox kernels"); 3 and more than 4 ranks unmeasured.
+std::int64_t direct_inbox_two_shot_default_bytes(Collective collective, int ranks);
 
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
 // bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.

@@ -64,7 +64,7 @@ ProtocolTable make_protocol_table(const ProtocolSettings& settings, const Protoc
   ProtocolTable t;
   t.ranks_ = facts.ranks;
   t.devices_ = facts.devices;
-  t.direct_one_shot_ = settings.direct_one_shot;
+  t.direct_inbox_ = settings.direct_inbox;
   t.low_latency_ = settings.low_latency;
   t.ll128_ = settings.ll128;
   t.direct_ = settings.direct;
@@ -139,10 +139,11 @@ ProtocolTable make_protocol_table(const ProtocolSettings& settings, const Protoc
 }
 
 bool ProtocolTable::direct_two_shot(Collective collective, std::uint64_t bytes, bool in_place) const {
-  if (!direct_has_two_shot(collective) || direct_one_shot_) return false;
-  if (in_place && collective == Collective::allreduce) return true;
-  const std::int64_t from =
-      direct_two_shot_bytes_.value_or(direct_two_shot_default_bytes(collective, ranks_, devices_));
+  if (!direct_has_two_shot(collective)) return false;
+  if (in_place && collective == Collective::allreduce && !direct_inbox_) return true;
+  const std::int64_t from = direct_two_shot_bytes_.value_or(
+      direct_inbox_ ? direct_inbox_two_shot_default_bytes(collective, ranks_)
+                    : direct_two_shot_default_bytes(collective, ranks_, devices_));
   return from > 0 && bytes >= static_cast<std::uint64_t>(from);
 }
 

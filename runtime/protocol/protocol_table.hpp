@@ -42,9 +42,9 @@ struct ProtocolSettings {
   // all; it stays the largest): set for processes running the inbox kernels on their own buffers across GPUs, unless
   // the limit is given (set_up_protocols; direct_own_buffers_default_bytes).
   std::optional<std::array<std::int64_t, kCollectives>> direct_moved_limits;
-  // The direct calls run the inbox kernels (processes on their own buffers), which are one-shot: no direct call is
-  // two-shot, and a call's bytes on the busiest link are one-shot's.
-  bool direct_one_shot = false;
+  // The direct calls run the inbox kernels (processes on their own buffers), where no rank reads another's buffer: an
+  // allreduce in place runs two-shot only from the limit for its size, as every other call.
+  bool direct_inbox = false;
   std::string tuned_from;    // where tuned limits come from (tuning.json's path), for the log
 };
 
@@ -72,7 +72,7 @@ class ProtocolTable {
   ProtocolPick choose(Collective collective, std::uint64_t bytes, bool in_place = false) const;
 
   // Whether a direct call of `collective` at S `bytes` runs two-shot: an allreduce in place always (one-shot's ranks
-  // would read inputs being overwritten), else from the limit for its collective.
+  // would read inputs being overwritten; not so for the inbox kernels), else from the limit for its collective.
   bool direct_two_shot(Collective collective, std::uint64_t bytes, bool in_place) const;
   bool engine_collective(Collective collective) const;  // the copy engines on and this collective one they move
   bool engine_sized(Collective collective, std::uint64_t bytes) const;
@@ -94,7 +94,7 @@ class ProtocolTable {
                                            const std::function<std::optional<ProtocolLimits>(Collective)>&, const Logger&);
   int ranks_ = 2;
   int devices_ = 2;  // the GPUs the ranks are on
-  bool direct_one_shot_ = false;
+  bool direct_inbox_ = false;
   std::array<std::int64_t, kCollectives> ll_limit_{};
   std::array<std::int64_t, kCollectives> ll128_limit_{};
   std::array<std::optional<std::int64_t>, kCollectives> direct_limit_;  // tuned limits on S (unset: direct_moved_)

@@ -138,7 +138,7 @@ TEST(ProtocolTable, PerCollectiveMovedLimitsStandInForTheOneLimit) {
   ProtocolSettings s = two_gpu_settings();
   s.direct_moved_limits = std::array<std::int64_t, kCollectives>{};
   for (std::size_t c = 0; c < kCollectives; ++c)
-    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
+    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), 2);
   const Made m = make(s, facts(2, 2));
   EXPECT_EQ(m.table.choose(Collective::broadcast, 32 * MiB).protocol, Protocol::direct);
   EXPECT_EQ(m.table.choose(Collective::broadcast, 64 * MiB).protocol, Protocol::planned);
@@ -153,6 +153,30 @@ TEST(ProtocolTable, PerCollectiveMovedLimitsStandInForTheOneLimit) {
                         "reduce 32 MiB, allreduce 16 MiB"));
   s.direct.max_bytes = 2 * MiB;  // the one limit stays the ceiling
   EXPECT_EQ(make(s, facts(2, 2)).table.choose(Collective::allreduce, 4 * MiB).protocol, Protocol::planned);
+}
+
+// From three ranks the inbox kernels take larger allreduces, allgathers and reduce-scatters (the two-shot allreduce and
+// the one-shot allgather beat the trees there on four H200), and the one limit lets them through (set_up_protocols
+// raises it to the largest). Two ranks keep the limits measured on two H200.
+TEST(ProtocolTable, InboxLimitsFromThreeRanksTakeLargerCalls) {
+  EXPECT_EQ(direct_own_buffers_default_bytes(Collective::allreduce, 2), 16 * MiB);
+  EXPECT_EQ(direct_own_buffers_default_bytes(Collective::allgather, 2), 16 * MiB);
+  EXPECT_EQ(direct_own_buffers_default_bytes(Collective::broadcast, 2), 32 * MiB);
+  ProtocolSettings s = two_gpu_settings();
+  s.direct_inbox = true;
+  s.direct_moved_limits = std::array<std::int64_t, kCollectives>{};
+  for (std::size_t c = 0; c < kCollectives; ++c)
+    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), 4);
+  s.direct.max_bytes = 96 * MiB;
+  const Made m = make(s, facts(4, 4));
+  const ProtocolPick allreduce = m.table.choose(Collective::allreduce, 64 * MiB);  // two-shot: 96 MiB on a link
+  EXPECT_EQ(allreduce.protocol, Protocol::direct);
+  EXPECT_TRUE(allreduce.two_shot);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 128 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::allgather, 64 * MiB).protocol, Protocol::direct);  // 48 MiB
+  EXPECT_EQ(m.table.choose(Collective::reducescatter, 128 * MiB).protocol, Protocol::planned);
+  EXPECT_EQ(m.table.choose(Collective::broadcast, 16 * MiB).protocol, Protocol::direct);  // two-shot: 24 MiB
+  EXPECT_EQ(m.table.choose(Collective::broadcast, 32 * MiB).protocol, Protocol::planned);
 }
 
 // The inbox kernels' defaults across GPUs: more blocks than elsewhere, and pieces for the collectives whose receiver
@@ -185,26 +209,41 @@ TEST(ProtocolTable, TwoShotVariants) {
   EXPECT_TRUE(m.table.choose(Collective::allreduce, 4 * MiB, /*in_place=*/true).two_shot);
 }
 
-// Processes on their own buffers run the one-shot inbox kernels: the limit counts one-shot's bytes on the root's
-// link, whatever two-shot limit is in effect (four H200: a 16 MiB broadcast of four processes took the inbox kernel,
-// 161 us, where the trees took 105, once two-shot's bytes were counted for a one-shot kernel).
-TEST(ProtocolTable, InboxKernelsAreOneShotAndCountedSo) {
+// Processes on their own buffers run the inbox kernels, two-shot from the limit given or their own default (2 MiB from
+// three ranks), and the direct limit counts the bytes of the kernel that runs (four H200: a 16 MiB broadcast of four
+// processes once took the one-shot inbox kernel, 161 us, where the trees took 105, as two-shot's bytes were counted
+// for it). In place they read no other rank's buffer, so an allreduce needs no two-shot there.
+TEST(ProtocolTable, InboxKernelsRunTwoShotFromTheLimitAndAreCountedSo) {
   ProtocolSettings s = two_gpu_settings();
   s.direct_two_shot_bytes = 1 * MiB;
   s.direct_moved_limits = std::array<std::int64_t, kCollectives>{};
   for (std::size_t c = 0; c < kCollectives; ++c)
-    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c));
+    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), 2);
   const Made two_shot = make(s, facts(4, 4));
   EXPECT_TRUE(two_shot.table.choose(Collective::broadcast, 16 * MiB).two_shot);
   EXPECT_EQ(two_shot.table.choose(Collective::broadcast, 16 * MiB).protocol, Protocol::direct);  // 24 MiB moved
-  s.direct_one_shot = true;
+  s.direct_inbox = true;
   const Made inbox = make(s, facts(4, 4));
-  EXPECT_FALSE(inbox.table.direct_two_shot(Collective::broadcast, 16 * MiB, false));
-  EXPECT_FALSE(inbox.table.direct_two_shot(Collective::allreduce, 4 * MiB, /*in_place=*/true));
-  const ProtocolPick eight = inbox.table.choose(Collective::broadcast, 8 * MiB);  // 24 MiB on the root's link
+  EXPECT_EQ(direct_inbox_two_shot_default_bytes(Collective::allreduce, 4), 2 * MiB);
+  EXPECT_EQ(direct_inbox_two_shot_default_bytes(Collective::broadcast, 2), 0);
+  EXPECT_EQ(direct_inbox_two_shot_default_bytes(Collective::allgather, 4), 0);
+  EXPECT_TRUE(inbox.table.direct_two_shot(Collective::broadcast, 16 * MiB, false));
+  EXPECT_EQ(inbox.table.choose(Collective::broadcast, 16 * MiB).protocol, Protocol::direct);  // two-shot: 24 MiB
+  // In place, the inbox kernels read no other rank's buffer: an allreduce under the two-shot limit stays one-shot.
+  EXPECT_FALSE(inbox.table.direct_two_shot(Collective::allreduce, 512 * KiB, /*in_place=*/true));
+  EXPECT_TRUE(inbox.table.direct_two_shot(Collective::allreduce, 4 * MiB, /*in_place=*/true));
+  EXPECT_TRUE(two_shot.table.direct_two_shot(Collective::allreduce, 512 * KiB, /*in_place=*/true));
+  s.direct_two_shot_bytes = 0;  // never: one-shot's bytes are counted
+  const Made one_shot = make(s, facts(4, 4));
+  const ProtocolPick eight = one_shot.table.choose(Collective::broadcast, 8 * MiB);  // 24 MiB on the root's link
   EXPECT_EQ(eight.protocol, Protocol::direct);
   EXPECT_FALSE(eight.two_shot);
-  EXPECT_EQ(inbox.table.choose(Collective::broadcast, 16 * MiB).protocol, Protocol::planned);  // 48 MiB
+  EXPECT_EQ(one_shot.table.choose(Collective::broadcast, 16 * MiB).protocol, Protocol::planned);  // 48 MiB
+  s.direct_two_shot_bytes.reset();  // the inbox kernels' default, not the single-process kernels' (1 MiB here)
+  const Made by_default = make(s, facts(4, 4));
+  EXPECT_FALSE(by_default.table.direct_two_shot(Collective::reduce, 1 * MiB, false));
+  EXPECT_TRUE(by_default.table.direct_two_shot(Collective::reduce, 2 * MiB, false));
+  EXPECT_FALSE(make(s, facts(2, 2)).table.direct_two_shot(Collective::allreduce, 64 * MiB, true));
 }
 
 TEST(ProtocolTable, CopyEnginesNeedTwoRanksOnTwoGpusAndTakeLargeCallsFromDirect) {
