@@ -91,7 +91,7 @@ TEST_P(MultiProcessOnGpu, OneProcessPerGpuOnTheDetectedTopology) {
 
 std::string protocol_name(const ::testing::TestParamInfo<const char*>& info) {
   const char* names[] = {"Trees",           "Direct",           "Default", "DirectStagingOnlyShared",
-                         "TreesOnOwnBuffers", "DirectOnOwnBuffers"};
+                         "TreesOnOwnBuffers", "DirectOnOwnBuffers", "DirectTwoShotOnOwnBuffers"};
   return names[info.index];
 }
 
@@ -99,7 +99,8 @@ std::string protocol_name(const ::testing::TestParamInfo<const char*>& info) {
 // area (CANOPY_OWN_BUFFERS=0); the default table; the staged direct protocol staging only the buffers other ranks
 // touch (its outputs written in place, CANOPY_STAGE_ONLY_SHARED); the planned trees alone, unstaged, lowered to touch
 // only their own rank's buffers (CANOPY_OWN_BUFFERS, the default); the direct protocol's inbox kernels for what it
-// takes, then those trees.
+// takes, then those trees; the same with every allreduce, broadcast and reduce on the two-shot inbox kernels
+// (templates/direct_inbox_two_shot.cuh), on two ranks too.
 INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                          ::testing::Values("CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0 "
                                            "CANOPY_OWN_BUFFERS=0",
@@ -108,7 +109,9 @@ INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                                            "CANOPY_OWN_BUFFERS=0",
                                            "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0 "
                                            "CANOPY_OWN_BUFFERS=1",
-                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1"),
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1",
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1 "
+                                           "CANOPY_DIRECT_TWO_SHOT_BYTES=16"),
                          protocol_name);
 
 // The milliseconds printed after `marker` in `output` (-1: not there).
