@@ -65,47 +65,45 @@ TEST(GoldenSources, RingAllreduceProgramMatchesGeneratedFolder) {
 }
 
 // The plan-free kernels (templates/direct.cuh, low_latency.cuh, ll128.cuh): their sources are written without
-// libFormat, so these compare on every build. Allreduce of f32 with sum over 2 ranks, default shape.
-TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
-  const KernelSource k = direct_source(DirectSpec{});
-  EXPECT_EQ(k.file.name, "canopy_direct_allreduce_r2_d2_b32_f32_sum.cu");
+// libFormat, so these compare on every build. Allreduce of f32 with sum, default shape: `k` is named `name` and
+// matches generated/`name`.
+void expect_plan_free_golden(const KernelSource& k, const char* name) {
+  EXPECT_EQ(k.file.name, name);
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 
-TEST(GoldenSources, DirectInboxAllreduceMatchesGeneratedFolder) {
+// A direct kernel's spec on `ranks` ranks, each on a GPU of its own.
+DirectSpec direct_spec(bool inbox, bool two_shot, int ranks) {
   DirectSpec spec;
-  spec.inbox = true;
-  const KernelSource k = direct_source(spec);
-  EXPECT_EQ(k.file.name, "canopy_directinbox_allreduce_r2_d2_b32_f32_sum.cu");
-  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+  spec.inbox = inbox;
+  spec.two_shot = two_shot;
+  spec.base.ranks = ranks;
+  spec.base.device_of_rank = block_placement(ranks, ranks);
+  return spec;
+}
+
+TEST(GoldenSources, DirectAllreduceMatchesGeneratedFolder) {
+  expect_plan_free_golden(direct_source(DirectSpec{}), "canopy_direct_allreduce_r2_d2_b32_f32_sum.cu");
+}
+
+TEST(GoldenSources, DirectInboxAllreduceMatchesGeneratedFolder) {
+  expect_plan_free_golden(direct_source(direct_spec(true, false, 2)),
+                          "canopy_directinbox_allreduce_r2_d2_b32_f32_sum.cu");
 }
 
 // The two-shot inbox kernel (templates/direct_inbox_two_shot.cuh): allreduce of four processes on four GPUs.
 TEST(GoldenSources, DirectInboxTwoShotAllreduceMatchesGeneratedFolder) {
-  DirectSpec spec;
-  spec.inbox = true;
-  spec.two_shot = true;
-  spec.base.ranks = 4;
-  spec.base.device_of_rank = block_placement(4, 4);
-  const KernelSource k = direct_source(spec);
-  EXPECT_EQ(k.file.name, "canopy_directinbox2shot_allreduce_r4_d4_b32_f32_sum.cu");
-  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+  expect_plan_free_golden(direct_source(direct_spec(true, true, 4)),
+                          "canopy_directinbox2shot_allreduce_r4_d4_b32_f32_sum.cu");
 }
 
 TEST(GoldenSources, DirectTwoShotAllreduceMatchesGeneratedFolder) {
-  DirectSpec spec;
-  spec.two_shot = true;
-  spec.base.ranks = 8;
-  spec.base.device_of_rank = block_placement(8, 8);
-  const KernelSource k = direct_source(spec);
-  EXPECT_EQ(k.file.name, "canopy_direct2shot_allreduce_r8_d8_b32_f32_sum.cu");
-  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+  expect_plan_free_golden(direct_source(direct_spec(false, true, 8)),
+                          "canopy_direct2shot_allreduce_r8_d8_b32_f32_sum.cu");
 }
 
 TEST(GoldenSources, LowLatencyAllreduceMatchesGeneratedFolder) {
-  const KernelSource k = low_latency_source(LowLatencySpec{});
-  EXPECT_EQ(k.file.name, "canopy_ll_allreduce_r2_d2_b4_f32_sum.cu");
-  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+  expect_plan_free_golden(low_latency_source(LowLatencySpec{}), "canopy_ll_allreduce_r2_d2_b4_f32_sum.cu");
 }
 
 TEST(GoldenSources, LowLatencyTwoShotAllreduceMatchesGeneratedFolder) {
@@ -113,15 +111,11 @@ TEST(GoldenSources, LowLatencyTwoShotAllreduceMatchesGeneratedFolder) {
   spec.two_shot = true;
   spec.base.ranks = 4;
   spec.base.device_of_rank = block_placement(4, 4);
-  const KernelSource k = low_latency_source(spec);
-  EXPECT_EQ(k.file.name, "canopy_ll2shot_allreduce_r4_d4_b4_f32_sum.cu");
-  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+  expect_plan_free_golden(low_latency_source(spec), "canopy_ll2shot_allreduce_r4_d4_b4_f32_sum.cu");
 }
 
 TEST(GoldenSources, LL128AllreduceMatchesGeneratedFolder) {
-  const KernelSource k = ll128_source(LL128Spec{});
-  EXPECT_EQ(k.file.name, "canopy_ll128_allreduce_r2_d2_b64_f32_sum.cu");
-  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+  expect_plan_free_golden(ll128_source(LL128Spec{}), "canopy_ll128_allreduce_r2_d2_b64_f32_sum.cu");
 }
 
 TEST(GoldenSources, GenerationIsDeterministic) {
