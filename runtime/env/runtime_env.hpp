@@ -133,8 +133,8 @@ std::optional<std::int64_t> direct_two_shot_bytes_from_environment();
 std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks, int devices);
 // The same for the inbox kernels (processes on their own buffers, templates/direct_inbox_two_shot.cuh): never on two
 // ranks, else from 2 MiB for allreduce, broadcast and reduce. On four H200 on NVSwitch, four processes, two-shot took
-// 4-8 MiB in 0.6-0.7 x one-shot's time (allreduce 8 MiB 62 against 128 us) and was 1-4 us slower at 1 MiB, level
-// at 2 MiB (docs/performance.md, "Two-shot inbox kernels"); 3 and more than 4 ranks unmeasured.
+// 4-8 MiB in 0.5-0.85 x one-shot's time (allreduce 8 MiB 62 against 128-131 us) and was up to 6 us slower at 1 MiB,
+// level at 2 MiB (docs/performance.md, "Two-shot inbox kernels"); 3 and more than 4 ranks unmeasured.
 std::int64_t direct_inbox_two_shot_default_bytes(Collective collective, int ranks);
 
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
