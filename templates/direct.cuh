@@ -62,6 +62,19 @@ __device__ __forceinline__ int direct_done(int peer, int b) {
   return (C::kRanks + peer) * C::kBlocks + b;
 }
 
+// Part `part` of `parts` of n elements of T: [first, first + length), whole 16-byte vectors for every part but the
+// last, which also takes the tail. How every direct kernel cuts its elements among blocks (and ranks' shares).
+struct ElementPart {
+  unsigned long long first, length;
+};
+template <typename T>
+__device__ __forceinline__ ElementPart element_part(unsigned long long n, unsigned long long part,
+                                                    unsigned long long parts) {
+  const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
+  const unsigned long long first = vectors * part / parts * vec;
+  return {first, (part + 1 == parts ? n : vectors * (part + 1) / parts * vec) - first};
+}
+
 template <typename C>
 __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int me, int b, unsigned long long e) {
   typedef typename C::T T;
@@ -70,15 +83,13 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
                     C::kCollective == kDirectAllReduce,
                 "two-shot direct kernels are broadcast, reduce and allreduce");
   const unsigned long long n = a.count;
-  // Block b's elements: whole 16-byte vectors for every part but the last, which also takes the tail. Two-shot
-  // splits the elements into kRanks x kBlocks parts, the shares of ranks 0, 1, ... one after another.
+  // Block b's elements (element_part). Two-shot splits the elements into kRanks x kBlocks parts, the shares of ranks
+  // 0, 1, ... one after another.
   const bool two_shot = C::kTwoShot;
   const unsigned long long parts = two_shot ? C::kRanks * C::kBlocks : C::kBlocks;
   const unsigned long long part = two_shot ? static_cast<unsigned long long>(me) * C::kBlocks + b : b;
-  const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
-  const unsigned long long first = vectors * part / parts * vec;
-  const unsigned long long last = part + 1 == parts ? n : vectors * (part + 1) / parts * vec;
-  const unsigned long long len = last - first;
+  const ElementPart mine = element_part<T>(n, part, parts);
+  const unsigned long long first = mine.first, len = mine.length;
 
   // 1. Entered: my readers may read my input; wait until the ranks I read have entered too.
   if (leader()) {

@@ -45,6 +45,44 @@ __device__ __forceinline__ unsigned long long inbox_done_mark(unsigned long long
   return (e << 32) | (k + 1);
 }
 
+// The inbox kernels' handshakes for block b of rank `me`, over the ranks a predicate picks. inbox_enter: tells the
+// ranks that store into my inbox (stores(q, me)) that they may ("entered": my stream has reached this launch, so my
+// launch before has finished reading it) and waits for the same word from the ranks I store into (stores(me, q)).
+template <typename C, typename Stores>
+__device__ __forceinline__ void inbox_enter(const typename C::Args& a, int me, int b, unsigned long long e,
+                                            Stores stores) {
+  if (leader()) {
+    for (int q = 0; q < C::kRanks; ++q)
+      if (stores(q, me)) store_release(flag(a.rank[q], direct_entered<C>(me, b)), e);
+    for (int q = 0; q < C::kRanks; ++q)
+      if (stores(me, q)) wait(flag(a.rank[me], direct_entered<C>(q, b)), e);
+  }
+  sync();
+}
+
+// inbox_post: every thread's stores before the word `mark` (inbox_done_mark) that they are complete, to each rank
+// to(q) picks. The block's barrier orders the other threads' stores before the leader's, and the leader's system-scope
+// release is cumulative: it publishes what the barrier ordered before it (the pattern of NCCL's postPeer: barrier,
+// then an acq_rel fence and a relaxed store). A full fence (__threadfence_system) before it made every collective
+// 2-10 % slower at 4-32 MiB on two H200s and ordered nothing more (bench/results/h200x2-procs2-inbox-fence-ab.txt).
+template <typename C, typename To>
+__device__ __forceinline__ void inbox_post(const typename C::Args& a, int me, int b, unsigned long long mark, To to) {
+  __syncthreads();
+  if (leader())
+    for (int q = 0; q < C::kRanks; ++q)
+      if (to(q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), mark);
+}
+
+// inbox_await: until every rank from(q) picks has posted `mark` to me.
+template <typename C, typename From>
+__device__ __forceinline__ void inbox_await(const typename C::Args& a, int me, int b, unsigned long long mark,
+                                            From from) {
+  if (leader())
+    for (int q = 0; q < C::kRanks; ++q)
+      if (from(q)) wait(flag(a.rank[me], direct_done<C>(q, b)), mark);
+  sync();
+}
+
 template <typename C>
 __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a, int me, int b,
                                                        unsigned long long e) {
@@ -53,10 +91,8 @@ __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a
   static_assert(!C::kTwoShot, "the inbox kernels are one-shot");
   static_assert(C::kPiece % (16 / sizeof(T)) == 0, "a piece is whole 16-byte vectors");
   const unsigned long long n = a.count;
-  const unsigned long long vec = 16 / sizeof(T), vectors = n / vec;
-  const unsigned long long first = vectors * b / C::kBlocks * vec;
-  const unsigned long long last = b + 1 == C::kBlocks ? n : vectors * (b + 1) / C::kBlocks * vec;
-  const unsigned long long len = last - first;
+  const ElementPart mine = element_part<T>(n, b, C::kBlocks);
+  const unsigned long long first = mine.first, len = mine.length, last = first + len;
   const unsigned long long slot = inbox_slot<C>(n);
   // The part moves in pieces of C::kPiece elements (0: whole), each with a "done" word of its own, so a receiver
   // moves piece k while piece k + 1 crosses the link.
@@ -105,25 +141,14 @@ __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a
     if (any) reduce_copy<Op, T, 1, C::kRanks>(d, s, 1, count);
   };
 
-  // Every thread's stores of piece k to peers before the word that they are complete. The block's barrier orders the
-  // other threads' stores before the leader's, and the leader's system-scope release is cumulative: it publishes what
-  // the barrier ordered before it (the pattern of NCCL's postPeer: barrier, then an acq_rel fence and a relaxed store).
-  // A full fence (__threadfence_system) before it made every collective 2-10 % slower at 4-32 MiB on two H200s and
-  // ordered nothing more (bench/results/h200x2-procs2-inbox-fence-ab.txt).
+  // Every thread's stores of piece k to peers before the word that they are complete (inbox_post).
   auto post = [&](unsigned long long k) {
-    __syncthreads();
-    if (leader()) {
-      for (int q = 0; q < C::kRanks; ++q)
-        if (inbox_sends<C>(me, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), inbox_done_mark<C>(e, k));
-    }
+    inbox_post<C>(a, me, b, inbox_done_mark<C>(e, k), [&](int q) { return inbox_sends<C>(me, q); });
   };
 
   // Until piece k of every rank that stores to me has arrived.
   auto await = [&](unsigned long long k) {
-    if (leader())
-      for (int q = 0; q < C::kRanks; ++q)
-        if (inbox_sends<C>(q, me)) wait(flag(a.rank[me], direct_done<C>(q, b)), inbox_done_mark<C>(e, k));
-    sync();
+    inbox_await<C>(a, me, b, inbox_done_mark<C>(e, k), [&](int q) { return inbox_sends<C>(q, me); });
   };
 
   // Elements [at, at + count) of my inbox into my receive buffer: copied (broadcast, allgather) or combined with my
@@ -159,13 +184,7 @@ __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a
   };
 
   // 1. Entered: the ranks that store into my inbox may; wait until the ranks I store to have entered too.
-  if (leader()) {
-    for (int q = 0; q < C::kRanks; ++q)
-      if (inbox_sends<C>(q, me)) store_release(flag(a.rank[q], direct_entered<C>(me, b)), e);
-    for (int q = 0; q < C::kRanks; ++q)
-      if (inbox_sends<C>(me, q)) wait(flag(a.rank[me], direct_entered<C>(q, b)), e);
-  }
-  sync();
+  inbox_enter<C>(a, me, b, e, [](int storer, int owner) { return inbox_sends<C>(storer, owner); });
 
   // 2. Piece by piece: piece 0 stored and posted first; then, for each piece k, wait until the peers' piece k is here,
   // store piece k + 1 (its stores cross the link while this block moves piece k), move piece k into the receive

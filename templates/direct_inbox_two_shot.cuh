@@ -34,17 +34,11 @@ __device__ __forceinline__ bool inbox_shot_b(int me, int peer) {
   return true;
 }
 
-// Part b of rank q's share of n elements: whole 16-byte vectors but for the very last part.
-struct InboxPart {
-  unsigned long long first, length;
-};
+// Part b of rank q's share of n elements (element_part, the shares of ranks 0, 1, ... one after another).
 template <typename C>
-__device__ __forceinline__ InboxPart inbox_part(unsigned long long n, int q, int b) {
-  const unsigned long long vec = 16 / sizeof(typename C::T), vectors = n / vec;
-  const unsigned long long parts = static_cast<unsigned long long>(C::kRanks) * C::kBlocks;
-  const unsigned long long part = static_cast<unsigned long long>(q) * C::kBlocks + b;
-  const unsigned long long first = vectors * part / parts * vec;
-  return {first, (part + 1 == parts ? n : vectors * (part + 1) / parts * vec) - first};
+__device__ __forceinline__ ElementPart inbox_part(unsigned long long n, int q, int b) {
+  return element_part<typename C::T>(n, static_cast<unsigned long long>(q) * C::kBlocks + b,
+                                     static_cast<unsigned long long>(C::kRanks) * C::kBlocks);
 }
 
 // The last step: part b of the shares the other ranks stored into my inbox (`inbox`, slots of `slot` elements), into
@@ -56,7 +50,7 @@ __device__ __noinline__ void inbox_collect(typename C::T* out, const typename C:
   for (int k = 1; k < C::kRanks; ++k) {
     const int q = (me + k) % C::kRanks;
     if (!inbox_shot_b<C>(q, me)) continue;
-    const InboxPart p = inbox_part<C>(n, q, b);
+    const ElementPart p = inbox_part<C>(n, q, b);
     Pointers<T, 1> d;
     Pointers<const T, 1> s;
     d.p[0] = out + p.first;
@@ -95,28 +89,18 @@ __device__ __forceinline__ void run_direct_inbox_two_shot_block(const typename C
     for (int q = 0; q < C::kRanks; ++q) found = found || (sending ? to(shot, q) : from(shot, q));
     return found;
   };
-  // Every thread's stores of a shot before the word that they are complete (the pattern of direct_inbox.cuh's post).
+  // A shot's stores complete, told to the ranks that need them (inbox_post); until those storing to me told me so.
   auto post = [&](unsigned long long shot) {
-    __syncthreads();
-    if (leader())
-      for (int q = 0; q < C::kRanks; ++q)
-        if (to(shot, q)) store_release(flag(a.rank[q], direct_done<C>(me, b)), inbox_done_mark<C>(e, shot));
+    inbox_post<C>(a, me, b, inbox_done_mark<C>(e, shot), [&](int q) { return to(shot, q); });
   };
   auto await = [&](unsigned long long shot) {
-    if (leader())
-      for (int q = 0; q < C::kRanks; ++q)
-        if (from(shot, q)) wait(flag(a.rank[me], direct_done<C>(q, b)), inbox_done_mark<C>(e, shot));
-    sync();
+    inbox_await<C>(a, me, b, inbox_done_mark<C>(e, shot), [&](int q) { return from(shot, q); });
   };
 
   // Entered: the ranks that store into my inbox (in either shot) may; wait until the ranks I store to have entered.
-  if (leader()) {
-    for (int q = 0; q < C::kRanks; ++q)
-      if (from(0, q) || from(1, q)) store_release(flag(a.rank[q], direct_entered<C>(me, b)), e);
-    for (int q = 0; q < C::kRanks; ++q)
-      if (to(0, q) || to(1, q)) wait(flag(a.rank[me], direct_entered<C>(q, b)), e);
-  }
-  sync();
+  inbox_enter<C>(a, me, b, e, [](int storer, int owner) {
+    return inbox_shot_a<C>(storer, owner) || inbox_shot_b<C>(storer, owner);
+  });
 
   // Shot A: share q of my input into q's inbox, starting after myself so that ranks spread their stores over the
   // peers. The broadcast root also copies each share into its own receive buffer (unless in place): nobody sends it.
