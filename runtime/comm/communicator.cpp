@@ -95,14 +95,7 @@ void set_up_protocols(Communicator::State& st) {
   // reduce, pieces (direct_own_buffers_default_bytes and the two after it), each where not given.
   const bool inbox_across_gpus =
       st.placement.multi_process() && st.config.own_buffers && distinct_gpus(st.placement) >= 2;
-  if (inbox_across_gpus && !settings.direct_given) {
-    std::array<std::int64_t, kCollectives> limits{};
-    for (std::size_t c = 0; c < kCollectives; ++c)
-      limits[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), facts.ranks);
-    settings.direct_moved_limits = limits;
-    // The one limit is their ceiling: not given, it lets the largest through (the inboxes grow with the calls).
-    settings.direct.max_bytes = std::max(settings.direct.max_bytes, *std::max_element(limits.begin(), limits.end()));
-  }
+  if (inbox_across_gpus && !settings.direct_given) use_inbox_limits(&settings, facts.ranks);
   settings.direct_inbox = st.on_own_buffers();  // as_run
   if (inbox_across_gpus && !settings.direct_blocks_given)
     settings.direct.blocks_per_rank = direct_own_buffers_default_blocks();

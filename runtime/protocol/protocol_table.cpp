@@ -54,6 +54,14 @@ void set_up_line_protocol(const ProtocolFacts& facts, const Logger& log, const c
 
 }  // namespace
 
+void use_inbox_limits(ProtocolSettings* settings, int ranks) {
+  std::array<std::int64_t, kCollectives> limits{};
+  for (std::size_t c = 0; c < kCollectives; ++c)
+    limits[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), ranks);
+  settings->direct_moved_limits = limits;
+  settings->direct.max_bytes = std::max(settings->direct.max_bytes, *std::max_element(limits.begin(), limits.end()));
+}
+
 // Per collective, the protocol limits: tuned (those `canopy tune --protocols` chose for this machine) where it chose
 // some, else the shapes' (the options' or environment's, else the defaults; LL128's default is per collective unless
 // given). LL128 takes only sizes above LL's limit, so where its limit is within LL's it takes none. The shapes'

@@ -40,7 +40,7 @@ struct ProtocolSettings {
   std::array<std::int64_t, kCollectives> inbox_piece_bytes{};
   // Per collective, the most bytes the busiest link of a direct call carries, in place of direct.max_bytes (one for
   // all; it stays the largest): set for processes running the inbox kernels on their own buffers across GPUs, unless
-  // the limit is given (set_up_protocols; direct_own_buffers_default_bytes).
+  // the limit is given (use_inbox_limits; direct_own_buffers_default_bytes).
   std::optional<std::array<std::int64_t, kCollectives>> direct_moved_limits;
   // The direct calls run the inbox kernels (processes on their own buffers), where no rank reads another's buffer: an
   // allreduce in place runs two-shot only from the limit for its size, as every other call.
@@ -107,6 +107,11 @@ class ProtocolTable {
   std::optional<std::int64_t> direct_two_shot_bytes_;
   EngineShape engine_;
 };
+
+// Processes running the inbox kernels across GPUs with no direct limit given: the per-collective limits on the busiest
+// link (direct_own_buffers_default_bytes for `ranks`) in place of the one, which rises to the largest of them (it stays
+// their ceiling; the inboxes grow with the calls).
+void use_inbox_limits(ProtocolSettings* settings, int ranks);
 
 // `tuned` gives the limits tuning.json holds for this machine and a collective (nullopt: none; unused when the
 // settings say not to use them). Logs, on `log`'s init subsystem, every protocol turned off and why.

@@ -136,9 +136,7 @@ TEST(ProtocolTable, TunedLimitsStandInPerCollectiveWhenAllowed) {
 // link carries, never above direct.max_bytes; the trees take over beyond it.
 TEST(ProtocolTable, PerCollectiveMovedLimitsStandInForTheOneLimit) {
   ProtocolSettings s = two_gpu_settings();
-  s.direct_moved_limits = std::array<std::int64_t, kCollectives>{};
-  for (std::size_t c = 0; c < kCollectives; ++c)
-    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), 2);
+  use_inbox_limits(&s, 2);
   const Made m = make(s, facts(2, 2));
   EXPECT_EQ(m.table.choose(Collective::broadcast, 32 * MiB).protocol, Protocol::direct);
   EXPECT_EQ(m.table.choose(Collective::broadcast, 64 * MiB).protocol, Protocol::planned);
@@ -156,7 +154,7 @@ TEST(ProtocolTable, PerCollectiveMovedLimitsStandInForTheOneLimit) {
 }
 
 // From three ranks the inbox kernels take larger allreduces, allgathers and reduce-scatters (the two-shot allreduce and
-// the one-shot allgather beat the trees there on four H200), and the one limit lets them through (set_up_protocols
+// the one-shot allgather beat the trees there on four H200), and the one limit lets them through (use_inbox_limits
 // raises it to the largest). Two ranks keep the limits measured on two H200.
 TEST(ProtocolTable, InboxLimitsFromThreeRanksTakeLargerCalls) {
   EXPECT_EQ(direct_own_buffers_default_bytes(Collective::allreduce, 2), 16 * MiB);
@@ -164,10 +162,8 @@ TEST(ProtocolTable, InboxLimitsFromThreeRanksTakeLargerCalls) {
   EXPECT_EQ(direct_own_buffers_default_bytes(Collective::broadcast, 2), 32 * MiB);
   ProtocolSettings s = two_gpu_settings();
   s.direct_inbox = true;
-  s.direct_moved_limits = std::array<std::int64_t, kCollectives>{};
-  for (std::size_t c = 0; c < kCollectives; ++c)
-    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), 4);
-  s.direct.max_bytes = 96 * MiB;
+  use_inbox_limits(&s, 4);
+  EXPECT_EQ(s.direct.max_bytes, 96 * MiB);  // raised to the largest limit
   const Made m = make(s, facts(4, 4));
   const ProtocolPick allreduce = m.table.choose(Collective::allreduce, 64 * MiB);  // two-shot: 96 MiB on a link
   EXPECT_EQ(allreduce.protocol, Protocol::direct);
@@ -216,9 +212,7 @@ TEST(ProtocolTable, TwoShotVariants) {
 TEST(ProtocolTable, InboxKernelsRunTwoShotFromTheLimitAndAreCountedSo) {
   ProtocolSettings s = two_gpu_settings();
   s.direct_two_shot_bytes = 1 * MiB;
-  s.direct_moved_limits = std::array<std::int64_t, kCollectives>{};
-  for (std::size_t c = 0; c < kCollectives; ++c)
-    (*s.direct_moved_limits)[c] = direct_own_buffers_default_bytes(static_cast<Collective>(c), 2);
+  use_inbox_limits(&s, 2);
   const Made two_shot = make(s, facts(4, 4));
   EXPECT_TRUE(two_shot.table.choose(Collective::broadcast, 16 * MiB).two_shot);
   EXPECT_EQ(two_shot.table.choose(Collective::broadcast, 16 * MiB).protocol, Protocol::direct);  // 24 MiB moved
