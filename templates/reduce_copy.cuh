@@ -86,7 +86,9 @@ struct Pointers {
 template <typename Op, typename T, int kSrcs, int kDsts>
 __device__ __noinline__ void reduce_copy(Pointers<T, kDsts> dst, Pointers<const T, kSrcs> src, int sources,
                                          unsigned long long n) {
-  const int kUnroll = 4;
+  // Four vectors in flight per thread and source; two where a reduction of 3 or more sources widens 1-byte elements
+  // to floats (fp8), whose 16 conversions per vector would otherwise spill registers under 512 threads a block.
+  const int kUnroll = sizeof(T) == 1 && sizeof(typename Elem<T>::Math) == 4 && kSrcs >= 3 ? 2 : 4;
   const unsigned long long kVec = 16 / sizeof(T);
   unsigned long long misaligned = 0;
 #pragma unroll

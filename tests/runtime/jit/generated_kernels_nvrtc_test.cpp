@@ -281,6 +281,32 @@ TEST(GeneratedKernelsDirect, TwoShotKernelsCompile) { expect_two_shot_kernels_co
 // The two-shot inbox kernels (templates/direct_inbox_two_shot.cuh, for ranks in other processes), the same cases.
 TEST(GeneratedKernelsDirect, InboxTwoShotKernelsCompile) { expect_two_shot_kernels_compile(true); }
 
+// fp8 reductions of 3 and 4 sources (allreduce on 3 and 4 ranks: the direct kernels one- and two-shot, and their inbox
+// forms) keep reduce_copy's vectors in registers: its 16 conversions to float per vector spilled up to 504 bytes a
+// thread with four vectors in flight (2026-11-28); with two (templates/reduce_copy.cuh, kUnroll) none.
+TEST(GeneratedKernelsDirect, Fp8ReductionsDoNotSpillInReduceCopy) {
+  for (DataType t : {DataType::f8e4m3, DataType::f8e5m2})
+    for (int ranks : {3, 4})
+      for (const auto& [inbox, two_shot] : {std::pair{false, false}, std::pair{false, true}, std::pair{true, false},
+                                            std::pair{true, true}}) {
+        DirectSpec spec;
+        spec.inbox = inbox;
+        spec.two_shot = two_shot;
+        spec.base.dtype = t;
+        spec.base.ranks = ranks;
+        spec.base.device_of_rank = block_placement(ranks, ranks);
+        const KernelSource k = direct_source(spec);
+        const CompiledModule m = compile_cuda(k.file, template_headers(), CompileOptions{});
+        int copies = 0;
+        for (const KernelStats& s : m.kernels) {
+          if (s.name.find("reduce_copy") == std::string::npos) continue;
+          ++copies;
+          EXPECT_EQ(s.spill_store_bytes + s.spill_load_bytes, 0) << k.entry << ": " << s.name;
+        }
+        EXPECT_GT(copies, 0) << k.entry << ": ptxas reported no reduce_copy";
+      }
+}
+
 TEST(NvrtcCompiler, ReportsTheLineOfAnError) {
   const SourceFile bad{"bad.cu", "extern \"C\" __global__ void k() {\n  undeclared_thing = 1;\n}\n"};
   try {
