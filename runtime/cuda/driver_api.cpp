@@ -4,6 +4,8 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 namespace canopy {
 
 void* driver_entry_point(const char* name, int version) {
@@ -20,6 +22,8 @@ void* driver_entry_point(const char* name, int version) {
 namespace {
 using MemGetAddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 using PointerGetAttributes = CUresult (*)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr);
+using LaunchKernelEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
+using GetErrorText = CUresult (*)(CUresult, const char**);
 
 template <typename Fn>
 Fn driver_entry(const char* name, int version) {
@@ -65,6 +69,36 @@ std::optional<DriverPointerFacts> driver_pointer_facts(const void* pointer) {
   f.device = device;
   f.allocation = AllocationRange{static_cast<std::uintptr_t>(base), bytes};
   return f;
+}
+
+std::optional<int> driver_launch(const void* kernel, unsigned int grid, unsigned int block, void* stream,
+                                 bool cooperative, void** params) {
+  static const LaunchKernelEx launch = driver_entry<LaunchKernelEx>("cuLaunchKernelEx", 11060);
+  if (!launch) return std::nullopt;
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  attribute.value.cooperative = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = grid;
+  config.gridDimY = config.gridDimZ = 1;
+  config.blockDimX = block;
+  config.blockDimY = config.blockDimZ = 1;
+  config.hStream = static_cast<CUstream>(stream);
+  config.attrs = &attribute;
+  config.numAttrs = cooperative ? 1 : 0;
+  // A CUkernel passed where a CUfunction goes is launched in the current context (the driver's documented cast).
+  return static_cast<int>(launch(&config, reinterpret_cast<CUfunction>(const_cast<void*>(kernel)), params, nullptr));
+}
+
+std::string driver_error_text(int result) {
+  static const GetErrorText name_of = driver_entry<GetErrorText>("cuGetErrorName", 6000);
+  static const GetErrorText text_of = driver_entry<GetErrorText>("cuGetErrorString", 6000);
+  const char* name = nullptr;
+  const char* text = nullptr;
+  const CUresult r = static_cast<CUresult>(result);
+  if (!name_of || name_of(r, &name) != CUDA_SUCCESS || !name) return "CUresult " + std::to_string(result);
+  if (!text_of || text_of(r, &text) != CUDA_SUCCESS || !text) return name;
+  return std::string(name) + " (" + text + ")";
 }
 
 }  // namespace canopy

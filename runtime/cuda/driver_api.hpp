@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace canopy {
 
@@ -32,5 +33,16 @@ struct DriverPointerFacts {
   AllocationRange allocation;
 };
 std::optional<DriverPointerFacts> driver_pointer_facts(const void* pointer);
+
+// One launch of `kernel` (a cudaKernel_t from cudaLibraryGetKernel, which the driver takes as its CUkernel) on the
+// current device's context through cuLaunchKernelEx: `grid` blocks of `block` threads on `stream`, cooperative or
+// not, no dynamic shared memory. The runtime's cudaLaunchKernelExC does the same after translating its arguments;
+// asking the driver directly skips that. nullopt when the driver lacks the entry point (the caller then launches
+// through the runtime); otherwise the driver's CUresult, 0 on success.
+std::optional<int> driver_launch(const void* kernel, unsigned int grid, unsigned int block, void* stream,
+                                 bool cooperative, void** params);
+
+// A CUresult in words, "CUDA_ERROR_INVALID_VALUE (invalid argument)" (its number where the driver cannot say).
+std::string driver_error_text(int result);
 
 }  // namespace canopy

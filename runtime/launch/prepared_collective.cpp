@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include "runtime/cuda/cuda_check.hpp"
+#include "runtime/cuda/driver_api.hpp"
 #include "templates/device_args.cuh"
 
 namespace canopy {
@@ -39,6 +42,30 @@ struct LaunchJob {
   std::uint64_t* api_ns;  // the launch calls' time, where the caller's thread launches and target.api_ns asks
 };
 
+// The launch itself, on the current device: through the driver's cuLaunchKernelEx where the driver has it (the
+// runtime's cudaLaunchKernelExC translates its arguments and then calls it), else through the runtime. Cooperative
+// where p says so: a grid that cannot be resident is refused rather than hung. A failure in the driver's words goes
+// to *error, and the result is then cudaErrorLaunchFailure.
+cudaError_t launch_kernel(const PreparedCollective& p, int d, cudaStream_t stream, void** params, std::string* error) {
+  const std::optional<int> r = driver_launch(reinterpret_cast<const void*>(p.kernel[d]), p.blocks[d], p.threads,
+                                             stream, p.cooperative, params);
+  if (r) {
+    if (*r == 0) return cudaSuccess;
+    *error = driver_error_text(*r);
+    return cudaErrorLaunchFailure;
+  }
+  cudaLaunchAttribute cooperative{};
+  cooperative.id = cudaLaunchAttributeCooperative;
+  cooperative.val.cooperative = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(p.blocks[d]);
+  config.blockDim = dim3(p.threads);
+  config.stream = stream;
+  config.attrs = &cooperative;
+  config.numAttrs = p.cooperative ? 1 : 0;
+  return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
+}
+
 // Launches on device index d: its own DeviceOrder entries, the shared args image (read only).
 Status launch_on_device(void* context, int d) {
   const LaunchJob& job = *static_cast<const LaunchJob*>(context);
@@ -47,40 +74,33 @@ Status launch_on_device(void* context, int d) {
   const LaunchTarget& target = *job.target;
   int device = d;
   void* params[] = {p.args.data(), &device};
-  cudaLaunchAttribute cooperative{};
-  cooperative.id = cudaLaunchAttributeCooperative;  // refuse, rather than hang, a grid that cannot be resident
-  cooperative.val.cooperative = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(p.blocks[d]);
-  config.blockDim = dim3(p.threads);
-  config.stream = call.streams[target.first_rank[d]];
-  config.attrs = &cooperative;
-  config.numAttrs = p.cooperative ? 1 : 0;
+  const cudaStream_t stream = call.streams[target.first_rank[d]];
   DeviceOrder& order = *target.order;
   // A helper thread's device, and often the caller's, is already this one: asking costs less than switching.
   int current = -1;
   cudaError_t e = cudaGetDevice(&current);
   if (e != cudaSuccess || current != target.ordinal[d]) e = cudaSetDevice(target.ordinal[d]);
   unsigned long long stream_id = target.stream_id.empty() ? 0 : target.stream_id[target.first_rank[d]];
-  if (e == cudaSuccess && !target.capturing && stream_id == 0) e = cudaStreamGetId(config.stream, &stream_id);
+  if (e == cudaSuccess && !target.capturing && stream_id == 0) e = cudaStreamGetId(stream, &stream_id);
   // Another stream than last time: it first waits for everything issued on the last one (our launches included),
   // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
-  if (e == cudaSuccess && !target.capturing) e = order_stream(order, d, config.stream, stream_id);
+  if (e == cudaSuccess && !target.capturing) e = order_stream(order, d, stream, stream_id);
+  std::string launch_error;
   if (e == cudaSuccess) {
     const auto before = job.api_ns ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    e = cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(p.kernel[d]), params);
+    e = launch_kernel(p, d, stream, params, &launch_error);
     if (job.api_ns)
       *job.api_ns += static_cast<std::uint64_t>(
           std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - before).count());
   }
   if (e == cudaSuccess && target.capturing) return Status();
-  if (e == cudaSuccess) e = mark_done(order, d, config.stream);
+  if (e == cudaSuccess) e = mark_done(order, d, stream);
   if (e == cudaSuccess) return Status();
   (void)cudaGetLastError();
+  if (launch_error.empty()) launch_error = fmt::format("{} ({})", cudaGetErrorString(e), cudaGetErrorName(e));
   return Status(StatusCode::cuda_error,
-                fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {} ({})", call_name(call),
-                            p.built->source.entry, target.ordinal[d], p.blocks[d], p.threads, cudaGetErrorString(e),
-                            cudaGetErrorName(e)));
+                fmt::format("{}: launching {} on GPU {} ({} blocks x {} threads) failed: {}", call_name(call),
+                            p.built->source.entry, target.ordinal[d], p.blocks[d], p.threads, launch_error));
 }
 
 }  // namespace
