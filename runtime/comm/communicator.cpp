@@ -97,6 +97,7 @@ void set_up_protocols(Communicator::State& st) {
       st.placement.multi_process() && st.config.own_buffers && distinct_gpus(st.placement) >= 2;
   if (inbox_across_gpus && !settings.direct_given) use_inbox_limits(&settings, facts.ranks);
   settings.direct_inbox = st.on_own_buffers();  // as_run
+  settings.inbox_on_own_gpus = inbox_across_gpus && distinct_gpus(st.placement) == facts.ranks;
   if (inbox_across_gpus && !settings.direct_blocks_given)
     settings.direct.blocks_per_rank = direct_own_buffers_default_blocks();
   for (std::size_t c = 0; c < kCollectives; ++c)

@@ -128,9 +128,12 @@ std::int64_t direct_inbox_two_shot_default_bytes(Collective collective, int rank
   return ranks <= 2 || !direct_has_two_shot(collective) ? 0 : std::int64_t{2} << 20;
 }
 
-std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices) {
-  if (ranks != 2 || devices != 2) return 0;
-  return std::int64_t{collective == Collective::allreduce ? 1 : 2} << 20;
+std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices, bool inbox) {
+  if (devices != ranks) return 0;
+  if (ranks == 2) return std::int64_t{collective == Collective::allreduce ? 1 : 2} << 20;
+  if (!inbox || (ranks != 3 && ranks != 4)) return 0;
+  if (collective == Collective::allreduce) return std::int64_t{512} << 10;
+  return std::int64_t{collective == Collective::broadcast ? 1 : 2} << 20;
 }
 
 bool check_calls_from_environment() {

@@ -93,9 +93,13 @@ constexpr std::int64_t kDefaultLL128Bytes = 0;
 LL128Shape ll128_shape_from_environment();
 // The LL128 limit of `collective` when CANOPY_LL128_BYTES is unset: where it beat the direct protocol on two H200
 // joined by NVLink (`canopy tune --protocols`, two runs, docs/performance.md), up to 1 MiB for allreduce and 2 MiB for
-// the others, for two ranks each on a GPU of its own; 0 (off) for other shapes, where it is unmeasured (more ranks) or
-// slower (several ranks on one GPU, whose lines never cross a link).
-std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices);
+// the others, for two ranks each on a GPU of its own; on three and four ranks each a process on a GPU of its own whose
+// direct calls run the inbox kernels (`inbox`: ProtocolSettings::inbox_on_own_gpus), where it beat them on four H200
+// on NVSwitch (2026-11-28), up to 512 KiB for allreduce, 1 MiB for broadcast and 2 MiB for the others; 0 (off) for
+// other shapes, where it is unmeasured (more ranks), slower (several ranks on one GPU, whose lines never cross a
+// link) or mixed (one process on four GPUs, whose direct kernels read the peers' buffers: broadcast and allgather
+// lost).
+std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices, bool inbox = false);
 
 // CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32; 64 for processes across GPUs, below),
 // CANOPY_DIRECT_THREADS (default 512): calls above the low-latency limit in which the busiest rank's link carries at

@@ -45,6 +45,9 @@ struct ProtocolSettings {
   // The direct calls run the inbox kernels (processes on their own buffers), where no rank reads another's buffer: an
   // allreduce in place runs two-shot only from the limit for its size, as every other call.
   bool direct_inbox = false;
+  // Every rank is a process of its own on a GPU of its own, running the inbox kernels: LL128's default limits for
+  // three and four ranks apply (ll128_default_bytes).
+  bool inbox_on_own_gpus = false;
   std::string tuned_from;    // where tuned limits come from (tuning.json's path), for the log
 };
 

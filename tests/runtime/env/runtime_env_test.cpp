@@ -172,13 +172,26 @@ TEST(RuntimeEnv, LL128OffUnlessSet) {
   EXPECT_THAT(error_from([] { ll128_shape_from_environment(); }), ::testing::HasSubstr("CANOPY_LL128_THREADS"));
 }
 
-TEST(RuntimeEnv, LL128ByDefaultOnlyForTwoRanksOnTwoGpus) {
-  // Where it beat the direct protocol on two H200: to 1 MiB for allreduce, 2 MiB for the others.
-  EXPECT_EQ(ll128_default_bytes(Collective::allreduce, 2, 2), 1 << 20);
-  for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter})
-    EXPECT_EQ(ll128_default_bytes(c, 2, 2), 2 << 20) << to_string(c);
-  EXPECT_EQ(ll128_default_bytes(Collective::allreduce, 2, 1), 0);  // virtual ranks: no link to cross
-  EXPECT_EQ(ll128_default_bytes(Collective::broadcast, 8, 8), 0);  // not measured on more ranks
+TEST(RuntimeEnv, LL128ByDefaultForTwoRanksOnTwoGpusAndThreeOrFourProcessesOnTheirOwn) {
+  // Where it beat the direct protocol on two H200: to 1 MiB for allreduce, 2 MiB for the others, in one process or
+  // several.
+  for (bool inbox : {false, true}) {
+    EXPECT_EQ(ll128_default_bytes(Collective::allreduce, 2, 2, inbox), 1 << 20);
+    for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter})
+      EXPECT_EQ(ll128_default_bytes(c, 2, 2, inbox), 2 << 20) << to_string(c);
+  }
+  // Where it beat the inbox kernels of three and four processes on four H200: 512 KiB for allreduce, 1 MiB for
+  // broadcast, 2 MiB for the others.
+  for (int ranks : {3, 4}) {
+    EXPECT_EQ(ll128_default_bytes(Collective::allreduce, ranks, ranks, true), 512 << 10);
+    EXPECT_EQ(ll128_default_bytes(Collective::broadcast, ranks, ranks, true), 1 << 20);
+    for (Collective c : {Collective::reduce, Collective::allgather, Collective::reducescatter})
+      EXPECT_EQ(ll128_default_bytes(c, ranks, ranks, true), 2 << 20) << to_string(c);
+    EXPECT_EQ(ll128_default_bytes(Collective::broadcast, ranks, ranks, false), 0);  // one process: mixed, off
+  }
+  EXPECT_EQ(ll128_default_bytes(Collective::allreduce, 2, 1), 0);        // virtual ranks: no link to cross
+  EXPECT_EQ(ll128_default_bytes(Collective::reduce, 4, 2, true), 0);     // nor for half of them
+  EXPECT_EQ(ll128_default_bytes(Collective::broadcast, 8, 8, true), 0);  // not measured on more ranks
 }
 
 TEST(RuntimeEnv, DirectUpTo32MiBReadPerRankUnlessSet) {

@@ -175,6 +175,26 @@ TEST(ProtocolTable, InboxLimitsFromThreeRanksTakeLargerCalls) {
   EXPECT_EQ(m.table.choose(Collective::broadcast, 32 * MiB).protocol, Protocol::planned);
 }
 
+// Unset, LL128's limit is per collective: on four processes each on a GPU of its own (the inbox kernels) it takes
+// allreduces to 512 KiB, broadcasts to 1 MiB and the others to 2 MiB; in one process on four GPUs, none.
+TEST(ProtocolTable, LL128ByDefaultOnThreeOrFourProcessesOnGpusOfTheirOwn) {
+  ProtocolSettings s = two_gpu_settings();
+  s.ll128_given = false;
+  s.ll128.max_bytes = 0;
+  s.direct_inbox = s.inbox_on_own_gpus = true;
+  const Made m = make(s, facts(4, 4));
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 512 * KiB).protocol, Protocol::ll128);
+  EXPECT_EQ(m.table.choose(Collective::allreduce, 1 * MiB).protocol, Protocol::direct);
+  EXPECT_EQ(m.table.choose(Collective::broadcast, 1 * MiB).protocol, Protocol::ll128);
+  EXPECT_EQ(m.table.choose(Collective::broadcast, 2 * MiB).protocol, Protocol::direct);
+  for (Collective c : {Collective::reduce, Collective::allgather, Collective::reducescatter}) {
+    EXPECT_EQ(m.table.choose(c, 2 * MiB).protocol, Protocol::ll128) << to_string(c);
+    EXPECT_EQ(m.table.choose(c, 4 * MiB).protocol, Protocol::direct) << to_string(c);
+  }
+  s.inbox_on_own_gpus = false;  // processes sharing GPUs, or one process
+  EXPECT_EQ(make(s, facts(4, 4)).table.choose(Collective::reduce, 1 * MiB).protocol, Protocol::direct);
+}
+
 // The inbox kernels' defaults across GPUs: more blocks than elsewhere, and pieces for the collectives whose receiver
 // only copies or combines (broadcast, reduce); the table hands each collective its pieces.
 TEST(ProtocolTable, InboxKernelsAcrossGpusTakeTheirBlocksAndPieces) {
