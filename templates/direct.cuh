@@ -62,6 +62,21 @@ __device__ __forceinline__ int direct_done(int peer, int b) {
   return (C::kRanks + peer) * C::kBlocks + b;
 }
 
+// The "entered" step of block b of rank `me`, over the pairs a predicate picks (touches(q, p): rank q reads or stores
+// into rank p's memory this launch). Tells the ranks that touch mine that they may (my stream has reached this launch,
+// so my launch before is done with that memory) and waits for the same word from the ranks whose memory I touch.
+template <typename C, typename Touches>
+__device__ __forceinline__ void direct_enter(const typename C::Args& a, int me, int b, unsigned long long e,
+                                             Touches touches) {
+  if (leader()) {
+    for (int q = 0; q < C::kRanks; ++q)
+      if (touches(q, me)) store_release(flag(a.rank[q], direct_entered<C>(me, b)), e);
+    for (int q = 0; q < C::kRanks; ++q)
+      if (touches(me, q)) wait(flag(a.rank[me], direct_entered<C>(q, b)), e);
+  }
+  sync();
+}
+
 // Part `part` of `parts` of n elements of T: [first, first + length), whole 16-byte vectors for every part but the
 // last, which also takes the tail. How every direct kernel cuts its elements among blocks (and ranks' shares).
 struct ElementPart {
@@ -92,13 +107,7 @@ __device__ __forceinline__ void run_direct_block(const typename C::Args& a, int 
   const unsigned long long first = mine.first, len = mine.length;
 
   // 1. Entered: my readers may read my input; wait until the ranks I read have entered too.
-  if (leader()) {
-    for (int q = 0; q < C::kRanks; ++q)
-      if (direct_reads<C>(q, me)) store_release(flag(a.rank[q], direct_entered<C>(me, b)), e);
-    for (int q = 0; q < C::kRanks; ++q)
-      if (direct_reads<C>(me, q)) wait(flag(a.rank[me], direct_entered<C>(q, b)), e);
-  }
-  sync();
+  direct_enter<C>(a, me, b, e, [](int reader, int owner) { return direct_reads<C>(reader, owner); });
 
   // 2. Move: my receive buffer from the send buffers, in rank order (allgather: my input into every receive buffer).
   T* out = static_cast<T*>(a.rank[me].recv);

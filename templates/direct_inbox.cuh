@@ -45,21 +45,8 @@ __device__ __forceinline__ unsigned long long inbox_done_mark(unsigned long long
   return (e << 32) | (k + 1);
 }
 
-// The inbox kernels' handshakes for block b of rank `me`, over the ranks a predicate picks. inbox_enter: tells the
-// ranks that store into my inbox (stores(q, me)) that they may ("entered": my stream has reached this launch, so my
-// launch before has finished reading it) and waits for the same word from the ranks I store into (stores(me, q)).
-template <typename C, typename Stores>
-__device__ __forceinline__ void inbox_enter(const typename C::Args& a, int me, int b, unsigned long long e,
-                                            Stores stores) {
-  if (leader()) {
-    for (int q = 0; q < C::kRanks; ++q)
-      if (stores(q, me)) store_release(flag(a.rank[q], direct_entered<C>(me, b)), e);
-    for (int q = 0; q < C::kRanks; ++q)
-      if (stores(me, q)) wait(flag(a.rank[me], direct_entered<C>(q, b)), e);
-  }
-  sync();
-}
-
+// The inbox kernels' handshakes for block b of rank `me`, over the ranks a predicate picks ("entered" is
+// direct.cuh's direct_enter, over the ranks that store into an inbox: my launch before has finished reading mine).
 // inbox_post: every thread's stores before the word `mark` (inbox_done_mark) that they are complete, to each rank
 // to(q) picks. The block's barrier orders the other threads' stores before the leader's, and the leader's system-scope
 // release is cumulative: it publishes what the barrier ordered before it (the pattern of NCCL's postPeer: barrier,
@@ -184,7 +171,7 @@ __device__ __forceinline__ void run_direct_inbox_block(const typename C::Args& a
   };
 
   // 1. Entered: the ranks that store into my inbox may; wait until the ranks I store to have entered too.
-  inbox_enter<C>(a, me, b, e, [](int storer, int owner) { return inbox_sends<C>(storer, owner); });
+  direct_enter<C>(a, me, b, e, [](int storer, int owner) { return inbox_sends<C>(storer, owner); });
 
   // 2. Piece by piece: piece 0 stored and posted first; then, for each piece k, wait until the peers' piece k is here,
   // store piece k + 1 (its stores cross the link while this block moves piece k), move piece k into the receive

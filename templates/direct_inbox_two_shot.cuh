@@ -98,7 +98,7 @@ __device__ __forceinline__ void run_direct_inbox_two_shot_block(const typename C
   };
 
   // Entered: the ranks that store into my inbox (in either shot) may; wait until the ranks I store to have entered.
-  inbox_enter<C>(a, me, b, e, [](int storer, int owner) {
+  direct_enter<C>(a, me, b, e, [](int storer, int owner) {
     return inbox_shot_a<C>(storer, owner) || inbox_shot_b<C>(storer, owner);
   });
 
