@@ -93,11 +93,11 @@ void set_up_protocols(Communicator::State& st) {
   // Processes on GPUs of their own run the direct protocol's inbox kernels, on their own buffers: the planned trees
   // overtake them at smaller sizes than the single-process kernels, and they take more blocks and, for broadcast and
   // reduce, pieces (direct_own_buffers_default_bytes and the two after it), each where not given.
-  const bool inbox_across_gpus =
-      st.placement.multi_process() && st.config.own_buffers && distinct_gpus(st.placement) >= 2;
+  const int gpus = distinct_gpus(st.placement);
+  const bool inbox_across_gpus = st.placement.multi_process() && st.config.own_buffers && gpus >= 2;
   if (inbox_across_gpus && !settings.direct_given) use_inbox_limits(&settings, facts.ranks);
   settings.direct_inbox = st.on_own_buffers();  // as_run
-  settings.inbox_on_own_gpus = inbox_across_gpus && distinct_gpus(st.placement) == facts.ranks;
+  settings.inbox_on_own_gpus = inbox_across_gpus && gpus == facts.ranks;
   if (inbox_across_gpus && !settings.direct_blocks_given)
     settings.direct.blocks_per_rank = direct_own_buffers_default_blocks();
   for (std::size_t c = 0; c < kCollectives; ++c)

@@ -85,9 +85,9 @@ ProtocolTable make_protocol_table(const ProtocolSettings& settings, const Protoc
     std::optional<ProtocolLimits> e;
     if (settings.use_tuned && tuned) e = tuned(collective);
     t.ll_limit_[c] = e ? e->ll_bytes : t.low_latency_.max_bytes;
-    t.ll128_limit_[c] = e                    ? e->ll128_bytes
-                        : settings.ll128_given ? t.ll128_.max_bytes
-                                               : ll128_default_bytes(collective, facts.ranks, facts.devices, settings.inbox_on_own_gpus);
+    const std::int64_t ll128_default =
+        ll128_default_bytes(collective, facts.ranks, facts.devices, settings.inbox_on_own_gpus);
+    t.ll128_limit_[c] = e ? e->ll128_bytes : settings.ll128_given ? t.ll128_.max_bytes : ll128_default;
     if (t.ll128_limit_[c] <= t.ll_limit_[c]) t.ll128_limit_[c] = 0;
     t.direct_limit_[c] = e ? std::optional(e->direct_bytes) : std::nullopt;
     if (e) chosen.push_back(fmt::format("{}: {}", to_string(collective), describe(*e)));

@@ -86,7 +86,8 @@ TEST_P(MultiProcessOnGpu, OneProcessPerGpuOnTheDetectedTopology) {
   if (gpus < 2) GTEST_SKIP() << "needs 2 GPUs (one process each): run on nvidia-h200-x2";
   expect_every_process_right(check(gpus, GetParam(),
                                    "--spread 1 --topology detect --collectives broadcast,reduce,allreduce,allgather,"
-                                   "reduce_scatter --dtypes f32,bf16,i32 --ops sum,max --counts 0,1,7,1028,65540,300004,3000004"),
+                                   "reduce_scatter --dtypes f32,bf16,i32 --ops sum,max "
+                                   "--counts 0,1,7,1028,65540,300004,3000004"),
                              gpus);
 }
 
