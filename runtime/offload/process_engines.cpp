@@ -72,7 +72,7 @@ Status ProcessEngines::agree_both(void* recv, std::size_t bytes, const std::func
 
 Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* const> dst, std::size_t bytes,
                                  std::span<const cudaStream_t> streams) {
-  const auto seq = static_cast<std::uint32_t>(boards_->calls());
+  const std::uint32_t seq = next_move();
   if (streams.empty()) return Status(StatusCode::invalid_argument, "the copy engines across processes: no stream");
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(words_.ordinal()); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
@@ -106,7 +106,7 @@ Status ProcessEngines::broadcast(bool root, const void* src, std::span<void* con
 Status ProcessEngines::reduce(bool root, int root_rank, const void* send, void* recv, std::size_t bytes,
                               DataType dtype, ReduceOp op, const CombineKernels* combine,
                               std::span<const cudaStream_t> streams) {
-  const auto seq = static_cast<std::uint32_t>(boards_->calls());
+  const std::uint32_t seq = next_move();
   if (streams.empty()) return Status(StatusCode::invalid_argument, "the copy engines across processes: no stream");
   if (root ? !combine || !recv : boards_->mapped().size() != 1)
     return Status(StatusCode::internal, "the copy engines across processes: a reduce needs the root's receive buffer "
@@ -149,7 +149,7 @@ Status ProcessEngines::reduce(bool root, int root_rank, const void* send, void* 
 
 Status ProcessEngines::allreduce(int rank, const void* send, void* recv, std::size_t bytes, DataType dtype,
                                  ReduceOp op, const CombineKernels* combine, std::span<const cudaStream_t> streams) {
-  const auto seq = static_cast<std::uint32_t>(boards_->calls());
+  const std::uint32_t seq = next_move();
   if (streams.empty()) return Status(StatusCode::invalid_argument, "the copy engines across processes: no stream");
   if (!combine || !send || !recv || boards_->mapped().size() != 1 || (rank != 0 && rank != 1))
     return Status(StatusCode::internal, "the copy engines across processes: an allreduce needs one rank in each "
@@ -208,14 +208,19 @@ Status ProcessEngines::allreduce(int rank, const void* send, void* recv, std::si
   return words_.join(streams, kLanes);
 }
 
+std::uint32_t ProcessEngines::next_move() {
+  return static_cast<std::uint32_t>(std::atomic_ref<std::uint64_t>(moves_).fetch_add(1, std::memory_order_relaxed) +
+                                    1);
+}
+
 std::uint32_t ProcessEngines::next_chunk() {
   return static_cast<std::uint32_t>(std::atomic_ref<std::uint64_t>(chunks_).fetch_add(1, std::memory_order_relaxed) +
                                     1);
 }
 
 void ProcessEngines::release() {
-  const std::uint64_t calls = boards_->calls();
-  const std::uint32_t ahead = ring_release_value(static_cast<std::uint32_t>(calls + 2));
+  const std::uint64_t moves = std::atomic_ref<std::uint64_t>(moves_).load(std::memory_order_relaxed);
+  const std::uint32_t ahead = ring_release_value(static_cast<std::uint32_t>(moves + 2));
   const std::uint64_t chunks = std::atomic_ref<std::uint64_t>(chunks_).load(std::memory_order_relaxed);
   const std::uint32_t chunks_ahead = ring_release_value(static_cast<std::uint32_t>(chunks + 2));
   for (int p = 0; p < 2; ++p) {

@@ -90,15 +90,22 @@ class ProcessEngines {
                    const CombineKernels* combine, std::span<const cudaStream_t> streams);
   // Why this process's buffers of the last call it published could not be shared ("" when they were).
   const std::string& unshared_why() const { return boards_->unshared_why(); }
+  // The other process's buffers of the last call this process mapped (agree's `maps`, or agree_both), here.
+  const std::vector<void*>& mapped() const { return boards_->mapped(); }
   // Ends every wait a side stream is in or will queue. For a failed communicator, from any thread.
   void release();
 
  private:
   ProcessEngines() = default;
   std::uint32_t next_chunk();  // the next reduce or allreduce chunk's `landed` value
+  // The next call's `ready` and `done` value. Counted here, not by the boards' agreements: the direct kernels on the
+  // callers' buffers agree on the same boards every call (CANOPY_PEER_BUFFERS) but set no word, and the words compare
+  // cyclically, so a count advanced by 2^31 of those between two engine calls would find an old word already reached.
+  std::uint32_t next_move();
 
   int process_ = 0;
   std::uint64_t chunks_ = 0;  // reduce and allreduce chunks moved so far (both processes count alike): `landed` values
+  std::uint64_t moves_ = 0;   // calls moved on the engines so far (both processes count alike): `ready`, `done`
   SharedMemfds memory_;       // both boards
   std::unique_ptr<EngineBoards> boards_;  // phase one on them; its mappings closed after words_ is gone
   // Both boards registered, and the side streams: destroyed first (their copies done before boards_ closes the
