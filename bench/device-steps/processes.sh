@@ -4,7 +4,9 @@
 #             "2 3 4 8 2x2": N processes, NxK: K virtual ranks each), each protocol forced in turn (trees alone, direct,
 #             the default table; CANOPY_MP_PROTOCOLS picks from "trees direct ll ll128 shared own owndirect default";
 #             trees, direct, shared: staged (CANOPY_OWN_BUFFERS=0), shared with CANOPY_STAGE_ONLY_SHARED=1; own:
-#             trees on their own buffers (the default); owndirect: the direct inbox kernels, then those trees), CANOPY_MP_ARGS (extra canopy_mp_check options, e.g. --dtypes f32), each run cut at
+#             trees on their own buffers (the default); owndirect: the direct inbox kernels, then those trees;
+#             peerdirect: the direct kernels on the callers' buffers, CANOPY_PEER_BUFFERS=1, then those trees),
+#             CANOPY_MP_ARGS (extra canopy_mp_check options, e.g. --dtypes f32), each run cut at
 #             CANOPY_MP_TIMEOUT seconds (300); CANOPY_MP_MPS=1: under an MPS daemon (calls in µs, not ~2 ms time
 #             slices); CANOPY_MP_ARGS_<N> replaces CANOPY_MP_ARGS for N processes. One case at a time: cases at once
 #             on one GPU deadlock under MPS (each communicator fits its grids to the whole GPU)
@@ -47,9 +49,12 @@ for name in ${CANOPY_MP_PROTOCOLS:-trees direct default}; do
       # trees alone, unstaged (the default): lowered to touch only their own rank's buffers
       own) protocol="CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0 CANOPY_OWN_BUFFERS=1" ;;
       # the direct inbox kernels for what they take, then the unstaged trees
-      owndirect) protocol="CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1" ;;
+      owndirect) protocol="CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1 CANOPY_PEER_BUFFERS=0" ;;
+      # the direct kernels on the callers' own buffers, each process mapping the other's (two processes on two GPUs,
+      # the default there; elsewhere the inbox kernels), then the unstaged trees
+      peerdirect) protocol="CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_PEER_BUFFERS=1" ;;
       default) protocol="" ;;
-      *) echo "unknown protocol '$name' (trees direct ll ll128 shared own owndirect default)"; continue ;;
+      *) echo "unknown protocol '$name' (trees direct ll ll128 shared own owndirect peerdirect default)"; continue ;;
     esac
     # CANOPY_MP_ARGS_<N> (e.g. CANOPY_MP_ARGS_8: fewer large counts) replaces CANOPY_MP_ARGS for N processes.
     args_var="CANOPY_MP_ARGS_${n}"

@@ -69,6 +69,7 @@ std::string spec_text(const CollectiveSpec& s) {
     text += s.huge ? " (huge messages)" : " (large messages)";
   if (s.chunk_bytes > 0 && !plan_free(s)) text += fmt::format(", chunk {}", format_byte_size(s.chunk_bytes));
   if (s.own_buffers) text += s.direct ? ", inbox" : ", own buffers only";
+  if (s.peer_buffers) text += ", on the callers' buffers across processes";
   return text;
 }
 

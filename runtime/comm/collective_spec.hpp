@@ -44,6 +44,11 @@ struct CollectiveSpec {
   // multi-process communicator under CANOPY_OWN_BUFFERS): the trees lowered with CodegenOptions::own_buffers_only,
   // the direct protocol's inbox kernel (one-shot).
   bool own_buffers = false;
+  // With direct, between two processes (CANOPY_PEER_BUFFERS): the direct kernel that reads the peers' buffers (not
+  // own_buffers' inbox kernel) on the callers' own buffers, each process mapping the other's. The same kernel as the
+  // staged direct protocol's (the same spec_key); its launches count on the communicator's peer words
+  // (DirectMemory::peer_flags).
+  bool peer_buffers = false;
   bool operator==(const CollectiveSpec&) const = default;
 };
 

@@ -257,7 +257,7 @@ void Communicator::State::ready_memory(const CollectiveSpec& spec, const Prepare
   }
   if (spec.low_latency) memory->ready_low_latency(protocols.low_latency());
   if (spec.ll128) memory->ready_ll128(protocols.ll128());
-  if (spec.direct) memory->ready_direct(protocols.direct());
+  if (spec.direct) memory->ready_direct(protocols.direct(), peer_buffers_across());
   if (spec.large && !spec.program && offload->may_stage(spec.collective, spec.root))
     if (Status s = offload->ready_staging(spec.collective, spec.root); !s.ok()) throw Error(s.message());
   // Across processes the copy engines are ProcessEngines' (broadcasts, made at the join), never this process's pair.

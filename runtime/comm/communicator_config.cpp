@@ -103,6 +103,7 @@ CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks)
   c.check_calls = check_calls_from_environment();
   c.stage_only_shared = stage_only_shared_from_environment();
   c.own_buffers = own_buffers_from_environment();
+  c.peer_buffers = peer_buffers_from_environment();
   c.inbox_piece_bytes = inbox_piece_bytes_from_environment();
   c.profile_calls = profile_calls_from_environment();
   c.launch = launch_threads_from_environment();

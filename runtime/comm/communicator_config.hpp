@@ -29,6 +29,7 @@ struct CommunicatorConfig {
   bool check_calls = false;                // CANOPY_CHECK_CALLS (multi-process communicators)
   bool stage_only_shared = false;          // CANOPY_STAGE_ONLY_SHARED (multi-process communicators)
   bool own_buffers = true;                 // CANOPY_OWN_BUFFERS (multi-process communicators)
+  bool peer_buffers = true;                // CANOPY_PEER_BUFFERS (two processes on two GPUs)
   // CANOPY_INBOX_PIECE_BYTES, where given (the direct inbox kernels; 0: whole parts); unset: the defaults of
   // set_up_protocols (direct_own_buffers_default_piece_bytes across GPUs, else whole parts).
   std::optional<std::int64_t> inbox_piece_bytes;

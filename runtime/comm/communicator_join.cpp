@@ -47,6 +47,7 @@ std::string plan_key(const Communicator::State& st) {
   // The kernels' forms: processes that disagree would prepare other kernels and wait for each other forever.
   h.update(fmt::format(" own {} shared {} piece {}", st.config.own_buffers, st.config.stage_only_shared,
                        st.config.inbox_piece_bytes.value_or(-1)));
+  h.update(fmt::format(" peer {}", st.config.peer_buffers));
   // The plan-free kernels' shapes: blocks of one launch wait for the same block of the peers' launches, so processes
   // whose block counts differ would wait forever.
   h.update(fmt::format(" shapes ll {} {} ll128 {} {} direct {} {} given {}", p.low_latency.blocks_per_rank,

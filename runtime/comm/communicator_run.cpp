@@ -121,7 +121,8 @@ void Communicator::State::log_launch_counters(const PreparedCollective& p, const
 }
 
 CollectiveSpec Communicator::State::as_run(CollectiveSpec spec) const {
-  if (on_own_buffers() && !spec.program && !spec.low_latency && !spec.ll128) spec.own_buffers = true;
+  if (on_own_buffers() && !spec.program && !spec.low_latency && !spec.ll128 && !spec.peer_buffers)
+    spec.own_buffers = true;
   return spec;
 }
 
@@ -146,7 +147,8 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
   } else if (spec.direct) {
     DirectMemory& m = memory->direct();
     if (spec.own_buffers) target.scratch = inbox;  // the inbox kernels' inboxes (ready_inboxes)
-    target.flags = m.flags;
+    // Across processes the kernels on the callers' buffers (CANOPY_PEER_BUFFERS) count on words of their own.
+    target.flags = spec.peer_buffers ? m.peer_flags : m.flags;
     target.launches = m.launches;
     target.epoch = &m.epoch;
   }

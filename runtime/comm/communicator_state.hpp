@@ -85,6 +85,7 @@ struct Communicator::State {
   // (two ranks on two GPUs, CANOPY_ENGINE_BYTES not 0); unset otherwise.
   std::unique_ptr<ProcessEngines> engines_across;
   bool engines_unshared_told = false;  // whether the log said once that this process's buffers cannot be shared
+  bool peer_unshared_told = false;     // the same for the direct kernels on the callers' buffers
   // Across processes, which collectives the copy engines (broadcasts and reduces; allreduces where their size is given)
   // and the host rings (broadcasts, reduces and allreduces) move, where the join made them: what run_in_processes
   // does, and what is_copy_engine and staged_count report.
@@ -150,9 +151,16 @@ struct Communicator::State {
   // knows whether its buffers coincide. `whole_count` as for kernel_spec.
   CollectiveSpec call_spec(const CollectiveCall& call, bool in_place_call, std::uint64_t whole_count = 0);
   // `spec` as this communicator runs it: across processes under CANOPY_OWN_BUFFERS, the planned trees and the direct
-  // protocol in their forms that touch only their own rank's buffers (the direct one one-shot); else unchanged.
+  // protocol in their forms that touch only their own rank's buffers (the direct one one-shot), but a spec of the
+  // direct kernels on the callers' buffers (peer_buffers); else unchanged.
   CollectiveSpec as_run(CollectiveSpec spec) const;
   bool on_own_buffers() const { return placement.multi_process() && config.own_buffers; }
+  // CANOPY_PEER_BUFFERS where it applies: the direct kernels on the callers' buffers between two processes of one rank
+  // each on two GPUs (where the join made the copy engines across processes, whose boards the processes agree on),
+  // beside the inbox kernels (direct_on_peer_buffers).
+  bool peer_buffers_across() const {
+    return on_own_buffers() && config.peer_buffers && engines_across != nullptr && ranks() == 2;
+  }
   // CANOPY_LOG=debug, once calls were captured: each local device's launch counter before an eager launch.
   void log_launch_counters(const PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target);
   std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const;
@@ -175,6 +183,10 @@ struct Communicator::State {
   // the graphs that name it once calls were captured); a capture cannot grow it, and gets an error naming `what`.
   Status fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes, const CollectiveCall& call,
                   bool capturing, const char* what);
+  // CANOPY_PEER_BUFFERS: `call`'s direct kernel (`spec`, the inbox form as chosen) run on both processes' own
+  // buffers instead, each process mapping the other's (process_call_peer_buffers.cpp). *ran false: a buffer could not
+  // be shared, both processes learnt it alike, nothing was queued, and the inbox kernels move the call.
+  Status direct_on_peer_buffers(const CollectiveCall& call, const CollectiveSpec& spec, bool* ran);
   // The inbox area fits `call` (grown if not, which a capture cannot do) and `inbox` names it.
   Status ready_inboxes(const CollectiveCall& call, bool capturing);
   // After the kernels of a multi-process broadcast's or reduce's head (`head`, its first head.count elements): the

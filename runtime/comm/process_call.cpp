@@ -245,6 +245,13 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   // The ring's side stream starts after what the caller's streams hold before the kernels.
   if (staged > 0)
     if (Status s = host_ring->fork(given.streams); !s.ok()) return s;
+  // CANOPY_PEER_BUFFERS: the direct kernels on both processes' own buffers, where both can share them
+  // (process_call_peer_buffers.cpp); eager calls only, as on the copy engines.
+  if (spec.direct && spec.own_buffers && !spec.two_shot && peer_buffers_across() && !capturing && staged == 0) {
+    bool ran = false;
+    const Status s = direct_on_peer_buffers(call, spec, &ran);
+    if (!s.ok() || ran) return s;
+  }
   // Kernels that touch only their own rank's buffers run on the caller's: LL, LL128, and under CANOPY_OWN_BUFFERS
   // the planned trees (every transfer through the receiver's FIFO) and the direct inbox kernels (through the inbox
   // area, grown to the call here).

@@ -154,6 +154,12 @@ bool own_buffers_from_environment() {
                     "default");
 }
 
+bool peer_buffers_from_environment() {
+  return env_switch("CANOPY_PEER_BUFFERS", true, "run the direct protocol across processes through the inboxes",
+                    "let the direct kernels of two processes on two GPUs read (allgather: write) each other's "
+                    "buffers, mapped through CUDA IPC, the default");
+}
+
 std::optional<std::int64_t> inbox_piece_bytes_from_environment() {
   const auto v = env("CANOPY_INBOX_PIECE_BYTES");
   if (!v) return std::nullopt;

@@ -158,6 +158,13 @@ bool stage_only_shared_from_environment();
 // (templates/direct_inbox.cuh, one-shot); 0, they read and write other ranks' buffers, so every buffer is staged
 // (1.1 to 1.5x slower from 4 MiB up on two H200s, 2026-11-26).
 bool own_buffers_from_environment();
+// CANOPY_PEER_BUFFERS (default on): between two processes on two GPUs (where the copy engines across processes are
+// made, whose boards carry the agreement), an eager direct-protocol call runs the single-process direct kernels on
+// the callers' own buffers, each process mapping the other's (CUDA IPC or a cuMemCreate descriptor, cached by
+// allocation: UserBuffers), agreed on the host per call; where a buffer cannot be shared (or in place, for
+// allreduce), and for captured calls, both take the inbox kernels. 0: always the inbox kernels. 5-8 % faster at 4-32
+// MiB on two H200s (docs/performance.md, 2026-11-28).
+bool peer_buffers_from_environment();
 // CANOPY_INBOX_PIECE_BYTES (unset: direct_own_buffers_default_piece_bytes across GPUs, else 0): the direct inbox
 // kernels move each block's part in pieces of this many bytes (a multiple of 16), each with its own "done" word, so a
 // receiver copies or combines one piece while the next crosses the link (templates/direct_inbox.cuh); 0: a block's

@@ -26,7 +26,8 @@ ProtocolMemory::~ProtocolMemory() {
   for (const LineMemory* m : {&ll_, &ll128_})
     for (const std::vector<void*>* area : {&m->lines, &m->acks})
       for (void* p : *area) peers_.free(p);
-  for (void* p : direct_.flags) peers_.free(p);
+  for (const std::vector<void*>* area : {&direct_.flags, &direct_.peer_flags})
+    for (void* p : *area) peers_.free(p);
 }
 
 std::vector<unsigned long long*> launch_counters_after(const std::vector<void*>& areas,
@@ -79,13 +80,14 @@ void ProtocolMemory::ready_ll128(const LL128Shape& shape) {
   allocate_lines("LL128", ll128_buffer_bytes(ranks_, shape.max_bytes), shape.blocks_per_rank, &ll128_);
 }
 
-void ProtocolMemory::ready_direct(const DirectShape& shape) {
+void ProtocolMemory::ready_direct(const DirectShape& shape, bool peer_flags) {
   if (!direct_.flags.empty()) return;
   const int count = direct_flag_count(ranks_, shape.blocks_per_rank);
   const std::size_t bytes = static_cast<std::size_t>(count + 1) * kFlagStride * sizeof(std::uint64_t);
   direct_.flags = peers_.allocate_zeroed([&](int) { return bytes; });
   direct_.launches = launch_counters_after(direct_.flags, first_rank_, [&](int) { return count; });
-  log_.debug(LogSubsys::init, fmt::format("direct counters: {} bytes per rank", bytes));
+  if (peer_flags) direct_.peer_flags = peers_.allocate_zeroed([&](int) { return bytes; });
+  log_.debug(LogSubsys::init, fmt::format("direct counters: {} bytes per rank{}", bytes, peer_flags ? ", twice" : ""));
 }
 
 }  // namespace canopy

@@ -27,6 +27,10 @@ struct LineMemory {
 // The direct kernels' counters.
 struct DirectMemory {
   std::vector<void*> flags;                    // per rank: entered and done, rank x block
+  // Per rank, where CANOPY_PEER_BUFFERS is on: the same words for the direct kernels on the callers' buffers across
+  // processes, apart from the inbox kernels' (whose "done" words carry the epoch above a piece count, where these
+  // kernels write the bare epoch: sharing the words, one would see the other's launch as its own).
+  std::vector<void*> peer_flags;
   std::vector<unsigned long long*> launches;  // per device index: the launch counter
   std::uint64_t epoch = 0;                    // eager direct launches so far, shared by every direct kernel
 };
@@ -56,7 +60,8 @@ class ProtocolMemory {
   // The protocols' memory, made once (the first kernel of the protocol loaded), zeroed through the transport.
   void ready_low_latency(const LowLatencyShape& shape);
   void ready_ll128(const LL128Shape& shape);
-  void ready_direct(const DirectShape& shape);
+  // `peer_flags`: DirectMemory::peer_flags too (every process of the communicator alike).
+  void ready_direct(const DirectShape& shape, bool peer_flags = false);
   LineMemory& low_latency() { return ll_; }
   LineMemory& ll128() { return ll128_; }
   DirectMemory& direct() { return direct_; }

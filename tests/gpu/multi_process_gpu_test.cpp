@@ -93,7 +93,8 @@ TEST_P(MultiProcessOnGpu, OneProcessPerGpuOnTheDetectedTopology) {
 
 std::string protocol_name(const ::testing::TestParamInfo<const char*>& info) {
   const char* names[] = {"Trees",           "Direct",           "Default", "DirectStagingOnlyShared",
-                         "TreesOnOwnBuffers", "DirectOnOwnBuffers", "DirectTwoShotOnOwnBuffers"};
+                         "TreesOnOwnBuffers", "DirectOnOwnBuffers", "DirectTwoShotOnOwnBuffers",
+                         "DirectOnPeerBuffers"};
   return names[info.index];
 }
 
@@ -101,8 +102,10 @@ std::string protocol_name(const ::testing::TestParamInfo<const char*>& info) {
 // area (CANOPY_OWN_BUFFERS=0); the default table; the staged direct protocol staging only the buffers other ranks
 // touch (its outputs written in place, CANOPY_STAGE_ONLY_SHARED); the planned trees alone, unstaged, lowered to touch
 // only their own rank's buffers (CANOPY_OWN_BUFFERS, the default); the direct protocol's inbox kernels for what it
-// takes, then those trees; the same with every allreduce, broadcast and reduce on the two-shot inbox kernels
-// (templates/direct_inbox_two_shot.cuh), on two ranks too.
+// takes (CANOPY_PEER_BUFFERS=0: on two GPUs too), then those trees; the same with every allreduce, broadcast and
+// reduce on the two-shot inbox kernels (templates/direct_inbox_two_shot.cuh), on two ranks too; the direct kernels on
+// the callers' own buffers, each process mapping the other's (CANOPY_PEER_BUFFERS, the default for two processes on
+// two GPUs; elsewhere the inbox kernels), in-place allreduces on the inbox kernels beside them.
 INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                          ::testing::Values("CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0 "
                                            "CANOPY_OWN_BUFFERS=0",
@@ -111,9 +114,11 @@ INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                                            "CANOPY_OWN_BUFFERS=0",
                                            "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0 "
                                            "CANOPY_OWN_BUFFERS=1",
-                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1",
                                            "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1 "
-                                           "CANOPY_DIRECT_TWO_SHOT_BYTES=16"),
+                                           "CANOPY_PEER_BUFFERS=0",
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_OWN_BUFFERS=1 "
+                                           "CANOPY_DIRECT_TWO_SHOT_BYTES=16",
+                                           "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_PEER_BUFFERS=1"),
                          protocol_name);
 
 // The milliseconds printed after `marker` in `output` (-1: not there).

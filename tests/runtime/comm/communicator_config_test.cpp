@@ -15,7 +15,7 @@ using ::testing::HasSubstr;
 
 // Every variable resolve_config reads, unset for the test's scope.
 struct CleanEnvironment {
-  ScopedEnv vars[26] = {{"CANOPY_HUGE_BYTES", nullptr},     {"CANOPY_HUGE_BLOCKS", nullptr},
+  ScopedEnv vars[27] = {{"CANOPY_HUGE_BYTES", nullptr},     {"CANOPY_HUGE_BLOCKS", nullptr},
                         {"CANOPY_CHUNK", nullptr},          {"CANOPY_BLOCKS", nullptr},
                         {"CANOPY_THREADS", nullptr},        {"CANOPY_FIFO_DEPTH", nullptr},
                         {"CANOPY_LARGE_BYTES", nullptr},    {"CANOPY_LARGE_BLOCKS", nullptr},
@@ -27,7 +27,8 @@ struct CleanEnvironment {
                         {"CANOPY_CHECK_POINTERS", nullptr}, {"CANOPY_WATCHDOG_S", nullptr},
                         {"CANOPY_PULL", nullptr},           {"CANOPY_STAGE_ONLY_SHARED", nullptr},
                         {"CANOPY_OWN_BUFFERS", nullptr}, {"CANOPY_CHECK_CALLS", nullptr},
-                        {"CANOPY_INBOX_PIECE_BYTES", nullptr}, {"CANOPY_GPU_SHARERS", nullptr}};
+                        {"CANOPY_INBOX_PIECE_BYTES", nullptr}, {"CANOPY_GPU_SHARERS", nullptr},
+                        {"CANOPY_PEER_BUFFERS", nullptr}};
 };
 
 std::string error_of(const CommunicatorOptions& o, int ranks = 2) {
@@ -186,19 +187,25 @@ TEST(CommunicatorConfig, EnvironmentTurnsWatchdogAndPointerChecksOnAndOff) {
   EXPECT_FALSE(c.launch.enabled);
 }
 
-// The multi-process switches: own buffers on, the others off unless set; a value that is not 0 or 1 names the
-// variable.
+// The multi-process switches: own buffers and peer buffers on, the others off unless set; a value that is not 0 or 1
+// names the variable.
 TEST(CommunicatorConfig, MultiProcessSwitchesHaveTheirDefaults) {
   CleanEnvironment clean;
   CommunicatorConfig c = resolve_config({}, 2);
   EXPECT_FALSE(c.stage_only_shared);
   EXPECT_TRUE(c.own_buffers);
+  EXPECT_TRUE(c.peer_buffers);
   EXPECT_FALSE(c.check_calls);
   {
-    ScopedEnv own("CANOPY_OWN_BUFFERS", "0"), shared("CANOPY_STAGE_ONLY_SHARED", "1");
+    ScopedEnv own("CANOPY_OWN_BUFFERS", "0"), shared("CANOPY_STAGE_ONLY_SHARED", "1"), peer("CANOPY_PEER_BUFFERS", "0");
     c = resolve_config({}, 2);
     EXPECT_FALSE(c.own_buffers);
     EXPECT_TRUE(c.stage_only_shared);
+    EXPECT_FALSE(c.peer_buffers);
+  }
+  {
+    ScopedEnv bad("CANOPY_PEER_BUFFERS", "on");
+    EXPECT_THAT(error_of({}), HasSubstr("CANOPY_PEER_BUFFERS"));
   }
   ScopedEnv bad("CANOPY_OWN_BUFFERS", "yes please");
   EXPECT_THAT(error_of({}), HasSubstr("CANOPY_OWN_BUFFERS"));
