@@ -32,5 +32,20 @@ TEST(CollectiveSpec, PlanFreeProtocolsShareOneKeyAcrossClasses) {
   EXPECT_EQ(spec_text(huge), "allreduce f32 sum (direct)");
 }
 
+// The direct kernel on the callers' buffers across processes (CANOPY_PEER_BUFFERS) is the staged direct kernel: one
+// key, so one build; the inbox kernel is another. Its text says where it runs.
+TEST(CollectiveSpec, DirectOnTheCallersBuffersIsTheDirectKernel) {
+  CollectiveSpec direct = allreduce(false, false);
+  direct.direct = true;
+  CollectiveSpec peers = direct, inbox = direct;
+  peers.peer_buffers = true;
+  inbox.own_buffers = true;
+  EXPECT_EQ(spec_key(peers), spec_key(direct));
+  EXPECT_NE(spec_key(peers), spec_key(inbox));
+  EXPECT_FALSE(peers == direct);  // CollectiveCache::repeat tells them apart: they launch on other words
+  EXPECT_EQ(spec_text(peers), "allreduce f32 sum (direct), on the callers' buffers across processes");
+  EXPECT_EQ(spec_text(inbox), "allreduce f32 sum (direct), inbox");
+}
+
 }  // namespace
 }  // namespace canopy
