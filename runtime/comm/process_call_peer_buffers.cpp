@@ -1,11 +1,12 @@
 // A direct-protocol call between two processes on two GPUs on the callers' own buffers (CANOPY_PEER_BUFFERS): the
 // single-process direct kernels (templates/direct.cuh), which read the peer's send buffer in place (allgather: store
 // into its receive buffer), instead of the inbox kernels, which store into the peer's inbox and then move the inbox
-// into the receive buffer, one more pass through the GPU's memory and a handshake per piece. Each call the processes
-// agree on the host which buffers cross (ProcessEngines' boards: the owner publishes its allocation, cached by
-// allocation as UserBuffers keys it, the other maps it), so a process never trusts a mapping of a freed address.
-// Where a buffer cannot be shared (a buffer across several cuMemCreate mappings, an in-place allreduce) both processes
-// learn it alike and the inbox kernels move the call.
+// into the receive buffer, one more pass through the GPU's memory and a handshake per piece. Each eager call the
+// processes agree on the host which buffer crosses (the side staged_sides says the other rank touches; on
+// ProcessEngines' boards: the owner publishes its allocation, the other maps it, cached by allocation as UserBuffers
+// keys it), so a process never trusts a mapping of a freed address. Where a buffer cannot be shared (a buffer across
+// several cuMemCreate mappings) or the allreduce is in place, both processes learn it alike and the inbox kernels move
+// the call; captured calls never come here (run_in_processes).
 #include <fmt/format.h>
 
 #include <chrono>
