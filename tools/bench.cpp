@@ -228,7 +228,9 @@ void add_bench_command(CLI::App& app) {
         if (direct_to > 0)
           kernels.push_back(fmt::format(
               "{} to {}: direct protocol, one launch, {}{}", bench_size_text(direct_from), bench_size_text(direct_to),
-              comm->on_own_buffers()  ? "inputs stored into the peers' inboxes (not staged)"
+              comm->on_peer_buffers() ? "the other process's buffer read (allgather: written) in place, mapped "
+                                        "(the inbox kernels where a buffer cannot be shared)"
+              : comm->on_own_buffers()  ? "inputs stored into the peers' inboxes (not staged)"
               : comm->multi_process() ? "peers' staging areas read in place (the inputs copied in)"
                                       : "peers' buffers read in place",
               direct_two_shot_from ? fmt::format(" (two-shot from {})", bench_size_text(direct_two_shot_from)) : ""));

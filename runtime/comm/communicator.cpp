@@ -278,6 +278,7 @@ Status Communicator::State::get(const CollectiveSpec& given, PreparedCollective*
 int Communicator::ranks() const { return state_->ranks(); }
 bool Communicator::multi_process() const { return state_->placement.multi_process(); }
 bool Communicator::on_own_buffers() const { return state_->on_own_buffers(); }
+bool Communicator::on_peer_buffers() const { return state_->peer_buffers_across(); }
 int Communicator::own_ranks() const { return state_->own_ranks(); }
 int Communicator::first_own_rank() const { return state_->first_own_rank(); }
 int Communicator::State::own_ranks() const { return group ? group->facts[group->process].ranks : ranks(); }

@@ -64,6 +64,9 @@ class Communicator {
   bool multi_process() const;  // made by join
   // Its planned trees and direct kernels touch only their own rank's buffers (across processes, CANOPY_OWN_BUFFERS).
   bool on_own_buffers() const;
+  // Its eager direct-protocol calls run on the callers' buffers, each process mapping the other's (two processes on
+  // two GPUs, CANOPY_PEER_BUFFERS); the inbox kernels where a buffer cannot be shared.
+  bool on_peer_buffers() const;
   int own_ranks() const;       // the ranks this process holds (calls pass one buffer and stream for each)
   int first_own_rank() const;
   int devices() const;
