@@ -211,7 +211,9 @@ struct Communicator::State {
   // engines' phase two) between the host ring's fork and the tail through it.
   Status after_agreeing(const Status& agreed, bool shared, bool tell, const CollectiveCall& head, std::uint64_t staged,
                         std::span<const cudaStream_t> streams, bool* moved, const std::function<Status()>& queue);
-  void told_unshared(const CollectiveCall& head);
+  // The log's one line, the first time (*told) this process's buffers published on the engines' boards could not be
+  // shared: why, and how the call moved instead (the copy engines' calls and the direct kernels' keep a flag each).
+  void told_unshared(const CollectiveCall& head, bool* told, const char* moved_instead);
   Status engines_broke(const Status& s);
   std::string combining_kernels(int rank, const CombineKernels** out);
   Status reduce_through_host(const CollectiveCall& head, std::uint64_t staged);

@@ -15,12 +15,11 @@
 
 namespace canopy {
 
-void Communicator::State::told_unshared(const CollectiveCall& head) {
-  if (engines_unshared_told || engines_across->unshared_why().empty()) return;
-  engines_unshared_told = true;
-  log.info(LogSubsys::run, fmt::format("{} count {}: on the kernels, not the copy engines across processes ({}); said "
-                                       "once, for the first such call",
-                                       call_name(head), head.count, engines_across->unshared_why()));
+void Communicator::State::told_unshared(const CollectiveCall& head, bool* told, const char* moved_instead) {
+  if (*told || engines_across->unshared_why().empty()) return;
+  *told = true;
+  log.info(LogSubsys::run, fmt::format("{} count {}: {} ({}); said once, for the first such call", call_name(head),
+                                       head.count, moved_instead, engines_across->unshared_why()));
 }
 
 // The combining kernels for `rank`'s GPU, loaded before this process publishes its buffers: where they cannot be, the
@@ -101,7 +100,7 @@ Status Communicator::State::after_agreeing(const Status& agreed, bool shared, bo
                                            const std::function<Status()>& queue) {
   if (!agreed.ok()) return engines_broke(agreed);
   if (!shared) {
-    if (tell) told_unshared(head);
+    if (tell) told_unshared(head, &engines_unshared_told, "on the kernels, not the copy engines across processes");
     return Status();
   }
   // The host ring's side stream forks before the engines' join lands on the callers' streams.

@@ -55,12 +55,7 @@ Status Communicator::State::direct_on_peer_buffers(const CollectiveCall& call, c
                                                            "(CANOPY_PEER_BUFFERS=0 moves it through the inboxes): {}",
                                                            call_name(call), call.count, agreed.message())));
   if (!shared) {
-    if (!peer_unshared_told && publishes && !engines_across->unshared_why().empty()) {
-      peer_unshared_told = true;
-      log.info(LogSubsys::run, fmt::format("{} count {}: through the inboxes, not on the callers' buffers ({}); said "
-                                           "once, for the first such call",
-                                           call_name(call), call.count, engines_across->unshared_why()));
-    }
+    if (publishes) told_unshared(call, &peer_unshared_told, "through the inboxes, not on the callers' buffers");
     return Status();
   }
   if (maps) {
