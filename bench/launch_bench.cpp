@@ -9,6 +9,7 @@
 //                       own, and waits for them (a call returns only once every launch is queued)
 //   CUkernel/CUfunction cuLaunchKernelEx with the library's kernel handle, or with this context's function
 //   runtime vs driver   cudaLaunchKernelExC and cuLaunchKernelEx taking turns, so the machine's drift reaches both
+//   bursts              1 or 20 launches after the stream went idle (as canopy bench's loops of 20), then pinned
 //   multi-device        one driver call for every GPU's launch (cuLaunchCooperativeKernelMultiDevice, deprecated but
 //                       in CUDA 13's driver), each kernel ordered only on its own stream: would it cost less than a
 //                       launch per GPU?
@@ -19,6 +20,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -31,6 +33,7 @@
 #include "dsl/shipped_topologies.hpp"
 #include "bench/bench_check.hpp"
 #include "runtime/comm/communicator.hpp"
+#include "runtime/comm/cuda_call_oracle.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
 namespace {
@@ -159,6 +162,53 @@ void interleaved(const char* title, const std::vector<std::pair<const char*, std
   CHECK(cudaDeviceSynchronize());
 }
 
+// Bursts, as canopy bench's timed loops issue their calls: `burst` launches right after the stream went idle (a
+// synchronize, or a spin on cudaStreamQuery that keeps this CPU busy), the host's time per launch, median and fastest
+// of 301 bursts; then the same with this thread pinned to the CPU it runs on (sched_setaffinity). The steady state
+// above keeps the driver's code and data hot; a burst starts from a wait, as every loop of 20 calls does.
+void burst_probes(Gpu& g, Args& args) {
+  CHECK(cudaSetDevice(g.ordinal));
+  const auto bursts = [&](const char* name, int burst, bool spin) {
+    std::vector<double> per;
+    for (int rep = 0; rep < 301; ++rep) {
+      if (spin) {
+        while (cudaStreamQuery(g.stream) == cudaErrorNotReady) {
+        }
+        (void)cudaGetLastError();
+      } else {
+        CHECK(cudaStreamSynchronize(g.stream));
+      }
+      const auto t0 = Clock::now();
+      for (int i = 0; i < burst; ++i) CHECK(launch_runtime(g, args, false));
+      per.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / burst);
+    }
+    CHECK(cudaStreamSynchronize(g.stream));
+    std::sort(per.begin(), per.end());
+    fmt::print("  {:<44} host {:6.2f} us/launch median, {:6.2f} fastest\n", name, per[per.size() / 2], per[0]);
+  };
+  const auto all = [&](const char* pinned) {
+    fmt::print("bursts after an idle stream{}\n", pinned);
+    bursts("1 launch after a synchronize", 1, false);
+    bursts("20 launches after a synchronize", 20, false);
+    bursts("1 launch after a spin", 1, true);
+    bursts("20 launches after a spin", 20, true);
+  };
+  all("");
+  cpu_set_t was;
+  CPU_ZERO(&was);
+  if (sched_getaffinity(0, sizeof was, &was) != 0) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0) {
+    fmt::print("bursts, pinned: sched_setaffinity failed, skipped\n");
+    return;
+  }
+  all(", this thread pinned to one CPU");
+  measure("one GPU, pinned", {&g}, 20000, [&] { CHECK(launch_runtime(g, args, false)); });
+  (void)sched_setaffinity(0, sizeof was, &was);
+}
+
 // The launch's kernel handle: a library's CUkernel (what cudaLibraryGetKernel gives, resolved to this context's
 // function by the driver at every launch) against the CUfunction of this context, looked up once
 // (cuKernelGetFunction); through cuLaunchKernelEx, plain and cooperative.
@@ -204,6 +254,7 @@ void handle_probes(Gpu& g, Args& args, int calls) {
   interleaved("runtime against driver launches, one GPU",
               {{"cudaLaunchKernelExC", [&] { CHECK(launch_runtime(g, args, false)); }},
                {"cuLaunchKernelEx", [&] { launch(kernel, false); }},
+               {"cuLaunchKernelEx, CUfunction", [&] { launch(function, false); }},
                {"cudaLaunchKernelExC, cooperative", [&] { CHECK(launch_runtime(g, args, true)); }},
                {"cuLaunchKernelEx, cooperative", [&] { launch(kernel, true); }},
                {"cudaSetDevice + cudaLaunchKernelExC",
@@ -387,6 +438,50 @@ void call_pieces(Gpu& g, int calls) {
     CHECK(cudaGetDevice(&d));
   });
   per_call("cudaSetDevice (the current one)", [&] { CHECK(cudaSetDevice(g.ordinal)); });
+  // The same questions asked of the driver directly (the runtime's calls reach these after their own checks).
+  using CtxGetCurrent = CUresult (*)(CUcontext*);
+  using StreamIsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus*);
+  using StreamGetId = CUresult (*)(CUstream, unsigned long long*);
+  const auto ctx_get = driver_entry<CtxGetCurrent>("cuCtxGetCurrent", 4000);
+  const auto is_capturing = driver_entry<StreamIsCapturing>("cuStreamIsCapturing", 10000);
+  const auto get_id = driver_entry<StreamGetId>("cuStreamGetId", 12000);
+  const auto stream = reinterpret_cast<CUstream>(g.stream);
+  if (ctx_get)
+    per_call("cuCtxGetCurrent", [&] {
+      CUcontext c = nullptr;
+      if (ctx_get(&c) != CUDA_SUCCESS) std::exit(1);
+    });
+  if (is_capturing)
+    per_call("cuStreamIsCapturing", [&] {
+      CUstreamCaptureStatus c{};
+      if (is_capturing(stream, &c) != CUDA_SUCCESS) std::exit(1);
+    });
+  if (get_id)
+    per_call("cuStreamGetId", [&] {
+      unsigned long long id = 0;
+      if (get_id(stream, &id) != CUDA_SUCCESS) std::exit(1);
+    });
+  per_call("steady_clock::now", [&] { (void)Clock::now(); });
+  // A whole call's checks (check_call with the communicator's oracle): an 8-byte allreduce of one rank, send and
+  // recv in two allocations, with and without the pointer queries.
+  void* other = nullptr;
+  CHECK(cudaMalloc(&other, 1 << 20));
+  for (const bool pointers : {true, false}) {
+    std::vector<canopy::StreamFacts> seen;
+    const canopy::CallOracle oracle = canopy::cuda_call_oracle(pointers, &seen);
+    const std::vector<int> device_of_rank{g.ordinal};
+    const void* send[] = {other};
+    void* recv[] = {buffer};
+    cudaStream_t streams[] = {g.stream};
+    const canopy::CollectiveCall call{canopy::Collective::allreduce, send, recv, 2, canopy::DataType::f32,
+                                      canopy::ReduceOp::sum, 0, streams};
+    unsigned long long ids[1] = {};
+    bool capturing = false;
+    per_call(pointers ? "check_call, 1 rank, pointer checks" : "check_call, 1 rank, no pointer checks", [&] {
+      if (!canopy::check_call(call, device_of_rank, oracle, &capturing, ids).ok()) std::exit(1);
+    });
+  }
+  CHECK(cudaFree(other));
   CHECK(cudaFree(buffer));
 }
 
@@ -514,6 +609,7 @@ int main(int argc, char** argv) {
         std::exit(1);
     });
   handle_probes(g0, args, calls);
+  burst_probes(g0, args);
   multi_device_probe(gpus, args, calls);
   if (gpus.size() < 2) {
     call_pieces(g0, calls);

@@ -62,7 +62,8 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--no-check", args->no_check, "skip the correctness run (#wrong shows -1)");
   cmd->add_flag("--in-place", args->in_place, "NCCL's in-place layouts instead of separate buffers");
   cmd->add_flag("--host-time", args->host_time,
-                "also print host(us): the host's time per call while issuing them (near time(us): bound by the host)");
+                "also print host(us): the host's time per call while issuing them (near time(us): bound by the host), "
+                "and the floor under it: an empty kernel's launch, timed the same way (JSON: host_us, launch_us)");
   cmd->add_flag("--graph", args->graph,
                 "capture each loop's --iters calls into a CUDA graph once and time its replays, for Canopy and NCCL "
                 "alike (nccl-tests' -G): calls without the host's launches; captured calls never take the copy "
@@ -102,6 +103,7 @@ void add_bench_command(CLI::App& app) {
     o.check = !args->no_check;
     o.in_place = args->in_place;
     o.graph = args->graph;
+    o.launch_floor = args->host_time && !args->graph;  // replays launch nothing from the host
 
     CommunicatorOptions co = communicator_options(args->topology, args->devices);
     if (!args->chunk.empty()) co.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
@@ -157,6 +159,10 @@ void add_bench_command(CLI::App& app) {
     bool first = true;
     std::vector<BenchRow> rows;
     const Status s = run_benchmark(*comm, o, nccl.get(), [&](const BenchRow& r) {
+      if (first && r.launch_us > 0)
+        fmt::print(table, "# host: an empty kernel's launch takes {:.2f} us per call, timed as the rows{}: the floor "
+                          "under host(us)\n",
+                   r.launch_us, comm->multi_process() ? " (the slowest process)" : "");
       if (first || r.collective != current) {
         auto describe = [&](bool large, bool huge) {
           CollectiveInfo info;

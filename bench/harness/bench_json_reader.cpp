@@ -76,6 +76,10 @@ std::vector<BenchRow> read_bench_rows_json(std::string_view text, const std::str
     row.errors = static_cast<std::int64_t>(number_of("errors", false));
     row.nccl_time_us = number_of("nccl_time_us", true);
     row.nccl_busbw_gbps = number_of("nccl_busbw_GBps", true);
+    if (r.contains("launch_us")) {  // canopy bench --host-time: the host's time per call and the launch floor
+      row.host_us = number_of("host_us", false);
+      row.launch_us = number_of("launch_us", false);
+    }
     if (r.contains("device") && r["device"].is_string()) row.device = r["device"].get<std::string>();
     rows.push_back(std::move(row));
   }

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "bench/harness/captured_calls.hpp"
+#include "bench/harness/empty_kernel.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
@@ -117,6 +118,32 @@ Status across_processes(Communicator& comm, const std::vector<cudaStream_t>& ran
   if (!comm.multi_process() || values.empty()) return Status();
   return collective_on_host(comm, Collective::allreduce, values.data(), values.size(), DataType::f64, op, 0,
                             rank_streams);
+}
+
+// An empty kernel's host time per launch (EmptyKernel), timed as time_calls times a row: a call launches it once on
+// each of this process's GPUs in turn; across processes, the slowest process's.
+Status time_launch_floor(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, const BenchOptions& o,
+                         double* launch_us) {
+  std::unique_ptr<EmptyKernel> kernel;
+  if (Status s = EmptyKernel::load(&kernel); !s.ok()) return s;
+  const std::vector<int> ordinals = own_ordinals(comm);
+  const std::vector<cudaStream_t> streams = device_streams(comm, rank_streams);
+  CurrentDevice keep;
+  if (ordinals.size() == 1) CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinals[0]));
+  const auto launch = [&]() -> Status {
+    for (std::size_t d = 0; d < ordinals.size(); ++d) {
+      if (ordinals.size() > 1) CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinals[d]));
+      if (Status s = kernel->launch(streams[d]); !s.ok()) return s;
+    }
+    return Status();
+  };
+  double gpu_us = 0;
+  if (Status s = time_calls(comm, rank_streams, o.warmup, o.iters, o.repeats, launch, &gpu_us, launch_us); !s.ok())
+    return s;
+  std::vector<double> slowest = {*launch_us};
+  if (Status s = across_processes(comm, rank_streams, ReduceOp::max, slowest); !s.ok()) return s;
+  *launch_us = slowest[0];
+  return Status();
 }
 
 }  // namespace
@@ -238,6 +265,9 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
   }
   std::unique_ptr<CollectiveBuffers> buffers;
   if (Status s = CollectiveBuffers::create(comm, top, top, *patterns, &buffers); !s.ok()) return s;
+  double launch_us = 0;
+  if (o.launch_floor && !o.graph)
+    if (Status s = time_launch_floor(comm, buffers->streams(), o, &launch_us); !s.ok()) return s;
   std::string device = prop.name;
   const int procs = comm.multi_process() ? comm.devices() : 1;  // a multi-process communicator: a device per process
   if (comm.multi_process())
@@ -270,6 +300,7 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* ncc
       row.procs = procs;
       row.iters = o.iters;
       row.device = device;
+      row.launch_us = launch_us;
       // Captured calls never take the copy engines or the host path: load the kernel a captured call runs.
       if (o.graph)
         if (Status s = comm.prepare(call); !s.ok()) return s;
@@ -342,6 +373,10 @@ std::string bench_rows_json(const std::vector<BenchRow>& rows) {
     j["algbw_GBps"] = r.algbw_gbps;
     j["busbw_GBps"] = r.busbw_gbps;
     j["errors"] = r.errors;
+    if (r.launch_us > 0) {  // canopy bench --host-time
+      j["host_us"] = r.host_us;
+      j["launch_us"] = r.launch_us;
+    }
     if (r.nccl_time_us > 0) {
       j["nccl_time_us"] = r.nccl_time_us;
       j["nccl_busbw_GBps"] = r.nccl_busbw_gbps;

@@ -34,6 +34,9 @@ struct BenchOptions {
   // Each timed loop's `iters` calls captured once into a CUDA graph (both libraries alike, as nccl-tests' -G) and
   // the graph replayed: the time of calls without the host's launches. The check runs one captured call.
   bool graph = false;
+  // Also time an empty kernel's launch (EmptyKernel) the way the rows are timed, once before them: its host time per
+  // call is the floor under theirs (canopy bench --host-time). Not with `graph`.
+  bool launch_floor = false;
   // Set: time this collective-algorithm program instead of `collectives` (NCCL runs its goal's collective, when
   // the goal is one of NCCL's).
   std::shared_ptr<const ProgramOutputs> program = nullptr;
@@ -50,7 +53,8 @@ struct BenchRow {
   int procs = 1;  // processes the ranks ran in (canopy bench --procs); 1: one process drove every GPU
   int iters = 0;  // timed calls a loop (canopy bench --iters, nccl-tests' -n); 0: not recorded (JSON before it)
   double time_us = 0;
-  double host_us = 0;  // the host's time per call while issuing them (not in the JSON)
+  double host_us = 0;    // the host's time per call while issuing them (in the JSON where launch_us is measured)
+  double launch_us = 0;  // BenchOptions::launch_floor: an empty kernel's host time per launch, timed alike; 0: not
   double algbw_gbps = 0;
   double busbw_gbps = 0;
   std::int64_t errors = -1;  // -1: not checked

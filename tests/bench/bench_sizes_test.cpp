@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
+#include "bench/harness/bench_json_reader.hpp"
 #include "bench/harness/benchmark.hpp"
 
 namespace canopy {
@@ -44,6 +45,32 @@ TEST(BenchJson, AProgramRowNamesItsGoal) {
   EXPECT_NE(json.find("\"algorithm\": \"two-step-alltoall\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"collective\": \"reducescatter\""), std::string::npos) << json;
   EXPECT_EQ(json.find("\"collective\": \"allreduce\""), std::string::npos) << json;
+}
+
+}  // namespace
+}  // namespace canopy
+
+namespace canopy {
+namespace {
+
+// canopy bench --host-time: each row carries the host's time per call and the empty kernel's launch floor, and
+// reads back; without it the row has neither key (the format other readers know).
+TEST(BenchJson, HostTimesAndTheLaunchFloorWithHostTimeOnly) {
+  BenchRow timed;
+  timed.ranks = 2;
+  timed.host_us = 5.25;
+  timed.launch_us = 3.5;
+  BenchRow plain;
+  plain.ranks = 2;
+  plain.host_us = 5.25;  // always measured, written only beside a floor
+  const std::string json = bench_rows_json({timed, plain});
+  const std::vector<BenchRow> back = read_bench_rows_json(json, "rows.json");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_DOUBLE_EQ(back[0].host_us, 5.25);
+  EXPECT_DOUBLE_EQ(back[0].launch_us, 3.5);
+  EXPECT_DOUBLE_EQ(back[1].host_us, 0);
+  EXPECT_DOUBLE_EQ(back[1].launch_us, 0);
+  EXPECT_EQ(json.find("\"launch_us\""), json.rfind("\"launch_us\"")) << json;  // one row has it
 }
 
 }  // namespace
