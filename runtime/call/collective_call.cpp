@@ -1,6 +1,7 @@
 // check_call and the buffer sizes of a collective call (see collective_call.hpp).
 #include "runtime/call/collective_call.hpp"
 
+#include <boost/container/small_vector.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -184,7 +185,8 @@ Status check_call(const CollectiveCall& call, const std::vector<int>& device_of_
   if (call.count == 0) return Status();  // nothing moves: NCCL accepts this as a no-op
 
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(call.dtype));
-  std::vector<Region> regions;
+  // Up to 16 buffers (8 ranks in this process) without a heap allocation: small calls feel one.
+  boost::container::small_vector<Region, 16> regions;
   regions.reserve(2 * static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) {
     if (!mine(r)) continue;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.hpp"
 #include "runtime/comm/communicator.hpp"
@@ -152,7 +153,10 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
     target.launches = m.launches;
     target.epoch = &m.epoch;
   }
-  CurrentDevice keep;
+  // launch() leaves the caller's thread on the device it found; the debug read-back below and the watchdog's events
+  // switch devices, so they put it back (one device query a call less where neither runs: small calls feel it).
+  std::optional<CurrentDevice> keep;
+  if (watchdog || log.enabled(LogLevel::debug, LogSubsys::run)) keep.emplace();
   if (device_epochs && !capturing && log.enabled(LogLevel::debug, LogSubsys::run)) log_launch_counters(p, call, target);
   bool partial = false;
   Status s = launch(p, call, target, &partial);

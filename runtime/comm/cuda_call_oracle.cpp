@@ -43,11 +43,14 @@ PointerFacts pointer_facts(const void* p) {
   return f;
 }
 
-// A stream's ID (one query per call) and its GPU, asked once per stream: IDs are never reused within a process, so
-// the GPU found for one stays true. `known` holds the pairs seen (a few streams in practice; emptied past 64).
+// A stream's ID (one query per call, of the driver where it answers) and its GPU, asked once per stream: IDs are
+// never reused within a process, so the GPU found for one stays true. `known` holds the pairs seen (a few streams
+// in practice; emptied past 64).
 std::optional<StreamFacts> stream_facts(cudaStream_t s, std::vector<StreamFacts>* known) {
   StreamFacts f;
-  if (cudaStreamGetId(s, &f.id) != cudaSuccess) {
+  if (const std::optional<unsigned long long> id = driver_stream_id(s)) {
+    f.id = *id;
+  } else if (cudaStreamGetId(s, &f.id) != cudaSuccess) {
     (void)cudaGetLastError();
     return std::nullopt;
   }
@@ -63,6 +66,7 @@ std::optional<StreamFacts> stream_facts(cudaStream_t s, std::vector<StreamFacts>
 }
 
 bool stream_capturing(cudaStream_t s) {
+  if (const std::optional<bool> capturing = driver_stream_capturing(s)) return *capturing;
   cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(s, &c) != cudaSuccess) {
     (void)cudaGetLastError();

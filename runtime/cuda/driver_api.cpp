@@ -24,6 +24,8 @@ using MemGetAddressRange = CUresult (*)(CUdeviceptr*, size_t*, CUdeviceptr);
 using PointerGetAttributes = CUresult (*)(unsigned int, CUpointer_attribute*, void**, CUdeviceptr);
 using LaunchKernelEx = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
 using GetErrorText = CUresult (*)(CUresult, const char**);
+using StreamIsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus*);
+using StreamGetId = CUresult (*)(CUstream, unsigned long long*);
 
 template <typename Fn>
 Fn driver_entry(const char* name, int version) {
@@ -69,6 +71,20 @@ std::optional<DriverPointerFacts> driver_pointer_facts(const void* pointer) {
   f.device = device;
   f.allocation = AllocationRange{static_cast<std::uintptr_t>(base), bytes};
   return f;
+}
+
+std::optional<bool> driver_stream_capturing(void* stream) {
+  static const StreamIsCapturing fn = driver_entry<StreamIsCapturing>("cuStreamIsCapturing", 10000);
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!fn || fn(static_cast<CUstream>(stream), &status) != CUDA_SUCCESS) return std::nullopt;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+std::optional<unsigned long long> driver_stream_id(void* stream) {
+  static const StreamGetId fn = driver_entry<StreamGetId>("cuStreamGetId", 12000);
+  unsigned long long id = 0;
+  if (!fn || fn(static_cast<CUstream>(stream), &id) != CUDA_SUCCESS) return std::nullopt;
+  return id;
 }
 
 std::optional<int> driver_launch(const void* kernel, unsigned int grid, unsigned int block, void* stream,

@@ -34,6 +34,14 @@ struct DriverPointerFacts {
 };
 std::optional<DriverPointerFacts> driver_pointer_facts(const void* pointer);
 
+// Whether `stream` is capturing a CUDA graph (cuStreamIsCapturing: any capture status but "none"), and the
+// stream's process-unique ID (cuStreamGetId), asked of the driver directly: the runtime's cudaStreamIsCapturing and
+// cudaStreamGetId reach the same driver calls after checks of their own, at three to four times the cost of a
+// small call's host time. nullopt when the driver lacks the entry point or refuses (a null stream on a thread with
+// no current context, an invalid handle): the caller then asks the runtime, which says why.
+std::optional<bool> driver_stream_capturing(void* stream);
+std::optional<unsigned long long> driver_stream_id(void* stream);
+
 // One launch of `kernel` (a cudaKernel_t from cudaLibraryGetKernel, which the driver takes as its CUkernel) on the
 // current device's context through cuLaunchKernelEx: `grid` blocks of `block` threads on `stream`, cooperative or
 // not, no dynamic shared memory. The runtime's cudaLaunchKernelExC does the same after translating its arguments;

@@ -10,6 +10,7 @@
 
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 #include "templates/device_args.cuh"
 
 namespace canopy {
@@ -40,6 +41,9 @@ struct LaunchJob {
   const CollectiveCall* call;
   const LaunchTarget* target;
   std::uint64_t* api_ns;  // the launch calls' time, where the caller's thread launches and target.api_ns asks
+  // The caller's thread's current device where it launches one device after another (asked once a call, kept as
+  // launches switch it); null on the launch crew's helpers, which ask.
+  int* current = nullptr;
 };
 
 // The launch itself, on the current device: through the driver's cuLaunchKernelEx where the driver has it (the
@@ -77,11 +81,18 @@ Status launch_on_device(void* context, int d) {
   const cudaStream_t stream = call.streams[target.first_rank[d]];
   DeviceOrder& order = *target.order;
   // A helper thread's device, and often the caller's, is already this one: asking costs less than switching.
-  int current = -1;
-  cudaError_t e = cudaGetDevice(&current);
-  if (e != cudaSuccess || current != target.ordinal[d]) e = cudaSetDevice(target.ordinal[d]);
+  int asked = -1;
+  int& current = job.current ? *job.current : asked;
+  cudaError_t e = current >= 0 ? cudaSuccess : cudaGetDevice(&current);
+  if (e != cudaSuccess || current != target.ordinal[d]) {
+    e = cudaSetDevice(target.ordinal[d]);
+    current = e == cudaSuccess ? target.ordinal[d] : -1;
+  }
   unsigned long long stream_id = target.stream_id.empty() ? 0 : target.stream_id[target.first_rank[d]];
-  if (e == cudaSuccess && !target.capturing && stream_id == 0) e = cudaStreamGetId(stream, &stream_id);
+  if (e == cudaSuccess && !target.capturing && stream_id == 0) {
+    const std::optional<unsigned long long> id = driver_stream_id(stream);
+    e = id ? (stream_id = *id, cudaSuccess) : cudaStreamGetId(stream, &stream_id);
+  }
   // Another stream than last time: it first waits for everything issued on the last one (our launches included),
   // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
   if (e == cudaSuccess && !target.capturing) e = order_stream(order, d, stream, stream_id);
@@ -133,14 +144,22 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
   bool per_thread = false;
   for (const cudaStream_t s : call.streams) per_thread |= s == cudaStreamPerThread;
   if (target.crew && devices > 1 && !per_thread) {  // every device at once: the failures and successes are both known
+    CurrentDevice keep;  // the caller's own launches switch its thread's device
     target.crew->run(DeviceJob{&job, launch_on_device}, &p.results);
     for (const Status& s : p.results)
       if (s.ok())
         ++launched;
       else if (!failed)
         failed = &s;
-  } else {  // one after another, stopping at the first failure
+  } else {  // one after another, stopping at the first failure, then back on the caller's device
     job.api_ns = target.api_ns;
+    int caller = -1;
+    if (cudaGetDevice(&caller) != cudaSuccess) {
+      (void)cudaGetLastError();
+      caller = -1;
+    }
+    int current = caller;
+    job.current = &current;
     p.results.resize(devices);
     for (std::size_t d = 0; d < devices && !failed; ++d) {
       if (!target.here.empty() && !target.here[d]) {  // another process launches it
@@ -153,6 +172,7 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
       else
         failed = &p.results[d];
     }
+    if (caller >= 0 && current != caller) (void)cudaSetDevice(caller);
   }
   if (!failed) return Status();
   *partial_launch = launched > 0;

@@ -113,8 +113,9 @@ struct LaunchTarget {
 
 // Fills the DeviceArgs image (count, launch counters, every rank's pointers) and launches on every device, on the
 // stream of the device's first rank: all at once through target.crew, else one after another (stopping at the
-// first failure). A failed launch leaves the other devices' kernels waiting: the Status says so, *partial_launch
-// is set, and the communicator must not be used again.
+// first failure). The calling thread ends on the device it began on (asked once a call). A failed launch leaves the
+// other devices' kernels waiting: the Status says so, *partial_launch is set, and the communicator must not be used
+// again.
 Status launch(PreparedCollective& prepared, const CollectiveCall& call, const LaunchTarget& target,
               bool* partial_launch);
 
