@@ -48,9 +48,7 @@ PointerFacts pointer_facts(const void* p) {
 // in practice; emptied past 64).
 std::optional<StreamFacts> stream_facts(cudaStream_t s, std::vector<StreamFacts>* known) {
   StreamFacts f;
-  if (const std::optional<unsigned long long> id = driver_stream_id(s)) {
-    f.id = *id;
-  } else if (cudaStreamGetId(s, &f.id) != cudaSuccess) {
+  if (stream_id(s, &f.id) != cudaSuccess) {
     (void)cudaGetLastError();
     return std::nullopt;
   }

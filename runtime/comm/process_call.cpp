@@ -21,6 +21,7 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
 #include "runtime/comm/staged_sides.hpp"
+#include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy {
@@ -290,7 +291,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
     for (int i = 0; i < own; ++i) {
       const int r = first + i;
       unsigned long long id = call_stream_ids[r];
-      cudaError_t e = id ? cudaSuccess : cudaStreamGetId(streams[r], &id);
+      cudaError_t e = id ? cudaSuccess : stream_id(streams[r], &id);
       if (e == cudaSuccess) e = order_stream(order, device, streams[r], id);
       if (e != cudaSuccess) return copy_failed(call, "stream order", r, e);
     }

@@ -87,6 +87,14 @@ std::optional<unsigned long long> driver_stream_id(void* stream) {
   return id;
 }
 
+cudaError_t stream_id(cudaStream_t stream, unsigned long long* id) {
+  if (const std::optional<unsigned long long> asked = driver_stream_id(stream)) {
+    *id = *asked;
+    return cudaSuccess;
+  }
+  return cudaStreamGetId(stream, id);
+}
+
 std::optional<int> driver_launch(const void* kernel, unsigned int grid, unsigned int block, void* stream,
                                  bool cooperative, void** params) {
   static const LaunchKernelEx launch = driver_entry<LaunchKernelEx>("cuLaunchKernelEx", 11060);

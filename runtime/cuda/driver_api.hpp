@@ -2,6 +2,8 @@
 // cudaGetDriverEntryPointByVersion: nothing links libcuda, so every binary starts on a machine without a driver.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -41,6 +43,9 @@ std::optional<DriverPointerFacts> driver_pointer_facts(const void* pointer);
 // no current context, an invalid handle): the caller then asks the runtime, which says why.
 std::optional<bool> driver_stream_capturing(void* stream);
 std::optional<unsigned long long> driver_stream_id(void* stream);
+// A stream's ID as every call asks for it: the driver's where it answers, else the runtime's cudaStreamGetId, whose
+// error is returned (and left set for the caller to clear).
+cudaError_t stream_id(cudaStream_t stream, unsigned long long* id);
 
 // One launch of `kernel` (a cudaKernel_t from cudaLibraryGetKernel, which the driver takes as its CUkernel) on the
 // current device's context through cuLaunchKernelEx: `grid` blocks of `block` threads on `stream`, cooperative or

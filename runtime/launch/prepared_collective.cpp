@@ -88,14 +88,11 @@ Status launch_on_device(void* context, int d) {
     e = cudaSetDevice(target.ordinal[d]);
     current = e == cudaSuccess ? target.ordinal[d] : -1;
   }
-  unsigned long long stream_id = target.stream_id.empty() ? 0 : target.stream_id[target.first_rank[d]];
-  if (e == cudaSuccess && !target.capturing && stream_id == 0) {
-    const std::optional<unsigned long long> id = driver_stream_id(stream);
-    e = id ? (stream_id = *id, cudaSuccess) : cudaStreamGetId(stream, &stream_id);
-  }
+  unsigned long long id = target.stream_id.empty() ? 0 : target.stream_id[target.first_rank[d]];
+  if (e == cudaSuccess && !target.capturing && id == 0) e = canopy::stream_id(stream, &id);
   // Another stream than last time: it first waits for everything issued on the last one (our launches included),
   // which may be destroyed by now (DeviceOrder): the first time by waiting for the GPU, then for `done`.
-  if (e == cudaSuccess && !target.capturing) e = order_stream(order, d, stream, stream_id);
+  if (e == cudaSuccess && !target.capturing) e = order_stream(order, d, stream, id);
   std::string launch_error;
   if (e == cudaSuccess) {
     const auto before = job.api_ns ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

@@ -23,6 +23,9 @@ TEST(DriverApi, StreamQueriesWithoutADriverAreNotThere) {
   if (visible_gpu_count() > 0) GTEST_SKIP() << "a GPU is visible: tests/gpu/driver_queries_gpu_test.cpp asks it";
   EXPECT_FALSE(driver_stream_capturing(nullptr).has_value());  // the oracle then asks the runtime
   EXPECT_FALSE(driver_stream_id(nullptr).has_value());
+  unsigned long long id = 0;
+  EXPECT_NE(stream_id(nullptr, &id), cudaSuccess);  // the runtime's answer: no driver
+  (void)cudaGetLastError();
 }
 
 TEST(DriverApi, ResultsInTheDriversWords) {
