@@ -30,15 +30,12 @@
 #include <thread>
 #include <vector>
 
-#include "dsl/shipped_topologies.hpp"
 #include "bench/bench_check.hpp"
-#include "runtime/comm/communicator.hpp"
-#include "runtime/comm/cuda_call_oracle.hpp"
+#include "bench/launch_bench.hpp"
 #include "runtime/cuda/driver_api.hpp"
 
+namespace launch_bench {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 const char* kEmptyPtx = R"(.version 8.0
 .target sm_80
@@ -77,90 +74,6 @@ SPIN:
   ret;
 }
 )";
-
-struct Args {
-  unsigned char bytes[80] = {};
-};
-
-template <typename Fn>
-Fn driver_entry(const char* name, int version) {
-  return reinterpret_cast<Fn>(canopy::driver_entry_point(name, version));
-}
-
-struct Gpu {
-  int ordinal = 0;
-  cudaStream_t stream = nullptr;
-  cudaKernel_t kernel = nullptr;
-  cudaKernel_t signal_wait = nullptr, wait_signal = nullptr;  // the handshake probes' kernels
-  unsigned long long* flag = nullptr;                         // this GPU's flag, written by the other GPU
-  CUcontext context = nullptr;
-  cudaEvent_t start = nullptr, stop = nullptr;
-};
-
-cudaError_t launch_runtime(Gpu& g, Args& args, bool cooperative) {
-  int device = g.ordinal;
-  void* params[] = {&args, &device};
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeCooperative;
-  attribute.val.cooperative = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(4);
-  config.blockDim = dim3(256);
-  config.stream = g.stream;
-  config.attrs = &attribute;
-  config.numAttrs = cooperative ? 1 : 0;
-  return cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(g.kernel), params);
-}
-
-// Host and GPU microseconds per call of `call` (which launches once on each GPU in `gpus`), median of 5 loops.
-void measure(const char* name, std::vector<Gpu*> gpus, int calls, const std::function<void()>& call) {
-  for (int i = 0; i < 200; ++i) call();
-  std::vector<double> host, device;
-  for (int loop = 0; loop < 5; ++loop) {
-    for (Gpu* g : gpus) {
-      CHECK(cudaSetDevice(g->ordinal));
-      CHECK(cudaEventRecord(g->start, g->stream));
-    }
-    const auto t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) call();
-    host.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
-    double slowest = 0;
-    for (Gpu* g : gpus) {
-      CHECK(cudaSetDevice(g->ordinal));
-      CHECK(cudaEventRecord(g->stop, g->stream));
-      CHECK(cudaEventSynchronize(g->stop));
-      float ms = 0;
-      CHECK(cudaEventElapsedTime(&ms, g->start, g->stop));
-      slowest = std::max(slowest, 1000.0 * ms / calls);
-    }
-    device.push_back(slowest);
-  }
-  std::sort(host.begin(), host.end());
-  std::sort(device.begin(), device.end());
-  fmt::print("{:<40} host {:6.2f} us/call   GPUs {:6.2f} us/call\n", name, host[2], device[2]);
-}
-
-// Host microseconds per call of each probe, the probes taking turns for 11 rounds of calls/4 calls each (so a drift
-// of the machine during the run reaches them all alike): the median round and the fastest.
-void interleaved(const char* title, const std::vector<std::pair<const char*, std::function<void()>>>& probes,
-                 int calls) {
-  std::vector<std::vector<double>> rounds(probes.size());
-  for (const auto& [name, call] : probes)
-    for (int i = 0; i < 200; ++i) call();
-  const int per_round = std::max(1, calls / 4);
-  for (int round = 0; round < 11; ++round)
-    for (std::size_t p = 0; p < probes.size(); ++p) {
-      const auto t0 = Clock::now();
-      for (int i = 0; i < per_round; ++i) probes[p].second();
-      rounds[p].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / per_round);
-    }
-  fmt::print("{} (in turn, 11 rounds of {} calls)\n", title, per_round);
-  for (std::size_t p = 0; p < probes.size(); ++p) {
-    std::sort(rounds[p].begin(), rounds[p].end());
-    fmt::print("  {:<44} host {:6.2f} us/call median, {:6.2f} fastest\n", probes[p].first, rounds[p][5], rounds[p][0]);
-  }
-  CHECK(cudaDeviceSynchronize());
-}
 
 // Bursts, as canopy bench's timed loops issue their calls: `burst` launches right after the stream went idle (a
 // synchronize, or a spin on cudaStreamQuery that keeps this CPU busy), the host's time per launch, median and fastest
@@ -407,157 +320,11 @@ void handshake_probes(std::vector<Gpu>& gpus, int calls) {
   helper.join();
 }
 
-// The host work of a call besides its launches, piece by piece (GPU 0's buffer and stream): each runtime query a
-// call makes, alone in a loop.
-void call_pieces(Gpu& g, int calls) {
-  void* buffer = nullptr;
-  CHECK(cudaSetDevice(g.ordinal));
-  CHECK(cudaMalloc(&buffer, 1 << 20));
-  const auto per_call = [&](const char* name, const std::function<void()>& work) {
-    for (int i = 0; i < 200; ++i) work();
-    const auto t0 = Clock::now();
-    for (int i = 0; i < calls; ++i) work();
-    fmt::print("{:<40} host {:6.3f} us/call\n", name,
-               std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / calls);
-  };
-  per_call("cuPointerGetAttributes (5 attributes)", [&] { (void)canopy::driver_pointer_facts(buffer); });
-  per_call("cudaStreamGetDevice", [&] {
-    int d = 0;
-    CHECK(cudaStreamGetDevice(g.stream, &d));
-  });
-  per_call("cudaStreamIsCapturing", [&] {
-    cudaStreamCaptureStatus c{};
-    CHECK(cudaStreamIsCapturing(g.stream, &c));
-  });
-  per_call("cudaStreamGetId", [&] {
-    unsigned long long id = 0;
-    CHECK(cudaStreamGetId(g.stream, &id));
-  });
-  per_call("cudaGetDevice", [&] {
-    int d = 0;
-    CHECK(cudaGetDevice(&d));
-  });
-  per_call("cudaSetDevice (the current one)", [&] { CHECK(cudaSetDevice(g.ordinal)); });
-  // The same questions asked of the driver directly (the runtime's calls reach these after their own checks).
-  using CtxGetCurrent = CUresult (*)(CUcontext*);
-  using StreamIsCapturing = CUresult (*)(CUstream, CUstreamCaptureStatus*);
-  using StreamGetId = CUresult (*)(CUstream, unsigned long long*);
-  const auto ctx_get = driver_entry<CtxGetCurrent>("cuCtxGetCurrent", 4000);
-  const auto is_capturing = driver_entry<StreamIsCapturing>("cuStreamIsCapturing", 10000);
-  const auto get_id = driver_entry<StreamGetId>("cuStreamGetId", 12000);
-  const auto stream = reinterpret_cast<CUstream>(g.stream);
-  if (ctx_get)
-    per_call("cuCtxGetCurrent", [&] {
-      CUcontext c = nullptr;
-      if (ctx_get(&c) != CUDA_SUCCESS) std::exit(1);
-    });
-  if (is_capturing)
-    per_call("cuStreamIsCapturing", [&] {
-      CUstreamCaptureStatus c{};
-      if (is_capturing(stream, &c) != CUDA_SUCCESS) std::exit(1);
-    });
-  if (get_id)
-    per_call("cuStreamGetId", [&] {
-      unsigned long long id = 0;
-      if (get_id(stream, &id) != CUDA_SUCCESS) std::exit(1);
-    });
-  per_call("steady_clock::now", [&] { (void)Clock::now(); });
-  // A whole call's checks (check_call with the communicator's oracle): an 8-byte allreduce of one rank, send and
-  // recv in two allocations, with and without the pointer queries.
-  void* other = nullptr;
-  CHECK(cudaMalloc(&other, 1 << 20));
-  for (const bool pointers : {true, false}) {
-    std::vector<canopy::StreamFacts> seen;
-    const canopy::CallOracle oracle = canopy::cuda_call_oracle(pointers, &seen);
-    const std::vector<int> device_of_rank{g.ordinal};
-    const void* send[] = {other};
-    void* recv[] = {buffer};
-    cudaStream_t streams[] = {g.stream};
-    const canopy::CollectiveCall call{canopy::Collective::allreduce, send, recv, 2, canopy::DataType::f32,
-                                      canopy::ReduceOp::sum, 0, streams};
-    unsigned long long ids[1] = {};
-    bool capturing = false;
-    per_call(pointers ? "check_call, 1 rank, pointer checks" : "check_call, 1 rank, no pointer checks", [&] {
-      if (!canopy::check_call(call, device_of_rank, oracle, &capturing, ids).ok()) std::exit(1);
-    });
-  }
-  CHECK(cudaFree(other));
-  CHECK(cudaFree(buffer));
-}
-
-// Whole calls: an 8-byte allreduce over the GPUs (2 elements of f32), the host's time per call; on one GPU, the two
-// ranks of h200x2 as virtual ranks (one launch per call, so what the call adds to a launch shows).
-void allreduce_calls(std::vector<Gpu>& gpus, Args& args, int calls) {
-  std::vector<Gpu*> all;
-  for (Gpu& g : gpus) all.push_back(&g);
-  struct Setup {
-    const char* name;
-    std::unique_ptr<canopy::Communicator> comm;
-    std::vector<void*> bufs;
-    std::vector<const void*> send;
-    std::vector<cudaStream_t> streams;
-    void call() const {
-      if (canopy::Status s = comm->allreduce(send, bufs, 2, canopy::DataType::f32, canopy::ReduceOp::sum, streams);
-          !s.ok()) {
-        fmt::print("{}\n", s.message());
-        std::exit(1);
-      }
-    }
-  };
-  std::vector<std::unique_ptr<Setup>> setups;
-  const auto set_up = [&](const char* name, bool threads, bool check_pointers) {
-    setenv("CANOPY_CHECK_POINTERS", check_pointers ? "1" : "0", 1);  // read when a communicator is created
-    canopy::CommunicatorOptions o;
-    for (Gpu& g : gpus) o.devices.push_back(g.ordinal);
-    if (gpus.size() == 1) o.topology = canopy::load_topology("h200x2");
-    o.launch_threads = threads;
-    auto setup = std::make_unique<Setup>();
-    setup->name = name;
-    if (canopy::Status s = canopy::Communicator::create(o, &setup->comm); !s.ok()) {
-      fmt::print("{}: {}\n", name, s.message());
-      return;
-    }
-    const int ranks = setup->comm->ranks();
-    setup->bufs.resize(ranks);
-    setup->send.resize(ranks);
-    setup->streams.resize(ranks);
-    for (int r = 0; r < ranks; ++r) {
-      CHECK(cudaSetDevice(setup->comm->device_of_rank(r)));
-      CHECK(cudaMalloc(&setup->bufs[r], 1 << 20));
-      setup->send[r] = static_cast<char*>(setup->bufs[r]) + (512 << 10);
-      for (Gpu& g : gpus)
-        if (g.ordinal == setup->comm->device_of_rank(r)) setup->streams[r] = g.stream;
-    }
-    setups.push_back(std::move(setup));
-  };
-  set_up("allreduce 8 B (helpers, pointer checks)", true, true);
-  set_up("allreduce 8 B (helpers, no pointer checks)", true, false);
-  if (gpus.size() > 1) {
-    set_up("allreduce 8 B (in turn, pointer checks)", false, true);
-    set_up("allreduce 8 B (in turn, no pointer checks)", false, false);
-  }
-  for (const auto& setup : setups) measure(setup->name, all, calls, [&] { setup->call(); });
-  // The same calls taking turns; on one GPU beside the bare cooperative launch, so what a call adds to its launch
-  // shows without the machine's drift between loops.
-  std::vector<std::pair<const char*, std::function<void()>>> probes;
-  if (gpus.size() == 1)
-    probes.emplace_back("cooperative launch (cudaLaunchKernelExC)",
-                        [&] { CHECK(launch_runtime(gpus[0], args, true)); });
-  for (const auto& setup : setups) probes.emplace_back(setup->name, [&setup] { setup->call(); });
-  interleaved("8-byte allreduces", probes, calls);
-  for (auto& setup : setups) {
-    for (Gpu& g : gpus) {
-      CHECK(cudaSetDevice(g.ordinal));
-      CHECK(cudaDeviceSynchronize());
-    }
-    setup->comm.reset();
-    for (void* b : setup->bufs) CHECK(cudaFree(b));
-  }
-}
-
 }  // namespace
+}  // namespace launch_bench
 
 int main(int argc, char** argv) {
+  using namespace launch_bench;
   const int calls = argc > 1 ? std::atoi(argv[1]) : 20000;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
