@@ -103,7 +103,7 @@ void add_bench_command(CLI::App& app) {
     o.check = !args->no_check;
     o.in_place = args->in_place;
     o.graph = args->graph;
-    o.launch_floor = args->host_time && !args->graph;  // replays launch nothing from the host
+    o.launch_floor = args->host_time;
 
     CommunicatorOptions co = communicator_options(args->topology, args->devices);
     if (!args->chunk.empty()) co.chunk_bytes = parse_byte_size(args->chunk, "--chunk");

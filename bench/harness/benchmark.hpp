@@ -35,7 +35,7 @@ struct BenchOptions {
   // the graph replayed: the time of calls without the host's launches. The check runs one captured call.
   bool graph = false;
   // Also time an empty kernel's launch (EmptyKernel) the way the rows are timed, once before them: its host time per
-  // call is the floor under theirs (canopy bench --host-time). Not with `graph`.
+  // call is the floor under theirs (canopy bench --host-time). Not with `graph`: replays launch nothing from the host.
   bool launch_floor = false;
   // Set: time this collective-algorithm program instead of `collectives` (NCCL runs its goal's collective, when
   // the goal is one of NCCL's).
