@@ -36,13 +36,21 @@ struct Request {
   ncclRedOp_t op = ncclSum;
 };
 
+// What the real NCCL's `function` returned, recorded for the group where it is an error (the caller's serve() then
+// sees ncclSuccess from a deferred refusal, or this error, which it records again: harmless, the first one counts).
+ncclResult_t real_result(const char* function, ncclResult_t r) {
+  if (r != ncclSuccess && r != ncclInProgress && group_depth() > 0) note_real_group_error(function, r);
+  return r;
+}
+
 // Passes a checked call on a Canopy handle to the real NCCL communicator beside it (its PreMulSum operator, if any,
-// as made there too), or refuses it saying why there is none.
+// as made there too), or refuses it saying why there is none (inside a group: reported at ncclGroupEnd).
 ncclResult_t forward_collective(const Request& q, ncclComm* comm, const std::optional<PreMulOp>& premul,
                                 const std::string& why) {
   const RankCall& c = q.call;
+  if (const ncclResult_t r = refuse_in_failed_group(c.function); r != ncclSuccess) return r;
   const std::string what = fmt::format("{} of {} ({})", c.function, nccl_type_name(q.datatype), why);
-  if (comm->state != CommState::ready || !comm->real) return not_served(what, comm);
+  if (comm->state != CommState::ready || !comm->real) return defer_group_error(not_served(what, comm));
   ncclRedOp_t op = q.op;
   if (premul) {
     if (premul->real == ncclNumOps)
@@ -63,30 +71,30 @@ ncclResult_t forward_collective(const Request& q, ncclComm* comm, const std::opt
     case Collective::allreduce:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                    cudaStream_t)>("ncclAllReduce"))
-        return f(c.send, c.recv, c.count, q.datatype, op, real, c.stream);
+        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, real, c.stream));
       break;
     case Collective::broadcast:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)>(
               "ncclBroadcast"))
-        return f(c.send, c.recv, c.count, q.datatype, c.root, real, c.stream);
+        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, c.root, real, c.stream));
       break;
     case Collective::reduce:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
                                    cudaStream_t)>("ncclReduce"))
-        return f(c.send, c.recv, c.count, q.datatype, op, c.root, real, c.stream);
+        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, c.root, real, c.stream));
       break;
     case Collective::allgather:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)>(
               "ncclAllGather"))
-        return f(c.send, c.recv, c.count, q.datatype, real, c.stream);
+        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, real, c.stream));
       break;
     case Collective::reducescatter:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                    cudaStream_t)>("ncclReduceScatter"))
-        return f(c.send, c.recv, c.count, q.datatype, op, real, c.stream);
+        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, real, c.stream));
       break;
   }
-  return no_real_nccl(c.function);
+  return defer_group_error(no_real_nccl(c.function));
 }
 
 ncclResult_t check_and_issue(Request q, ncclComm* comm) {
@@ -154,6 +162,7 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
     c.op = *canopy_op(q.op);
   }
   if (group_depth() > 0) {
+    if (const ncclResult_t r = refuse_in_failed_group(fn); r != ncclSuccess) return r;
     defer_call(comm, c);
     return ncclSuccess;
   }
@@ -196,7 +205,7 @@ extern "C" {
 CANOPY_NCCL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   if (comm && !is_canopy_comm(comm))
-    return forward("ncclAllReduce", comm, sendbuff, recvbuff, count, datatype, op, comm, stream);
+    return forward_grouped("ncclAllReduce", comm, sendbuff, recvbuff, count, datatype, op, comm, stream);
   return serve(request("ncclAllReduce", Collective::allreduce, sendbuff, recvbuff, count, datatype, op, 0, stream),
                comm);
 }
@@ -204,7 +213,7 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclAllReduce(const void* sendbuff, void* recvbu
 CANOPY_NCCL_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                     int root, ncclComm_t comm, cudaStream_t stream) {
   if (comm && !is_canopy_comm(comm))
-    return forward("ncclBroadcast", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+    return forward_grouped("ncclBroadcast", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
   return serve(request("ncclBroadcast", Collective::broadcast, sendbuff, recvbuff, count, datatype, ncclSum, root,
                        stream),
                comm);
@@ -212,14 +221,15 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclBroadcast(const void* sendbuff, void* recvbu
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclBcast(void* buff, size_t count, ncclDataType_t datatype, int root, ncclComm_t comm,
                                 cudaStream_t stream) {
-  if (comm && !is_canopy_comm(comm)) return forward("ncclBcast", comm, buff, count, datatype, root, comm, stream);
+  if (comm && !is_canopy_comm(comm))
+    return forward_grouped("ncclBcast", comm, buff, count, datatype, root, comm, stream);
   return serve(request("ncclBcast", Collective::broadcast, buff, buff, count, datatype, ncclSum, root, stream), comm);
 }
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                  ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream) {
   if (comm && !is_canopy_comm(comm))
-    return forward("ncclReduce", comm, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
+    return forward_grouped("ncclReduce", comm, sendbuff, recvbuff, count, datatype, op, root, comm, stream);
   return serve(request("ncclReduce", Collective::reduce, sendbuff, recvbuff, count, datatype, op, root, stream),
                comm);
 }
@@ -227,7 +237,7 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclReduce(const void* sendbuff, void* recvbuff,
 CANOPY_NCCL_EXPORT ncclResult_t ncclAllGather(const void* sendbuff, void* recvbuff, size_t sendcount, ncclDataType_t datatype,
                                     ncclComm_t comm, cudaStream_t stream) {
   if (comm && !is_canopy_comm(comm))
-    return forward("ncclAllGather", comm, sendbuff, recvbuff, sendcount, datatype, comm, stream);
+    return forward_grouped("ncclAllGather", comm, sendbuff, recvbuff, sendcount, datatype, comm, stream);
   return serve(request("ncclAllGather", Collective::allgather, sendbuff, recvbuff, sendcount, datatype, ncclSum, 0,
                        stream),
                comm);
@@ -237,7 +247,7 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclReduceScatter(const void* sendbuff, void* re
                                         ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
                                         cudaStream_t stream) {
   if (comm && !is_canopy_comm(comm))
-    return forward("ncclReduceScatter", comm, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
+    return forward_grouped("ncclReduceScatter", comm, sendbuff, recvbuff, recvcount, datatype, op, comm, stream);
   return serve(request("ncclReduceScatter", Collective::reducescatter, sendbuff, recvbuff, recvcount, datatype, op, 0,
                        stream),
                comm);

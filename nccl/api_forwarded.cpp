@@ -1,7 +1,9 @@
 // NCCL API entry points Canopy does not serve: each goes to the real NCCL for the real NCCL's handles (or when it
 // takes none), and for a Canopy communicator to the real NCCL communicator beside it; where there is none, or no real
-// NCCL, it returns ncclInvalidUsage and ncclGetLastError says why (forward.hpp). ncclCommRegister/Deregister on a
-// Canopy communicator without a real one register nothing (registration is a hint; NCCL too may decline it).
+// NCCL, it returns ncclInvalidUsage and ncclGetLastError says why (forward.hpp); inside a group, the grouped ones
+// (AlltoAll, Gather, Scatter, Send, Recv) report that at ncclGroupEnd instead (group.hpp). ncclGroupSimulateEnd is
+// Canopy's (group.hpp): it closes Canopy's group and the real NCCL's at the same depth. ncclCommRegister/Deregister
+// on a Canopy communicator without a real one register nothing (registration is a hint; NCCL too may decline it).
 // ncclDevCommCreate/Destroy are declared in nccl_device/core.h, a CUDA header, not nccl.h: they are defined here with
 // opaque pointers, which is their C ABI.
 #include <nccl.h>
@@ -50,26 +52,28 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWi
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
                                              ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return forward("ncclAlltoAll", comm, sendbuff, recvbuff, count, datatype, comm, stream);
+  return forward_grouped("ncclAlltoAll", comm, sendbuff, recvbuff, count, datatype, comm, stream);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
                                            ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return forward("ncclGather", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  return forward_grouped("ncclGather", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
                                             ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return forward("ncclScatter", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
+  return forward_grouped("ncclScatter", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
                                          ncclComm_t comm, cudaStream_t stream) {
-  return forward("ncclSend", comm, sendbuff, count, datatype, peer, comm, stream);
+  return forward_grouped("ncclSend", comm, sendbuff, count, datatype, peer, comm, stream);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
                                          ncclComm_t comm, cudaStream_t stream) {
-  return forward("ncclRecv", comm, recvbuff, count, datatype, peer, comm, stream);
+  return forward_grouped("ncclRecv", comm, recvbuff, count, datatype, peer, comm, stream);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  return forward("ncclGroupSimulateEnd", nullptr, simInfo);
+  if (called_by_real_nccl(__builtin_return_address(0)))
+    if (auto real = real_nccl<ncclResult_t (*)(ncclSimInfo_t*)>("ncclGroupSimulateEnd")) return real(simInfo);
+  return group_simulate_end(simInfo);
 }
 CANOPY_NCCL_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void* requirements, void* outDevComm) {
   return forward("ncclDevCommCreate", comm, comm, requirements, outDevComm);

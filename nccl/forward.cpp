@@ -7,7 +7,11 @@ namespace canopy::nccl_api {
 
 ncclResult_t not_served(const std::string& what, const ncclComm* comm) {
   std::string why = comm->real_why_not;
-  if (why.empty()) why = real_nccl_loaded() ? "the communicator has none" : real_nccl_why_not();
+  if (why.empty() && !real_nccl_loaded()) why = real_nccl_why_not();
+  if (why.empty() && comm->state == CommState::pending)
+    why = "its initialisation waits for the outermost ncclGroupEnd, where a real NCCL communicator may be made beside "
+          "it: make this call after the group that initialises the communicator";
+  if (why.empty()) why = "the communicator has none";
   if (comm->shared && comm->shared->log().on())
     comm->shared->log().logger().info(LogSubsys::run, fmt::format("nccl: {} (rank {} of {}): refused: no real NCCL "
                                                                   "communicator: {}",
@@ -22,6 +26,17 @@ ncclResult_t no_real_nccl(const char* function) {
   return fail(ncclInvalidUsage, fmt::format("{}: this call is not Canopy's to serve (its communicator, if any, was "
                                             "made by the real NCCL) and the real NCCL is not loaded: {}",
                                             function, real_nccl_why_not()));
+}
+
+void note_real_group_error(const char* function, ncclResult_t result) {
+  std::string real_text;
+  if (auto f = real_nccl<const char* (*)(ncclComm_t)>("ncclGetLastError"))
+    if (const char* m = f(nullptr); m && *m) real_text = m;
+  if (auto f = real_nccl<const char* (*)(ncclResult_t)>("ncclGetErrorString"))
+    if (const char* m = f(result); m && *m) real_text = real_text.empty() ? m : std::string(m) + ": " + real_text;
+  (void)fail(result, fmt::format("{} (forwarded to the real NCCL) returned code {}{}", function,
+                                 static_cast<int>(result), real_text.empty() ? "" : " (" + real_text + ")"));
+  note_group_error(result);
 }
 
 void note_forwarded(ncclComm* comm, const char* function, ncclDataType_t datatype, std::uint64_t bytes,

@@ -2,7 +2,10 @@
 // when `comm` is the real NCCL's (untagged) or absent; for a Canopy communicator it calls it with the real NCCL
 // communicator made beside Canopy's (real_comm.hpp) in place of the handle, and says so once in CANOPY_LOG=info.
 // Where there is none, or no real NCCL is loaded, it returns ncclInvalidUsage and ncclGetLastError says why. Never a
-// crash, never a silent success.
+// crash, never a silent success. forward_grouped() does the same for the calls NCCL groups (Send, Recv, AlltoAll,
+// Gather, Scatter) with NCCL's group errors (group.hpp): inside a group a refusal returns ncclSuccess and
+// ncclGroupEnd reports it, an error of the real NCCL's call makes ncclGroupEnd fail too, and a group that already
+// failed refuses the call.
 #pragma once
 
 #include <nccl.h>
@@ -23,6 +26,9 @@ ncclResult_t not_served(const std::string& what, const ncclComm* comm);
 ncclResult_t no_real_nccl(const char* function);
 // A log line's type for calls that have none (the line then names neither a type nor a size class).
 constexpr ncclDataType_t kNoType = static_cast<ncclDataType_t>(ncclNumTypes);
+// The real NCCL's `function` returned `result` inside a group: recorded so that ncclGroupEnd fails and issues nothing
+// of Canopy's part either (the message names the real NCCL's own, from its ncclGetLastError).
+void note_real_group_error(const char* function, ncclResult_t result);
 // The CANOPY_LOG=info line of a call passed to comm->real: `why` ("Canopy does not serve ncclSend", ...).
 void note_forwarded(ncclComm* comm, const char* function, ncclDataType_t datatype, std::uint64_t bytes,
                     const std::string& why);
@@ -36,20 +42,48 @@ inline ncclComm_t as_real(ncclComm_t arg, const ncclComm* canopy, ncclComm_t rea
   return arg == canopy && real ? real : arg;
 }
 
+// Whether forward() is for a call NCCL groups: its refusals then follow the group's rules.
+enum class Grouped { no, yes };
+
 template <class... Args>
-ncclResult_t forward(const char* function, const ncclComm* comm, Args... args) {
+ncclResult_t forward_as(Grouped grouped, const char* function, const ncclComm* comm, Args... args) {
+  const bool in_group = grouped == Grouped::yes;
   ncclComm_t real = nullptr;
   if (comm && is_canopy_comm(comm)) {
-    if (const ncclResult_t r = check_comm(comm, function, /*pending_ok=*/true); r != ncclSuccess) return r;
-    if (!comm->real) return not_served(function, comm);
+    if (const ncclResult_t r = check_comm(comm, function, /*pending_ok=*/true); r != ncclSuccess) {
+      if (in_group) note_group_error(r);
+      return r;
+    }
+  }
+  if (in_group)
+    if (const ncclResult_t r = refuse_in_failed_group(function); r != ncclSuccess) return r;
+  if (comm && is_canopy_comm(comm)) {
+    if (!comm->real) {
+      const ncclResult_t r = not_served(function, comm);
+      return in_group ? defer_group_error(r) : r;
+    }
     real = comm->real;
     note_forwarded(const_cast<ncclComm*>(comm), function, kNoType, 0, "Canopy does not serve it");
   }
   auto f = real_nccl<ncclResult_t (*)(Args...)>(function);
-  if (!f) return no_real_nccl(function);
+  if (!f) {
+    const ncclResult_t r = no_real_nccl(function);
+    return in_group ? defer_group_error(r) : r;
+  }
   sync_real_group();
   clear_last_error();  // ncclGetLastError then gives the real NCCL's message
-  return f(as_real(args, comm, real)...);
+  const ncclResult_t r = f(as_real(args, comm, real)...);
+  if (in_group && r != ncclSuccess && r != ncclInProgress) note_real_group_error(function, r);
+  return r;
+}
+
+template <class... Args>
+ncclResult_t forward(const char* function, const ncclComm* comm, Args... args) {
+  return forward_as(Grouped::no, function, comm, args...);
+}
+template <class... Args>
+ncclResult_t forward_grouped(const char* function, const ncclComm* comm, Args... args) {
+  return forward_as(Grouped::yes, function, comm, args...);
 }
 
 }  // namespace canopy::nccl_api

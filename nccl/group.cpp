@@ -15,6 +15,7 @@
 #include "nccl/comm_init.hpp"
 #include "nccl/group_inits.hpp"
 #include "nccl/group_posters.hpp"
+#include "nccl/group_simulate.hpp"
 #include "nccl/joined_split.hpp"
 #include "nccl/last_error.hpp"
 #include "nccl/local_failure.hpp"
@@ -33,6 +34,7 @@ struct GroupState {
   std::vector<std::pair<SplitRequest, ncclComm_t*>> splits;
   ncclResult_t error = ncclSuccess;
   std::string error_text;
+  bool told = false;  // a call returned `error` to its caller: later calls into this group are refused
 };
 thread_local GroupState t_group;
 
@@ -183,23 +185,63 @@ void defer_split(const SplitRequest& request, ncclComm_t* out) { t_group.splits.
 ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) { return run_local_splits({{request, out}}, ""); }
 
 void note_group_error(ncclResult_t result) {
-  if (t_group.depth > 0 && t_group.error == ncclSuccess) {
+  if (t_group.depth == 0 || result == ncclSuccess || result == ncclInProgress) return;
+  if (t_group.error == ncclSuccess) {
     t_group.error = result;
     t_group.error_text = last_error();
   }
+  t_group.told = true;
 }
 
-ncclResult_t group_end() {
+ncclResult_t defer_group_error(ncclResult_t result) {
+  if (t_group.depth == 0 || result == ncclSuccess) return result;
+  if (t_group.error == ncclSuccess) {
+    t_group.error = result;
+    t_group.error_text = last_error();
+  }
+  return ncclSuccess;  // ncclGroupEnd reports it
+}
+
+ncclResult_t refuse_in_failed_group(const char* function) {
+  const GroupState& g = t_group;
+  if (g.depth == 0 || !g.told) return ncclSuccess;
+  return fail(ncclInvalidUsage, fmt::format("{}: refused: an earlier call of this thread's NCCL group failed ({}), so "
+                                            "nothing of the group will be issued; end the group with ncclGroupEnd (it "
+                                            "returns that error) before making more calls",
+                                            function, g.error_text));
+}
+
+namespace {
+
+// Closes the real NCCL's group level that matches ours, where it is open that deep, through its
+// ncclGroupSimulateEnd (which closes a level without issuing anything, and writes its estimate into
+// `*real_estimate_us` at the outermost) where this is a simulation, or where an error means nothing of the group may be
+// issued at the outermost level; through its ncclGroupEnd otherwise.
+ncclResult_t close_real_level(GroupState& g, bool simulate, float* real_estimate_us) {
+  if (g.real_depth != g.depth) return ncclSuccess;
+  --g.real_depth;
+  if (simulate || (g.error != ncclSuccess && g.depth == 1)) {
+    if (auto f = real_nccl<ncclResult_t (*)(ncclSimInfo_t*)>("ncclGroupSimulateEnd")) {
+      ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+      const ncclResult_t r = f(&info);
+      if (r == ncclSuccess && info.estimatedTime >= 0) *real_estimate_us = info.estimatedTime;
+      return r;
+    }
+  }
+  if (auto f = real_nccl<ncclResult_t (*)()>("ncclGroupEnd")) return f();
+  return ncclSuccess;
+}
+
+// ncclGroupEnd and ncclGroupSimulateEnd (`simulate`: the collectives are dropped, their estimate written to `info`).
+ncclResult_t end_group(const char* function, bool simulate, ncclSimInfo_t* info) {
   const InLibrary in_library;
   GroupState& g = t_group;
   if (g.depth == 0)
-    return fail(ncclInvalidUsage, "ncclGroupEnd: no group is open on this thread: every ncclGroupEnd must follow "
-                                  "its own ncclGroupStart");
-  ncclResult_t real_result = ncclSuccess;
-  if (g.real_depth == g.depth) {
-    if (auto f = real_nccl<ncclResult_t (*)()>("ncclGroupEnd")) real_result = f();
-    --g.real_depth;
-  }
+    return fail(ncclInvalidUsage, fmt::format("{}: no group is open on this thread: every {} must follow its own "
+                                              "ncclGroupStart",
+                                              function, function));
+  float real_estimate_us = 0;
+  const ncclResult_t real_result = close_real_level(g, simulate, &real_estimate_us);
   if (--g.depth > 0) return ncclSuccess;
   std::vector<ncclComm*> inits = std::move(g.inits);
   std::vector<std::pair<ncclComm*, RankCall>> calls = std::move(g.calls);
@@ -214,17 +256,36 @@ ncclResult_t group_end() {
     for (const auto& [comm, call] : calls)
       fail_communicator_on_local_error(comm, earlier, call.function,
                                        "not issued: another call of its group failed: " + earlier_text);
-    return fail(earlier, fmt::format("ncclGroupEnd: a call inside the group failed, so its collectives were not "
-                                     "issued: {}",
-                                     earlier_text));
+    return fail(earlier, fmt::format("{}: a call inside the group failed, so nothing of the group was issued: {}",
+                                     function, earlier_text));
   }
-  const ncclResult_t split_result = run_splits(splits, "ncclGroupEnd (deferred ncclCommSplit): ");
+  const ncclResult_t split_result = run_splits(splits, fmt::format("{} (deferred ncclCommSplit): ", function));
   const std::string split_text = last_error();
+  if (simulate) {
+    info->estimatedTime = real_estimate_us + estimate_us(calls);
+    if (init_result != ncclSuccess) return fail(init_result, init_text);
+    if (split_result != ncclSuccess) return fail(split_result, split_text);
+    return real_result;
+  }
   const ncclResult_t call_result = run_calls(calls);
   if (init_result != ncclSuccess) return fail(init_result, init_text);
   if (split_result != ncclSuccess) return fail(split_result, split_text);
   if (call_result != ncclSuccess) return call_result;
   return real_result;
+}
+
+}  // namespace
+
+ncclResult_t group_end() { return end_group("ncclGroupEnd", false, nullptr); }
+
+ncclResult_t group_simulate_end(ncclSimInfo_t* info) {
+  if (!info) return end_group("ncclGroupSimulateEnd", false, nullptr);  // as NCCL: a plain ncclGroupEnd
+  const ncclSimInfo_t fresh = NCCL_SIM_INFO_INITIALIZER;
+  if (info->magic != fresh.magic)
+    return fail(ncclInvalidArgument, fmt::format("ncclGroupSimulateEnd: simInfo's magic is {:#x}, not {:#x}: "
+                                                 "initialise it with NCCL_SIM_INFO_INITIALIZER",
+                                                 info->magic, fresh.magic));
+  return end_group("ncclGroupSimulateEnd", true, info);
 }
 
 }  // namespace canopy::nccl_api

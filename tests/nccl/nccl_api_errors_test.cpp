@@ -96,6 +96,18 @@ TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
   EXPECT_EQ(ncclCommGetAsyncError(comm, &async), ncclSuccess);
   EXPECT_EQ(async, ncclInProgress);
 
+  // Served and valid: checked and queued for ncclGroupEnd (a copy of any type is served, as bytes). Every
+  // ncclDataType_t is served for reductions too (int8, uint32, uint64 and the fp8 types included).
+  for (ncclDataType_t t : {ncclInt8, ncclUint32, ncclUint64, ncclFloat8e4m3, ncclFloat8e5m2})
+    EXPECT_EQ(ncclAllReduce(fake(64), fake(64), 4, t, ncclAvg, comm, nullptr), ncclSuccess) << last();
+  EXPECT_EQ(ncclAllGather(fake(64), fake(64), 4, ncclUint64, comm, nullptr), ncclSuccess) << last();
+  EXPECT_EQ(ncclAllReduce(fake(64), fake(64), 0, ncclFloat, ncclSum, comm, nullptr), ncclSuccess);  // nothing to do
+  // Not served and no real NCCL: inside a group that is reported by ncclGroupEnd (the call says why already).
+  EXPECT_EQ(ncclSend(fake(64), 4, ncclFloat, 0, comm, nullptr), ncclSuccess) << last();
+  EXPECT_NE(last().find("ncclSend is not served by Canopy and no real NCCL communicator exists"), std::string::npos)
+      << last();
+  EXPECT_NE(last().find("CANOPY_NCCL_LIBRARY"), std::string::npos) << last();
+  // Each call's own arguments are still checked and its own error returned.
   EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, static_cast<ncclDataType_t>(42), ncclSum, comm, nullptr),
                     ncclInvalidArgument, "datatype 42 is not an ncclDataType_t");
   EXPECT_NCCL_ERROR(ncclAllReduce(fake(64), fake(64), 4, ncclFloat, static_cast<ncclRedOp_t>(-1), comm, nullptr),
@@ -110,19 +122,14 @@ TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
                     "sendbuff is NULL");
   EXPECT_NCCL_ERROR(ncclAllGather(fake(64), nullptr, 4, ncclFloat, comm, nullptr), ncclInvalidArgument,
                     "recvbuff is NULL");
-  // Every ncclDataType_t is served for reductions too (int8, uint32, uint64 and the fp8 types included).
-  for (ncclDataType_t t : {ncclInt8, ncclUint32, ncclUint64, ncclFloat8e4m3, ncclFloat8e5m2})
-    EXPECT_EQ(ncclAllReduce(fake(64), fake(64), 4, t, ncclAvg, comm, nullptr), ncclSuccess) << last();
-  EXPECT_NCCL_ERROR(ncclSend(fake(64), 4, ncclFloat, 0, comm, nullptr), ncclInvalidUsage,
-                    "ncclSend is not served by Canopy and no real NCCL communicator exists");
-  EXPECT_NE(last().find("CANOPY_NCCL_LIBRARY"), std::string::npos) << last();
-  // Served and valid: checked and queued for ncclGroupEnd (a copy of any type is served, as bytes).
-  EXPECT_EQ(ncclAllGather(fake(64), fake(64), 4, ncclUint64, comm, nullptr), ncclSuccess) << last();
-  EXPECT_EQ(ncclAllReduce(fake(64), fake(64), 0, ncclFloat, ncclSum, comm, nullptr), ncclSuccess);  // nothing to do
+  // A valid call after an error was returned inside this group is refused, not queued to be dropped.
+  EXPECT_NCCL_ERROR(ncclAllGather(fake(64), fake(64), 4, ncclUint64, comm, nullptr), ncclInvalidUsage,
+                    "an earlier call of this thread's NCCL group failed");
 
-  // The group saw failed calls: ncclGroupEnd fails and issues nothing. Without a GPU the join failed too; with one
-  // (these CPU tests also run on the GPU machine) it succeeded.
-  EXPECT_NCCL_ERROR(ncclGroupEnd(), ncclInvalidArgument, "a call inside the group failed");
+  // The group saw failed calls: ncclGroupEnd fails with the first (the refused send) and issues nothing. Without a
+  // GPU the join failed too; with one (these CPU tests also run on the GPU machine) it succeeded.
+  EXPECT_NCCL_ERROR(ncclGroupEnd(), ncclInvalidUsage, "a call inside the group failed");
+  EXPECT_NE(last().find("ncclSend is not served by Canopy"), std::string::npos) << last();
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
   (void)cudaGetLastError();
@@ -274,8 +281,12 @@ TEST(NcclApiErrors, InitWithoutAGpuSaysWhy) {
 }
 
 TEST(NcclApiErrors, ForwardedCallWithoutARealNccl) {
-  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
-  EXPECT_NCCL_ERROR(ncclGroupSimulateEnd(&info), ncclInvalidUsage, "the real NCCL is not loaded");
+  std::uint64_t not_canopys[4] = {};  // a handle without Canopy's magic word: the real NCCL's, to be passed to it
+  void* handle = nullptr;
+  EXPECT_NCCL_ERROR(ncclCommRegister(reinterpret_cast<ncclComm_t>(not_canopys), fake(64), 64, &handle),
+                    ncclInvalidUsage, "the real NCCL is not loaded");
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;  // Canopy's own (group.hpp): no group is open
+  EXPECT_NCCL_ERROR(ncclGroupSimulateEnd(&info), ncclInvalidUsage, "ncclGroupSimulateEnd: no group is open");
   int version = 0;
   EXPECT_EQ(ncclGetVersion(&version), ncclSuccess);
   EXPECT_EQ(version, NCCL_VERSION_CODE);
