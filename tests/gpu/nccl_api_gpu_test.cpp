@@ -126,6 +126,43 @@ TEST_P(NcclApiOnGpu, BuffersReusedAsACachingAllocatorDoesStayRight) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: reuse: 60 calls checked, 0 wrong", p)));
 }
 
+// The calls Canopy borrows from a real NCCL communicator beside its own (nccl_check_borrowed.cpp: Send/Recv around a
+// ring and to every peer in groups, AlltoAll, Gather, Scatter), with each process on the one GPU giving itself its own
+// NCCL_HOSTID so the real NCCL takes them for separate hosts (CANOPY_NCCL_REAL=1: the init fails where no real
+// communicator can be made): every received element is checked, so is an allreduce after each call, and the log says
+// each borrowed call was forwarded to the real NCCL.
+TEST_P(NcclApiOnGpu, BorrowedCallsRunOnTheRealNcclBeside) {
+  const int n = GetParam();
+  const testing::CommandRun r =
+      nccl_check(n, "CANOPY_NCCL_REAL=1 CANOPY_LOG=info", "--mode borrowed --expect real --hostid 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl rank {}: borrowed: [1-9][0-9]* elements "
+                                                               "checked, 0 wrong, 0 calls refused, 0 unexpected",
+                                                               p)));
+  for (const char* call : {"ncclSend", "ncclRecv", "ncclAlltoAll", "ncclGather", "ncclScatter"})
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl: {} .*: forwarded to the real NCCL", call)));
+  expect_no_crash(r.output);
+}
+
+// The same where no real NCCL communicator can exist (the processes share the GPU without their own NCCL_HOSTID:
+// CANOPY_NCCL_REAL=auto makes none): every ungrouped borrowed call fails at once with ncclInvalidUsage naming why,
+// every grouped one is queued and its ncclGroupEnd fails so, nothing is written to a receive buffer, and the allreduce
+// after each is right (a refused call leaves no group open and the communicator working).
+TEST_P(NcclApiOnGpu, BorrowedCallsAreRefusedWithoutARealNcclAndLaterCallsStayRight) {
+  const int n = GetParam();
+  const testing::CommandRun r =
+      nccl_check(n, "CANOPY_NCCL_REAL=auto CANOPY_LOG=info", "--mode borrowed --expect refused");
+  EXPECT_EQ(r.status, 0) << r.output;
+  // Per count: the ring's and the all-to-all's ncclGroupEnd, AlltoAll, Gather, Scatter; two counts.
+  for (int p = 0; p < n; ++p)
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl rank {}: borrowed: [1-9][0-9]* elements "
+                                                               "checked, 0 wrong, 10 calls refused, 0 unexpected",
+                                                               p)));
+  EXPECT_THAT(r.output, ::testing::HasSubstr("refused: no real NCCL communicator"));
+  expect_no_crash(r.output);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclApiOnGpu, ::testing::Values(2, 3));
 
 // One process per GPU, as torchrun and mpirun place them (rank r on GPU r): the communicator's topology is detected
@@ -173,9 +210,10 @@ void expect_ranks_here_right(const std::string& output, int processes, int handl
 // communicator).
 TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
   const int gpus = visible_gpu_count();
-  if (gpus < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
-  const std::string spread = gpus >= 2 ? " --spread 1" : "";
-  testing::CommandRun r = nccl_check(1, "CANOPY_LOG=info", "--ranks-here 2" + spread);
+  if (gpus < 2)
+    GTEST_SKIP() << "needs 2 GPUs: one process initialises a rank on each in one group (as nccl-tests -g 2), and one "
+                    "GPU cannot be listed twice in an in-process communicator; run on nvidia-h200-x2";
+  testing::CommandRun r = nccl_check(1, "CANOPY_LOG=info", "--ranks-here 2 --spread 1");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, ::testing::HasSubstr("all 2 ranks of the unique id are in this process"));
   expect_ranks_here_right(r.output, 1, 2, 5000);

@@ -7,12 +7,13 @@
 //   canopy run -n 2 -- canopy_nccl_check --mode graphs --replays 100 --counts 1031,262147,4194307
 //   canopy run -n 2 -- canopy_nccl_check --mode teardown --teardown exit --id-file /tmp/id
 //
-// Options: --mode premul|graphs|reuse|bad-argument|teardown, --teardown destroy|finalize|abort|exit, --id-file PATH
-// (rank 0 makes the id with ncclGetUniqueId, so the bootstrap root runs in its process as under torchrun, and writes
+// Options: --mode premul|graphs|reuse|bad-argument|teardown|borrowed, --teardown destroy|finalize|abort|exit,
+// --id-file PATH (rank 0 makes the id with ncclGetUniqueId, so the bootstrap root runs in its process as under torchrun, and writes
 // it there; the others read it), --capture global|thread|relaxed, --counts LIST, --replays N, --iterations N,
 // --bad-rank R, --bad-call K, --bad null|oversized, --spread 1, --ranks-here K (nccl_check_ranks_here.cpp: K ranks
 // in each process, initialised in one group, as nccl-tests -g K), --split-alone 1 (with --ranks-here 1: the split
-// outside a group).
+// outside a group), --expect real|refused (borrowed: nccl_check_borrowed.cpp), --hostid 1 (this process's own
+// NCCL_HOSTID, set before the init).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
@@ -75,6 +76,8 @@ bool parse(int argc, char** argv, CheckArgs* a) {
     else if (k == "--spread") a->spread = v == "1";
     else if (k == "--ranks-here") a->ranks_here = std::max(1, std::atoi(v.c_str()));
     else if (k == "--split-alone") a->split_alone = v == "1";
+    else if (k == "--expect") a->expect = v;
+    else if (k == "--hostid") a->hostid = v == "1";
     else if (k == "--counts") {
       for (std::size_t at = 0; at < v.size();) {
         const std::size_t comma = std::min(v.find(',', at), v.size());
@@ -115,6 +118,7 @@ int run_mode(const CheckRank& c) {
   if (m == "reuse") return check_reuse(c);
   if (m == "bad-argument") return check_bad_argument(c);
   if (m == "teardown") return check_teardown_work(c);
+  if (m == "borrowed") return check_borrowed(c);
   fmt::print(stderr, "canopy_nccl_check: unknown mode {}\n", m);
   return 2;
 }
@@ -164,6 +168,9 @@ int main(int argc, char** argv) {
     }
     std::memcpy(id.internal, cid.bytes.data(), sizeof id.internal);
   }
+  // Its own NCCL_HOSTID: the real NCCL then takes processes sharing a GPU for processes of separate hosts, so a real
+  // communicator can be made beside Canopy's (docs/nccl-api.md).
+  if (args.hostid) setenv("NCCL_HOSTID", fmt::format("canopy-nccl-check-{}", rank).c_str(), 1);
   if (args.ranks_here > 0) return check_ranks_here(rank, nranks, args, id);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;

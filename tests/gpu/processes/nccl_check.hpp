@@ -13,7 +13,7 @@
 namespace canopy::nccl_check {
 
 struct CheckArgs {
-  std::string mode = "premul";     // premul, graphs, reuse, bad-argument, teardown
+  std::string mode = "premul";     // premul, graphs, reuse, bad-argument, teardown, borrowed
   std::string teardown = "destroy";  // destroy, finalize (then destroy), abort, exit (none: the process just ends)
   std::string id_file;             // rank 0 makes the id (ncclGetUniqueId: the root in its process) and writes it here
   std::string capture = "global";  // graphs: cudaStreamCaptureMode global (PyTorch's default), thread or relaxed
@@ -26,6 +26,8 @@ struct CheckArgs {
   bool spread = false;             // --spread 1: rank r on GPU r mod the visible GPUs (else every rank on GPU 0)
   int ranks_here = 0;              // --ranks-here K: K ranks in this process, initialised in one group (0: not given)
   bool split_alone = false;        // --split-alone 1 (with --ranks-here 1): ncclCommSplit outside a group
+  std::string expect = "real";     // borrowed: real (a real NCCL communicator beside Canopy's) or refused (none)
+  bool hostid = false;             // --hostid 1: this process sets its own NCCL_HOSTID before the init
 };
 
 struct CheckRank {
@@ -48,6 +50,7 @@ int check_graphs(const CheckRank& c);
 int check_reuse(const CheckRank& c);
 int check_bad_argument(const CheckRank& c);
 int check_teardown_work(const CheckRank& c);  // a few checked calls before --teardown
+int check_borrowed(const CheckRank& c);       // nccl_check_borrowed.cpp
 // --ranks-here K (K >= 1): the whole run of process `process` of `processes` (nccl_check_ranks_here.cpp).
 int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclUniqueId& id);
 
