@@ -1,9 +1,11 @@
 # bench/device-run step `torch`, sourced by it inside its loop over the steps (`return` ends the step). What it
 # runs, its settings and its logs:
 #   torch     PyTorch through libcanopy_nccl.so (LD_PRELOAD, CANOPY_LOG=info), all ranks on GPU 0: tests/torch/
-#             c10d_check.py, ddp_check.py and fsdp_check.py under torchrun for each of CANOPY_TORCH_PROCS (2 4),
-#             ddp_check with 1 rank, and c10d_check with 1 rank on the real NCCL (the baseline: it refuses 2 ranks on
-#             one GPU); each run cut at CANOPY_TORCH_TIMEOUT seconds (900)   -> torch-*.log, torch.log
+#             borrowed_check.py (without a real NCCL beside, and with one: --real), c10d_check.py, ddp_check.py and
+#             fsdp_check.py under torchrun for each of CANOPY_TORCH_PROCS (2 4), ddp_check with 1 rank, and c10d_check
+#             with 1 rank on the real NCCL (the baseline: it refuses 2 ranks on one GPU); CANOPY_TORCH_CHECKS picks
+#             some (default "borrowed c10d ddp fsdp"); each run cut at CANOPY_TORCH_TIMEOUT seconds (900)
+#                                                                            -> torch-*.log, torch.log
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
 # PyTorch's c10d, DDP and FSDP2 through the NCCL library, every rank on GPU 0 (tests/torch/; docs/nccl-api.md
 # "Checking it with PyTorch"). Each run's whole output in torch-NAME.log; its closing lines and how many of
@@ -13,27 +15,41 @@ library="$build/libcanopy_nccl.so"  # nccl/CMakeLists.txt writes it at the top o
 [ -e "$library" ] || echo "torch: no $library (the build did not make target canopy_nccl): LD_PRELOAD will fail"
 torchrun=(torchrun)
 command -v torchrun >/dev/null || torchrun=(python3 -m torch.distributed.run)
-torch_run() {  # NAME NPROC SCRIPT [ENV...]: one check under torchrun
-  local name="$1" nproc="$2" script="$3"
+torch_run() {  # NAME NPROC "SCRIPT [ARGS...]" [ENV...]: one check under torchrun
+  local name="$1" nproc="$2" script=()
+  read -r -a script <<<"$3"
   shift 3
-  echo "-- $name: $nproc ranks, tests/torch/$script $* ($(date +%T))"
+  echo "-- $name: $nproc ranks, tests/torch/${script[*]} $* ($(date +%T))"
   timeout "${CANOPY_TORCH_TIMEOUT:-900}" env "$@" "${torchrun[@]}" --standalone --nproc_per_node "$nproc" \
-    "$root/tests/torch/$script" >"$out/torch-$name.log" 2>&1
+    "$root/tests/torch/${script[0]}" "${script[@]:1}" >"$out/torch-$name.log" 2>&1
   local rc=$?
-  grep -E '^(c10d_check|ddp_check|fsdp_check): [0-9]+ (cases|ranks|skipped)|WRONG|^wrong:|Error' "$out/torch-$name.log" |
-    tail -n 25
+  grep -E '^(c10d_check|ddp_check|fsdp_check|borrowed_check): [0-9]+ (cases|ranks|skipped)|^(ok|WRONG) |WRONG|^wrong:|Error' \
+    "$out/torch-$name.log" | tail -n 25
   echo "   exit $rc; $(grep -ciE 'canopy.*served' "$out/torch-$name.log") log lines served by Canopy," \
     "$(grep -ciE 'canopy.*forward' "$out/torch-$name.log") forwarded"
 }
+checks=" ${CANOPY_TORCH_CHECKS:-borrowed c10d ddp fsdp} "
 {
-  for n in ${CANOPY_TORCH_PROCS:-2 4}; do
-    torch_run "c10d-$n" "$n" c10d_check.py LD_PRELOAD="$library" CANOPY_LOG=info
-  done
-  for n in 1 ${CANOPY_TORCH_PROCS:-2 4}; do
-    torch_run "ddp-$n" "$n" ddp_check.py LD_PRELOAD="$library" CANOPY_LOG=info
-  done
-  for n in ${CANOPY_TORCH_PROCS:-2 4}; do
-    torch_run "fsdp-$n" "$n" fsdp_check.py LD_PRELOAD="$library" CANOPY_LOG=info
-  done
-  torch_run c10d-1-real-nccl 1 c10d_check.py
+  if [[ "$checks" == *" borrowed "* ]]; then
+    for n in ${CANOPY_TORCH_PROCS:-2 4}; do
+      torch_run "borrowed-$n" "$n" borrowed_check.py LD_PRELOAD="$library" CANOPY_LOG=info
+      torch_run "borrowed-real-$n" "$n" "borrowed_check.py --real" LD_PRELOAD="$library" CANOPY_LOG=info
+    done
+  fi
+  if [[ "$checks" == *" c10d "* ]]; then
+    for n in ${CANOPY_TORCH_PROCS:-2 4}; do
+      torch_run "c10d-$n" "$n" c10d_check.py LD_PRELOAD="$library" CANOPY_LOG=info
+    done
+  fi
+  if [[ "$checks" == *" ddp "* ]]; then
+    for n in 1 ${CANOPY_TORCH_PROCS:-2 4}; do
+      torch_run "ddp-$n" "$n" ddp_check.py LD_PRELOAD="$library" CANOPY_LOG=info
+    done
+  fi
+  if [[ "$checks" == *" fsdp "* ]]; then
+    for n in ${CANOPY_TORCH_PROCS:-2 4}; do
+      torch_run "fsdp-$n" "$n" fsdp_check.py LD_PRELOAD="$library" CANOPY_LOG=info
+    done
+  fi
+  [[ "$checks" == *" c10d "* ]] && torch_run c10d-1-real-nccl 1 c10d_check.py
 } 2>&1 | tee "$out/torch.log"
