@@ -1,13 +1,20 @@
 # bench/device-run step `tests`, sourced by it inside its loop over the steps (`return` ends the step). What it
 # runs, its settings and its logs:
-#   tests     the `gpu` ctest label (CANOPY_GPU_TESTS: a ctest -R filter; CANOPY_GPU_TEST_JOBS at once, default 6:
-#             the checks on the host dominate; each test fills at most 0.8 / jobs of a GPU's memory,
-#             CANOPY_TEST_MEMORY_FRACTION)                                      -> gpu-tests.log
+#   tests     the `gpu-quick` ctest label: every GPU module at small sizes, <= 6 minutes on one H200
+#             (CANOPY_GPU_LABEL: another label, e.g. gpu for both tiers at once; CANOPY_GPU_TESTS: a ctest -R filter;
+#             CANOPY_GPU_TEST_JOBS at once, default 6: the checks on the host dominate; each test fills at most
+#             0.8 / jobs of a GPU's memory, CANOPY_TEST_MEMORY_FRACTION)                    -> gpu-tests.log
+# The step `tests-long` runs the `gpu-long` label (the rest) through this file (gpu_tier_label, gpu_tier_log).
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
-step gpu tests
+label="${gpu_tier_label:-${CANOPY_GPU_LABEL:-gpu-quick}}"
+log="$out/${gpu_tier_log:-gpu-tests.log}"
+step "gpu tests ($label)"
 # The watchdog test times a stuck launch: alone, after the others.
-{ ctest --test-dir "$build" -L gpu -R "${CANOPY_GPU_TESTS:-.}" -E WatchdogOnGpu --output-on-failure \
+{ ctest --test-dir "$build" -L "^($label)\$" -R "${CANOPY_GPU_TESTS:-.}" -E WatchdogOnGpu --output-on-failure \
     --timeout "${CANOPY_GPU_TEST_TIMEOUT:-300}" -j "$jobs" -V
-  ctest --test-dir "$build" -L gpu -R WatchdogOnGpu --output-on-failure -V
-} 2>&1 | grep -v '^[0-9]*: \[ *\(RUN\|OK\) ' >"$out/gpu-tests.log"
-grep -E '^[0-9]+: \[ (runs|note|seed) \]|tests passed|tests failed|Failed|FAILED|\*\*\*' "$out/gpu-tests.log" | tail -60
+  ctest --test-dir "$build" -L "^($label)\$" -R WatchdogOnGpu --output-on-failure -V
+} 2>&1 | grep -v '^[0-9]*: \[ *\(RUN\|OK\) ' >"$log"
+grep -E '^[0-9]+: \[ (runs|note|seed) \]|tests passed|tests failed|Failed|FAILED|\*\*\*|Total Test time' "$log" | tail -60
+# The slowest tests of this run, for keeping each tier within its time (docs/development.md "GPU test tiers").
+grep -E 'Test +#[0-9]+: .* sec$' "$log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' | sort -rn |
+  head -15 | sed 's/^/slowest: /'
