@@ -163,6 +163,21 @@ TEST_P(NcclApiOnGpu, BorrowedCallsAreRefusedWithoutARealNcclAndLaterCallsStayRig
   expect_no_crash(r.output);
 }
 
+// PyTorch's watchdog on a hung collective (nccl_check_watchdog_abort.cpp): rank 1 stops calling, rank 0's allreduce
+// waits for it; from another thread, ncclCommGetAsyncError says ncclSuccess while it only waits, then ncclCommAbort
+// returns within 5 s and the hung call's stream ends within 5 s of the abort (the stall check off, so only the abort
+// ends it).
+TEST(NcclApiWatchdogOnGpu, AbortFromAnotherThreadEndsAHungCollective) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r =
+      nccl_check(2, "CANOPY_STALL_TIMEOUT_S=0", "--mode watchdog-abort --teardown exit");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("process 0: while the allreduce waited, ncclCommGetAsyncError said "
+                                                 "no error; abort returned no error after [0-9]+ ms, the stream ended "
+                                                 "after [0-9]+ ms"));
+  expect_no_crash(r.output);
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, NcclApiOnGpu, ::testing::Values(2, 3));
 
 // One process per GPU, as torchrun and mpirun place them (rank r on GPU r): the communicator's topology is detected

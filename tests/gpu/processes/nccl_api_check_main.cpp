@@ -7,7 +7,8 @@
 //   canopy run -n 2 -- canopy_nccl_check --mode graphs --replays 100 --counts 1031,262147,4194307
 //   canopy run -n 2 -- canopy_nccl_check --mode teardown --teardown exit --id-file /tmp/id
 //
-// Options: --mode premul|graphs|reuse|bad-argument|teardown|borrowed, --teardown destroy|finalize|abort|exit,
+// Options: --mode premul|graphs|reuse|bad-argument|teardown|borrowed|watchdog-abort,
+// --teardown destroy|finalize|abort|exit,
 // --id-file PATH (rank 0 makes the id with ncclGetUniqueId, so the bootstrap root runs in its process as under torchrun, and writes
 // it there; the others read it), --capture global|thread|relaxed, --counts LIST, --replays N, --iterations N,
 // --bad-rank R, --bad-call K, --bad null|oversized, --spread 1, --ranks-here K (nccl_check_ranks_here.cpp: K ranks
@@ -119,6 +120,7 @@ int run_mode(const CheckRank& c) {
   if (m == "bad-argument") return check_bad_argument(c);
   if (m == "teardown") return check_teardown_work(c);
   if (m == "borrowed") return check_borrowed(c);
+  if (m == "watchdog-abort") return check_watchdog_abort(c);
   fmt::print(stderr, "canopy_nccl_check: unknown mode {}\n", m);
   return 2;
 }

@@ -13,7 +13,7 @@
 namespace canopy::nccl_check {
 
 struct CheckArgs {
-  std::string mode = "premul";     // premul, graphs, reuse, bad-argument, teardown, borrowed
+  std::string mode = "premul";     // premul, graphs, reuse, bad-argument, teardown, borrowed, watchdog-abort
   std::string teardown = "destroy";  // destroy, finalize (then destroy), abort, exit (none: the process just ends)
   std::string id_file;             // rank 0 makes the id (ncclGetUniqueId: the root in its process) and writes it here
   std::string capture = "global";  // graphs: cudaStreamCaptureMode global (PyTorch's default), thread or relaxed
@@ -51,6 +51,7 @@ int check_reuse(const CheckRank& c);
 int check_bad_argument(const CheckRank& c);
 int check_teardown_work(const CheckRank& c);  // a few checked calls before --teardown
 int check_borrowed(const CheckRank& c);       // nccl_check_borrowed.cpp
+int check_watchdog_abort(const CheckRank& c);  // nccl_check_watchdog_abort.cpp
 // --ranks-here K (K >= 1): the whole run of process `process` of `processes` (nccl_check_ranks_here.cpp).
 int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclUniqueId& id);
 
