@@ -10,9 +10,9 @@ label="${gpu_tier_label:-${CANOPY_GPU_LABEL:-gpu-quick}}"
 log="$out/${gpu_tier_log:-gpu-tests.log}"
 step "gpu tests ($label)"
 # The watchdog test times a stuck launch: alone, after the others.
-{ ctest --test-dir "$build" -L "^($label)\$" -R "${CANOPY_GPU_TESTS:-.}" -E WatchdogOnGpu --output-on-failure \
+{ ctest --test-dir "$build" -L "$label" -R "${CANOPY_GPU_TESTS:-.}" -E WatchdogOnGpu --output-on-failure \
     --timeout "${CANOPY_GPU_TEST_TIMEOUT:-300}" -j "$jobs" -V
-  ctest --test-dir "$build" -L "^($label)\$" -R WatchdogOnGpu --output-on-failure -V
+  ctest --test-dir "$build" -L "$label" -R WatchdogOnGpu --output-on-failure -V
 } 2>&1 | grep -v '^[0-9]*: \[ *\(RUN\|OK\) ' >"$log"
 grep -E '^[0-9]+: \[ (runs|note|seed) \]|tests passed|tests failed|Failed|FAILED|\*\*\*|Total Test time' "$log" | tail -60
 # The slowest tests of this run, for keeping each tier within its time (docs/development.md "GPU test tiers").
