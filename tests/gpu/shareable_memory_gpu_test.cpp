@@ -69,7 +69,7 @@ int owner_rank(const BootstrapSecret& secret) {
   FdChannel::Options o;
   o.timeout = std::chrono::milliseconds(30000);
   std::unique_ptr<FdChannel> channel;
-  if (!FdChannel::listen(secret, 1, o, &channel).ok()) return 2;
+  if (!FdChannel::listen(secret, 1, {::getppid(), ::getpid()}, o, &channel).ok()) return 2;
   const int peers[] = {0};
   std::unique_ptr<ShareableMemory> memory;
   if (!ShareableMemory::create(0, 1 << 20, peers, &memory).ok()) return 3;
@@ -101,7 +101,7 @@ TEST(ShareableMemoryOnGpu, TwoProcessesOnOneGpuMapTheSameBytes) {
   FdChannel::Options o;
   o.timeout = std::chrono::milliseconds(30000);
   std::unique_ptr<FdChannel> channel;
-  ASSERT_TRUE(FdChannel::listen(secret, 0, o, &channel).ok());
+  ASSERT_TRUE(FdChannel::listen(secret, 0, {::getpid(), owner}, o, &channel).ok());
   FdMessage m;
   const Status received = channel->receive(1, 1, &m);
   ASSERT_TRUE(received.ok()) << received.message();
