@@ -1,11 +1,27 @@
-// Sha256 over OpenSSL's EVP interface; checked against the FIPS 180-4 test vectors in tests/codegen.
+// Sha256 over OpenSSL's EVP interface, HMAC-SHA256 over its HMAC(); checked against the FIPS 180-4 and RFC 4231 test
+// vectors in tests/core.
 #include "core/sha256.hpp"
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "core/error.hpp"
 
 namespace canopy {
+
+namespace {
+
+std::string hex(const unsigned char* bytes, unsigned int size) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += kHex[bytes[i] >> 4];
+    out += kHex[bytes[i] & 15];
+  }
+  return out;
+}
+
+}  // namespace
 
 struct Sha256::Context {
   EVP_MD_CTX* ctx = EVP_MD_CTX_new();
@@ -30,15 +46,19 @@ std::string Sha256::hex_digest() {
   unsigned int size = 0;
   if (EVP_DigestFinal_ex(context_->ctx, digest, &size) != 1 || size != 32)
     throw InternalError("OpenSSL could not finish a SHA-256 digest");
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
+  return hex(digest, size);
 }
 
 std::string sha256_hex(std::string_view bytes) { return Sha256().update(bytes).hex_digest(); }
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view message) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (!HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+            reinterpret_cast<const unsigned char*>(message.data()), message.size(), digest, &size) ||
+      size != 32)
+    throw InternalError("OpenSSL could not compute an HMAC-SHA256");
+  return hex(digest, size);
+}
 
 }  // namespace canopy

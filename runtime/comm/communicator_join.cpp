@@ -1,7 +1,7 @@
 // Communicator::join: one process's part of a multi-process communicator. The process describes itself and its GPU,
 // joins the bootstrap group, checks that every process would plan alike (process_group.hpp), places the ranks with one
-// device index per process, opens its descriptor channel and shares memory through IpcPeerMemory; the rest of the
-// set-up is the single-process communicator's (set_up_runtime).
+// device index per process, opens its descriptor channel (checked against the pids the bootstrap recorded) and shares
+// memory through IpcPeerMemory; the rest of the set-up is the single-process communicator's (set_up_runtime).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -172,7 +172,12 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   FdChannel::Options fo;
   fo.timeout = settle(bo).timeout;
   fo.log = st.log;
-  if (Status s = FdChannel::listen(contents.secret, group->process, fo, &group->channel); !s.ok()) return s;
+  // Both ends of every descriptor connection are checked against the pids the bootstrap recorded (processes of other
+  // hosts: 0, they never connect here).
+  std::vector<pid_t> pids;
+  for (const ProcessFacts& f : group->facts) pids.push_back(f.host == mine.host ? static_cast<pid_t>(f.pid) : 0);
+  if (Status s = FdChannel::listen(contents.secret, group->process, std::move(pids), fo, &group->channel); !s.ok())
+    return s;
   // A process is its placement's device index, so device_of_rank says which process holds each rank.
   st.peers = std::make_unique<IpcPeerMemory>(*group->channel, group->process, st.placement.device_of_rank, ordinal,
                                               st.placement.peer);

@@ -108,7 +108,7 @@ Status ShareableMemory::create(int ordinal, std::size_t bytes, std::span<const i
   CUmemGenericAllocationHandle handle = 0;
   if (CUresult r = api.create(&handle, rounded, &prop, 0); r != CUDA_SUCCESS)
     return driver_error("cuMemCreate", r, ordinal);
-  Status s = map(handle, ordinal, rounded, peers, out);
+  Status s = map(handle, ordinal, rounded, peers, false, out);
   if (!s.ok()) (void)api.release(handle);
   return s;
 }
@@ -124,19 +124,27 @@ Status ShareableMemory::import(int fd, int ordinal, std::size_t bytes, std::span
                                        CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
       r != CUDA_SUCCESS)
     return driver_error("cuMemImportFromShareableHandle", r, ordinal);
-  Status s = map(handle, ordinal, bytes, peers, out);
+  // `bytes` comes from the owner's message; cuMemMap checks it against the allocation behind the descriptor (offset +
+  // size within the allocation), so a short allocation is an error below, never a mapping that faults past its end.
+  Status s = map(handle, ordinal, bytes, peers, true, out);
   if (!s.ok()) (void)vmm().release(handle);
   return s;
 }
 
 Status ShareableMemory::map(unsigned long long handle, int ordinal, std::size_t bytes, std::span<const int> peers,
-                            std::unique_ptr<ShareableMemory>* out) {
+                            bool imported, std::unique_ptr<ShareableMemory>* out) {
   const VmmApi& api = vmm();
   CUdeviceptr address = 0;
   if (CUresult r = api.reserve(&address, bytes, 0, 0, 0); r != CUDA_SUCCESS)
     return driver_error("cuMemAddressReserve", r, ordinal);
   if (CUresult r = api.map(address, bytes, 0, handle, 0); r != CUDA_SUCCESS) {
     (void)api.address_free(address, bytes);
+    if (imported)
+      return Status(StatusCode::remote_error,
+                    fmt::format("cuMemMap of {} bytes of another process's memory on GPU {} failed (CUresult {}): the "
+                                "allocation behind its descriptor is smaller than the size it announced, or that size "
+                                "is not a multiple of the granularity: the processes disagree on it",
+                                bytes, ordinal, static_cast<int>(r)));
     return driver_error("cuMemMap", r, ordinal);
   }
   // Read/write for the owner's GPU and every peer, each once.

@@ -20,7 +20,8 @@ class ShareableMemory {
   static Status create(int ordinal, std::size_t bytes, std::span<const int> peers,
                        std::unique_ptr<ShareableMemory>* out);
   // Maps the memory behind `fd` (from another process's export_fd; the fd stays the caller's) of `bytes`, made on
-  // this process's GPU `ordinal`, readable and writable from `ordinal` and `peers`.
+  // this process's GPU `ordinal`, readable and writable from `ordinal` and `peers`. An allocation smaller than `bytes`
+  // is a remote_error saying so (the driver's cuMemMap checks the size; fstat cannot tell it from the descriptor).
   static Status import(int fd, int ordinal, std::size_t bytes, std::span<const int> peers,
                        std::unique_ptr<ShareableMemory>* out);
   ~ShareableMemory();  // unmaps, frees the address range, releases the handle (the GPUs must be done with it)
@@ -38,7 +39,7 @@ class ShareableMemory {
  private:
   ShareableMemory() = default;
   static Status map(unsigned long long handle, int ordinal, std::size_t bytes, std::span<const int> peers,
-                    std::unique_ptr<ShareableMemory>* out);
+                    bool imported, std::unique_ptr<ShareableMemory>* out);
   void* pointer_ = nullptr;
   std::size_t bytes_ = 0;
   unsigned long long handle_ = 0;  // CUmemGenericAllocationHandle

@@ -1,4 +1,5 @@
-// Sha256 against the FIPS 180-4 / NIST test vectors, and incremental updates equal to one call.
+// Sha256 against the FIPS 180-4 / NIST test vectors, and incremental updates equal to one call; HMAC-SHA256 against
+// RFC 4231's.
 #include "core/sha256.hpp"
 
 #include <gtest/gtest.h>
@@ -25,6 +26,18 @@ TEST(Sha256, IncrementalUpdatesEqualOneCall) {
     h.update(std::string_view(text).substr(0, split)).update(std::string_view(text).substr(split));
     EXPECT_EQ(h.hex_digest(), sha256_hex(text)) << "split at " << split;
   }
+}
+
+TEST(HmacSha256, MatchesRfc4231Vectors) {
+  // Test case 1: a 20-byte key of 0x0b.
+  EXPECT_EQ(hmac_sha256_hex(std::string(20, '\x0b'), "Hi There"),
+            "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7");
+  // Test case 2: a key shorter than the output.
+  EXPECT_EQ(hmac_sha256_hex("Jefe", "what do ya want for nothing?"),
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+  // Test case 6: a key longer than the block (131 bytes of 0xaa), hashed first.
+  EXPECT_EQ(hmac_sha256_hex(std::string(131, '\xaa'), "Test Using Larger Than Block-Size Key - Hash Key First"),
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54");
 }
 
 }  // namespace

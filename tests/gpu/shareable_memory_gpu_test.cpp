@@ -1,7 +1,7 @@
 // ShareableMemory on a GPU (label gpu; SKIPPED without one): memory made with cuMemCreate, exported as a POSIX file
 // descriptor and imported again maps the same bytes at another address, in this process and in another one sharing
-// the GPU (the descriptor crossing through FdChannel); sizes round up to the granularity; a bad descriptor is refused
-// with a Status, not a crash.
+// the GPU (the descriptor crossing through FdChannel); sizes round up to the granularity; a bad descriptor, or a size
+// beyond the allocation behind a good one, is refused with a Status, not a crash.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -45,6 +45,23 @@ TEST(ShareableMemoryOnGpu, AnExportedDescriptorMapsTheSameBytes) {
   EXPECT_EQ(read[15], 0xAB);
 }
 
+// The size an importer maps comes from the owner's message: the driver refuses one beyond the allocation behind the
+// descriptor, and that is a Status saying so, never a mapping that faults past its end.
+TEST(ShareableMemoryOnGpu, ImportingMoreThanTheAllocationIsAnError) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const int peers[] = {0};
+  std::unique_ptr<ShareableMemory> owner;
+  ASSERT_TRUE(ShareableMemory::create(0, 3000, peers, &owner).ok());
+  int fd = -1;
+  ASSERT_TRUE(owner->export_fd(&fd).ok());
+  std::unique_ptr<ShareableMemory> mapped;
+  const Status s = ShareableMemory::import(fd, 0, 2 * owner->bytes(), peers, &mapped);
+  ::close(fd);
+  EXPECT_EQ(s.code(), StatusCode::remote_error) << s.message();
+  EXPECT_NE(s.message().find("smaller than the size it announced"), std::string::npos) << s.message();
+  EXPECT_EQ(mapped, nullptr);
+}
+
 TEST(ShareableMemoryOnGpu, ABadDescriptorIsRefused) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const int peers[] = {0};
@@ -69,7 +86,7 @@ int owner_rank(const BootstrapSecret& secret) {
   FdChannel::Options o;
   o.timeout = std::chrono::milliseconds(30000);
   std::unique_ptr<FdChannel> channel;
-  if (!FdChannel::listen(secret, 1, o, &channel).ok()) return 2;
+  if (!FdChannel::listen(secret, 1, {::getppid(), ::getpid()}, o, &channel).ok()) return 2;
   const int peers[] = {0};
   std::unique_ptr<ShareableMemory> memory;
   if (!ShareableMemory::create(0, 1 << 20, peers, &memory).ok()) return 3;
@@ -101,7 +118,7 @@ TEST(ShareableMemoryOnGpu, TwoProcessesOnOneGpuMapTheSameBytes) {
   FdChannel::Options o;
   o.timeout = std::chrono::milliseconds(30000);
   std::unique_ptr<FdChannel> channel;
-  ASSERT_TRUE(FdChannel::listen(secret, 0, o, &channel).ok());
+  ASSERT_TRUE(FdChannel::listen(secret, 0, {::getpid(), owner}, o, &channel).ok());
   FdMessage m;
   const Status received = channel->receive(1, 1, &m);
   ASSERT_TRUE(received.ok()) << received.message();

@@ -1,9 +1,10 @@
 // Threads standing for the processes of a communicator in CPU tests: each gets its own FdChannel endpoint (one
-// secret), and all call a sharing step together, as processes do at the join (CallCounters::share,
-// SharedRings::share).
+// secret, every rank's expected pid this process's), and all call a sharing step together, as processes do at the
+// join (CallCounters::share, SharedRings::share).
 #pragma once
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <future>
@@ -22,7 +23,8 @@ std::vector<std::unique_ptr<T>> share_among_threads(int processes, Share share) 
   FdChannel::Options o;
   o.timeout = std::chrono::milliseconds(5000);
   std::vector<std::unique_ptr<FdChannel>> channels(processes);
-  for (int p = 0; p < processes; ++p) EXPECT_TRUE(FdChannel::listen(secret, p, o, &channels[p]).ok());
+  const std::vector<pid_t> pids(processes, ::getpid());  // every "process" is this one
+  for (int p = 0; p < processes; ++p) EXPECT_TRUE(FdChannel::listen(secret, p, pids, o, &channels[p]).ok());
   std::vector<std::future<Status>> shared;
   std::vector<std::unique_ptr<T>> out(processes);
   for (int p = 0; p < processes; ++p)

@@ -32,7 +32,8 @@ IpcPeerMemory::~IpcPeerMemory() {
 }
 
 std::vector<void*> IpcPeerMemory::exchange(const std::vector<std::pair<int, std::size_t>>& mine, bool zero,
-                                           const std::vector<int>& from, const std::vector<int>& to) {
+                                           const std::vector<int>& from, const std::vector<int>& to,
+                                           const std::function<std::size_t(int)>& expected) {
   const std::uint32_t tag = ++step_;
   std::vector<void*> out(process_of_rank_.size(), nullptr);
   std::vector<std::unique_ptr<ShareableMemory>> made;
@@ -78,12 +79,29 @@ std::vector<void*> IpcPeerMemory::exchange(const std::vector<std::pair<int, std:
                       fmt::format("process {} sent memory for rank {} in step {}, which is not one of its ranks "
                                   "(or without its descriptor): the processes disagree on the placement",
                                   p, rank, tag));
+      // The size mapped is the one the peer announces, at least what this process will touch: cuMemMap refuses a
+      // size beyond the allocation behind the descriptor (ShareableMemory::import says so), so an allocation shorter
+      // than announced fails here too, never as a fault in a kernel.
+      if (bytes < expected(rank))
+        return Status(StatusCode::remote_error,
+                      fmt::format("process {} announced {} bytes of memory for rank {} in step {}, {} expected: the "
+                                  "processes disagree on the sizes (they must prepare the same collectives in the "
+                                  "same order, with the same settings)",
+                                  p, bytes, rank, tag, expected(rank)));
       std::unique_ptr<ShareableMemory> mem;
-      if (Status s = ShareableMemory::import(m.fds[k].get(), ordinal_, bytes, {}, &mem); !s.ok()) return s;
+      if (Status s = ShareableMemory::import(m.fds[k].get(), ordinal_, bytes, {}, &mem); !s.ok())
+        return Status(s.code(), fmt::format("process {}'s memory for rank {} ({} bytes): {}", p, rank, bytes,
+                                            s.message()));
       out[rank] = mem->pointer();
       imported.push_back(std::move(mem));
       ++k;
     }
+    for (std::size_t r = 0; r < out.size(); ++r)
+      if (process_of_rank_[r] == p && expected(static_cast<int>(r)) > 0 && !out[r])
+        return Status(StatusCode::remote_error,
+                      fmt::format("process {} sent no memory for its rank {} in step {}: the processes disagree on "
+                                  "the placement or the step",
+                                  p, r, tag));
     return Status();
   });
   if (!shared.ok())
@@ -97,13 +115,14 @@ std::vector<void*> IpcPeerMemory::allocate_zeroed(const std::function<std::size_
   std::vector<std::pair<int, std::size_t>> mine;
   for (std::size_t r = 0; r < process_of_rank_.size(); ++r)
     if (process_of_rank_[r] == process_) mine.emplace_back(static_cast<int>(r), bytes(static_cast<int>(r)));
-  return exchange(mine, true, others_, others_);
+  return exchange(mine, true, others_, others_, bytes);
 }
 
 void* IpcPeerMemory::allocate(int rank, std::size_t bytes) {
   const int owner = process_of_rank_.at(rank);
-  if (owner == process_) return exchange({{rank, bytes}}, false, {}, others_)[rank];
-  return exchange({}, false, {owner}, {})[rank];
+  const auto expected = [&](int r) { return r == rank ? bytes : std::size_t{0}; };
+  if (owner == process_) return exchange({{rank, bytes}}, false, {}, others_, expected)[rank];
+  return exchange({}, false, {owner}, {}, expected)[rank];
 }
 
 void IpcPeerMemory::free(void* p) {

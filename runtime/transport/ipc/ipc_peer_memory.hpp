@@ -1,7 +1,9 @@
 // IpcPeerMemory: PeerMemory for a communicator whose ranks live in several processes of one host. Each process makes
 // its own ranks' memory with the driver's virtual-memory API (ShareableMemory), zeroes it, exports it as POSIX file
 // descriptors and hands them to every other process over the FdChannel; each process maps every other process's
-// memory, so every pointer allocate_zeroed returns is valid in the caller's address space. Every allocation is a
+// memory, so every pointer allocate_zeroed returns is valid in the caller's address space. A peer's memory announced
+// smaller than this process expects, or larger than the allocation behind its descriptor (cuMemMap refuses it), is
+// an error naming the process and the rank, never a mapping shorter than what kernels touch. Every allocation is a
 // step all processes take together, in the same order (they prepare the same collectives in the same order): a tag
 // counts the steps, and a process that asks for a different step fails with both tags named.
 #pragma once
@@ -39,9 +41,11 @@ class IpcPeerMemory final : public PeerMemory {
 
  private:
   // Makes `bytes` for each of `mine` (ranks of this process; zeroed when `zero`), sends their descriptors to every
-  // other process that `wants`, and maps what the processes in `from` send: one step, tagged. Throws canopy::Error.
+  // process of `to`, and maps what the processes in `from` send: one step, tagged. Each of their ranks with
+  // `expected(rank)` > 0 must come, announcing at least that many bytes. Throws canopy::Error.
   std::vector<void*> exchange(const std::vector<std::pair<int, std::size_t>>& mine, bool zero,
-                              const std::vector<int>& from, const std::vector<int>& to);
+                              const std::vector<int>& from, const std::vector<int>& to,
+                              const std::function<std::size_t(int)>& expected);
   FdChannel& channel_;
   int process_ = 0;
   std::vector<int> process_of_rank_;

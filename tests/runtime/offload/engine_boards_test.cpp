@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <array>
 #include <functional>
@@ -40,7 +41,7 @@ struct TwoProcesses {
     o.timeout = kTimeout;
     o.log = Logger(LogLevel::warn, ~0u);
     for (int p = 0; p < 2; ++p) {
-      const Status s = FdChannel::listen(secret, p, o, &channel[p]);
+      const Status s = FdChannel::listen(secret, p, {::getpid(), ::getpid()}, o, &channel[p]);
       EXPECT_TRUE(s.ok()) << s.message();
       const std::uintptr_t base = 0x10000 + 0x100000 * p;
       recv[p] = at(by_fd[p] ? memory[p].allocate_fd(base, 1 << 20) : memory[p].allocate(base, 1 << 20));

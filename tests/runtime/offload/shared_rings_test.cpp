@@ -102,7 +102,7 @@ TEST(SharedRings, TooManyProcessesForTheWordsPageAreRefused) {
   BootstrapSecret secret{};
   ASSERT_TRUE(random_secret(&secret).ok());
   std::unique_ptr<FdChannel> channel;
-  ASSERT_TRUE(FdChannel::listen(secret, 0, FdChannel::Options{}, &channel).ok());
+  ASSERT_TRUE(FdChannel::listen(secret, 0, {::getpid()}, FdChannel::Options{}, &channel).ok());
   std::unique_ptr<SharedRings> rings;
   const Status s = SharedRings::share(*channel, 0, 1000, &rings);
   EXPECT_FALSE(s.ok());

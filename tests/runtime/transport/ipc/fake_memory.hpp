@@ -1,6 +1,7 @@
 // FakeMemory: a process's device memory as UserBuffers' driver (BufferDriver) sees it, without a GPU: allocations
 // by base with buffer IDs counting up, reused addresses after a free, cuMemCreate memory whose descriptors are real
-// (of /dev/null, so that closing them can be checked), and mappings of other processes' buffers at fake addresses.
+// (of /dev/null, so that closing them can be checked), and mappings of other processes' buffers at fake addresses
+// (refused on demand, as the driver refuses an allocation shorter than announced).
 // For the tests of UserBuffers and of what builds on it (EngineBoards).
 #pragma once
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <string>
 
 #include "runtime/transport/ipc/user_buffers.hpp"
 
@@ -27,6 +29,7 @@ struct FakeMemory {
 
   int fds_made = 0;
   std::set<std::uintptr_t> closed_fd;  // mappings of descriptors closed
+  std::string refuse_fd_maps;          // where set, open_fd fails with this message (as the driver's cuMemMap does)
 
   std::uintptr_t allocate(std::uintptr_t base, std::size_t size) {
     allocations[base] = BufferAllocation{next_id++, base, size};
@@ -71,6 +74,7 @@ struct FakeMemory {
     };
     d.open_fd = [this](int fd, const BufferAllocation&, void** base) {
       if (fcntl(fd, F_GETFD) < 0) return Status(StatusCode::invalid_argument, "not an open descriptor");
+      if (!refuse_fd_maps.empty()) return Status(StatusCode::remote_error, refuse_fd_maps);
       const std::uintptr_t at = next_mapping;
       next_mapping += 0x100000000;
       ++opened[at];

@@ -9,43 +9,15 @@
 #include <unistd.h>
 
 #include <cstring>
-#include <filesystem>
 #include <thread>
 
 #include "runtime/transport/ipc/fd_channel.hpp"
+#include "tests/runtime/transport/ipc/fd_channel_testing.hpp"
 
 namespace canopy {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A fresh job's secret (from the OS, as make_unique_id draws it), so tests running at once never share endpoints.
-BootstrapSecret fresh_secret() {
-  BootstrapSecret s{};
-  EXPECT_TRUE(random_secret(&s).ok());
-  return s;
-}
-
-FdChannel::Options quick(std::vector<std::string>* log = nullptr) {
-  FdChannel::Options o;
-  o.timeout = std::chrono::milliseconds(2000);
-  o.log = Logger(LogLevel::warn, ~0u);
-  if (log) o.log.set_sink([log](std::string_view line) { log->emplace_back(line); });
-  return o;
-}
-
-std::unique_ptr<FdChannel> listen(const BootstrapSecret& s, int rank, const FdChannel::Options& o) {
-  std::unique_ptr<FdChannel> c;
-  const Status st = FdChannel::listen(s, rank, o, &c);
-  EXPECT_TRUE(st.ok()) << st.message();
-  return c;
-}
-
-int open_fds() {
-  int n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) ++n;
-  return n;
-}
 
 // Writes `text` into the write end received and reads it from the read end kept.
 void expect_same_pipe(int read_end, const FdMessage& m, const std::string& text) {
@@ -60,7 +32,7 @@ TEST(FdChannel, ADescriptorCrossesBetweenThreadsAndNamesTheSamePipe) {
   const int before = open_fds();
   {
     const BootstrapSecret s = fresh_secret();
-    auto zero = listen(s, 0, quick()), one = listen(s, 1, quick());
+    auto zero = listen(s, 0, this_process(2), quick()), one = listen(s, 1, this_process(2), quick());
     int p[2];
     ASSERT_EQ(::pipe(p), 0);
     std::thread sender([&] {
@@ -82,7 +54,7 @@ TEST(FdChannel, ADescriptorCrossesBetweenThreadsAndNamesTheSamePipe) {
 
 TEST(FdChannel, ManyDescriptorsInOneMessage) {
   const BootstrapSecret s = fresh_secret();
-  auto zero = listen(s, 0, quick()), one = listen(s, 1, quick());
+  auto zero = listen(s, 0, this_process(2), quick()), one = listen(s, 1, this_process(2), quick());
   std::vector<int> fds;
   for (int k = 0; k < 600; ++k) fds.push_back(::dup(0));
   std::thread sender([&] { EXPECT_TRUE(zero->send(1, 7, fds, "").ok()); });
@@ -96,7 +68,8 @@ TEST(FdChannel, ManyDescriptorsInOneMessage) {
 
 TEST(FdChannel, MessagesFromOthersWaitForTheirReceive) {
   const BootstrapSecret s = fresh_secret();
-  auto zero = listen(s, 0, quick()), one = listen(s, 1, quick()), two = listen(s, 2, quick());
+  auto zero = listen(s, 0, this_process(3), quick()), one = listen(s, 1, this_process(3), quick()),
+       two = listen(s, 2, this_process(3), quick());
   std::thread a([&] { EXPECT_TRUE(one->send(0, 1, {}, "from one").ok()); });
   std::thread b([&] { EXPECT_TRUE(two->send(0, 1, {}, "from two").ok()); });
   FdMessage m2, m1;
@@ -116,11 +89,11 @@ TEST(FdChannel, ADescriptorCrossesBetweenProcesses) {
   ASSERT_GE(child, 0);
   if (child == 0) {  // rank 1: sends its pipe's write end to rank 0
     std::unique_ptr<FdChannel> c;
-    if (!FdChannel::listen(s, 1, quick(), &c).ok()) ::_exit(2);
+    if (!FdChannel::listen(s, 1, {::getppid(), ::getpid()}, quick(), &c).ok()) ::_exit(2);
     const int fds[] = {p[1]};
     ::_exit(c->send(0, 9, fds, "child").ok() ? 0 : 3);
   }
-  auto zero = listen(s, 0, quick());
+  auto zero = listen(s, 0, {::getpid(), child}, quick());
   FdMessage m;
   const Status st = zero->receive(1, 9, &m);
   ASSERT_TRUE(st.ok()) << st.message();
@@ -135,16 +108,10 @@ TEST(FdChannel, ADescriptorCrossesBetweenProcesses) {
 TEST(FdChannel, AMalformedConnectionIsRefusedAndTheChannelGoesOn) {
   const BootstrapSecret s = fresh_secret();
   std::vector<std::string> log;
-  auto zero = listen(s, 0, quick(&log)), one = listen(s, 1, quick());
+  auto zero = listen(s, 0, this_process(2), quick(&log)), one = listen(s, 1, this_process(2), quick());
   std::thread garbage([&] {
-    const std::string name = fd_channel_name(s, 0);
-    sockaddr_un a{};
-    a.sun_family = AF_UNIX;
-    std::memcpy(a.sun_path + 1, name.data(), name.size());
-    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a),
-                        static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())),
-              0);
+    const int fd = connect_to(fd_channel_name(s, 0));
+    ASSERT_GE(fd, 0);
     const char junk[64] = "GET / HTTP/1.1\r\n\r\n";
     (void)::write(fd, junk, sizeof junk);
     ::close(fd);
@@ -160,11 +127,11 @@ TEST(FdChannel, AMalformedConnectionIsRefusedAndTheChannelGoesOn) {
 }
 
 TEST(FdChannel, AnotherJobsSecretCannotReachTheEndpoint) {
-  auto zero = listen(fresh_secret(), 0, quick());
+  auto zero = listen(fresh_secret(), 0, this_process(2), quick());
   std::unique_ptr<FdChannel> stranger;
   FdChannel::Options o = quick();
   o.timeout = std::chrono::milliseconds(100);
-  ASSERT_TRUE(FdChannel::listen(fresh_secret(), 1, o, &stranger).ok());
+  ASSERT_TRUE(FdChannel::listen(fresh_secret(), 1, this_process(2), o, &stranger).ok());
   const Status s = stranger->send(0, 1, {}, "let me in");
   EXPECT_EQ(s.code(), StatusCode::remote_error);
   EXPECT_THAT(s.message(), HasSubstr("rank 0's descriptor endpoint did not answer within 100 ms"));
@@ -179,7 +146,7 @@ TEST(FdChannel, OnlyOurOwnUserMayHandUsDescriptors) {
 TEST(FdChannel, AReceiveEndsAtTheTimeoutNamingThePeer) {
   FdChannel::Options o = quick();
   o.timeout = std::chrono::milliseconds(100);
-  auto zero = listen(fresh_secret(), 0, o);
+  auto zero = listen(fresh_secret(), 0, this_process(4), o);
   FdMessage m;
   const Status s = zero->receive(3, 11, &m);
   EXPECT_EQ(s.code(), StatusCode::remote_error);
@@ -188,9 +155,9 @@ TEST(FdChannel, AReceiveEndsAtTheTimeoutNamingThePeer) {
 
 TEST(FdChannel, ARankTakenTwiceOnOneHostIsAnError) {
   const BootstrapSecret s = fresh_secret();
-  auto first = listen(s, 0, quick());
+  auto first = listen(s, 0, this_process(1), quick());
   std::unique_ptr<FdChannel> second;
-  const Status st = FdChannel::listen(s, 0, quick(), &second);
+  const Status st = FdChannel::listen(s, 0, this_process(1), quick(), &second);
   EXPECT_FALSE(st.ok());
   EXPECT_THAT(st.message(), HasSubstr("is another process of this job already rank 0"));
 }

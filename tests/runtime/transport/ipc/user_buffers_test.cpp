@@ -2,7 +2,7 @@
 // would, reusing addresses after a free. Exports make one handle per allocation and refuse a buffer that runs past its
 // allocation; imports map once per (process, allocation), and a free and a new allocation at the same address between
 // two calls gives a new mapping while the stale one is closed, never reused. Memory from cuMemCreate crosses as a
-// descriptor, once.
+// descriptor, once; a mapping the driver refuses (an allocation shorter than announced) is an error that keeps nothing.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -167,6 +167,43 @@ TEST(UserBuffers, MemoryFromCuMemCreateNeedsAWayToSendItsDescriptor) {
   exports.forget(s.allocation.id);
   ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
   EXPECT_EQ(s.fd_follows, 1u);
+}
+
+// The size mapped comes from the peer's message; the driver (cuMemMap) refuses one beyond the allocation behind the
+// descriptor. That refusal is the import's error: nothing is kept, the descriptor is closed, and a later correct
+// share maps.
+TEST(UserBuffers, AMappingTheDriverRefusesIsAnErrorAndNothingIsKept) {
+  FakeMemory peer;
+  peer.allocate_fd(0x10000, 1 << 20);
+  FakeMemory here;
+  here.refuse_fd_maps = "cuMemMap of 1048576 bytes of another process's memory on GPU 0 failed (CUresult 1): the "
+                        "allocation behind its descriptor is smaller than the size it announced";
+  BufferExports exports(peer.driver());
+  BufferImports imports(here.driver());
+  int sent = -1;
+  const auto receive = [&](UniqueFd* fd) {
+    *fd = UniqueFd(sent);
+    return Status();
+  };
+  SharedBuffer s;
+  UniqueFd fd;
+  ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
+  sent = fd.release();
+  void* p = nullptr;
+  const Status refused = imports.map(1, s, &p, receive);
+  EXPECT_EQ(refused.code(), StatusCode::remote_error);
+  EXPECT_THAT(refused.message(), ::testing::HasSubstr("smaller than the size it announced"));
+  EXPECT_EQ(imports.mapped(), 0u);
+  EXPECT_TRUE(here.opened.empty());
+  EXPECT_LT(fcntl(sent, F_GETFD), 0);  // closed, not kept
+  // The exporter sends it again (the caller forgets it on a failed transfer), and this time it maps.
+  here.refuse_fd_maps.clear();
+  exports.forget(s.allocation.id);
+  ASSERT_TRUE(exports.share(at(0x10000), 4096, &s, &fd).ok());
+  ASSERT_EQ(s.fd_follows, 1u);
+  sent = fd.release();
+  ASSERT_TRUE(imports.map(1, s, &p, receive).ok());
+  EXPECT_EQ(imports.mapped(), 1u);
 }
 
 TEST(UserBuffers, TheImportsCloseEveryMappingAtTheEnd) {
