@@ -17,6 +17,7 @@
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"
 #include "planner/simulate.hpp"
+#include "tools/usage/command_line.hpp"
 
 namespace {
 
@@ -45,7 +46,18 @@ std::string gpu_list(const Topology& t, const std::vector<std::string>& names) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  CLI::App app{
+      "Blink's claim on the simulator. For every distinct allocation (up to the machine's symmetries) of 3..8 GPUs\n"
+      "of dgx1-v100 and dgx1-p100, a 1 GiB broadcast and allreduce through Canopy's trees against NCCL-style rings,\n"
+      "both simulated with the same link model. Prints a Markdown report on stdout. Takes no arguments; runs on the\n"
+      "CPU.\n"};
+  app.name("canopy-blink-table");
+  app.footer(
+      "Example:\n"
+      "  canopy-blink-table > blink-table.md\n"
+      "bench/blink-table runs it and rewrites docs/blink-table.md.");
+  if (const auto status = canopy::cli::parse_command_line(app, argc, argv)) return *status;
   const std::int64_t bytes = 1LL << 30;
   std::vector<Entry> entries;
   try {

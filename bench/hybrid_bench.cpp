@@ -39,6 +39,7 @@
 #include "runtime/comm/communicator.hpp"
 #include "runtime/jit/disk_cache.hpp"
 #include "runtime/jit/jit.hpp"
+#include "tools/usage/command_line.hpp"
 
 namespace {
 
@@ -253,14 +254,28 @@ void must(const canopy::Status& s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::vector<std::size_t> mib = {16, 256, 1024};
+  CLI::App app{
+      "Whether a second path between two GPUs, through pinned host memory over PCIe (Blink's hybrid transfers),\n"
+      "adds to what NVLink carries, and what NVLink through the copy engines gives. Between GPU 0 and GPU 1: copies\n"
+      "through pinned memory, a staged GPU-to-GPU ring, the Communicator's broadcast and allreduce alone and beside\n"
+      "a staged share, copy-engine pushes and pulls, copy-engine reduces and allreduces; per size, the time per call\n"
+      "(median of repeats) and the rate of each. Needs two GPUs; with fewer it says so and exits 0.\n"};
+  app.name("canopy-bench-hybrid");
+  app.add_option("MiB", mib, "sizes per call in MiB (default 16 256 1024)")->check(canopy::cli::whole_number(1, 65536));
+  app.footer(
+      "Examples:\n"
+      "  canopy-bench-hybrid            16, 256 and 1024 MiB\n"
+      "  canopy-bench-hybrid 64 512\n"
+      "bench/device-run's step hybrid runs it (CANOPY_HYBRID_MIB: the sizes; docs/development.md).");
+  if (const auto status = canopy::cli::parse_command_line(app, argc, argv)) return *status;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count < kGpus) {
     fmt::print("canopy-bench-hybrid: needs two GPUs, found {}; nothing measured\n", count);
     return 0;
   }
   std::vector<std::size_t> sizes;
-  for (int i = 1; i < argc; ++i) sizes.push_back(std::strtoull(argv[i], nullptr, 10) << 20);
-  if (sizes.empty()) sizes = {16ull << 20, 256ull << 20, 1024ull << 20};
+  for (const std::size_t m : mib) sizes.push_back(m << 20);
   const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
 
   canopy::CommunicatorOptions o;

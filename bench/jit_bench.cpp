@@ -1,7 +1,7 @@
 // bench/jit: what a collective's first and later calls pay for its kernel. Per plan: generate (plan -> lower ->
 // emit -> format), cold NVRTC compile, a warm hit in the on-disk cache (a new process would see this), and an
 // in-process hit (every later call). Targets (docs/codegen.md): cold <= 300 ms for an 8-GPU allreduce, disk hit
-// <= 2 ms, in-process hit <= 5 us. Runs on a private temporary cache directory.
+// <= 2 ms, in-process hit <= 5 us. Runs on a private temporary cache directory. `canopy-bench-jit [REPEATS]`.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -15,6 +15,7 @@
 #include "planner/planner.hpp"
 #include "codegen/template_bundle.hpp"
 #include "runtime/jit/jit.hpp"
+#include "tools/usage/command_line.hpp"
 
 #include <unistd.h>
 
@@ -32,9 +33,24 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   using namespace canopy;
+  int repeats = 3;
+  CLI::App app{
+      "What a collective's first and later calls pay for its kernel. Per plan (allreduce, allgather and broadcast\n"
+      "on shipped topologies): generation (plan, lower, emit, format), a cold NVRTC compile (the median of REPEATS),\n"
+      "a hit in the on-disk cache (what a new process sees) and an in-process hit (every later call), against the\n"
+      "targets of docs/codegen.md. Needs NVRTC (the CUDA toolkit), not a GPU; uses a private temporary cache.\n"};
+  app.name("canopy-bench-jit");
+  app.add_option("REPEATS", repeats, "cold compiles per plan, the median reported")
+      ->check(canopy::cli::whole_number(1, 1000))
+      ->capture_default_str();
+  app.footer(
+      "Examples:\n"
+      "  canopy-bench-jit        3 cold compiles per plan\n"
+      "  canopy-bench-jit 9\n"
+      "docs/jit-cache.md shows a run.");
+  if (const auto status = canopy::cli::parse_command_line(app, argc, argv)) return *status;
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("canopy-jit-bench-{}", ::getpid());
   std::filesystem::remove_all(dir);
-  const int repeats = argc > 1 ? std::atoi(argv[1]) : 3;
   struct Case {
     const char* topology;
     Collective collective;

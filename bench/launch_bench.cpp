@@ -33,6 +33,7 @@
 #include "bench/bench_check.hpp"
 #include "bench/launch_bench.hpp"
 #include "runtime/cuda/driver_api.hpp"
+#include "tools/usage/command_line.hpp"
 
 namespace launch_bench {
 namespace {
@@ -325,7 +326,23 @@ void handshake_probes(std::vector<Gpu>& gpus, int calls) {
 
 int main(int argc, char** argv) {
   using namespace launch_bench;
-  const int calls = argc > 1 ? std::atoi(argv[1]) : 20000;
+  int calls = 20000;
+  CLI::App app{
+      "What the host pays to start one kernel per GPU, the floor under every small collective's time: an empty\n"
+      "kernel launched in several ways (one GPU, cooperative, GPUs in turn through the runtime and the driver, a\n"
+      "helper thread per GPU, the library's CUkernel, bursts after an idle stream, one multi-device call), the\n"
+      "host's time per call beside the GPUs'; then the host work of a call (each runtime query, an 8-byte\n"
+      "allreduce). Needs a GPU; without one it says so and exits 0.\n"};
+  app.name("canopy-bench-launch");
+  app.add_option("CALLS", calls, "launches per timed loop")
+      ->check(canopy::cli::whole_number(1, 10000000))
+      ->capture_default_str();
+  app.footer(
+      "Examples:\n"
+      "  canopy-bench-launch         20000 launches per loop\n"
+      "  canopy-bench-launch 2000    a quicker, noisier run\n"
+      "bench/device-run's step launch runs it (docs/development.md).");
+  if (const auto status = canopy::cli::parse_command_line(app, argc, argv)) return *status;
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     fmt::print("canopy-bench-launch: no GPU ({}), nothing measured\n", cudaGetErrorString(cudaGetLastError()));

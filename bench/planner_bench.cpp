@@ -1,19 +1,22 @@
 // bench/planner: planning quality and speed. For each topology and collective: predicted algbw, the proven bound,
 // their ratio, tree count (and its lower bound), deepest tree, planning time (best of several runs) and the
 // algbw of NCCL-style rings on the same links. Plain program, not a
-// timed test: `build/bin/canopy-bench-planner [--quick]`.
+// timed test: `build/bin/canopy-bench-planner [--quick] [NAME..]` (--help says more).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
+#include <exception>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"
+#include "tools/usage/command_line.hpp"
 
 using namespace canopy;
 
@@ -54,17 +57,50 @@ int max_depth(const Plan& p) {
   return deepest;
 }
 
+// The topology a NAME argument stands for: clusterN (N HGX H100 boxes, 1 to 64), a shipped name or a .topo file.
+// Throws canopy::Error (or std::exception) naming what is wrong.
+Topology named_topology(const std::string& name) {
+  if (name.rfind("cluster", 0) != 0) return load_topology(name);
+  const std::string digits = name.substr(7);
+  if (digits.empty() || digits.size() > 2 || digits.find_first_not_of("0123456789") != std::string::npos ||
+      std::stoi(digits) < 1 || std::stoi(digits) > 64)
+    throw Error("clusterN takes N from 1 to 64 (HGX H100 boxes), e.g. cluster8");
+  return hgx_cluster(std::stoi(digits));
+}
+
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  bool quick = false;
   std::vector<std::string> names = {"dgx1-v100", "dgx1-p100", "dgx2", "dgx1-v100-x2", "hgx-h200", "h200x2",
                                     "pcie-4gpu", "cluster8", "cluster32"};
-  if (argc > 1 && !quick) names.assign(argv + 1, argv + argc);
+  CLI::App app{
+      "Planning quality and speed. For each topology and collective: the plan's predicted algbw, the proven bound\n"
+      "and their ratio, the tree count and its lower bound, the deepest tree, the planning time (best of 3 runs; one\n"
+      "run above 16 GPUs) and the algbw of NCCL-style rings on the same links. Runs on the CPU.\n"};
+  app.name("canopy-bench-planner");
+  app.add_flag("--quick", quick, "plan once per topology and collective instead of best of 3");
+  app.add_option("NAME", names,
+                 "topologies: shipped names (canopy topo list), .topo files, or clusterN (N HGX H100 boxes on one "
+                 "network switch, N from 1 to 64); default: the shipped ones, cluster8 and cluster32");
+  app.footer(
+      "Examples:\n"
+      "  canopy-bench-planner                       every default topology\n"
+      "  canopy-bench-planner --quick dgx1-v100 cluster8\n"
+      "docs/planner.md shows a run.");
+  if (const auto status = canopy::cli::parse_command_line(app, argc, argv)) return *status;
+  std::vector<std::pair<std::string, Topology>> topologies;
+  for (const std::string& name : names) {
+    try {
+      topologies.emplace_back(name, named_topology(name));
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "canopy-bench-planner: argument '{}': {}\n", name, e.what());
+      return canopy::cli::kUsageStatus;
+    }
+  }
   const Collective all[] = {Collective::broadcast, Collective::reduce, Collective::allgather, Collective::reducescatter,
                             Collective::allreduce};
   fmt::print("{:<14} {:<14} {:>10} {:>10} {:>8} {:>6} {:>6} {:>6} {:>10} {:>10}\n", "topology", "collective", "algbw",
              "bound", "ratio", "trees", "lower", "depth", "plan ms", "ring algbw");
-  for (const auto& name : names) {
-    const Topology t = name.rfind("cluster", 0) == 0 ? hgx_cluster(std::stoi(name.substr(7))) : load_topology(name);
+  for (const auto& [name, t] : topologies) {
     std::vector<std::string> ranks;
     for (NodeId g : t.gpu_ids()) ranks.push_back(t.node(g).name);
     // NCCL-style rings for comparison (skipped on clusters, where the ring search is not the point).

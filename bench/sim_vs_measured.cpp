@@ -1,4 +1,4 @@
-// canopy-sim-vs-measured TOPO BENCH.json: the simulator against a `canopy bench
+// canopy-sim-vs-measured TOPO BENCH.json (--help says more): the simulator against a `canopy bench
 // --json` measurement. Link rates come from TOPO (e.g. `canopy detect
 // --measure`); the launch cost and the per-hop latency scale are calibrated once for the machine (all collectives
 // together, a grid search minimising the mean |log(predicted / measured)| time); then every row is printed with its
@@ -14,10 +14,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
 
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "planner/simulate.hpp"
+#include "tools/usage/command_line.hpp"
 
 namespace {
 
@@ -40,14 +42,29 @@ std::int64_t runtime_chunk(const Plan& p, std::int64_t bytes) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: canopy-sim-vs-measured TOPOLOGY.topo BENCH.json\n");
-    return 2;
-  }
+  std::string topology_name, bench_file;
+  CLI::App app{
+      "The simulator against a measurement. Plans each collective of BENCH.json (`canopy bench --json` rows) on\n"
+      "TOPOLOGY, calibrates the launch cost and the per-hop latency scale once for the machine (a grid search\n"
+      "minimising the mean |log(predicted / measured)| time), then prints every row with its error and each\n"
+      "collective's median and worst error below and from 1 MiB. Runs on the CPU.\n"};
+  app.name("canopy-sim-vs-measured");
+  app.add_option("TOPOLOGY", topology_name,
+                 "the machine: a .topo file with measured link rates (`canopy detect --measure`) or a shipped name")
+      ->required();
+  app.add_option("BENCH.json", bench_file, "the measurement: what `canopy bench --json` wrote")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.footer(
+      "Example:\n"
+      "  canopy detect --measure --out measured.topo && canopy bench --json bench.json     on the GPU machine\n"
+      "  canopy-sim-vs-measured measured.topo bench.json\n"
+      "docs/simulator.md shows a run.");
+  if (const auto status = canopy::cli::parse_command_line(app, argc, argv)) return *status;
   try {
-    const Topology t = load_topology(argv[1]);
-    std::ifstream in(argv[2]);
-    if (!in) throw std::runtime_error(fmt::format("cannot read {}", argv[2]));
+    const Topology t = load_topology(topology_name);
+    std::ifstream in(bench_file);
+    if (!in) throw std::runtime_error(fmt::format("cannot read {}", bench_file));
     const nlohmann::json rows = nlohmann::json::parse(in);
     std::vector<Measured> measured;
     std::map<Collective, Plan> plans;
@@ -73,7 +90,7 @@ int main(int argc, char** argv) {
         for (const Measured& m : measured) cost += std::abs(std::log(predict(m, launch, scale).time_us / m.time_us));
         if (cost < best_cost) best_cost = cost, best_launch = launch, best_scale = scale;
       }
-    fmt::print("# simulator vs measurement: {} on {}, {} rows\n", argv[2], argv[1], measured.size());
+    fmt::print("# simulator vs measurement: {} on {}, {} rows\n", bench_file, topology_name, measured.size());
     fmt::print(
         "# calibrated: launch {:.2f} us, latency x {:.2f} (per hop "
         "{:.2f} us on this topology's links); "

@@ -1,17 +1,65 @@
 // One process per GPU with Canopy: start it with `canopy run -n N -- canopy-example-processes [TOPOLOGY]`. Each process
 // joins one communicator (Communicator::join) with the id `canopy run` hands out, allreduces a buffer holding
 // rank + 1 everywhere on its GPU, and checks that every element became 1 + 2 + ... + N. The topology (default
-// hgx-h100, its first N GPUs the ranks) is what Canopy plans for; several processes may share one GPU.
+// hgx-h100, its first N GPUs the ranks) is what Canopy plans for; several processes may share one GPU. Its arguments
+// are read before anything touches CUDA: --help and a wrong argument are answered on any machine.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "canopy.hpp"
 
+namespace {
+
+const char kUsage[] =
+    "canopy-example-processes: one process of a job that allreduces across processes with Canopy: it joins one\n"
+    "communicator with the id `canopy run` hands out (CANOPY_UNIQUE_ID, CANOPY_RANK, CANOPY_NRANKS), allreduces\n"
+    "2^20 floats holding rank + 1 on its GPU (rank modulo the GPUs) and checks every element became 1 + ... + N.\n"
+    "\n"
+    "Usage: canopy run -n N -- canopy-example-processes [TOPOLOGY]\n"
+    "\n"
+    "  TOPOLOGY   what Canopy plans for, its first N GPUs the ranks: a shipped name (canopy topo list) or a .topo\n"
+    "             file (default hgx-h100)\n"
+    "\n"
+    "Examples:\n"
+    "  canopy run -n 2 -- canopy-example-processes            two ranks, on two GPUs or sharing one\n"
+    "  canopy run -n 4 -- canopy-example-processes dgx1-v100\n"
+    "Its source, examples/one_process_per_gpu.cpp, is the README's \"One process per GPU\" example.\n";
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // Arguments: --help, then at most one TOPOLOGY; any other word is a mistake, named even beside --help.
+  bool help = false;
+  const char* topology = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    const bool option = argv[i][0] == '-';
+    if (option && (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0)) {
+      help = true;
+    } else if (option || topology) {
+      std::fprintf(stderr, "canopy-example-processes: unexpected %s '%s'; it takes one TOPOLOGY at most (--help)\n",
+                   option ? "option" : "argument", argv[i]);
+      return 2;
+    } else {
+      topology = argv[i];
+    }
+  }
+  if (help) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (!topology) topology = "hgx-h100";
+  canopy::CommunicatorOptions options;
+  try {
+    options.topology = canopy::load_topology(topology);
+  } catch (const canopy::Error& e) {
+    std::fprintf(stderr, "canopy-example-processes: argument '%s': %s\n", topology, e.what());
+    return 2;
+  }
   const char* rank_text = std::getenv("CANOPY_RANK");
   const char* nranks_text = std::getenv("CANOPY_NRANKS");
   const char* id_text = std::getenv("CANOPY_UNIQUE_ID");
@@ -32,8 +80,6 @@ int main(int argc, char** argv) {
   }
   cudaSetDevice(rank % gpus);  // one GPU per process where there are enough; else processes share
 
-  canopy::CommunicatorOptions options;
-  options.topology = canopy::load_topology(argc > 1 ? argv[1] : "hgx-h100");
   for (int r = 0; r < nranks; ++r) options.gpus.push_back(std::to_string(r));
   std::unique_ptr<canopy::Communicator> comm;
   if (canopy::Status s = canopy::Communicator::join(id, nranks, rank, options, &comm); !s.ok()) {

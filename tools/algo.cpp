@@ -16,7 +16,16 @@ namespace canopy::cli {
 void add_algo_command(CLI::App& app) {
   CLI::App* algo = app.add_subcommand("algo", "collective algorithms written in Canopy's C++ DSL: list, verify");
   algo->require_subcommand(1);
+  algo->footer(
+      "Examples:\n"
+      "  canopy algo list                                     the shipped algorithms\n"
+      "  canopy algo verify ring-allreduce --ranks 8 -t dgx1-v100   prove one correct on a topology's links\n"
+      "Writing your own: docs/algorithms.md.");
   CLI::App* list = algo->add_subcommand("list", "the shipped algorithms, one line each");
+  list->footer(
+      "Each line: a name (what `canopy algo verify`, `canopy msccl export` and `canopy bench -a` take) and what\n"
+      "the algorithm does.\n"
+      "Example: canopy algo list");
   list->callback([] {
     for (const algo::ShippedAlgorithm& a : algo::shipped_algorithms()) fmt::print("{:<28} {}\n", a.name, a.summary);
   });

@@ -1,5 +1,7 @@
 // The `canopy` command: parses the command line, runs one subcommand, and turns a canopy::Error into a message
-// on stderr and exit status 1 (usage mistakes exit 2; `canopy run` exits with its failing rank's status).
+// on stderr and exit status 1. Usage mistakes exit 2: an unknown subcommand or option (named, with the nearest valid
+// one, even beside --help), a missing subcommand (the help and the list), a missing or malformed argument
+// (tools/usage/command_line.hpp). `canopy run` exits with its failing rank's status; a broken invariant exits 3.
 #include <fmt/format.h>
 
 #include <iostream>
@@ -7,6 +9,7 @@
 #include "core/error.hpp"
 #include "core/version.hpp"
 #include "tools/commands.hpp"
+#include "tools/usage/command_line.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"canopy: fast GPU collectives on any interconnect topology, from spanning trees.\n"};
@@ -109,9 +112,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::RuntimeError& e) {  // a subcommand's own exit status (`canopy run`: the failing rank's)
     return e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+  } catch (const CLI::ParseError& e) {  // --help, --version, or a usage mistake named with the nearest valid word
+    return canopy::cli::parse_error_status(app, e);
   } catch (const canopy::Error& e) {
     std::cerr << "canopy: error: " << e.what() << "\n";
     return 1;

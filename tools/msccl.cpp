@@ -19,6 +19,11 @@ namespace canopy::cli {
 void add_msccl_command(CLI::App& app) {
   CLI::App* msccl = app.add_subcommand("msccl", "MSCCL-IR XML: export a verified algorithm, import and verify one");
   msccl->require_subcommand(1);
+  msccl->footer(
+      "Examples:\n"
+      "  canopy msccl export ring-allreduce --ranks 8 -o ring.xml   a shipped algorithm for MSCCL's runtime\n"
+      "  canopy msccl import allreduce_ndv2.xml -t dgx1-v100       verify msccl-tools' XML on a topology\n"
+      "The format and what is checked: docs/algorithms.md.");
   struct Args {
     std::string name;
     int ranks = 8;
