@@ -90,8 +90,11 @@ int main(int argc, char** argv) {
       "                       bootstrap root listens on (default: the first up non-loopback IPv4, else 127.0.0.1)\n"
       "  CANOPY_BOOTSTRAP_TIMEOUT_S   seconds the processes of a group wait for each other (default 120)\n"
       "  CANOPY_STALL_TIMEOUT_S   a multi-process communicator fails when another process is behind it this long\n"
-      "                       without a call (default 8; 0: off); CANOPY_CHECK_CALLS=1 compares every call across its\n"
-      "                       processes\n"
+      "                       without a call (default 8; 0: off)\n"
+      "  CANOPY_CHECK_CALLS       how a multi-process communicator compares every call (collective, count, type,\n"
+      "                       operator, root) across its processes: unset, through the shared pages of each host's\n"
+      "                       processes (a mismatch fails every process); 1, through the bootstrap root too (all\n"
+      "                       hosts, a round trip per call); 0, not at all\n"
       "  CANOPY_GPU_SHARERS=N     N processes in all run kernels on this GPU at once (other jobs under MPS): each\n"
       "                       communicator's processes fit their grids to 1/N of its SMs (default: their own count)");
   canopy::cli::add_topo_command(app);

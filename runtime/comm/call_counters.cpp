@@ -1,6 +1,8 @@
 // CallCounters through memfd pages passed over the FdChannel (SharedMemfds), and StallWatch (see call_counters.hpp).
 #include "runtime/comm/call_counters.hpp"
 
+#include "runtime/comm/signature_ring.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,27 +15,33 @@ namespace {
 constexpr std::size_t kPage = 4096;
 constexpr std::uint32_t kCountersTag = 0x80000001u;  // beside IpcPeerMemory's steps (small numbers from 1)
 
-// A page: [0, 8) the calls made, [8, 12) the ProcessFailure, [16, kPage) its reason, NUL-terminated, written before
-// the failure word is stored (release) and read after it is loaded (acquire).
+// A process's memory: [0, 8) the calls made, [8, 12) the ProcessFailure, [16, kPage) its reason, NUL-terminated,
+// written before the failure word is stored (release) and read after it is loaded (acquire); then from kPage its
+// ring of call signatures. A whole number of pages.
 constexpr std::size_t kFailureAt = 8;
 constexpr std::size_t kReasonAt = 16;
+constexpr std::size_t kRingAt = kPage;
+constexpr std::size_t kBytes = kRingAt + kSignatureRingBytes;
+static_assert(kBytes % kPage == 0);
 
 std::atomic<std::uint64_t>* counter(void* page) { return static_cast<std::atomic<std::uint64_t>*>(page); }
 std::atomic<std::uint32_t>* failure_word(void* page) {
   return reinterpret_cast<std::atomic<std::uint32_t>*>(static_cast<char*>(page) + kFailureAt);
 }
+void* ring(void* page) { return static_cast<char*>(page) + kRingAt; }
 
 }  // namespace
 
 Status CallCounters::share(FdChannel& channel, int process, int processes, std::unique_ptr<CallCounters>* out) {
   std::unique_ptr<CallCounters> c(new CallCounters());
   c->process_ = process;
-  if (Status s = c->pages_.share(channel, kCountersTag, "the call counters' page", process, processes, kPage, false);
+  if (Status s = c->pages_.share(channel, kCountersTag, "the call counters' page", process, processes, kBytes, false);
       !s.ok())
     return s;
   void* mine = c->pages_.at(process);
   new (mine) std::atomic<std::uint64_t>(0);
   new (failure_word(mine)) std::atomic<std::uint32_t>(0);
+  start_signature_ring(ring(mine));
   *out = std::move(c);
   return Status();
 }
@@ -42,6 +50,22 @@ CallCounters::~CallCounters() = default;
 
 void CallCounters::publish(std::uint64_t calls) {
   counter(pages_.at(process_))->store(calls, std::memory_order_release);
+}
+
+std::optional<CallMismatch> CallCounters::publish(const CallSignature& mine) {
+  write_signature(ring(pages_.at(process_)), mine);
+  publish(mine.call);
+  // Dekker: this process's entry is stored before it reads the others', and every other process's before it reads
+  // this one's, so of two processes making this call at once one at least sees the other's entry.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  std::optional<CallMismatch> found;
+  for (int p = 0; p < processes() && !found; ++p) {
+    if (p == process_) continue;
+    CallSignature theirs;
+    if (read_signature(ring(pages_.at(p)), mine.call, &theirs) == SignatureRead::whole && !theirs.same_call(mine))
+      found = CallMismatch{p, theirs};
+  }
+  return found;
 }
 
 std::uint64_t CallCounters::of(int process) const {

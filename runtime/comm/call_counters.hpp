@@ -1,10 +1,12 @@
-// CallCounters: how many calls each process of a multi-process communicator has made, in one page of shared host
-// memory per process (a memfd each process makes, writes alone and passes to the others over the FdChannel, which
-// map it read-only): a call costs one store. StallWatch reads them to find a process that stopped calling: it has
-// made fewer calls than this one (so this one's latest call waits for it) and none for the stall limit since it fell
-// behind. The same page
-// says when its process's communicator failed or was aborted, and why (published once), so that the others, whose
-// calls would wait for it, fail too within the monitor's period instead of hanging.
+// CallCounters: how many calls each process of a multi-process communicator has made, in shared host memory per
+// process (a memfd each process makes, writes alone and passes to the others over the FdChannel, which map it
+// read-only): a call costs one store. StallWatch reads them to find a process that stopped calling: it has made fewer
+// calls than this one (so this one's latest call waits for it) and none for the stall limit since it fell behind. The
+// same memory says when its process's communicator failed or was aborted, and why (published once), so that the
+// others, whose calls would wait for it, fail too within the monitor's period instead of hanging. After that page, a
+// ring of the process's last call signatures (signature_ring.hpp): publishing a call's signature compares it with the
+// same call's signature of every other process that has already published it (Dekker's pattern: of two processes
+// making call k at once, at least one sees the other's), so mismatched calls are caught without anyone waiting.
 #pragma once
 
 #include <chrono>
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "core/status.hpp"
+#include "runtime/comm/call_signature.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 #include "runtime/transport/ipc/shared_memfds.hpp"
 
@@ -27,6 +30,12 @@ enum class ProcessFailure : std::uint32_t {
   none = 0,
   failed = 1,   // an error (a lost peer, a stall, a call refused in this process alone): the others must fail too
   aborted = 2,  // its user aborted it (Communicator::abort, ncclCommAbort): it makes no more calls
+};
+
+// Another process's signature of a call that differs from this process's.
+struct CallMismatch {
+  int process = -1;
+  CallSignature theirs;
 };
 
 // Another process's published failure.
@@ -45,6 +54,11 @@ class CallCounters {
   CallCounters& operator=(const CallCounters&) = delete;
 
   void publish(std::uint64_t calls);   // this process's count
+  // This process's call `mine.call`: its signature written to its ring, its count published, then (after a seq_cst
+  // fence) the same call's signature of every other process that has already written it compared with it. The first
+  // other process whose signature differs, if any. An entry another process overwrote (it is K calls ahead) or
+  // overwrites while it is read is not compared. Allocates nothing.
+  std::optional<CallMismatch> publish(const CallSignature& mine);
   std::uint64_t of(int process) const;  // any process's (this one's included)
   // Says in this process's page that its communicator failed (or was aborted) and why; only the first call counts.
   void publish_failure(ProcessFailure kind, std::string_view why);

@@ -26,7 +26,7 @@ struct CommunicatorConfig {
   HybridShape hybrid;
   std::optional<double> watchdog_seconds;  // unset: no watchdog
   bool check_pointers = true;              // CANOPY_CHECK_POINTERS
-  bool check_calls = false;                // CANOPY_CHECK_CALLS (multi-process communicators)
+  CallCheck check_calls = CallCheck::host;  // CANOPY_CHECK_CALLS (multi-process communicators)
   bool stage_only_shared = false;          // CANOPY_STAGE_ONLY_SHARED (multi-process communicators)
   bool own_buffers = true;                 // CANOPY_OWN_BUFFERS (multi-process communicators)
   bool peer_buffers = true;                // CANOPY_PEER_BUFFERS (two processes on two GPUs)

@@ -234,7 +234,13 @@ Status Communicator::run(const CollectiveCall& given) {
   st.profile.mark(CallProfile::entry);
   Status s;
   if (st.hosts) {  // several hosts: the phases (avg included)
-    s = st.hosts->run(given);
+    // CANOPY_CHECK_CALLS=1 compares the call across every host through the world's bootstrap (the shared pages of
+    // the default check cover each host's processes only: its inside communicator's, on the phases' calls).
+    if (st.config.check_calls == CallCheck::round_trip) {
+      ++st.calls;
+      s = st.agree_on_call(st.signature_of(given));
+    }
+    if (s.ok()) s = st.hosts->run(given);
     if (!s.ok() && s.code() == StatusCode::remote_error) st.fail(s.message());
   } else if (runs_as_sum(given)) {
     const CollectiveCall sum = kernels_call(given);

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -107,7 +108,10 @@ struct Communicator::State {
   // set, every call runs its phases (HostsRuntime::run) and the parts above for kernels stay empty. `group` is then
   // the world's bootstrap group (no descriptor channel: memory is shared inside each host only).
   std::unique_ptr<HostsRuntime> hosts;
-  std::uint64_t calls = 0;               // calls made (the call number CANOPY_CHECK_CALLS compares)
+  std::uint64_t calls = 0;               // calls made (the call number the signatures carry: CANOPY_CHECK_CALLS)
+  // Each algorithm program's identity (program_identity) by its canonical copy (CollectiveCache::canonical), hashed
+  // once: the signature of a program's call carries it.
+  std::unordered_map<const algo::Program*, std::uint64_t> program_identities;
   CallProfile profile;                   // CANOPY_PROFILE_CALLS=1: the host's time per call, by phase
   // A multi-process call made whole (every rank's entry; run_in_processes), kept to spare an allocation per call;
   // `mine` marks this process's ranks (set at join).
@@ -220,8 +224,16 @@ struct Communicator::State {
   Status allreduce_through_host(const CollectiveCall& head, std::uint64_t staged);
   // Every process agrees on the kernels `loaded` just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);
-  // CANOPY_CHECK_CALLS: every process made the same call (its signature), else the error shows both and their ranks.
-  Status agree_on_call(const CollectiveCall& call);
+  // The signature of this process's call number `calls` (CallSignature; a program's identity from
+  // program_identities).
+  CallSignature signature_of(const CollectiveCall& call);
+  // CANOPY_CHECK_CALLS=1: every process made the same call (`mine`), through the bootstrap root, else the error shows
+  // process 0's and the first other's, and their ranks, in every process.
+  Status agree_on_call(const CallSignature& mine);
+  // The shared pages found another process's call different from this one's (`mine`): the communicator fails with
+  // the message naming both (the others' calls fail with it too, through the page's failure word), and so does this
+  // call.
+  Status mismatched_call(const CallSignature& mine, const CallMismatch& found);
   // Launches `p` for `call` on every GPU, then hands it to the watchdog. `staged`: elements the host path moves.
   Status launch_kernels(PreparedCollective& p, const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
                         std::uint64_t staged);

@@ -14,10 +14,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "codegen/direct_source.hpp"
 #include "core/error.hpp"
 #include "dsl/algorithm.hpp"
+#include "runtime/comm/call_signature.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
 #include "runtime/comm/staged_sides.hpp"
@@ -72,23 +74,35 @@ Status Communicator::State::agree_on_kernels(const std::vector<std::string>& key
   return Status();
 }
 
-Status Communicator::State::agree_on_call(const CollectiveCall& call) {
-  const std::string mine =
-      fmt::format("call {}: {} count {} {}{}{}", calls, call_name(call), call.count, to_string(call.dtype),
-                  reduces(call.collective) ? " " + to_string(call.op) : "",
-                  has_root(call.collective) ? fmt::format(" root {}", call.root) : "");
+CallSignature Communicator::State::signature_of(const CollectiveCall& call) {
+  if (!call.program) return call_signature(call, calls, 0);
+  if (!cache) return call_signature(call, calls, program_identity(*call.program));  // across hosts: no kernels here
+  // By its canonical copy, which lives as long as the cache (a caller's object may be another program later).
+  CollectiveSpec spec;
+  spec.program = std::shared_ptr<const algo::Program>(std::shared_ptr<const algo::Program>(), call.program);
+  const algo::Program* canonical = cache->canonical(spec).program.get();
+  auto it = program_identities.find(canonical);
+  if (it == program_identities.end()) it = program_identities.emplace(canonical, program_identity(*canonical)).first;
+  return call_signature(call, calls, it->second);
+}
+
+Status Communicator::State::agree_on_call(const CallSignature& mine) {
   std::vector<std::string> all;
-  if (Status s = group->bootstrap->allgather(mine, &all); !s.ok()) return s;
+  if (Status s = group->bootstrap->allgather(describe_call(mine), &all); !s.ok()) return s;
   for (std::size_t p = 0; p < all.size(); ++p)
     if (all[p] != all[0]) {
       const auto who = [&](std::size_t q) { return describe_process(group->facts[q], static_cast<int>(q), false); };
-      return Status(StatusCode::invalid_argument,
-                    fmt::format("the processes made different calls (CANOPY_CHECK_CALLS): {} made \"{}\" but {} made "
-                                "\"{}\": every rank must make the same collective calls, with the same count, type, "
-                                "operator and root, in the same order",
-                                who(0), all[0], who(p), all[p]));
+      return Status(StatusCode::invalid_argument, mismatched_calls_message(who(0), all[0], who(p), all[p]));
     }
   return Status();
+}
+
+Status Communicator::State::mismatched_call(const CallSignature& mine, const CallMismatch& found) {
+  const std::string why = mismatched_calls_message(group->process, mine, found.process, found.theirs, [&](int q) {
+    return describe_process(group->facts[q], q, false);
+  });
+  fail(why);  // published in this process's page: the others' calls, which would wait for this one's, fail too
+  return Status(StatusCode::invalid_argument, why);
 }
 
 Status Communicator::State::fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes,
@@ -204,9 +218,20 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   const std::span<const cudaStream_t> streams = call.streams;
   profile.mark(CallProfile::check);
   ++calls;
-  if (counters) counters->publish(calls);
-  if (config.check_calls)
-    if (Status s = agree_on_call(call); !s.ok()) return s;
+  // The call's signature through the shared pages (no waiting: the second process to make a mismatched call finds
+  // it, and fails the communicator), and under CANOPY_CHECK_CALLS=1 through the bootstrap root too: every process
+  // then finds it there and fails the call alone, so a mismatch the pages found waits for the round trip (no process
+  // would wait there for one that had failed already). Captured calls are checked at capture; replays make no calls.
+  CallSignature signature;
+  std::optional<CallMismatch> mismatch;
+  if (config.check_calls != CallCheck::off) signature = signature_of(call);
+  if (counters && config.check_calls != CallCheck::off)
+    mismatch = counters->publish(signature);
+  else if (counters)
+    counters->publish(calls);
+  if (config.check_calls == CallCheck::round_trip)
+    if (Status s = agree_on_call(signature); !s.ok()) return s;
+  if (mismatch) return mismatched_call(signature, *mismatch);
   if (call.count == 0) return Status();
   if (n == 1 && !call.program) return local_copy(given);
   // A large broadcast or reduce (and, where their size is given, allreduce) between two processes on the copy engines

@@ -136,9 +136,16 @@ std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices, 
   return std::int64_t{collective == Collective::broadcast ? 1 : 2} << 20;
 }
 
-bool check_calls_from_environment() {
-  return env_switch("CANOPY_CHECK_CALLS", false, "trust every process to make the same calls, the default",
-                    "compare every call's signature across the processes first");
+CallCheck check_calls_from_environment() {
+  const char* v = std::getenv("CANOPY_CHECK_CALLS");
+  if (!v || !*v) return CallCheck::host;
+  const std::string_view text(v);
+  if (text == "0") return CallCheck::off;
+  if (text == "1") return CallCheck::round_trip;
+  throw Error(fmt::format("CANOPY_CHECK_CALLS='{}': use 0 (compare no calls), 1 (compare every call through the "
+                          "bootstrap root too, a round trip per call, covering other hosts) or leave it unset (compare "
+                          "them through the shared pages of each host's processes, the default)",
+                          text));
 }
 
 bool stage_only_shared_from_environment() {

@@ -13,6 +13,8 @@
 //                        two-shot (0: never)
 //   CANOPY_PLAN_FILE     a plan JSON (canopy plan --json) used instead of planning, for its collective
 //   CANOPY_CHECK_POINTERS, CANOPY_LAUNCH_THREADS, CANOPY_LAUNCH_SPIN_US   per-call host work (below)
+//   CANOPY_CHECK_CALLS   how a multi-process communicator compares its processes' calls (below; default: through
+//                        the shared pages of each host)
 //   CANOPY_HYBRID_BYTES, CANOPY_HYBRID_SHARE   broadcasts and reduces staging a share through host memory (below)
 //   CANOPY_WATCHDOG_S    seconds before a collective that has not finished is reported (off when unset or 0)
 //   CANOPY_BOOTSTRAP_ADDR, CANOPY_SOCKET_IFNAME   where a multi-process group's bootstrap root listens
@@ -144,11 +146,18 @@ std::int64_t direct_inbox_two_shot_default_bytes(Collective collective, int rank
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
 // bounds), as NCCL does unless NCCL_CHECK_POINTERS=1; null, alignment and overlap checks stay.
 bool check_pointers_from_environment();
-// CANOPY_CHECK_CALLS (default 0): 1 makes a multi-process communicator compare every call's signature (collective,
-// count, dtype, op, root, call number) across its processes before launching, so ranks that call differently all
-// fail that call naming both signatures, instead of hanging or mixing data. It costs a round trip through the
-// bootstrap root per call.
-bool check_calls_from_environment();
+// How a multi-process communicator checks that its processes make the same calls (CANOPY_CHECK_CALLS): each call's
+// signature (call number, collective, count, dtype, op, root; a program's identity) compared across the processes,
+// so ranks that call differently fail naming both signatures instead of hanging or mixing data.
+enum class CallCheck {
+  off,         // 0: not compared
+  host,        // unset (the default): through the shared pages of the processes of each host (comm/call_counters.hpp):
+               // no waiting; the second process to make a mismatched call fails it and the communicator, the others
+               // fail within the peer monitor's period
+  round_trip,  // 1: the shared pages, and an allgather through the bootstrap root before launching (a round trip per
+               // call), which covers every process, those of other hosts too: every process fails that call alone
+};
+CallCheck check_calls_from_environment();
 // CANOPY_STAGE_ONLY_SHARED (default off): a multi-process call of the direct protocol stages only the buffers other
 // ranks read or write (comm/staged_sides.hpp); off, it stages every buffer.
 bool stage_only_shared_from_environment();

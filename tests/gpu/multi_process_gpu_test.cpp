@@ -190,6 +190,23 @@ TEST(MultiProcessFailureOnGpu, AMismatchedCountFailsTheCallOnEveryProcess) {
                                              "process 2 (rank 2) made \"call 1: allreduce count 1029 f32 sum\""));
 }
 
+// The same with no variable set (CANOPY_CHECK_CALLS removed from the environment): the shared pages find the
+// mismatch in the second process to make call 1, which fails its call and its communicator; every other process's
+// pending call then fails through the page's failure word (its kernel gives up, async_error says why), with the
+// message naming both signatures and the two processes that made them, the lower first. Which pair is named depends
+// on who came second: process 2 against process 0 or 1.
+TEST(MultiProcessFailureOnGpu, AMismatchedCountFailsEveryProcessWithoutAVariable) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r = failure_job("env -u CANOPY_CHECK_CALLS", "--loop 5 --off-by-one 2 --counts 1028");
+  std::cout << r.output;
+  EXPECT_NE(r.status, 0);
+  for (int p = 0; p < 3; ++p)
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("process {}: call 0 failed at", p)));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("process [01] \\(rank [01]\\) made \"call 1: allreduce count 1028 f32 "
+                                                 "sum\" but process 2 \\(rank 2\\) made \"call 1: allreduce count "
+                                                 "1029 f32 sum\""));
+}
+
 // The host path across processes: from 1 MiB (CANOPY_HYBRID_BYTES), a share of each broadcast, reduce and allreduce
 // crosses the processes' host rings (ProcessHostRing) beside the kernels' head; 2 and 3 processes and 2 x 2, in and
 // out of place, every output element checked, and the debug log shows the staged elements of each collective. A

@@ -195,7 +195,7 @@ TEST(CommunicatorConfig, MultiProcessSwitchesHaveTheirDefaults) {
   EXPECT_FALSE(c.stage_only_shared);
   EXPECT_TRUE(c.own_buffers);
   EXPECT_TRUE(c.peer_buffers);
-  EXPECT_FALSE(c.check_calls);
+  EXPECT_EQ(c.check_calls, CallCheck::host);
   {
     ScopedEnv own("CANOPY_OWN_BUFFERS", "0"), shared("CANOPY_STAGE_ONLY_SHARED", "1"), peer("CANOPY_PEER_BUFFERS", "0");
     c = resolve_config({}, 2);
@@ -209,6 +209,31 @@ TEST(CommunicatorConfig, MultiProcessSwitchesHaveTheirDefaults) {
   }
   ScopedEnv bad("CANOPY_OWN_BUFFERS", "yes please");
   EXPECT_THAT(error_of({}), HasSubstr("CANOPY_OWN_BUFFERS"));
+}
+
+// CANOPY_CHECK_CALLS: unset, calls are compared through each host's shared pages; 0 not at all; 1 through the
+// bootstrap root as well; anything else names the variable and its three settings.
+TEST(CommunicatorConfig, CallsAreComparedThroughTheSharedPagesUnlessTheVariableSaysOtherwise) {
+  CleanEnvironment clean;
+  EXPECT_EQ(resolve_config({}, 2).check_calls, CallCheck::host);
+  {
+    ScopedEnv empty("CANOPY_CHECK_CALLS", "");
+    EXPECT_EQ(resolve_config({}, 2).check_calls, CallCheck::host);
+  }
+  {
+    ScopedEnv off("CANOPY_CHECK_CALLS", "0");
+    EXPECT_EQ(resolve_config({}, 2).check_calls, CallCheck::off);
+  }
+  {
+    ScopedEnv round_trip("CANOPY_CHECK_CALLS", "1");
+    EXPECT_EQ(resolve_config({}, 2).check_calls, CallCheck::round_trip);
+  }
+  for (const char* bad : {"2", "yes", "01", " 1"}) {
+    ScopedEnv v("CANOPY_CHECK_CALLS", bad);
+    const std::string e = error_of({});
+    EXPECT_THAT(e, HasSubstr(std::string("CANOPY_CHECK_CALLS='") + bad + "': use 0 (compare no calls), 1")) << bad;
+    EXPECT_THAT(e, HasSubstr("or leave it unset")) << bad;
+  }
 }
 
 // The direct inbox kernels' pieces: unset (the defaults of set_up_protocols) unless given; a size, or an error that
