@@ -1,6 +1,7 @@
 // libFuzzer target for the bootstrap's wire format (runtime/transport/bootstrap/frame.hpp, unique_id.hpp): the
 // bytes a root or rank reads from the network. Any input must be accepted or refused with a Status, never crash,
-// hang or trip a sanitizer; an accepted frame must re-encode to exactly the bytes it came from.
+// hang or trip a sanitizer; an accepted frame (an AUTH too) must re-encode to exactly the bytes it came from. The
+// root's server itself, over sockets, is bootstrap_root_fuzz's.
 #include <algorithm>
 #include <cstdint>
 #include <string_view>
@@ -39,9 +40,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       case MessageType::allgather: check_body<Allgather>(frame.body, bytes); break;
       case MessageType::allgather_result: check_body<AllgatherResult>(frame.body, bytes); break;
       case MessageType::error: check_body<ErrorMessage>(frame.body, bytes); break;
+      case MessageType::auth: break;  // below
     }
   }
   check_every_body(bytes, "");  // bodies straight from the input, too
+
+  Auth auth;  // a connection's first message, as the root reads it
+  const bool header_ok = check_auth_header(bytes.substr(0, std::min(bytes.size(), kFrameHeaderBytes))).ok();
+  if (decode_auth_frame(bytes, &auth).ok() && (!header_ok || encode_frame(auth) != bytes)) __builtin_trap();
+  if (header_ok && is_other_protocol_version(bytes)) __builtin_trap();
 
   UniqueId id;
   if (parse_unique_id(bytes, &id).ok() && !parse_unique_id(to_string(id), &id).ok()) __builtin_trap();

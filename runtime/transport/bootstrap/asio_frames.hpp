@@ -27,7 +27,9 @@ struct FrameRead {
   Frame frame;
 };
 
-// Reads a header, then its body (at most `max_body` bytes), and calls `done` once with the frame or what went wrong.
+// Reads a header, then its body (at most `max_body` bytes, allocated as the header names), and calls `done` once with
+// the frame or what went wrong. The root calls it only on connections that have authenticated: a connection's first
+// message, the AUTH, it reads into a fixed buffer (root_admission.cpp).
 void async_read_frame(tcp::socket& socket, std::uint32_t max_body, std::function<void(FrameRead)> done);
 
 }  // namespace canopy

@@ -1,4 +1,5 @@
-// A rank's side of the bootstrap: HELLO and WELCOME, then allgather rounds (see bootstrap.hpp).
+// A rank's side of the bootstrap: AUTH (the secret, in the fixed-size first message the root reads before anything
+// else) and HELLO, WELCOME, then allgather rounds (see bootstrap.hpp).
 #include "runtime/transport/bootstrap/bootstrap.hpp"
 
 #include <fmt/format.h>
@@ -80,15 +81,20 @@ Status Bootstrap::join(const UniqueId& id, int nranks, int rank, std::string pay
   const Deadline connect_by = std::chrono::steady_clock::now() + settings.timeout;
   auto impl = std::make_unique<Impl>(contents, std::move(settings), nranks, rank);
   if (Status s = impl->channel.connect(connect_by); !s.ok()) return s;
-  const Hello hello{contents.secret, impl->settings.version, static_cast<std::uint32_t>(nranks),
-                    static_cast<std::uint32_t>(rank), payload};
-  if (Status s = impl->channel.send(encode_frame(hello), connect_by + kAnswerGrace); !s.ok()) return s;
-  Welcome welcome;
-  if (Status s = impl->receive(MessageType::welcome, &welcome, "its WELCOME",
-                               " (the root drops a HELLO whose secret is wrong: is this unique id the one this job's "
-                               "root made, and is that root still running?)");
+  const Hello hello{impl->settings.version, static_cast<std::uint32_t>(nranks), static_cast<std::uint32_t>(rank),
+                    payload};
+  // The root drops, saying nothing, a connection whose AUTH carries another secret (and a root older than protocol
+  // version 2 one that speaks it).
+  const std::string if_dropped =
+      " (the root drops a connection whose secret is wrong, and a root of an older Canopy one of this protocol "
+      "version: is this unique id the one this job's root made, is that root still running, and does it run this "
+      "Canopy?)";
+  if (Status s = impl->channel.send(encode_frame(Auth{contents.secret}) + encode_frame(hello),
+                                    connect_by + kAnswerGrace, if_dropped);
       !s.ok())
     return s;
+  Welcome welcome;
+  if (Status s = impl->receive(MessageType::welcome, &welcome, "its WELCOME", if_dropped); !s.ok()) return s;
   if (Status s = impl->check_payloads(welcome.payloads, payload, "WELCOME"); !s.ok()) return s;
   impl->payloads = std::move(welcome.payloads);
   impl->settings.logger.info(LogSubsys::init, fmt::format("bootstrap: rank {} of {} joined through the root at {}",

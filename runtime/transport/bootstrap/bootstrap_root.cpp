@@ -1,115 +1,53 @@
-// The bootstrap root's server: accepting, the first-message checks, the group's events and the ERROR broadcast
-// (see bootstrap_root.hpp; the rules themselves are RootGroup's).
+// The bootstrap root's group: the HELLOs of authenticated connections, WELCOME, allgather rounds, the ERROR broadcast
+// and the end (see bootstrap_root.hpp; the rules themselves are RootGroup's, admission is root_admission.cpp).
 #include "runtime/transport/bootstrap/bootstrap_root.hpp"
 
 #include <fmt/format.h>
-#include <openssl/crypto.h>
 
-#include <condition_variable>
-#include <deque>
-#include <map>
-#include <mutex>
-#include <set>
-
-#include "runtime/transport/bootstrap/asio_frames.hpp"
-#include "runtime/transport/bootstrap/root_group.hpp"
+#include "runtime/transport/bootstrap/root_server.hpp"
 
 namespace canopy {
 
-namespace {
-struct Connection {
-  Connection(tcp::socket s, int connection_id) : socket(std::move(s)), id(connection_id) {
-    boost::system::error_code ec;
-    const tcp::endpoint remote = socket.remote_endpoint(ec);
-    peer = ec ? "an unknown peer" : to_string(from_endpoint(remote));
-  }
-  tcp::socket socket;
-  int id;
-  std::string peer;
-  int rank = -1;  // the rank its HELLO (with the secret) claimed: it is told why the group failed
-  std::deque<std::string> outbox;
-  bool close_when_sent = false;
-};
-using ConnectionPtr = std::shared_ptr<Connection>;
-
-// What a timer waits for: every rank's HELLO, or every rank's part of an allgather round.
-enum class Awaited { hellos, round_parts };
-}  // namespace
-
-struct BootstrapRoot::Server {
-  Server(const BootstrapSecret& s, const BootstrapSettings& settings)
-      : secret(s), logger(settings.logger), timeout(settings.timeout), group(seconds_text(settings.timeout)) {}
-
-  void accept();
-  void on_first_frame(const ConnectionPtr& conn, FrameRead read);
-  void on_hello(const ConnectionPtr& conn, const Hello& hello);
-  void read_next(const ConnectionPtr& conn);
-  void on_frame(const ConnectionPtr& conn, FrameRead read);
-  void on_allgather(const ConnectionPtr& conn, const Frame& frame);
-  void tell_failure(const ConnectionPtr& conn);
-  bool everyone_told() const { return static_cast<int>(told.size()) >= group.nranks(); }
-  void send(const ConnectionPtr& conn, std::string frame);
-  void write_front(const ConnectionPtr& conn);
-  void close(const ConnectionPtr& conn);
-  void fail(const std::string& why);
-  void finish();
-  // When `timer` fires before what it awaits came, the group fails (or, once failed, the root ends).
-  void arm(asio::steady_timer& timer, Awaited awaited);
-  void warn_dropped(const ConnectionPtr& conn, const std::string& why);
-  std::string who(const ConnectionPtr& conn) const {
-    return fmt::format("rank {} (at {})", group.rank_of(conn->id).value_or(-1), conn->peer);
-  }
-
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
-  asio::steady_timer join_timer{io}, round_timer{io};
-  BootstrapSecret secret;
-  Logger logger;
-  std::chrono::milliseconds timeout;
-  std::string name;  // "bootstrap root 10.0.0.1:4711", the start of every log line
-  RootGroup group;
-  std::map<int, ConnectionPtr> connections;
-  int next_id = 0;
-  std::string failure;   // why the group failed; then the root tells every rank that says HELLO, for `timeout`
-  std::set<int> told;    // the ranks it told
-  bool stopped = false;  // finished: events that still arrive are ignored
-
-  std::mutex mutex;  // guards `finished`, which the registry's thread reads
-  std::condition_variable finished_changed;
-  bool finished = false;
-};
-
-void BootstrapRoot::Server::accept() {
-  acceptor.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
-    if (stopped || ec == asio::error::operation_aborted) return;
-    if (ec) {
-      logger.warn(LogSubsys::init, fmt::format("{}: accept failed: {}", name, ec.message()));
-    } else {
-      auto conn = std::make_shared<Connection>(std::move(socket), next_id++);
-      connections[conn->id] = conn;
-      async_read_frame(conn->socket, kMaxHelloBody, [this, conn](FrameRead r) { on_first_frame(conn, std::move(r)); });
-    }
-    accept();
-  });
-}
+BootstrapRoot::Server::Server(const BootstrapSecret& s, const BootstrapSettings& settings)
+    : secret(s),
+      logger(settings.logger),
+      timeout(settings.timeout),
+      auth_timeout(settings.auth_timeout),
+      group(seconds_text(settings.timeout)),
+      dropped_warnings(io, settings.logger, kWarningsPerInterval, kWarningInterval,
+                       [this](int count, const std::string& last) {
+                         return fmt::format("{}: dropped {} more connections in the last {} (at most {} are logged "
+                                            "one by one an interval); the last: {}",
+                                            name, count, seconds_text(kWarningInterval), kWarningsPerInterval, last);
+                       }),
+      accept_warnings(io, settings.logger, kWarningsPerInterval, kWarningInterval,
+                      [this](int count, const std::string& last) {
+                        return fmt::format("{}: accept failed {} more times in the last {}; the last: {}", name,
+                                           count, seconds_text(kWarningInterval), last);
+                      }) {}
 
 void BootstrapRoot::Server::warn_dropped(const ConnectionPtr& conn, const std::string& why) {
   logger.warn(LogSubsys::init, fmt::format("{}: dropped a connection from {}: {}", name, conn->peer, why));
   close(conn);
 }
 
-void BootstrapRoot::Server::on_first_frame(const ConnectionPtr& conn, FrameRead read) {
+void BootstrapRoot::Server::read_hello(const ConnectionPtr& conn) {
+  async_read_frame(conn->socket, kMaxHelloBody, [this, conn](FrameRead r) { on_hello_frame(conn, std::move(r)); });
+}
+
+// The first frame after the AUTH: the peer holds the secret, so what goes wrong is always logged.
+void BootstrapRoot::Server::on_hello_frame(const ConnectionPtr& conn, FrameRead read) {
   if (stopped || read.io_error == asio::error::operation_aborted) return;
   if (read.io_error)
-    return warn_dropped(conn, fmt::format("it closed before sending a HELLO ({})", read.io_error.message()));
+    return warn_dropped(conn, fmt::format("it authenticated, then closed before sending a HELLO ({})",
+                                          read.io_error.message()));
   if (!read.malformed.ok())
-    return warn_dropped(conn, "its first message is not a HELLO: " + read.malformed.message());
+    return warn_dropped(conn, "its message after the AUTH is not a HELLO: " + read.malformed.message());
   if (read.frame.type != MessageType::hello)
-    return warn_dropped(conn, fmt::format("its first message is a {}, not a HELLO", to_string(read.frame.type)));
+    return warn_dropped(conn, fmt::format("its message after the AUTH is a {}, not a HELLO",
+                                          to_string(read.frame.type)));
   Hello hello;
   if (Status s = decode_body(read.frame.body, &hello); !s.ok()) return warn_dropped(conn, s.message());
-  if (CRYPTO_memcmp(hello.secret.data(), secret.data(), secret.size()) != 0)
-    return warn_dropped(conn, "its HELLO carries the wrong secret (a unique id from another job, or a stale one)");
   on_hello(conn, hello);
 }
 
@@ -131,6 +69,7 @@ void BootstrapRoot::Server::on_hello(const ConnectionPtr& conn, const Hello& hel
   if (first) arm(join_timer, Awaited::hellos);  // the others have `timeout` from the first rank's HELLO
   if (group.formed()) {
     join_timer.cancel();
+    stop_listening("the group has formed");  // before WELCOME: a rank that has it finds the listener closed
     const std::string welcome = encode_frame(group.welcome());
     for (const auto& [id, c] : connections)
       if (group.rank_of(id)) send(c, welcome);
@@ -199,9 +138,11 @@ void BootstrapRoot::Server::write_front(const ConnectionPtr& conn) {
 
 void BootstrapRoot::Server::close(const ConnectionPtr& conn) {
   boost::system::error_code ignored;
+  conn->auth_deadline.cancel();
   conn->socket.shutdown(tcp::socket::shutdown_both, ignored);
   conn->socket.close(ignored);
   connections.erase(conn->id);
+  unauthenticated.erase(conn->id);
 }
 
 void BootstrapRoot::Server::fail(const std::string& why) {
@@ -223,9 +164,8 @@ void BootstrapRoot::Server::tell_failure(const ConnectionPtr& conn) {
 
 void BootstrapRoot::Server::finish() {
   if (stopped) return;
+  stop_listening("the root ends");
   stopped = true;
-  boost::system::error_code ignored;
-  acceptor.close(ignored);
   join_timer.cancel();
   round_timer.cancel();
   for (const auto& conn : std::map(connections))

@@ -17,6 +17,7 @@ std::string to_string(MessageType type) {
     case MessageType::allgather: return "ALLGATHER";
     case MessageType::allgather_result: return "ALLGATHER_RESULT";
     case MessageType::error: return "ERROR";
+    case MessageType::auth: return "AUTH";
   }
   return fmt::format("type {}", static_cast<unsigned>(type));
 }
@@ -80,7 +81,7 @@ Status decode_frame_header(std::string_view bytes, std::uint32_t max_body, Frame
     return malformed("frame", fmt::format("protocol version {}, but this Canopy speaks version {}: run one Canopy "
                                           "version in every process",
                                           version, kProtocolVersion));
-  if (type < 1 || type > 5) return malformed("frame", fmt::format("unknown message type {}", type));
+  if (type < 1 || type > 6) return malformed("frame", fmt::format("unknown message type {}", type));
   if (length > max_body)
     return malformed(static_cast<MessageType>(type),
                      fmt::format("a body of {} bytes, over the limit of {}", length, max_body));
@@ -109,9 +110,39 @@ std::string encode_frame(MessageType type, std::string_view body) {
   return std::move(w.bytes());
 }
 
+Status check_auth_header(std::string_view header) {
+  FrameHeader h;
+  if (Status s = decode_frame_header(header, UINT32_MAX, &h); !s.ok()) return s;
+  if (h.type != MessageType::auth)
+    return malformed("frame", fmt::format("a {} where a connection's first message must be an AUTH (the secret)",
+                                          to_string(h.type)));
+  if (h.body_bytes != kAuthBodyBytes)
+    return malformed(MessageType::auth, fmt::format("a body of {} bytes, but an AUTH's is {}", h.body_bytes,
+                                                    kAuthBodyBytes));
+  return {};
+}
+
+bool is_other_protocol_version(std::string_view header) {
+  WireReader r(header);
+  std::uint32_t magic = 0;
+  std::uint16_t version = 0;
+  return r.u32(&magic) && r.u16(&version) && magic == kFrameMagic && version != kProtocolVersion;
+}
+
+Status decode_auth_frame(std::string_view frame, Auth* out) {
+  if (frame.size() != kAuthFrameBytes)
+    return malformed(MessageType::auth, fmt::format("{} bytes, but an AUTH is {}", frame.size(), kAuthFrameBytes));
+  if (Status s = check_auth_header(frame.substr(0, kFrameHeaderBytes)); !s.ok()) return s;
+  std::memcpy(out->secret.data(), frame.data() + kFrameHeaderBytes, kAuthBodyBytes);
+  return {};
+}
+
+std::string encode_frame(const Auth& m) {
+  return encode_frame(MessageType::auth, {reinterpret_cast<const char*>(m.secret.data()), m.secret.size()});
+}
+
 std::string encode_frame(const Hello& m) {
   WireWriter w;
-  w.raw({reinterpret_cast<const char*>(m.secret.data()), m.secret.size()});
   w.text(m.version);
   w.u32(m.nranks);
   w.u32(m.rank);
@@ -160,10 +191,6 @@ Status decode_whole(std::string_view body, MessageType type, Message* out, ReadF
 Status decode_body(std::string_view body, Hello* out) {
   constexpr MessageType t = MessageType::hello;
   return decode_whole(body, t, out, [&](WireReader& r, Hello& m) {
-    std::string secret;
-    if (!r.raw(m.secret.size(), &secret))
-      return malformed(t, fmt::format("{} bytes, too short for the {}-byte secret", body.size(), m.secret.size()));
-    std::memcpy(m.secret.data(), secret.data(), m.secret.size());
     Status s = read_text(r, &m.version, kMaxVersionBytes, t, "version");
     if (s.ok()) s = read_u32(r, &m.nranks, t, "nranks");
     if (s.ok()) s = read_u32(r, &m.rank, t, "rank");

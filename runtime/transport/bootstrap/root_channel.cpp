@@ -46,7 +46,7 @@ Status RootChannel::connect(Deadline deadline) {
                             root_text_, timeout_text_, last.message()));
 }
 
-Status RootChannel::send(const std::string& frame, Deadline deadline) {
+Status RootChannel::send(const std::string& frame, Deadline deadline, const std::string& if_closed) {
   bool done = false;
   boost::system::error_code error;
   asio::async_write(socket_, asio::buffer(frame), [&](const boost::system::error_code& ec, std::size_t) {
@@ -56,6 +56,10 @@ Status RootChannel::send(const std::string& frame, Deadline deadline) {
     return Status(StatusCode::remote_error, fmt::format("could not send to the bootstrap root at {} within {} "
                                                         "(CANOPY_BOOTSTRAP_TIMEOUT_S)",
                                                         root_text_, timeout_text_));
+  if (error == asio::error::connection_reset || error == asio::error::broken_pipe)
+    return Status(StatusCode::remote_error, fmt::format("the bootstrap root at {} closed the connection while this "
+                                                        "rank sent to it{}",
+                                                        root_text_, if_closed));
   if (error)
     return Status(StatusCode::remote_error,
                   fmt::format("lost the connection to the bootstrap root at {}: {}", root_text_, error.message()));

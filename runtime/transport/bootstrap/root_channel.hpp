@@ -1,6 +1,8 @@
 // RootChannel: one rank's connection to its bootstrap root, in blocking calls that each end by a deadline (asio
 // operations run until they complete or the deadline passes, then are cancelled). Errors name the root's address
 // and, for deadlines, the timeout and its variable. Private to this folder; Bootstrap speaks the protocol over it.
+// receive takes a frame of up to kMaxFrameBody (64 MiB) from the root, allocating what its header names: the root is
+// the one the unique id names, reached after this rank sent it the secret, so a rank trusts it that far.
 #pragma once
 
 #include <chrono>
@@ -19,7 +21,8 @@ class RootChannel {
 
   // Connects, trying again while the root refuses or cannot be reached (it may not listen yet) until `deadline`.
   Status connect(Deadline deadline);
-  Status send(const std::string& frame, Deadline deadline);
+  // `if_closed` says what a connection the root closed (or reset) may mean.
+  Status send(const std::string& frame, Deadline deadline, const std::string& if_closed = "");
   // One frame; `waiting_for` ("its WELCOME") says in errors what was expected, `if_closed` what a closed
   // connection may mean.
   Status receive(Frame* out, Deadline deadline, const std::string& waiting_for, const std::string& if_closed = "");

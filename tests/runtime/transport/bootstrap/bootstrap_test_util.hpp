@@ -1,5 +1,6 @@
 // Helpers of the bootstrap tests: a log sink that keeps lines (safe from the root's thread, alive as long as any
-// logger holds it), ranks joined on threads of this process, and a raw socket that speaks to a root as no rank would.
+// logger holds it, and waited on), ranks joined on threads of this process, and a raw socket that speaks to a root as
+// no rank would.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,8 +9,11 @@
 
 #include <boost/asio.hpp>
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,20 +29,33 @@ namespace canopy::testing {
 
 class LogLines : public std::enable_shared_from_this<LogLines> {
  public:
-  // A logger at info level whose lines land here (it keeps this alive).
-  Logger logger() {
-    Logger logger(LogLevel::info, ~0u);
-    logger.set_sink([self = shared_from_this()](std::string_view line) {
-      std::lock_guard lock(self->mutex_);
-      self->lines_.emplace_back(line);
-    });
+  // A logger at `level` whose lines land here (it keeps this alive).
+  Logger logger(LogLevel level = LogLevel::info) {
+    Logger logger(level, ~0u);
+    logger.set_sink([self = shared_from_this()](std::string_view line) { self->add(line); });
     return logger;
+  }
+  void add(std::string_view line) {
+    std::lock_guard lock(mutex_);
+    lines_.emplace_back(line);
+    added_.notify_all();
   }
   int count(const std::string& needle) const {
     std::lock_guard lock(mutex_);
-    int n = 0;
-    for (const std::string& line : lines_) n += line.find(needle) != std::string::npos;
-    return n;
+    return count_locked(needle);
+  }
+  // Waits up to `wait` for `n` lines containing `needle`; true when they came.
+  bool wait_for(const std::string& needle, int n, std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    return added_.wait_for(lock, wait, [&] { return count_locked(needle) >= n; });
+  }
+  // The lines containing `needle`.
+  std::vector<std::string> matching(const std::string& needle) const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> found;
+    for (const std::string& line : lines_)
+      if (line.find(needle) != std::string::npos) found.push_back(line);
+    return found;
   }
   std::string all() const {
     std::lock_guard lock(mutex_);
@@ -48,7 +65,13 @@ class LogLines : public std::enable_shared_from_this<LogLines> {
   }
 
  private:
+  int count_locked(const std::string& needle) const {
+    int n = 0;
+    for (const std::string& line : lines_) n += line.find(needle) != std::string::npos;
+    return n;
+  }
   mutable std::mutex mutex_;
+  std::condition_variable added_;
   std::vector<std::string> lines_;
 };
 
@@ -113,6 +136,8 @@ class RawPeer {
     socket_.connect({boost::asio::ip::address_v4(bytes), c.root.port});
   }
   const BootstrapSecret& secret() const { return secret_; }
+  // The first message a rank sends: the AUTH with this id's secret.
+  std::string auth() const { return encode_frame(Auth{secret_}); }
   void send(const std::string& bytes) { boost::asio::write(socket_, boost::asio::buffer(bytes)); }
   // The next frame, or false when the root closed the connection.
   bool receive(Frame* out) {
@@ -138,17 +163,21 @@ class RawPeer {
 // Roots on loopback (CANOPY_BOOTSTRAP_ADDR), logging into log_.
 class BootstrapTest : public ::testing::Test {
  protected:
-  // Options whose waits last `timeout` and whose log lines land in log_.
-  BootstrapOptions options(std::chrono::milliseconds timeout) const {
+  // Options whose waits last `timeout` and whose log lines land in log_; the root's auth deadline `auth_timeout`
+  // (unset: CANOPY_BOOTSTRAP_AUTH_TIMEOUT_S, default 5 s).
+  BootstrapOptions options(std::chrono::milliseconds timeout,
+                           std::optional<std::chrono::milliseconds> auth_timeout = std::nullopt) const {
     BootstrapOptions o;
     o.timeout = timeout;
+    o.auth_timeout = auth_timeout;
     o.logger = logger_;
     return o;
   }
-  // make_unique_id with options(timeout).
-  UniqueId start_root(std::chrono::milliseconds timeout) const {
+  // make_unique_id with options(timeout, auth_timeout).
+  UniqueId start_root(std::chrono::milliseconds timeout,
+                      std::optional<std::chrono::milliseconds> auth_timeout = std::nullopt) const {
     UniqueId id;
-    const Status s = make_unique_id(&id, options(timeout));
+    const Status s = make_unique_id(&id, options(timeout, auth_timeout));
     EXPECT_TRUE(s.ok()) << s.to_string();
     return id;
   }

@@ -13,7 +13,6 @@ using ::testing::HasSubstr;
 
 Hello sample_hello() {
   Hello h;
-  for (int i = 0; i < 16; ++i) h.secret[i] = static_cast<unsigned char>(i * 7);
   h.version = "0.1.0";
   h.nranks = 4;
   h.rank = 2;
@@ -33,7 +32,6 @@ std::string body_of(const std::string& frame, MessageType type) {
 TEST(BootstrapFrame, EveryMessageRoundTrips) {
   Hello hello;
   ASSERT_TRUE(decode_body(body_of(encode_frame(sample_hello()), MessageType::hello), &hello).ok());
-  EXPECT_EQ(hello.secret, sample_hello().secret);
   EXPECT_EQ(hello.version, "0.1.0");
   EXPECT_EQ(hello.nranks, 4u);
   EXPECT_EQ(hello.rank, 2u);
@@ -58,6 +56,49 @@ TEST(BootstrapFrame, EveryMessageRoundTrips) {
   ErrorMessage error;
   ASSERT_TRUE(decode_body(body_of(encode_frame(ErrorMessage{"why"}), MessageType::error), &error).ok());
   EXPECT_EQ(error.text, "why");
+
+  Auth auth;
+  for (int i = 0; i < 16; ++i) auth.secret[i] = static_cast<unsigned char>(i * 7);
+  const std::string auth_frame = encode_frame(auth);
+  EXPECT_EQ(auth_frame.size(), kAuthFrameBytes);
+  EXPECT_EQ(body_of(auth_frame, MessageType::auth).size(), kAuthBodyBytes);
+  Auth decoded;
+  ASSERT_TRUE(decode_auth_frame(auth_frame, &decoded).ok());
+  EXPECT_EQ(decoded.secret, auth.secret);
+}
+
+// The root reads a connection's first kAuthFrameBytes and nothing more before it has checked the secret: every header
+// that is not an AUTH's exactly is refused from its 12 bytes, naming what is wrong.
+TEST(BootstrapFrame, OnlyAFixedSizeAuthOpensAConnection) {
+  const auto auth_error = [](const std::string& header) {
+    const Status s = check_auth_header(header);
+    EXPECT_FALSE(s.ok()) << header.size();
+    return s.message();
+  };
+  EXPECT_TRUE(check_auth_header(raw_frame(kFrameMagic, kProtocolVersion, 6, 16)).ok());
+  EXPECT_THAT(auth_error(raw_frame(kFrameMagic, kProtocolVersion, 6, 1u << 30)),
+              HasSubstr("AUTH: a body of 1073741824 bytes, but an AUTH's is 16"));
+  EXPECT_THAT(auth_error(raw_frame(kFrameMagic, kProtocolVersion, 6, 15)), HasSubstr("a body of 15 bytes"));
+  EXPECT_THAT(auth_error(raw_frame(kFrameMagic, kProtocolVersion, 1, kMaxHelloBody)),
+              HasSubstr("a HELLO where a connection's first message must be an AUTH (the secret)"));
+  EXPECT_THAT(auth_error(raw_frame(kFrameMagic, kProtocolVersion, 3, 4)), HasSubstr("a ALLGATHER where"));
+  EXPECT_THAT(auth_error(raw_frame(kFrameMagic, 1, 1, 60)),
+              HasSubstr("protocol version 1, but this Canopy speaks version 2: run one Canopy version"));
+  EXPECT_THAT(auth_error("GET / HTTP/1.1\r\n"), HasSubstr("not a Canopy bootstrap message"));
+  EXPECT_THAT(auth_error("cnpb"), HasSubstr("4 bytes, but a header is 12"));
+
+  EXPECT_TRUE(is_other_protocol_version(raw_frame(kFrameMagic, 1, 1, 60)));
+  EXPECT_TRUE(is_other_protocol_version(raw_frame(kFrameMagic, 3, 6, 16)));
+  EXPECT_FALSE(is_other_protocol_version(raw_frame(kFrameMagic, kProtocolVersion, 1, 60)));
+  EXPECT_FALSE(is_other_protocol_version(raw_frame(kFrameMagic + 1, 1, 1, 60)));
+  EXPECT_FALSE(is_other_protocol_version("cnp"));
+
+  Auth auth;
+  const std::string whole = encode_frame(Auth{});
+  EXPECT_THAT(decode_auth_frame(whole.substr(0, 27), &auth).message(), HasSubstr("27 bytes, but an AUTH is 28"));
+  EXPECT_THAT(decode_auth_frame(whole + "x", &auth).message(), HasSubstr("29 bytes, but an AUTH is 28"));
+  EXPECT_THAT(decode_auth_frame(raw_frame(kFrameMagic, kProtocolVersion, 1, 16, std::string(16, 's')), &auth).message(),
+              HasSubstr("a HELLO where"));
 }
 
 std::string header_error(const std::string& bytes, std::uint32_t max_body = kMaxFrameBody) {
@@ -70,15 +111,17 @@ std::string header_error(const std::string& bytes, std::uint32_t max_body = kMax
 TEST(BootstrapFrame, BadHeadersAreRefusedSayingWhy) {
   EXPECT_THAT(header_error("GET / HTTP/1.1\r\n"), HasSubstr("not a Canopy bootstrap message"));
   EXPECT_THAT(header_error(raw_frame(kFrameMagic, 9, 1, 0)), HasSubstr("protocol version 9, but this Canopy speaks "
-                                                                    "version 1"));
-  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 1, 0, 0)), HasSubstr("unknown message type 0"));
-  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 1, 6, 0)), HasSubstr("unknown message type 6"));
-  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 1, 1, kMaxFrameBody + 1)),
+                                                                    "version 2"));
+  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 1, 1, 0)), HasSubstr("protocol version 1, but this Canopy speaks "
+                                                                    "version 2"));
+  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 2, 0, 0)), HasSubstr("unknown message type 0"));
+  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 2, 7, 0)), HasSubstr("unknown message type 7"));
+  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 2, 1, kMaxFrameBody + 1)),
               HasSubstr("HELLO: a body of 67108865 bytes, over the limit of 67108864"));
-  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 1, 1, 2000), 1000), HasSubstr("over the limit of 1000"));
+  EXPECT_THAT(header_error(raw_frame(kFrameMagic, 2, 1, 2000), 1000), HasSubstr("over the limit of 1000"));
   EXPECT_THAT(header_error("cnpb"), HasSubstr("4 bytes, but a header is 12"));
   Frame f;
-  EXPECT_THAT(decode_frame(raw_frame(kFrameMagic, 1, 5, 10) + "abc", &f).message(),
+  EXPECT_THAT(decode_frame(raw_frame(kFrameMagic, 2, 5, 10) + "abc", &f).message(),
               HasSubstr("the header says 10 body bytes, but 3 follow"));
 }
 
@@ -92,13 +135,12 @@ std::string body_error(std::string_view body, auto* message) {
 TEST(BootstrapFrame, BadBodiesAreRefusedNamingTheField) {
   const std::string hello = body_of(encode_frame(sample_hello()), MessageType::hello);
   Hello h;
-  EXPECT_THAT(body_error(hello.substr(0, 10), &h), HasSubstr("too short for the 16-byte secret"));
-  EXPECT_THAT(body_error(hello.substr(0, 18), &h), HasSubstr("ends inside the version's length"));
-  EXPECT_THAT(body_error(hello.substr(0, 22), &h), HasSubstr("the version claims 5 bytes, but 2 follow"));
-  EXPECT_THAT(body_error(hello.substr(0, 27), &h), HasSubstr("ends inside the nranks"));
+  EXPECT_THAT(body_error(hello.substr(0, 2), &h), HasSubstr("ends inside the version's length"));
+  EXPECT_THAT(body_error(hello.substr(0, 6), &h), HasSubstr("the version claims 5 bytes, but 2 follow"));
+  EXPECT_THAT(body_error(hello.substr(0, 11), &h), HasSubstr("ends inside the nranks"));
+  EXPECT_THAT(body_error(hello.substr(0, 15), &h), HasSubstr("ends inside the rank"));
   EXPECT_THAT(body_error(hello + "x", &h), HasSubstr("1 bytes follow its last field"));
   WireWriter long_version;
-  long_version.raw(std::string(16, 's'));
   long_version.text(std::string(300, 'v'));
   EXPECT_THAT(body_error(long_version.bytes(), &h), HasSubstr("the version is 300 bytes, over the limit of 256"));
 
@@ -120,12 +162,14 @@ TEST(BootstrapFrame, BadBodiesAreRefusedNamingTheField) {
 
 // Every prefix of every message, and random bytes: refused or taken, never a crash (ASan builds check the bounds).
 TEST(BootstrapFrame, PrefixesAndRandomBytesNeverCrash) {
-  const std::string frames[] = {encode_frame(sample_hello()), encode_frame(Welcome{{"a", "bb"}}),
+  const std::string frames[] = {encode_frame(Auth{}), encode_frame(sample_hello()), encode_frame(Welcome{{"a", "bb"}}),
                                 encode_frame(Allgather{1, "p"}), encode_frame(AllgatherResult{1, {"p", "q"}}),
                                 encode_frame(ErrorMessage{"e"})};
   const auto decode_all = [](std::string_view bytes) {
     Frame f;
     (void)decode_frame(bytes, &f);
+    Auth auth;
+    (void)check_auth_header(bytes), (void)is_other_protocol_version(bytes), (void)decode_auth_frame(bytes, &auth);
     Hello h;
     Welcome w;
     Allgather a;

@@ -117,7 +117,7 @@ TEST_F(BootstrapTest, MissingRankTimesOutNamingIt) {
 TEST_F(BootstrapTest, RankLostBeforeTheGroupFormedFailsTheOthersNamingIt) {
   const UniqueId id = start_root(milliseconds(3000));
   RawPeer rank1(id);  // says HELLO, then its process ends
-  rank1.send(encode_frame(Hello{rank1.secret(), CANOPY_VERSION, 3, 1, ""}));
+  rank1.send(rank1.auth() + encode_frame(Hello{CANOPY_VERSION, 3, 1, ""}));
   rank1.close();
   const auto outcomes = run_ranks(id, {{3, 0}}, options(milliseconds(3000)));
   expect_all_failed(outcomes, {"the group failed: rank 1 (at 127.0.0.1:", "closed its connection before all 3 ranks "

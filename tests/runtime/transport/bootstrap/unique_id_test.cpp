@@ -117,6 +117,37 @@ TEST(BootstrapEnvironment, TimeoutIsReadAndCheckedNamingTheVariable) {
   }
 }
 
+TEST(BootstrapEnvironment, AuthTimeoutIsReadAndCheckedNamingTheVariable) {
+  {
+    ScopedEnv unset("CANOPY_BOOTSTRAP_AUTH_TIMEOUT_S", nullptr);
+    EXPECT_EQ(bootstrap_auth_timeout_from_environment(), std::chrono::seconds(5));
+    BootstrapOptions options;
+    options.timeout = std::chrono::seconds(1);
+    EXPECT_EQ(settle(options).auth_timeout, std::chrono::seconds(5));
+    options.auth_timeout = std::chrono::milliseconds(300);  // the option wins
+    EXPECT_EQ(settle(options).auth_timeout, std::chrono::milliseconds(300));
+  }
+  {
+    ScopedEnv half("CANOPY_BOOTSTRAP_AUTH_TIMEOUT_S", "0.5");
+    EXPECT_EQ(bootstrap_auth_timeout_from_environment(), std::chrono::milliseconds(500));
+  }
+  for (const char* bad : {"never", "0", "-2", "5s", "3601"}) {
+    ScopedEnv v("CANOPY_BOOTSTRAP_AUTH_TIMEOUT_S", bad);
+    try {
+      (void)bootstrap_auth_timeout_from_environment();
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("CANOPY_BOOTSTRAP_AUTH_TIMEOUT_S='" + std::string(bad) + "': expected the "
+                                      "seconds the bootstrap root gives a new connection to send the secret, 0.001 "
+                                      "to 3600"));
+    }
+    UniqueId id;
+    const Status s = make_unique_id(&id);
+    EXPECT_EQ(s.code(), StatusCode::invalid_argument);
+    EXPECT_THAT(s.message(), HasSubstr("CANOPY_BOOTSTRAP_AUTH_TIMEOUT_S"));
+  }
+}
+
 TEST(BootstrapEnvironment, ListenAddressFollowsTheVariablesInOrder) {
   ScopedEnv no_ifname("CANOPY_SOCKET_IFNAME", nullptr);
   {
