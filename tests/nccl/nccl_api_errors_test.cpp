@@ -20,24 +20,16 @@
 #include "nccl/comm_handle.hpp"
 #include "nccl/real_comm.hpp"
 
+#include "tests/nccl/nccl_expect.hpp"
+
 namespace {
 
 using canopy::nccl_api::attach_real_comms;
 
 const bool kNoRealNccl = [] { return setenv("CANOPY_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1) == 0; }();
 
-std::string last() { return ncclGetLastError(nullptr); }
-
-// Expects `result` to be `want` and the last error to contain `text`.
-#define EXPECT_NCCL_ERROR(call, want, text)                                                  \
-  do {                                                                                       \
-    const ncclResult_t r_ = (call);                                                          \
-    EXPECT_EQ(r_, want) << #call << ": " << last();                                          \
-    EXPECT_NE(last().find(text), std::string::npos) << #call << " says: " << last();         \
-  } while (0)
-
-// A fake device address: the calls below are refused or deferred before any pointer is used.
-void* fake(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
+using canopy::nccl_test::fake;
+using canopy::nccl_test::last;
 
 // `comm`'s init failed: ncclCommGetAsyncError says so (neither success nor in progress), and calls are refused.
 void expect_failed_init(ncclComm_t comm) {

@@ -15,22 +15,16 @@
 #include <string>
 #include <thread>
 
+#include "tests/nccl/nccl_expect.hpp"
+
 namespace {
 
 const bool kFakeRealNccl = [] {
   return setenv("CANOPY_NCCL_LIBRARY", CANOPY_FAKE_REAL_NCCL, 1) == 0 && setenv("CANOPY_NCCL_REAL", "0", 1) == 0;
 }();
 
-std::string last() { return ncclGetLastError(nullptr); }
-
-#define EXPECT_NCCL_ERROR(call, want, text)                                          \
-  do {                                                                               \
-    const ncclResult_t r_ = (call);                                                  \
-    EXPECT_EQ(r_, want) << #call << ": " << last();                                  \
-    EXPECT_NE(last().find(text), std::string::npos) << #call << " says: " << last(); \
-  } while (0)
-
-void* fake(std::uintptr_t a) { return reinterpret_cast<void*>(a); }
+using canopy::nccl_test::fake;
+using canopy::nccl_test::last;
 
 // The stand-in's record of its calls ("GroupStart;Send(4);GroupEnd;"), read through its own exports.
 struct FakeRealNccl {
