@@ -130,13 +130,15 @@ void BootstrapRoot::Server::write_front(const ConnectionPtr& conn) {
   asio::async_write(conn->socket, asio::buffer(conn->outbox.front()),
                     [this, conn](const boost::system::error_code& ec, std::size_t) {
     conn->outbox.pop_front();
+    if (ec && conn->close_when_sent) return close(conn);  // it was being told why it goes; it has gone
     if (ec) return;  // the reader sees the connection end and acts on it
     if (!conn->outbox.empty()) return write_front(conn);
     if (conn->close_when_sent) close(conn);
   });
 }
 
-void BootstrapRoot::Server::close(const ConnectionPtr& conn) {
+void BootstrapRoot::Server::close(const ConnectionPtr& connection) {
+  const ConnectionPtr conn = connection;  // `connection` may be the map's own pointer, which the erase below ends
   boost::system::error_code ignored;
   conn->auth_deadline.cancel();
   conn->socket.shutdown(tcp::socket::shutdown_both, ignored);

@@ -139,8 +139,10 @@ void BootstrapRoot::Server::stop_listening(const std::string& why) {
   boost::system::error_code ignored;
   acceptor.close(ignored);
   accept_retry.cancel();
-  for (const int id : std::set(unauthenticated))
-    drop_stranger(connections.at(id), why + ": the root takes no more connections");
+  for (const int id : std::set(unauthenticated)) {
+    const ConnectionPtr conn = connections.at(id);
+    drop_stranger(conn, why + ": the root takes no more connections");
+  }
   dropped_warnings.flush();
   accept_warnings.flush();
   logger.info(LogSubsys::init, fmt::format("{}: stopped listening: {}", name, why));

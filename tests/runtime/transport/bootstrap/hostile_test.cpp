@@ -242,5 +242,17 @@ TEST_F(BootstrapHostile, TheListenerClosesOnceTheGroupForms) {
   EXPECT_TRUE(ranks[0]->allgather("still here", &all).ok());
 }
 
+// A root that ends (here: nobody joined within its timeout) while strangers wait to authenticate drops them all and
+// ends (bootstrap_root_fuzz found this path reading a connection it had just freed).
+TEST_F(BootstrapHostile, StrangersWaitingWhenTheRootEndsAreDropped) {
+  const UniqueId id = start_root(milliseconds(300), seconds(60));
+  Strangers silent(root_address(id));
+  silent.connect(5);
+  EXPECT_TRUE(wait_for_bootstrap_root(id, kJoinBound));
+  EXPECT_EQ(silent.wait_closed(5, Clock::now() + kJoinBound), 5u);
+  EXPECT_EQ(log_->count("the root ends: the root takes no more connections"), 5) << log_->all();
+  EXPECT_EQ(log_->count("no rank joined within 0.3 s"), 1) << log_->all();
+}
+
 }  // namespace
 }  // namespace canopy::testing
