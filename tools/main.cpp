@@ -89,6 +89,8 @@ int main(int argc, char** argv) {
       "  CANOPY_BOOTSTRAP_ADDR, CANOPY_SOCKET_IFNAME   the address, else the interface, a multi-process group's\n"
       "                       bootstrap root listens on (default: the first up non-loopback IPv4, else 127.0.0.1)\n"
       "  CANOPY_BOOTSTRAP_TIMEOUT_S   seconds the processes of a group wait for each other (default 120)\n"
+      "  CANOPY_BOOTSTRAP_AUTH_TIMEOUT_S   seconds the bootstrap root gives a new connection to send the secret\n"
+      "                       (default 5)\n"
       "  CANOPY_STALL_TIMEOUT_S   a multi-process communicator fails when another process is behind it this long\n"
       "                       without a call (default 8; 0: off)\n"
       "  CANOPY_CHECK_CALLS       how a multi-process communicator compares every call (collective, count, type,\n"

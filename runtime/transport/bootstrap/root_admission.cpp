@@ -45,8 +45,9 @@ void BootstrapRoot::Server::accept() {
 }
 
 // Trying again at once would spin while the cause lasts (the listener stays readable), so wait: 50 ms, doubling to
-// 1 s while accept keeps failing. Out of descriptors, the oldest connection that has not authenticated gives up its
-// own: the next accept takes the connection waiting longest, which a rank that is slow to be accepted is.
+// 1 s while accept keeps failing. Out of descriptors (or buffers, or memory), the oldest connection that has not
+// authenticated gives its descriptor up to the connection that has waited longest in the host's queue, where a rank
+// may be.
 void BootstrapRoot::Server::accept_later(const boost::system::error_code& why) {
   std::string freed;
   if (out_of_resources(why) && !unauthenticated.empty()) {

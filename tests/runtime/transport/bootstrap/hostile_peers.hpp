@@ -97,9 +97,10 @@ class Strangers {
   // Opens `n` more connections; each connect returns once the kernel has queued it for the root to accept.
   void connect(int n) {
     for (int i = 0; i < n; ++i) {
+      const Clock::time_point started = Clock::now();
       const int fd = connect_to(root_);
       ASSERT_GE(fd, 0) << "connection " << connections_.size() << ": " << std::strerror(errno);
-      connections_.push_back({fd, Clock::now(), std::nullopt});
+      connections_.push_back({fd, started, Clock::now(), std::nullopt});
     }
   }
   std::size_t size() const { return connections_.size(); }
@@ -130,19 +131,29 @@ class Strangers {
   }
   Clock::time_point connected_at(std::size_t i) const { return connections_.at(i).connected; }
   std::optional<Clock::time_point> closed_at(std::size_t i) const { return connections_.at(i).closed; }
-  // How long connection `i` stayed open (it must have been closed).
-  std::chrono::milliseconds held(std::size_t i) const {
-    const Connection& c = connections_.at(i);
-    EXPECT_TRUE(c.closed.has_value()) << "connection " << i << " is still open";
-    return std::chrono::duration_cast<std::chrono::milliseconds>(c.closed.value_or(c.connected) - c.connected);
+  // How long connection `i` stayed open (it must have been closed), from when its connect returned: at most how long
+  // the root held it, plus how late this side saw the close. Use it for upper bounds.
+  std::chrono::milliseconds held(std::size_t i) const { return closed_since(i, connections_.at(i).connected); }
+  // The same from before its connect began, which the root cannot have accepted it before (on a loaded machine this
+  // side may see its connect return after the root accepted it): at least how long the root held it. Use it for
+  // lower bounds, such as "not closed before its deadline".
+  std::chrono::milliseconds held_since_connecting(std::size_t i) const {
+    return closed_since(i, connections_.at(i).started);
   }
 
  private:
   struct Connection {
     int fd;
+    Clock::time_point started;  // before connect
     Clock::time_point connected;
     std::optional<Clock::time_point> closed;  // when this side saw the root close it
   };
+
+  std::chrono::milliseconds closed_since(std::size_t i, Clock::time_point from) const {
+    const Connection& c = connections_.at(i);
+    EXPECT_TRUE(c.closed.has_value()) << "connection " << i << " is still open";
+    return std::chrono::duration_cast<std::chrono::milliseconds>(c.closed.value_or(from) - from);
+  }
 
   void note_closed(Connection& c) {
     c.closed = Clock::now();
