@@ -43,6 +43,15 @@ class CallLog {
     }
     log_.info(LogSubsys::run, call_log_line(function, datatype, bytes, rank, nranks, outcome()));
   }
+  // Logs `text` at warn (shown by default) the first time `key` is given to this communicator's log: a refusal users
+  // must see even where the caller does not print ncclGetLastError (PyTorch's and nccl-tests' messages do not always).
+  void warn_once(const std::string& key, const std::string& text) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!said_.insert("warn " + key).second) return;
+    }
+    log_.warn(LogSubsys::run, text);
+  }
   Logger& logger() { return log_; }
 
  private:

@@ -12,10 +12,11 @@ ncclResult_t not_served(const std::string& what, const ncclComm* comm) {
     why = "its initialisation waits for the outermost ncclGroupEnd, where a real NCCL communicator may be made beside "
           "it: make this call after the group that initialises the communicator";
   if (why.empty()) why = "the communicator has none";
-  if (comm->shared && comm->shared->log().on())
-    comm->shared->log().logger().info(LogSubsys::run, fmt::format("nccl: {} (rank {} of {}): refused: no real NCCL "
-                                                                  "communicator: {}",
-                                                                  what, comm->rank, comm->nranks, why));
+  if (comm->shared)  // at warn, once per communicator and call: shown by default, whatever the caller prints
+    comm->shared->log().warn_once(what, fmt::format("nccl: {} (rank {} of {}): refused: no real NCCL communicator: {} "
+                                                    "(said once per communicator and call; ncclGetLastError has it "
+                                                    "for each)",
+                                                    what, comm->rank, comm->nranks, why));
   return fail(ncclInvalidUsage, fmt::format("{} is not served by Canopy and no real NCCL communicator exists beside "
                                             "Canopy's to forward it to: {} (communicator {}, rank {} of {}); "
                                             "docs/nccl-api.md says when one is made",

@@ -44,8 +44,9 @@ own_hostid='NCCL_HOSTID="canopy-p2p-$OMPI_COMM_WORLD_RANK" exec "$0" "$@"'
         -x LD_PRELOAD="$lib" -x NCCL_TESTS_DEVICE=0 -x LD_LIBRARY_PATH -x CANOPY_NCCL_LIBRARY -x CANOPY_CACHE_DIR \
         -x NCCL_NVLS_ENABLE "$ntb/mpi/${t}_perf" "${p2p_args[@]}" -g 1
       rc=$?
-      if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -q 'not served by Canopy' "$log"; then
-        echo "p2p verdict: $t np$np none: refused ($(grep -m1 -o 'not served by Canopy[^(]*' "$log"))"
+      refusal='not served by Canopy|refused: no real NCCL communicator'
+      if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -qE "$refusal" "$log"; then
+        echo "p2p verdict: $t np$np none: refused ($(grep -m1 -oE 'refused: no real NCCL communicator[^(]*' "$log"))"
       else
         echo "p2p verdict: $t np$np none: WRONG (exit $rc; expected a refusal naming why)"
         p2p_verdicts=$((p2p_verdicts + 1))

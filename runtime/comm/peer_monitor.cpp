@@ -48,9 +48,14 @@ void PeerMonitor::loop() {
     for (std::size_t i = 0; i < others_.size(); ++i) {
       const bool ended = pidfds_[i] >= 0 ? (fds[i].revents & POLLIN) != 0 : gone(others_[i].pid);
       if (ended && !stop_) {
-        on_lost_(fmt::format("{} ended while this communicator was in use (killed, crashed, or exited without "
-                             "destroying its communicator)",
-                             others_[i].what));
+        // A process that failed its communicator before it ended (a refused call, then its teardown within the
+        // period) said why in its page: that is the cause the others report, not its end.
+        std::string why = check_ ? check_() : std::string();
+        if (why.empty())
+          why = fmt::format("{} ended while this communicator was in use (killed, crashed, or exited without "
+                            "destroying its communicator)",
+                            others_[i].what);
+        on_lost_(why);
         return;
       }
     }

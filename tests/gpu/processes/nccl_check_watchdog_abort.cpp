@@ -1,5 +1,6 @@
-// canopy_nccl_check --mode watchdog-abort: what PyTorch's watchdog does when a collective hangs. Rank 1 stops calling
-// (it sleeps, then exits without a teardown); rank 0 makes an allreduce, which waits for rank 1 on the GPU. A second
+// canopy_nccl_check --mode watchdog-abort: what PyTorch's watchdog does when a collective hangs. After one allreduce
+// together, rank 1 stops calling (it sleeps, then exits without a teardown); rank 0 makes another, which waits for rank
+// 1 on the GPU. A second
 // thread of rank 0, the watchdog, polls ncclCommGetAsyncError (it must say ncclSuccess while the call only waits: a
 // slow peer is no error), then calls ncclCommAbort from its own thread, as ProcessGroupNCCL's watchdog does on a
 // timeout. The abort must return, and the hung allreduce's stream must end, within 5 s each (run with the stall check
@@ -18,15 +19,20 @@ namespace canopy::nccl_check {
 int check_watchdog_abort(const CheckRank& c) {
   using Clock = std::chrono::steady_clock;
   const std::size_t count = 262147;
+  float *send = nullptr, *recv = nullptr;
+  if (!cuda_ok(cudaMalloc(&send, count * sizeof(float)), "cudaMalloc") ||
+      !cuda_ok(cudaMalloc(&recv, count * sizeof(float)), "cudaMalloc"))
+    return 1;
+  // One call together first: the first call of a size may grow areas every process maps, an agreement on the host;
+  // the hung call below must be one that only waits on the GPU, as a training step's is.
+  if (!ok(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, c.comm, c.stream), "ncclAllReduce", c.comm) ||
+      !cuda_ok(cudaStreamSynchronize(c.stream), "cudaStreamSynchronize"))
+    return 1;
   if (c.rank != 0) {
     fmt::print("process {}: stops calling at {} ms\n", c.rank, now_ms());
     std::this_thread::sleep_for(std::chrono::seconds(12));
     return 0;
   }
-  float *send = nullptr, *recv = nullptr;
-  if (!cuda_ok(cudaMalloc(&send, count * sizeof(float)), "cudaMalloc") ||
-      !cuda_ok(cudaMalloc(&recv, count * sizeof(float)), "cudaMalloc"))
-    return 1;
   if (!ok(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, c.comm, c.stream), "ncclAllReduce", c.comm)) return 1;
   ncclResult_t polled = ncclSuccess, abort_result = ncclInternalError;
   long long abort_ms = -1;
