@@ -39,7 +39,8 @@ Status Communicator::exchange(std::string mine, std::vector<std::string>* all) {
     return Status();
   }
   if (st.failed) return st.failure_status();
-  return st.group->bootstrap->allgather(std::move(mine), all);
+  const Status s = st.group->bootstrap->allgather(std::move(mine), all);
+  return !s.ok() && st.failed ? st.failure_status() : s;
 }
 
 Status Communicator::scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype,

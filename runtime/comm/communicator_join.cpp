@@ -138,6 +138,10 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   if (Status s = Bootstrap::join(id, processes, group->process, encode_process_facts(mine), &group->bootstrap, bo);
       !s.ok())
     return s;
+  // A call waiting for the other processes through the root stops waiting once this communicator fails (a peer lost,
+  // a mismatched call, an abort from another thread): it then returns the failure, not the bootstrap's timeout.
+  Communicator::State* const failing = &st;
+  group->bootstrap->set_give_up([failing] { return failing->failed.load(std::memory_order_relaxed); });
   for (const std::string& payload : group->bootstrap->payloads()) {
     ProcessFacts f;
     if (Status s = decode_process_facts(payload, &f); !s.ok()) return s;

@@ -63,7 +63,7 @@ Status Communicator::State::agree_on_kernels(const std::vector<std::string>& key
   std::string mine;
   for (const std::string& k : keys) mine += k + "\n";
   std::vector<std::string> all;
-  if (Status s = group->bootstrap->allgather(mine, &all); !s.ok()) return s;
+  if (Status s = group->bootstrap->allgather(mine, &all); !s.ok()) return failed ? failure_status() : s;
   for (std::size_t p = 0; p < all.size(); ++p)
     if (all[p] != all[0])
       return Status(StatusCode::invalid_argument,
@@ -88,7 +88,8 @@ CallSignature Communicator::State::signature_of(const CollectiveCall& call) {
 
 Status Communicator::State::agree_on_call(const CallSignature& mine) {
   std::vector<std::string> all;
-  if (Status s = group->bootstrap->allgather(describe_call(mine), &all); !s.ok()) return s;
+  if (Status s = group->bootstrap->allgather(describe_call(mine), &all); !s.ok())
+    return failed ? failure_status() : s;
   for (std::size_t p = 0; p < all.size(); ++p)
     if (all[p] != all[0]) {
       const auto who = [&](std::size_t q) { return describe_process(group->facts[q], static_cast<int>(q), false); };

@@ -135,6 +135,8 @@ Status Bootstrap::allgather(std::string mine, std::vector<std::string>* all) {
   return {};
 }
 
+void Bootstrap::set_give_up(std::function<bool()> give_up) { impl_->channel.set_give_up(std::move(give_up)); }
+
 Status Bootstrap::barrier() {
   std::vector<std::string> ignored;
   return allgather({}, &ignored);

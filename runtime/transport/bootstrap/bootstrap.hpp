@@ -6,6 +6,7 @@
 // fix. Not thread-safe: one thread uses a Bootstrap. Destroying it leaves the group.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,6 +39,10 @@ class Bootstrap {
   Status allgather(std::string mine, std::vector<std::string>* all);
   // Returns once every rank has called barrier (an allgather of nothing).
   Status barrier();
+  // Asked every 100 ms while allgather or barrier waits for the root: true ends the wait at once with a remote_error
+  // saying it was given up, and the group is gone for this rank, as after any error (a communicator that failed
+  // meanwhile passes its failure, so a call blocked here does not wait out the timeout for processes that left).
+  void set_give_up(std::function<bool()> give_up);
 
  private:
   struct Impl;

@@ -11,14 +11,28 @@ RootChannel::RootChannel(const SocketAddress& root, std::string timeout_text)
     : root_(to_endpoint(root)), root_text_(to_string(root)), timeout_text_(std::move(timeout_text)) {}
 
 bool RootChannel::run(const bool& done, Deadline deadline) {
+  constexpr std::chrono::milliseconds kGiveUpPoll(100);
+  gave_up_ = false;
   io_.restart();
-  while (!done && io_.run_one_until(deadline) > 0) {
+  while (!done) {
+    const Deadline now = std::chrono::steady_clock::now();
+    if (now >= deadline) break;
+    if (give_up_ && give_up_()) {
+      gave_up_ = true;
+      break;
+    }
+    const Deadline until = give_up_ ? std::min(deadline, now + kGiveUpPoll) : deadline;
+    if (io_.run_one_until(until) == 0 && io_.stopped()) break;  // nothing left to run
   }
   if (done) return true;
   close();  // what waits on the socket ends with operation_aborted
   io_.restart();
   io_.run();
   return false;
+}
+
+std::string RootChannel::given_up_text() const {
+  return gave_up_ ? " (given up before then: this rank's communicator failed meanwhile)" : "";
 }
 
 Status RootChannel::connect(Deadline deadline) {
@@ -54,8 +68,8 @@ Status RootChannel::send(const std::string& frame, Deadline deadline, const std:
   });
   if (!run(done, deadline))
     return Status(StatusCode::remote_error, fmt::format("could not send to the bootstrap root at {} within {} "
-                                                        "(CANOPY_BOOTSTRAP_TIMEOUT_S)",
-                                                        root_text_, timeout_text_));
+                                                        "(CANOPY_BOOTSTRAP_TIMEOUT_S){}",
+                                                        root_text_, timeout_text_, given_up_text()));
   if (error == asio::error::connection_reset || error == asio::error::broken_pipe)
     return Status(StatusCode::remote_error, fmt::format("the bootstrap root at {} closed the connection while this "
                                                         "rank sent to it{}",
@@ -71,10 +85,15 @@ Status RootChannel::receive(Frame* out, Deadline deadline, const std::string& wa
   bool done = false;
   FrameRead read;
   async_read_frame(socket_, kMaxFrameBody, [&](FrameRead r) { read = std::move(r), done = true; });
-  if (!run(done, deadline))
+  if (!run(done, deadline)) {
+    if (gave_up_)
+      return Status(StatusCode::remote_error, fmt::format("stopped waiting for {} from the bootstrap root at {}: this "
+                                                          "rank's communicator failed meanwhile",
+                                                          waiting_for, root_text_));
     return Status(StatusCode::remote_error, fmt::format("no answer from the bootstrap root at {} within {} while "
                                                         "waiting for {} (CANOPY_BOOTSTRAP_TIMEOUT_S)",
                                                         root_text_, timeout_text_, waiting_for));
+  }
   if (read.io_error == asio::error::eof || read.io_error == asio::error::connection_reset)
     return Status(StatusCode::remote_error, fmt::format("the bootstrap root at {} closed the connection while this "
                                                         "rank waited for {}{}",

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "runtime/transport/bootstrap/asio_frames.hpp"
@@ -28,17 +29,24 @@ class RootChannel {
   Status receive(Frame* out, Deadline deadline, const std::string& waiting_for, const std::string& if_closed = "");
   void close();
   const std::string& root_text() const { return root_text_; }
+  // Asked every 100 ms while a send or receive waits: true ends the wait at once, as its deadline would, and the
+  // call's error then says the wait was given up (Bootstrap::set_give_up). Empty: the waits end at their deadlines.
+  void set_give_up(std::function<bool()> give_up) { give_up_ = std::move(give_up); }
 
  private:
-  // Runs the io_context until `done` or `deadline`; at the deadline closes the socket (cancelling what waits on it)
-  // and returns false.
+  // Runs the io_context until `done`, `deadline`, or give_up_ says so; then closes the socket (cancelling what waits
+  // on it) and returns false (gave_up_ says which ended it).
   bool run(const bool& done, Deadline deadline);
+  // " (given up: ...)" after a wait that give_up_ ended, else "".
+  std::string given_up_text() const;
 
   asio::io_context io_;
   tcp::socket socket_{io_};
   tcp::endpoint root_;
   std::string root_text_;
   std::string timeout_text_;
+  std::function<bool()> give_up_;
+  bool gave_up_ = false;  // the last run() ended because give_up_ said so
 };
 
 }  // namespace canopy

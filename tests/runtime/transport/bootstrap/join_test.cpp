@@ -3,6 +3,7 @@
 // an error naming the cause, within the timeout.
 #include <gmock/gmock.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 
@@ -141,6 +142,41 @@ TEST_F(BootstrapTest, RankMissingFromAnAllgatherRoundTimesOutNamingIt) {
   rank1.join();
   EXPECT_EQ(s.message(), "bootstrap (rank 0 of 2): the group failed: allgather round 0: rank 1 of 2 did not take part "
                          "within 1 s (CANOPY_BOOTSTRAP_TIMEOUT_S)");
+  EXPECT_EQ(rank0->barrier().message(), s.message());  // the group is gone
+}
+
+// A rank waiting in an allgather whose give-up says so (its communicator failed meanwhile: a mismatched call, an
+// abort from another thread) stops within ~100 ms, long before the round's timeout, saying it gave up; the group is
+// gone for it afterwards, as after any error. Before the give-up flips, the wait goes on.
+TEST_F(BootstrapTest, AnAllgatherStopsWaitingOnceItsGiveUpSaysSo) {
+  const BootstrapOptions o = options(milliseconds(30000));
+  const UniqueId id = start_root(milliseconds(30000));
+  std::promise<void> rank0_done;
+  std::thread rank1([&] {  // joins, then never takes part in the round
+    std::unique_ptr<Bootstrap> b;
+    EXPECT_TRUE(Bootstrap::join(id, 2, 1, "", &b, o).ok());
+    rank0_done.get_future().wait();
+  });
+  std::unique_ptr<Bootstrap> rank0;
+  ASSERT_TRUE(Bootstrap::join(id, 2, 0, "", &rank0, o).ok());
+  std::atomic<bool> failed{false};
+  rank0->set_give_up([&] { return failed.load(); });
+  const auto started = std::chrono::steady_clock::now();
+  std::thread fail_later([&] {
+    std::this_thread::sleep_for(milliseconds(300));  // the time a peer's failure takes to arrive, not a sync
+    failed = true;
+  });
+  std::vector<std::string> all;
+  const Status s = rank0->allgather("mine", &all);
+  const auto waited = std::chrono::duration_cast<milliseconds>(std::chrono::steady_clock::now() - started);
+  fail_later.join();
+  rank0_done.set_value();
+  rank1.join();
+  EXPECT_EQ(s.code(), StatusCode::remote_error);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("stopped waiting for the result of allgather round 0"));
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("this rank's communicator failed meanwhile"));
+  EXPECT_GE(waited.count(), 300) << "it waited until the give-up said so";
+  EXPECT_LT(waited.count(), 5000) << "not the round's 30 s timeout";
   EXPECT_EQ(rank0->barrier().message(), s.message());  // the group is gone
 }
 
