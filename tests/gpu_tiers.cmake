@@ -1,8 +1,8 @@
-# The GPU tests' two tiers (docs/development.md "GPU test tiers"). Every GPU test has one label of two (`ctest -L gpu`,
-# a regular expression, runs both): `gpu-quick`, the tests named below (every module of the runtime and the NCCL API touched at small sizes; at
-# most 6 minutes on one H200 with bench/device-run's step `tests`), or `gpu-long`, every other one (the sweeps over
-# topologies, protocols, process counts and the MSCCL corpus; under 10 minutes on one H200, step `tests-long`). A test
-# that needs several GPUs skips with its reason on one.
+# The GPU tests' two tiers (docs/development.md "GPU test tiers"). Every GPU test has one label of two (`ctest -L
+# gpu`, a regular expression, runs both): `gpu-quick`, the tests named below (every module of the runtime and the NCCL
+# API touched at small sizes; aimed at 6 minutes at most on one H200 with bench/device-run's step `tests`, not yet timed
+# whole), or `gpu-long`, every other one (the sweeps over topologies, protocols, process counts and the MSCCL corpus;
+# aimed under 10 minutes on one H200, step `tests-long`). A test that needs several GPUs skips with its reason on one.
 #
 # CANOPY_GPU_QUICK_TESTS: GoogleTest filter patterns of canopy_gpu_tests (joined with ':' for --gtest_filter; the
 # long tier is its negation, so every test is in exactly one tier). CANOPY_GPU_QUICK_CHECKS: the other gpu ctests

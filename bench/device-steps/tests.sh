@@ -1,6 +1,6 @@
 # bench/device-run step `tests`, sourced by it inside its loop over the steps (`return` ends the step). What it
 # runs, its settings and its logs:
-#   tests     the `gpu-quick` ctest label: every GPU module at small sizes, <= 6 minutes on one H200
+#   tests     the `gpu-quick` ctest label: every GPU module at small sizes (aimed at <= 6 minutes on one H200)
 #             (CANOPY_GPU_LABEL: another label, e.g. gpu for both tiers at once; CANOPY_GPU_TESTS: a ctest -R filter;
 #             CANOPY_GPU_TEST_JOBS at once, default 6: the checks on the host dominate; each test fills at most
 #             0.8 / jobs of a GPU's memory, CANOPY_TEST_MEMORY_FRACTION)                    -> gpu-tests.log
@@ -14,7 +14,8 @@ step "gpu tests ($label)"
     --timeout "${CANOPY_GPU_TEST_TIMEOUT:-300}" -j "$jobs" -V
   ctest --test-dir "$build" -L "$label" -R WatchdogOnGpu --output-on-failure -V
 } 2>&1 | grep -v '^[0-9]*: \[ *\(RUN\|OK\) ' >"$log"
-grep -E '^[0-9]+: \[ (runs|note|seed) \]|tests passed|tests failed|Failed|FAILED|\*\*\*|Total Test time' "$log" | tail -60
+summary='^[0-9]+: \[ (runs|note|seed) \]|tests passed|tests failed|Failed|FAILED|\*\*\*|Total Test time'
+grep -E "$summary" "$log" | tail -60
 # The slowest tests of this run, for keeping each tier within its time (docs/development.md "GPU test tiers").
 grep -E 'Test +#[0-9]+: .* sec$' "$log" | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' | sort -rn |
   head -15 | sed 's/^/slowest: /'
