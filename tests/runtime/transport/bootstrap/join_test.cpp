@@ -125,15 +125,20 @@ TEST_F(BootstrapTest, RankLostBeforeTheGroupFormedFailsTheOthersNamingIt) {
                                "joined"});
 }
 
+// Rank 1 of 2 on a thread: joins, then takes part in nothing until `done` is set.
+std::thread silent_rank1(const UniqueId& id, const BootstrapOptions& o, std::shared_future<void> done) {
+  return std::thread([id, o, done] {
+    std::unique_ptr<Bootstrap> b;
+    EXPECT_TRUE(Bootstrap::join(id, 2, 1, "", &b, o).ok());
+    done.wait();
+  });
+}
+
 TEST_F(BootstrapTest, RankMissingFromAnAllgatherRoundTimesOutNamingIt) {
   const BootstrapOptions o = options(milliseconds(1000));
   const UniqueId id = start_root(milliseconds(1000));
   std::promise<void> rank0_done;
-  std::thread rank1([&] {  // joins, then never takes part in the round
-    std::unique_ptr<Bootstrap> b;
-    EXPECT_TRUE(Bootstrap::join(id, 2, 1, "", &b, o).ok());
-    rank0_done.get_future().wait();
-  });
+  std::thread rank1 = silent_rank1(id, o, rank0_done.get_future().share());
   std::unique_ptr<Bootstrap> rank0;
   ASSERT_TRUE(Bootstrap::join(id, 2, 0, "", &rank0, o).ok());
   std::vector<std::string> all;
@@ -152,11 +157,7 @@ TEST_F(BootstrapTest, AnAllgatherStopsWaitingOnceItsGiveUpSaysSo) {
   const BootstrapOptions o = options(milliseconds(30000));
   const UniqueId id = start_root(milliseconds(30000));
   std::promise<void> rank0_done;
-  std::thread rank1([&] {  // joins, then never takes part in the round
-    std::unique_ptr<Bootstrap> b;
-    EXPECT_TRUE(Bootstrap::join(id, 2, 1, "", &b, o).ok());
-    rank0_done.get_future().wait();
-  });
+  std::thread rank1 = silent_rank1(id, o, rank0_done.get_future().share());
   std::unique_ptr<Bootstrap> rank0;
   ASSERT_TRUE(Bootstrap::join(id, 2, 0, "", &rank0, o).ok());
   std::atomic<bool> failed{false};
