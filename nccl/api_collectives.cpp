@@ -36,13 +36,6 @@ struct Request {
   ncclRedOp_t op = ncclSum;
 };
 
-// What the real NCCL's `function` returned, recorded for the group where it is an error (the caller's serve() then
-// sees ncclSuccess from a deferred refusal, or this error, which it records again: harmless, the first one counts).
-ncclResult_t real_result(const char* function, ncclResult_t r) {
-  if (r != ncclSuccess && r != ncclInProgress && group_depth() > 0) note_real_group_error(function, r);
-  return r;
-}
-
 // Passes a checked call on a Canopy handle to the real NCCL communicator beside it (its PreMulSum operator, if any,
 // as made there too), or refuses it saying why there is none (inside a group: reported at ncclGroupEnd).
 ncclResult_t forward_collective(const Request& q, ncclComm* comm, const std::optional<PreMulOp>& premul,
@@ -71,27 +64,27 @@ ncclResult_t forward_collective(const Request& q, ncclComm* comm, const std::opt
     case Collective::allreduce:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                    cudaStream_t)>("ncclAllReduce"))
-        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, real, c.stream));
+        return real_call_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, real, c.stream));
       break;
     case Collective::broadcast:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t)>(
               "ncclBroadcast"))
-        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, c.root, real, c.stream));
+        return real_call_result(c.function, f(c.send, c.recv, c.count, q.datatype, c.root, real, c.stream));
       break;
     case Collective::reduce:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
                                    cudaStream_t)>("ncclReduce"))
-        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, c.root, real, c.stream));
+        return real_call_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, c.root, real, c.stream));
       break;
     case Collective::allgather:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t)>(
               "ncclAllGather"))
-        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, real, c.stream));
+        return real_call_result(c.function, f(c.send, c.recv, c.count, q.datatype, real, c.stream));
       break;
     case Collective::reducescatter:
       if (auto f = real_nccl<R (*)(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
                                    cudaStream_t)>("ncclReduceScatter"))
-        return real_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, real, c.stream));
+        return real_call_result(c.function, f(c.send, c.recv, c.count, q.datatype, op, real, c.stream));
       break;
   }
   return defer_group_error(no_real_nccl(c.function));

@@ -29,7 +29,8 @@ ncclResult_t no_real_nccl(const char* function) {
                                             function, real_nccl_why_not()));
 }
 
-void note_real_group_error(const char* function, ncclResult_t result) {
+ncclResult_t real_call_result(const char* function, ncclResult_t result) {
+  if (result == ncclSuccess || result == ncclInProgress || group_depth() == 0) return result;
   std::string real_text;
   if (auto f = real_nccl<const char* (*)(ncclComm_t)>("ncclGetLastError"))
     if (const char* m = f(nullptr); m && *m) real_text = m;
@@ -38,6 +39,7 @@ void note_real_group_error(const char* function, ncclResult_t result) {
   (void)fail(result, fmt::format("{} (forwarded to the real NCCL) returned code {}{}", function,
                                  static_cast<int>(result), real_text.empty() ? "" : " (" + real_text + ")"));
   note_group_error(result);
+  return result;
 }
 
 void note_forwarded(ncclComm* comm, const char* function, ncclDataType_t datatype, std::uint64_t bytes,

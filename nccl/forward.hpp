@@ -26,9 +26,10 @@ ncclResult_t not_served(const std::string& what, const ncclComm* comm);
 ncclResult_t no_real_nccl(const char* function);
 // A log line's type for calls that have none (the line then names neither a type nor a size class).
 constexpr ncclDataType_t kNoType = static_cast<ncclDataType_t>(ncclNumTypes);
-// The real NCCL's `function` returned `result` inside a group: recorded so that ncclGroupEnd fails and issues nothing
-// of Canopy's part either (the message names the real NCCL's own, from its ncclGetLastError).
-void note_real_group_error(const char* function, ncclResult_t result);
+// What the real NCCL's `function` returned, passed on. Where it is an error inside a group, it is recorded so that
+// ncclGroupEnd fails and issues nothing of Canopy's part either (the message names the real NCCL's own, from its
+// ncclGetLastError); outside a group ncclGetLastError gives the real NCCL's message as it is.
+ncclResult_t real_call_result(const char* function, ncclResult_t result);
 // The CANOPY_LOG=info line of a call passed to comm->real: `why` ("Canopy does not serve ncclSend", ...).
 void note_forwarded(ncclComm* comm, const char* function, ncclDataType_t datatype, std::uint64_t bytes,
                     const std::string& why);
@@ -47,20 +48,20 @@ enum class Grouped { no, yes };
 
 template <class... Args>
 ncclResult_t forward_as(Grouped grouped, const char* function, const ncclComm* comm, Args... args) {
-  const bool in_group = grouped == Grouped::yes;
-  ncclComm_t real = nullptr;
-  if (comm && is_canopy_comm(comm)) {
+  const bool group_rules = grouped == Grouped::yes;
+  const bool canopys = comm && is_canopy_comm(comm);
+  if (canopys)
     if (const ncclResult_t r = check_comm(comm, function, /*pending_ok=*/true); r != ncclSuccess) {
-      if (in_group) note_group_error(r);
+      if (group_rules) note_group_error(r);
       return r;
     }
-  }
-  if (in_group)
+  if (group_rules)
     if (const ncclResult_t r = refuse_in_failed_group(function); r != ncclSuccess) return r;
-  if (comm && is_canopy_comm(comm)) {
+  ncclComm_t real = nullptr;
+  if (canopys) {
     if (!comm->real) {
       const ncclResult_t r = not_served(function, comm);
-      return in_group ? defer_group_error(r) : r;
+      return group_rules ? defer_group_error(r) : r;
     }
     real = comm->real;
     note_forwarded(const_cast<ncclComm*>(comm), function, kNoType, 0, "Canopy does not serve it");
@@ -68,13 +69,12 @@ ncclResult_t forward_as(Grouped grouped, const char* function, const ncclComm* c
   auto f = real_nccl<ncclResult_t (*)(Args...)>(function);
   if (!f) {
     const ncclResult_t r = no_real_nccl(function);
-    return in_group ? defer_group_error(r) : r;
+    return group_rules ? defer_group_error(r) : r;
   }
   sync_real_group();
   clear_last_error();  // ncclGetLastError then gives the real NCCL's message
   const ncclResult_t r = f(as_real(args, comm, real)...);
-  if (in_group && r != ncclSuccess && r != ncclInProgress) note_real_group_error(function, r);
-  return r;
+  return group_rules ? real_call_result(function, r) : r;
 }
 
 template <class... Args>

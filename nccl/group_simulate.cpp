@@ -14,10 +14,11 @@ namespace canopy::nccl_api {
 
 namespace {
 
-// The predicted time of one call on `comm`'s communicator, from a plan made once per (communicator, collective,
-// root) for this estimate; 0 when it cannot be planned (the estimate then leaves it out rather than fail the group).
+// The plans of one estimate, by (communicator, collective, root).
 using Plans = std::map<std::tuple<Communicator*, Collective, int>, Plan>;
 
+// The predicted time of one call on `comm`'s communicator, from a plan made once per (communicator, collective,
+// root) for this estimate; 0 when it cannot be planned (the estimate then leaves it out rather than fail the group).
 double call_us(Communicator& comm, const RankCall& call, Plans& plans) {
   const std::uint64_t bytes = size_bytes(call.collective, call.count, call.dtype, comm.ranks());
   if (bytes == 0) return 0;
