@@ -1,4 +1,4 @@
-// Plan: what the planner decides, as plain data that round-trips through the plan JSON of DESIGN.md. Nodes are
+// Plan: what the planner decides, as plain data that round-trips through the plan JSON of docs/planner.md. Nodes are
 // named, so a plan can be saved, read back and checked against a topology by another tool.
 #pragma once
 

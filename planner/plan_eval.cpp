@@ -182,7 +182,7 @@ std::vector<std::string> check_plan(const Topology& t, const Plan& plan) {
     }
   }
 
-  // Fractions as DESIGN.md fixes them.
+  // Fractions as docs/planner.md ("Plan JSON") fixes them.
   const double tolerance = 1e-9;
   auto sum_direction = [&](TreeDirection d) {
     double s = 0;

@@ -1,4 +1,4 @@
-// Evaluating a Plan against its Topology: per-link loads, the predicted algbw of DESIGN.md
+// Evaluating a Plan against its Topology: per-link loads, the predicted algbw of docs/planner.md
 // (algbw = 1 / sum over phases of max over links of load/capacity), and a full validity check. Used by the
 // planner, the CLI summary and the tests, and usable on plans read from JSON.
 #pragma once
@@ -33,7 +33,7 @@ int tree_count_lower_bound(const Topology& topology, const Plan& plan);
 
 // Every reason the plan is not a valid plan for this topology (empty when valid): trees are arborescences over
 // all ranks rooted as the collective demands, paths follow links and cross only relays, fractions add up as
-// DESIGN.md says, algbw matches the loads.
+// docs/planner.md says, algbw matches the loads.
 std::vector<std::string> check_plan(const Topology& topology, const Plan& plan);
 
 }  // namespace canopy

@@ -1,4 +1,4 @@
-// plan_to_json / plan_from_json: the DESIGN.md plan format through nlohmann::json, with field-by-field checks.
+// plan_to_json / plan_from_json: the plan format of docs/planner.md through nlohmann::json, with field-by-field checks.
 #include "planner/plan_json.hpp"
 
 #include <fmt/format.h>

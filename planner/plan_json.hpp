@@ -1,4 +1,4 @@
-// Plan <-> JSON, exactly the plan format of DESIGN.md (`canopy plan --json`, CANOPY_PLAN_FILE). Reading reports
+// Plan <-> JSON, exactly the plan format of docs/planner.md (`canopy plan --json`, CANOPY_PLAN_FILE). Reading reports
 // every malformed field as a canopy::Error naming the input and the JSON path (e.g. trees[3].edges[0].to).
 #pragma once
 

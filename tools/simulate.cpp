@@ -201,7 +201,7 @@ void add_simulate_command(CLI::App& app) {
                      {"ring_busbw_GBps", r.rings.busbw_gbps},
                      {"speedup", rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0.0},
                      {"chunk_bytes", r.ours.chunk_bytes}});
-        if (r.hier) {  // several hosts only: one host keeps exactly DESIGN.md's keys
+        if (r.hier) {  // several hosts only: one host keeps exactly docs/simulator.md's keys
           if (r.tree) j.back()["tree_time_us"] = r.tree->time_us, j.back()["tree_busbw_GBps"] = r.tree->busbw_gbps;
           j.back()["hier_time_us"] = r.hier->time_us;
           j.back()["hier_busbw_GBps"] = r.hier->busbw_gbps;

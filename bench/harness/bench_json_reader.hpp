@@ -1,4 +1,4 @@
-// read_bench_rows_json: the rows `canopy bench --json` writes (bench_rows_json in benchmark.cpp; DESIGN.md "Bench
+// read_bench_rows_json: the rows `canopy bench --json` writes (bench_rows_json in benchmark.cpp; docs/runtime.md "Bench
 // JSON") -> BenchRow values, for tools that compare them with other measurements (canopy nccl-tests-compare).
 // Throws canopy::Error naming the source, the row and the field at fault.
 #pragma once

@@ -42,7 +42,7 @@ struct BenchOptions {
   std::shared_ptr<const ProgramOutputs> program = nullptr;
 };
 
-// One row of `canopy bench --json` (DESIGN.md "Bench JSON").
+// One row of `canopy bench --json` (docs/runtime.md "Bench JSON").
 struct BenchRow {
   Collective collective = Collective::allreduce;
   DataType dtype = DataType::f32;

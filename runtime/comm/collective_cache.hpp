@@ -1,7 +1,8 @@
 // CollectiveCache: a communicator's prepared collectives, one per CollectiveSpec (spec_key), built on first use or
-// ahead (prepare). Preparation is the pipeline of DESIGN.md, one step a line: plan (PlanCache) -> fit the shape to the
-// GPUs -> check peer access along every tree edge -> Builder (lower, emit, format, NVRTC through the caches; one
-// build per GPU architecture, in parallel threads) -> load on every GPU -> counters (through the transport).
+// ahead (prepare). Preparation is the pipeline of docs/architecture.md, one step a line: plan (PlanCache) -> fit the
+// shape to the GPUs -> check peer access along every tree edge -> Builder (lower, emit, format, NVRTC through the
+// caches; one build per GPU architecture, in parallel threads) -> load on every GPU -> counters (through the
+// transport).
 // Programs are kept canonical: one copy per distinct program, so a repeated call compares statements, not text.
 #pragma once
 

@@ -1,6 +1,6 @@
 // CANOPY_CUDA_CHECK: every CUDA runtime call goes through it; a failure becomes a canopy::Error naming the call,
-// the CUDA error and the source location (DESIGN.md: "CUDA/NVRTC results are checked at every call through one
-// macro that adds the call and location"). cuda_error_text() is for callers that turn errors into a Status.
+// the CUDA error and the source location (one macro checks every CUDA and NVRTC result and adds the call and its
+// location). cuda_error_text() is for callers that turn errors into a Status.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,4 +1,4 @@
-// The compile-cache key (DESIGN.md, Triton's habit): sha256 over everything that changes the binary.
+// The compile-cache key (docs/jit-cache.md, Triton's habit): sha256 over everything that changes the binary.
 #pragma once
 
 #include <string>

@@ -1,4 +1,4 @@
-// DiskCache: compiled modules on disk, shared by every process of a machine (DESIGN.md "Runtime conventions").
+// DiskCache: compiled modules on disk, shared by every process of a machine (docs/jit-cache.md).
 // Directory: $CANOPY_CACHE_DIR, else $XDG_CACHE_HOME/canopy, else ~/.cache/canopy. Each entry is a folder
 // v1/<key[0:2]>/<key>/ holding module.cubin, module.ptx (when kept) and meta.json (sizes and sha256 of every file,
 // kernel statistics), assembled in a temporary folder and renamed into place, so an entry is whole or absent.

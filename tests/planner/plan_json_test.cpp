@@ -1,4 +1,4 @@
-// Plan JSON: the DESIGN.md format exactly, lossless round trips, precise errors; check_plan catches tampering.
+// Plan JSON: the format of docs/planner.md exactly, lossless round trips, precise errors; check_plan catches tampering.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

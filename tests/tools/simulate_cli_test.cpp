@@ -1,4 +1,4 @@
-// `canopy simulate` as users run it: the table, the JSON rows of DESIGN.md's shape, CSV, the SVG plot, link
+// `canopy simulate` as users run it: the table, the JSON rows of docs/simulator.md's shape, CSV, the SVG plot, link
 // utilisation, and precise errors for bad options.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -47,7 +47,7 @@ TEST(SimulateCli, JsonCsvAndPlotFiles) {
   for (const char* key :
        {"bytes", "time_us", "algbw_GBps", "busbw_GBps", "ring_time_us", "ring_busbw_GBps", "speedup", "chunk_bytes"})
     EXPECT_TRUE(rows[0].contains(key)) << key;
-  EXPECT_EQ(rows[0].size(), 8u) << "exactly the row keys DESIGN.md lists";
+  EXPECT_EQ(rows[0].size(), 8u) << "exactly the row keys docs/simulator.md lists";
   EXPECT_EQ(rows[4]["bytes"], 1 << 20);
   EXPECT_EQ(rows[4]["chunk_bytes"], 256 << 10);
   EXPECT_GT(rows[4]["busbw_GBps"].get<double>(), rows[0]["busbw_GBps"].get<double>());
