@@ -80,7 +80,7 @@ void add_bench_command(CLI::App& app) {
       "  canopy bench                                        every collective, 8 B - 1 GiB, detected topology\n"
       "  canopy bench -c allreduce --sizes 1M:1G --vs-nccl   beside NCCL on the same GPUs and buffers\n"
       "  canopy bench -t dgx1-v100 -c allgather --sizes 1M   8 virtual ranks on the GPUs you have\n"
-      "  canopy bench --json bench.json                      rows as JSON (docs/runtime.md)\n"
+      "  canopy bench --json bench.json                      rows as JSON (docs/runtime.md, \"Bench JSON\")\n"
       "  canopy bench -a ring-allreduce --vs-nccl            a program (docs/algorithms.md) beside NCCL\n"
       "  canopy bench --sizes 8:64K --vs-nccl --graph        replays of captured calls, both libraries\n"
       "  canopy bench --procs 2 -c allreduce --vs-nccl       one process per rank, Canopy and NCCL alike\n"

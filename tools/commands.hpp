@@ -15,19 +15,19 @@
 namespace canopy::cli {
 
 void add_topo_command(CLI::App& app);  // topo.cpp: the `topo` group
-void add_plan_command(CLI::App& app);  // plan.cpp
+void add_plan_command(CLI::App& app);  // plan_command.cpp
 void add_gen_command(CLI::App& app);   // gen.cpp
 void add_compile_command(CLI::App& app);  // compile.cpp
 void add_cache_command(CLI::App& app);    // cache.cpp
 void add_bench_command(CLI::App& app);    // bench.cpp
 void add_detect_command(CLI::App& app);   // detect.cpp
-void add_simulate_command(CLI::App& app);  // simulate.cpp
+void add_simulate_command(CLI::App& app);  // simulate_command.cpp
 void add_algo_command(CLI::App& app);      // algo.cpp
 void add_msccl_command(CLI::App& app);     // msccl.cpp
 void add_tune_command(CLI::App& app);      // tune.cpp
 void add_run_command(CLI::App& app);       // run.cpp
-void add_nccl_tests_compare_command(CLI::App& app);  // nccl_tests_compare.cpp
-void add_bench_compare_command(CLI::App& app);       // bench_compare.cpp
+void add_nccl_tests_compare_command(CLI::App& app);  // nccl_tests_compare_command.cpp
+void add_bench_compare_command(CLI::App& app);       // bench_compare_command.cpp
 // Runs `program` as `ranks` processes as `canopy run -n` does (its variables, signals, first failing status).
 int run_processes(int ranks, const std::vector<std::string>& program);
 // `canopy run --hosts`: per rank its host (-1: no --hosts), local rank and its host's size; `hosts` "2,2" (empty:

@@ -6,7 +6,7 @@
 // "#  size  count  type  redop  root  time ..."), a line whose first word is a number is a data row and must have
 // nccl-tests' 13 columns: size count type redop root, then time algbw busbw #wrong out of place and again in place;
 // anything else there (a row cut off, two processes' output on one line) throws canopy::Error naming the line.
-// Pure: reads text, never files; used by `canopy nccl-tests-compare` (tools/nccl_tests_compare.cpp).
+// Pure: reads text, never files; used by `canopy nccl-tests-compare` (tools/nccl_tests_compare_command.cpp).
 #pragma once
 
 #include <cstdint>
