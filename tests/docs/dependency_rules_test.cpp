@@ -1,0 +1,159 @@
+// The rules of docs/architecture.md's "Dependencies point one way", checked on the tree: which folder may include
+// which, no CUDA or NVRTC header below runtime/, no files loose in runtime/, runtime/comm/ on top of the other
+// runtime/ folders, and no source file pointing outside the repository. Each failure names the file and line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/docs/source_tree.hpp"
+#include "tests/test_util.hpp"
+
+namespace fs = std::filesystem;
+
+namespace canopy::testing {
+namespace {
+
+const std::string kRules = "docs/architecture.md, \"Dependencies point one way\"";
+
+// The include prefixes a folder's files may use; a quoted include without '/' may name a file beside the includer.
+struct FolderRule {
+  std::string folder;
+  std::vector<std::string> may_include;
+};
+
+std::vector<std::string> up_to_runtime(std::vector<std::string> more) {
+  std::vector<std::string> prefixes = {"core/", "dsl/", "planner/", "codegen/", "runtime/", "templates/", "canopy/"};
+  prefixes.insert(prefixes.end(), more.begin(), more.end());
+  return prefixes;
+}
+
+// The layers, left to right: core <- dsl <- planner <- codegen <- runtime <- bench/harness <- tools, bench programs.
+const std::vector<FolderRule>& folder_rules() {
+  static const std::vector<FolderRule> rules = {
+      {"core/", {"core/"}},
+      {"dsl/", {"core/", "dsl/"}},
+      {"planner/", {"core/", "dsl/", "planner/"}},
+      {"codegen/", {"core/", "dsl/", "planner/", "codegen/"}},
+      {"templates/", {"canopy/"}},  // the templates include each other as generated code does
+      {"runtime/", up_to_runtime({})},
+      {"nccl/", up_to_runtime({"nccl/"})},
+      {"bench/harness/", up_to_runtime({"bench/harness/"})},
+      {"bench/", up_to_runtime({"bench/", "tools/usage/"})},
+      {"tools/usage/", {"tools/usage/"}},  // CLI11 alone
+      {"tools/", up_to_runtime({"bench/harness/", "tools/"})},
+      {"examples/", {"canopy.hpp"}},  // the public API alone, as users include it
+  };
+  return rules;
+}
+
+// The rule of the deepest folder that holds `file`, or null.
+const FolderRule* rule_for(const std::string& file) {
+  const FolderRule* best = nullptr;
+  for (const FolderRule& rule : folder_rules())
+    if (file.starts_with(rule.folder) && (!best || rule.folder.size() > best->folder.size())) best = &rule;
+  return best;
+}
+
+bool allowed(const FolderRule& rule, const fs::path& includer, const std::string& target) {
+  if (target.find('/') == std::string::npos && fs::exists(includer.parent_path() / target)) return true;
+  return std::any_of(rule.may_include.begin(), rule.may_include.end(),
+                     [&](const std::string& prefix) { return target.starts_with(prefix); });
+}
+
+std::string where(const std::string& file, int line) { return file + ":" + std::to_string(line); }
+
+// runtime/comm/ is the top of runtime/; these includes of it from below are the loop between runtime/comm/ and
+// runtime/hosts/ that issue 67 item 1 removes (one communicator per way of running). Removed by issue 67 item 1: when
+// an entry no longer occurs, this test fails until it is deleted here; a new include of runtime/comm/ fails always.
+const std::set<std::pair<std::string, std::string>> kCommIncludedFromBelow = {
+    {"runtime/hosts/hosts_runtime.cpp", "runtime/comm/communicator_state.hpp"},
+    {"runtime/hosts/hosts_runtime.hpp", "runtime/comm/communicator.hpp"},
+    {"runtime/hosts/hosts_runtime.hpp", "runtime/comm/process_group.hpp"},
+    {"runtime/hosts/hosts_world.cpp", "runtime/comm/communicator_state.hpp"},
+};
+
+class DependencyRulesTest : public ::testing::Test {
+ protected:
+  const fs::path root = source_dir();
+  const std::vector<std::string> files = source_files(root);
+};
+
+TEST_F(DependencyRulesTest, EveryFolderIncludesOnlyTheFoldersToItsLeft) {
+  for (const std::string& file : files) {
+    const FolderRule* rule = rule_for(file);
+    if (!rule) continue;
+    for (const Include& include : includes_of(root / file)) {
+      if (include.angled || allowed(*rule, root / file, include.target)) continue;
+      std::string may;
+      for (const std::string& prefix : rule->may_include) may += (may.empty() ? "" : ", ") + prefix;
+      ADD_FAILURE() << where(file, include.line) << " includes \"" << include.target << "\", but " << rule->folder
+                    << " may include only " << may << " (" << kRules
+                    << "): move the code it needs down a layer, or this file up";
+    }
+  }
+}
+
+TEST_F(DependencyRulesTest, NoCudaOrNvrtcHeaderBelowRuntime) {
+  for (const std::string& file : files) {
+    if (!(file.starts_with("core/") || file.starts_with("dsl/") || file.starts_with("planner/") ||
+          file.starts_with("codegen/")))
+      continue;
+    for (const Include& include : includes_of(root / file))
+      if (include.angled && (include.target.starts_with("cuda") || include.target.starts_with("nvrtc")))
+        ADD_FAILURE() << where(file, include.line) << " includes <" << include.target
+                      << ">: no CUDA or NVRTC header below runtime/, so these folders build and test on any CPU ("
+                      << kRules << "); move the CUDA part into runtime/";
+  }
+}
+
+TEST_F(DependencyRulesTest, RuntimeHasNoFilesOutsideItsSubfolders) {
+  for (const fs::directory_entry& entry : fs::directory_iterator(root / "runtime"))
+    if (!entry.is_directory())
+      ADD_FAILURE() << "runtime/" << entry.path().filename().string()
+                    << " lies in runtime/ itself: every runtime file belongs to the subfolder of its concept ("
+                    << kRules << ")";
+}
+
+TEST_F(DependencyRulesTest, NoRuntimeFolderIncludesCommWhichIsTheTop) {
+  std::set<std::pair<std::string, std::string>> seen;
+  for (const std::string& file : files) {
+    if (!file.starts_with("runtime/") || file.starts_with("runtime/comm/")) continue;
+    for (const Include& include : includes_of(root / file)) {
+      if (include.angled || !include.target.starts_with("runtime/comm/")) continue;
+      if (kCommIncludedFromBelow.contains({file, include.target})) {
+        seen.insert({file, include.target});
+        continue;
+      }
+      ADD_FAILURE() << where(file, include.line) << " includes \"" << include.target
+                    << "\": runtime/comm/ is the top of runtime/, which the other runtime/ folders never include ("
+                    << kRules << "); pass what it needs down through an interface of its own folder";
+    }
+  }
+  for (const auto& exception : kCommIncludedFromBelow)
+    if (!seen.contains(exception))
+      ADD_FAILURE() << exception.first << " no longer includes \"" << exception.second
+                    << "\": delete that entry of kCommIncludedFromBelow in tests/docs/dependency_rules_test.cpp";
+}
+
+TEST_F(DependencyRulesTest, NoSourceFilePointsOutsideTheRepository) {
+  // Spelled in pieces so that this file does not point there itself.
+  const std::vector<std::string> outside = {std::string("DESIGN") + ".md", std::string("..") + "/shared/"};
+  for (const std::string& file : code_and_script_files(root)) {
+    std::ifstream in(root / file);
+    std::string text;
+    for (int line = 1; std::getline(in, text); ++line)
+      for (const std::string& needle : outside)
+        if (text.find(needle) != std::string::npos)
+          ADD_FAILURE() << where(file, line) << " points to " << needle
+                        << ", which is outside the repository: point to the page of docs/ that holds it";
+  }
+}
+
+}  // namespace
+}  // namespace canopy::testing
