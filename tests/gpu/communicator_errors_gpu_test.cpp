@@ -234,10 +234,11 @@ TEST_F(CommunicatorErrorsOnGpu, ThePerThreadStreamsOfTwoThreadsAreTwoStreams) {
   }
 }
 
-// With two GPUs a helper thread launches on the second (docs/performance.md, "Launching on two GPUs at once"), but
-// not for a call on cudaStreamPerThread: the kernel would go on the helper's own stream, and the caller's
-// stream on GPU 1 would not hold the call. GPU 0 is held for 200 ms, GPU 1 for 20: GPU 1's part of the call cannot
-// end before GPU 0's began, so once the caller's stream on GPU 1 is done, GPU 0's hold must have ended.
+// With two GPUs a helper thread launches on the second (docs/measurements/performance-2026-11-23-issue-7-size-bands.md,
+// "Launching on two GPUs at once"), but not for a call on cudaStreamPerThread: the kernel would go on the helper's own
+// stream, and the caller's stream on GPU 1 would not hold the call. GPU 0 is held for 200 ms, GPU 1 for 20: GPU 1's
+// part of the call cannot end before GPU 0's began, so once the caller's stream on GPU 1 is done, GPU 0's hold must
+// have ended.
 TEST_F(CommunicatorErrorsOnGpu, ACallOnThePerThreadStreamIsOnTheCallersStreamOnEveryGpu) {
   if (gpus_ < 2) GTEST_SKIP() << "needs two GPUs (a helper thread launches on the second)";
   HeldCalls calls(*comm_);
