@@ -29,11 +29,12 @@ struct HostPath {
 };
 
 // D and k above. k is the runtime's chunk count (HostStaging::chunk_for: an eighth of the bytes per chunk). D was
-// calibrated on nvidia-h200-x2 (docs/performance.md, section 4): 60 µs for a broadcast (the best of six shares from
-// 64 MiB to 1 GiB), 120 µs for a reduce beside the trees, whose root combines what the host path brought in one pass
-// after the trees' kernel has let go of the SMs. An allreduce's every rank combines so, with a second side stream to
-// fork and join: 200 µs (across two processes on nvidia-h200-x2 a 1 % share at 64 MiB cost 4 %, 120 µs's choice).
-// Beside the copy engines (sms_free) the root combines each chunk as it lands, and a reduce's D is a broadcast's.
+// calibrated on nvidia-h200-x2 (docs/measurements/performance-2026-11-23-issue-7-size-bands.md, section 4): 60 µs
+// for a broadcast (the best of six shares from 64 MiB to 1 GiB), 120 µs for a reduce beside the trees, whose root
+// combines what the host path brought in one pass after the trees' kernel has let go of the SMs. An allreduce's every
+// rank combines so, with a second side stream to fork and join: 200 µs (across two processes on nvidia-h200-x2 a 1 %
+// share at 64 MiB cost 4 %, 120 µs's choice). Beside the copy engines (sms_free) the root combines each chunk as it
+// lands, and a reduce's D is a broadcast's.
 // `rate` is the share of h the host path reaches:
 // - an allreduce's every rank writes and reads its host link at once: 0.82, fitted to an allreduce sweep of fixed
 //   shares across two processes on nvidia-h200-x2 (bench/results/h200x2-procs2-host-share-sweep.txt: best at 6 % for

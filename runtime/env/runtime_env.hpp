@@ -84,7 +84,8 @@ LowLatencyShape low_latency_shape_from_environment();
 std::optional<std::int64_t> ll_two_shot_bytes_from_environment();
 // The default: never up to three ranks (on two both variants move the same bytes over each link and two-shot waits
 // one latency more; on three it lost at every size to 256 KiB), else where captured calls of 4, 6, 8 and 16 virtual
-// ranks on one H200 crossed (docs/performance.md): from 192 KiB on 4 to 7 ranks, 96 KiB on 8 to 15, 48 KiB from 16.
+// ranks on one H200 crossed: from 192 KiB on 4 to 7 ranks, 96 KiB on 8 to 15, 48 KiB from 16
+// (docs/measurements/performance-2026-11-23-issue-7-size-bands.md, "One-shot and two-shot allreduce").
 std::int64_t ll_two_shot_default_bytes(int ranks);
 
 // CANOPY_LL128_BYTES (unset: ll128_default_bytes per collective; max_bytes 0 then), CANOPY_LL128_BLOCKS (default
@@ -94,13 +95,14 @@ using LL128Shape = OneLaunchShape;
 constexpr std::int64_t kDefaultLL128Bytes = 0;
 LL128Shape ll128_shape_from_environment();
 // The LL128 limit of `collective` when CANOPY_LL128_BYTES is unset: where it beat the direct protocol on two H200
-// joined by NVLink (`canopy tune --protocols`, two runs, docs/performance.md), up to 1 MiB for allreduce and 2 MiB for
-// the others, for two ranks each on a GPU of its own; on three and four ranks each a process on a GPU of its own whose
-// direct calls run the inbox kernels (`inbox`: ProtocolSettings::inbox_on_own_gpus), where it beat them on four H200
-// on NVSwitch (2026-11-28), up to 512 KiB for allreduce, 1 MiB for broadcast and 2 MiB for the others; 0 (off) for
-// other shapes, where it is unmeasured (more ranks), slower (several ranks on one GPU, whose lines never cross a
-// link) or mixed (one process on four GPUs, whose direct kernels read the peers' buffers: broadcast and allgather
-// lost).
+// joined by NVLink (`canopy tune --protocols`, two runs,
+// docs/measurements/performance-2026-11-23-issue-7-size-bands.md, "Protocol limits by measurement"), up to 1 MiB for
+// allreduce and 2 MiB for the others, for two ranks each on a GPU of its own; on three and four ranks each a process on
+// a GPU of its own whose direct calls run the inbox kernels (`inbox`: ProtocolSettings::inbox_on_own_gpus), where it
+// beat them on four H200 on NVSwitch (2026-11-28), up to 512 KiB for allreduce, 1 MiB for broadcast and 2 MiB for the
+// others; 0 (off) for other shapes, where it is unmeasured (more ranks), slower (several ranks on one GPU, whose lines
+// never cross a link) or mixed (one process on four GPUs, whose direct kernels read the peers' buffers: broadcast and
+// allgather lost).
 std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices, bool inbox = false);
 
 // CANOPY_DIRECT_BYTES (default 32 MiB), CANOPY_DIRECT_BLOCKS (default 32; 64 for processes across GPUs, below),
@@ -109,16 +111,18 @@ std::int64_t ll128_default_bytes(Collective collective, int ranks, int devices, 
 using DirectShape = OneLaunchShape;
 DirectShape direct_shape_from_environment();
 // The direct protocol's defaults for processes running it on their own buffers across GPUs (the inbox kernels: a store
-// into the peer's inbox, then its copy out), from sweeps on two H200s (docs/performance.md, "The inbox kernels' shape
-// across GPUs"; bench/results/h200x2-procs2-inbox-blocks-pieces-sweep.txt): the limit on the bytes its busiest link
-// carries, beyond which the planned trees win (32 MiB for broadcast and reduce, 16 MiB for the others), its blocks per
-// rank (64: 32 left NVLink idle at 4-16 MiB) and the pieces each block's part moves in (64 KiB for broadcast and
-// reduce, whose receiver then copies or combines one piece while the next crosses: 4-7 % faster than 256 KiB at
-// 16 MiB, bench/results/h200x2-procs2-inbox-piece-ab-s16.txt; 0, whole parts, for the others, whose every rank both
-// stores and moves). From three ranks the limit is 96 MiB for allreduce and 48 MiB for allgather and reduce-scatter:
-// on four H200 on NVSwitch the two-shot inbox allreduce beat the trees at 16, 32 and 64 MiB (107, 188, 342-355 us
-// against 150, 221, 388-392) and the one-shot allgather and reduce-scatter were level with them or ahead at 32-64 MiB
-// (docs/performance.md, "Two-shot inbox kernels"); 64 blocks there did as well as 96 and 128.
+// into the peer's inbox, then its copy out), from sweeps on two H200s
+// (docs/measurements/performance-2026-11-27-s13-inbox-shape-profile.md, "The inbox kernels' shape across GPUs";
+// bench/results/h200x2-procs2-inbox-blocks-pieces-sweep.txt): the limit on the bytes its busiest link carries, beyond
+// which the planned trees win (32 MiB for broadcast and reduce, 16 MiB for the others), its blocks per rank (64: 32
+// left NVLink idle at 4-16 MiB) and the pieces each block's part moves in (64 KiB for broadcast and reduce, whose
+// receiver then copies or combines one piece while the next crosses: 4-7 % faster than 256 KiB at 16 MiB,
+// bench/results/h200x2-procs2-inbox-piece-ab-s16.txt; 0, whole parts, for the others, whose every rank both stores and
+// moves). From three ranks the limit is 96 MiB for allreduce and 48 MiB for allgather and reduce-scatter: on four H200
+// on NVSwitch the two-shot inbox allreduce beat the trees at 16, 32 and 64 MiB (107, 188, 342-355 us against 150, 221,
+// 388-392) and the one-shot allgather and reduce-scatter were level with them or ahead at 32-64 MiB
+// (docs/measurements/performance-2026-11-28-s24-x4-two-shot-inbox.md, "Two-shot inbox kernels"); 64 blocks there did as
+// well as 96 and 128.
 std::int64_t direct_own_buffers_default_bytes(Collective collective, int ranks);
 int direct_own_buffers_default_blocks();
 std::int64_t direct_own_buffers_default_piece_bytes(Collective collective);
@@ -128,8 +132,9 @@ std::int64_t direct_own_buffers_default_piece_bytes(Collective collective);
 // allreduces always run two-shot, but on the inbox kernels, which read no other rank's buffer). Unset: the default per
 // collective and ranks (direct_two_shot_default_bytes; direct_inbox_two_shot_default_bytes for the inbox kernels).
 std::optional<std::int64_t> direct_two_shot_bytes_from_environment();
-// The defaults, where calls of virtual ranks on one H200 crossed (docs/performance.md), `devices` the GPUs the ranks
-// are on. Never on two ranks (both variants put the same bytes on each link, and two-shot waits for its stores to
+// The defaults, where calls of virtual ranks on one H200 crossed
+// (docs/measurements/performance-2026-11-23-issue-7-size-bands.md, "Two-shot direct allreduce"), `devices` the GPUs
+// the ranks are on. Never on two ranks (both variants put the same bytes on each link, and two-shot waits for its stores to
 // reach the peer before "done"). Allreduce from 2 MiB on 3 ranks, 1 MiB on 4 and 5, 384 KiB on 6 and 7, 256 KiB from 8
 // (every size the direct protocol takes by default). Broadcast and reduce from 1 MiB on 4 ranks or more each on a GPU
 // of its own: one-shot puts (ranks - 1) x S on the root's link against two-shot's 2 (ranks - 1) / ranks x S (four
@@ -140,7 +145,8 @@ std::int64_t direct_two_shot_default_bytes(Collective collective, int ranks, int
 // The same for the inbox kernels (processes on their own buffers, templates/direct_inbox_two_shot.cuh): never on two
 // ranks, else from 2 MiB for allreduce, broadcast and reduce. On four H200 on NVSwitch, four processes, two-shot took
 // 4-8 MiB in 0.5-0.85 x one-shot's time (allreduce 8 MiB 62 against 128-131 us) and was up to 6 us slower at 1 MiB,
-// level at 2 MiB (docs/performance.md, "Two-shot inbox kernels"); 3 and more than 4 ranks unmeasured.
+// level at 2 MiB (docs/measurements/performance-2026-11-28-s24-x4-two-shot-inbox.md, "Two-shot inbox kernels"); 3 and
+// more than 4 ranks unmeasured.
 std::int64_t direct_inbox_two_shot_default_bytes(Collective collective, int ranks);
 
 // CANOPY_CHECK_POINTERS (default 1): 0 skips the driver query of each call's buffers (memory kind, GPU, allocation
@@ -168,11 +174,11 @@ bool stage_only_shared_from_environment();
 // (1.1 to 1.5x slower from 4 MiB up on two H200s, 2026-11-26).
 bool own_buffers_from_environment();
 // CANOPY_PEER_BUFFERS (default on): between two processes on two GPUs (where the copy engines across processes are
-// made, whose boards carry the agreement), an eager direct-protocol call runs the single-process direct kernels on
-// the callers' own buffers, each process mapping the other's (CUDA IPC or a cuMemCreate descriptor, cached by
-// allocation: UserBuffers), agreed on the host per call; where a buffer cannot be shared (or in place, for
-// allreduce), and for captured calls, both take the inbox kernels. 0: always the inbox kernels. 5-8 % faster at 4-32
-// MiB on two H200s (docs/performance.md, 2026-11-28).
+// made, whose boards carry the agreement), an eager direct-protocol call runs the single-process direct kernels on the
+// callers' own buffers, each process mapping the other's (CUDA IPC or a cuMemCreate descriptor, cached by allocation:
+// UserBuffers), agreed on the host per call; where a buffer cannot be shared (or in place, for allreduce), and for
+// captured calls, both take the inbox kernels. 0: always the inbox kernels. 5-8 % faster at 4-32 MiB on two H200s
+// (docs/measurements/performance-2026-11-28-s26-peer-buffers.md).
 bool peer_buffers_from_environment();
 // CANOPY_INBOX_PIECE_BYTES (unset: direct_own_buffers_default_piece_bytes across GPUs, else 0): the direct inbox
 // kernels move each block's part in pieces of this many bytes (a multiple of 16), each with its own "done" word, so a

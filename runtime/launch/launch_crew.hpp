@@ -1,6 +1,7 @@
 // LaunchCrew: one helper thread per GPU after the first, so a communicator's launches on several GPUs are queued at
-// once instead of one after another. Starting a kernel costs the host ~3 us in the driver (bench/launch_bench.cpp);
-// a call of two GPUs issued in turn costs 6.3 us, with a helper 4.0 us (docs/performance.md § 1).
+// once instead of one after another. Starting a kernel costs the host ~3 us in the driver (bench/launch_bench.cpp); a
+// call of two GPUs issued in turn costs 6.3 us, with a helper 4.0 us
+// (docs/measurements/performance-2026-11-23-issue-7-size-bands.md, § 1).
 //
 // A call returns only once every GPU's launch is queued (the caller may enqueue more work on the same streams
 // next). Helpers spin for work for `spin` after their last job, then sleep; while a helper sleeps the caller

@@ -1,6 +1,7 @@
 // CopyEnginePair: large broadcasts, reduces and allreduces between two GPUs joined by NVLink, moved by the GPUs'
 // copy engines (cudaMemcpyAsync between peers) instead of SM kernels. On H200 x2 the copy engines carry 385 GB/s one
-// way and 378 each way at once, where the SM kernels' stores carry 340-369 (docs/performance.md section 4).
+// way and 378 each way at once, where the SM kernels' stores carry 340-369
+// (docs/measurements/performance-2026-11-23-issue-7-size-bands.md, section 4).
 // - broadcast: the root's copy engine pushes its buffer into the other GPU's in one copy (and copies it into its
 //   own receive buffer when that differs from its send buffer);
 // - reduce: the other GPU pushes its input into the root's receive buffer chunk by chunk, and a combining kernel
