@@ -31,8 +31,8 @@ ncclResult_t comm_attribute(const ncclComm* comm, int* out, int ncclComm::*field
 
 extern "C" {
 
-// Not NCCL's: marks this library as Canopy's, so loaders of the real NCCL (runtime/hosts/nccl_library.cpp) never take
-// it for the real one (its SONAME is libnccl.so.2 too).
+// Not NCCL's: marks this library as Canopy's, so the loader of the real NCCL (runtime/cuda/nccl_loader.cpp) never
+// takes it, or another copy of it, for the real one (its SONAME is libnccl.so.2 too).
 CANOPY_NCCL_EXPORT int ncclCanopyOwnLibrary() { return 1; }
 
 CANOPY_NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {

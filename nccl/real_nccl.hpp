@@ -1,10 +1,11 @@
-// The real NCCL, for what Canopy does not serve. Loaded once, on first need, by absolute path, bound plainly (its calls
-// to its own exported functions reach this library, which hands their untagged handles back to the real NCCL's own
-// definitions; RTLD_DEEPBIND crashed it, see real_nccl.cpp): CANOPY_NCCL_LIBRARY when set
-// (only that path); else a libnccl.so* the process has already loaded (torch preloads its nvidia-nccl wheel's); else
-// the wheel beside a loaded libtorch_cuda.so or in the usual site-packages folders; else libnccl.so.2 in
-// LD_LIBRARY_PATH's folders and the system's and CUDA toolkit's library folders. Never by the bare name, and never a
-// file that is this library itself.
+// The real NCCL, for what Canopy does not serve: found and opened once, on first need, by the one loader of the real
+// NCCL (runtime/cuda/nccl_loader.hpp: CANOPY_NCCL_LIBRARY when set, only that path; else a libnccl.so* the process
+// has already loaded (torch preloads its nvidia-nccl wheel's); else the wheel beside a loaded libtorch_cuda.so or in
+// the usual site-packages folders; else libnccl.so.2 in LD_LIBRARY_PATH's folders and the system's and CUDA toolkit's
+// library folders. Never by the bare name, and never this library itself, nor another copy of it: both export
+// ncclCanopyOwnLibrary). It is bound plainly, so its calls to its own exported functions reach this library, which
+// hands their untagged handles back to the real NCCL's own definitions (nccl_loader.hpp says why not RTLD_DEEPBIND).
+// The whole API is forwarded by name: real_nccl<F>("ncclXxx") is the table.
 #pragma once
 
 #include <string>
@@ -24,7 +25,5 @@ std::string real_nccl_why_not(); // why it could not be loaded ("" when it is)
 // own exported names (ncclCommInitAll calls ncclGetUniqueId, ...) land in this library, which must then answer as
 // the real NCCL would, by calling its definition.
 bool called_by_real_nccl(const void* return_address);
-// The absolute path of this library (to never load it as the real NCCL).
-std::string own_library_path();
 
 }  // namespace canopy::nccl_api

@@ -1,8 +1,7 @@
 // NcclLibrary (see nccl_library.hpp). NCCL's ABI as nccl.h 2.x declares it: enums and signatures written out
-// here so no NCCL header is needed to build.
+// here so no NCCL header is needed to build; the library itself comes from runtime/cuda/nccl_loader.
 #include "bench/harness/nccl_library.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -10,6 +9,7 @@
 
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
+#include "runtime/cuda/nccl_loader.hpp"
 #include "runtime/cuda/nccl_locations.hpp"
 
 namespace canopy {
@@ -20,7 +20,6 @@ using Comm = void*;  // ncclComm_t
 }  // namespace
 
 struct NcclLibrary::Api {
-  Result (*get_version)(int*);
   const char* (*error_string)(Result);
   Result (*comm_init_all)(Comm*, int, const int*);
   Result (*get_unique_id)(NcclLibrary::UniqueId*);
@@ -35,57 +34,45 @@ struct NcclLibrary::Api {
   Result (*reduce_scatter)(const void*, void*, size_t, int, int, Comm, cudaStream_t);
 };
 
+namespace {
+
+// Fills `a` from `lib`: "" when it has every function the bench calls, else the first it lacks.
+std::string bind_bench_functions(const LoadedNccl& lib, NcclLibrary::Api* a) {
+  NcclBinder bind(lib);
+  bind("ncclGetErrorString", &a->error_string)("ncclCommInitAll", &a->comm_init_all);
+  bind("ncclGetUniqueId", &a->get_unique_id)("ncclCommInitRank", &a->comm_init_rank);
+  bind("ncclCommDestroy", &a->comm_destroy)("ncclGroupStart", &a->group_start)("ncclGroupEnd", &a->group_end);
+  bind("ncclBroadcast", &a->broadcast)("ncclReduce", &a->reduce)("ncclAllReduce", &a->all_reduce);
+  bind("ncclAllGather", &a->all_gather)("ncclReduceScatter", &a->reduce_scatter);
+  return bind.error();
+}
+
+}  // namespace
+
 std::unique_ptr<NcclLibrary> NcclLibrary::load(std::string* why_not) {
   const char* env = std::getenv("CANOPY_NCCL_LIBRARY");
   const std::string path = env && *env ? env : "libnccl.so.2";
-  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    *why_not = fmt::format("cannot load NCCL from '{}' ({}): set CANOPY_NCCL_LIBRARY to libnccl.so.2's path", path,
-                           dlerror());
+  auto api = std::make_unique<Api>();
+  std::string why;
+  const LoadedNccl* library = open_nccl(
+      path, CanopyNccl::allowed, [&](const LoadedNccl& lib) { return bind_bench_functions(lib, api.get()); }, &why);
+  if (!library) {
+    *why_not = fmt::format("cannot load NCCL: {}: set CANOPY_NCCL_LIBRARY to libnccl.so.2's path", why);
     return nullptr;
   }
   std::unique_ptr<NcclLibrary> lib(new NcclLibrary());
-  lib->handle_ = handle;
+  lib->library_ = library;
   lib->path_ = path;
-  lib->api_ = std::make_unique<Api>();
-  Api& a = *lib->api_;
-  bool ok = true;
-  auto get = [&](auto& fn, const char* name) {
-    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(handle, name));
-    if (!fn) {
-      ok = false;
-      *why_not = fmt::format("NCCL at '{}' has no {}: it is too old or not NCCL", path, name);
-    }
-  };
-  get(a.get_version, "ncclGetVersion");
-  get(a.error_string, "ncclGetErrorString");
-  get(a.comm_init_all, "ncclCommInitAll");
-  get(a.get_unique_id, "ncclGetUniqueId");
-  get(a.comm_init_rank, "ncclCommInitRank");
-  get(a.comm_destroy, "ncclCommDestroy");
-  get(a.group_start, "ncclGroupStart");
-  get(a.group_end, "ncclGroupEnd");
-  get(a.broadcast, "ncclBroadcast");
-  get(a.reduce, "ncclReduce");
-  get(a.all_reduce, "ncclAllReduce");
-  get(a.all_gather, "ncclAllGather");
-  get(a.reduce_scatter, "ncclReduceScatter");
-  if (!ok) return nullptr;
+  lib->api_ = std::move(api);
   return lib;
 }
 
 NcclLibrary::~NcclLibrary() {
   if (api_)
     for (void* c : comms_) api_->comm_destroy(c);
-  if (handle_) dlclose(handle_);
 }
 
-std::string NcclLibrary::version() const {
-  int v = 0;
-  api_->get_version(&v);
-  // NCCL_VERSION_CODE: X*10000 + Y*100 + Z since 2.9.
-  return fmt::format("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100);
-}
+std::string NcclLibrary::version() const { return library_->version_text(); }
 
 Status NcclLibrary::init(const std::vector<int>& ordinals) {
   comms_.assign(ordinals.size(), nullptr);

@@ -1,8 +1,9 @@
-// NcclLibrary: NCCL loaded at run time (dlopen) so `canopy bench --vs-nccl` can time NCCL on the same GPUs and
-// buffers; Canopy never links or needs NCCL. Found through CANOPY_NCCL_LIBRARY, else libnccl.so.2 on the loader's
-// path. One process, one rank per GPU (ncclCommInitAll), every call grouped over the GPUs; or one rank of a
-// communicator whose ranks are processes (ncclGetUniqueId in one, ncclCommInitRank in each), as `canopy bench
-// --procs` runs it.
+// NcclLibrary: NCCL loaded at run time so `canopy bench --vs-nccl` can time NCCL on the same GPUs and buffers; Canopy
+// never links or needs NCCL. Its table of the functions the bench calls, filled through the one loader of NCCL
+// (runtime/cuda/nccl_loader.hpp), from CANOPY_NCCL_LIBRARY, else libnccl.so.2 on the dynamic loader's path (whatever
+// answers to that name: no search of Canopy's own, and no check that it is not libcanopy_nccl.so). One process, one
+// rank per GPU (ncclCommInitAll), every call grouped over the GPUs; or one rank of a communicator whose ranks are
+// processes (ncclGetUniqueId in one, ncclCommInitRank in each), as `canopy bench --procs` runs it.
 #pragma once
 
 #include <array>
@@ -14,6 +15,8 @@
 #include "core/status.hpp"
 
 namespace canopy {
+
+class LoadedNccl;
 
 class NcclLibrary {
  public:
@@ -42,7 +45,7 @@ class NcclLibrary {
 
  private:
   NcclLibrary() = default;
-  void* handle_ = nullptr;
+  const LoadedNccl* library_ = nullptr;  // open for the process
   std::string path_;
   std::unique_ptr<Api> api_;
   std::vector<void*> comms_;
