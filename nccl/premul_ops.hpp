@@ -13,13 +13,9 @@
 #include <string>
 #include <vector>
 
-namespace canopy::nccl_api {
+#include "nccl/rank_call.hpp"  // PreMulScalar
 
-// One operator's scalar, as the scale kernel takes it.
-struct PreMulScalar {
-  const void* device = nullptr;  // ncclScalarDevice: read at run time
-  std::uint64_t host = 0;        // ncclScalarHostImmediate: the value's bytes (of the operator's type), low first
-};
+namespace canopy::nccl_api {
 
 struct PreMulOp {
   ncclDataType_t datatype = ncclFloat32;

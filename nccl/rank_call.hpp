@@ -10,9 +10,14 @@
 
 #include "core/collective.hpp"
 #include "core/data_type.hpp"
-#include "nccl/premul_ops.hpp"
 
 namespace canopy::nccl_api {
+
+// A PreMulSum operator's scalar, as the scale kernel takes it (premul_ops.hpp keeps the operators).
+struct PreMulScalar {
+  const void* device = nullptr;  // ncclScalarDevice: read at run time
+  std::uint64_t host = 0;        // ncclScalarHostImmediate: the value's bytes (of the operator's type), low first
+};
 
 struct RankCall {
   const char* function = "";  // "ncclAllReduce", for messages
