@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "nccl/group_posters.hpp"
+#include "nccl/group/group_posters.hpp"
 
 namespace canopy::nccl_api {
 namespace {

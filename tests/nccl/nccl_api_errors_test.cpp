@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "nccl/comm_handle.hpp"
-#include "nccl/real_comm.hpp"
+#include "nccl/comm/comm_handle.hpp"
+#include "nccl/real/real_comm.hpp"
 
 #include "tests/nccl/nccl_expect.hpp"
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "nccl/real_nccl.hpp"
+#include "nccl/real/real_nccl.hpp"
 #include "tests/nccl/nccl_expect.hpp"
 
 namespace {

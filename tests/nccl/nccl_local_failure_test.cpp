@@ -6,9 +6,9 @@
 
 #include <memory>
 
-#include "nccl/comm_handle.hpp"
-#include "nccl/exit_guard.hpp"
-#include "nccl/local_failure.hpp"
+#include "nccl/comm/comm_handle.hpp"
+#include "nccl/comm/exit_guard.hpp"
+#include "nccl/comm/local_failure.hpp"
 
 namespace canopy::nccl_api {
 namespace {
