@@ -2,7 +2,7 @@
 // library defines it. Its first word is a magic: a handle without it is the real NCCL's and is passed to it
 // (is_canopy_comm). A destroyed handle is never freed, only marked (kDestroyedMagic), so that a later call with it is
 // reported instead of crashing. Beside Canopy's communicator a handle may hold the real NCCL's (`real`, made at init
-// where every rank can have one: nccl/real_comm.hpp) for the calls Canopy forwards, and its PreMulSum operators.
+// where every rank can have one: nccl/real/real_comm.hpp) for the calls Canopy forwards, and its PreMulSum operators.
 #pragma once
 
 #include <nccl.h>

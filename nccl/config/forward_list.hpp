@@ -1,6 +1,6 @@
 // CANOPY_NCCL_FORWARD=allreduce,broadcast,...: collectives that Canopy's communicators pass to the real NCCL
 // communicator beside them instead of serving (A/B comparisons), and CANOPY_NCCL_REAL=auto|0|1: whether a real NCCL
-// communicator is made beside Canopy's (nccl/real_comm.hpp). Pure parsers, tested on any CPU.
+// communicator is made beside Canopy's (nccl/real/real_comm.hpp). Pure parsers, tested on any CPU.
 #pragma once
 
 #include <set>

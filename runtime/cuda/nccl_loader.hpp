@@ -1,5 +1,5 @@
 // The one loader of an NCCL library at run time, for its three users: libcanopy_nccl.so's forwarding to the real NCCL
-// (nccl/real_nccl), the rails between hosts (runtime/hosts/nccl_library) and `canopy bench --vs-nccl`
+// (nccl/real/real_nccl), the rails between hosts (runtime/hosts/nccl_library) and `canopy bench --vs-nccl`
 // (bench/harness/nccl_library). Canopy never links NCCL. A library is opened once per process and name and stays
 // open for the process; it is bound plainly (RTLD_NOW | RTLD_LOCAL). Not RTLD_DEEPBIND: opened so, nccl-tests died
 // while the real communicator beside Canopy's was being made, in libc calling a null function (CANOPY_CRASH_REPORT,

@@ -1,4 +1,4 @@
-// NCCL's error model inside groups (nccl/group.hpp), on any CPU, with a stand-in for the real NCCL
+// NCCL's error model inside groups (nccl/group/group.hpp), on any CPU, with a stand-in for the real NCCL
 // (fake_real_nccl.cpp, loaded through CANOPY_NCCL_LIBRARY) that records which of its functions ran: the real NCCL's
 // group is opened as deep as Canopy's and closed with it; ncclGroupSimulateEnd closes both and issues nothing; an
 // error inside a group (a real call's, an argument's, or a call Canopy cannot serve) makes the outermost ncclGroupEnd
