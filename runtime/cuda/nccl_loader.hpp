@@ -1,6 +1,6 @@
 // The one loader of an NCCL library at run time, for its three users: libcanopy_nccl.so's forwarding to the real NCCL
 // (nccl/real/real_nccl), the rails between hosts (runtime/hosts/nccl_library) and `canopy bench --vs-nccl`
-// (bench/harness/nccl_library). Canopy never links NCCL. A library is opened once per process and name and stays
+// (bench/harness/nccl_baseline). Canopy never links NCCL. A library is opened once per process and name and stays
 // open for the process; it is bound plainly (RTLD_NOW | RTLD_LOCAL). Not RTLD_DEEPBIND: opened so, nccl-tests died
 // while the real communicator beside Canopy's was being made, in libc calling a null function (CANOPY_CRASH_REPORT,
 // an H200, 2026-11-25); torch, which loads the wheel's NCCL plainly before us, never did. Bound plainly, the real

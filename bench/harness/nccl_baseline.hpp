@@ -1,4 +1,4 @@
-// NcclLibrary: NCCL loaded at run time so `canopy bench --vs-nccl` can time NCCL on the same GPUs and buffers; Canopy
+// NcclBaseline: NCCL loaded at run time so `canopy bench --vs-nccl` can time NCCL on the same GPUs and buffers; Canopy
 // never links or needs NCCL. Its table of the functions the bench calls, filled through the one loader of NCCL
 // (runtime/cuda/nccl_loader.hpp), from CANOPY_NCCL_LIBRARY, else libnccl.so.2 on the dynamic loader's path (whatever
 // answers to that name: no search of Canopy's own, and no check that it is not libcanopy_nccl.so). One process, one
@@ -18,13 +18,13 @@ namespace canopy {
 
 class LoadedNccl;
 
-class NcclLibrary {
+class NcclBaseline {
  public:
   // nullptr, with the reason in `why_not`, when NCCL cannot be loaded or lacks a function Canopy calls.
-  static std::unique_ptr<NcclLibrary> load(std::string* why_not);
-  ~NcclLibrary();
-  NcclLibrary(const NcclLibrary&) = delete;
-  NcclLibrary& operator=(const NcclLibrary&) = delete;
+  static std::unique_ptr<NcclBaseline> load(std::string* why_not);
+  ~NcclBaseline();
+  NcclBaseline(const NcclBaseline&) = delete;
+  NcclBaseline& operator=(const NcclBaseline&) = delete;
 
   std::string version() const;  // "2.28.3"
   std::string path() const { return path_; }
@@ -44,7 +44,7 @@ class NcclLibrary {
   struct Api;
 
  private:
-  NcclLibrary() = default;
+  NcclBaseline() = default;
   const LoadedNccl* library_ = nullptr;  // open for the process
   std::string path_;
   std::unique_ptr<Api> api_;

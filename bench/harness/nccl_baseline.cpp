@@ -1,6 +1,6 @@
-// NcclLibrary (see nccl_library.hpp). NCCL's ABI as nccl.h 2.x declares it: enums and signatures written out
+// NcclBaseline (see nccl_baseline.hpp). NCCL's ABI as nccl.h 2.x declares it: enums and signatures written out
 // here so no NCCL header is needed to build; the library itself comes from runtime/cuda/nccl_loader.
-#include "bench/harness/nccl_library.hpp"
+#include "bench/harness/nccl_baseline.hpp"
 
 #include <fmt/format.h>
 
@@ -19,11 +19,11 @@ using Result = int;  // ncclResult_t; 0 = ncclSuccess
 using Comm = void*;  // ncclComm_t
 }  // namespace
 
-struct NcclLibrary::Api {
+struct NcclBaseline::Api {
   const char* (*error_string)(Result);
   Result (*comm_init_all)(Comm*, int, const int*);
-  Result (*get_unique_id)(NcclLibrary::UniqueId*);
-  Result (*comm_init_rank)(Comm*, int, NcclLibrary::UniqueId, int);
+  Result (*get_unique_id)(NcclBaseline::UniqueId*);
+  Result (*comm_init_rank)(Comm*, int, NcclBaseline::UniqueId, int);
   Result (*comm_destroy)(Comm);
   Result (*group_start)();
   Result (*group_end)();
@@ -37,7 +37,7 @@ struct NcclLibrary::Api {
 namespace {
 
 // Fills `a` from `lib`: "" when it has every function the bench calls, else the first it lacks.
-std::string bind_bench_functions(const LoadedNccl& lib, NcclLibrary::Api* a) {
+std::string bind_bench_functions(const LoadedNccl& lib, NcclBaseline::Api* a) {
   NcclBinder bind(lib);
   bind("ncclGetErrorString", &a->error_string)("ncclCommInitAll", &a->comm_init_all);
   bind("ncclGetUniqueId", &a->get_unique_id)("ncclCommInitRank", &a->comm_init_rank);
@@ -49,7 +49,7 @@ std::string bind_bench_functions(const LoadedNccl& lib, NcclLibrary::Api* a) {
 
 }  // namespace
 
-std::unique_ptr<NcclLibrary> NcclLibrary::load(std::string* why_not) {
+std::unique_ptr<NcclBaseline> NcclBaseline::load(std::string* why_not) {
   const char* env = std::getenv("CANOPY_NCCL_LIBRARY");
   const std::string path = env && *env ? env : "libnccl.so.2";
   auto api = std::make_unique<Api>();
@@ -60,21 +60,21 @@ std::unique_ptr<NcclLibrary> NcclLibrary::load(std::string* why_not) {
     *why_not = fmt::format("cannot load NCCL: {}: set CANOPY_NCCL_LIBRARY to libnccl.so.2's path", why);
     return nullptr;
   }
-  std::unique_ptr<NcclLibrary> lib(new NcclLibrary());
+  std::unique_ptr<NcclBaseline> lib(new NcclBaseline());
   lib->library_ = library;
   lib->path_ = path;
   lib->api_ = std::move(api);
   return lib;
 }
 
-NcclLibrary::~NcclLibrary() {
+NcclBaseline::~NcclBaseline() {
   if (api_)
     for (void* c : comms_) api_->comm_destroy(c);
 }
 
-std::string NcclLibrary::version() const { return library_->version_text(); }
+std::string NcclBaseline::version() const { return library_->version_text(); }
 
-Status NcclLibrary::init(const std::vector<int>& ordinals) {
+Status NcclBaseline::init(const std::vector<int>& ordinals) {
   comms_.assign(ordinals.size(), nullptr);
   CurrentDevice keep;
   const Result r = api_->comm_init_all(comms_.data(), static_cast<int>(ordinals.size()), ordinals.data());
@@ -85,13 +85,13 @@ Status NcclLibrary::init(const std::vector<int>& ordinals) {
   return Status();
 }
 
-Status NcclLibrary::unique_id(UniqueId* out) {
+Status NcclBaseline::unique_id(UniqueId* out) {
   if (const Result r = api_->get_unique_id(out); r != 0)
     return Status(StatusCode::cuda_error, fmt::format("ncclGetUniqueId: {}", api_->error_string(r)));
   return Status();
 }
 
-Status NcclLibrary::init_rank(int ordinal, int nranks, int rank, const UniqueId& id) {
+Status NcclBaseline::init_rank(int ordinal, int nranks, int rank, const UniqueId& id) {
   CurrentDevice keep;
   if (const cudaError_t e = cudaSetDevice(ordinal); e != cudaSuccess) return cuda_status(e, "cudaSetDevice for NCCL");
   comms_.assign(1, nullptr);
@@ -106,7 +106,7 @@ Status NcclLibrary::init_rank(int ordinal, int nranks, int rank, const UniqueId&
   return Status();
 }
 
-Status NcclLibrary::run(const CollectiveCall& call) {
+Status NcclBaseline::run(const CollectiveCall& call) {
   // One communicator (one GPU a process, as torchrun and mpirun run NCCL): the bare call, as nccl-tests makes it
   // with one GPU a process and as an application would (a group around it adds to NCCL's host time a call).
   // Several (one process driving every GPU): one group, as nccl-tests -g N.
