@@ -125,10 +125,10 @@ void add_bench_command(CLI::App& app) {
       if (args->in_place) throw Error("--in-place: algorithm programs run out of place");
       o.program = std::make_shared<ProgramOutputs>(program_option(args->algorithm, comm->ranks()));
     }
-    std::unique_ptr<NcclLibrary> nccl;
+    std::unique_ptr<NcclBaseline> nccl;
     if (args->vs_nccl && comm->multi_process()) {
       std::string why;
-      nccl = NcclLibrary::load(&why);
+      nccl = NcclBaseline::load(&why);
       if (!nccl) throw Error(why);
       if (Status s = init_nccl_processes(*comm, *nccl); !s.ok()) throw Error(s.message());
     } else if (args->vs_nccl) {
@@ -136,7 +136,7 @@ void add_bench_command(CLI::App& app) {
         throw Error(fmt::format("--vs-nccl needs one rank per GPU; this run has {} ranks on {} GPUs", comm->ranks(),
                                 comm->devices()));
       std::string why;
-      nccl = NcclLibrary::load(&why);
+      nccl = NcclBaseline::load(&why);
       if (!nccl) throw Error(why);
       if (Status s = nccl->init(comm->device_ordinals()); !s.ok()) throw Error(s.message());
     }

@@ -80,8 +80,8 @@ std::unique_ptr<Communicator> join_bench_process(int procs, CommunicatorOptions 
   return comm;
 }
 
-Status init_nccl_processes(Communicator& comm, NcclLibrary& nccl) {
-  NcclLibrary::UniqueId id{};
+Status init_nccl_processes(Communicator& comm, NcclBaseline& nccl) {
+  NcclBaseline::UniqueId id{};
   if (comm.first_own_rank() == 0)
     if (Status s = nccl.unique_id(&id); !s.ok()) return s;
   const int ordinal = comm.device_of_rank(comm.first_own_rank());

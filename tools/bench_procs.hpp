@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "bench/harness/nccl_library.hpp"
+#include "bench/harness/nccl_baseline.hpp"
 #include "runtime/comm/communicator.hpp"
 
 namespace canopy::cli {
@@ -24,6 +24,6 @@ std::unique_ptr<Communicator> join_bench_process(int procs, CommunicatorOptions 
 
 // NCCL's communicator over the same processes, one rank each: rank 0's ncclGetUniqueId handed to the others through
 // `comm` (a broadcast of its 128 bytes).
-Status init_nccl_processes(Communicator& comm, NcclLibrary& nccl);
+Status init_nccl_processes(Communicator& comm, NcclBaseline& nccl);
 
 }  // namespace canopy::cli

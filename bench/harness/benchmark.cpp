@@ -235,7 +235,7 @@ std::vector<std::uint64_t> parse_bench_sizes(const std::string& text) {
   return sizes;
 }
 
-Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclLibrary* nccl,
+Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclBaseline* nccl,
                      const std::function<void(const BenchRow&)>& on_row) {
   const int n = comm.ranks();
   std::uint64_t top = 0;

@@ -2,7 +2,7 @@
 // (inputs from the test pattern, poisoned outputs, every element compared on the host: #wrong), warm-up
 // launches, then `repeats` timed loops of `iters` launches between CUDA events on every GPU's stream (the time of
 // a loop is the slowest GPU's), or of one replay of a CUDA graph holding `iters` calls (BenchOptions::graph); the
-// median loop gives time, algbw and busbw (nccl-tests' conventions). With an NcclLibrary, NCCL runs the same calls
+// median loop gives time, algbw and busbw (nccl-tests' conventions). With an NcclBaseline, NCCL runs the same calls
 // on the same buffers and streams, timed the same way. A multi-process communicator (Communicator::join) runs it in
 // every process at once, each on its own ranks' buffers and streams; a row's times are then the slowest process's
 // and #wrong the sum over the processes (agreed through the communicator), the same in every process.
@@ -16,7 +16,7 @@
 
 #include "bench/harness/collective_buffers.hpp"
 #include "runtime/comm/communicator.hpp"
-#include "bench/harness/nccl_library.hpp"
+#include "bench/harness/nccl_baseline.hpp"
 
 namespace canopy {
 
@@ -79,7 +79,7 @@ std::string bench_size_text(std::uint64_t bytes);
 std::string bench_sizes_text(const std::vector<std::uint64_t>& sizes);  // "1M, 2M, 1G"
 
 // Calls `on_row` as each row is measured; stops at the first failing call (its Status).
-Status run_benchmark(Communicator& comm, const BenchOptions& options, NcclLibrary* nccl,
+Status run_benchmark(Communicator& comm, const BenchOptions& options, NcclBaseline* nccl,
                      const std::function<void(const BenchRow&)>& on_row);
 
 std::string bench_rows_json(const std::vector<BenchRow>& rows);

@@ -1,5 +1,6 @@
-// Where the real NCCL may be, for the three places that open it (the runtime between hosts, libcanopy_nccl.so's
-// forwarding, the bench's comparison), and NCCL's enum values of Canopy's types: one list, one mapping.
+// Where the real NCCL may be, for the one loader that opens it (nccl_loader.hpp: for the runtime between hosts and
+// libcanopy_nccl.so's forwarding), and NCCL's enum values of Canopy's types (for those and the bench's comparison):
+// one list, one mapping.
 #pragma once
 
 #include <filesystem>
@@ -10,7 +11,7 @@
 
 namespace canopy {
 
-// The libnccl.so.2 files to try, in order (CANOPY_NCCL_LIBRARY aside, which each caller reads first): objects named
+// The libnccl.so.2 files to try, in order (CANOPY_NCCL_LIBRARY aside, which the loader reads first): objects named
 // libnccl.so* already loaded, the nvidia-nccl wheel beside a loaded libtorch_cuda.so, the wheel in Python's
 // site-packages and dist-packages (the virtual environment's, the user's, /usr/local/lib's, /usr/lib's), each
 // LD_LIBRARY_PATH folder, then the system's library folders and the CUDA toolkit's. Some may not exist.

@@ -1,9 +1,9 @@
-// NcclLibrary: the real NCCL, opened with dlopen by absolute path, for the inter-host phase of a multi-host
-// communicator (the runtime may not depend on bench/ or nccl/, which have their own loaders). Where it looks:
-// CANOPY_NCCL_LIBRARY when set (that file only), else an NCCL already loaded, beside PyTorch's nvidia-nccl wheel,
-// LD_LIBRARY_PATH, the system's library folders. Never Canopy's own libcanopy_nccl.so (SONAME libnccl.so.2, maybe
-// LD_PRELOADed): a library exporting ncclCanopyOwnLibrary is refused. The few types of NCCL's C API are declared
-// here (the ABI of nccl.h 2.x), so the runtime builds without nccl.h.
+// NcclLibrary: the real NCCL's functions the inter-host phase of a multi-host communicator calls (a few collectives,
+// the rails' init and teardown), a typed table filled through the one loader of the real NCCL
+// (runtime/cuda/nccl_loader.hpp: CANOPY_NCCL_LIBRARY when set, that file only, else an NCCL already loaded, beside
+// PyTorch's nvidia-nccl wheel, LD_LIBRARY_PATH, the system's library folders; never Canopy's own libcanopy_nccl.so,
+// which exports ncclCanopyOwnLibrary). A candidate that lacks one of these functions is passed over. The few types
+// of NCCL's C API are declared here (the ABI of nccl.h 2.x), so the runtime builds without nccl.h.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,6 +17,8 @@
 
 namespace canopy {
 
+class LoadedNccl;
+
 namespace nccl_abi {
 using Result = int;  // ncclResult_t: 0 success, 7 in progress
 struct UniqueId {
@@ -27,9 +29,9 @@ using Comm = CommOpaque*;
 }  // namespace nccl_abi
 
 struct NcclLibrary {
-  void* handle = nullptr;
-  std::string path;  // the file opened
-  int version = 0;   // ncclGetVersion, e.g. 22809
+  const LoadedNccl* library = nullptr;  // the library, as the loader holds it
+  std::string path;                     // the file opened
+  int version = 0;                      // ncclGetVersion, e.g. 22809
   nccl_abi::Result (*get_unique_id)(nccl_abi::UniqueId*) = nullptr;
   nccl_abi::Result (*comm_init_rank)(nccl_abi::Comm*, int, nccl_abi::UniqueId, int) = nullptr;
   nccl_abi::Result (*all_reduce)(const void*, void*, std::size_t, int, int, nccl_abi::Comm, cudaStream_t) = nullptr;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -33,6 +34,16 @@ std::vector<std::string> up_to_runtime(std::vector<std::string> more) {
   return prefixes;
 }
 
+// nccl/'s folders from base/ up to and including `top` (comm/, real/, init/, group/ in that order).
+std::vector<std::string> nccl_up_to(const std::string& top) {
+  std::vector<std::string> folders = {"nccl/base/", "nccl/premul/", "nccl/diagnostics/", "nccl/config/"};
+  for (const char* next : {"nccl/comm/", "nccl/real/", "nccl/init/", "nccl/group/"}) {
+    folders.push_back(next);
+    if (top == next) break;
+  }
+  return folders;
+}
+
 // The layers, left to right: core <- dsl <- planner <- codegen <- runtime <- bench/harness <- tools, bench programs.
 const std::vector<FolderRule>& folder_rules() {
   static const std::vector<FolderRule> rules = {
@@ -43,6 +54,16 @@ const std::vector<FolderRule>& folder_rules() {
       {"templates/", {"canopy/"}},  // the templates include each other as generated code does
       {"runtime/", up_to_runtime({})},
       {"nccl/", up_to_runtime({"nccl/"})},
+      // nccl/'s subfolders, one way: base <- premul, diagnostics, config <- comm <- real <- init <- group <- api.
+      {"nccl/base/", up_to_runtime({"nccl/base/"})},
+      {"nccl/premul/", up_to_runtime({"nccl/base/", "nccl/premul/"})},
+      {"nccl/diagnostics/", up_to_runtime({"nccl/base/", "nccl/diagnostics/"})},
+      {"nccl/config/", up_to_runtime({"nccl/base/", "nccl/config/"})},
+      {"nccl/comm/", up_to_runtime(nccl_up_to("nccl/comm/"))},
+      {"nccl/real/", up_to_runtime(nccl_up_to("nccl/real/"))},
+      {"nccl/init/", up_to_runtime(nccl_up_to("nccl/init/"))},
+      {"nccl/group/", up_to_runtime(nccl_up_to("nccl/group/"))},
+      {"nccl/api/", up_to_runtime({"nccl/"})},
       {"bench/harness/", up_to_runtime({"bench/harness/"})},
       {"bench/", up_to_runtime({"bench/", "tools/usage/"})},
       {"tools/usage/", {"tools/usage/"}},  // CLI11 alone
@@ -139,6 +160,30 @@ TEST_F(DependencyRulesTest, NoRuntimeFolderIncludesCommWhichIsTheTop) {
     if (!seen.contains(exception))
       ADD_FAILURE() << exception.first << " no longer includes \"" << exception.second
                     << "\": delete that entry of kCommIncludedFromBelow in tests/docs/dependency_rules_test.cpp";
+}
+
+// No two folders include each other, at any depth (a file's folder is the directory it lies in). The one loop left is
+// runtime/comm <-> runtime/hosts, whose includes kCommIncludedFromBelow lists (issue 67 item 1 removes it).
+TEST_F(DependencyRulesTest, NoTwoFoldersIncludeEachOther) {
+  std::set<std::pair<std::string, std::string>> edges;
+  std::map<std::pair<std::string, std::string>, std::string> site;
+  for (const std::string& file : files) {
+    const std::string from = fs::path(file).parent_path().string();
+    for (const Include& include : includes_of(root / file)) {
+      if (include.angled || include.target.find('/') == std::string::npos) continue;
+      const std::string to = fs::path(include.target).parent_path().string();
+      if (to == from) continue;
+      edges.insert({from, to});
+      site.emplace(std::pair{from, to}, where(file, include.line));
+    }
+  }
+  for (const auto& [from, to] : edges) {
+    if (from > to || !edges.contains({to, from})) continue;
+    if (from == "runtime/comm" && to == "runtime/hosts") continue;  // the loop kCommIncludedFromBelow lists
+    ADD_FAILURE() << from << "/ and " << to << "/ include each other (" << site.at({from, to}) << " and "
+                  << site.at({to, from}) << "; " << kRules
+                  << "): move what both need into one of them, or below both";
+  }
 }
 
 TEST_F(DependencyRulesTest, NoSourceFilePointsOutsideTheRepository) {

@@ -215,13 +215,13 @@ void expect_ranks_here_right(const std::string& output, int processes, int handl
 }
 
 // nccl-tests -g K and JAX: one process initialises every rank of an id from one thread inside one group. The library
-// makes them one in-process communicator (nccl/group_inits.hpp): grouped allreduces and broadcasts are right, so are
-// they on the handles' split in one group (nccl/local_split.hpp; keys reversing the ranks), and destroying the handles
-// in turn returns at once (no bootstrap barrier between handles of one process). With four GPUs or more, also 2
+// makes them one in-process communicator (nccl/init/group_inits.hpp): grouped allreduces and broadcasts are right, so
+// are they on the handles' split in one group (nccl/init/local_split.hpp; keys reversing the ranks), and destroying the
+// handles in turn returns at once (no bootstrap barrier between handles of one process). With four GPUs or more, also 2
 // processes x 2 ranks each, a GPU per rank (joined a handle each): right, split in one group from one thread (the
-// splits at once, nccl/joined_split.hpp), and their children's and their own destroys in turn on one thread end
-// without waiting out the bootstrap's timeout (nccl/joined_teardown.hpp). On two GPUs that would put two processes on
-// each GPU beside each other's, a placement the join refuses (as the real NCCL refuses a GPU twice in one
+// splits at once, nccl/group/joined_split.hpp), and their children's and their own destroys in turn on one thread end
+// without waiting out the bootstrap's timeout (nccl/init/joined_teardown.hpp). On two GPUs that would put two processes
+// on each GPU beside each other's, a placement the join refuses (as the real NCCL refuses a GPU twice in one
 // communicator).
 TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
   const int gpus = visible_gpu_count();
@@ -243,7 +243,7 @@ TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
 }
 
 // Two processes, a rank each on a GPU of its own (joined handles), each splitting its one handle in a group
-// (nccl/joined_split.hpp) with the real NCCL's communicators beside Canopy's (CANOPY_NCCL_REAL=auto, where the
+// (nccl/group/joined_split.hpp) with the real NCCL's communicators beside Canopy's (CANOPY_NCCL_REAL=auto, where the
 // harness has 0): the children are right, the real NCCL's splits run beside them inside a real group, the children
 // end through joined_teardown, and nothing hangs or crashes.
 TEST(NcclApiGroupInitOnGpu, JoinedHandlesSplitWithTheRealNcclBeside) {

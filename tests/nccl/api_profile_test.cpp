@@ -1,5 +1,5 @@
 // ApiProfile: each collective's host time split into Communicator::run, the library around it and the program between.
-#include "nccl/api_profile.hpp"
+#include "nccl/diagnostics/api_profile.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // partition_inits: which deferred ncclCommInitRank calls of one group make whole in-process communicators.
-#include "nccl/group_inits.hpp"
+#include "nccl/init/group_inits.hpp"
 
 #include <gtest/gtest.h>
 

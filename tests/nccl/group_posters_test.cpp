@@ -1,5 +1,5 @@
-// run_on_posters (nccl/group_posters.hpp), on any CPU: the jobs run at once (each waits for all the others, which a
-// serial run could never satisfy), the workers are reused from run to run, and a run with fewer jobs leaves the extra
+// run_on_posters (nccl/group/group_posters.hpp), on any CPU: the jobs run at once (each waits for all the others, which
+// a serial run could never satisfy), the workers are reused from run to run, and a run with fewer jobs leaves the extra
 // workers idle.
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <set>
 #include <thread>
 
-#include "nccl/group_posters.hpp"
+#include "nccl/group/group_posters.hpp"
 
 namespace canopy::nccl_api {
 namespace {

@@ -1,8 +1,8 @@
-// split_joined (nccl/joined_split.hpp) on any CPU: a group's splits of joined handles run at once, so a thread that
-// splits several handles of collectives spanning processes does not wait for itself; errors name the split. The
+// split_joined (nccl/group/joined_split.hpp) on any CPU: a group's splits of joined handles run at once, so a thread
+// that splits several handles of collectives spanning processes does not wait for itself; errors name the split. The
 // splitter here is a simulated collective: each split returns once every one of the group has entered it (or fails
 // after a while, which is what splitting one after another would do).
-#include "nccl/joined_split.hpp"
+#include "nccl/group/joined_split.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "nccl/comm_handle.hpp"
+#include "nccl/comm/comm_handle.hpp"
 #include "runtime/comm/communicator.hpp"
 
 namespace canopy::nccl_api {

@@ -1,5 +1,5 @@
 // JoinedTeardown: the handles one process holds of one joined communicator end without waiting for each other.
-#include "nccl/joined_teardown.hpp"
+#include "nccl/init/joined_teardown.hpp"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "nccl/shared_comm.hpp"
+#include "nccl/comm/shared_comm.hpp"
 
 namespace canopy::nccl_api {
 namespace {

@@ -1,5 +1,6 @@
-// LoadedSegments: which loaded object a return address lies in, by its PT_LOAD segments (nccl/loaded_segments.hpp).
-#include "nccl/loaded_segments.hpp"
+// LoadedSegments: which loaded object a return address lies in, by its PT_LOAD segments
+// (nccl/real/loaded_segments.hpp).
+#include "nccl/real/loaded_segments.hpp"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>

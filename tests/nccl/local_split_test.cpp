@@ -1,6 +1,6 @@
 // LocalSplits: the ranks of one in-process communicator meet for ncclCommSplit, from one thread (a group) or a thread
 // each; the last to file makes the children once; a rank left alone fails saying how to call it.
-#include "nccl/local_split.hpp"
+#include "nccl/init/local_split.hpp"
 
 #include <gmock/gmock.h>
 

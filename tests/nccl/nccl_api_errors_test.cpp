@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "nccl/comm_handle.hpp"
-#include "nccl/real_comm.hpp"
+#include "nccl/comm/comm_handle.hpp"
+#include "nccl/real/real_comm.hpp"
 
 #include "tests/nccl/nccl_expect.hpp"
 
@@ -141,7 +141,7 @@ TEST(NcclApiErrors, CallsOnACanopyCommunicator) {
 
 TEST(NcclApiErrors, EveryRankOfAnIdInOneGroupFailsTogetherAtOnceWithoutAGpu) {
   // nccl-tests -g 2 on a machine without a GPU: the group holds both ranks, made one communicator here
-  // (nccl/group_inits.hpp), so both fail with the reason, without waiting for a bootstrap.
+  // (nccl/init/group_inits.hpp), so both fail with the reason, without waiting for a bootstrap.
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
   ncclComm_t comms[2] = {nullptr, nullptr};
@@ -284,7 +284,7 @@ TEST(NcclApiErrors, ForwardedCallWithoutARealNccl) {
   EXPECT_EQ(version, NCCL_VERSION_CODE);
 }
 
-// ncclMemAlloc/ncclMemFree are Canopy's own (nccl/api_memory.cpp): their argument checks, and without a GPU a CUDA
+// ncclMemAlloc/ncclMemFree are Canopy's own (nccl/api/api_memory.cpp): their argument checks, and without a GPU a CUDA
 // error that names the failing call.
 TEST(NcclApiErrors, MemAllocChecksItsArguments) {
   EXPECT_NCCL_ERROR(ncclMemAlloc(nullptr, 1024), ncclInvalidArgument, "ncclMemAlloc: ptr is NULL");

@@ -1,8 +1,8 @@
-// libcanopy_nccl.so as a program sees it (dlopen, no GPU or driver needed): its SONAME is libnccl.so.2; it defines
-// every function the toolkit's nccl.h declares, each with its pncclXxx alias, and the names PyTorch 2.11 imports;
-// it exports nothing else; it answers ncclGetVersion and ncclGetErrorString. Paths: CANOPY_NCCL_LIBRARY_FILE (the
-// built library), CANOPY_NCCL_HEADER (nccl.h), from tests/CMakeLists.txt. The runtime's loader of the real NCCL refuses it.
-#include <dlfcn.h>
+// libcanopy_nccl.so as a program sees it (opened at run time by Canopy's NCCL loader, runtime/cuda/nccl_loader, as
+// the bench opens an NCCL by name; no GPU or driver needed): its SONAME is libnccl.so.2; it defines every function
+// the toolkit's nccl.h declares, each with its pncclXxx alias, and the names PyTorch 2.11 imports; it exports nothing
+// else; it answers ncclGetVersion and ncclGetErrorString. Paths: CANOPY_NCCL_LIBRARY_FILE (the built library),
+// CANOPY_NCCL_HEADER (nccl.h), from tests/CMakeLists.txt. The loader of the real NCCL refuses it.
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "runtime/cuda/nccl_loader.hpp"
 #include "runtime/hosts/nccl_library.hpp"
 
 namespace {
@@ -51,13 +52,15 @@ std::set<std::string> exported() {
   return names;
 }
 
-void* library() {
-  static void* handle = [] {
+std::string g_why_not;  // why library() is nullptr
+
+const canopy::LoadedNccl* library() {
+  static const canopy::LoadedNccl* lib = [] {
     // A missing path: the real NCCL is never found, so the answers are Canopy's own.
     setenv("CANOPY_NCCL_LIBRARY", "/nonexistent/libnccl.so.2", 1);
-    return dlopen(CANOPY_NCCL_LIBRARY_FILE, RTLD_NOW | RTLD_LOCAL);
+    return canopy::open_nccl(CANOPY_NCCL_LIBRARY_FILE, canopy::CanopyNccl::allowed, canopy::any_nccl, &g_why_not);
   }();
-  return handle;
+  return lib;
 }
 
 TEST(NcclExports, SonameIsLibnccl2) {
@@ -84,8 +87,8 @@ TEST(NcclExports, NamesTorchImportsAreDefined) {
         "ncclGetLastError", "ncclGetUniqueId", "ncclGetVersion", "ncclGroupEnd", "ncclGroupSimulateEnd",
         "ncclGroupStart", "ncclMemAlloc", "ncclMemFree", "ncclRecv", "ncclRedOpCreatePreMulSum", "ncclRedOpDestroy",
         "ncclReduce", "ncclReduceScatter", "ncclSend", "ncclCommCuDevice"}) {
-    ASSERT_NE(library(), nullptr) << dlerror();
-    EXPECT_NE(dlsym(library(), name), nullptr) << name;
+    ASSERT_NE(library(), nullptr) << g_why_not;
+    EXPECT_NE(library()->symbol(name), nullptr) << name;
   }
 }
 
@@ -95,9 +98,9 @@ TEST(NcclExports, NothingButNcclNamesIsExported) {
 }
 
 TEST(NcclExports, AnswersVersionAndErrorStringsWithoutAGpu) {
-  ASSERT_NE(library(), nullptr) << dlerror();
-  auto get_version = reinterpret_cast<ncclResult_t (*)(int*)>(dlsym(library(), "ncclGetVersion"));
-  auto error_string = reinterpret_cast<const char* (*)(ncclResult_t)>(dlsym(library(), "ncclGetErrorString"));
+  ASSERT_NE(library(), nullptr) << g_why_not;
+  auto get_version = reinterpret_cast<ncclResult_t (*)(int*)>(library()->symbol("ncclGetVersion"));
+  auto error_string = reinterpret_cast<const char* (*)(ncclResult_t)>(library()->symbol("ncclGetErrorString"));
   ASSERT_TRUE(get_version && error_string);
   int version = 0;
   EXPECT_EQ(get_version(&version), ncclSuccess);
@@ -110,13 +113,18 @@ TEST(NcclExports, AnswersVersionAndErrorStringsWithoutAGpu) {
 
 }  // namespace
 
-// The runtime's loader of the real NCCL (runtime/hosts/nccl_library.cpp) refuses this library, whose SONAME is
-// libnccl.so.2 too: it exports ncclCanopyOwnLibrary, and the loader asks for it.
+// The loader of the real NCCL (runtime/cuda/nccl_loader.cpp), and so the rails between hosts that use it
+// (runtime/hosts/nccl_library.cpp), refuse this library, whose SONAME is libnccl.so.2 too: it exports
+// ncclCanopyOwnLibrary, and the loader asks for it.
 TEST(NcclExports, TheRuntimesNcclLoaderNeverTakesThisLibraryForTheRealOne) {
   setenv("CANOPY_NCCL_LIBRARY", CANOPY_NCCL_LIBRARY_FILE, 1);
+  std::string why_not;
+  EXPECT_EQ(canopy::find_real_nccl(canopy::any_nccl, &why_not), nullptr);
+  EXPECT_NE(why_not.find("is Canopy's own libnccl.so.2"), std::string::npos) << why_not;
   const canopy::NcclLibrary* lib = nullptr;
   const canopy::Status s = canopy::open_nccl_library(&lib);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("is Canopy's own libnccl.so.2"), std::string::npos) << s.message();
-  EXPECT_NE(dlsym(library(), "ncclCanopyOwnLibrary"), nullptr);
+  ASSERT_NE(library(), nullptr) << g_why_not;
+  EXPECT_NE(library()->symbol("ncclCanopyOwnLibrary"), nullptr);
 }

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "nccl/call_log.hpp"
-#include "nccl/config.hpp"
-#include "nccl/forward_list.hpp"
-#include "nccl/premul_ops.hpp"
-#include "nccl/real_comm.hpp"
+#include "nccl/config/config.hpp"
+#include "nccl/config/forward_list.hpp"
+#include "nccl/diagnostics/call_log.hpp"
+#include "nccl/premul/premul_ops.hpp"
+#include "nccl/real/real_comm.hpp"
 
 namespace {
 

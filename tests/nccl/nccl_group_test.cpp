@@ -1,4 +1,4 @@
-// NCCL's error model inside groups (nccl/group.hpp), on any CPU, with a stand-in for the real NCCL
+// NCCL's error model inside groups (nccl/group/group.hpp), on any CPU, with a stand-in for the real NCCL
 // (fake_real_nccl.cpp, loaded through CANOPY_NCCL_LIBRARY) that records which of its functions ran: the real NCCL's
 // group is opened as deep as Canopy's and closed with it; ncclGroupSimulateEnd closes both and issues nothing; an
 // error inside a group (a real call's, an argument's, or a call Canopy cannot serve) makes the outermost ncclGroupEnd
@@ -6,7 +6,6 @@
 // thread's group state reset; a call made into a group that already returned an error is refused, never queued to be
 // silently dropped (a caller that threw and never ended the group would otherwise lose every later collective).
 // CANOPY_NCCL_REAL=0: no real communicator is made beside Canopy's, so its calls Canopy cannot serve are refused.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 
@@ -15,6 +14,7 @@
 #include <string>
 #include <thread>
 
+#include "nccl/real/real_nccl.hpp"
 #include "tests/nccl/nccl_expect.hpp"
 
 namespace {
@@ -26,17 +26,17 @@ const bool kFakeRealNccl = [] {
 using canopy::nccl_test::fake;
 using canopy::nccl_test::last;
 
-// The stand-in's record of its calls ("GroupStart;Send(4);GroupEnd;"), read through its own exports.
+// The stand-in's record of its calls ("GroupStart;Send(4);GroupEnd;"), read through its own exports, which only the
+// stand-in has: found in the real NCCL the library loaded (if nothing has yet, this loads it), they say it is the
+// stand-in.
 struct FakeRealNccl {
   FakeRealNccl() {
-    int version = 0;
-    (void)ncclGetVersion(&version);  // loads the real NCCL (the stand-in) if nothing has yet
-    void* h = dlopen(CANOPY_FAKE_REAL_NCCL, RTLD_NOW | RTLD_NOLOAD);
-    EXPECT_NE(h, nullptr) << "the stand-in real NCCL is not loaded: " << dlerror();
-    if (!h) return;
-    calls_ = reinterpret_cast<const char* (*)()>(dlsym(h, "fake_nccl_calls"));
-    reset_ = reinterpret_cast<void (*)()>(dlsym(h, "fake_nccl_reset"));
-    reset_();
+    using canopy::nccl_api::real_nccl;
+    EXPECT_TRUE(canopy::nccl_api::real_nccl_loaded()) << canopy::nccl_api::real_nccl_why_not();
+    calls_ = real_nccl<const char* (*)()>("fake_nccl_calls");
+    reset_ = real_nccl<void (*)()>("fake_nccl_reset");
+    EXPECT_TRUE(calls_ && reset_) << "the stand-in real NCCL is not loaded: " << canopy::nccl_api::real_nccl_path();
+    if (reset_) reset_();
   }
   std::string calls() const { return calls_ ? calls_() : "(not loaded)"; }
   void reset() const {

@@ -1,14 +1,14 @@
-// Without a GPU: which failed collectives end a communicator spanning processes (nccl/local_failure.hpp: only
+// Without a GPU: which failed collectives end a communicator spanning processes (nccl/comm/local_failure.hpp: only
 // ncclInvalidArgument on a ready Canopy handle whose other ranks live in other processes), the message the other
-// processes see, and the exit handler's count of live communicators (nccl/exit_guard.hpp).
+// processes see, and the exit handler's count of live communicators (nccl/comm/exit_guard.hpp).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <memory>
 
-#include "nccl/comm_handle.hpp"
-#include "nccl/exit_guard.hpp"
-#include "nccl/local_failure.hpp"
+#include "nccl/comm/comm_handle.hpp"
+#include "nccl/comm/exit_guard.hpp"
+#include "nccl/comm/local_failure.hpp"
 
 namespace canopy::nccl_api {
 namespace {

@@ -1,6 +1,7 @@
-// The real NCCL's loader for the inter-host phase (runtime/hosts/nccl_library.hpp): a CANOPY_NCCL_LIBRARY that does
-// not exist is refused with an error naming the variable (the library is opened once per process: each test runs in
-// its own process under ctest), and Canopy's types and operators map to NCCL's codes.
+// The real NCCL's functions for the inter-host phase (runtime/hosts/nccl_library.hpp): a CANOPY_NCCL_LIBRARY that
+// does not exist, or that lacks a function the rails call (the NCCL API tests' stand-in, CANOPY_FAKE_REAL_NCCL, has no
+// ncclGetUniqueId), is refused with an error naming the variable (the table is filled once per process: each test
+// runs in its own process under ctest), and Canopy's types and operators map to NCCL's codes.
 #include "runtime/hosts/nccl_library.hpp"
 
 #include <gmock/gmock.h>
@@ -21,6 +22,17 @@ TEST(NcclLibrary, AMissingCanopyNcclLibraryIsRefusedNamingTheVariable) {
   EXPECT_THAT(s.message(), HasSubstr("several hosts need the real NCCL"));
   EXPECT_THAT(s.message(), HasSubstr("CANOPY_NCCL_LIBRARY"));
   EXPECT_THAT(s.message(), HasSubstr("'/nonexistent/libnccl.so.2' does not exist"));
+  EXPECT_EQ(lib, nullptr);
+}
+
+TEST(NcclLibrary, ALibraryLackingARailFunctionIsRefusedNamingIt) {
+  setenv("CANOPY_NCCL_LIBRARY", CANOPY_FAKE_REAL_NCCL, 1);
+  const NcclLibrary* lib = nullptr;
+  const Status s = open_nccl_library(&lib);
+  EXPECT_FALSE(s.ok());
+  EXPECT_THAT(s.message(), HasSubstr("several hosts need the real NCCL between them, and it cannot be opened: "
+                                     "CANOPY_NCCL_LIBRARY: '" + canonical_or_empty(CANOPY_FAKE_REAL_NCCL) +
+                                     "' lacks ncclGetUniqueId: not an NCCL library (or one too old)"));
   EXPECT_EQ(lib, nullptr);
 }
 

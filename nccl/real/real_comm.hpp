@@ -1,0 +1,65 @@
+// The real NCCL's communicator beside Canopy's, for what Canopy forwards (Send/Recv, AlltoAll, Gather, Scatter,
+// registration, windows, device communicators, CANOPY_NCCL_FORWARD's collectives, types Canopy does not reduce).
+//
+// When it is made: at init, never later. NCCL's init is collective over every rank, but a Send is called by two ranks
+// only, so making it lazily at the first forwarded call would hang; and NCCL 2.28 refuses two ranks on one GPU (unless
+// each process sets its own NCCL_HOSTID), so it must not be tried there. So every ncclCommInitRank, once Canopy's
+// communicator is joined, exchanges each rank's facts through it (real NCCL found, GPU UUID, NCCL_HOSTID,
+// CANOPY_NCCL_REAL) and every rank takes the same decision from them: make it (rank 0's real ncclUniqueId reaches the
+// others through Canopy's communicator; a blocking real init, on the init's own thread), or record why not, for the
+// ncclInvalidUsage of a later forwarded call. CANOPY_NCCL_REAL=0 never makes one; =1 makes init fail where none can
+// be made. ncclCommInitAll makes one with the real ncclCommInitAll over distinct GPUs; ncclCommSplit splits the
+// parent's. The decision is a pure function, tested on any CPU.
+#pragma once
+
+#include <nccl.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.hpp"
+#include "nccl/config/forward_list.hpp"
+
+struct ncclComm;
+
+namespace canopy::nccl_api {
+
+// What one rank says of itself.
+struct RealCommFacts {
+  bool loaded = false;       // this process found a real NCCL
+  std::string why_not;       // when not: why
+  RealMode mode = RealMode::automatic;
+  std::string gpu;           // its GPU's UUID (hex)
+  std::string host_id;       // NCCL_HOSTID ("" when unset)
+};
+std::string encode_real_facts(const RealCommFacts& facts);
+Status decode_real_facts(const std::string& text, RealCommFacts* out);
+
+struct RealCommDecision {
+  bool make = false;
+  bool fail_init = false;  // CANOPY_NCCL_REAL=1 on some rank and none can be made
+  std::string why_not;     // when not made
+};
+// The same on every rank, from every rank's facts in rank order.
+RealCommDecision decide_real_comm(const std::vector<RealCommFacts>& ranks);
+
+// After a join (every rank of the communicator calls it at the same point): agrees and makes comm->real, or records
+// comm->real_why_not. ncclSuccess unless CANOPY_NCCL_REAL=1 and it could not be made (the last error says why).
+ncclResult_t attach_real_comm(ncclComm* comm, const char* function);
+// The handles of an in-process communicator (ncclCommInitAll, a group's inits made whole): the real ncclCommInitAll
+// over `devices` when they are distinct and a real NCCL is there, else each records real_why_not. ncclSuccess unless
+// CANOPY_NCCL_REAL=1 and it could not be made (the last error, prefixed by `function`, says why), as for a join.
+ncclResult_t attach_real_comms(const std::vector<ncclComm*>& comms, const std::vector<int>& devices,
+                               const char* function);
+// ncclCommSplit of handles of this process, the real NCCL's splits beside them (every parent rank calls it: the
+// real split is collective too): each parent's real communicator split, all inside one real group (one thread may
+// split several of its handles only so), into children[k]->real (children[k] null: no color). The handles of one
+// in-process communicator (local_split.hpp), or a group's joined handles (joined_split.hpp). A parent without one:
+// its child's real_why_not says why; a failed real split: every child's.
+void split_real_comms_together(const std::vector<ncclComm*>& parents, const std::vector<std::pair<int, int>>& color_key,
+                               const std::vector<ncclComm*>& children);
+// Destroy/Abort/Finalize: the same on comm->real (destroy and abort forget it).
+ncclResult_t end_real_comm(ncclComm* comm, const char* function);
+
+}  // namespace canopy::nccl_api
