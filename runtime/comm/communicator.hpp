@@ -40,6 +40,8 @@
 
 namespace canopy {
 
+class CallPath;  // one way of running a communicator (comm/call_path.hpp)
+
 class Communicator {
  public:
   // Sets up everything that does not depend on a collective; `out` receives the communicator when ok.
@@ -201,16 +203,12 @@ class Communicator {
   // The prepared collective for `spec` (preparing it if needed).
   Status info(const CollectiveSpec& spec, CollectiveInfo* out);
 
-  struct State;  // defined in communicator_state.hpp
-
  private:
   friend struct HostsRuntime;  // a multi-host communicator borrows its inside communicator's combining kernels
-  explicit Communicator(std::unique_ptr<State> state);
-  // Runs `steps` on a new State (its logger set from the environment and `options`) and hands out the communicator;
-  // canopy::Error and InternalError thrown by the steps become Statuses. create and join.
-  static Status make(const CommunicatorOptions& options, const std::function<Status(State&)>& steps,
-                     std::unique_ptr<Communicator>* out);
-  std::unique_ptr<State> state_;
+  // Made by create, join and split over the way of running they picked (comm/call_path.hpp); every member forwards
+  // to it.
+  explicit Communicator(std::unique_ptr<CallPath> path);
+  std::unique_ptr<CallPath> path_;
 };
 
 }  // namespace canopy

@@ -12,13 +12,13 @@
 
 namespace canopy {
 
-Communicator::Choice Communicator::choice(Collective collective, std::uint64_t count, DataType dtype, int root,
-                                          bool in_place) const {
-  const State& st = *state_;
-  if (st.hosts) return Choice{};  // phases across hosts (CANOPY_LOG=info shows them)
-  const std::uint64_t bytes = size_bytes(collective, count, dtype, ranks());
+Communicator::Choice LegacyCallPath::choice(Collective collective, std::uint64_t count, DataType dtype, int root,
+                                            bool in_place) {
+  const LegacyState& st = *state_;
+  if (st.hosts) return Communicator::Choice{};  // phases across hosts (CANOPY_LOG=info shows them)
+  const std::uint64_t bytes = size_bytes(collective, count, dtype, st.ranks());
   const ProtocolPick pick = st.protocols.choose(collective, bytes, in_place);
-  Choice c;
+  Communicator::Choice c;
   c.protocol = pick.protocol;
   c.two_shot = pick.two_shot;
   c.copy_engine = pick.protocol == Protocol::planned && (collective == Collective::broadcast || !in_place) &&
@@ -31,8 +31,8 @@ Communicator::Choice Communicator::choice(Collective collective, std::uint64_t c
   return c;
 }
 
-Status Communicator::exchange(std::string mine, std::vector<std::string>* all) {
-  State& st = *state_;
+Status LegacyCallPath::exchange(std::string mine, std::vector<std::string>* all) {
+  LegacyState& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);  // the bootstrap is one thread's at a time
   if (!st.group) {
     *all = {std::move(mine)};
@@ -43,9 +43,9 @@ Status Communicator::exchange(std::string mine, std::vector<std::string>* all) {
   return !s.ok() && st.failed ? st.failure_status() : s;
 }
 
-Status Communicator::scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype,
+Status LegacyCallPath::scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype,
                            const void* device_scalar, const void* host_scalar, cudaStream_t stream) {
-  State& st = *state_;
+  LegacyState& st = *state_;
   if (rank < st.first_own_rank() || rank >= st.first_own_rank() + st.own_ranks())
     return Status(StatusCode::invalid_argument,
                   fmt::format("scale: rank {} is not one of this process's ranks ({}..{})", rank, st.first_own_rank(),

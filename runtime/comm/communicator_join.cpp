@@ -28,7 +28,7 @@ namespace canopy {
 namespace {
 
 // What plans and kernels depend on besides the GPUs: every process must hash the same.
-std::string plan_key(const Communicator::State& st) {
+std::string plan_key(const LegacyState& st) {
   const CodegenOptions& o = st.config.shape;
   const ProtocolSettings& p = st.config.protocols;
   Sha256 h;
@@ -78,7 +78,7 @@ bool can_reach(const std::vector<GpuDevice>& visible, const std::string& a, cons
 
 // join's steps on the new State (Communicator::make turns what they throw into a Status).
 Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nranks, int rank, int own_ranks,
-                  const CommunicatorOptions& options, Communicator::State& st) {
+                  const CommunicatorOptions& options, LegacyState& st) {
   int ordinal = 0;
   if (options.devices.empty()) {
     if (cudaGetDevice(&ordinal) != cudaSuccess) {
@@ -140,7 +140,7 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
     return s;
   // A call waiting for the other processes through the root stops waiting once this communicator fails (a peer lost,
   // a mismatched call, an abort from another thread): it then returns the failure, not the bootstrap's timeout.
-  Communicator::State* const failing = &st;
+  LegacyState* const failing = &st;
   group->bootstrap->set_give_up([failing] { return failing->failed.load(std::memory_order_relaxed); });
   for (const std::string& payload : group->bootstrap->payloads()) {
     ProcessFacts f;
@@ -228,7 +228,7 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
   if (Status s = CallCounters::share(*st.group->channel, st.group->process, st.group->processes(), &st.counters);
       !s.ok())
     return s;
-  Communicator::State* raw = &st;
+  LegacyState* raw = &st;
   std::function<std::string()> stalled = [] { return std::string(); };
   if (st.config.stall_seconds) {
     const double limit = *st.config.stall_seconds;
@@ -272,8 +272,8 @@ Status join_steps(const UniqueId& id, const UniqueIdContents& contents, int nran
 
 }  // namespace
 
-Status Communicator::join(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options,
-                          std::unique_ptr<Communicator>* out, int own_ranks) {
+Status join_legacy(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options, int own_ranks,
+                   std::unique_ptr<CallPath>* out) {
   if (nranks < 1 || own_ranks < 1 || rank < 0 || rank + own_ranks > nranks)
     return Status(StatusCode::invalid_argument,
                   fmt::format("join as ranks {}..{} of {}: give 0 <= rank and rank + own_ranks <= nranks", rank,
@@ -285,7 +285,8 @@ Status Communicator::join(const UniqueId& id, int nranks, int rank, const Commun
                               options.devices.size()));
   UniqueIdContents contents;
   if (Status s = decode_unique_id(id, &contents); !s.ok()) return s;
-  return make(options, [&](State& st) { return join_steps(id, contents, nranks, rank, own_ranks, options, st); }, out);
+  return make_legacy(
+      options, [&](LegacyState& st) { return join_steps(id, contents, nranks, rank, own_ranks, options, st); }, out);
 }
 
 }  // namespace canopy

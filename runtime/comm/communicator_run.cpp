@@ -9,42 +9,11 @@
 #include "core/error.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_state.hpp"
+#include "runtime/comm/kernel_rules.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy {
-
-namespace {
-
-// avg of a collective that reduces (not a program) runs as a sum, each result divided after (divide_results): its
-// kernel is the sum's.
-bool runs_as_sum(const CollectiveCall& call) {
-  return call.op == ReduceOp::avg && reduces(call.collective) && !call.program;
-}
-
-// The call the kernels run: `call`, an avg as its sum.
-CollectiveCall kernels_call(CollectiveCall call) {
-  if (runs_as_sum(call)) call.op = ReduceOp::sum;
-  return call;
-}
-
-// Whether some rank's receive buffer is its send buffer (check_call refuses any other overlap).
-bool in_place(const CollectiveCall& call) {
-  for (std::size_t r = 0; r < call.send.size() && r < call.recv.size(); ++r)
-    if (call.send[r] == call.recv[r]) return true;
-  return false;
-}
-
-// `spec` with the kernel `pick` chose: a plan-free protocol (and whether two-shot), or the planned trees.
-CollectiveSpec with_protocol(CollectiveSpec spec, const ProtocolPick& pick) {
-  spec.low_latency = pick.protocol == Protocol::low_latency;
-  spec.ll128 = pick.protocol == Protocol::ll128;
-  spec.direct = pick.protocol == Protocol::direct;
-  spec.two_shot = pick.two_shot;
-  return spec;
-}
-
-}  // namespace
 
 // The per-rank size that sets the message class of `call` made with `count` elements (a program's: its larger buffer).
 static std::uint64_t class_bytes(const CollectiveCall& call, std::uint64_t count, int ranks) {
@@ -52,32 +21,24 @@ static std::uint64_t class_bytes(const CollectiveCall& call, std::uint64_t count
                       : size_bytes(call.collective, count, call.dtype, ranks);
 }
 
-// Large from config.large_bytes; of those, huge from config.huge_bytes where set.
-static bool large_at(const CommunicatorConfig& config, std::uint64_t bytes) {
-  return bytes >= static_cast<std::uint64_t>(config.large_bytes);
-}
-static bool huge_at(const CommunicatorConfig& config, std::uint64_t bytes) {
-  return config.huge_bytes > 0 && large_at(config, bytes) && bytes >= static_cast<std::uint64_t>(config.huge_bytes);
-}
-
-std::int64_t Communicator::State::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
+std::int64_t LegacyState::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
   if (config.chunk_fixed || !tuning || tuning->entries().empty()) return 0;
   const std::uint64_t bucket = tuning_bucket(size_bytes(collective, count, dtype, ranks()));
   const std::optional<TuningEntry> e = tuning->find({machine, collective, dtype, bucket});
   return e ? e->chunk_bytes : 0;
 }
 
-ProtocolPick Communicator::State::pick(const CollectiveCall& call, std::uint64_t count, bool in_place_call) const {
+ProtocolPick LegacyState::pick(const CollectiveCall& call, std::uint64_t count, bool in_place_call) const {
   if (call.program) return ProtocolPick{};
   return protocols.choose(call.collective, size_bytes(call.collective, count, call.dtype, ranks()), in_place_call);
 }
 
-CollectiveSpec Communicator::State::call_spec(const CollectiveCall& call, bool in_place_call,
+CollectiveSpec LegacyState::call_spec(const CollectiveCall& call, bool in_place_call,
                                               std::uint64_t whole_count) {
   return kernel_spec(call, pick(call, call.count, group ? false : in_place_call), whole_count);
 }
 
-CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick,
+CollectiveSpec LegacyState::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick,
                                                 std::uint64_t whole_count) {
   const std::uint64_t bytes = class_bytes(call, std::max(whole_count, call.count), ranks());
   CollectiveSpec spec{call.collective, call.dtype, call.op, call.root, large_at(config, bytes)};
@@ -97,7 +58,7 @@ CollectiveSpec Communicator::State::kernel_spec(const CollectiveCall& call, cons
 // Debugging graphs across processes: once the kernels count their own launches, each process's count of a protocol
 // must agree with every other's before each eager launch. This reads this process's counters after the stream's
 // earlier work (a wait, so only at debug level) and logs them.
-void Communicator::State::log_launch_counters(const PreparedCollective& p, const CollectiveCall& call,
+void LegacyState::log_launch_counters(const PreparedCollective& p, const CollectiveCall& call,
                                               const LaunchTarget& target) {
   const std::span<unsigned long long* const> counters = launch_counters(p, target);
   for (std::size_t d = 0; d < counters.size(); ++d) {
@@ -121,13 +82,13 @@ void Communicator::State::log_launch_counters(const PreparedCollective& p, const
   }
 }
 
-CollectiveSpec Communicator::State::as_run(CollectiveSpec spec) const {
+CollectiveSpec LegacyState::as_run(CollectiveSpec spec) const {
   if (on_own_buffers() && !spec.program && !spec.low_latency && !spec.ll128 && !spec.peer_buffers)
     spec.own_buffers = true;
   return spec;
 }
 
-Status Communicator::State::launch_kernels(PreparedCollective& p, const CollectiveSpec& spec,
+Status LegacyState::launch_kernels(PreparedCollective& p, const CollectiveSpec& spec,
                                            const CollectiveCall& call, bool capturing, std::uint64_t staged) {
   LaunchTarget target{placement.ordinals, placement.first_rank, memory->scratch(), &order};
   target.stream_id = call_stream_ids;
@@ -178,7 +139,7 @@ Status Communicator::State::launch_kernels(PreparedCollective& p, const Collecti
 
 // One rank, as NCCL's one-rank communicator: every collective leaves the input in the output, so a call is one copy on
 // the rank's stream (none in place). No plan, no kernel: a planner needs two GPUs.
-Status Communicator::State::local_copy(const CollectiveCall& call) {
+Status LegacyState::local_copy(const CollectiveCall& call) {
   if (call.send[0] == call.recv[0]) return Status();
   const std::uint64_t bytes = call.count * static_cast<std::uint64_t>(size_of(call.dtype));
   CurrentDevice keep;
@@ -198,7 +159,7 @@ Status Communicator::State::local_copy(const CollectiveCall& call) {
 // avg (as ncclAvg): the call runs as a sum, then each result is divided by the rank count on its rank's stream, by the
 // combining module's divide kernel (loaded once per GPU architecture; a capture cannot load it, so the first avg call
 // must be eager or prepared).
-Status Communicator::State::divide_results(const CollectiveCall& call) {
+Status LegacyState::divide_results(const CollectiveCall& call) {
   const int n = ranks();
   if (n == 1 || call.count == 0) return Status();
   CurrentDevice keep;
@@ -225,8 +186,8 @@ Status Communicator::State::divide_results(const CollectiveCall& call) {
   return Status();
 }
 
-Status Communicator::run(const CollectiveCall& given) {
-  State& st = *state_;
+Status LegacyCallPath::run(const CollectiveCall& given) {
+  LegacyState& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   st.profile.start();  // under the lock: calls from several threads take turns
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
@@ -253,8 +214,8 @@ Status Communicator::run(const CollectiveCall& given) {
   return s;
 }
 
-Status Communicator::State::run_here(const CollectiveCall& given) {
-  State& st = *this;
+Status LegacyState::run_here(const CollectiveCall& given) {
+  LegacyState& st = *this;
   bool capturing = false;
   st.call_stream_ids.resize(st.ranks());
   if (Status s = check_call(given, st.placement.ordinal_of_rank, st.oracle, &capturing, st.call_stream_ids); !s.ok())
@@ -262,7 +223,7 @@ Status Communicator::State::run_here(const CollectiveCall& given) {
   st.profile.mark(CallProfile::check);
   if (given.count == 0) return Status();
   if (st.ranks() == 1 && !given.program) return st.local_copy(given);
-  const bool in_place_call = in_place(given);
+  const bool in_place_call = is_in_place(given);
   ProtocolPick pick = st.pick(given, given.count, in_place_call);
   // Copy engines: on two GPUs, a large broadcast, or a reduce or allreduce out of place (the receive buffer is where
   // the other GPU's input lands). Hybrid transfers: a large broadcast's or reduce's tail crosses PCIe through host
@@ -313,8 +274,8 @@ Status Communicator::State::run_here(const CollectiveCall& given) {
   return s;
 }
 
-Status Communicator::prepare(const CollectiveCall& call) {
-  State& st = *state_;
+Status LegacyCallPath::prepare(const CollectiveCall& call) {
+  LegacyState& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
   if (st.broken) return Status(StatusCode::cuda_error, st.broken_why);
   if (st.hosts)
@@ -336,95 +297,21 @@ Status Communicator::prepare(const CollectiveCall& call) {
     }
   if (st.group) return Status();  // its kernel and areas are ready
   PreparedCollective* p = nullptr;
-  return st.get(st.call_spec(kernels, in_place(call)), &p);
+  return st.get(st.call_spec(kernels, is_in_place(call)), &p);
 }
 
-CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count, DataType dtype, ReduceOp op, int root,
-                                     bool in_place_call) {
-  State& st = *state_;
+CollectiveSpec LegacyCallPath::spec_of(const CollectiveCall& call, bool in_place_call) {
+  LegacyState& st = *state_;
   std::lock_guard<std::mutex> lock(st.mutex);
-  CollectiveCall call;
-  call.collective = collective;
-  call.count = count;
-  call.dtype = dtype;
-  call.op = op;
-  call.root = root;
   return st.call_spec(kernels_call(call), in_place_call);
 }
 
-// --- what a call of a given size takes -------------------------------------------------------------------------------
-
-bool Communicator::is_large(Collective collective, std::uint64_t count, DataType dtype) const {
-  return large_at(state_->config, size_bytes(collective, count, dtype, ranks()));
-}
-bool Communicator::is_large(const algo::Program& program, std::uint64_t count, DataType dtype) const {
-  return large_at(state_->config, size_bytes(program, count, dtype));
-}
-bool Communicator::is_huge(Collective collective, std::uint64_t count, DataType dtype) const {
-  return huge_at(state_->config, size_bytes(collective, count, dtype, ranks()));
-}
-bool Communicator::is_huge(const algo::Program& program, std::uint64_t count, DataType dtype) const {
-  return huge_at(state_->config, size_bytes(program, count, dtype));
-}
-std::int64_t Communicator::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
-  return state_->tuned_chunk(collective, count, dtype);
-}
-Protocol Communicator::protocol(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
-  return state_->protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place).protocol;
-}
-bool Communicator::is_low_latency(Collective collective, std::uint64_t count, DataType dtype) const {
-  return protocol(collective, count, dtype) == Protocol::low_latency;
-}
-bool Communicator::is_ll128(Collective collective, std::uint64_t count, DataType dtype) const {
-  return protocol(collective, count, dtype) == Protocol::ll128;
-}
-bool Communicator::is_direct(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
-  return protocol(collective, count, dtype, in_place) == Protocol::direct;
-}
-bool Communicator::is_two_shot(Collective collective, std::uint64_t count, DataType dtype, bool in_place) const {
-  const ProtocolPick pick = state_->protocols.choose(collective, size_bytes(collective, count, dtype, ranks()), in_place);
-  // Across processes on own buffers the direct kernels are one-shot.
-  return state_->as_run(with_protocol(CollectiveSpec{collective, dtype}, pick)).two_shot;
-}
-bool Communicator::is_copy_engine(Collective collective, std::uint64_t count, DataType dtype) const {
-  return state_->engines_take(collective, count * static_cast<std::uint64_t>(size_of(dtype)));
-}
-std::uint64_t Communicator::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) const {
+std::uint64_t LegacyCallPath::staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) {
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (!state_->offload) return 0;  // across hosts: no host path
   if (state_->group && !state_->rings_move(collective)) return 0;  // across processes (State::rings_move)
-  return state_->offload->staged_count(collective, count, dtype, root, is_copy_engine(collective, count, dtype));
-}
-
-// --- the collectives ---------------------------------------------------------------------------------------------
-
-Status Communicator::run_program(const algo::Program& program, std::span<const void* const> send,
-                                 std::span<void* const> recv, std::uint64_t count, DataType dtype, ReduceOp op,
-                                 std::span<const cudaStream_t> streams) {
-  CollectiveCall call{Collective::allreduce, send, recv, count, dtype, op, 0, streams};
-  call.program = &program;
-  return run(call);
-}
-Status Communicator::broadcast(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
-                               DataType dtype, int root, std::span<const cudaStream_t> streams) {
-  return run(CollectiveCall{Collective::broadcast, send, recv, count, dtype, ReduceOp::sum, root, streams});
-}
-Status Communicator::reduce(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
-                            DataType dtype, ReduceOp op, int root, std::span<const cudaStream_t> streams) {
-  return run(CollectiveCall{Collective::reduce, send, recv, count, dtype, op, root, streams});
-}
-Status Communicator::allreduce(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
-                               DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams) {
-  return run(CollectiveCall{Collective::allreduce, send, recv, count, dtype, op, 0, streams});
-}
-Status Communicator::allgather(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t send_count,
-                               DataType dtype, std::span<const cudaStream_t> streams) {
-  return run(CollectiveCall{Collective::allgather, send, recv, send_count, dtype, ReduceOp::sum, 0, streams});
-}
-Status Communicator::reduce_scatter(std::span<const void* const> send, std::span<void* const> recv,
-                                    std::uint64_t recv_count, DataType dtype, ReduceOp op,
-                                    std::span<const cudaStream_t> streams) {
-  return run(CollectiveCall{Collective::reducescatter, send, recv, recv_count, dtype, op, 0, streams});
+  return state_->offload->staged_count(collective, count, dtype, root,
+                                       engines_take(collective, count * static_cast<std::uint64_t>(size_of(dtype))));
 }
 
 }  // namespace canopy

@@ -13,8 +13,9 @@
 
 namespace canopy {
 
-Status Communicator::split(int color, int key, std::unique_ptr<Communicator>* out, const CommunicatorOptions& given) {
-  State& st = *state_;
+Status LegacyCallPath::split(int color, int key, const CommunicatorOptions& given, const JoinPath& join,
+                             std::unique_ptr<CallPath>* out) {
+  LegacyState& st = *state_;
   out->reset();
   if (!st.group)
     return Status(StatusCode::unsupported,
@@ -72,8 +73,8 @@ Status Communicator::split(int color, int key, std::unique_ptr<Communicator>* ou
       for (int r = 0; r < g.facts[p].ranks; ++r)
         o.gpus.push_back(st.placement.rank_names[g.facts[p].first_rank + r]);
   }
-  const int k = own_ranks();
-  return join(id, me.size * k, me.index * k, o, out, k);
+  const int k = st.own_ranks();
+  return join(id, me.size * k, me.index * k, o, k, out);
 }
 
 }  // namespace canopy

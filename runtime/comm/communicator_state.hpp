@@ -1,4 +1,4 @@
-// Communicator::State: what a communicator holds, as parts that own their data, each in its own folder: the
+// LegacyState: what a communicator holds, as parts that own their data, each in its own folder: the
 // configuration (comm/communicator_config), the placement of ranks (comm/placement), peer-visible memory (transport/),
 // the protocol table and the protocols' memory (protocol/), plans (plan/), prepared collectives (comm/collective_cache),
 // the offload paths (offload/), launch ordering (launch/) and the watchdog (watchdog/). The communicator calls down
@@ -22,6 +22,7 @@
 #include "runtime/comm/communicator_config.hpp"
 #include "runtime/comm/placement.hpp"
 #include "runtime/comm/call_counters.hpp"
+#include "runtime/comm/call_path.hpp"
 #include "runtime/comm/call_profile.hpp"
 #include "runtime/comm/peer_monitor.hpp"
 #include "runtime/comm/process_group.hpp"
@@ -44,7 +45,7 @@
 
 namespace canopy {
 
-struct Communicator::State {
+struct LegacyState {
   Logger log;
   Topology topology{"unset"};
   std::string topology_source;
@@ -135,7 +136,7 @@ struct Communicator::State {
   bool broken = false;  // a partial launch left kernels waiting
   std::string broken_why;
 
-  ~State();
+  ~LegacyState();
   int own_ranks() const;   // this process's ranks (all of them in one process)
   int first_own_rank() const;
   int ranks() const { return placement.ranks(); }
@@ -242,14 +243,62 @@ struct Communicator::State {
   void ready_memory(const CollectiveSpec& spec, const PreparedCollective& p);  // throws canopy::Error
 };
 
-// Set-up steps of Communicator::create, in order (communicator.cpp).
-void set_up_topology(const CommunicatorOptions& options, Communicator::State& st);
-void set_up_tuning(Communicator::State& st);
-void set_up_protocols(Communicator::State& st);
-void set_up_runtime(const CommunicatorOptions& options, Communicator::State& st);
+// The CallPath of a communicator joined across processes or hosts, over its LegacyState (legacy_call_path.cpp).
+class LegacyCallPath final : public CallPath {
+ public:
+  explicit LegacyCallPath(std::unique_ptr<LegacyState> state);
+  ~LegacyCallPath() override;
+
+  const CommunicatorLayout& layout() const override { return layout_; }
+  int own_ranks() const override;
+  int first_own_rank() const override;
+  bool on_own_buffers() const override;
+  bool on_peer_buffers() const override;
+  const std::string& machine_key() const override;
+  std::filesystem::path tuning_path() const override;
+  std::int64_t tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const override;
+  const ProtocolTable& protocols() const override;
+  bool engines_take(Collective collective, std::uint64_t bytes) const override;
+  std::uint64_t staged_count(Collective collective, std::uint64_t count, DataType dtype, int root) override;
+  Communicator::Choice choice(Collective collective, std::uint64_t count, DataType dtype, int root,
+                              bool in_place) override;
+  CollectiveSpec spec_of(const CollectiveCall& call, bool in_place) override;
+  Status run(const CollectiveCall& call) override;
+  Status prepare(std::span<const CollectiveSpec> specs) override;
+  Status prepare(const CollectiveCall& call) override;
+  Status info(const CollectiveSpec& spec, CollectiveInfo* out) override;
+  Status scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype, const void* device_scalar,
+               const void* host_scalar, cudaStream_t stream) override;
+  Status combining_kernels(const CombineKernels** out) override;
+  Status exchange(std::string mine, std::vector<std::string>* all) override;
+  Status split(int color, int key, const CommunicatorOptions& options, const JoinPath& join,
+               std::unique_ptr<CallPath>* out) override;
+  Status abort() override;
+  Status fail(const std::string& why) override;
+  void leave_at_exit() override;
+  Status async_error() override;
+
+ private:
+  std::unique_ptr<LegacyState> state_;
+  CommunicatorLayout layout_;  // a copy of the state's, made once joined
+};
+
+// Runs `steps` on a new LegacyState (its logger set from the environment and `options`) and hands out its path;
+// canopy::Error and InternalError thrown by the steps become Statuses.
+Status make_legacy(const CommunicatorOptions& options, const std::function<Status(LegacyState&)>& steps,
+                   std::unique_ptr<CallPath>* out);
+
+// Communicator::join's path (communicator_join.cpp).
+Status join_legacy(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options, int own_ranks,
+                   std::unique_ptr<CallPath>* out);
+
+// Set-up steps of a joined communicator, in order (legacy_call_path.cpp).
+void set_up_tuning(LegacyState& st);
+void set_up_protocols(LegacyState& st);
+void set_up_runtime(const CommunicatorOptions& options, LegacyState& st);
 // join's steps when the processes of `group` run on several hosts (runtime/hosts/hosts_world.cpp): the world's
 // placement, topology and configuration for the accessors, and st.hosts (join_hosts).
 Status join_across_hosts(const CommunicatorOptions& options, int ordinal, int own_ranks,
-                         std::unique_ptr<ProcessGroup> group, Communicator::State& st);
+                         std::unique_ptr<ProcessGroup> group, LegacyState& st);
 
 }  // namespace canopy

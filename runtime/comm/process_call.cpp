@@ -1,4 +1,4 @@
-// A multi-process communicator's call (Communicator::State::run_in_processes): the caller's buffers and streams for
+// A multi-process communicator's call (LegacyState::run_in_processes): the caller's buffers and streams for
 // its own ranks become a whole call (other ranks' entries placeholders, unchecked), the protocol is chosen as if out
 // of place (every process must choose alike, and only this one knows whether its buffers coincide), and the kernel
 // launches on this process's device index only. The low-latency and LL128 kernels touch only their own rank's
@@ -59,7 +59,7 @@ Status copy_failed(const CollectiveCall& call, const char* what, int rank, cudaE
 
 }  // namespace
 
-Status Communicator::State::agree_on_kernels(const std::vector<std::string>& keys) {
+Status LegacyState::agree_on_kernels(const std::vector<std::string>& keys) {
   std::string mine;
   for (const std::string& k : keys) mine += k + "\n";
   std::vector<std::string> all;
@@ -74,7 +74,7 @@ Status Communicator::State::agree_on_kernels(const std::vector<std::string>& key
   return Status();
 }
 
-CallSignature Communicator::State::signature_of(const CollectiveCall& call) {
+CallSignature LegacyState::signature_of(const CollectiveCall& call) {
   if (!call.program) return call_signature(call, calls, 0);
   if (!cache) return call_signature(call, calls, program_identity(*call.program));  // across hosts: no kernels here
   // By its canonical copy, which lives as long as the cache (a caller's object may be another program later).
@@ -86,7 +86,7 @@ CallSignature Communicator::State::signature_of(const CollectiveCall& call) {
   return call_signature(call, calls, it->second);
 }
 
-Status Communicator::State::agree_on_call(const CallSignature& mine) {
+Status LegacyState::agree_on_call(const CallSignature& mine) {
   std::vector<std::string> all;
   if (Status s = group->bootstrap->allgather(describe_call(mine), &all); !s.ok())
     return failed ? failure_status() : s;
@@ -98,7 +98,7 @@ Status Communicator::State::agree_on_call(const CallSignature& mine) {
   return Status();
 }
 
-Status Communicator::State::mismatched_call(const CallSignature& mine, const CallMismatch& found) {
+Status LegacyState::mismatched_call(const CallSignature& mine, const CallMismatch& found) {
   const std::string why = mismatched_calls_message(group->process, mine, found.process, found.theirs, [&](int q) {
     return describe_process(group->facts[q], q, false);
   });
@@ -106,7 +106,7 @@ Status Communicator::State::mismatched_call(const CallSignature& mine, const Cal
   return Status(StatusCode::invalid_argument, why);
 }
 
-Status Communicator::State::fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes,
+Status LegacyState::fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes,
                                      const CollectiveCall& call, bool capturing, const char* what) {
   if (area.fits(send_bytes, recv_bytes)) return Status();
   if (capturing)
@@ -123,7 +123,7 @@ Status Communicator::State::fit_area(StagingArea& area, std::size_t send_bytes, 
   return Status();
 }
 
-Status Communicator::State::ready_inboxes(const CollectiveCall& call, bool capturing) {
+Status LegacyState::ready_inboxes(const CollectiveCall& call, bool capturing) {
   const std::uint64_t bytes = direct_inbox_bytes(call.count, size_of(call.dtype), ranks());
   if (inboxes.fits(0, bytes)) return Status();  // `inbox` already names it
   if (Status s = fit_area(inboxes, 0, bytes, call, capturing, "inbox area"); !s.ok()) return s;
@@ -132,7 +132,7 @@ Status Communicator::State::ready_inboxes(const CollectiveCall& call, bool captu
   return Status();
 }
 
-Status Communicator::State::make_whole(const CollectiveCall& given, CollectiveCall* call, bool* capturing) {
+Status LegacyState::make_whole(const CollectiveCall& given, CollectiveCall* call, bool* capturing) {
   const int n = ranks();
   const int own = own_ranks();
   const int first = first_own_rank();
@@ -164,7 +164,7 @@ Status Communicator::State::make_whole(const CollectiveCall& given, CollectiveCa
 
 // A program's input and output are the same size on every rank: a whole buffer's count is `chunks` chunks, and the
 // input and output buffers hold buffer_chunks of them.
-std::uint64_t Communicator::State::rank_bytes(const CollectiveCall& call, int rank, bool send) const {
+std::uint64_t LegacyState::rank_bytes(const CollectiveCall& call, int rank, bool send) const {
   const auto elem = static_cast<std::uint64_t>(size_of(call.dtype));
   if (call.program)
     return call.count / static_cast<std::uint64_t>(call.program->chunks()) *
@@ -176,7 +176,7 @@ std::uint64_t Communicator::State::rank_bytes(const CollectiveCall& call, int ra
          elem;
 }
 
-std::pair<std::uint64_t, std::uint64_t> Communicator::State::staged_bytes(const CollectiveCall& call) const {
+std::pair<std::uint64_t, std::uint64_t> LegacyState::staged_bytes(const CollectiveCall& call) const {
   std::uint64_t send_bytes = 0, recv_bytes = 0;
   for (int r = 0; r < ranks(); ++r) {
     send_bytes = std::max(send_bytes, rank_bytes(call, r, true));
@@ -185,7 +185,7 @@ std::pair<std::uint64_t, std::uint64_t> Communicator::State::staged_bytes(const 
   return {send_bytes, recv_bytes};
 }
 
-Status Communicator::State::prepare_in_processes(const CollectiveCall& given) {
+Status LegacyState::prepare_in_processes(const CollectiveCall& given) {
   CollectiveCall call;
   bool capturing = false;
   if (Status s = make_whole(given, &call, &capturing); !s.ok()) return s;
@@ -207,7 +207,7 @@ Status Communicator::State::prepare_in_processes(const CollectiveCall& given) {
   return fit_area(staging, send_bytes, recv_bytes, call, false, "staging area");
 }
 
-Status Communicator::State::run_in_processes(const CollectiveCall& given) {
+Status LegacyState::run_in_processes(const CollectiveCall& given) {
   const int n = ranks();
   const int own = own_ranks();
   const int first = first_own_rank();
@@ -250,9 +250,9 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   if (on_engines) {
     // Where the publishing process cannot share its buffers, the kernels move the same head.
     bool moved = false;
-    const auto on_engines_call = call.collective == Collective::reduce      ? &State::reduce_on_engines
-                                 : call.collective == Collective::allreduce ? &State::allreduce_on_engines
-                                                                            : &State::broadcast_on_engines;
+    const auto on_engines_call = call.collective == Collective::reduce      ? &LegacyState::reduce_on_engines
+                                 : call.collective == Collective::allreduce ? &LegacyState::allreduce_on_engines
+                                                                            : &LegacyState::broadcast_on_engines;
     const Status s = (this->*on_engines_call)(call, staged, given.streams, &moved);
     if (!s.ok() || moved) return s;
   }
@@ -351,7 +351,7 @@ Status Communicator::State::run_in_processes(const CollectiveCall& given) {
   return staged > 0 ? stage_through_host(call, staged, given.streams) : Status();
 }
 
-Status Communicator::State::stage_through_host(const CollectiveCall& head, std::uint64_t staged,
+Status LegacyState::stage_through_host(const CollectiveCall& head, std::uint64_t staged,
                                                std::span<const cudaStream_t> streams) {
   const Status s = head.collective == Collective::reduce      ? reduce_through_host(head, staged)
                    : head.collective == Collective::allreduce ? allreduce_through_host(head, staged)
@@ -364,7 +364,7 @@ Status Communicator::State::stage_through_host(const CollectiveCall& head, std::
   return joined;
 }
 
-Status Communicator::State::broadcast_through_host(const CollectiveCall& head, std::uint64_t staged) {
+Status LegacyState::broadcast_through_host(const CollectiveCall& head, std::uint64_t staged) {
   const int own = own_ranks();
   const int first = first_own_rank();
   const std::size_t elem = size_of(head.dtype);
@@ -381,7 +381,7 @@ Status Communicator::State::broadcast_through_host(const CollectiveCall& head, s
 // Each process other than the root's sends its ranks' tails through its own ring; the root's gathers them and
 // combines them with its own ranks' tails in rank order (the op of the kernels' call: avg runs as a sum, divided
 // after); every other process counts the chunks of the rings it does not touch.
-Status Communicator::State::reduce_through_host(const CollectiveCall& head, std::uint64_t staged) {
+Status LegacyState::reduce_through_host(const CollectiveCall& head, std::uint64_t staged) {
   const int first = first_own_rank();
   const std::size_t elem = size_of(head.dtype);
   const std::size_t offset = head.count * elem;
@@ -410,7 +410,7 @@ Status Communicator::State::reduce_through_host(const CollectiveCall& head, std:
 // the op of the kernels' call: avg runs as a sum, divided after), and copies that to its other ranks' outputs. In
 // place, the first rank's output is its input: the combining kernel reads each element before writing it, and the
 // other ranks' inputs are read before their outputs are written.
-Status Communicator::State::allreduce_through_host(const CollectiveCall& head, std::uint64_t staged) {
+Status LegacyState::allreduce_through_host(const CollectiveCall& head, std::uint64_t staged) {
   const int own = own_ranks();
   const int first = first_own_rank();
   const std::size_t elem = size_of(head.dtype);

@@ -15,7 +15,7 @@
 
 namespace canopy {
 
-void Communicator::State::told_unshared(const CollectiveCall& head, bool* told, const char* moved_instead) {
+void LegacyState::told_unshared(const CollectiveCall& head, bool* told, const char* moved_instead) {
   if (*told || engines_across->unshared_why().empty()) return;
   *told = true;
   log.info(LogSubsys::run, fmt::format("{} count {}: {} ({}); said once, for the first such call", call_name(head),
@@ -24,19 +24,19 @@ void Communicator::State::told_unshared(const CollectiveCall& head, bool* told, 
 
 // The combining kernels for `rank`'s GPU, loaded before this process publishes its buffers: where they cannot be, the
 // reason to refuse them (both processes then take the kernels); else "".
-std::string Communicator::State::combining_kernels(int rank, const CombineKernels** out) {
+std::string LegacyState::combining_kernels(int rank, const CombineKernels** out) {
   if (Status s = offload->combine_for(placement.gpus[placement.device_of_rank[rank]].arch, out); !s.ok())
     return "the combining kernels: " + s.message();
   return "";
 }
 
-Status Communicator::State::engines_broke(const Status& s) {
+Status LegacyState::engines_broke(const Status& s) {
   broken = true;  // the words and the boards may be out of step with the other process's
   broken_why = s.message();
   return s;
 }
 
-Status Communicator::State::broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged,
+Status LegacyState::broadcast_on_engines(const CollectiveCall& head, std::uint64_t staged,
                                                  std::span<const cudaStream_t> streams, bool* moved) {
   *moved = false;
   const int own = own_ranks();
@@ -53,7 +53,7 @@ Status Communicator::State::broadcast_on_engines(const CollectiveCall& head, std
   });
 }
 
-Status Communicator::State::reduce_on_engines(const CollectiveCall& head, std::uint64_t staged,
+Status LegacyState::reduce_on_engines(const CollectiveCall& head, std::uint64_t staged,
                                               std::span<const cudaStream_t> streams, bool* moved) {
   *moved = false;
   const int first = first_own_rank();
@@ -76,7 +76,7 @@ Status Communicator::State::reduce_on_engines(const CollectiveCall& head, std::u
   });
 }
 
-Status Communicator::State::allreduce_on_engines(const CollectiveCall& head, std::uint64_t staged,
+Status LegacyState::allreduce_on_engines(const CollectiveCall& head, std::uint64_t staged,
                                                  std::span<const cudaStream_t> streams, bool* moved) {
   *moved = false;
   const int rank = first_own_rank();
@@ -95,7 +95,7 @@ Status Communicator::State::allreduce_on_engines(const CollectiveCall& head, std
   });
 }
 
-Status Communicator::State::after_agreeing(const Status& agreed, bool shared, bool tell, const CollectiveCall& head,
+Status LegacyState::after_agreeing(const Status& agreed, bool shared, bool tell, const CollectiveCall& head,
                                            std::uint64_t staged, std::span<const cudaStream_t> streams, bool* moved,
                                            const std::function<Status()>& queue) {
   if (!agreed.ok()) return engines_broke(agreed);

@@ -18,7 +18,7 @@
 
 namespace canopy {
 
-Status Communicator::State::direct_on_peer_buffers(const CollectiveCall& call, const CollectiveSpec& spec, bool* ran) {
+Status LegacyState::direct_on_peer_buffers(const CollectiveCall& call, const CollectiveSpec& spec, bool* ran) {
   *ran = false;
   if (memory->direct().peer_flags.empty())
     return Status(StatusCode::internal, fmt::format("{} count {}: the direct kernels' words for the callers' buffers "

@@ -22,7 +22,7 @@ Topology world_topology(int nranks, int hosts) {
 }  // namespace
 
 Status join_across_hosts(const CommunicatorOptions& options, int ordinal, int own_ranks,
-                         std::unique_ptr<ProcessGroup> group, Communicator::State& st) {
+                         std::unique_ptr<ProcessGroup> group, LegacyState& st) {
   const int nranks = group->facts.at(0).nranks;
   if (Status s = join_hosts(*group, options, own_ranks, ordinal, st.log, &st.hosts); !s.ok()) return s;
   const int hosts = st.hosts->layout.host_count();
