@@ -204,7 +204,6 @@ class Communicator {
   Status info(const CollectiveSpec& spec, CollectiveInfo* out);
 
  private:
-  friend struct HostsRuntime;  // a multi-host communicator borrows its inside communicator's combining kernels
   // Made by create, join and split over the way of running they picked (comm/call_path.hpp); every member forwards
   // to it.
   explicit Communicator(std::unique_ptr<CallPath> path);

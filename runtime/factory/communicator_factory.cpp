@@ -1,13 +1,19 @@
 // The factory: Communicator::create, join and split, the one place that picks a way of running (comm/call_path.hpp).
-// create drives every GPU from this process (local/); join and split make this process's part of a communicator
-// across processes.
+// create drives every GPU from this process (LocalCallPath, local/). join starts alike for every process (start_join:
+// the bootstrap group and every process's facts), then the facts decide: processes on one host (ProcessCallPath,
+// processes/), or on several hosts (HostsCallPath, hosts/: each host's processes joined through this same join). A
+// split's new communicators are joins too.
+#include <fmt/format.h>
+
 #include <memory>
 
 #include "core/error.hpp"
 #include "runtime/comm/call_path.hpp"
 #include "runtime/comm/communicator.hpp"
-#include "runtime/comm/communicator_state.hpp"
+#include "runtime/factory/start_join.hpp"
+#include "runtime/hosts/hosts_call_path.hpp"
 #include "runtime/local/local_call_path.hpp"
+#include "runtime/processes/process_call_path.hpp"
 
 namespace canopy {
 
@@ -32,6 +38,37 @@ Status guarded(Steps&& steps) {
   }
 }
 
+// This process's part of the communicator `id` names, on the way of running the processes' hosts decide.
+Status join_path(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options, int own_ranks,
+                 std::unique_ptr<CallPath>* out) {
+  if (nranks < 1 || own_ranks < 1 || rank < 0 || rank + own_ranks > nranks)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("join as ranks {}..{} of {}: give 0 <= rank and rank + own_ranks <= nranks", rank,
+                              rank + own_ranks - 1, nranks));
+  if (options.devices.size() > 1)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("join takes one GPU per process, {} given: run one process per GPU (virtual ranks "
+                              "share one GPU)",
+                              options.devices.size()));
+  UniqueIdContents contents;
+  if (Status s = decode_unique_id(id, &contents); !s.ok()) return s;
+  const Logger log = logger_for(options);
+  return guarded([&]() -> Status {
+    JoinStart start;
+    if (Status s = start_join(id, contents, nranks, rank, own_ranks, options, log, &start); !s.ok()) return s;
+    if (several_hosts(start.group->facts)) {
+      auto path = std::make_unique<HostsCallPath>(log);
+      if (Status s = path->join(std::move(start), options, join_path); !s.ok()) return s;
+      *out = std::move(path);
+    } else {
+      auto path = std::make_unique<ProcessCallPath>(log);
+      if (Status s = path->join(std::move(start), options); !s.ok()) return s;
+      *out = std::move(path);
+    }
+    return Status();
+  });
+}
+
 }  // namespace
 
 Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<Communicator>* out) {
@@ -49,7 +86,7 @@ Status Communicator::create(const CommunicatorOptions& options, std::unique_ptr<
 Status Communicator::join(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options,
                           std::unique_ptr<Communicator>* out, int own_ranks) {
   std::unique_ptr<CallPath> path;
-  if (Status s = join_legacy(id, nranks, rank, options, own_ranks, &path); !s.ok()) return s;
+  if (Status s = join_path(id, nranks, rank, options, own_ranks, &path); !s.ok()) return s;
   out->reset(new Communicator(std::move(path)));
   return Status();
 }
@@ -57,7 +94,7 @@ Status Communicator::join(const UniqueId& id, int nranks, int rank, const Commun
 Status Communicator::split(int color, int key, std::unique_ptr<Communicator>* out, const CommunicatorOptions& options) {
   out->reset();
   std::unique_ptr<CallPath> child;
-  if (Status s = path_->split(color, key, options, join_legacy, &child); !s.ok()) return s;
+  if (Status s = path_->split(color, key, options, join_path, &child); !s.ok()) return s;
   if (child) out->reset(new Communicator(std::move(child)));
   return Status();
 }

@@ -81,7 +81,7 @@ Status HostsRuntime::scale(int rank, void* out, const void* in, std::uint64_t co
 Status HostsRuntime::divide(void* data, std::uint64_t count, DataType dtype, cudaStream_t stream) {
   if (count == 0) return Status();
   const CombineKernels* kernels = nullptr;
-  if (Status s = inside->path_->combining_kernels(&kernels); !s.ok()) return s;
+  if (Status s = inside->combining_kernels(&kernels); !s.ok()) return s;
   return kernels->divide(data, count, dtype, ranks, stream);
 }
 
