@@ -53,7 +53,7 @@ class Communicator {
   // a GPU. Blocks until every process has joined (CANOPY_BOOTSTRAP_TIMEOUT_S). The topology: options.topology (the
   // same in every process; its GPUs, or options.gpus, are the ranks), else, when every process runs on one GPU,
   // shared_gpu_topology (comm/process_group.hpp), and when the processes run on different GPUs of one host, one rank
-  // each, this machine's topology detected over their GPUs (comm/process_topology.hpp). Calls then take
+  // each, this machine's topology detected over their GPUs (processes/process_topology.hpp). Calls then take
   // one send, recv and stream per own rank. Errors name the process at fault (another version, topology, rank block)
   // and the fix.
   static Status join(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options,

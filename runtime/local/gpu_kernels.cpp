@@ -43,7 +43,7 @@ void GpuKernels::set_up(const CommunicatorOptions& options, PeerMemory& peers, S
     layout_.log.info(LogSubsys::init,
                      fmt::format("topology {} ({}), {} ranks on {} {}{}: {}", layout_.topology.name(),
                                  layout_.topology_source, pl.ranks(), pl.devices(), setup_.devices_are,
-                                 pl.ranks() > pl.devices() ? " (virtual ranks)" : "", describe_placement(pl)));
+                                 pl.ranks() > pl.devices() ? " (virtual ranks)" : "", setup_.describe(pl)));
 }
 
 // Protocol limits: options, else the environment, else tuned for this machine, else the defaults; then what the GPUs

@@ -51,7 +51,8 @@ class GpuKernels {
     bool own_engines = true;           // large calls' copy engines are this process's pair (Offload::ready_engines)
     bool launch_crew = false;          // launch on every GPU at once (LaunchCrew)
     std::vector<std::string> watched;  // the watchdog's name of each device index (across processes), else empty
-    const char* devices_are = "GPUs";  // the init log's word for the device indexes
+    const char* devices_are = "GPUs";  // the init log's word for the device indexes, and their description
+    std::string (*describe)(const Placement&) = describe_placement;
     // Whether the copy engines move an out-of-place call of a collective and size: the one answer for the calls,
     // is_copy_engine and the host share.
     std::function<bool(Collective, std::uint64_t)> engines_take;

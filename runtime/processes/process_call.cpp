@@ -21,7 +21,7 @@
 #include "dsl/algorithm.hpp"
 #include "runtime/comm/group_rounds.hpp"
 #include "runtime/comm/kernel_rules.hpp"
-#include "runtime/comm/staged_sides.hpp"
+#include "runtime/processes/staged_sides.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/processes/process_call_path.hpp"

@@ -21,16 +21,16 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/comm/call_counters.hpp"
+#include "runtime/processes/call_counters.hpp"
 #include "runtime/comm/call_failure.hpp"
 #include "runtime/comm/call_path.hpp"
 #include "runtime/comm/call_signature.hpp"
 #include "runtime/comm/communicator_layout.hpp"
 #include "runtime/comm/join_start.hpp"
-#include "runtime/comm/peer_monitor.hpp"
+#include "runtime/processes/peer_monitor.hpp"
 #include "runtime/comm/process_group.hpp"
-#include "runtime/comm/staged_sides.hpp"
-#include "runtime/comm/staging_area.hpp"
+#include "runtime/processes/staged_sides.hpp"
+#include "runtime/processes/staging_area.hpp"
 #include "runtime/local/gpu_kernels.hpp"
 #include "runtime/offload/process_engines.hpp"
 #include "runtime/offload/process_host_ring.hpp"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/comm/staged_sides.hpp"
+#include "runtime/processes/staged_sides.hpp"
 #include "runtime/processes/process_call_path.hpp"
 
 namespace canopy {

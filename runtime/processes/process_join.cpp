@@ -12,7 +12,7 @@
 
 #include "core/sha256.hpp"
 #include "dsl/topo_writer.hpp"
-#include "runtime/comm/process_topology.hpp"
+#include "runtime/processes/process_topology.hpp"
 #include "runtime/offload/stream_words.hpp"
 #include "runtime/processes/process_call_path.hpp"
 #include "runtime/transport/ipc/ipc_peer_memory.hpp"
@@ -108,6 +108,7 @@ Status ProcessCallPath::join(JoinStart&& start, const CommunicatorOptions& optio
     for (std::size_t q = 0; q < group_->facts.size(); ++q)
       setup.watched.push_back(describe_process(group_->facts[q], static_cast<int>(q), true));
   setup.devices_are = "processes";
+  setup.describe = describe_process_placement;
   setup.engines_take = [this](Collective c, std::uint64_t bytes) { return engines_take(c, bytes); };
   setup.agree = [this](const std::vector<std::string>& keys) { return agree_on_kernels(keys); };
   kernels_.set_up(options, *peers_, std::move(setup));
