@@ -79,6 +79,11 @@ class CallPath {
   virtual Status fail(const std::string& why) = 0;
   virtual void leave_at_exit() = 0;
   virtual Status async_error() = 0;
+
+ protected:
+  // ok, or the error of `what` (a call taking one rank, as "scale") naming `rank` where this process holds ranks
+  // `first` .. `first` + `own` - 1.
+  static Status check_own_rank(const char* what, int rank, int first, int own);
 };
 
 }  // namespace canopy

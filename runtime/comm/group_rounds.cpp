@@ -11,7 +11,9 @@
 
 namespace canopy {
 
-Status exchange_in_group(ProcessGroup& group, CallFailure& failure, std::string mine, std::vector<std::string>* all) {
+Status exchange_in_group(ProcessGroup& group, std::mutex& mutex, CallFailure& failure, std::string mine,
+                         std::vector<std::string>* all) {
+  std::lock_guard<std::mutex> lock(mutex);
   if (failure.failed()) return failure.status();
   const Status s = group.bootstrap->allgather(std::move(mine), all);
   return !s.ok() && failure.failed() ? failure.status() : s;
@@ -29,8 +31,11 @@ Status agree_on_call(ProcessGroup& group, CallFailure& failure, const CallSignat
   return Status();
 }
 
-Status split_group(ProcessGroup& g, const CommunicatorLayout& layout, int own_ranks, int color, int key,
-                   const CommunicatorOptions& given, const JoinPath& join, std::unique_ptr<CallPath>* out) {
+Status split_group(ProcessGroup& g, std::mutex& mutex, CallFailure& failure, const CommunicatorLayout& layout,
+                   int own_ranks, int color, int key, const CommunicatorOptions& given, const JoinPath& join,
+                   std::unique_ptr<CallPath>* out) {
+  std::lock_guard<std::mutex> lock(mutex);  // held through the new communicator's join, as the bootstrap's
+  if (failure.failed()) return failure.status();
   std::vector<std::string> all;
   if (Status s = g.bootstrap->allgather(fmt::format("{} {}", color, key), &all); !s.ok()) return s;
   std::vector<std::pair<int, int>> color_key;

@@ -117,10 +117,7 @@ Status HostsCallPath::info(const CollectiveSpec& spec, CollectiveInfo*) {
 
 Status HostsCallPath::scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype,
                             const void* device_scalar, const void* host_scalar, cudaStream_t stream) {
-  if (rank < first_own_rank() || rank >= first_own_rank() + own_ranks())
-    return Status(StatusCode::invalid_argument,
-                  fmt::format("scale: rank {} is not one of this process's ranks ({}..{})", rank, first_own_rank(),
-                              first_own_rank() + own_ranks() - 1));
+  if (Status s = check_own_rank("scale", rank, first_own_rank(), own_ranks()); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mutex_);
   if (failure_.failed()) return failure_.status();
   return hosts_->scale(rank, out, in, count, dtype, device_scalar, host_scalar, stream);
@@ -131,15 +128,12 @@ Status HostsCallPath::combining_kernels(const CombineKernels**) {
 }
 
 Status HostsCallPath::exchange(std::string mine, std::vector<std::string>* all) {
-  std::lock_guard<std::mutex> lock(mutex_);  // the bootstrap is one thread's at a time
-  return exchange_in_group(*group_, failure_, std::move(mine), all);
+  return exchange_in_group(*group_, mutex_, failure_, std::move(mine), all);
 }
 
 Status HostsCallPath::split(int color, int key, const CommunicatorOptions& options, const JoinPath& join,
                             std::unique_ptr<CallPath>* out) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (failure_.failed()) return failure_.status();
-  return split_group(*group_, layout_, own_ranks(), color, key, options, join, out);
+  return split_group(*group_, mutex_, failure_, layout_, own_ranks(), color, key, options, join, out);
 }
 
 // The rails are aborted and the inside communicator aborted or failed for `why` (its launches end).

@@ -90,9 +90,7 @@ Status LocalCallPath::info(const CollectiveSpec& spec, CollectiveInfo* out) {
 
 Status LocalCallPath::scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype,
                             const void* device_scalar, const void* host_scalar, cudaStream_t stream) {
-  if (rank < 0 || rank >= own_ranks())
-    return Status(StatusCode::invalid_argument,
-                  fmt::format("scale: rank {} is not one of this process's ranks ({}..{})", rank, 0, own_ranks() - 1));
+  if (Status s = check_own_rank("scale", rank, first_own_rank(), own_ranks()); !s.ok()) return s;
   std::lock_guard<std::mutex> lock(mutex_);
   if (failure_.failed()) return failure_.status();
   return kernels_.scale(rank, out, in, count, dtype, device_scalar, host_scalar, stream);
