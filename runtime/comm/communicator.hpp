@@ -40,6 +40,8 @@
 
 namespace canopy {
 
+class CallPath;  // one way of running a communicator (comm/call_path.hpp)
+
 class Communicator {
  public:
   // Sets up everything that does not depend on a collective; `out` receives the communicator when ok.
@@ -51,7 +53,7 @@ class Communicator {
   // a GPU. Blocks until every process has joined (CANOPY_BOOTSTRAP_TIMEOUT_S). The topology: options.topology (the
   // same in every process; its GPUs, or options.gpus, are the ranks), else, when every process runs on one GPU,
   // shared_gpu_topology (comm/process_group.hpp), and when the processes run on different GPUs of one host, one rank
-  // each, this machine's topology detected over their GPUs (comm/process_topology.hpp). Calls then take
+  // each, this machine's topology detected over their GPUs (processes/process_topology.hpp). Calls then take
   // one send, recv and stream per own rank. Errors name the process at fault (another version, topology, rank block)
   // and the fix.
   static Status join(const UniqueId& id, int nranks, int rank, const CommunicatorOptions& options,
@@ -201,16 +203,11 @@ class Communicator {
   // The prepared collective for `spec` (preparing it if needed).
   Status info(const CollectiveSpec& spec, CollectiveInfo* out);
 
-  struct State;  // defined in communicator_state.hpp
-
  private:
-  friend struct HostsRuntime;  // a multi-host communicator borrows its inside communicator's combining kernels
-  explicit Communicator(std::unique_ptr<State> state);
-  // Runs `steps` on a new State (its logger set from the environment and `options`) and hands out the communicator;
-  // canopy::Error and InternalError thrown by the steps become Statuses. create and join.
-  static Status make(const CommunicatorOptions& options, const std::function<Status(State&)>& steps,
-                     std::unique_ptr<Communicator>* out);
-  std::unique_ptr<State> state_;
+  // Made by create, join and split over the way of running they picked (comm/call_path.hpp); every member forwards
+  // to it.
+  explicit Communicator(std::unique_ptr<CallPath> path);
+  std::unique_ptr<CallPath> path_;
 };
 
 }  // namespace canopy

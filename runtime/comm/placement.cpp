@@ -74,23 +74,35 @@ int distinct_gpus(const Placement& placement) {
   return static_cast<int>(uuids.size());
 }
 
+namespace {
+
+// The topology names of the ranks device index `d` runs.
+std::vector<std::string> names_on(const Placement& p, int d) {
+  std::vector<std::string> names;
+  for (int r = 0; r < p.ranks(); ++r)
+    if (p.device_of_rank[r] == d) names.push_back(p.rank_names[r]);
+  return names;
+}
+
+}  // namespace
+
 std::string describe_placement(const Placement& p) {
   std::string placed;
-  for (int d = 0; d < p.devices(); ++d) {
-    std::vector<std::string> names;
-    for (int r = 0; r < p.ranks(); ++r)
-      if (p.device_of_rank[r] == d) names.push_back(p.rank_names[r]);
-    if (p.multi_process())
-      placed += fmt::format("{}process {}{} ({}, {}, GPU {}{}): {}", d ? "; " : "", d, p.here[d] ? " (this one)" : "",
-                            p.gpus[d].name, p.gpus[d].arch, p.gpus[d].uuid.substr(0, 8),
-                            p.gpus[d].limits.preferred_blocks_per_sm  // a GPU shared by processes: their share
-                                ? fmt::format(", a share of {} SMs", p.gpus[d].limits.sms)
-                                : "",
-                            fmt::join(names, " "));
-    else
-      placed += fmt::format("{}GPU {} ({}, {}): {}", d ? "; " : "", p.gpus[d].ordinal, p.gpus[d].name, p.gpus[d].arch,
-                            fmt::join(names, " "));
-  }
+  for (int d = 0; d < p.devices(); ++d)
+    placed += fmt::format("{}GPU {} ({}, {}): {}", d ? "; " : "", p.gpus[d].ordinal, p.gpus[d].name, p.gpus[d].arch,
+                          fmt::join(names_on(p, d), " "));
+  return placed;
+}
+
+std::string describe_process_placement(const Placement& p) {
+  std::string placed;
+  for (int d = 0; d < p.devices(); ++d)
+    placed += fmt::format("{}process {}{} ({}, {}, GPU {}{}): {}", d ? "; " : "", d, p.here[d] ? " (this one)" : "",
+                          p.gpus[d].name, p.gpus[d].arch, p.gpus[d].uuid.substr(0, 8),
+                          p.gpus[d].limits.preferred_blocks_per_sm  // a GPU shared by processes: their share
+                              ? fmt::format(", a share of {} SMs", p.gpus[d].limits.sms)
+                              : "",
+                          fmt::join(names_on(p, d), " "));
   return placed;
 }
 

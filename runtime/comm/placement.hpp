@@ -49,5 +49,8 @@ int distinct_gpus(const Placement& placement);
 
 // "GPU 0 (NVIDIA H100, sm_90): gpu0 gpu1; GPU 1 (...): ..." for the init log.
 std::string describe_placement(const Placement& placement);
+// The same for a placement of one device index per process (comm/process_group.hpp): "process 0 (this one) (NVIDIA
+// H100, sm_90, GPU 1a2b3c4d): gpu0; process 1 (...): ...", with the share of SMs of a GPU the processes share.
+std::string describe_process_placement(const Placement& placement);
 
 }  // namespace canopy

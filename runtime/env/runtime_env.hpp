@@ -157,7 +157,7 @@ bool check_pointers_from_environment();
 // so ranks that call differently fail naming both signatures instead of hanging or mixing data.
 enum class CallCheck {
   off,         // 0: not compared
-  host,        // unset (the default): through the shared pages of the processes of each host (comm/call_counters.hpp):
+  host,        // unset (the default): through the shared pages of the processes of each host (processes/call_counters.hpp):
                // no waiting; the second process to make a mismatched call fails it and the communicator, the others
                // fail within the peer monitor's period
   round_trip,  // 1: the shared pages, and an allgather through the bootstrap root before launching (a round trip per
@@ -165,7 +165,7 @@ enum class CallCheck {
 };
 CallCheck check_calls_from_environment();
 // CANOPY_STAGE_ONLY_SHARED (default off): a multi-process call of the direct protocol stages only the buffers other
-// ranks read or write (comm/staged_sides.hpp); off, it stages every buffer.
+// ranks read or write (processes/staged_sides.hpp); off, it stages every buffer.
 bool stage_only_shared_from_environment();
 // CANOPY_OWN_BUFFERS (default on): a multi-process communicator's planned trees and direct kernels touch only their
 // own rank's buffers, so they run on the callers' buffers without the staging copies: the trees lowered with every

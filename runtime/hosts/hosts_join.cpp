@@ -91,7 +91,7 @@ bool several_hosts(const std::vector<ProcessFacts>& facts) {
 }
 
 Status join_hosts(ProcessGroup& group, const CommunicatorOptions& options, int own_ranks, int ordinal,
-                  const Logger& log, std::unique_ptr<HostsRuntime>* out) {
+                  const Logger& log, const JoinPath& join, std::unique_ptr<HostsRuntime>* out) {
   auto rt = std::make_unique<HostsRuntime>();
   rt->log = log;
   rt->process = group.process;
@@ -141,8 +141,7 @@ Status join_hosts(ProcessGroup& group, const CommunicatorOptions& options, int o
     log.info(LogSubsys::init, fmt::format("topology {} is not used across hosts: each host's join finds its own",
                                           options.topology->name()));
   const int n_h = l.size_of(h);
-  if (Status s = Communicator::join(host_id, n_h * own_ranks, rt->local() * own_ranks, inner, &rt->inside, own_ranks);
-      !s.ok())
+  if (Status s = join(host_id, n_h * own_ranks, rt->local() * own_ranks, inner, own_ranks, &rt->inside); !s.ok())
     return Status(s.code(), fmt::format("joining the processes of host {} ({}): {}", h, l.hosts[h], s.message()));
 
   // 4. Each rail's ncclUniqueId, made by its first member.

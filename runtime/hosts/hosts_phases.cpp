@@ -192,9 +192,12 @@ Status HostsRuntime::run(const CollectiveCall& call) {
     nccl_abi::Result r = 0;  // a rail step's NCCL result ...
     const char* rail = "";  // ... and the NCCL function, named only when it failed
     switch (step.kind) {
-      case Kind::inside_allreduce: s = inside->allreduce(from, to, step.count, call.dtype, op, call.streams); break;
+      case Kind::inside_allreduce:
+        s = inside->run(CollectiveCall{Collective::allreduce, from, to, step.count, call.dtype, op, 0, call.streams});
+        break;
       case Kind::inside_broadcast:
-        s = inside->broadcast(from, to, step.count, call.dtype, step.root, call.streams);
+        s = inside->run(CollectiveCall{Collective::broadcast, from, to, step.count, call.dtype, ReduceOp::sum,
+                                       step.root, call.streams});
         break;
       case Kind::rail_allreduce:
         r = nccl->all_reduce(src, dst, step.count, nccl_type, nccl_op, comm, on);

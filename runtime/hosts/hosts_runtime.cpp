@@ -6,10 +6,11 @@
 
 #include <algorithm>
 
-#include "runtime/comm/communicator_state.hpp"
+#include "runtime/comm/call_path.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/hosts/phase_script.hpp"
+#include "runtime/offload/combine_kernels.hpp"
 
 namespace canopy {
 
@@ -79,10 +80,8 @@ Status HostsRuntime::scale(int rank, void* out, const void* in, std::uint64_t co
 
 Status HostsRuntime::divide(void* data, std::uint64_t count, DataType dtype, cudaStream_t stream) {
   if (count == 0) return Status();
-  Communicator::State& st = *inside->state_;
-  const int device = st.placement.device_of_rank[st.first_own_rank()];
   const CombineKernels* kernels = nullptr;
-  if (Status s = st.offload->combine_for(st.placement.gpus[device].arch, &kernels); !s.ok()) return s;
+  if (Status s = inside->combining_kernels(&kernels); !s.ok()) return s;
   return kernels->divide(data, count, dtype, ranks, stream);
 }
 

@@ -39,7 +39,7 @@ struct OffloadPlacement {
   const std::vector<int>* device_of_rank = nullptr;
   const std::vector<int>* ordinal_of_rank = nullptr;
   bool across_processes = false;  // the host path is ProcessHostRing's, which also moves allreduces' tails
-  // Whether the copy engines move an out-of-place call of a collective and size (Communicator::State::engines_take:
+  // Whether the copy engines move an out-of-place call of a collective and size (the way of running's engines_take:
   // across processes only what the join made them for); for the log's shares, as staged_count's callers say it.
   std::function<bool(Collective, std::uint64_t)> engines_take;
 };

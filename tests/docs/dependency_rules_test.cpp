@@ -1,5 +1,5 @@
 // The rules of docs/architecture.md's "Dependencies point one way", checked on the tree: which folder may include
-// which, no CUDA or NVRTC header below runtime/, no files loose in runtime/, runtime/comm/ on top of the other
+// which, no CUDA or NVRTC header below runtime/, no files loose in runtime/, the communicator's layers above the other
 // runtime/ folders, and no source file pointing outside the repository. Each failure names the file and line.
 #include <gtest/gtest.h>
 
@@ -89,16 +89,6 @@ bool allowed(const FolderRule& rule, const fs::path& includer, const std::string
 
 std::string where(const std::string& file, int line) { return file + ":" + std::to_string(line); }
 
-// runtime/comm/ is the top of runtime/; these includes of it from below are the loop between runtime/comm/ and
-// runtime/hosts/ that issue 67 item 1 removes (one communicator per way of running). Removed by issue 67 item 1: when
-// an entry no longer occurs, this test fails until it is deleted here; a new include of runtime/comm/ fails always.
-const std::set<std::pair<std::string, std::string>> kCommIncludedFromBelow = {
-    {"runtime/hosts/hosts_runtime.cpp", "runtime/comm/communicator_state.hpp"},
-    {"runtime/hosts/hosts_runtime.hpp", "runtime/comm/communicator.hpp"},
-    {"runtime/hosts/hosts_runtime.hpp", "runtime/comm/process_group.hpp"},
-    {"runtime/hosts/hosts_world.cpp", "runtime/comm/communicator_state.hpp"},
-};
-
 class DependencyRulesTest : public ::testing::Test {
  protected:
   const fs::path root = source_dir();
@@ -141,29 +131,47 @@ TEST_F(DependencyRulesTest, RuntimeHasNoFilesOutsideItsSubfolders) {
                     << kRules << ")";
 }
 
-TEST_F(DependencyRulesTest, NoRuntimeFolderIncludesCommWhichIsTheTop) {
-  std::set<std::pair<std::string, std::string>> seen;
-  for (const std::string& file : files) {
-    if (!file.starts_with("runtime/") || file.starts_with("runtime/comm/")) continue;
-    for (const Include& include : includes_of(root / file)) {
-      if (include.angled || !include.target.starts_with("runtime/comm/")) continue;
-      if (kCommIncludedFromBelow.contains({file, include.target})) {
-        seen.insert({file, include.target});
-        continue;
-      }
-      ADD_FAILURE() << where(file, include.line) << " includes \"" << include.target
-                    << "\": runtime/comm/ is the top of runtime/, which the other runtime/ folders never include ("
-                    << kRules << "); pass what it needs down through an interface of its own folder";
-    }
-  }
-  for (const auto& exception : kCommIncludedFromBelow)
-    if (!seen.contains(exception))
-      ADD_FAILURE() << exception.first << " no longer includes \"" << exception.second
-                    << "\": delete that entry of kCommIncludedFromBelow in tests/docs/dependency_rules_test.cpp";
+// The communicator's layers inside runtime/, bottom to top: comm/ (the handle, CallPath, what every way of running
+// shares); local/ and hosts/ over comm/; processes/ over local/; factory/ over all. Each may include only the layers
+// below it; the other runtime/ folders include none of them.
+const std::map<std::string, std::set<std::string>>& communicator_layers_below() {
+  static const std::map<std::string, std::set<std::string>> below = {
+      {"comm", {}},
+      {"local", {"comm"}},
+      {"hosts", {"comm"}},
+      {"processes", {"comm", "local"}},
+      {"factory", {"comm", "local", "processes", "hosts"}},
+  };
+  return below;
 }
 
-// No two folders include each other, at any depth (a file's folder is the directory it lies in). The one loop left is
-// runtime/comm <-> runtime/hosts, whose includes kCommIncludedFromBelow lists (issue 67 item 1 removes it).
+// runtime/<name>/... as <name>, or "" outside runtime/.
+std::string runtime_folder(const std::string& path) {
+  if (!path.starts_with("runtime/")) return "";
+  const std::size_t slash = path.find('/', 8);
+  return slash == std::string::npos ? "" : path.substr(8, slash - 8);
+}
+
+TEST_F(DependencyRulesTest, TheCommunicatorsLayersIncludeOnlyTheLayersBelow) {
+  const auto& below = communicator_layers_below();
+  for (const std::string& file : files) {
+    const std::string from = runtime_folder(file);
+    if (from.empty()) continue;
+    for (const Include& include : includes_of(root / file)) {
+      const std::string to = runtime_folder(include.target);
+      if (include.angled || to.empty() || to == from || !below.contains(to)) continue;
+      if (below.contains(from) && below.at(from).contains(to)) continue;
+      ADD_FAILURE() << where(file, include.line) << " includes \"" << include.target << "\": runtime/" << to
+                    << "/ is a layer of the communicator, which "
+                    << (below.contains(from) ? "runtime/" + from + "/ stands below"
+                                             : "the other runtime/ folders never include")
+                    << " (" << kRules
+                    << "): pass what it needs through CallPath or an interface of a lower folder";
+    }
+  }
+}
+
+// No two folders include each other, at any depth (a file's folder is the directory it lies in).
 TEST_F(DependencyRulesTest, NoTwoFoldersIncludeEachOther) {
   std::set<std::pair<std::string, std::string>> edges;
   std::map<std::pair<std::string, std::string>, std::string> site;
@@ -179,7 +187,6 @@ TEST_F(DependencyRulesTest, NoTwoFoldersIncludeEachOther) {
   }
   for (const auto& [from, to] : edges) {
     if (from > to || !edges.contains({to, from})) continue;
-    if (from == "runtime/comm" && to == "runtime/hosts") continue;  // the loop kCommIncludedFromBelow lists
     ADD_FAILURE() << from << "/ and " << to << "/ include each other (" << site.at({from, to}) << " and "
                   << site.at({to, from}) << "; " << kRules
                   << "): move what both need into one of them, or below both";

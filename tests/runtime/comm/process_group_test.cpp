@@ -275,7 +275,7 @@ TEST(PlaceProcesses, AGpuSharedBeyondTheCommunicatorTakesTheLargestCountGiven) {
   EXPECT_EQ(p.gpus[1].limits.sms, 33);
   EXPECT_EQ(p.gpus[0].limits.preferred_blocks_per_sm, 1);
   EXPECT_EQ(p.gpus[2].limits.sms, 132);  // alone on bb
-  EXPECT_THAT(describe_placement(p), HasSubstr("GPU aa, a share of 33 SMs): gpu0"));  // the init log line's
+  EXPECT_THAT(describe_process_placement(p), HasSubstr("GPU aa, a share of 33 SMs): gpu0"));  // the init log line's
   all[2].gpu_sharers = 2;  // another job on bb (CANOPY_GPU_SHARERS=2)
   const Placement q = place_processes({"gpu0", "gpu1", "gpu2"}, all, 0, {});
   EXPECT_EQ(q.gpus[2].limits.sms, 66);

@@ -1,5 +1,5 @@
 // Which buffers of a multi-process call are staged (staged_sides.hpp).
-#include "runtime/comm/staged_sides.hpp"
+#include "runtime/processes/staged_sides.hpp"
 
 namespace canopy {
 

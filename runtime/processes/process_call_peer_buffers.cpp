@@ -13,14 +13,14 @@
 #include <string>
 #include <vector>
 
-#include "runtime/comm/communicator_state.hpp"
-#include "runtime/comm/staged_sides.hpp"
+#include "runtime/processes/staged_sides.hpp"
+#include "runtime/processes/process_call_path.hpp"
 
 namespace canopy {
 
-Status Communicator::State::direct_on_peer_buffers(const CollectiveCall& call, const CollectiveSpec& spec, bool* ran) {
+Status ProcessCallPath::direct_on_peer_buffers(const CollectiveCall& call, const CollectiveSpec& spec, bool* ran) {
   *ran = false;
-  if (memory->direct().peer_flags.empty())
+  if (kernels_.memory().direct().peer_flags.empty())
     return Status(StatusCode::internal, fmt::format("{} count {}: the direct kernels' words for the callers' buffers "
                                                     "were not made",
                                                     call_name(call), call.count));
@@ -36,54 +36,54 @@ Status Communicator::State::direct_on_peer_buffers(const CollectiveCall& call, c
   const StagedSides theirs = staged_sides(on_peers, other, true);
   const bool publishes = mine.send || mine.recv;
   const bool maps = theirs.send || theirs.recv;
-  void* const dst[] = {mine.send ? const_cast<void*>(whole.send[me]) : whole.recv[me]};
+  void* const dst[] = {mine.send ? const_cast<void*>(whole_.send[me]) : whole_.recv[me]};
   const std::span<void* const> published = publishes ? std::span<void* const>(dst) : std::span<void* const>();
   // Its own side's bytes where it only publishes, else the other's (the bytes it touches there; alike where both do).
   const std::uint64_t bytes = maps ? rank_bytes(call, other, theirs.send) : rank_bytes(call, me, mine.send);
-  const auto failed_now = [this] { return failed.load(); };
+  const auto failed_now = [this] { return failure_.failed(); };
   constexpr std::chrono::minutes kAgreeTimeout(10);
   // One-shot allreduce in place would read the buffer its owner overwrites: the inbox kernels take it.
-  const bool in_place = call.collective == Collective::allreduce && whole.send[me] == whole.recv[me];
+  const bool in_place = call.collective == Collective::allreduce && whole_.send[me] == whole_.recv[me];
   bool shared = false;
-  const Status agreed =
-      publishes && maps
-          ? engines_across->agree_both(dst[0], bytes, failed_now, kAgreeTimeout, &shared,
-                                       in_place ? "the allreduce is in place" : "")
-          : engines_across->agree(maps, published, bytes, failed_now, kAgreeTimeout, &shared);
+  const Status agreed = publishes && maps
+                            ? engines_across_->agree_both(dst[0], bytes, failed_now, kAgreeTimeout, &shared,
+                                                          in_place ? "the allreduce is in place" : "")
+                            : engines_across_->agree(maps, published, bytes, failed_now, kAgreeTimeout, &shared);
   if (!agreed.ok())
-    return engines_broke(Status(agreed.code(), fmt::format("{} count {} on the callers' buffers across processes "
-                                                           "(CANOPY_PEER_BUFFERS=0 moves it through the inboxes): {}",
-                                                           call_name(call), call.count, agreed.message())));
+    return kernels_.mark_broken(
+        Status(agreed.code(), fmt::format("{} count {} on the callers' buffers across processes "
+                                          "(CANOPY_PEER_BUFFERS=0 moves it through the inboxes): {}",
+                                          call_name(call), call.count, agreed.message())));
   if (!shared) {
-    if (publishes) told_unshared(call, &peer_unshared_told, "through the inboxes, not on the callers' buffers");
+    if (publishes) told_unshared(call, &peer_unshared_told_, "through the inboxes, not on the callers' buffers");
     return Status();
   }
   if (maps) {
-    if (engines_across->mapped().size() != 1)
+    if (engines_across_->mapped().size() != 1)
       return Status(StatusCode::internal, fmt::format("{} count {}: the other process published {} buffers, not 1",
-                                                      call_name(call), call.count, engines_across->mapped().size()));
+                                                      call_name(call), call.count, engines_across_->mapped().size()));
     if (theirs.send)
-      whole.send[other] = engines_across->mapped()[0];
+      whole_.send[other] = engines_across_->mapped()[0];
     else
-      whole.recv[other] = engines_across->mapped()[0];
+      whole_.recv[other] = engines_across_->mapped()[0];
   }
   // The inbox area this call's size needs, grown as the inbox kernels would have: a capture of this size (the inbox
   // kernels, which a capture cannot grow it for) may follow this eager call.
   if (Status s = ready_inboxes(call, false); !s.ok()) return s;
-  PreparedCollective* p = cache->repeat(on_peers);
+  PreparedCollective* p = kernels_.cache().repeat(on_peers);
   if (!p) {
-    if (Status s = get(on_peers, &p); !s.ok()) return s;
-    cache->remember(on_peers, p);
+    if (Status s = kernels_.get(on_peers, &p); !s.ok()) return s;
+    kernels_.cache().remember(on_peers, p);
   }
-  profile.mark(CallProfile::choose);
+  kernels_.profile().mark(CallProfile::choose);
   CollectiveCall on_buffers = call;
-  on_buffers.send = whole.send;
-  on_buffers.recv = whole.recv;
+  on_buffers.send = whole_.send;
+  on_buffers.recv = whole_.recv;
   *ran = true;
-  if (log.enabled(LogLevel::debug, LogSubsys::run))
-    log.debug(LogSubsys::run, fmt::format("{} count {}: the direct kernels on both processes' own buffers",
-                                          call_name(call), call.count));
-  return launch_kernels(*p, on_peers, on_buffers, false, 0);
+  if (layout_.log.enabled(LogLevel::debug, LogSubsys::run))
+    layout_.log.debug(LogSubsys::run, fmt::format("{} count {}: the direct kernels on both processes' own buffers",
+                                                  call_name(call), call.count));
+  return kernels_.launch(*p, on_peers, on_buffers, false, 0, inbox_);
 }
 
 }  // namespace canopy

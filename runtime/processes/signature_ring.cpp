@@ -1,5 +1,5 @@
 // SignatureRing: the seqlocked entries of call signatures (see signature_ring.hpp).
-#include "runtime/comm/signature_ring.hpp"
+#include "runtime/processes/signature_ring.hpp"
 
 #include <atomic>
 #include <cstring>

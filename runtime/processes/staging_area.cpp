@@ -1,5 +1,5 @@
 // StagingArea growth through the transport (see staging_area.hpp).
-#include "runtime/comm/staging_area.hpp"
+#include "runtime/processes/staging_area.hpp"
 
 #include <bit>
 

@@ -1,5 +1,5 @@
 // The topology over the GPUs of a communicator's processes (see process_topology.hpp).
-#include "runtime/comm/process_topology.hpp"
+#include "runtime/processes/process_topology.hpp"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
-// process_ordinals (runtime/comm/process_topology.hpp), on any CPU: processes on different GPUs of one host map to
+// process_ordinals (runtime/processes/process_topology.hpp), on any CPU: processes on different GPUs of one host map to
 // this process's CUDA ordinals by UUID, in process order; every case detection cannot serve is refused naming the
 // process and the fix.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "runtime/comm/process_topology.hpp"
+#include "runtime/processes/process_topology.hpp"
 
 namespace canopy {
 namespace {

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/comm/peer_monitor.hpp"
+#include "runtime/processes/peer_monitor.hpp"
 
 namespace canopy {
 namespace {

@@ -1,5 +1,5 @@
 // PeerMonitor through pidfds and poll(2), or kill(pid, 0) probes (see peer_monitor.hpp).
-#include "runtime/comm/peer_monitor.hpp"
+#include "runtime/processes/peer_monitor.hpp"
 
 #include <fmt/format.h>
 #include <poll.h>

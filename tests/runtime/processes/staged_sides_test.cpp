@@ -1,6 +1,6 @@
-// staged_sides (runtime/comm/staged_sides.hpp), on any CPU: off, or for the planned trees, every buffer is staged;
+// staged_sides (runtime/processes/staged_sides.hpp), on any CPU: off, or for the planned trees, every buffer is staged;
 // with CANOPY_STAGE_ONLY_SHARED, the direct protocol stages exactly the buffers another rank reads or writes.
-#include "runtime/comm/staged_sides.hpp"
+#include "runtime/processes/staged_sides.hpp"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 #include <future>
 #include <thread>
 
-#include "runtime/comm/call_counters.hpp"
+#include "runtime/processes/call_counters.hpp"
 #include "tests/runtime/threads_as_processes.hpp"
 
 namespace canopy {

@@ -1,7 +1,7 @@
 // CallCounters through memfd pages passed over the FdChannel (SharedMemfds), and StallWatch (see call_counters.hpp).
-#include "runtime/comm/call_counters.hpp"
+#include "runtime/processes/call_counters.hpp"
 
-#include "runtime/comm/signature_ring.hpp"
+#include "runtime/processes/signature_ring.hpp"
 
 #include <fmt/format.h>
 

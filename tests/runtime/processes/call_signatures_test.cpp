@@ -16,9 +16,9 @@
 
 #include "dsl/algorithm.hpp"
 #include "runtime/call/collective_call.hpp"
-#include "runtime/comm/call_counters.hpp"
+#include "runtime/processes/call_counters.hpp"
 #include "runtime/comm/call_signature.hpp"
-#include "runtime/comm/signature_ring.hpp"
+#include "runtime/processes/signature_ring.hpp"
 #include "tests/runtime/threads_as_processes.hpp"
 #include "tests/test_util.hpp"
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "runtime/comm/staging_area.hpp"
+#include "runtime/processes/staging_area.hpp"
 
 namespace canopy {
 namespace {
