@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "codegen/direct_source.hpp"
+#include "codegen/launch_grid.hpp"
 #include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "codegen/lower.hpp"
@@ -19,7 +20,7 @@
 #include "runtime/comm/peer_access_check.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/jit/collective_dump.hpp"
-#include "runtime/launch/launch_shape.hpp"
+#include "runtime/jit/launch_shape.hpp"
 #include "runtime/protocol/protocol_memory.hpp"
 #include "templates/device_args.cuh"
 
@@ -119,7 +120,7 @@ void CollectiveCache::clear() {
 }
 
 CodegenOptions CollectiveCache::shape_for(const CollectiveSpec& spec,
-                                          const std::function<Schedule(const CodegenOptions&)>& lower_at,
+                                          const std::function<Schedule(const CodegenOptions&)>& grid_at,
                                           bool own_buffers_only) const {
   CodegenOptions o = cx_.config->shape;
   o.own_buffers_only = own_buffers_only;
@@ -130,7 +131,7 @@ CodegenOptions CollectiveCache::shape_for(const CollectiveSpec& spec,
   o.device_of_rank = cx_.placement->device_of_rank;
   std::vector<DeviceLimits> limits;
   for (const GpuDevice& g : cx_.placement->gpus) limits.push_back(g.limits);
-  return fit_launch_shape(lower_at, o, limits);
+  return fit_launch_shape(grid_at, o, limits);
 }
 
 // Every statement between ranks of different GPUs needs peer access both ways (the executing rank reads or writes
@@ -167,13 +168,13 @@ Status CollectiveCache::make_job(const CollectiveSpec& spec, Job* job) {
     } else if (spec.program) {
       check_peers(*spec.program);
       job->options.codegen = shape_for(spec, [&](const CodegenOptions& o) {
-        return lower_program(*spec.program, o, *cx_.topology, p.rank_names);
+        return launch_grid(*spec.program, o);
       });
     } else {
       job->plan = cx_.plans->plan_for(spec.collective, spec.root);
       // Across processes the callers' buffers are not mapped into the peers: unstaged trees must not touch them.
       job->options.codegen = shape_for(
-          spec, [&](const CodegenOptions& o) { return lower(job->plan, o); }, spec.own_buffers);
+          spec, [&](const CodegenOptions& o) { return launch_grid(job->plan, o); }, spec.own_buffers);
       check_peer_access(job->plan, p.rank_names, p.device_of_rank, p.peer, p.ordinals);
     }
   } catch (const Error& e) {

@@ -68,7 +68,7 @@ class CollectiveCache {
   void start_builds(Job& job);
   // The shape of a planned or program kernel, fitted to the GPUs; `own_buffers_only`: lowered so that a rank's
   // kernel touches only its own buffers (CodegenOptions::own_buffers_only).
-  CodegenOptions shape_for(const CollectiveSpec& spec, const std::function<Schedule(const CodegenOptions&)>& lower_at,
+  CodegenOptions shape_for(const CollectiveSpec& spec, const std::function<Schedule(const CodegenOptions&)>& grid_at,
                            bool own_buffers_only = false) const;
   void check_peers(const algo::Program& program) const;
   std::unique_ptr<PreparedCollective> load(const CollectiveSpec& spec,
