@@ -28,6 +28,37 @@ std::string index_key(const std::string& lookup_key, const CompileOptions& optio
   for (const std::string& o : options.extra_options) (key += '\x1f') += o;
   return key;
 }
+// map[key], made once across threads: the first to ask runs `make` while the others wait for its value (or its
+// error, which they rethrow); a failure is not remembered, so the next to ask tries again. Locks `mutex` around the
+// map.
+template <class T>
+T make_once(std::mutex& mutex, std::unordered_map<std::string, std::shared_future<T>>& map, const std::string& key,
+            const std::function<T()>& make) {
+  std::promise<T> promise;
+  std::shared_future<T> entry;
+  bool mine = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, inserted] = map.try_emplace(key);
+    if (inserted) it->second = promise.get_future().share();
+    entry = it->second;
+    mine = inserted;
+  }
+  if (!mine) return entry.get();
+  try {
+    T value = make();
+    promise.set_value(value);
+    return value;
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      map.erase(key);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
 }  // namespace
 
 Jit::Jit(DiskCache disk) : disk_(std::move(disk)) {
@@ -39,43 +70,19 @@ Jit::Built Jit::cache(BuiltCollective generated, const CompileOptions& options, 
   const std::vector<SourceFile>& headers = template_headers();
   const std::string key = compile_cache_key(generated.source.file, headers, options);
   generated.cache_key = key;
-  if (always_compile_) {
-    generated.module = std::make_shared<const CompiledModule>(compile_cuda(generated.source.file, headers, options));
-    if (outcome) *outcome = CacheOutcome::compiled;
-    return std::make_shared<const BuiltCollective>(std::move(generated));
-  }
-  std::promise<Built> promise;
-  std::shared_future<Built> made;
-  bool mine = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto [it, inserted] = kernels_.try_emplace(key);
-    if (inserted) it->second = promise.get_future().share();
-    made = it->second;
-    mine = inserted;
-  }
-  if (!mine) {  // compiled before, or being compiled by another thread: wait for it (rethrows its error)
-    Built built = made.get();
-    if (outcome) *outcome = CacheOutcome::memory_hit;
-    return built;
-  }
-  try {
+  CacheOutcome how = CacheOutcome::memory_hit;  // unless this thread compiles it
+  auto compile = [&] {
     bool hit = false;
     const SourceFile& source = generated.source.file;
-    generated.module = std::make_shared<const CompiledModule>(disk_.load_or_compile(
-        key, source.name, options.arch, [&] { return compile_cuda(source, headers, options); }, &hit));
-    Built built = std::make_shared<const BuiltCollective>(std::move(generated));
-    promise.set_value(built);
-    if (outcome) *outcome = hit ? CacheOutcome::disk_hit : CacheOutcome::compiled;
-    return built;
-  } catch (...) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      kernels_.erase(key);  // not remembered: the next call tries again
-    }
-    promise.set_exception(std::current_exception());
-    throw;
-  }
+    const auto run_nvrtc = [&] { return compile_cuda(source, headers, options); };
+    generated.module = std::make_shared<const CompiledModule>(
+        always_compile_ ? run_nvrtc() : disk_.load_or_compile(key, source.name, options.arch, run_nvrtc, &hit));
+    how = hit ? CacheOutcome::disk_hit : CacheOutcome::compiled;
+    return std::make_shared<const BuiltCollective>(std::move(generated));
+  };
+  Built built = always_compile_ ? compile() : make_once<Built>(mutex_, kernels_, key, compile);
+  if (outcome) *outcome = how;
+  return built;
 }
 
 Jit::Built Jit::filed(const std::string& key) {
@@ -91,47 +98,28 @@ std::shared_ptr<const CompiledModule> Jit::get(const std::string& lookup_key,
                                                const std::function<SourceFile()>& make_source,
                                                const CompileOptions& options, CacheOutcome* outcome,
                                                std::string* cache_key) {
-  auto generated = [&] {
+  auto generate_and_cache = [&] {
     BuiltCollective b;
     b.inputs_key = lookup_key;
     b.source.file = make_source();
-    return b;
+    return cache(std::move(b), options, outcome);
   };
+  Built built;
   if (always_compile_) {
-    const Built built = cache(generated(), options, outcome);
-    if (cache_key) *cache_key = built->cache_key;
-    return built->module;
+    built = generate_and_cache();
+  } else {
+    bool generated = false;  // else generated before, or by another thread: its key is in the index
+    const std::string key = make_once<std::string>(
+        mutex_, index_, index_key(lookup_key, options),
+        [&] {
+          generated = true;
+          return generate_and_cache()->cache_key;
+        });
+    built = filed(key);
+    if (!generated && outcome) *outcome = CacheOutcome::memory_hit;
   }
-  const std::string indexed = index_key(lookup_key, options);
-  std::promise<std::string> promise;
-  std::shared_future<std::string> made;
-  bool mine = false;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto [it, inserted] = index_.try_emplace(indexed);
-    if (inserted) it->second = promise.get_future().share();
-    made = it->second;
-    mine = inserted;
-  }
-  if (!mine) {  // generated before, or being generated by another thread: wait for its key (rethrows its error)
-    const Built built = filed(made.get());
-    if (outcome) *outcome = CacheOutcome::memory_hit;
-    if (cache_key) *cache_key = built->cache_key;
-    return built->module;
-  }
-  try {
-    const Built built = cache(generated(), options, outcome);
-    promise.set_value(built->cache_key);
-    if (cache_key) *cache_key = built->cache_key;
-    return built->module;
-  } catch (...) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      index_.erase(indexed);  // not remembered: the next call generates again
-    }
-    promise.set_exception(std::current_exception());
-    throw;
-  }
+  if (cache_key) *cache_key = built->cache_key;
+  return built->module;
 }
 
 std::shared_ptr<const BuiltCollective> Jit::find(const std::string& lookup_key, const CompileOptions& options) {
