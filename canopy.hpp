@@ -1,7 +1,7 @@
 // Canopy's public API in one include: topologies (builder, .topo reader/writer, shipped names, subsets), plans
 // (canopy::plan, plan JSON, evaluation, the NCCL-style ring baseline), code generation (schedule, CUDA source)
-// the JIT (NVRTC, kernel caches, Builder::build for the whole pipeline) and the runtime (Communicator: collectives
-// on local GPUs, with Status errors; detect_topology).
+// the JIT (the kernel pipeline build_kernel, NVRTC, the kernel cache, Builder) and the runtime (Communicator:
+// collectives on local GPUs, with Status errors; detect_topology).
 #pragma once
 
 #include "core/error.hpp"

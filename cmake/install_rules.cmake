@@ -19,7 +19,7 @@ set(CANOPY_PUBLIC_HEADERS
     codegen/source_file.hpp
     runtime/call/collective_call.hpp
     runtime/comm/collective_spec.hpp runtime/comm/communicator.hpp runtime/comm/communicator_options.hpp
-    runtime/cuda/driver_api.hpp
+    runtime/cuda/device_limits.hpp runtime/cuda/driver_api.hpp
     runtime/detect/detect_topology.hpp runtime/detect/machine_facts.hpp runtime/detect/topology_from_facts.hpp
     runtime/jit/build.hpp runtime/jit/disk_cache.hpp runtime/jit/jit.hpp runtime/jit/nvrtc_compiler.hpp
     runtime/protocol/protocol_choice.hpp

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 
@@ -47,28 +48,17 @@ std::string rank_name(const Schedule& s, int r) { return s.plan.ranks[r]; }
 // the reducing step writes its result to the out-tree children too (one reduce_copy with several destinations, the
 // data read once) and raises their data counters with its own signal; the copying lane goes away.
 void fuse_allreduce_roots(Schedule& s) {
-  auto same_range = [](const RangeSpec& a, const RangeSpec& b) {
-    if (a.block_of != b.block_of || a.units != b.units || a.splits.size() != b.splits.size()) return false;
-    for (std::size_t k = 0; k < a.splits.size(); ++k)
-      if (a.splits[k].lo != b.splits[k].lo || a.splits[k].hi != b.splits[k].hi) return false;
-    return true;
-  };
   std::vector<bool> removed(s.lanes.size(), false);
-  for (int r = 0; r < s.ranks; ++r) {
-    std::vector<int> in, out;
-    for (const Lane& lane : s.lanes)
-      if (lane.rank == r && lane.role == LaneRole::root)
-        (s.plan.trees[lane.tree].direction == TreeDirection::in ? in : out).push_back(lane.id);
-    if (in.size() != 1 || out.size() != 1) continue;
-    Lane& reducer = s.lanes[in[0]];
-    Lane& copier = s.lanes[out[0]];
-    if (!same_range(reducer.range, copier.range) || reducer.blocks != copier.blocks) continue;
+  for (const auto& [reducing, copying] : fused_root_lanes(s)) {
+    Lane& reducer = s.lanes[reducing];
+    Lane& copier = s.lanes[copying];
     auto find = [](std::vector<Step>& steps, StepKind kind) {
       return std::find_if(steps.begin(), steps.end(), [&](const Step& x) { return x.kind == kind; });
     };
     auto reduce = find(reducer.per_chunk, StepKind::reduce_copy);
     auto copy = find(copier.per_chunk, StepKind::reduce_copy);
-    if (reduce == reducer.per_chunk.end() || copy == copier.per_chunk.end()) continue;
+    CANOPY_INTERNAL_ASSERT(reduce != reducer.per_chunk.end() && copy != copier.per_chunk.end(),
+                           "fused allreduce root lanes without their reducing and copying steps");
     // With FIFOs the copier waits for its children's free slots: the fused step must too, before its barrier.
     std::vector<Step> slot_waits;
     for (const Step& step : copier.per_chunk)
@@ -116,7 +106,13 @@ void fuse_allreduce_roots(Schedule& s) {
   s.lanes = std::move(kept);
 }
 
+// Schedules made so far (lowering_count).
+std::atomic<std::uint64_t> lowerings{0};
+
 }  // namespace
+
+std::uint64_t lowering_count() { return lowerings.load(); }
+void count_lowering() { lowerings.fetch_add(1); }
 
 void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
   const std::set<std::string> ranks(plan.ranks.begin(), plan.ranks.end());
@@ -151,29 +147,10 @@ void place_lanes_on_devices(Schedule& s) {
 }
 
 Schedule lower(const Plan& plan, const CodegenOptions& options) {
-  const int n = static_cast<int>(plan.ranks.size());
-  if (n < 1) throw Error("the plan has no ranks");
-  if (n > kMaxCodegenRanks)
-    throw Error(fmt::format("the plan has {} ranks; generated kernels take every rank's addresses as launch "
-                            "arguments, which fit {} ranks at most",
-                            n, kMaxCodegenRanks));
-  check_codegen_options(options, n);
-  check_directions(plan);
-  std::map<std::string, int> rank_of;
-  for (int r = 0; r < n; ++r)
-    if (!rank_of.emplace(plan.ranks[r], r).second)
-      throw Error(fmt::format("plan lists rank '{}' twice", plan.ranks[r]));
-
-  Schedule s;
-  s.plan = plan;
-  s.options = options;
-  s.ranks = n;
-  if (s.options.device_of_rank.empty()) s.options.device_of_rank = block_placement(n, n);
-  s.options.pull = resolve_pull(s.options.pull, plan.collective == Collective::reduce);
-  if (s.options.own_buffers_only) s.options.pull = PullEdges::none;  // a pulled edge reads the owner's send buffer
+  count_lowering();
   std::vector<TreeShape> shapes;
-  for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) shapes.push_back(shape_of(plan, t, rank_of));
-  weigh_trees(plan, shapes, s);
+  Schedule s = lay_out_lanes(plan, options, &shapes);
+  const int n = s.ranks;
 
   // Counters and FIFOs, per tree and rank, in order; `blocks` of each.
   s.resources.assign(n, {});

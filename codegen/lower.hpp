@@ -3,6 +3,8 @@
 // (thread blocks) by its fraction, and writes every lane's steps and the counters and FIFOs they use.
 #pragma once
 
+#include <cstdint>
+
 #include "codegen/codegen_options.hpp"
 #include "dsl/topology.hpp"
 #include "codegen/schedule.hpp"
@@ -15,6 +17,12 @@ constexpr int kMaxCodegenRanks = 1000;
 
 // Throws canopy::Error naming the tree and edge when the plan cannot be lowered.
 Schedule lower(const Plan& plan, const CodegenOptions& options);
+
+// How many schedules lower() and lower_program() have made in this process. A kernel is lowered once: choosing its
+// launch shape works on a model of the grid instead (codegen/launch_grid.hpp); the tests count with this.
+std::uint64_t lowering_count();
+// Adds one to lowering_count(): lower() and lower_program() call it.
+void count_lowering();
 
 // Fills s.devices from s.lanes and s.options.device_of_rank: each device's ranks, their lanes in (rank, lane id)
 // order, and its grid size. Throws when a device in 0..max has no rank.

@@ -218,8 +218,7 @@ std::string program_text(const Program& p) {
 
 std::string program_key(const Program& p) { return Sha256().update(program_text(p)).hex_digest(); }
 
-Schedule lower_program(const Program& p, const CodegenOptions& options, const Topology& topology,
-                       const std::vector<std::string>& rank_names) {
+void check_program_shape(const Program& p, const CodegenOptions& options) {
   const int n = p.ranks();
   if (n > kMaxCodegenRanks)
     throw Error(
@@ -227,6 +226,31 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
                     "arguments, which fit {} ranks at most",
                     p.name(), n, kMaxCodegenRanks));
   check_codegen_options(options, n);
+}
+
+std::vector<int> program_lanes_of_ranks(const Program& p) {
+  const int n = p.ranks();
+  std::vector<std::set<int>> channels(std::max(0, n));
+  for (const algo::Op& op : p.ops()) {
+    const int executor = op.kind == OpKind::copy ? op.src.rank : op.dst.rank;  // as split_units assigns it
+    if (op.src.count > 0 && executor >= 0 && executor < n) channels[executor].insert(op.hints.channel);
+  }
+  std::vector<int> lanes;
+  for (const std::set<int>& c : channels) lanes.push_back(std::max<int>(1, static_cast<int>(c.size())));
+  return lanes;
+}
+
+int program_lane_blocks(const std::vector<int>& lanes_of_ranks, int blocks_per_rank) {
+  int most = 1;
+  for (int lanes : lanes_of_ranks) most = std::max(most, lanes);
+  return std::max(1, blocks_per_rank / most);
+}
+
+Schedule lower_program(const Program& p, const CodegenOptions& options, const Topology& topology,
+                       const std::vector<std::string>& rank_names) {
+  count_lowering();
+  const int n = p.ranks();
+  check_program_shape(p, options);
   std::vector<NodeId> gpus = topology.gpu_ids();
   if (!rank_names.empty()) {
     if (static_cast<int>(rank_names.size()) != n)
@@ -298,10 +322,12 @@ Schedule lower_program(const Program& p, const CodegenOptions& options, const To
 
   // Pass 3: lanes. Every lane has the same number of blocks, so block l of every lane works on part l of every
   // chunk and counters pair block l with block l.
-  int lanes_per_rank = 1;
+  const std::vector<int> lanes_of_ranks = program_lanes_of_ranks(p);
   std::map<int, int> lane_count;
-  for (const auto& [key, list] : graph.lanes) lanes_per_rank = std::max(lanes_per_rank, ++lane_count[key.first]);
-  const int blocks = std::max(1, s.options.blocks_per_rank / lanes_per_rank);
+  for (const auto& [key, list] : graph.lanes) ++lane_count[key.first];
+  for (int r = 0; r < n; ++r)
+    CANOPY_INTERNAL_ASSERT(lanes_of_ranks[r] == std::max(1, lane_count[r]), "a rank's lanes miscounted");
+  const int blocks = program_lane_blocks(lanes_of_ranks, s.options.blocks_per_rank);
   std::map<std::pair<int, int>, int> lane_id;  // (executor, channel) -> lane
   std::vector<int> first_lane(n, -1);
   s.resources.assign(n, {});

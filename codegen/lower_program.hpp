@@ -32,6 +32,14 @@ namespace canopy {
 Schedule lower_program(const algo::Program& program, const CodegenOptions& options, const Topology& topology,
                        const std::vector<std::string>& rank_names = {});
 
+// lower_program's first checks, which need no topology: the rank count and the options. Throws canopy::Error.
+void check_program_shape(const algo::Program& program, const CodegenOptions& options);
+// Lanes each rank of `program` runs: one per channel it executes statements on, one where it executes none (it still
+// owns memory others touch). lower_program's lane count, and the launch grid's model of it (codegen/launch_grid.hpp).
+std::vector<int> program_lanes_of_ranks(const algo::Program& program);
+// Thread blocks of every lane of a program schedule: blocks_per_rank shared by the most lanes a rank runs, at least 1.
+int program_lane_blocks(const std::vector<int>& lanes_of_ranks, int blocks_per_rank);
+
 // A digest of everything about `program` that its kernels depend on (statements, hints, source lines): the
 // runtime files prepared programs under it.
 std::string program_key(const algo::Program& program);

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "codegen/lower.hpp"
 #include "core/error.hpp"
 
 namespace canopy {
@@ -205,6 +206,57 @@ void weigh_trees(const Plan& plan, const std::vector<TreeShape>& shapes, Schedul
       lane.range = specs[t];
       s.lanes.push_back(std::move(lane));
     }
+}
+
+Schedule lay_out_lanes(const Plan& plan, const CodegenOptions& options, std::vector<TreeShape>* shapes) {
+  const int n = static_cast<int>(plan.ranks.size());
+  if (n < 1) throw Error("the plan has no ranks");
+  if (n > kMaxCodegenRanks)
+    throw Error(fmt::format("the plan has {} ranks; generated kernels take every rank's addresses as launch "
+                            "arguments, which fit {} ranks at most",
+                            n, kMaxCodegenRanks));
+  check_codegen_options(options, n);
+  check_directions(plan);
+  std::map<std::string, int> rank_of;
+  for (int r = 0; r < n; ++r)
+    if (!rank_of.emplace(plan.ranks[r], r).second)
+      throw Error(fmt::format("plan lists rank '{}' twice", plan.ranks[r]));
+
+  Schedule s;
+  s.plan = plan;
+  s.options = options;
+  s.ranks = n;
+  if (s.options.device_of_rank.empty()) s.options.device_of_rank = block_placement(n, n);
+  s.options.pull = resolve_pull(s.options.pull, plan.collective == Collective::reduce);
+  if (s.options.own_buffers_only) s.options.pull = PullEdges::none;  // a pulled edge reads the owner's send buffer
+  shapes->clear();
+  for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t) shapes->push_back(shape_of(plan, t, rank_of));
+  weigh_trees(plan, *shapes, s);
+  return s;
+}
+
+std::vector<std::pair<int, int>> fused_root_lanes(const Schedule& s) {
+  std::vector<std::pair<int, int>> fused;
+  if (s.plan.collective != Collective::allreduce) return fused;
+  auto same_range = [](const RangeSpec& a, const RangeSpec& b) {
+    if (a.block_of != b.block_of || a.units != b.units || a.splits.size() != b.splits.size()) return false;
+    for (std::size_t k = 0; k < a.splits.size(); ++k)
+      if (a.splits[k].lo != b.splits[k].lo || a.splits[k].hi != b.splits[k].hi) return false;
+    return true;
+  };
+  for (int r = 0; r < s.ranks; ++r) {
+    std::vector<int> in, out;
+    for (const Lane& lane : s.lanes)
+      if (lane.rank == r && lane.role == LaneRole::root)
+        (s.plan.trees[lane.tree].direction == TreeDirection::in ? in : out).push_back(lane.id);
+    if (in.size() != 1 || out.size() != 1) continue;
+    const Lane& reducer = s.lanes[in[0]];
+    const Lane& copier = s.lanes[out[0]];
+    // The copier's step sends to its out-tree children; without any it has no step to fold in.
+    if (same_range(reducer.range, copier.range) && reducer.blocks == copier.blocks && !copier.children.empty())
+      fused.emplace_back(reducer.id, copier.id);
+  }
+  return fused;
 }
 
 }  // namespace canopy

@@ -1,10 +1,13 @@
 // The plan's trees as the lowering sees them (codegen/lower.hpp): each tree with ranks as indices, checked to span
 // the ranks in the direction its collective needs, and weighed into lanes, every tree's integer weight, its share of
-// the buffer as splits of kSplitScale and its thread blocks per rank (docs/codegen.md "How a buffer is cut").
+// the buffer as splits of kSplitScale and its thread blocks per rank (docs/codegen.md "How a buffer is cut"); and
+// which allreduce root lanes fuse. The lanes without their steps are also the launch grid's model
+// (codegen/launch_grid.hpp).
 #pragma once
 
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "codegen/schedule.hpp"
@@ -33,5 +36,15 @@ void check_directions(const Plan& plan);
 // s.tree_weights, s.tree_blocks and s.lanes (each tree's lane on every rank: role, parent, children, range, blocks)
 // from the plan's fractions and s.options.blocks_per_rank.
 void weigh_trees(const Plan& plan, const std::vector<TreeShape>& shapes, Schedule& s);
+
+// lower()'s first pass: the plan and options checked (every canopy::Error lower throws about them), s.plan,
+// s.options (placement and pulled edges resolved), s.ranks, the trees' shapes (into `shapes`) and their lanes
+// weighed, without counters or steps.
+Schedule lay_out_lanes(const Plan& plan, const CodegenOptions& options, std::vector<TreeShape>* shapes);
+
+// Allreduce: the (reducing lane, copying lane) pairs lower() fuses: at a rank that roots exactly one in-tree and one
+// out-tree, over the same range with the same blocks, where the out-tree root sends to children (a rank alone has
+// none). Lanes by id, in rank order.
+std::vector<std::pair<int, int>> fused_root_lanes(const Schedule& s);
 
 }  // namespace canopy

@@ -1,4 +1,4 @@
-// Shared options of `canopy gen` and `canopy compile`, and the plan -> source step both run.
+// Shared options of `canopy gen` and `canopy compile`, read into the request both give the kernel pipeline.
 #include "tools/codegen_args.hpp"
 
 #include <fmt/format.h>
@@ -6,9 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "codegen/generate.hpp"
 #include "codegen/lower.hpp"
-#include "codegen/lower_program.hpp"
 #include "core/error.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "dsl/topology_subset.hpp"
@@ -77,47 +75,43 @@ CodegenOptions shape_options(const CodegenArgs& args, int ranks, const char* wha
 }
 
 // --algorithm: the program on the topology's (or a switch's) GPUs, lowered instead of planned.
-Generated generate_program(const CodegenArgs& args) {
+void read_program(const CodegenArgs& args, CodegenRequest* r) {
   if (!args.collective.empty() || !args.plan_file.empty() || !args.root.empty())
     throw Error("--algorithm says what runs: leave out --collective, --root and --plan");
   if (args.pull != "auto") throw Error("--pull applies to planned trees; programs say what each rank reads and writes");
   if (args.own_buffers)
     throw Error("--own-buffers applies to planned trees; programs say what each rank reads and writes");
-  Generated g;
-  std::optional<Topology> topology;
   std::vector<std::string> rank_names;
   if (!args.topology.topology.empty()) {
-    topology = load_topology(args.topology.topology);
+    r->topology = load_topology(args.topology.topology);
     const std::vector<NodeId> gpus =
-        args.topology.gpus.empty() ? topology->gpu_ids() : parse_gpu_list(*topology, args.topology.gpus);
-    for (NodeId id : gpus) rank_names.push_back(topology->node(id).name);
+        args.topology.gpus.empty() ? r->topology->gpu_ids() : parse_gpu_list(*r->topology, args.topology.gpus);
+    for (NodeId id : gpus) rank_names.push_back(r->topology->node(id).name);
   }
-  const int want = args.ranks > 0 ? args.ranks : topology ? static_cast<int>(rank_names.size()) : 0;
-  g.program = program_option(args.algorithm, want);
-  const int n = g.program->ranks();
-  if (!topology) {
-    topology = switch_topology(n);
+  const int want = args.ranks > 0 ? args.ranks : r->topology ? static_cast<int>(rank_names.size()) : 0;
+  r->program = program_option(args.algorithm, want);
+  const int n = r->program->ranks();
+  if (!r->topology) {
+    r->topology = switch_topology(n);
   } else if (static_cast<int>(rank_names.size()) < n) {
     throw Error(fmt::format("{} runs {} ranks but {} offers {} GPUs{}: pass --ranks {} or a larger topology",
-                            g.program->name(), n, topology->name(), rank_names.size(),
+                            r->program->name(), n, r->topology->name(), rank_names.size(),
                             args.topology.gpus.empty() ? "" : " (--gpus)", rank_names.size()));
   }
   if (!rank_names.empty()) rank_names.resize(n);  // the program's ranks: the first n of the chosen GPUs
-  const CodegenOptions o = shape_options(args, n, "the program's rank count");
-  g.source = generate(lower_program(*g.program, o, *topology, rank_names), &g.schedule);
-  g.plan = g.schedule.plan;
-  return g;
+  r->kernel.shape = shape_options(args, n, "the program's rank count");
+  r->kernel.input = RunProgram{&*r->program, &*r->topology, rank_names};
 }
 }  // namespace
 
-Generated generate_from_args(const CodegenArgs& args) {
-  if (!args.algorithm.empty()) return generate_program(args);
+void read_codegen_request(const CodegenArgs& args, CodegenRequest* r) {
+  if (!args.algorithm.empty()) return read_program(args, r);
   if (args.ranks != 0) throw Error("--ranks sizes an --algorithm; planned collectives run on the topology's GPUs");
-  Generated g;
+  Plan p;
   if (!args.plan_file.empty()) {
     if (!args.topology.topology.empty() || !args.collective.empty())
       throw Error("--plan gives the whole plan: leave out --topology and --collective");
-    g.plan = plan_from_json(read_file(args.plan_file), args.plan_file);
+    p = plan_from_json(read_file(args.plan_file), args.plan_file);
   } else {
     if (args.topology.topology.empty() || args.collective.empty())
       throw Error("say what to generate: --topology NAME --collective NAME (or --plan FILE)");
@@ -126,12 +120,11 @@ Generated generate_from_args(const CodegenArgs& args) {
     if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
     if (!args.root.empty()) options.root = args.root;
     const Topology topology = load_topology(args.topology.topology);
-    g.plan = plan(topology, collective, options);
-    check_no_relay_gpus(g.plan, topology);
+    p = plan(topology, collective, options);
+    check_no_relay_gpus(p, topology);
   }
-  const CodegenOptions o = shape_options(args, static_cast<int>(g.plan.ranks.size()), "the plan's rank count");
-  g.source = generate(g.plan, o, &g.schedule);
-  return g;
+  r->kernel.shape = shape_options(args, static_cast<int>(p.ranks.size()), "the plan's rank count");
+  r->kernel.input = std::move(p);
 }
 
 }  // namespace canopy::cli

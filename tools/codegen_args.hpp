@@ -1,15 +1,16 @@
 // The options `canopy gen` and `canopy compile` share: where the plan comes from (topology + collective, or a plan
 // JSON file) or which collective-algorithm program runs instead (--algorithm NAME|FILE.xml --ranks N), and what the
-// kernels are specialised for (dtype, op, chunk, FIFO depth, blocks, threads, devices).
+// kernels are specialised for (dtype, op, chunk, FIFO depth, blocks, threads, devices); read into a request for the
+// kernel pipeline (runtime/jit/build.hpp), which both commands run.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <optional>
 #include <string>
 
-#include "codegen/kernel_source.hpp"
-#include "codegen/schedule.hpp"
-#include "planner/plan.hpp"
+#include "dsl/algorithm.hpp"
+#include "dsl/topology.hpp"
+#include "runtime/jit/build.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {
@@ -34,13 +35,19 @@ struct CodegenArgs {
 
 void add_codegen_args(CLI::App& command, CodegenArgs& args);
 
-struct Generated {
-  Plan plan;  // a program's: only the topology and rank names
+// What the options ask the kernel pipeline for: the plan (planned here, or read from --plan) or the program and the
+// topology its ranks run on, and the shape. `kernel` points into the program and topology: a CodegenRequest stays
+// where it was made.
+struct CodegenRequest {
+  std::optional<Topology> topology;
   std::optional<algo::Program> program;
-  Schedule schedule;
-  KernelSource source;
+  KernelRequest kernel;
+
+  CodegenRequest() = default;
+  CodegenRequest(const CodegenRequest&) = delete;
+  CodegenRequest& operator=(const CodegenRequest&) = delete;
 };
-// Plans (or reads the plan file), lowers, emits and formats; throws canopy::Error naming the bad option.
-Generated generate_from_args(const CodegenArgs& args);
+// Plans (or reads the plan file, or the program) and reads the shape; throws canopy::Error naming the bad option.
+void read_codegen_request(const CodegenArgs& args, CodegenRequest* request);
 
 }  // namespace canopy::cli

@@ -1,8 +1,7 @@
-// `canopy compile`: generate a plan's kernel and compile it with NVRTC through the on-disk cache; one line per
-// kernel entry: cache hit or miss, compile time, registers, spills (--stats: shared memory, stack, PTX).
+// `canopy compile`: the kernel pipeline through NVRTC and the on-disk cache (plan -> schedule -> source -> module);
+// one line per kernel entry: cache hit or miss, compile time, registers, spills (--stats: shared memory, stack, PTX).
 #include <fmt/format.h>
 
-#include <chrono>
 #include <filesystem>
 #include <memory>
 
@@ -40,16 +39,17 @@ void add_compile_command(CLI::App& app) {
       "  canopy compile --algorithm ring-allreduce --ranks 8            a program (canopy algo list) instead of trees\n"
       "Takes every option of `canopy gen`. The cache lives in $CANOPY_CACHE_DIR (see `canopy cache info`).");
   cmd->callback([args] {
-    const Generated g = generate_from_args(args->codegen);
-    CompileOptions options;
-    options.arch = args->arch;
-    options.keep_ptx = args->keep_ptx || !args->ptx_out.empty();
+    CodegenRequest request;
+    read_codegen_request(args->codegen, &request);
+    request.kernel.compile.arch = args->arch;
+    request.kernel.compile.keep_ptx = args->keep_ptx || !args->ptx_out.empty();
     Jit jit(DiskCache::from_environment());
-    CacheOutcome outcome{};
-    std::string key;
-    const auto start = std::chrono::steady_clock::now();
-    const auto module = jit.get(g.source.schedule_key, [&] { return g.source.file; }, options, &outcome, &key);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const BuiltKernel built = build_kernel(request.kernel, &jit);
+    const BuiltCollective& g = *built.builds.front();
+    const CacheOutcome outcome = built.outcome;
+    const double ms = built.cache_ms;
+    const std::shared_ptr<const CompiledModule>& module = g.module;
+    const std::string& key = g.cache_key;
     const char* what = outcome == CacheOutcome::compiled ? "miss, compiled" : "hit";
     for (const KernelStats& s : module->kernels) {
       if (s.name != g.source.entry) continue;  // the entry; device functions are listed with --stats

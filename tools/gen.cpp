@@ -1,4 +1,5 @@
-// `canopy gen`: plan -> schedule -> CUDA source; writes the source, the plan JSON and a manifest, or prints.
+// `canopy gen`: the kernel pipeline up to the CUDA source (plan -> schedule -> source, nothing compiled); writes the
+// source, the plan JSON and a manifest, or prints.
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -43,7 +44,10 @@ void add_gen_command(CLI::App& app) {
   cmd->callback([args] {
     if (args->out.empty() && !args->print && !args->schedule)
       throw Error("say where the source goes: --out DIR, --print or --schedule");
-    const Generated g = generate_from_args(args->codegen);
+    CodegenRequest request;
+    read_codegen_request(args->codegen, &request);
+    const BuiltKernel built = build_kernel(request.kernel, nullptr);
+    const BuiltCollective& g = *built.builds.front();
     if (args->schedule) fmt::print("{}", g.schedule.dump());
     if (args->print) fmt::print("{}", g.source.file.text);
     if (!args->out.empty()) {
@@ -52,8 +56,9 @@ void add_gen_command(CLI::App& app) {
       if (ec) throw Error(fmt::format("cannot create output directory '{}': {}", args->out, ec.message()));
       const std::filesystem::path dir(args->out);
       write_output((dir / g.source.file.name).string(), g.source.file.text);
-      const std::string what = g.program ? "program.xml" : "plan.json";
-      write_output((dir / what).string(), g.program ? algo::to_msccl_xml(*g.program) : plan_to_json(g.plan));
+      const std::string what = request.program ? "program.xml" : "plan.json";
+      write_output((dir / what).string(),
+                   request.program ? algo::to_msccl_xml(*request.program) : plan_to_json(g.plan));
       write_output((dir / "manifest.json").string(), manifest_json(g.source, g.schedule));
       fmt::print(stderr, "wrote {}, {} and manifest.json to {}\n", g.source.file.name, what, args->out);
     }

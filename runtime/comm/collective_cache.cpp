@@ -12,22 +12,18 @@
 #include "codegen/direct_source.hpp"
 #include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
-#include "codegen/lower.hpp"
 #include "codegen/lower_program.hpp"
 #include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "runtime/comm/peer_access_check.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/jit/collective_dump.hpp"
-#include "runtime/launch/launch_shape.hpp"
 #include "runtime/protocol/protocol_memory.hpp"
 #include "templates/device_args.cuh"
 
 namespace canopy {
 
 namespace {
-
-using BuildResult = std::pair<std::shared_ptr<const BuiltCollective>, CacheOutcome>;
 
 // The problem with a spec the communicator cannot prepare, or ok.
 Status check_spec(const CollectiveSpec& spec, int ranks, const ProtocolTable& protocols) {
@@ -81,10 +77,8 @@ KernelSource one_hop_source(const CollectiveSpec& spec, const ProtocolTable& pro
 
 struct CollectiveCache::Job {
   CollectiveSpec spec;
-  BuildOptions options;
-  Plan plan;
-  std::vector<std::string> archs;
-  std::vector<std::future<BuildResult>> builds;
+  KernelRequest request;
+  std::future<BuiltKernel> build;
 };
 
 CollectiveSpec CollectiveCache::canonical(CollectiveSpec spec) {
@@ -118,19 +112,22 @@ void CollectiveCache::clear() {
   prepared_.clear();
 }
 
-CodegenOptions CollectiveCache::shape_for(const CollectiveSpec& spec,
-                                          const std::function<Schedule(const CodegenOptions&)>& lower_at,
-                                          bool own_buffers_only) const {
-  CodegenOptions o = cx_.config->shape;
+// The kernel pipeline's request for a planned or program kernel: the configured shape, specialised for the spec, to
+// be fitted to each GPU's limits; `own_buffers_only`: lowered so that a rank's kernel touches only its own buffers
+// (CodegenOptions::own_buffers_only).
+KernelRequest CollectiveCache::request_for(const CollectiveSpec& spec, KernelInput input, bool own_buffers_only) const {
+  KernelRequest r;
+  r.input = std::move(input);
+  CodegenOptions& o = r.shape;
+  o = cx_.config->shape;
   o.own_buffers_only = own_buffers_only;
   if (spec.large) o.blocks_per_rank = spec.huge ? cx_.config->huge_blocks : cx_.config->large_blocks;
   if (spec.chunk_bytes > 0) o.chunk_bytes = spec.chunk_bytes;
   o.dtype = spec.dtype;
   o.op = spec.op;
   o.device_of_rank = cx_.placement->device_of_rank;
-  std::vector<DeviceLimits> limits;
-  for (const GpuDevice& g : cx_.placement->gpus) limits.push_back(g.limits);
-  return fit_launch_shape(lower_at, o, limits);
+  for (const GpuDevice& g : cx_.placement->gpus) r.limits.push_back(g.limits);
+  return r;
 }
 
 // Every statement between ranks of different GPUs needs peer access both ways (the executing rank reads or writes
@@ -147,8 +144,8 @@ void CollectiveCache::check_peers(const algo::Program& program) const {
   }
 }
 
-// The job of one spec: its plan and kernel shape (the planned trees' or a program's, fitted to the GPUs; a plan-free
-// protocol's own), checked against peer access, and the GPU architectures to build for.
+// The job of one spec: what the kernel pipeline builds (a plan-free protocol's kernel in its own shape; the planned
+// trees or a program, checked against peer access) and for which GPU architectures.
 Status CollectiveCache::make_job(const CollectiveSpec& spec, Job* job) {
   const Placement& p = *cx_.placement;
   job->spec = spec;
@@ -157,24 +154,23 @@ Status CollectiveCache::make_job(const CollectiveSpec& spec, Job* job) {
       const OneLaunchShape& shape = spec.low_latency ? cx_.protocols->low_latency()
                                     : spec.ll128     ? cx_.protocols->ll128()
                                                      : cx_.protocols->direct();
-      CodegenOptions& o = job->options.codegen;
+      CodegenOptions& o = job->request.shape;
       o.dtype = spec.dtype;
       o.op = spec.op;
       o.chunk_bytes = spec.direct ? 0 : shape.max_bytes;
       o.blocks_per_rank = shape.blocks_per_rank;
       o.threads_per_block = shape.threads_per_block;
       o.device_of_rank = p.device_of_rank;
+      job->request.input = OneHopKernel{
+          [this, spec] { return one_hop_source(spec, *cx_.protocols, *cx_.placement); }, p.rank_names};
     } else if (spec.program) {
       check_peers(*spec.program);
-      job->options.codegen = shape_for(spec, [&](const CodegenOptions& o) {
-        return lower_program(*spec.program, o, *cx_.topology, p.rank_names);
-      });
+      job->request = request_for(spec, RunProgram{spec.program.get(), cx_.topology, p.rank_names});
     } else {
-      job->plan = cx_.plans->plan_for(spec.collective, spec.root);
+      const Plan& plan = cx_.plans->plan_for(spec.collective, spec.root);
       // Across processes the callers' buffers are not mapped into the peers: unstaged trees must not touch them.
-      job->options.codegen = shape_for(
-          spec, [&](const CodegenOptions& o) { return lower(job->plan, o); }, spec.own_buffers);
-      check_peer_access(job->plan, p.rank_names, p.device_of_rank, p.peer, p.ordinals);
+      job->request = request_for(spec, plan, spec.own_buffers);
+      check_peer_access(plan, p.rank_names, p.device_of_rank, p.peer, p.ordinals);
     }
   } catch (const Error& e) {
     return Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(spec), e.what()));
@@ -182,29 +178,16 @@ Status CollectiveCache::make_job(const CollectiveSpec& spec, Job* job) {
     return Status(StatusCode::internal, fmt::format("{}: {}", spec_text(spec), e.what()));
   }
   for (const GpuDevice& g : p.gpus)
-    if (std::find(job->archs.begin(), job->archs.end(), g.arch) == job->archs.end()) job->archs.push_back(g.arch);
+    if (std::find(job->request.archs.begin(), job->request.archs.end(), g.arch) == job->request.archs.end())
+      job->request.archs.push_back(g.arch);
   return Status();
 }
 
-// Generation and NVRTC in parallel threads, one per architecture (the Builder and the caches are thread-safe).
-void CollectiveCache::start_builds(Job& job) {
-  for (const std::string& arch : job.archs) {
-    BuildOptions o = job.options;
-    o.compile.arch = arch;
-    job.builds.push_back(std::async(std::launch::async, [this, spec = job.spec, plan = job.plan, o]() {
-      CacheOutcome outcome{};
-      std::shared_ptr<const BuiltCollective> built;
-      if (plan_free(spec))
-        built = cx_.builder->build(
-            one_hop_source(spec, *cx_.protocols, *cx_.placement),
-            cx_.placement->rank_names, o.codegen, o.compile, &outcome);
-      else if (spec.program)
-        built = cx_.builder->build(*spec.program, *cx_.topology, cx_.placement->rank_names, o, &outcome);
-      else
-        built = cx_.builder->build(plan, o, &outcome);
-      return BuildResult{built, outcome};
-    }));
-  }
+// The kernel pipeline in a thread of its own (the Jit is thread-safe): plan (given), launch shape, lowering, source
+// and a build per architecture.
+void CollectiveCache::start_build(Job& job) {
+  job.build = std::async(std::launch::async,
+                         [this, request = job.request] { return build_kernel(request, &cx_.builder->jit()); });
 }
 
 Status CollectiveCache::prepare(std::span<const CollectiveSpec> specs,
@@ -223,28 +206,23 @@ Status CollectiveCache::prepare(std::span<const CollectiveSpec> specs,
   // At most about a core's worth of builds at once (each NVRTC compile takes a thread and a few hundred MB): the
   // first `window` start now, and each job loaded starts the next.
   const std::size_t window = std::max(2u, std::thread::hardware_concurrency());
-  for (std::size_t i = 0; i < jobs.size() && i < window; ++i) start_builds(jobs[i]);
+  for (std::size_t i = 0; i < jobs.size() && i < window; ++i) start_build(jobs[i]);
   // Loading on this thread, as the builds finish.
   Status status;
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     Job& job = jobs[i];
-    if (i + window < jobs.size()) start_builds(jobs[i + window]);
-    std::vector<std::shared_ptr<const BuiltCollective>> builds;
-    CacheOutcome outcome = CacheOutcome::memory_hit;
-    for (auto& f : job.builds) {
-      try {
-        auto [built, how] = f.get();
-        if (builds.empty()) outcome = how;  // the first architecture's outcome is what the log reports
-        builds.push_back(built);
-      } catch (const Error& e) {
-        if (status.ok()) status = Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(job.spec), e.what()));
-      } catch (const std::exception& e) {
-        if (status.ok()) status = Status(StatusCode::internal, fmt::format("{}: {}", spec_text(job.spec), e.what()));
-      }
+    if (i + window < jobs.size()) start_build(jobs[i + window]);
+    BuiltKernel built;
+    try {
+      built = job.build.get();
+    } catch (const Error& e) {
+      if (status.ok()) status = Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(job.spec), e.what()));
+    } catch (const std::exception& e) {
+      if (status.ok()) status = Status(StatusCode::internal, fmt::format("{}: {}", spec_text(job.spec), e.what()));
     }
     if (!status.ok()) continue;
     try {
-      std::unique_ptr<PreparedCollective> p = load(job.spec, builds, job.archs, outcome);
+      std::unique_ptr<PreparedCollective> p = load(job.spec, built.builds, job.request.archs, built.outcome);
       last_prepared_ = nullptr;  // an entry may be replaced
       PreparedCollective* raw = (prepared_[spec_key(job.spec)] = std::move(p)).get();
       if (loaded) loaded->emplace_back(job.spec, raw);

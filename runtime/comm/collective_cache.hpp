@@ -1,8 +1,9 @@
 // CollectiveCache: a communicator's prepared collectives, one per CollectiveSpec (spec_key), built on first use or
-// ahead (prepare). Preparation is the pipeline of docs/architecture.md, one step a line: plan (PlanCache) -> fit the
-// shape to the GPUs -> check peer access along every tree edge -> Builder (lower, emit, format, NVRTC through the
-// caches; one build per GPU architecture, in parallel threads) -> load on every GPU -> counters (through the
-// transport).
+// ahead (prepare): the table a call finds its loaded kernel in, not a cache of kernels (the Jit is that one,
+// runtime/jit/jit.hpp). Preparing a spec, one step a line: check it -> the plan (PlanCache) or program, checked for
+// peer access along every edge -> the kernel pipeline (runtime/jit/build.hpp: launch shape fitted to the GPUs, lower
+// once, emit, compile through the Jit; one build per GPU architecture), a thread per spec -> load on every GPU, in
+// the specs' order -> counters (through the transport).
 // Programs are kept canonical: one copy per distinct program, so a repeated call compares statements, not text.
 #pragma once
 
@@ -65,11 +66,8 @@ class CollectiveCache {
  private:
   struct Job;
   Status make_job(const CollectiveSpec& spec, Job* job);
-  void start_builds(Job& job);
-  // The shape of a planned or program kernel, fitted to the GPUs; `own_buffers_only`: lowered so that a rank's
-  // kernel touches only its own buffers (CodegenOptions::own_buffers_only).
-  CodegenOptions shape_for(const CollectiveSpec& spec, const std::function<Schedule(const CodegenOptions&)>& lower_at,
-                           bool own_buffers_only = false) const;
+  void start_build(Job& job);
+  KernelRequest request_for(const CollectiveSpec& spec, KernelInput input, bool own_buffers_only = false) const;
   void check_peers(const algo::Program& program) const;
   std::unique_ptr<PreparedCollective> load(const CollectiveSpec& spec,
                                            const std::vector<std::shared_ptr<const BuiltCollective>>& builds,

@@ -1,7 +1,10 @@
-// Builder (see build.hpp).
+// The kernel pipeline (build_kernel) and its keys, and the Builder over it (see build.hpp).
 #include "runtime/jit/build.hpp"
 
 #include <fmt/format.h>
+
+#include <chrono>
+#include <future>
 
 #include "codegen/generate.hpp"
 #include "codegen/lower.hpp"
@@ -9,98 +12,161 @@
 #include "core/sha256.hpp"
 #include "dsl/topo_writer.hpp"
 #include "planner/plan_json.hpp"
+#include "runtime/jit/launch_shape.hpp"
 
 namespace canopy {
 
 namespace {
-std::string codegen_and_compile_text(const BuildOptions& o) {
-  return fmt::format("\n{}\narch={} ptx={} options={}", to_string(o.codegen), o.compile.arch, o.compile.keep_ptx,
-                     fmt::join(o.compile.extra_options, " "));
+
+// 1. The trees' plan: planned here, or the one given. A program and a plan-free kernel have none: their lowering
+// names their ranks.
+Plan plan_pass(const KernelInput& input) {
+  if (const auto* trees = std::get_if<PlanTrees>(&input)) {
+    Plan p = plan(*trees->topology, trees->collective, trees->options);
+    check_no_relay_gpus(p, *trees->topology);
+    return p;
+  }
+  if (const auto* given = std::get_if<Plan>(&input)) return *given;
+  return Plan{};
 }
+
+// 2. The grid's shape: fitted to the devices' limits on the grid's model, where there are limits; plan-free kernels
+// come in their protocol's shape.
+CodegenOptions launch_shape_pass(const KernelRequest& r, const Plan& plan) {
+  if (r.limits.empty() || std::holds_alternative<OneHopKernel>(r.input)) return r.shape;
+  if (const auto* program = std::get_if<RunProgram>(&r.input))
+    return fit_launch_shape(*program->program, r.shape, r.limits);
+  return fit_launch_shape(plan, r.shape, r.limits);
+}
+
+// 3. The schedule: lower() or lower_program(), once; a plan-free kernel's holds its ranks and shape alone.
+Schedule lower_pass(const KernelInput& input, const Plan& plan, const CodegenOptions& shape) {
+  if (const auto* program = std::get_if<RunProgram>(&input))
+    return lower_program(*program->program, shape, *program->topology, program->rank_names);
+  if (const auto* one_hop = std::get_if<OneHopKernel>(&input)) {
+    Schedule s;
+    s.plan.ranks = one_hop->rank_names;
+    s.ranks = static_cast<int>(one_hop->rank_names.size());
+    s.options = shape;
+    return s;
+  }
+  return lower(plan, shape);
+}
+
+// 4. The source: emitted from the schedule and formatted, which is kept beside it; a plan-free kernel's written by
+// its protocol.
+KernelSource emit_pass(const KernelInput& input, Schedule lowered, Schedule* schedule) {
+  if (const auto* one_hop = std::get_if<OneHopKernel>(&input)) {
+    *schedule = std::move(lowered);
+    return one_hop->write();
+  }
+  return generate(std::move(lowered), schedule);
+}
+
+// The compile options of each build.
+std::vector<CompileOptions> compile_targets(const KernelRequest& r) {
+  if (r.archs.empty()) return {r.compile};
+  std::vector<CompileOptions> targets;
+  for (const std::string& arch : r.archs) {
+    targets.push_back(r.compile);
+    targets.back().arch = arch;
+  }
+  return targets;
+}
+
+double ms_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Every target's build found in the Jit under `key`, else nothing.
+BuiltKernel find_built(Jit& jit, const std::string& key, const std::vector<CompileOptions>& targets) {
+  const auto start = std::chrono::steady_clock::now();
+  BuiltKernel found{{}, CacheOutcome::memory_hit, 0};
+  for (const CompileOptions& target : targets) {
+    std::shared_ptr<const BuiltCollective> built = jit.find(key, target);
+    if (!built) return {};
+    found.builds.push_back(std::move(built));
+  }
+  found.cache_ms = ms_since(start);
+  return found;
+}
+
+// 5. Each target compiled through the Jit, the first on this thread, the others beside it.
+BuiltKernel compile_pass(Jit& jit, const std::string& key, const BuiltCollective& generated,
+                         const std::vector<CompileOptions>& targets) {
+  std::vector<std::future<std::shared_ptr<const BuiltCollective>>> others;
+  for (std::size_t t = 1; t < targets.size(); ++t)
+    others.push_back(std::async(std::launch::async, [&, t] { return jit.compile(key, generated, targets[t]); }));
+  BuiltKernel k;
+  const auto start = std::chrono::steady_clock::now();
+  k.builds.push_back(jit.compile(key, generated, targets[0], &k.outcome));
+  k.cache_ms = ms_since(start);
+  for (auto& other : others) k.builds.push_back(other.get());
+  return k;
+}
+
+std::string shape_and_compile_text(const KernelRequest& r) {
+  std::string text = fmt::format("\n{}\narch={} ptx={} options={}", to_string(r.shape), r.compile.arch,
+                                 r.compile.keep_ptx, fmt::join(r.compile.extra_options, " "));
+  for (const DeviceLimits& l : r.limits)
+    text += fmt::format("\nlimits sms={} threads={} blocks={} registers={} preferred={}", l.sms, l.max_threads_per_sm,
+                        l.max_blocks_per_sm, l.registers_per_sm, l.preferred_blocks_per_sm);
+  return text;
+}
+
 }  // namespace
 
-std::string build_inputs_key(const Topology& t, Collective c, const BuildOptions& o) {
-  Sha256 h;
-  h.update(write_topo(t));
-  h.update(fmt::format("\ncollective={} gpus={} root={} relay={}", to_string(c), fmt::join(o.plan.gpus, ","),
-                       o.plan.root.value_or(""), o.plan.relay));
-  h.update(codegen_and_compile_text(o));
-  return h.hex_digest();
+BuiltKernel build_kernel(const KernelRequest& request, Jit* jit) {
+  const std::vector<CompileOptions> targets = compile_targets(request);
+  const std::string key = kernel_request_key(request);
+  if (jit)
+    if (BuiltKernel found = find_built(*jit, key, targets); !found.builds.empty()) return found;
+  BuiltCollective b;
+  b.inputs_key = key;
+  const Plan plan = plan_pass(request.input);                                     // 1. plan
+  const CodegenOptions shape = launch_shape_pass(request, plan);                  // 2. launch shape
+  Schedule lowered = lower_pass(request.input, plan, shape);                      // 3. lower, once
+  b.source = emit_pass(request.input, std::move(lowered), &b.schedule);           // 4. emit and format
+  b.plan = b.schedule.plan;
+  if (!jit) return BuiltKernel{{std::make_shared<const BuiltCollective>(std::move(b))}, CacheOutcome::compiled, 0};
+  return compile_pass(*jit, key, b, targets);                                     // 5. compile through the caches
 }
 
-std::string build_inputs_key(const Plan& plan, const BuildOptions& o) {
-  return Sha256().update("plan\n" + plan_to_json(plan)).update(codegen_and_compile_text(o)).hex_digest();
-}
-
-std::string build_inputs_key(const algo::Program& program, const Topology& topology,
-                             const std::vector<std::string>& rank_names, const BuildOptions& o) {
+std::string kernel_request_key(const KernelRequest& r) {
   Sha256 h;
-  h.update("program " + program_key(program) + "\n").update(write_topo(topology));
-  h.update(fmt::format("\nranks={}", fmt::join(rank_names, ",")));
-  return h.update(codegen_and_compile_text(o)).hex_digest();
+  if (const auto* trees = std::get_if<PlanTrees>(&r.input)) {
+    h.update(write_topo(*trees->topology));
+    h.update(fmt::format("\ncollective={} gpus={} root={} relay={}", to_string(trees->collective),
+                         fmt::join(trees->options.gpus, ","), trees->options.root.value_or(""),
+                         trees->options.relay));
+  } else if (const auto* plan = std::get_if<Plan>(&r.input)) {
+    h.update("plan\n" + plan_to_json(*plan));
+  } else if (const auto* program = std::get_if<RunProgram>(&r.input)) {
+    h.update("program " + program_key(*program->program) + "\n").update(write_topo(*program->topology));
+    h.update(fmt::format("\nranks={}", fmt::join(program->rank_names, ",")));
+  } else {
+    h.update("source\n" + std::get<OneHopKernel>(r.input).write().file.text);
+  }
+  return h.update(shape_and_compile_text(r)).hex_digest();
 }
 
 Builder::Builder(DiskCache disk) : jit_(std::move(disk)) {}
 
 std::shared_ptr<const BuiltCollective> Builder::build(const Topology& topology, Collective collective,
                                                       const BuildOptions& options, CacheOutcome* outcome) {
-  const std::string key = build_inputs_key(topology, collective, options);
-  return build_keyed(key, options, outcome, [&](Schedule* schedule) {
-    const Plan p = plan(topology, collective, options.plan);
-    check_no_relay_gpus(p, topology);
-    return generate(p, options.codegen, schedule);
-  });
+  return build(KernelRequest{PlanTrees{&topology, collective, options.plan}, options.codegen, {}, options.compile, {}},
+               outcome);
 }
 
-std::shared_ptr<const BuiltCollective> Builder::build(const Plan& p, const BuildOptions& options,
-                                                      CacheOutcome* outcome) {
-  return build_keyed(build_inputs_key(p, options), options, outcome,
-                     [&](Schedule* schedule) { return generate(p, options.codegen, schedule); });
+std::shared_ptr<const BuiltCollective> Builder::build(const KernelRequest& request, CacheOutcome* outcome) {
+  BuiltKernel k = build_kernel(request, &jit_);
+  if (outcome) *outcome = k.outcome;
+  return k.builds.front();
 }
 
-std::shared_ptr<const BuiltCollective> Builder::build(const algo::Program& program, const Topology& topology,
-                                                      const std::vector<std::string>& rank_names,
-                                                      const BuildOptions& options, CacheOutcome* outcome) {
-  return build_keyed(build_inputs_key(program, topology, rank_names, options), options, outcome,
-                     [&](Schedule* schedule) {
-                       return generate(lower_program(program, options.codegen, topology, rank_names), schedule);
-                     });
-}
-
-std::shared_ptr<const BuiltCollective> Builder::build(const KernelSource& source,
-                                                      const std::vector<std::string>& rank_names,
-                                                      const CodegenOptions& shape, const CompileOptions& options,
-                                                      CacheOutcome* outcome) {
-  BuildOptions o;
-  o.codegen = shape;
-  o.compile = options;
-  const std::string key =
-      Sha256().update("source\n" + source.file.text).update(codegen_and_compile_text(o)).hex_digest();
-  return build_keyed(key, o, outcome, [&](Schedule* schedule) {
-    schedule->plan.ranks = rank_names;
-    schedule->ranks = static_cast<int>(rank_names.size());
-    schedule->options = shape;
-    return source;
-  });
-}
-
-std::shared_ptr<const BuiltCollective> Builder::build_keyed(
-    const std::string& key, const BuildOptions& options, CacheOutcome* outcome,
-    const std::function<KernelSource(Schedule*)>& generate_source) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = built_.find(key); it != built_.end()) {
-      if (outcome) *outcome = CacheOutcome::memory_hit;
-      return it->second;
-    }
-  }
-  auto b = std::make_shared<BuiltCollective>();
-  b->inputs_key = key;
-  b->source = generate_source(&b->schedule);
-  b->plan = b->schedule.plan;
-  b->module = jit_.get(key, [&] { return b->source.file; }, options.compile, outcome, &b->cache_key);
-  std::lock_guard<std::mutex> lock(mutex_);
-  return built_.emplace(key, std::move(b)).first->second;
+std::string build_inputs_key(const Topology& topology, Collective collective, const BuildOptions& options) {
+  return kernel_request_key(
+      KernelRequest{PlanTrees{&topology, collective, options.plan}, options.codegen, {}, options.compile, {}});
 }
 
 }  // namespace canopy

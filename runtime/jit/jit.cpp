@@ -18,62 +18,137 @@ std::string to_string(CacheOutcome outcome) {
   return "?";
 }
 
+namespace {
+// The index's key: the caller's key with everything of the options that changes the binary.
+std::string index_key(const std::string& lookup_key, const CompileOptions& options) {
+  std::string key = lookup_key;
+  key += '\x1f';
+  key += options.arch;
+  key += options.keep_ptx ? "\x1fptx" : "\x1f";
+  for (const std::string& o : options.extra_options) (key += '\x1f') += o;
+  return key;
+}
+// map[key], made once across threads: the first to ask runs `make` while the others wait for its value (or its
+// error, which they rethrow); a failure is not remembered, so the next to ask tries again. Locks `mutex` around the
+// map.
+template <class T>
+T make_once(std::mutex& mutex, std::unordered_map<std::string, std::shared_future<T>>& map, const std::string& key,
+            const std::function<T()>& make) {
+  std::promise<T> promise;
+  std::shared_future<T> entry;
+  bool mine = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto [it, inserted] = map.try_emplace(key);
+    if (inserted) it->second = promise.get_future().share();
+    entry = it->second;
+    mine = inserted;
+  }
+  if (!mine) return entry.get();
+  try {
+    T value = make();
+    promise.set_value(value);
+    return value;
+  } catch (...) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      map.erase(key);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+}
+
+}  // namespace
+
 Jit::Jit(DiskCache disk) : disk_(std::move(disk)) {
   const char* always = std::getenv("CANOPY_ALWAYS_COMPILE");
   always_compile_ = always && std::string(always) == "1";
+}
+
+Jit::Built Jit::cache(BuiltCollective generated, const CompileOptions& options, CacheOutcome* outcome) {
+  const std::vector<SourceFile>& headers = template_headers();
+  const std::string key = compile_cache_key(generated.source.file, headers, options);
+  generated.cache_key = key;
+  CacheOutcome how = CacheOutcome::memory_hit;  // unless this thread compiles it
+  auto compile = [&] {
+    bool hit = false;
+    const SourceFile& source = generated.source.file;
+    const auto run_nvrtc = [&] { return compile_cuda(source, headers, options); };
+    generated.module = std::make_shared<const CompiledModule>(
+        always_compile_ ? run_nvrtc() : disk_.load_or_compile(key, source.name, options.arch, run_nvrtc, &hit));
+    how = hit ? CacheOutcome::disk_hit : CacheOutcome::compiled;
+    return std::make_shared<const BuiltCollective>(std::move(generated));
+  };
+  Built built = always_compile_ ? compile() : make_once<Built>(mutex_, kernels_, key, compile);
+  if (outcome) *outcome = how;
+  return built;
+}
+
+Jit::Built Jit::filed(const std::string& key) {
+  std::shared_future<Built> entry;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entry = kernels_.at(key);
+  }
+  return entry.get();
 }
 
 std::shared_ptr<const CompiledModule> Jit::get(const std::string& lookup_key,
                                                const std::function<SourceFile()>& make_source,
                                                const CompileOptions& options, CacheOutcome* outcome,
                                                std::string* cache_key) {
-  const std::vector<SourceFile>& headers = template_headers();
+  auto generate_and_cache = [&] {
+    BuiltCollective b;
+    b.inputs_key = lookup_key;
+    b.source.file = make_source();
+    return cache(std::move(b), options, outcome);
+  };
+  Built built;
   if (always_compile_) {
-    const SourceFile source = make_source();
-    if (cache_key) *cache_key = compile_cache_key(source, headers, options);
-    if (outcome) *outcome = CacheOutcome::compiled;
-    return std::make_shared<const CompiledModule>(compile_cuda(source, headers, options));
+    built = generate_and_cache();
+  } else {
+    bool generated = false;  // else generated before, or by another thread: its key is in the index
+    const std::string key = make_once<std::string>(
+        mutex_, index_, index_key(lookup_key, options),
+        [&] {
+          generated = true;
+          return generate_and_cache()->cache_key;
+        });
+    built = filed(key);
+    if (!generated && outcome) *outcome = CacheOutcome::memory_hit;
   }
-  std::string memo_key = lookup_key;
-  memo_key += '\x1f';
-  memo_key += options.arch;
-  memo_key += options.keep_ptx ? "\x1fptx" : "\x1f";
-  for (const std::string& o : options.extra_options) (memo_key += '\x1f') += o;
+  if (cache_key) *cache_key = built->cache_key;
+  return built->module;
+}
 
-  std::promise<Memo> promise;
-  std::shared_future<Memo> made;
-  bool mine = false;
+std::shared_ptr<const BuiltCollective> Jit::find(const std::string& lookup_key, const CompileOptions& options) {
+  if (always_compile_) return nullptr;
+  std::shared_future<std::string> key;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    auto [it, inserted] = memory_.try_emplace(memo_key);
-    if (inserted) it->second = promise.get_future().share();
-    made = it->second;
-    mine = inserted;
-  }
-  if (!mine) {  // made before, or being made by another thread: wait for it (rethrows its error)
-    const Memo& memo = made.get();
-    if (outcome) *outcome = CacheOutcome::memory_hit;
-    if (cache_key) *cache_key = memo.cache_key;
-    return memo.module;
+    const auto it = index_.find(index_key(lookup_key, options));
+    if (it == index_.end()) return nullptr;
+    key = it->second;
   }
   try {
-    const SourceFile source = make_source();
-    const std::string key = compile_cache_key(source, headers, options);
-    bool hit = false;
-    auto module = std::make_shared<const CompiledModule>(disk_.load_or_compile(
-        key, source.name, options.arch, [&] { return compile_cuda(source, headers, options); }, &hit));
-    promise.set_value(Memo{module, key});
-    if (outcome) *outcome = hit ? CacheOutcome::disk_hit : CacheOutcome::compiled;
-    if (cache_key) *cache_key = key;
-    return module;
-  } catch (...) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      memory_.erase(memo_key);  // not remembered: the next call tries again
-    }
-    promise.set_exception(std::current_exception());
-    throw;
+    return filed(key.get());
+  } catch (const std::exception&) {
+    return nullptr;  // its generation failed: not built
   }
+}
+
+std::shared_ptr<const BuiltCollective> Jit::compile(const std::string& lookup_key, BuiltCollective generated,
+                                                    const CompileOptions& options, CacheOutcome* outcome) {
+  generated.inputs_key = lookup_key;
+  const Built built = cache(std::move(generated), options, outcome);
+  if (!always_compile_) {
+    std::promise<std::string> key;
+    key.set_value(built->cache_key);
+    std::lock_guard<std::mutex> lock(mutex_);
+    index_.try_emplace(index_key(lookup_key, options), key.get_future().share());
+  }
+  return built;
 }
 
 }  // namespace canopy

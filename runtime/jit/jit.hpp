@@ -1,7 +1,9 @@
-// Jit: the in-process cache in front of the disk cache in front of NVRTC. A repeated collective costs one map
-// lookup by a short key the caller chooses (the generation inputs' hash), without regenerating or hashing the
-// source. CANOPY_ALWAYS_COMPILE=1 (read when the Jit is made) bypasses both caches. Thread-safe: threads asking
-// for one key at once wait for a single generation and compile; a failed compile is not remembered.
+// Jit: the process's one in-memory cache of compiled kernels, in front of the disk cache, in front of NVRTC. Kernels
+// are kept by the disk cache's key (runtime/jit/cache_key.hpp: a hash of the source, the templates, the options and
+// the tools' versions), so an equal source reached from other inputs is one entry. An index from the caller's
+// lookup key (a hash of what generates the source) to that key lets a repeat skip generating: a repeated kernel
+// costs two map lookups. CANOPY_ALWAYS_COMPILE=1 (read when the Jit is made) bypasses every cache. Thread-safe:
+// threads asking for one kernel at once wait for a single compile; a failed compile is not remembered.
 #pragma once
 
 #include <functional>
@@ -11,7 +13,10 @@
 #include <string>
 #include <unordered_map>
 
+#include "codegen/kernel_source.hpp"
+#include "codegen/schedule.hpp"
 #include "codegen/source_file.hpp"
+#include "planner/plan.hpp"
 #include "runtime/jit/disk_cache.hpp"
 #include "runtime/jit/nvrtc_compiler.hpp"
 
@@ -20,29 +25,53 @@ namespace canopy {
 enum class CacheOutcome { memory_hit, disk_hit, compiled };
 std::string to_string(CacheOutcome outcome);
 
+// A compiled kernel and what it was built from (the kernel pipeline fills them all, runtime/jit/build.hpp; a module
+// compiled from a bare source holds only the source file).
+struct BuiltCollective {
+  std::string inputs_key;  // the lookup key it was first built under
+  Plan plan;
+  Schedule schedule;  // what the source was emitted from (counters, lanes: the watchdog reads it)
+  KernelSource source;
+  std::shared_ptr<const CompiledModule> module;
+  std::string cache_key;  // the disk cache's key of `module`
+};
+
 class Jit {
  public:
   explicit Jit(DiskCache disk);
 
-  // `make_source` runs only on an in-process miss; the module is compiled with the embedded templates as headers.
-  // The in-process key is `lookup_key` with the options (arch, keep_ptx, extra options), so the caller's key need
-  // only cover what generates the source. `cache_key`, when given, receives the disk cache's key. Throws
-  // canopy::Error when the source does not compile or the cache folder cannot be written.
-  std::shared_ptr<const CompiledModule> get(const std::string& lookup_key, const std::function<SourceFile()>& make_source,
+  // The module compiled from what `make_source` gives, which runs only when this process has not compiled
+  // `lookup_key` at these options (arch, keep_ptx, extra options); the embedded templates are its headers.
+  // `cache_key`, when given, receives the disk cache's key. Throws canopy::Error when the source does not compile
+  // or the cache folder cannot be written.
+  std::shared_ptr<const CompiledModule> get(const std::string& lookup_key,
+                                            const std::function<SourceFile()>& make_source,
                                             const CompileOptions& options, CacheOutcome* outcome = nullptr,
                                             std::string* cache_key = nullptr);
+
+  // The kernel built under `lookup_key` at these options in this process, else null: nothing is generated.
+  std::shared_ptr<const BuiltCollective> find(const std::string& lookup_key, const CompileOptions& options);
+  // `generated` (plan, schedule and source) with its source compiled through the caches, filed under its disk key
+  // and, for find(), under `lookup_key`; an entry already filed under the disk key is returned instead (a memory
+  // hit). Throws as get() does.
+  std::shared_ptr<const BuiltCollective> compile(const std::string& lookup_key, BuiltCollective generated,
+                                                 const CompileOptions& options, CacheOutcome* outcome = nullptr);
 
   const DiskCache& disk() const { return disk_; }
 
  private:
-  struct Memo {
-    std::shared_ptr<const CompiledModule> module;
-    std::string cache_key;
-  };
+  using Built = std::shared_ptr<const BuiltCollective>;
+  // The entry of `generated`'s disk key: looked up, else loaded from disk or compiled (by one thread).
+  Built cache(BuiltCollective generated, const CompileOptions& options, CacheOutcome* outcome);
+  Built filed(const std::string& key);  // the entry of an indexed key (std::out_of_range: none)
+
   DiskCache disk_;
   bool always_compile_;
   std::mutex mutex_;
-  std::unordered_map<std::string, std::shared_future<Memo>> memory_;  // ready, or being made by one thread
+  // The one cache: every kernel by its disk cache key, ready or being compiled by one thread.
+  std::unordered_map<std::string, std::shared_future<Built>> kernels_;
+  // Lookup key and options -> the disk cache key of what they generated, ready or being generated by one thread.
+  std::unordered_map<std::string, std::shared_future<std::string>> index_;
 };
 
 }  // namespace canopy

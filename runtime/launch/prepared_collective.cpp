@@ -4,14 +4,12 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstring>
 #include <optional>
 #include <string>
 
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
-#include "templates/device_args.cuh"
 
 namespace canopy {
 
@@ -118,20 +116,15 @@ Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTar
   if (!target.capturing) p.last_epoch = ++(target.epoch ? *target.epoch : p.epoch);
   const std::span<void* const> flags = launch_flags(p, target);
   const std::span<unsigned long long* const> launches = launch_counters(p, target);
-  // DeviceArgs<ranks>: count, epoch, a launch counter per device index (ranks entries), every rank's pointers, then
-  // the abort word.
   const std::uint64_t epoch = target.device_epochs ? 0 : p.last_epoch;
-  const std::size_t at_ranks = 16 + 8 * static_cast<std::size_t>(ranks);
-  const std::size_t at_abort = at_ranks + sizeof(RankPointers) * ranks;
-  p.args.assign(at_abort + sizeof(void*), 0);
-  std::memcpy(p.args.data() + at_abort, &target.abort, sizeof(void*));
-  std::memcpy(p.args.data(), &call.count, 8);
-  std::memcpy(p.args.data() + 8, &epoch, 8);
-  std::memcpy(p.args.data() + 16, launches.data(), 8 * launches.size());
-  for (int r = 0; r < ranks; ++r) {
-    const RankPointers rp{call.send[r], call.recv[r], target.scratch[r], static_cast<unsigned long long*>(flags[r])};
-    std::memcpy(p.args.data() + at_ranks + sizeof(RankPointers) * r, &rp, sizeof rp);
-  }
+  p.args.reset(ranks);
+  p.args.set_count(call.count);
+  p.args.set_epoch(epoch);
+  for (std::size_t d = 0; d < launches.size(); ++d) p.args.set_launch_counter(static_cast<int>(d), launches[d]);
+  for (int r = 0; r < ranks; ++r)
+    p.args.set_rank(r, RankPointers{call.send[r], call.recv[r], target.scratch[r],
+                                    static_cast<unsigned long long*>(flags[r])});
+  p.args.set_abort(target.abort);
   *partial_launch = false;
   LaunchJob job{&p, &call, &target, nullptr};
   const std::size_t devices = p.kernel.size();

@@ -13,6 +13,7 @@
 
 #include "runtime/jit/build.hpp"
 #include "runtime/call/collective_call.hpp"
+#include "runtime/launch/device_args_image.hpp"
 #include "runtime/launch/launch_crew.hpp"
 #include "runtime/transport/peer_memory.hpp"
 #include "core/status.hpp"
@@ -44,7 +45,7 @@ struct PreparedCollective {
   bool own_buffers = false;                 // touches only its own rank's buffers (CollectiveSpec::own_buffers)
   int blocks_per_rank = 0;                  // plan-free kernels
   std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
-  std::vector<unsigned char> args;          // DeviceArgs<ranks> image
+  DeviceArgsImage args;                     // DeviceArgs<ranks>, filled per launch
   std::vector<Status> results;              // per device index: the latest launch's outcome
 
   ~PreparedCollective();  // unloads the libraries and frees the counters (the caller has synchronised)

@@ -8,14 +8,12 @@
 
 #include <ostream>
 
-#include <cstring>
-
 #include "codegen/generate.hpp"
 #include "codegen/template_bundle.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "runtime/jit/nvrtc_compiler.hpp"
-#include "templates/device_args.cuh"
+#include "runtime/launch/device_args_image.hpp"
 
 namespace canopy {
 namespace {
@@ -117,18 +115,15 @@ TEST_P(GeneratedKernelsOnGpu, DeliverTheCollective) {
       CUDA_OK(cudaMemcpy(send[r], in[r].data(), in_elems * sizeof(float), cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemset(recv[r], 0xff, recv_elems * sizeof(float)));  // NaN poison
     }
-    // DeviceArgs<n>: count, epoch, the launch counters (per device index), every rank's pointers, the abort word. Odd
-    // launches give their epoch; even ones pass 0, so the kernels read it from their launch counters (as after a
-    // CUDA graph capture), which the launch before left there.
-    std::vector<unsigned char> args(16 + 8 * n + sizeof(RankPointers) * n + sizeof(void*));  // the abort word: null
-    const std::uint64_t epoch = launch % 2 == 1 ? launch : 0;
-    std::memcpy(args.data(), &count, 8);
-    std::memcpy(args.data() + 8, &epoch, 8);
-    std::memcpy(args.data() + 16, launches.data(), 8 * n);
-    for (int r = 0; r < n; ++r) {
-      const RankPointers rp{send[r], recv[r], scratch[r], static_cast<unsigned long long*>(flags[r])};
-      std::memcpy(args.data() + 16 + 8 * n + sizeof(RankPointers) * r, &rp, sizeof rp);
-    }
+    // DeviceArgs<n>: the abort word stays null. Odd launches give their epoch; even ones pass 0, so the kernels read
+    // it from their launch counters (as after a CUDA graph capture), which the launch before left there.
+    DeviceArgsImage args;
+    args.reset(n);
+    args.set_count(count);
+    args.set_epoch(launch % 2 == 1 ? launch : 0);
+    for (int d = 0; d < n; ++d) args.set_launch_counter(d, launches[d]);
+    for (int r = 0; r < n; ++r)
+      args.set_rank(r, RankPointers{send[r], recv[r], scratch[r], static_cast<unsigned long long*>(flags[r])});
     for (int d = 0; d < devices; ++d) {
       CUDA_OK(cudaSetDevice(d));
       int device = d;

@@ -7,7 +7,7 @@
 #include "core/error.hpp"
 #include "dsl/topo_writer.hpp"
 #include "runtime/comm/process_group.hpp"
-#include "runtime/launch/launch_shape.hpp"
+#include "runtime/jit/launch_shape.hpp"
 
 namespace canopy {
 namespace {

@@ -1,12 +1,15 @@
 // fit_launch_shape: physical ranks keep the requested shape; many virtual ranks on one GPU get fewer, smaller
-// blocks and a register cap so every block is resident; a placement that cannot fit is refused with a message.
+// blocks and a register cap so every block is resident; a placement that cannot fit is refused with a message; the
+// shapes are tried on the grid's model, so fitting lowers nothing.
 #include <gtest/gtest.h>
 
 #include "codegen/lower.hpp"
+#include "codegen/lower_program.hpp"
 #include "core/error.hpp"
+#include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/shipped_topologies.hpp"
 #include "planner/planner.hpp"
-#include "runtime/launch/launch_shape.hpp"
+#include "runtime/jit/launch_shape.hpp"
 
 namespace canopy {
 namespace {
@@ -49,6 +52,31 @@ TEST(LaunchShape, EightVirtualRanksOnTwoGpus) {
   o.device_of_rank = block_placement(8, 2);
   const CodegenOptions fit = fit_launch_shape(p, o, {h100(), h100()});
   EXPECT_LE((max_blocks(p, fit) + 131) / 132 * fit.threads_per_block, 2048);
+}
+
+TEST(LaunchShape, FittingLowersNothing) {
+  // dgx2's allreduce, 16 ranks on one GPU: many halvings of blocks and threads before it fits.
+  const Plan p = plan(load_topology("dgx2"), Collective::allreduce);
+  CodegenOptions o;
+  o.device_of_rank = block_placement(16, 1);
+  const std::uint64_t before = lowering_count();
+  const CodegenOptions fit = fit_launch_shape(p, o, {h100()});
+  EXPECT_EQ(lowering_count(), before);
+  EXPECT_LT(fit.blocks_per_rank, o.blocks_per_rank);
+}
+
+TEST(LaunchShape, AProgramFitsOnItsGridToo) {
+  const algo::Program ring = algo::ring_allreduce(8);
+  CodegenOptions o;
+  o.blocks_per_rank = 64;
+  o.device_of_rank = block_placement(8, 1);
+  const DeviceLimits small{8, 2048, 32, 65536};  // 8 SMs
+  const std::uint64_t before = lowering_count();
+  const CodegenOptions fit = fit_launch_shape(ring, o, {small});
+  EXPECT_EQ(lowering_count(), before);
+  const int blocks = lower_program(ring, fit, load_topology("hgx-h200")).devices[0].blocks;
+  EXPECT_LE((blocks + 7) / 8 * fit.threads_per_block, 2048);
+  EXPECT_LT(fit.blocks_per_rank, o.blocks_per_rank);
 }
 
 TEST(LaunchShape, RefusesWhatCannotFit) {

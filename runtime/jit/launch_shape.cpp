@@ -1,11 +1,11 @@
 // fit_launch_shape (see launch_shape.hpp).
-#include "runtime/launch/launch_shape.hpp"
+#include "runtime/jit/launch_shape.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "codegen/lower.hpp"
+#include "codegen/launch_grid.hpp"
 #include "core/error.hpp"
 
 namespace canopy {
@@ -21,7 +21,13 @@ int blocks_per_sm_needed(int blocks, int threads, const DeviceLimits& l) {
 }  // namespace
 
 CodegenOptions fit_launch_shape(const Plan& plan, CodegenOptions options, const std::vector<DeviceLimits>& limits) {
-  return fit_launch_shape([&](const CodegenOptions& o) { return lower(plan, o); }, std::move(options), limits);
+  return fit_launch_shape([&](const CodegenOptions& o) { return launch_grid(plan, o); }, std::move(options), limits);
+}
+
+CodegenOptions fit_launch_shape(const algo::Program& program, CodegenOptions options,
+                                const std::vector<DeviceLimits>& limits) {
+  return fit_launch_shape([&](const CodegenOptions& o) { return launch_grid(program, o); }, std::move(options),
+                          limits);
 }
 
 namespace {
@@ -35,10 +41,10 @@ struct Fitted {
 };
 
 // Halves blocks and then threads until every grid fits `limits`.
-Fitted fit_to(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
+Fitted fit_to(const std::function<Schedule(const CodegenOptions&)>& grid_at, CodegenOptions options,
               const std::vector<DeviceLimits>& limits) {
   for (;;) {
-    const Schedule s = lower_at(options);
+    const Schedule s = grid_at(options);
     CANOPY_INTERNAL_ASSERT(limits.size() >= s.devices.size(), "device limits for fewer devices than the schedule uses");
     int cap = 1;
     const DeviceSchedule* worst = nullptr;
@@ -65,7 +71,7 @@ Fitted fit_to(const std::function<Schedule(const CodegenOptions&)>& lower_at, Co
 }
 }  // namespace
 
-CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOptions&)>& lower_at, CodegenOptions options,
+CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOptions&)>& grid_at, CodegenOptions options,
                                 const std::vector<DeviceLimits>& limits) {
   // First at the blocks per SM the devices prefer (processes sharing a GPU: one), where the lanes fit so.
   std::vector<DeviceLimits> preferred = limits;
@@ -76,10 +82,10 @@ CodegenOptions fit_launch_shape(const std::function<Schedule(const CodegenOption
       prefers = true;
     }
   if (prefers) {
-    const Fitted f = fit_to(lower_at, options, preferred);
+    const Fitted f = fit_to(grid_at, options, preferred);
     if (f.misfit < 0) return f.options;
   }
-  const Fitted f = fit_to(lower_at, options, limits);
+  const Fitted f = fit_to(grid_at, options, limits);
   if (f.misfit < 0) return f.options;
   const DeviceLimits& l = limits[f.misfit];
   const int threads = f.options.threads_per_block;  // as small as the fitting went
