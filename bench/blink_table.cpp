@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/allocations.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"
-#include "planner/simulate.hpp"
+#include "simulator/simulate.hpp"
 #include "tools/usage/command_line.hpp"
 
 namespace {
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
       "edit. Every distinct allocation of 3..8 "
       "GPUs up to the machine's symmetries (`count`: how many "
       "allocations it stands for), 1 GiB, busbw in "
-      "GB/s from `planner/simulate.hpp` with its default costs (launch "
+      "GB/s from `simulator/simulate.hpp` with its default costs (launch "
       "8 µs, 0.5 µs per chunk and hop, "
       "per-kind link latencies), the chunk picked from 1, 4 and 16 MiB "
       "for each side. Rings: how many, over "

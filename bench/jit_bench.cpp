@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "codegen/generate.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "codegen/template_bundle.hpp"
 #include "runtime/jit/jit.hpp"

@@ -7,7 +7,7 @@
 
 #include "bench/bench_check.hpp"
 #include "bench/launch_bench.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/cuda_call_oracle.hpp"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"
 #include "tools/usage/command_line.hpp"

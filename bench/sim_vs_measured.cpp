@@ -16,9 +16,9 @@
 #include <sstream>
 #include <string>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
-#include "planner/simulate.hpp"
+#include "simulator/simulate.hpp"
 #include "tools/usage/command_line.hpp"
 
 namespace {

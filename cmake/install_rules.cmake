@@ -12,8 +12,9 @@ include(CMakePackageConfigHelpers)
 set(CANOPY_PUBLIC_HEADERS
     canopy.hpp
     core/byte_size.hpp core/collective.hpp core/data_type.hpp core/error.hpp core/logger.hpp core/status.hpp
-    dsl/algorithm.hpp dsl/shipped_topologies.hpp dsl/topo_reader.hpp dsl/topo_writer.hpp dsl/topology.hpp
-    dsl/topology_dot.hpp dsl/topology_subset.hpp dsl/topology_table.hpp
+    topology/shipped_topologies.hpp topology/topo_reader.hpp topology/topo_writer.hpp topology/topology.hpp
+    topology/topology_dot.hpp topology/topology_subset.hpp topology/topology_table.hpp
+    dsl/algorithm.hpp
     planner/plan.hpp planner/plan_eval.hpp planner/plan_json.hpp planner/planner.hpp planner/ring_baseline.hpp
     codegen/codegen_options.hpp codegen/generate.hpp codegen/kernel_source.hpp codegen/lower.hpp codegen/schedule.hpp
     codegen/source_file.hpp

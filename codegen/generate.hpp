@@ -7,7 +7,7 @@
 #include "codegen/kernel_source.hpp"
 #include "codegen/schedule.hpp"
 #include "dsl/algorithm.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "planner/plan.hpp"
 
 namespace canopy {

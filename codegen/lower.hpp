@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "codegen/codegen_options.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "codegen/schedule.hpp"
 #include "planner/plan.hpp"
 

@@ -21,7 +21,7 @@
 #include "codegen/codegen_options.hpp"
 #include "codegen/schedule.hpp"
 #include "dsl/algorithm.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 
 namespace canopy {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 
 #include "core/sha256.hpp"
-#include "dsl/embedded_file.hpp"
+#include "core/embedded_file.hpp"
 
 namespace canopy {
 namespace embedded {

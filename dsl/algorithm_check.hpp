@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "dsl/algorithm.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 
 namespace canopy::algo {
 

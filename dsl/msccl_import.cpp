@@ -13,7 +13,7 @@
 #include "core/error.hpp"
 #include "dsl/msccl_layout.hpp"
 #include "dsl/msccl_xml.hpp"
-#include "dsl/xml_reader.hpp"
+#include "core/xml_reader.hpp"
 
 namespace canopy::algo {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 
 namespace canopy::planner {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "planner/hosts.hpp"
 #include "planner/plan.hpp"
 #include "planner/planner.hpp"

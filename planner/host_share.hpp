@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "planner/plan.hpp"
 
 namespace canopy {

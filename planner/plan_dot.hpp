@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "planner/plan.hpp"
 
 namespace canopy {

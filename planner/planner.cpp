@@ -13,7 +13,7 @@
 #include <numeric>
 
 #include "core/error.hpp"
-#include "dsl/topology_subset.hpp"
+#include "topology/topology_subset.hpp"
 #include "planner/plan_eval.hpp"
 #include "planner/rooted_packing.hpp"
 #include "planner/tree_reduction.hpp"

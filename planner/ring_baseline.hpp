@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "core/collective.hpp"
 
 namespace canopy {

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "bench/harness/benchmark.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "tools/bench_procs.hpp"

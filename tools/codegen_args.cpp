@@ -8,8 +8,8 @@
 
 #include "codegen/lower.hpp"
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
-#include "dsl/topology_subset.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "topology/topology_subset.hpp"
 #include "planner/plan_json.hpp"
 #include "planner/planner.hpp"
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "dsl/algorithm.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "runtime/jit/build.hpp"
 #include "tools/commands.hpp"
 

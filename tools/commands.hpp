@@ -8,7 +8,7 @@
 
 #include "codegen/codegen_options.hpp"
 #include "dsl/algorithm.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "core/collective.hpp"
 #include "runtime/comm/communicator.hpp"
 

@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 #include "runtime/detect/detect_topology.hpp"
 #include "tools/commands.hpp"
 

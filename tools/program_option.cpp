@@ -9,7 +9,7 @@
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "core/error.hpp"
 #include "dsl/msccl_xml.hpp"
-#include "dsl/topo_reader.hpp"
+#include "topology/topo_reader.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

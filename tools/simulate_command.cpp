@@ -1,6 +1,6 @@
 // `canopy simulate`: predicted time of Canopy's plan and of NCCL-style rings (and, for allreduce, NCCL's double
-// binary tree) over a range of sizes, from the topology alone (planner/simulate.hpp).
-#include "planner/simulate.hpp"
+// binary tree) over a range of sizes, from the topology alone (simulator/simulate.hpp).
+#include "simulator/simulate.hpp"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "planner/hier_simulate.hpp"
+#include "simulator/hier_simulate.hpp"
 #include "planner/hierarchical.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

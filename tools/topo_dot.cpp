@@ -1,7 +1,7 @@
 // `canopy topo dot NAME|FILE [--gpus ..] [-o OUT.dot] [--svg OUT.svg]`: the topology as a Graphviz picture.
 #include <memory>
 
-#include "dsl/topology_dot.hpp"
+#include "topology/topology_dot.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

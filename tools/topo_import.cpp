@@ -1,5 +1,5 @@
 // `canopy topo import nccl.xml [--out my.topo] [--name NAME] [--no-detect]`: NCCL's topology XML (NCCL_TOPO_FILE,
-// NCCL_TOPO_DUMP_FILE, the partial files cloud images ship) as .topo text (dsl/nccl_topo_import.hpp). A partial file
+// NCCL_TOPO_DUMP_FILE, the partial files cloud images ship) as .topo text (topology/nccl_topo_import.hpp). A partial file
 // has no NVLink: it comes from detection on this machine (runtime/detect), matched by PCI bus id, else none.
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "dsl/nccl_topo_import.hpp"
+#include "topology/nccl_topo_import.hpp"
 #include "runtime/detect/gather_machine_facts.hpp"
 #include "tools/commands.hpp"
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

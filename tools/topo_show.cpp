@@ -3,8 +3,8 @@
 
 #include <memory>
 
-#include "dsl/topo_writer.hpp"
-#include "dsl/topology_table.hpp"
+#include "topology/topo_writer.hpp"
+#include "topology/topology_table.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

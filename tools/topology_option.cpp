@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
-#include "dsl/topology_subset.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "topology/topology_subset.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {

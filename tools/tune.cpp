@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
-#include "planner/simulate.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "simulator/simulate.hpp"
 #include "bench/harness/benchmark.hpp"
 #include "runtime/tune/chunk_tuner.hpp"
 #include "bench/harness/collective_buffers.hpp"

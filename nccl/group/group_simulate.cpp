@@ -7,7 +7,7 @@
 #include "core/collective.hpp"
 #include "nccl/comm/comm_handle.hpp"
 #include "planner/planner.hpp"
-#include "planner/simulate.hpp"
+#include "simulator/simulate.hpp"
 #include "runtime/call/collective_call.hpp"
 
 namespace canopy::nccl_api {

@@ -1,6 +1,6 @@
 // What ncclGroupSimulateEnd says a group's collectives would take (ncclSimInfo_t::estimatedTime, microseconds):
 // each communicator's calls once (the parts of several ranks held here are one collective), each predicted by the
-// simulator (planner/simulate.hpp) on its communicator's topology, the planned trees of its ranks moving its bytes,
+// simulator (simulator/simulate.hpp) on its communicator's topology, the planned trees of its ranks moving its bytes,
 // and summed in the order they would be issued. An estimate for choosing between groups, as NCCL's is, not a promise.
 #pragma once
 

@@ -31,7 +31,7 @@
 #include "core/collective.hpp"
 #include "core/status.hpp"
 #include "dsl/algorithm.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "runtime/call/collective_call.hpp"
 #include "runtime/comm/collective_spec.hpp"
 #include "runtime/comm/communicator_options.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "core/logger.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "runtime/comm/communicator_config.hpp"
 #include "runtime/comm/placement.hpp"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 
 namespace canopy {
 

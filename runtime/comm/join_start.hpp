@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/status.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "runtime/comm/communicator_config.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/cuda/gpu_devices.hpp"

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/sha256.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 #include "runtime/call/collective_call.hpp"
 
 namespace canopy {

@@ -13,7 +13,7 @@
 #include "core/collective.hpp"
 #include "core/data_type.hpp"
 #include "core/logger.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "runtime/protocol/protocol_choice.hpp"
 #include "runtime/tune/tuning_file.hpp"
 

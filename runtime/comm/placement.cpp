@@ -9,7 +9,7 @@
 
 #include "codegen/lower.hpp"
 #include "core/error.hpp"
-#include "dsl/topology_subset.hpp"
+#include "topology/topology_subset.hpp"
 
 namespace canopy {
 

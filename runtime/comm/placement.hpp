@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy {

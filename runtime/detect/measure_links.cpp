@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/detect/copy_timing.hpp"
 

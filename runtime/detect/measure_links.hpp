@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 
 namespace canopy {
 

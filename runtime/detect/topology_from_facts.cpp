@@ -12,7 +12,7 @@
 #include <utility>
 
 #include "core/error.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 
 namespace canopy {
 namespace {

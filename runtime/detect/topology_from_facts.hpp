@@ -11,7 +11,7 @@
 //   - Lanes to a GPU not among the facts, to a CPU, or to an unknown end are left out, with a note.
 //   - Every GPU whose PCIe generation and width are known gets a host link (Topology::host_link) at that PCIe rate,
 //     kind pcieG; without them, none, with a note.
-// Per-lane NVLink figures: nvlink1..nvlink4 from dsl/topology.hpp; NVLink5 53.125 (2 x 212.5 Gb/s raw, as nvlink4
+// Per-lane NVLink figures: nvlink1..nvlink4 from topology/topology.hpp; NVLink5 53.125 (2 x 212.5 Gb/s raw, as nvlink4
 // is 2 x 106.25); GA10x (sm_86) bridge lanes 14.0625 (112.5 GB/s both ways over 4); an unknown version is taken
 // for nvlink4 with a note.
 #pragma once
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "runtime/detect/machine_facts.hpp"
 
 namespace canopy {

@@ -9,7 +9,7 @@
 
 #include "core/sha256.hpp"
 #include "core/version.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 #include "runtime/hosts/host_identity.hpp"
 
 namespace canopy {

@@ -10,7 +10,7 @@
 #include "codegen/lower.hpp"
 #include "codegen/lower_program.hpp"
 #include "core/sha256.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 #include "planner/plan_json.hpp"
 #include "runtime/jit/launch_shape.hpp"
 

@@ -15,7 +15,7 @@
 #include "codegen/codegen_options.hpp"
 #include "codegen/kernel_source.hpp"
 #include "dsl/algorithm.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "planner/planner.hpp"
 #include "runtime/cuda/device_limits.hpp"
 #include "runtime/jit/jit.hpp"

@@ -9,7 +9,7 @@
 
 #include "core/collective.hpp"
 #include "core/logger.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "planner/plan.hpp"
 
 namespace canopy {

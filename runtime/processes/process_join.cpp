@@ -11,7 +11,7 @@
 #include <memory>
 
 #include "core/sha256.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 #include "runtime/processes/process_topology.hpp"
 #include "runtime/offload/stream_words.hpp"
 #include "runtime/processes/process_call_path.hpp"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/status.hpp"
-#include "dsl/topology.hpp"
+#include "topology/topology.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 

@@ -20,7 +20,7 @@
 namespace canopy {
 
 struct TuningKey {
-  std::string machine;  // sha256 of the topology's canonical text (dsl/topo_writer.hpp)
+  std::string machine;  // sha256 of the topology's canonical text (topology/topo_writer.hpp)
   Collective collective = Collective::allreduce;
   DataType dtype = DataType::f32;
   std::uint64_t bucket_bytes = 0;

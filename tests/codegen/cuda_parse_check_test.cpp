@@ -9,7 +9,7 @@
 #include "codegen/generate.hpp"
 #include "codegen/template_bundle.hpp"
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 
 namespace canopy {

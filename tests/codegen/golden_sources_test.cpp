@@ -10,7 +10,7 @@
 #include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "tests/test_util.hpp"
 

@@ -15,7 +15,7 @@
 #include "core/error.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/msccl_xml.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "tests/test_util.hpp"
 

@@ -13,7 +13,7 @@
 #include "dsl/algorithm_check.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "tests/codegen/schedule_simulator.hpp"
 #include "tests/test_util.hpp"
 

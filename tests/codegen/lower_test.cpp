@@ -8,7 +8,7 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 
 namespace canopy {

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "codegen/lower.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "tests/codegen/schedule_simulator.hpp"
 #include "tests/test_util.hpp"

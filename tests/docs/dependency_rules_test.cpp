@@ -29,7 +29,8 @@ struct FolderRule {
 };
 
 std::vector<std::string> up_to_runtime(std::vector<std::string> more) {
-  std::vector<std::string> prefixes = {"core/", "dsl/", "planner/", "codegen/", "runtime/", "templates/", "canopy/"};
+  std::vector<std::string> prefixes = {"core/",    "topology/", "dsl/",      "planner/",
+                                       "simulator/", "codegen/", "runtime/", "templates/", "canopy/"};
   prefixes.insert(prefixes.end(), more.begin(), more.end());
   return prefixes;
 }
@@ -44,13 +45,16 @@ std::vector<std::string> nccl_up_to(const std::string& top) {
   return folders;
 }
 
-// The layers, left to right: core <- dsl <- planner <- codegen <- runtime <- bench/harness <- tools, bench programs.
+// The layers, left to right: core <- topology <- dsl <- planner <- (simulator) <- codegen <- runtime <- bench/harness
+// <- tools, bench programs; codegen/ does not include simulator/.
 const std::vector<FolderRule>& folder_rules() {
   static const std::vector<FolderRule> rules = {
       {"core/", {"core/"}},
-      {"dsl/", {"core/", "dsl/"}},
-      {"planner/", {"core/", "dsl/", "planner/"}},
-      {"codegen/", {"core/", "dsl/", "planner/", "codegen/"}},
+      {"topology/", {"core/", "topology/"}},
+      {"dsl/", {"core/", "topology/", "dsl/"}},
+      {"planner/", {"core/", "topology/", "dsl/", "planner/"}},
+      {"simulator/", {"core/", "topology/", "dsl/", "planner/", "simulator/"}},
+      {"codegen/", {"core/", "topology/", "dsl/", "planner/", "codegen/"}},  // the simulator is no stage of a kernel
       {"templates/", {"canopy/"}},  // the templates include each other as generated code does
       {"runtime/", up_to_runtime({})},
       {"nccl/", up_to_runtime({"nccl/"})},
@@ -112,8 +116,8 @@ TEST_F(DependencyRulesTest, EveryFolderIncludesOnlyTheFoldersToItsLeft) {
 
 TEST_F(DependencyRulesTest, NoCudaOrNvrtcHeaderBelowRuntime) {
   for (const std::string& file : files) {
-    if (!(file.starts_with("core/") || file.starts_with("dsl/") || file.starts_with("planner/") ||
-          file.starts_with("codegen/")))
+    if (!(file.starts_with("core/") || file.starts_with("topology/") || file.starts_with("dsl/") ||
+          file.starts_with("planner/") || file.starts_with("simulator/") || file.starts_with("codegen/")))
       continue;
     for (const Include& include : includes_of(root / file))
       if (include.angled && (include.target.starts_with("cuda") || include.target.starts_with("nvrtc")))

@@ -11,7 +11,7 @@
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 
 namespace canopy::algo {
 namespace {

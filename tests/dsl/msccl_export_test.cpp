@@ -11,7 +11,7 @@
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "dsl/msccl_layout.hpp"
 #include "dsl/msccl_xml.hpp"
-#include "dsl/xml_reader.hpp"
+#include "core/xml_reader.hpp"
 
 namespace canopy::algo {
 namespace {

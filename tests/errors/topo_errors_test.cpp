@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "dsl/topo_reader.hpp"
+#include "topology/topo_reader.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {

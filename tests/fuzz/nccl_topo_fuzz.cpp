@@ -5,8 +5,8 @@
 #include <string_view>
 
 #include "core/error.hpp"
-#include "dsl/nccl_topo_import.hpp"
-#include "dsl/topo_reader.hpp"
+#include "topology/nccl_topo_import.hpp"
+#include "topology/topo_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

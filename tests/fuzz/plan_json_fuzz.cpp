@@ -7,7 +7,7 @@
 #include "codegen/emit_cuda.hpp"
 #include "codegen/lower.hpp"
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/plan_eval.hpp"
 #include "planner/plan_json.hpp"
 

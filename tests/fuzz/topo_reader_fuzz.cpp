@@ -4,10 +4,10 @@
 #include <string_view>
 
 #include "core/error.hpp"
-#include "dsl/topo_reader.hpp"
-#include "dsl/topo_writer.hpp"
-#include "dsl/topology_dot.hpp"
-#include "dsl/topology_table.hpp"
+#include "topology/topo_reader.hpp"
+#include "topology/topo_writer.hpp"
+#include "topology/topology_dot.hpp"
+#include "topology/topology_table.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "tests/gpu/checked_program.hpp"
 
 namespace canopy {

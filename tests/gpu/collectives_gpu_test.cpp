@@ -13,8 +13,8 @@
 #include <functional>
 #include <random>
 
-#include "dsl/shipped_topologies.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "topology/topo_writer.hpp"
 #include "bench/harness/collective_buffers.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/cuda/gpu_devices.hpp"

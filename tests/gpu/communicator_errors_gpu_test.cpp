@@ -14,7 +14,7 @@
 #include <memory>
 #include <thread>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/jit/nvrtc_compiler.hpp"

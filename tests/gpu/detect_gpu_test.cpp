@@ -8,7 +8,7 @@
 #include <iostream>
 #include <vector>
 
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 #include "runtime/detect/detect_topology.hpp"
 #include "runtime/detect/gather_machine_facts.hpp"
 #include "runtime/detect/measure_links.hpp"

@@ -10,7 +10,7 @@
 
 #include "codegen/generate.hpp"
 #include "codegen/template_bundle.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "runtime/jit/nvrtc_compiler.hpp"
 #include "runtime/launch/device_args_image.hpp"

@@ -7,7 +7,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "bench/harness/collective_buffers.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/cuda/gpu_devices.hpp"

@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "tests/gpu/checked_sweep.hpp"

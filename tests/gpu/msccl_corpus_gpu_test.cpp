@@ -10,7 +10,7 @@
 #include <regex>
 
 #include "dsl/msccl_xml.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "tests/gpu/checked_program.hpp"
 
 namespace canopy {

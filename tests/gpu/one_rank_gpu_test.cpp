@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "dsl/topo_reader.hpp"
+#include "topology/topo_reader.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "tests/gpu/checked_sweep.hpp"

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "runtime/comm/communicator.hpp"
 
 namespace canopy {

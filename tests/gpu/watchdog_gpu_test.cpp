@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "bench/harness/collective_buffers.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/cuda/gpu_devices.hpp"

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/allocations.hpp"
 
 namespace canopy {

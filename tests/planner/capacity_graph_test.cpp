@@ -1,7 +1,7 @@
 // The Boost.Graph capacity view the planner runs max-flow on.
 #include <gtest/gtest.h>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/capacity_graph.hpp"
 
 namespace canopy::planner {

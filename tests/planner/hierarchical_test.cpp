@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
-#include "planner/hier_simulate.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "simulator/hier_simulate.hpp"
 #include "planner/hier_summary.hpp"
 #include "planner/hierarchical.hpp"
 #include "planner/hosts.hpp"

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/plan_eval.hpp"
 #include "planner/plan_json.hpp"
 #include "planner/planner.hpp"

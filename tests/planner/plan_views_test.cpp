@@ -1,7 +1,7 @@
 // What users read about a plan: the summary of `canopy plan` and the DOT picture (golden files).
 #include <gtest/gtest.h>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/plan_dot.hpp"
 #include "planner/plan_summary.hpp"
 #include "tests/test_util.hpp"

@@ -10,9 +10,9 @@
 #include <bit>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
-#include "dsl/topo_writer.hpp"
-#include "dsl/topology_subset.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "topology/topo_writer.hpp"
+#include "topology/topology_subset.hpp"
 #include "planner/capacity_graph.hpp"
 #include "planner/plan_eval.hpp"
 #include "planner/planner.hpp"

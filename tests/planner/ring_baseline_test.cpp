@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <map>
 
-#include "dsl/shipped_topologies.hpp"
-#include "dsl/topology_subset.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "topology/topology_subset.hpp"
 #include "planner/ring_baseline.hpp"
 
 namespace canopy {

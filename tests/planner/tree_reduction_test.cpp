@@ -2,7 +2,7 @@
 // spare budget allows, and never at the cost of the predicted rate.
 #include <gtest/gtest.h>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/plan_eval.hpp"
 #include "planner/tree_reduction.hpp"
 

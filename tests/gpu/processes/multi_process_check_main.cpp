@@ -37,7 +37,7 @@
 #include "bench/harness/collective_check.hpp"
 #include "bench/harness/test_pattern.hpp"
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/jit/jit.hpp"
 

@@ -6,7 +6,7 @@
 
 #include "codegen/codegen_options.hpp"
 #include "core/error.hpp"
-#include "dsl/topo_reader.hpp"
+#include "topology/topo_reader.hpp"
 #include "runtime/comm/placement.hpp"
 
 namespace canopy {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/topo_writer.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/jit/launch_shape.hpp"
 

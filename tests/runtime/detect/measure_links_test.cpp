@@ -9,9 +9,9 @@
 #include <cmath>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
-#include "dsl/topo_reader.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "topology/topo_reader.hpp"
+#include "topology/topo_writer.hpp"
 
 namespace canopy {
 namespace {

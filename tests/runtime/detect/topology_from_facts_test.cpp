@@ -11,8 +11,8 @@
 #include <tuple>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
-#include "dsl/topo_writer.hpp"
+#include "topology/shipped_topologies.hpp"
+#include "topology/topo_writer.hpp"
 
 namespace canopy {
 namespace {

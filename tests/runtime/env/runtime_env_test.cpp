@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/plan_json.hpp"
 #include "planner/planner.hpp"
 #include "core/logger.hpp"

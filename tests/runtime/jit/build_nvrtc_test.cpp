@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 
 namespace canopy {
 namespace {

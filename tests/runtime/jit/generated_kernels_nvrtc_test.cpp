@@ -13,7 +13,7 @@
 #include "codegen/template_bundle.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "core/error.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "runtime/jit/nvrtc_compiler.hpp"
 #if CANOPY_WITH_CLANG

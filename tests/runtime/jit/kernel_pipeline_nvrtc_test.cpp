@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "codegen/lower.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "runtime/jit/build.hpp"
 #include "tests/runtime/jit/cache_test_util.hpp"
 

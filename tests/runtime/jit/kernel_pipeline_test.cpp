@@ -10,7 +10,7 @@
 #include "codegen/lower.hpp"
 #include "codegen/lower_program.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "runtime/jit/launch_shape.hpp"
 
 namespace canopy {

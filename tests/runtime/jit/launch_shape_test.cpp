@@ -7,7 +7,7 @@
 #include "codegen/lower_program.hpp"
 #include "core/error.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "runtime/jit/launch_shape.hpp"
 

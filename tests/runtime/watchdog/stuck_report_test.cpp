@@ -4,7 +4,7 @@
 
 #include "codegen/direct_source.hpp"
 #include "codegen/lower.hpp"
-#include "dsl/shipped_topologies.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "runtime/watchdog/stuck_report.hpp"
 
