@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <future>
+#include <optional>
 
 #include "codegen/generate.hpp"
 #include "codegen/lower.hpp"
@@ -53,12 +54,12 @@ Schedule lower_pass(const KernelInput& input, const Plan& plan, const CodegenOpt
   return lower(plan, shape);
 }
 
-// 4. The source: emitted from the schedule and formatted, which is kept beside it; a plan-free kernel's written by
-// its protocol.
-KernelSource emit_pass(const KernelInput& input, Schedule lowered, Schedule* schedule) {
-  if (const auto* one_hop = std::get_if<OneHopKernel>(&input)) {
+// 4. The source: emitted from the schedule and formatted, which is kept beside it; a plan-free kernel's, written by
+// its protocol once for the key (`written`), taken as it is.
+KernelSource emit_pass(std::optional<KernelSource> written, Schedule lowered, Schedule* schedule) {
+  if (written) {
     *schedule = std::move(lowered);
-    return one_hop->write();
+    return std::move(*written);
   }
   return generate(std::move(lowered), schedule);
 }
@@ -114,11 +115,17 @@ std::string shape_and_compile_text(const KernelRequest& r) {
   return text;
 }
 
+// Defined below kernel_request_key, which it serves.
+std::string request_key(const KernelRequest& r, const std::string* one_hop_text);
+
 }  // namespace
 
 BuiltKernel build_kernel(const KernelRequest& request, Jit* jit) {
   const std::vector<CompileOptions> targets = compile_targets(request);
-  const std::string key = kernel_request_key(request);
+  // A plan-free kernel's source is its key's input too: written once, for both.
+  std::optional<KernelSource> written;
+  if (const auto* one_hop = std::get_if<OneHopKernel>(&request.input)) written = one_hop->write();
+  const std::string key = request_key(request, written ? &written->file.text : nullptr);
   if (jit)
     if (BuiltKernel found = find_built(*jit, key, targets); !found.builds.empty()) return found;
   BuiltCollective b;
@@ -126,13 +133,18 @@ BuiltKernel build_kernel(const KernelRequest& request, Jit* jit) {
   const Plan plan = plan_pass(request.input);                                     // 1. plan
   const CodegenOptions shape = launch_shape_pass(request, plan);                  // 2. launch shape
   Schedule lowered = lower_pass(request.input, plan, shape);                      // 3. lower, once
-  b.source = emit_pass(request.input, std::move(lowered), &b.schedule);           // 4. emit and format
+  b.source = emit_pass(std::move(written), std::move(lowered), &b.schedule);      // 4. emit and format
   b.plan = b.schedule.plan;
   if (!jit) return BuiltKernel{{std::make_shared<const BuiltCollective>(std::move(b))}, CacheOutcome::compiled, 0};
   return compile_pass(*jit, key, b, targets);                                     // 5. compile through the caches
 }
 
-std::string kernel_request_key(const KernelRequest& r) {
+std::string kernel_request_key(const KernelRequest& r) { return request_key(r, nullptr); }
+
+namespace {
+
+// kernel_request_key, a plan-free kernel's source text given where it was already written (else written here).
+std::string request_key(const KernelRequest& r, const std::string* one_hop_text) {
   Sha256 h;
   if (const auto* trees = std::get_if<PlanTrees>(&r.input)) {
     h.update(write_topo(*trees->topology));
@@ -145,10 +157,12 @@ std::string kernel_request_key(const KernelRequest& r) {
     h.update("program " + program_key(*program->program) + "\n").update(write_topo(*program->topology));
     h.update(fmt::format("\nranks={}", fmt::join(program->rank_names, ",")));
   } else {
-    h.update("source\n" + std::get<OneHopKernel>(r.input).write().file.text);
+    h.update("source\n" + (one_hop_text ? *one_hop_text : std::get<OneHopKernel>(r.input).write().file.text));
   }
   return h.update(shape_and_compile_text(r)).hex_digest();
 }
+
+}  // namespace
 
 Builder::Builder(DiskCache disk) : jit_(std::move(disk)) {}
 
