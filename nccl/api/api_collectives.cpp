@@ -8,6 +8,7 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -159,7 +160,10 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
     defer_call(comm, c);
     return ncclSuccess;
   }
-  SharedComm& shared = *comm->shared;
+  // Held for the call: a watchdog's ncclCommAbort from another thread ends a call that waits (for another process on
+  // the host, or on the GPU) and then drops the handle's communicator, which this call still leaves through.
+  const std::shared_ptr<SharedComm> held = comm->shared;
+  SharedComm& shared = *held;
   if (shared.own_ranks() == 1 && !c.premul) return to_result(shared.run_alone(c), fn);  // one rank a process
   return to_result(shared.wait(shared.post(comm->local, c)), fn);
 }

@@ -164,17 +164,30 @@ TEST_P(NcclApiOnGpu, BorrowedCallsAreRefusedWithoutARealNcclAndLaterCallsStayRig
 }
 
 // PyTorch's watchdog on a hung collective (nccl_check_watchdog_abort.cpp): rank 1 stops calling, rank 0's allreduce
-// waits for it; from another thread, ncclCommGetAsyncError says ncclSuccess while it only waits, then ncclCommAbort
-// returns within 5 s and the hung call's stream ends within 5 s of the abort (the stall check off, so only the abort
-// ends it).
+// waits for it while another thread, the watchdog, runs beside the call: ncclCommGetAsyncError says ncclSuccess while
+// the call only waits, then ncclCommAbort returns within 5 s, and the hung call has returned and its stream ended within
+// 5 s of the abort (the stall check off, so only the abort ends it). By default the call trades the callers' buffers
+// with the other process on the host (CANOPY_PEER_BUFFERS), so it waits there; CANOPY_PEER_BUFFERS=0 makes it queue its
+// kernels and wait on the GPU, the case where the abort word ends it.
+constexpr const char* kWatchdogLine =
+    "process 0: while the allreduce waited on the {}, ncclCommGetAsyncError said no error; abort returned no error "
+    "after [0-9]+ ms, the call returned [^(]*\\(after [0-9]+ ms\\), the stream ended after [0-9]+ ms";
+
 TEST(NcclApiWatchdogOnGpu, AbortFromAnotherThreadEndsAHungCollective) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const testing::CommandRun r =
       nccl_check(2, "CANOPY_STALL_TIMEOUT_S=0", "--mode watchdog-abort --teardown exit");
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, ::testing::ContainsRegex("process 0: while the allreduce waited, ncclCommGetAsyncError said "
-                                                 "no error; abort returned no error after [0-9]+ ms, the stream ended "
-                                                 "after [0-9]+ ms"));
+  EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format(fmt::runtime(kWatchdogLine), "(host|GPU)")));
+  expect_no_crash(r.output);
+}
+
+TEST(NcclApiWatchdogOnGpu, AbortFromAnotherThreadEndsACollectiveHungOnTheGpu) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r =
+      nccl_check(2, "CANOPY_STALL_TIMEOUT_S=0 CANOPY_PEER_BUFFERS=0", "--mode watchdog-abort --teardown exit");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format(fmt::runtime(kWatchdogLine), "GPU")));
   expect_no_crash(r.output);
 }
 

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -174,6 +176,26 @@ TEST(EngineBoards, AProcessThatStopsCallingFailsTheOthersWaitInTime) {
   const Status f = t.engines[0]->agree_both(t.recv[0], kBytes, [] { return true; }, kTimeout, &shared);
   EXPECT_FALSE(f.ok());
   EXPECT_THAT(f.message(), HasSubstr("the communicator failed meanwhile"));
+}
+
+// An abort from another thread (a watchdog's ncclCommAbort) while the call waits for the other process on the host:
+// the wait ends as soon as the communicator has failed, not at its timeout.
+TEST(EngineBoards, AFailureFromAnotherThreadEndsAWaitInProgress) {
+  TwoProcesses t;
+  std::atomic<bool> failed{false};
+  bool shared = true;
+  std::thread watchdog([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    failed.store(true);
+  });
+  const auto start = std::chrono::steady_clock::now();
+  const Status f = t.engines[0]->agree_both(t.recv[0], kBytes, [&] { return failed.load(); }, kTimeout, &shared);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  watchdog.join();
+  EXPECT_GE(waited, std::chrono::milliseconds(200));
+  EXPECT_LT(waited, std::chrono::seconds(2));  // kTimeout is far longer
+  EXPECT_FALSE(shared);
+  EXPECT_THAT(f.message(), HasSubstr("did not publish its receive buffers: the communicator failed meanwhile"));
 }
 
 }  // namespace
