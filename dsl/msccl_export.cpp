@@ -22,7 +22,6 @@ std::string coll_name(const Program& p) {
   return p.collective() == Collective::reducescatter ? "reduce_scatter" : p.goal();
 }
 
-char buffer_letter(Buffer b) { return b == Buffer::input ? 'i' : b == Buffer::output ? 'o' : 's'; }
 
 // MSCCL's executor refuses a program past its limits or whose i_chunks/o_chunks disagree with nchunksperloop: say
 // so here rather than have the runtime ignore the file.
@@ -157,7 +156,7 @@ std::string to_msccl_xml(const Program& p) {
         out += fmt::format(
             "      <step s=\"{}\" type=\"{}\" srcbuf=\"{}\" srcoff=\"{}\" dstbuf=\"{}\" dstoff=\"{}\" cnt=\"{}\" "
             "depid=\"{}\" deps=\"{}\" hasdep=\"{}\"/>\n",
-            s, step.type, buffer_letter(step.src.buffer), step.src.index, buffer_letter(step.dst.buffer),
+            s, step.type, msccl_buffer_letter(step.src.buffer), step.src.index, msccl_buffer_letter(step.dst.buffer),
             step.dst.index, step.src.count, dep.first, dep.second, depended.count({static_cast<int>(t), s}) ? 1 : 0);
         ++s;
       }

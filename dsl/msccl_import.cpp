@@ -43,7 +43,6 @@ struct Declared {
 };
 
 const char* buffer_attr(Buffer b) { return b == Buffer::input ? "i_chunks" : b == Buffer::output ? "o_chunks" : "s_chunks"; }
-char buffer_letter(Buffer b) { return b == Buffer::input ? 'i' : b == Buffer::output ? 'o' : 's'; }
 
 struct Header {
   std::string name, coll_text;
@@ -226,7 +225,7 @@ class StepReader {
       fail_at(origin_, x.line,
               fmt::format("{} {}buf=\"{}\" {}off=\"{}\" cnt=\"{}\" is past the end of what <gpu id=\"{}\"> (line {}) "
                           "declares, {}=\"{}\": fix {}off or raise {}",
-                          element(x), which, buffer_letter(b), which, off, x.cnt, x.gpu, declared.line,
+                          element(x), which, msccl_buffer_letter(b), which, off, x.cnt, x.gpu, declared.line,
                           buffer_attr(b), size.value_or(0), which, buffer_attr(b)));
   }
 

@@ -3,6 +3,8 @@
 
 namespace canopy::algo {
 
+char msccl_buffer_letter(Buffer b) { return b == Buffer::input ? 'i' : b == Buffer::output ? 'o' : 's'; }
+
 std::optional<MscclColl> parse_msccl_coll(const std::string& coll) {
   if (coll == "allreduce") return MscclColl::allreduce;
   if (coll == "allgather") return MscclColl::allgather;

@@ -22,6 +22,8 @@ std::optional<MscclColl> parse_msccl_coll(const std::string& coll);  // nullopt:
 // How many chunks of nchunksperloop an i_chunks (input) or o_chunks (output) of 1 stands for: ngpus for the input of
 // allgather and the output of reduce_scatter, else 1.
 int msccl_chunks_multiplier(MscclColl coll, Buffer buffer, int ranks);
+// The letter MSCCL-IR names a buffer by: i(nput), o(utput), s(cratch).
+char msccl_buffer_letter(Buffer b);
 
 struct MscclLayout {
   MscclColl coll = MscclColl::custom;

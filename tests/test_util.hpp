@@ -14,6 +14,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <source_location>
 #include <sstream>
 #include <string>
 
@@ -46,6 +47,11 @@ class ScopedEnv {
 };
 
 inline std::filesystem::path source_dir() { return CANOPY_SOURCE_DIR; }
+
+// The line it is called from: a test that builds a faulty program notes where, to expect that line in the error.
+inline int source_line(std::source_location where = std::source_location::current()) {
+  return static_cast<int>(where.line());
+}
 
 inline std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -17,7 +17,7 @@ ScriptRef send(std::uint64_t offset = 0, int rank = 0) { return {Buffer::send, r
 ScriptRef recv(std::uint64_t offset = 0, int rank = 0) { return {Buffer::recv, rank, offset}; }
 ScriptRef scratch(std::uint64_t offset = 0, int rank = 0) { return {Buffer::scratch, rank, offset}; }
 
-struct Builder {
+struct ScriptWriter {
   const RailLayout& l;
   int process, o, ranks;
   std::uint64_t count;
@@ -187,7 +187,7 @@ std::string ref_text(const ScriptRef& r) {
 
 PhaseScript make_phase_script(const RailLayout& layout, int process, int own_ranks, int ranks, Collective collective,
                               std::uint64_t count, int root, ReduceOp op) {
-  Builder b{layout, process, own_ranks, ranks, count, op, {}};
+  ScriptWriter b{layout, process, own_ranks, ranks, count, op, {}};
   if (count == 0) return b.script;
   switch (collective) {
     case Collective::allreduce: b.allreduce(); break;

@@ -8,6 +8,8 @@
 #include <thread>
 #include <utility>
 
+#include "core/shared_word.hpp"
+
 namespace canopy {
 
 namespace {
@@ -15,14 +17,6 @@ namespace {
 constexpr std::uint32_t kEnginesFdTag = 0x80000004u;  // a receive buffer's descriptor (memory from cuMemCreate)
 constexpr std::uint32_t kUnshared = ~0u;  // a board's `ranks`: the publisher could not share its buffers this call
 
-template <typename T>
-T load(const T& x) {
-  return std::atomic_ref<T>(const_cast<T&>(x)).load(std::memory_order_acquire);
-}
-template <typename T>
-void store(T& x, T v) {
-  std::atomic_ref<T>(x).store(v, std::memory_order_release);
-}
 
 // Spins until `reached()` (the other process's host has got there), giving up when `failed` says so or at the
 // deadline.
@@ -102,7 +96,7 @@ Status EngineBoards::publish(std::uint64_t call, std::span<void* const> dst, std
   // publication before this one overwrites it (calls alternate between the two sets, but a process publishes only
   // in the calls where it is written into, so the set's last use may lie any number of calls back).
   if (const std::uint64_t last = published_[parity]; last > 0)
-    if (Status s = wait_for([&] { return load(mine.consumed) >= last; }, failed, timeout,
+    if (Status s = wait_for([&] { return load_acquire(mine.consumed) >= last; }, failed, timeout,
                             "the other process did not read the buffers of an earlier call");
         !s.ok())
       return s;
@@ -125,7 +119,7 @@ Status EngineBoards::publish(std::uint64_t call, std::span<void* const> dst, std
     fds.clear();
   }
   mine.ranks[parity] = unshared_why_.empty() ? static_cast<std::uint32_t>(dst.size()) : kUnshared;
-  store(mine.published[parity], call);
+  store_release(mine.published[parity], call);
   published_[parity] = call;
   for (const auto& [id, fd] : fds) {
     const int raw = fd.get();
@@ -143,11 +137,11 @@ Status EngineBoards::map_other(std::uint64_t call, std::size_t bytes, const std:
   const int parity = static_cast<int>(call & 1);
   const int other = 1 - process_;
   EngineBoard& theirs = board(other);
-  if (Status s = wait_for([&] { return load(theirs.published[parity]) == call; }, failed, timeout,
+  if (Status s = wait_for([&] { return load_acquire(theirs.published[parity]) == call; }, failed, timeout,
                           "the other process did not publish its receive buffers");
       !s.ok())
     return s;
-  const std::uint32_t published = load(theirs.ranks[parity]);
+  const std::uint32_t published = load_acquire(theirs.ranks[parity]);
   // At most kMaxRanks: the other process refuses more before it publishes.
   const std::uint32_t ranks =
       published == kUnshared ? 0 : std::min(published, static_cast<std::uint32_t>(EngineBoard::kMaxRanks));
@@ -171,7 +165,7 @@ Status EngineBoards::map_other(std::uint64_t call, std::size_t bytes, const std:
     };
     if (Status s = imports_.map(other, b, &mapped_[i], receive_fd); !s.ok()) return s;
   }
-  store(theirs.consumed, call);
+  store_release(theirs.consumed, call);
   *shared = published != kUnshared;
   return Status();
 }

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/shared_word.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/offload/copy_engine_pair.hpp"
 #include "runtime/offload/ring_sequence.hpp"
@@ -22,10 +23,6 @@ constexpr std::size_t kBoardBytes = 8192;           // a board (EngineBoard), in
 // or a reduce), an allreduce's combining kernels, and its pushes of sums back.
 enum SideStream { kPush = 0, kCombine = 1, kBack = 2, kLanes = 3 };
 
-template <typename T>
-void store(T& x, T v) {
-  std::atomic_ref<T>(x).store(v, std::memory_order_release);
-}
 
 }  // namespace
 
@@ -224,10 +221,10 @@ void ProcessEngines::release() {
   const std::uint64_t chunks = std::atomic_ref<std::uint64_t>(chunks_).load(std::memory_order_relaxed);
   const std::uint32_t chunks_ahead = ring_release_value(static_cast<std::uint32_t>(chunks + 2));
   for (int p = 0; p < 2; ++p) {
-    store(boards_->board(p).ready, ahead);
-    store(boards_->board(p).done, ahead);
-    store(boards_->board(p).landed, chunks_ahead);
-    store(boards_->board(p).returned, chunks_ahead);
+    store_release(boards_->board(p).ready, ahead);
+    store_release(boards_->board(p).done, ahead);
+    store_release(boards_->board(p).landed, chunks_ahead);
+    store_release(boards_->board(p).returned, chunks_ahead);
   }
 }
 

@@ -19,7 +19,7 @@ using ::testing::HasSubstr;
 std::string log_path(const std::string& file) {
   return (testing::source_dir() / "tests/data/nccl-tests" / file).string();
 }
-NcclTestsOutput parse(const std::string& file) {
+NcclTestsOutput parse_log(const std::string& file) {
   return parse_nccl_tests_output(testing::read_file(log_path(file)), file);
 }
 std::string error_of(const std::string& text, const std::string& source) {
@@ -32,7 +32,7 @@ std::string error_of(const std::string& text, const std::string& source) {
 }
 
 TEST(NcclTestsOutput, ReadsHeaderRowsAndFooterOfAFinishedRun) {
-  const NcclTestsOutput log = parse("h100-2026-11-26/nccltests-broadcast-real-g1.log");
+  const NcclTestsOutput log = parse_log("h100-2026-11-26/nccltests-broadcast-real-g1.log");
   ASSERT_EQ(log.runs.size(), 1u);
   const NcclTestsRun& r = log.runs[0];
   EXPECT_EQ(r.first_line, 1);
@@ -81,12 +81,12 @@ TEST(NcclTestsOutput, DashDAllGivesEveryTypeAndDashOAllEveryOp) {
        {"h100-2026-11-26/nccltests-all_gather-real-g1.log", "h100-2026-11-26/nccltests-all_gather-canopy-g1.log",
         "h100-2026-11-26/nccltests-broadcast-canopy-g1.log",
         "h200-2026-11-25/nccltests-all_gather-canopy-np2-R1.log"}) {
-    const NcclTestsOutput log = parse(file);
+    const NcclTestsOutput log = parse_log(file);
     std::set<std::string> types;
     for (const NcclTestsRow& row : log.runs.at(0).rows) types.insert(row.type);
     EXPECT_EQ(types, twelve) << file;
   }
-  const NcclTestsOutput all_reduce = parse("h100-2026-11-26/nccltests-all_reduce-canopy-g1.log");
+  const NcclTestsOutput all_reduce = parse_log("h100-2026-11-26/nccltests-all_reduce-canopy-g1.log");
   ASSERT_EQ(all_reduce.runs.size(), 1u);
   EXPECT_EQ(all_reduce.runs[0].rows.size(), 936u);  // 12 types x 6 ops x 13 sizes
   std::set<std::string> types, ops;
@@ -101,7 +101,7 @@ TEST(NcclTestsOutput, DashDAllGivesEveryTypeAndDashOAllEveryOp) {
 }
 
 TEST(NcclTestsOutput, TwoRanksUnderMpirunWithAnOpenMpiWarningFirst) {
-  const NcclTestsOutput log = parse("h200-2026-11-25/nccltests-all_gather-canopy-np2-R0.log");
+  const NcclTestsOutput log = parse_log("h200-2026-11-25/nccltests-all_gather-canopy-np2-R0.log");
   ASSERT_EQ(log.runs.size(), 1u);
   const NcclTestsRun& r = log.runs[0];
   EXPECT_EQ(r.first_line, 2);
@@ -128,7 +128,7 @@ TEST(NcclTestsOutput, TwoRanksUnderMpirunWithAnOpenMpiWarningFirst) {
 }
 
 TEST(NcclTestsOutput, NcclInvalidArgumentStopsTheRunAndIsReported) {
-  const NcclTestsOutput log = parse("h100-2026-11-26/nccltests-reduce_scatter-real-g1.log");
+  const NcclTestsOutput log = parse_log("h100-2026-11-26/nccltests-reduce_scatter-real-g1.log");
   ASSERT_EQ(log.runs.size(), 1u);
   const NcclTestsRun& r = log.runs[0];
   EXPECT_EQ(r.collective, "reduce_scatter_perf");
@@ -148,7 +148,7 @@ TEST(NcclTestsOutput, NcclInvalidArgumentStopsTheRunAndIsReported) {
 }
 
 TEST(NcclTestsOutput, CudaFailureAndMpirunBannersUnderMpirun) {
-  const NcclTestsOutput log = parse("h100-2026-11-26/nccltests-all_reduce-canopy-np2-R1.log");
+  const NcclTestsOutput log = parse_log("h100-2026-11-26/nccltests-all_reduce-canopy-np2-R1.log");
   ASSERT_EQ(log.runs.size(), 1u);
   EXPECT_EQ(log.runs[0].ranks(), 2);
   EXPECT_TRUE(log.runs[0].rows.empty());
@@ -166,7 +166,7 @@ TEST(NcclTestsOutput, CudaFailureAndMpirunBannersUnderMpirun) {
 }
 
 TEST(NcclTestsOutput, SegfaultsOfTwoRanksAndATimedOutRunAreReported) {
-  const NcclTestsOutput crashed = parse("h100-2026-11-25/nccltests-all_gather-canopy-np2-R0.log");
+  const NcclTestsOutput crashed = parse_log("h100-2026-11-25/nccltests-all_gather-canopy-np2-R0.log");
   ASSERT_EQ(crashed.runs.size(), 1u);
   EXPECT_TRUE(crashed.runs[0].rows.empty());
   std::vector<int> lines;
@@ -175,7 +175,7 @@ TEST(NcclTestsOutput, SegfaultsOfTwoRanksAndATimedOutRunAreReported) {
   EXPECT_EQ(crashed.failures[1].text, "[vm:28457] Signal: Segmentation fault (11)");
 
   // Killed by device-run's timeout inside the table: mpirun's line is skipped, the run has no rows and no footer.
-  const NcclTestsOutput timed_out = parse("h100-2026-11-26/nccltests-all_gather-canopy-np2-R0.log");
+  const NcclTestsOutput timed_out = parse_log("h100-2026-11-26/nccltests-all_gather-canopy-np2-R0.log");
   ASSERT_EQ(timed_out.runs.size(), 1u);
   EXPECT_TRUE(timed_out.runs[0].rows.empty());
   EXPECT_FALSE(timed_out.runs[0].concluded);
@@ -283,11 +283,11 @@ TEST(NcclTestsOutput, TimedItersComeFromTheParametersLine) {
 // The timers nccl-tests combines into a row's time: one process of one thread (-g 1), two processes under mpirun
 // -np 2 (two Pids, both ranks on one GPU), and a copy of that log claiming 4 threads a process or none.
 TEST(NcclTestsOutput, TimersAreProcessesTimesThreads) {
-  const NcclTestsRun one = parse("h100-2026-11-26/nccltests-broadcast-real-g1.log").runs.at(0);
+  const NcclTestsRun one = parse_log("h100-2026-11-26/nccltests-broadcast-real-g1.log").runs.at(0);
   EXPECT_EQ(one.threads, 1);
   EXPECT_EQ(one.timers(), 1);
   const std::string file = "h200-2026-11-25/nccltests-all_gather-canopy-np2-R0.log";
-  const NcclTestsRun two = parse(file).runs.at(0);
+  const NcclTestsRun two = parse_log(file).runs.at(0);
   ASSERT_EQ(two.ranks(), 2);
   EXPECT_EQ(two.threads, 1);
   EXPECT_EQ(two.timers(), 2);

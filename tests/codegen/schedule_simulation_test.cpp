@@ -22,7 +22,7 @@ constexpr Collective kCollectives[] = {Collective::broadcast, Collective::reduce
                                        Collective::allgather, Collective::reducescatter};
 
 // Small chunks and few blocks so that short buffers still make many chunks, FIFO wrap-arounds and tails.
-CodegenOptions small_options(DataType dtype = DataType::f32) {
+CodegenOptions simulated_options(DataType dtype = DataType::f32) {
   CodegenOptions o;
   o.dtype = dtype;
   o.chunk_bytes = 1024;
@@ -151,7 +151,7 @@ TEST(ScheduleSimulation, EveryShippedTopologyAndCollectiveDeliversTheResult) {
   for (const ShippedTopology& t : shipped_topologies()) {
     for (Collective c : kCollectives) {
       const Plan p = plan_for(std::string(t.name), c);
-      const Schedule s = lower(p, small_options());
+      const Schedule s = lower(p, simulated_options());
       const int n = s.ranks;
       // Counts: one element, a tail, several chunks per block, and tails that do not fill a vector.
       std::vector<Case> cases;
@@ -165,7 +165,7 @@ TEST(ScheduleSimulation, EveryShippedTopologyAndCollectiveDeliversTheResult) {
 TEST(ScheduleSimulation, LaunchesOfDifferentPlansShareScratchAndBuffers) {
   auto rng = seeded_rng("ScheduleSimulation mixed");
   std::vector<Schedule> schedules;
-  for (Collective c : kCollectives) schedules.push_back(lower(plan_for("dgx1-v100", c), small_options()));
+  for (Collective c : kCollectives) schedules.push_back(lower(plan_for("dgx1-v100", c), simulated_options()));
   std::vector<Case> cases;
   for (int round = 0; round < 2; ++round)
     for (const Schedule& s : schedules) cases.push_back({&s, 777 + 10ull * round, round == 1});
@@ -175,7 +175,7 @@ TEST(ScheduleSimulation, LaunchesOfDifferentPlansShareScratchAndBuffers) {
 TEST(ScheduleSimulation, VirtualRanksShareDevices) {
   auto rng = seeded_rng("ScheduleSimulation virtual");
   for (int devices : {1, 2, 3}) {
-    CodegenOptions o = small_options();
+    CodegenOptions o = simulated_options();
     o.device_of_rank = block_placement(8, devices);
     for (Collective c : {Collective::allreduce, Collective::allgather}) {
       const Schedule s = lower(plan_for("dgx1-v100", c), o);
@@ -190,7 +190,7 @@ TEST(ScheduleSimulation, EveryOpAndElementSize) {
   auto rng = seeded_rng("ScheduleSimulation ops");
   for (DataType dtype : {DataType::f64, DataType::f16, DataType::u8})
     for (ReduceOp op : {ReduceOp::sum, ReduceOp::prod, ReduceOp::min, ReduceOp::max}) {
-      CodegenOptions o = small_options(dtype);
+      CodegenOptions o = simulated_options(dtype);
       o.op = op;
       const Schedule s = lower(plan_for("hgx-h200", Collective::allreduce), o);
       run_and_check({{&s, 3001, false}}, block_placement(8, 8), rng,
@@ -203,7 +203,7 @@ TEST(ScheduleSimulation, EveryOpAndElementSize) {
 TEST(ScheduleSimulation, ManyBlocksPerLane) {
   auto rng = seeded_rng("ScheduleSimulation many blocks");
   for (Collective c : kCollectives) {
-    CodegenOptions o = small_options();
+    CodegenOptions o = simulated_options();
     o.blocks_per_rank = 128;
     const Schedule s = lower(plan_for("h200x2", c), o);
     run_and_check({{&s, 300007, false}, {&s, 1, false}, {&s, 70001, true}}, block_placement(2, 2), rng,
@@ -213,7 +213,7 @@ TEST(ScheduleSimulation, ManyBlocksPerLane) {
 
 // Pulled edges (CodegenOptions::pull): receivers read leaves' and roots' send buffers directly.
 CodegenOptions pulling_options(DataType dtype = DataType::f32) {
-  CodegenOptions o = small_options(dtype);
+  CodegenOptions o = simulated_options(dtype);
   o.pull = PullEdges::all;
   return o;
 }
@@ -238,7 +238,7 @@ TEST(ScheduleSimulation, PulledAndPushedSchedulesShareBuffersAndVirtualRanks) {
     std::vector<Schedule> schedules;
     for (Collective c : kCollectives)
       for (bool pull : {true, false}) {
-        CodegenOptions o = small_options();
+        CodegenOptions o = simulated_options();
         o.pull = pull ? PullEdges::all : PullEdges::none;
         o.device_of_rank = block_placement(8, devices);
         schedules.push_back(lower(plan_for("dgx1-v100", c), o));
@@ -306,7 +306,7 @@ TEST(ScheduleSimulation, PulledEdgeWithoutTheOwnersFinalWaitIsCaught) {
 // rank's steps that is a send or receive buffer is that rank's own, everything between ranks goes through FIFOs,
 // and the result is right on every shipped topology, alongside the zero-copy schedules and with virtual ranks.
 CodegenOptions own_buffers_options(DataType dtype = DataType::f32) {
-  CodegenOptions o = small_options(dtype);
+  CodegenOptions o = simulated_options(dtype);
   o.pull = PullEdges::all;  // asked for, and refused: a pulled edge reads the owner's send buffer
   o.own_buffers_only = true;
   return o;
@@ -347,7 +347,7 @@ TEST(ScheduleSimulation, OwnBuffersOnlyBesideZeroCopySchedulesAndVirtualRanks) {
     std::vector<Schedule> schedules;
     for (Collective c : kCollectives)
       for (bool own : {true, false}) {
-        CodegenOptions o = small_options();
+        CodegenOptions o = simulated_options();
         o.own_buffers_only = own;
         o.device_of_rank = block_placement(8, devices);
         schedules.push_back(lower(plan_for("dgx1-v100", c), o));
@@ -385,7 +385,7 @@ TEST(ScheduleSimulation, OwnBuffersOnlyWithoutTheSlotWaitIsCaught) {
 
 // The zero-copy schedules do write other ranks' receive buffers: the check above would see it.
 TEST(ScheduleSimulation, ZeroCopySchedulesDoNameOtherRanksBuffers) {
-  const Schedule s = lower(plan_for("dgx1-v100", Collective::broadcast), small_options());
+  const Schedule s = lower(plan_for("dgx1-v100", Collective::broadcast), simulated_options());
   EXPECT_NE(foreign_buffer(s), "");
 }
 

@@ -12,6 +12,7 @@
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
+#include "tests/test_util.hpp"
 
 namespace canopy::algo {
 namespace {
@@ -24,7 +25,6 @@ std::string messages(const Program& p, const Topology* t = nullptr) {
   return out;
 }
 
-int here(std::source_location w = std::source_location::current()) { return static_cast<int>(w.line()); }
 
 TEST(AlgorithmCheck, ShippedAlgorithmsVerify) {
   for (const ShippedAlgorithm& a : shipped_algorithms())
@@ -57,7 +57,7 @@ TEST(AlgorithmCheck, MissingStepLeavesAPartialSum) {
   Program p("missing-step", Collective::allreduce, 3, 1);
   Chunk acc = p.input(0, 0).copy(p.output(1, 0));
   acc = p.input(1, 0).reduce(acc);
-  const int last = here() + 1;
+  const int last = testing::source_line() + 1;
   acc = acc.copy(p.output(2, 0));  // forgot to add rank 2's input, and to send the result back
   const std::string m = messages(p);
   EXPECT_THAT(m, HasSubstr(fmt::format(
@@ -71,7 +71,7 @@ TEST(AlgorithmCheck, DoubleReductionIsCounted) {
   Program p("double", Collective::reduce, 2, 1);
   Chunk acc = p.input(1, 0).copy(p.output(0, 0));
   acc = p.input(0, 0).reduce(acc);
-  const int twice = here() + 1;
+  const int twice = testing::source_line() + 1;
   p.input(1, 0).reduce(acc);
   EXPECT_THAT(messages(p), HasSubstr(fmt::format("double:{}: error: rank 0 output[0] holds", twice)));
   EXPECT_THAT(messages(p), HasSubstr("rank 1's input[0] is reduced in 2 times"));
@@ -92,7 +92,7 @@ TEST(AlgorithmCheck, WrongChunkDoesNotBelong) {
   p.input(0, 0).copy(p.output(0, 0));
   p.input(0, 0).copy(p.output(1, 0));
   p.input(1, 0).copy(p.output(0, 1));
-  const int bad = here() + 1;
+  const int bad = testing::source_line() + 1;
   p.input(0, 0).copy(p.output(1, 1));  // should be rank 1's chunk
   const std::string m = messages(p);
   EXPECT_THAT(m, HasSubstr(fmt::format("wrong-chunk:{}: error: rank 1 output[1] holds rank 0 input[0]", bad)));
@@ -103,7 +103,7 @@ TEST(AlgorithmCheck, RaceBetweenChannels) {
   Program p("race", Collective::broadcast, 2, 1);
   p.input(0, 0).copy(p.output(0, 0));
   p.input(0, 0).copy(p.output(1, 0), Hints{0, {}});
-  const int second = here() + 1;
+  const int second = testing::source_line() + 1;
   p.input(0, 0).copy(p.output(1, 0), Hints{1, {}});
   EXPECT_THAT(messages(p), HasSubstr(fmt::format("race:{}: error: race on rank 1 output[0]", second)));
   EXPECT_THAT(messages(p), HasSubstr("both write it with nothing ordering them"));
@@ -128,7 +128,7 @@ TEST(AlgorithmCheck, DeadlockCycleNamesItsStatements) {
   // Rank 1's channel is told to forward before it receives: the forward waits for data that waits for the forward.
   Program p("deadlock", Collective::broadcast, 3, 1);
   p.input(0, 0).copy(p.output(0, 0), Hints{0, 0});
-  const int receive = here() + 1;
+  const int receive = testing::source_line() + 1;
   Chunk c = p.input(0, 0).copy(p.output(1, 0), Hints{0, 1});
   c.copy(p.output(2, 0), Hints{0, 0});
   const std::string m = messages(p);
@@ -138,7 +138,7 @@ TEST(AlgorithmCheck, DeadlockCycleNamesItsStatements) {
 
 TEST(AlgorithmCheck, UninitialisedReadAndWrittenInput) {
   Program p("uninit", Collective::allreduce, 2, 1);
-  const int read = here() + 1;
+  const int read = testing::source_line() + 1;
   p.output(1, 0).copy(p.output(0, 0));
   EXPECT_THAT(messages(p),
               HasSubstr(fmt::format("uninit:{}: error: copy rank 1 output[0] -> rank 0 output[0] reads rank 1 "

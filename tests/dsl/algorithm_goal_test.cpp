@@ -10,19 +10,19 @@
 #include "dsl/algorithm_check.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
 #include "core/error.hpp"
+#include "tests/test_util.hpp"
 
 namespace canopy::algo {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string messages(const Program& p) {
+std::string goal_messages(const Program& p) {
   std::string out;
   for (const Diagnostic& d : check_program(p)) out += to_string(d, p.name()) + "\n";
   return out;
 }
 
-int here(std::source_location w = std::source_location::current()) { return static_cast<int>(w.line()); }
 
 // Rank r's output[i] holds rank r-1's input[i]; rank 0's output is free.
 CustomGoal to_next() {
@@ -51,13 +51,13 @@ TEST(AlgorithmGoal, DirectAlltoallVerifiesAndASwappedChunkIsNamed) {
     for (int r = 0; r < 3; ++r)
       for (int q = 0; q < 3; ++q) p.input(r, q).copy(p.output(q, r), Hints{q, {}});
     if (swap) {
-      bad = here() + 1;
+      bad = testing::source_line() + 1;
       p.input(0, 2).copy(p.output(1, 0), Hints{1, {}});  // rank 0's chunk for rank 2, sent to rank 1
     }
     return p;
   };
-  EXPECT_EQ(messages(direct("a2a", false)), "");
-  const std::string m = messages(direct("a2a-swapped", true));
+  EXPECT_EQ(goal_messages(direct("a2a", false)), "");
+  const std::string m = goal_messages(direct("a2a-swapped", true));
   EXPECT_THAT(m, HasSubstr(fmt::format("a2a-swapped:{}: error: rank 1 output[0] holds rank 0 input[2] but alltoall "
                                        "promises rank 0 input[1]: rank 0's input[1] is missing; rank 0's input[2] "
                                        "does not belong there",
@@ -72,13 +72,13 @@ TEST(AlgorithmGoal, CustomPostconditionVerifiesAndAWrongSourceIsNamed) {
   EXPECT_FALSE(expected_output(p, 0, 1).has_value()) << "rank 0's output is free";
   p.input(0, 0, 2).copy(p.output(1, 0, 2));
   p.input(1, 0, 2).copy(p.output(2, 0, 2));
-  EXPECT_EQ(messages(p), "");
+  EXPECT_EQ(goal_messages(p), "");
 
   Program q("next-broken", to_next(), 3, 1);
   q.input(0, 0).copy(q.output(1, 0));
-  const int bad = here() + 1;
+  const int bad = testing::source_line() + 1;
   q.input(0, 0).copy(q.output(2, 0));  // meant rank 1's input
-  EXPECT_THAT(messages(q), HasSubstr(fmt::format("next-broken:{}: error: rank 2 output[0] holds rank 0 input[0] but "
+  EXPECT_THAT(goal_messages(q), HasSubstr(fmt::format("next-broken:{}: error: rank 2 output[0] holds rank 0 input[0] but "
                                                  "to-next promises rank 1 input[0]: rank 1's input[0] is missing",
                                                  bad)));
 }
@@ -104,10 +104,10 @@ TEST(AlgorithmGoal, CustomSizesPreconditionAndReduction) {
   EXPECT_EQ(input_contents(p, 2, 0), Contents{});
   p.input(0, 0).copy(p.output(0, 0));
   p.input(1, 0).reduce(p.output(0, 0));
-  EXPECT_EQ(messages(p), "");
-  const int read = here() + 1;
+  EXPECT_EQ(goal_messages(p), "");
+  const int read = testing::source_line() + 1;
   p.input(2, 1).reduce(p.output(0, 0));
-  EXPECT_THAT(messages(p), HasSubstr(fmt::format("sum:{}: error: reduce rank 2 input[1] -> rank 0 output[0] reads "
+  EXPECT_THAT(goal_messages(p), HasSubstr(fmt::format("sum:{}: error: reduce rank 2 input[1] -> rank 0 output[0] reads "
                                                  "rank 2 input[1], which nothing has written yet",
                                                  read)));
 }

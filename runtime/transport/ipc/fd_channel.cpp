@@ -28,11 +28,6 @@ using Clock = std::chrono::steady_clock;
 // Refusals logged one by one; after these, one line at each power of two (a flood of connections cannot fill the log).
 constexpr std::uint64_t kRefusalsLoggedInFull = 16;
 
-int remaining_ms(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
-}
-
 const char* const kPidNamespaceHint =
     "every process of a job on one host must share one pid namespace (SO_PEERCRED reports pid 0 for a process whose "
     "namespace is not visible from ours)";

@@ -10,13 +10,13 @@
 
 namespace canopy {
 
-namespace {
-
 int remaining_ms(std::chrono::steady_clock::time_point deadline) {
   const auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
   return static_cast<int>(std::clamp<long long>(left, 0, 1 << 30));
 }
+
+namespace {
 
 // A one-byte message with room for `fds` descriptors in its control data, which SCM_RIGHTS rides on.
 struct OneByteMessage {

@@ -37,6 +37,9 @@ struct FdWireHeader {
 };
 static_assert(sizeof(FdWireHeader) == 24);
 
+// Milliseconds left until `deadline`, 0 once past (a poll's timeout).
+int remaining_ms(std::chrono::steady_clock::time_point deadline);
+
 // Whether `h` is a header this version reads (magic, version, bounds).
 bool well_formed(const FdWireHeader& h);
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "core/sha256.hpp"
 #include "runtime/jit/nvrtc_compiler.hpp"
 #include "tests/test_util.hpp"
 
@@ -35,6 +36,9 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+
+// A cache key made from `s` (SHA-256, as real keys are).
+inline std::string key_of(const std::string& s) { return sha256_hex(s); }
 
 // A module whose bytes depend on `seed` only: what a compile would return, without NVRTC.
 inline CompiledModule fake_module(const std::string& seed, std::size_t bytes = 1000) {

@@ -23,7 +23,7 @@ using testing::fake_module;
 using testing::TempDir;
 using ::testing::HasSubstr;
 
-std::string key_of(const std::string& s) { return sha256_hex(s); }
+using testing::key_of;
 
 TEST(DiskCacheRobustness, RandomlyDamagedMetaIsRejectedOrExactNeverACrash) {
   auto rng = testing::seeded_rng("DiskCacheRobustness.RandomlyDamagedMeta");

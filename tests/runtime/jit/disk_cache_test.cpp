@@ -14,6 +14,7 @@
 #include "runtime/jit/cache_key.hpp"
 #include "core/error.hpp"
 #include "core/sha256.hpp"
+#include "tests/runtime/jit/cache_test_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace canopy {
@@ -22,29 +23,10 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-class TempDir {
- public:
-  TempDir() : path_(fs::temp_directory_path() / fmt::format("canopy-cache-test-{}-{}", ::getpid(), counter_++)) {
-    fs::remove_all(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
+using testing::fake_module;
+using testing::TempDir;
 
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
-
-CompiledModule fake_module(const std::string& seed, std::size_t bytes = 1000) {
-  CompiledModule m;
-  for (std::size_t i = 0; i < bytes; ++i) m.cubin += static_cast<char>((seed[i % seed.size()] + i) % 251);
-  m.ptx = "// ptx of " + seed;
-  m.kernels = {{"entry_" + seed, 40, 0, 8, 256, 16}};
-  m.compile_ms = 12.5;
-  return m;
-}
-
-std::string key_of(const std::string& s) { return sha256_hex(s); }
+using testing::key_of;
 
 fs::path entry_dir(const TempDir& d, const std::string& key) { return d.path() / "v1" / key.substr(0, 2) / key; }
 

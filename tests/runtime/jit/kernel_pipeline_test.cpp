@@ -16,7 +16,7 @@
 namespace canopy {
 namespace {
 
-DeviceLimits h100() { return DeviceLimits{132, 2048, 32, 65536}; }
+DeviceLimits h100_limits() { return DeviceLimits{132, 2048, 32, 65536}; }
 
 // Builds `request` without a Jit and returns how many schedules were lowered meanwhile.
 std::uint64_t lowerings_of(const KernelRequest& request, BuiltKernel* built = nullptr) {
@@ -29,7 +29,7 @@ std::uint64_t lowerings_of(const KernelRequest& request, BuiltKernel* built = nu
 TEST(KernelPipeline, LowersOncePerKernel) {
   const Topology dgx2 = load_topology("dgx2");
   // 16 ranks on one GPU: the fit halves blocks and threads several times before the grid fits.
-  KernelRequest planned{PlanTrees{&dgx2, Collective::allreduce, {}}, {}, {h100()}, {}, {}};
+  KernelRequest planned{PlanTrees{&dgx2, Collective::allreduce, {}}, {}, {h100_limits()}, {}, {}};
   planned.shape.device_of_rank = block_placement(16, 1);
   BuiltKernel built;
   EXPECT_EQ(lowerings_of(planned, &built), 1u) << "trees planned in the pipeline";
@@ -48,7 +48,7 @@ TEST(KernelPipeline, LowersOncePerKernel) {
   program.shape.blocks_per_rank = 256;
   EXPECT_EQ(lowerings_of(program), 1u) << "a program";
 
-  const std::vector<DeviceLimits> gpus(16, h100());
+  const std::vector<DeviceLimits> gpus(16, h100_limits());
   KernelRequest physical{PlanTrees{&dgx2, Collective::broadcast, {}}, {}, gpus, {}, {}};
   EXPECT_EQ(lowerings_of(physical), 1u) << "a shape that fits at once";
   KernelRequest unfitted{PlanTrees{&dgx2, Collective::allgather, {}}, {}, {}, {}, {"sm_90", "sm_100"}};
@@ -57,7 +57,7 @@ TEST(KernelPipeline, LowersOncePerKernel) {
 
 TEST(KernelPipeline, PlanFreeKernelsAreWrittenNotLowered) {
   const LowLatencySpec spec{{Collective::allreduce, DataType::f32, ReduceOp::sum, 2, 0, {}, 4, 256}, 4096, false};
-  KernelRequest one_hop{OneHopKernel{[&] { return low_latency_source(spec); }, {"gpu0", "gpu1"}}, {}, {h100()}, {}, {}};
+  KernelRequest one_hop{OneHopKernel{[&] { return low_latency_source(spec); }, {"gpu0", "gpu1"}}, {}, {h100_limits()}, {}, {}};
   one_hop.shape.blocks_per_rank = 4;
   one_hop.shape.threads_per_block = 256;
   BuiltKernel built;
@@ -74,7 +74,7 @@ TEST(KernelPipeline, GivesWhatTheCodegenPassesGive) {
   CodegenOptions o;
   o.dtype = DataType::bf16;
   BuiltKernel built;
-  lowerings_of(KernelRequest{p, o, {h100(), h100()}, {}, {}}, &built);
+  lowerings_of(KernelRequest{p, o, {h100_limits(), h100_limits()}, {}, {}}, &built);
   Schedule schedule;
   const KernelSource source = generate(p, o, &schedule);
   EXPECT_EQ(built.builds[0]->source.file.text, source.file.text);
@@ -91,7 +91,7 @@ TEST(KernelPipeline, KeysTellInputsApart) {
   const KernelRequest a{PlanTrees{&h200x2, Collective::allreduce, {}}, {}, {}, {}, {}};
   KernelRequest b = a;
   EXPECT_EQ(kernel_request_key(a), kernel_request_key(b));
-  b.limits = {h100(), h100()};
+  b.limits = {h100_limits(), h100_limits()};
   EXPECT_NE(kernel_request_key(a), kernel_request_key(b)) << "the limits choose the shape";
   b = a;
   b.shape.dtype = DataType::bf16;

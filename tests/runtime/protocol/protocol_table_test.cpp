@@ -45,7 +45,7 @@ Made make(const ProtocolSettings& s, const ProtocolFacts& f,
   return m;
 }
 
-bool logged(const Made& m, const std::string& text) {
+bool made_logged(const Made& m, const std::string& text) {
   for (const std::string& line : m.log)
     if (line.find(text) != std::string::npos) return true;
   return false;
@@ -78,8 +78,8 @@ TEST(ProtocolTable, MissingPeerAccessTurnsEveryOneHopProtocolOffAndSaysWhy) {
   EXPECT_EQ(m.table.ll128().max_bytes, 0);
   EXPECT_EQ(m.table.direct().max_bytes, 0);
   EXPECT_EQ(m.table.choose(Collective::allreduce, 8).protocol, Protocol::planned);
-  EXPECT_TRUE(logged(m, "low-latency protocol off: GPUs 0 and 1 have no peer access"));
-  EXPECT_TRUE(logged(m, "direct protocol off: GPUs 0 and 1 have no peer access"));
+  EXPECT_TRUE(made_logged(m, "low-latency protocol off: GPUs 0 and 1 have no peer access"));
+  EXPECT_TRUE(made_logged(m, "direct protocol off: GPUs 0 and 1 have no peer access"));
 }
 
 TEST(ProtocolTable, NoNVLinkHopKeepsLowLatencyButNotLL128OrDirect) {
@@ -89,7 +89,7 @@ TEST(ProtocolTable, NoNVLinkHopKeepsLowLatencyButNotLL128OrDirect) {
   EXPECT_EQ(m.table.choose(Collective::allreduce, 8).protocol, Protocol::low_latency);
   EXPECT_EQ(m.table.choose(Collective::allreduce, 1 * MiB).protocol, Protocol::planned);
   EXPECT_EQ(m.table.choose(Collective::allreduce, 8 * MiB).protocol, Protocol::planned);
-  EXPECT_TRUE(logged(m, "LL128 protocol off"));
+  EXPECT_TRUE(made_logged(m, "LL128 protocol off"));
 }
 
 TEST(ProtocolTable, LineBuffersOverTheCeilingTurnTheProtocolOff) {
@@ -97,7 +97,7 @@ TEST(ProtocolTable, LineBuffersOverTheCeilingTurnTheProtocolOff) {
   s.low_latency.max_bytes = 512 * MiB;  // a slot per rank, two parities: far over 1 GiB per GPU at 64 ranks
   const Made m = make(s, facts(64, 1));
   EXPECT_EQ(m.table.low_latency().max_bytes, 0);
-  EXPECT_TRUE(logged(m, "lower CANOPY_LL_BYTES to use it"));
+  EXPECT_TRUE(made_logged(m, "lower CANOPY_LL_BYTES to use it"));
 }
 
 TEST(ProtocolTable, BlocksAreFittedToOnePerSmForEveryRankOfAGpu) {
@@ -112,7 +112,7 @@ TEST(ProtocolTable, LL128WithinLowLatencysLimitTakesNothing) {
   s.ll128.max_bytes = 128 * KiB;
   const Made m = make(s, facts(2, 2));
   EXPECT_EQ(m.table.ll128().max_bytes, 0);
-  EXPECT_TRUE(logged(m, "LL128 protocol off: its limit 128 KiB is within the one below it (256 KiB)"));
+  EXPECT_TRUE(made_logged(m, "LL128 protocol off: its limit 128 KiB is within the one below it (256 KiB)"));
 }
 
 TEST(ProtocolTable, TunedLimitsStandInPerCollectiveWhenAllowed) {
@@ -126,7 +126,7 @@ TEST(ProtocolTable, TunedLimitsStandInPerCollectiveWhenAllowed) {
   EXPECT_EQ(m.table.choose(Collective::allgather, 128 * KiB).protocol, Protocol::direct);
   EXPECT_EQ(m.table.choose(Collective::allgather, 2 * MiB).protocol, Protocol::planned);
   EXPECT_EQ(m.table.choose(Collective::allreduce, 128 * KiB).protocol, Protocol::low_latency);  // untuned
-  EXPECT_TRUE(logged(m, "protocol limits tuned for this machine (/cache/tuning.json): allgather:"));
+  EXPECT_TRUE(made_logged(m, "protocol limits tuned for this machine (/cache/tuning.json): allgather:"));
   s.use_tuned = false;
   EXPECT_EQ(make(s, facts(2, 2), tuned).table.choose(Collective::allgather, 128 * KiB).protocol,
             Protocol::low_latency);
@@ -147,7 +147,7 @@ TEST(ProtocolTable, PerCollectiveMovedLimitsStandInForTheOneLimit) {
   // Allgather's S is its output: each of two ranks carries half of it.
   EXPECT_EQ(m.table.choose(Collective::allgather, 32 * MiB).protocol, Protocol::direct);
   EXPECT_EQ(m.table.choose(Collective::allgather, 64 * MiB).protocol, Protocol::planned);
-  EXPECT_TRUE(logged(m, "direct protocol on own buffers across GPUs, up to what a link carries: broadcast 32 MiB, "
+  EXPECT_TRUE(made_logged(m, "direct protocol on own buffers across GPUs, up to what a link carries: broadcast 32 MiB, "
                         "reduce 32 MiB, allreduce 16 MiB"));
   s.direct.max_bytes = 2 * MiB;  // the one limit stays the ceiling
   EXPECT_EQ(make(s, facts(2, 2)).table.choose(Collective::allreduce, 4 * MiB).protocol, Protocol::planned);
@@ -270,7 +270,7 @@ TEST(ProtocolTable, CopyEnginesNeedTwoRanksOnTwoGpusAndTakeLargeCallsFromDirect)
   EXPECT_FALSE(two.table.choose(Collective::allgather, 64 * MiB).copy_engine);  // not a collective they move
   const Made four = make(s, facts(4, 4));
   EXPECT_FALSE(four.table.choose(Collective::broadcast, 64 * MiB).copy_engine);
-  EXPECT_TRUE(logged(four, "copy engines off: 4 ranks on 4 GPUs"));
+  EXPECT_TRUE(made_logged(four, "copy engines off: 4 ranks on 4 GPUs"));
 }
 
 }  // namespace
