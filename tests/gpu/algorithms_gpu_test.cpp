@@ -13,13 +13,13 @@
 namespace canopy {
 namespace {
 
-struct Param {
+struct AlgorithmOnTopology {
   const char* topology;
   std::string algorithm;
 };
-void PrintTo(const Param& p, std::ostream* os) { *os << p.topology << " " << p.algorithm; }
+void PrintTo(const AlgorithmOnTopology& p, std::ostream* os) { *os << p.topology << " " << p.algorithm; }
 
-class AlgorithmsOnGpu : public ::testing::TestWithParam<Param> {};
+class AlgorithmsOnGpu : public ::testing::TestWithParam<AlgorithmOnTopology> {};
 
 TEST_P(AlgorithmsOnGpu, MatchWhatTheProgramComputes) {
   if (visible_gpu_count() == 0)
@@ -31,8 +31,8 @@ TEST_P(AlgorithmsOnGpu, MatchWhatTheProgramComputes) {
                                  fmt::format("{} {}", GetParam().topology, outputs->program.name()));
 }
 
-std::vector<Param> all_params() {
-  std::vector<Param> out;
+std::vector<AlgorithmOnTopology> all_params() {
+  std::vector<AlgorithmOnTopology> out;
   for (const char* topology : {"h200x2", "hgx-h200"}) {
     const int ranks = load_topology(topology).gpu_count();
     for (const algo::ShippedAlgorithm& a : algo::shipped_algorithms())

@@ -22,19 +22,19 @@ namespace {
 
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
 
-struct Case {
+struct CaptureCase {
   const char* name;
   std::uint64_t count;            // f32 elements per rank
   std::int64_t ll128_bytes = -1;  // >= 0: CommunicatorOptions::ll128_bytes
 };
-void PrintTo(const Case& c, std::ostream* os) { *os << c.name << ", count " << c.count; }
+void PrintTo(const CaptureCase& c, std::ostream* os) { *os << c.name << ", count " << c.count; }
 
 // Small integers: sums of two ranks, and twice that, are exact in f32.
 float input(int round, int rank, std::uint64_t j) {
   return static_cast<float>(static_cast<int>((j * 7 + rank * 5 + round * 3) % 17) - 8);
 }
 
-class GraphCaptureOnGpu : public ::testing::TestWithParam<Case> {
+class GraphCaptureOnGpu : public ::testing::TestWithParam<CaptureCase> {
  protected:
   void SetUp() override {
     gpus_ = visible_gpu_count();
@@ -264,9 +264,9 @@ TEST_P(GraphCaptureOnGpu, PrepareOfAnAvgLoadsWhatItsCaptureRuns) {
 // Low latency up to 256 KiB, direct up to 32 MiB read per rank, trees beyond (a captured call never takes the copy
 // engines or the host path); LL128 where its limit is raised to 8 MiB.
 INSTANTIATE_TEST_SUITE_P(Protocols, GraphCaptureOnGpu,
-                         ::testing::Values(Case{"low_latency", 1000}, Case{"ll128", (1 << 20) + 3, 8 << 20},
-                                           Case{"direct", (1 << 20) + 3, 0}, Case{"trees", 16 << 20}),
-                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+                         ::testing::Values(CaptureCase{"low_latency", 1000}, CaptureCase{"ll128", (1 << 20) + 3, 8 << 20},
+                                           CaptureCase{"direct", (1 << 20) + 3, 0}, CaptureCase{"trees", 16 << 20}),
+                         [](const ::testing::TestParamInfo<CaptureCase>& i) { return std::string(i.param.name); });
 
 }  // namespace
 }  // namespace canopy

@@ -43,7 +43,7 @@ class HostsOnGpu : public ::testing::Test {
   }
 };
 
-void expect_every_process_right(const testing::CommandRun& r, int processes) {
+void expect_every_host_process_right(const testing::CommandRun& r, int processes) {
   std::cout << r.output.substr(r.output.size() > 20000 ? r.output.size() - 20000 : 0);
   EXPECT_EQ(r.status, 0) << "see the output above";
   for (int p = 0; p < processes; ++p)
@@ -59,7 +59,7 @@ const std::string kMatrix =
 
 TEST_F(HostsOnGpu, TwoHostsOfTwoCheckEveryCollective) {
   const testing::CommandRun r = hosts_check(4, "2,2", "CANOPY_LOG=info", kMatrix + " --counts " + counts());
-  expect_every_process_right(r, 4);
+  expect_every_host_process_right(r, 4);
   EXPECT_THAT(r.output, ::testing::HasSubstr("4 ranks on 2 hosts"));
   EXPECT_THAT(r.output, ::testing::HasSubstr("rails allreduce through NCCL"));
   EXPECT_THAT(r.output, ::testing::HasSubstr("NET/Socket"));
@@ -67,7 +67,7 @@ TEST_F(HostsOnGpu, TwoHostsOfTwoCheckEveryCollective) {
 
 TEST_F(HostsOnGpu, UnevenHostsOfOneTwoAndOneCheckEveryCollective) {
   const testing::CommandRun r = hosts_check(4, "1,2,1", "CANOPY_LOG=info", kMatrix + " --counts " + counts());
-  expect_every_process_right(r, 4);
+  expect_every_host_process_right(r, 4);
   EXPECT_THAT(r.output, ::testing::HasSubstr("4 ranks on 3 hosts"));
   EXPECT_THAT(r.output, ::testing::HasSubstr("rails reduce-scatter through NCCL"));
   EXPECT_THAT(r.output, ::testing::HasSubstr("NET/Socket"));
@@ -75,14 +75,14 @@ TEST_F(HostsOnGpu, UnevenHostsOfOneTwoAndOneCheckEveryCollective) {
 
 // The other operators, avg's division by the world's ranks on uneven hosts included, and every dtype NCCL has.
 TEST_F(HostsOnGpu, EveryOperatorAndDtypeOnUnevenHosts) {
-  expect_every_process_right(hosts_check(4, "1,2,1", "",
+  expect_every_host_process_right(hosts_check(4, "1,2,1", "",
                                          "--collectives reduce,allreduce,reduce_scatter --dtypes f32,f16,f64,i8,u8,"
                                          "u32,i64,u64 --ops prod,min,avg --counts 7,1028"),
                              4);
 }
 
 TEST_F(HostsOnGpu, TwoRanksPerProcessAcrossHosts) {
-  expect_every_process_right(hosts_check(3, "2,1", "",
+  expect_every_host_process_right(hosts_check(3, "2,1", "",
                                          "--per-process 2 --collectives broadcast,reduce,allreduce,allgather,"
                                          "reduce_scatter --dtypes f32 --ops sum --counts 7,65540"),
                              3);
@@ -98,7 +98,7 @@ TEST_F(HostsOnGpu, TreesOnOwnBuffersInsideEachHost) {
       hosts_check(4, "2,2", "CANOPY_OWN_BUFFERS=1 CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_DIRECT_BYTES=0",
                   "--collectives broadcast,reduce,allreduce,allgather,reduce_scatter --dtypes f32 --ops sum "
                   "--counts 1028,65540,3000004");
-  expect_every_process_right(r, 4);
+  expect_every_host_process_right(r, 4);
 }
 
 TEST_F(HostsOnGpu, PipelinedPiecesCheckEveryElementwiseCollective) {
@@ -106,7 +106,7 @@ TEST_F(HostsOnGpu, PipelinedPiecesCheckEveryElementwiseCollective) {
     const testing::CommandRun r = hosts_check(4, hosts, "CANOPY_LOG=info CANOPY_HOSTS_PIECE_BYTES=64KiB",
                                               "--collectives broadcast,reduce,allreduce --dtypes f32,bf16 --ops "
                                               "sum,avg --counts 1028,65540,1000003");
-    expect_every_process_right(r, 4);
+    expect_every_host_process_right(r, 4);
     EXPECT_THAT(r.output, ::testing::HasSubstr("16 pieces, their inside phases and rails overlapped"));
   }
 }

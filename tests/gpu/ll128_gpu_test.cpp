@@ -16,13 +16,13 @@
 namespace canopy {
 namespace {
 
-struct Case {
+struct Ll128Case {
   const char* name;
   const char* topology;
   std::int64_t ll128_bytes;  // the buffers of 16 virtual ranks on one GPU stay under the runtime's 1 GiB
   std::uint64_t largest;     // f32 elements of the largest count
 };
-const Case kCases[] = {
+const Ll128Case kCases[] = {
     {"h200x2", "h200x2", (std::int64_t{8} << 20) + 64, (std::uint64_t{1} << 20) + 3},
     {"hgx_h200", "hgx-h200", std::int64_t{1} << 20, (std::uint64_t{1} << 16) + 3},
     {"dgx2", "dgx2", std::int64_t{256} << 10, 4099},
@@ -35,7 +35,7 @@ class LL128OnGpu : public ::testing::TestWithParam<Param> {};
 TEST_P(LL128OnGpu, MatchesTheHostReference) {
   const int gpus = visible_gpu_count();
   if (gpus == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
-  const Case& tc = kCases[GetParam().topology];
+  const Ll128Case& tc = kCases[GetParam().topology];
   const Collective collective = GetParam().collective;
   CommunicatorOptions o;
   o.topology = load_topology(tc.topology);
