@@ -12,8 +12,11 @@
 
 namespace canopy {
 
-// DeviceArgs holds 16 + 32 bytes per rank and CUDA kernel parameters fit 32764 bytes.
-constexpr int kMaxCodegenRanks = 1000;
+// Every generated kernel takes DeviceArgs<ranks> by value (templates/device_args.cuh: 24 bytes, then 40 a rank: a
+// launch counter's address and four buffer addresses), and a kernel's parameters fit 32,764 bytes (CUDA 12.1 and
+// later, Volta and later): 818 ranks. A larger plan is refused where it is lowered, naming this bound.
+constexpr int kKernelParameterBytes = 32764;
+constexpr int kMaxCodegenRanks = (kKernelParameterBytes - 24) / 40;
 
 // Throws canopy::Error naming the tree and edge when the plan cannot be lowered.
 Schedule lower(const Plan& plan, const CodegenOptions& options);

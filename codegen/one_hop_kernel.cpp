@@ -9,12 +9,14 @@
 #include "core/sha256.hpp"
 #include "core/error.hpp"
 #include "core/version.hpp"
+#include "codegen/lower.hpp"
 
 namespace canopy {
 
 KernelSource one_hop_kernel(const OneHopSpec& s, int max_blocks_per_rank, const char* prefix, const char* what) {
   const int n = s.ranks;
-  if (n < 1 || n > 1000) throw Error(fmt::format("{}: {} ranks; use 1 to 1000", what, n));
+  if (n < 1 || n > kMaxCodegenRanks)  // its DeviceArgs<n> must fit a kernel's parameters (codegen/lower.hpp)
+    throw Error(fmt::format("{}: {} ranks; use 1 to {}", what, n, kMaxCodegenRanks));
   if (has_root(s.collective) && (s.root < 0 || s.root >= n))
     throw Error(fmt::format("{}: root {} is not a rank (0..{})", what, s.root, n - 1));
   if (s.blocks_per_rank < 1 || s.blocks_per_rank > max_blocks_per_rank)

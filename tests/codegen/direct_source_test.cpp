@@ -283,7 +283,7 @@ TEST(DirectSource, RefusesWhatItCannotRun) {
   EXPECT_EQ(refusal(spec), "direct kernels: 3 device entries for 2 ranks");
   spec.base.device_of_rank = {};
   spec.base.ranks = 0;
-  EXPECT_EQ(refusal(spec), "direct kernels: 0 ranks; use 1 to 1000");
+  EXPECT_EQ(refusal(spec), "direct kernels: 0 ranks; use 1 to 818");
   spec.base.ranks = 1;  // one rank is a copy, but a valid kernel
   EXPECT_EQ(refusal(spec), "");
 }

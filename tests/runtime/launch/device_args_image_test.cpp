@@ -71,6 +71,12 @@ TEST(DeviceArgsImage, LayoutIsCountEpochCountersRanksThenTheAbortWord) {
   EXPECT_EQ(device_args_layout(kMaxCodegenRanks).size, sizeof(DeviceArgs<kMaxCodegenRanks>));
 }
 
+// The largest plan codegen lowers is the largest whose arguments a kernel can take; one rank more would not fit.
+TEST(DeviceArgsImage, TheLargestPlanLoweredFitsAKernelsParametersAndOneMoreRankWouldNot) {
+  EXPECT_LE(device_args_layout(kMaxCodegenRanks).size, static_cast<unsigned long long>(kKernelParameterBytes));
+  EXPECT_GT(device_args_layout(kMaxCodegenRanks + 1).size, static_cast<unsigned long long>(kKernelParameterBytes));
+}
+
 TEST(DeviceArgsImage, ResetZeroesEveryMemberForTheNewRankCount) {
   DeviceArgsImage image;
   image.reset(4);
