@@ -79,6 +79,9 @@ struct Arc {
   friend bool operator==(const Arc&, const Arc&) = default;
 };
 
+// The largest per-hop latency a link may be given, in µs (Bandwidth::with_latency, `.topo` `latency=`).
+inline constexpr double kMaxLatencyUs = 1e6;
+
 // The nominal latency of one hop over a link of this kind, in µs, for links given none: `nvlink*` 0.7, `pcie*` 1.2,
 // `qpi` and `xgmi` 0.6, `ib` 2.0, `eth` 5.0, anything else (the empty kind included) 1.0. These are starting
 // points that the simulator calibrates against measurements, not measured figures.
