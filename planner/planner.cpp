@@ -268,7 +268,9 @@ PackedTrees pack_reversed(const Topology& t, const std::vector<std::string>& ran
   return pack(make_network(t, ranks, true));
 }
 
-std::vector<std::string> resolve_ranks(const Topology& t, const PlanOptions& o) {
+}  // namespace
+
+std::vector<std::string> planning_ranks(const Topology& t, const PlanOptions& o) {
   std::vector<std::string> ranks;
   if (o.gpus.empty()) {
     for (NodeId g : t.gpu_ids()) ranks.push_back(t.node(g).name);
@@ -282,6 +284,8 @@ std::vector<std::string> resolve_ranks(const Topology& t, const PlanOptions& o) 
                             ranks.size()));
   return ranks;
 }
+
+namespace {
 
 // The topology the plan runs on: a tenant's GPUs alone, or (relay) the whole machine with other GPUs forwarding.
 Topology planning_topology(const Topology& t, const std::vector<std::string>& ranks, bool relay) {
@@ -297,11 +301,11 @@ Topology planning_topology(const Topology& t, const std::vector<std::string>& ra
 }  // namespace
 
 Topology planning_topology(const Topology& topology, const PlanOptions& options) {
-  return planning_topology(topology, resolve_ranks(topology, options), options.relay);
+  return planning_topology(topology, planning_ranks(topology, options), options.relay);
 }
 
 Plan plan(const Topology& topology, Collective collective, const PlanOptions& options, PlanReport* report) {
-  const std::vector<std::string> ranks = resolve_ranks(topology, options);
+  const std::vector<std::string> ranks = planning_ranks(topology, options);
   const Topology t = planning_topology(topology, ranks, options.relay);
 
   Plan result;

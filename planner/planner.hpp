@@ -19,6 +19,10 @@ struct PlanOptions {
 
 Plan plan(const Topology& topology, Collective collective, const PlanOptions& options = {});
 
+// The ranks a plan with these options has, by name in rank order (`gpus` resolved as `--gpus` is: names or indices).
+// Throws canopy::Error for bad GPU lists and for fewer than 2 ranks.
+std::vector<std::string> planning_ranks(const Topology& topology, const PlanOptions& options);
+
 // The topology a plan with these options runs on: the chosen GPUs alone (other GPUs dropped), or with `relay` the
 // whole topology. Throws canopy::Error for bad GPU lists.
 Topology planning_topology(const Topology& topology, const PlanOptions& options);
