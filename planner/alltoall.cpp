@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
 
 #include "core/error.hpp"
 #include "planner/alltoall_network.hpp"
@@ -21,6 +20,12 @@ using planner::AlltoallNetwork;
 using planner::LinearProgram;
 
 namespace {
+
+int node_index(const Topology& t, const std::string& name) {
+  const auto id = t.find(name);
+  if (!id) throw Error(fmt::format("all-to-all path names {}, not a node of topology '{}'", name, t.name()));
+  return id->index;
+}
 
 // The arc flows of the optimum: flow[source rank][link] in GB/s, λ, and the capacity rows' dual values (lengths).
 struct FlowSolution {
@@ -127,19 +132,6 @@ double length_bound(const AlltoallNetwork& net, const std::vector<double>& lengt
   return volume / distances;
 }
 
-// λ reached by the decomposed paths themselves: the narrowest link's capacity over the shares crossing it.
-double paths_pair_gbps(const AlltoallNetwork& net, const std::vector<AlltoallPair>& pairs, const Topology& t) {
-  std::vector<double> shares(net.links.size(), 0.0);
-  for (const AlltoallPair& pair : pairs)
-    for (const AlltoallPath& path : pair.paths)
-      for (std::size_t i = 0; i + 1 < path.nodes.size(); ++i)
-        shares[net.link_between(t.find(path.nodes[i])->index, t.find(path.nodes[i + 1])->index)] += path.share;
-  double rate = std::numeric_limits<double>::infinity();
-  for (std::size_t e = 0; e < net.links.size(); ++e)
-    if (shares[e] > 0) rate = std::min(rate, net.links[e].gbps / shares[e]);
-  return rate;
-}
-
 }  // namespace
 
 double alltoall_algbw(double pair_gbps, int ranks) { return pair_gbps * ranks; }
@@ -159,61 +151,76 @@ AlltoallPlan plan_alltoall(const Topology& topology, const PlanOptions& options)
   for (int s = 0; s < static_cast<int>(ranks.size()); ++s)
     for (AlltoallPair& pair : decompose(t, net, s, solution.flow[s], solution.lambda))
       plan.pairs.push_back(std::move(pair));
-  plan.pair_gbps = paths_pair_gbps(net, plan.pairs, t);
+  plan.pair_gbps = routes_pair_gbps(t, plan.pairs);
   plan.bound_pair_gbps = length_bound(net, solution.lengths);
-  plan.direct_pair_gbps = fixed_paths_pair_gbps(t, direct_paths(t, ranks));
+  plan.direct = direct_routes(t, ranks);
+  plan.direct_pair_gbps = routes_pair_gbps(t, plan.direct);
   return plan;
 }
 
-std::vector<std::vector<std::vector<NodeId>>> direct_paths(const Topology& t, const std::vector<std::string>& ranks) {
+std::vector<AlltoallPair> direct_routes(const Topology& t, const std::vector<std::string>& ranks) {
   const AlltoallNetwork net(t, ranks);
-  const std::size_t n = ranks.size();
-  std::vector<std::vector<std::vector<NodeId>>> paths(n, std::vector<std::vector<NodeId>>(n));
-  for (std::size_t s = 0; s < n; ++s) {
-    for (std::size_t d = 0; d < n; ++d) {
+  const auto is_switch = [&](int node) { return t.nodes()[node].kind == NodeKind::relay; };
+  std::vector<AlltoallPair> routes;
+  for (int s : net.ranks) {
+    for (int d : net.ranks) {
       if (s == d) continue;
-      const NodeId from{net.ranks[s]}, to{net.ranks[d]};
-      paths[s][d] = switch_path(t, from, to);
-      if (!paths[s][d].empty()) continue;
-      paths[s][d].push_back(from);  // switches alone do not join them: GPUs forward (NCCL's P2P through a GPU)
-      for (int e : net.fewest_hops(from.index, to.index, [](int) { return true; }))
-        paths[s][d].push_back(NodeId{net.links[e].to});
+      AlltoallPair pair{t.nodes()[s].name, t.nodes()[d].name, {}};
+      std::vector<std::vector<int>> paths = net.all_fewest_hops(s, d, is_switch, 64);
+      if (paths.empty()) paths.push_back(net.fewest_hops(s, d, [](int) { return true; }));
+      double total = 0;
+      for (const std::vector<int>& route : paths) {
+        AlltoallPath path{{pair.from}, std::numeric_limits<double>::infinity()};
+        for (int e : route) {
+          path.nodes.push_back(t.nodes()[net.links[e].to].name);
+          path.share = std::min(path.share, net.links[e].gbps);
+        }
+        total += path.share;
+        pair.paths.push_back(std::move(path));
+      }
+      for (AlltoallPath& path : pair.paths) path.share /= total;
+      routes.push_back(std::move(pair));
     }
   }
-  return paths;
+  return routes;
 }
 
-double fixed_paths_pair_gbps(const Topology& t, const std::vector<std::vector<std::vector<NodeId>>>& paths) {
-  std::map<std::pair<int, int>, int> crossings;
-  for (const auto& row : paths)
-    for (const auto& path : row)
-      for (std::size_t i = 0; i + 1 < path.size(); ++i) ++crossings[{path[i].index, path[i + 1].index}];
-  std::map<std::pair<int, int>, double> capacity;
-  for (const Arc& a : t.arcs()) capacity[{a.from.index, a.to.index}] += a.gbps;
+namespace {
+
+// The share of a pair's block that `routes` put on each link of `net`.
+std::vector<double> link_shares(const Topology& t, const AlltoallNetwork& net, const std::vector<AlltoallPair>& routes) {
+  std::vector<double> shares(net.links.size(), 0.0);
+  for (const AlltoallPair& pair : routes)
+    for (const AlltoallPath& path : pair.paths)
+      for (std::size_t i = 0; i + 1 < path.nodes.size(); ++i) {
+        const int e = net.link_between(node_index(t, path.nodes[i]), node_index(t, path.nodes[i + 1]));
+        if (e < 0)
+          throw Error(fmt::format("an all-to-all path goes from {} to {}, which no link of '{}' joins",
+                                  path.nodes[i], path.nodes[i + 1], t.name()));
+        shares[e] += path.share;
+      }
+  return shares;
+}
+
+}  // namespace
+
+double routes_pair_gbps(const Topology& t, const std::vector<AlltoallPair>& routes) {
+  const AlltoallNetwork net(t, {});
+  const std::vector<double> shares = link_shares(t, net, routes);
   double rate = std::numeric_limits<double>::infinity();
-  for (const auto& [link, count] : crossings) {
-    CANOPY_INTERNAL_ASSERT(capacity.count(link), "a fixed path crosses two nodes that no link joins");
-    rate = std::min(rate, capacity[link] / count);
-  }
+  for (std::size_t e = 0; e < net.links.size(); ++e)
+    if (shares[e] > 0) rate = std::min(rate, net.links[e].gbps / shares[e]);
   return rate;
 }
 
-std::vector<AlltoallLinkLoad> alltoall_link_loads(const Topology& topology, const AlltoallPlan& plan) {
-  std::map<std::pair<int, int>, double> load;
-  for (const AlltoallPair& pair : plan.pairs)
-    for (const AlltoallPath& path : pair.paths)
-      for (std::size_t i = 0; i + 1 < path.nodes.size(); ++i) {
-        const auto from = topology.find(path.nodes[i]), to = topology.find(path.nodes[i + 1]);
-        if (!from || !to) throw Error(fmt::format("all-to-all path names {} or {}, not in topology '{}'",
-                                                  path.nodes[i], path.nodes[i + 1], topology.name()));
-        load[{from->index, to->index}] += path.share * plan.pair_gbps;
-      }
-  std::map<std::pair<int, int>, double> capacity;
-  for (const Arc& a : topology.arcs()) capacity[{a.from.index, a.to.index}] += a.gbps;
+std::vector<AlltoallLinkLoad> alltoall_link_loads(const Topology& t, const AlltoallPlan& plan) {
+  const AlltoallNetwork net(t, {});
+  const std::vector<double> shares = link_shares(t, net, plan.pairs);
   std::vector<AlltoallLinkLoad> loads;
-  for (const auto& [link, gbps] : load)
-    loads.push_back({topology.nodes()[link.first].name, topology.nodes()[link.second].name, gbps,
-                     capacity.count(link) ? capacity[link] : 0.0});
+  for (std::size_t e = 0; e < net.links.size(); ++e)
+    if (shares[e] > 0)
+      loads.push_back({t.nodes()[net.links[e].from].name, t.nodes()[net.links[e].to].name,
+                       shares[e] * plan.pair_gbps, net.links[e].gbps});
   return loads;
 }
 

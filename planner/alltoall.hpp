@@ -32,8 +32,9 @@ struct AlltoallPlan {
   std::vector<std::string> ranks;  // rank order
   double pair_gbps = 0;            // λ: the optimum of the flow LP, every ordered pair at once
   double bound_pair_gbps = 0;      // proven: Σ_e c_e·ℓ_e / Σ_pairs dist_ℓ(s, d) for the LP's dual lengths ℓ
-  double direct_pair_gbps = 0;     // NCCL-style: each pair on its fewest-hop path through switches only, all at once
-  std::vector<AlltoallPair> pairs;  // ordered by (from, to) in rank order
+  double direct_pair_gbps = 0;     // NCCL-style direct routes (direct_routes), every pair at once
+  std::vector<AlltoallPair> pairs;   // the plan's routes, ordered by (from, to) in rank order
+  std::vector<AlltoallPair> direct;  // direct_routes, in the same order
 };
 
 // nccl-tests' alltoall algbw and busbw for a per-pair rate λ over n ranks: n·λ and (n−1)·λ.
@@ -45,14 +46,15 @@ double alltoall_busbw(double pair_gbps, int ranks);
 // ranks that cannot reach one another.
 AlltoallPlan plan_alltoall(const Topology& topology, const PlanOptions& options = {});
 
-// The largest λ at which every ordered pair of `ranks` moves λ GB/s at once over its fixed path (node names): the
-// narrowest link's capacity over the number of pairs crossing it. `paths` is indexed [from rank][to rank].
-double fixed_paths_pair_gbps(const Topology& topology, const std::vector<std::vector<std::vector<NodeId>>>& paths);
+// The largest λ at which every ordered pair moves λ GB/s at once over `routes` (each pair's paths and shares): the
+// narrowest link's capacity over the shares crossing it. Throws canopy::Error for a path between unlinked nodes.
+double routes_pair_gbps(const Topology& topology, const std::vector<AlltoallPair>& routes);
 
-// The NCCL-style direct paths over `ranks` (by name): each ordered pair's fewest-hop path that crosses switches only
-// (topology.hpp's switch_path), else, where switches alone do not join them, the fewest-hop path over any node.
-std::vector<std::vector<std::vector<NodeId>>> direct_paths(const Topology& topology,
-                                                           const std::vector<std::string>& ranks);
+// NCCL-style direct routes over `ranks` (by name): each ordered pair's block split over its fewest-hop paths that
+// cross switches only, in proportion to each path's narrowest link (NVLink traffic through NVSwitches spreads over all
+// of a GPU's links; at most 64 paths a pair); where switches alone do not join a pair, its fewest-hop path over any
+// node (a GPU forwards, as NCCL's P2P through an intermediate GPU).
+std::vector<AlltoallPair> direct_routes(const Topology& topology, const std::vector<std::string>& ranks);
 
 // Loads of a plan: per directed node pair, the GB/s its paths put on it at rate `pair_gbps` against its capacity.
 struct AlltoallLinkLoad {

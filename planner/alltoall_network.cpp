@@ -61,6 +61,46 @@ std::vector<int> AlltoallNetwork::fewest_hops(int from, int to, const std::funct
   return route;
 }
 
+std::vector<std::vector<int>> AlltoallNetwork::all_fewest_hops(int from, int to,
+                                                               const std::function<bool(int)>& inner,
+                                                               std::size_t limit) const {
+  // Hops left to `to` from every node, backwards through accepted inner nodes.
+  constexpr int kFar = std::numeric_limits<int>::max();
+  std::vector<int> left(node_count, kFar);
+  std::queue<int> frontier;
+  left[to] = 0;
+  frontier.push(to);
+  while (!frontier.empty()) {
+    const int v = frontier.front();
+    frontier.pop();
+    for (int e : in[v]) {
+      const int u = links[e].from;
+      if (left[u] != kFar || (u != from && !inner(u))) continue;
+      left[u] = left[v] + 1;
+      if (u != from) frontier.push(u);
+    }
+  }
+  std::vector<std::vector<int>> paths;
+  if (from == to || left[from] == kFar) return paths;
+  std::vector<int> route;
+  const std::function<void(int)> extend = [&](int u) {
+    if (u == to) {
+      paths.push_back(route);
+      return;
+    }
+    for (int e : out[u]) {
+      if (paths.size() == limit) return;
+      const int v = links[e].to;
+      if (left[v] != left[u] - 1 || (v != to && !inner(v))) continue;
+      route.push_back(e);
+      extend(v);
+      route.pop_back();
+    }
+  };
+  extend(from);
+  return paths;
+}
+
 std::vector<double> AlltoallNetwork::shortest_distances(int from, const std::vector<double>& lengths) const {
   std::vector<double> dist(node_count, std::numeric_limits<double>::infinity());
   using Entry = std::pair<double, int>;

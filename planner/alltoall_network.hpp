@@ -29,6 +29,10 @@ struct AlltoallNetwork {
   int link_between(int from, int to) const;
   // Links of a fewest-hop path from `from` to `to` over links `usable` accepts; empty when there is none.
   std::vector<int> fewest_hops(int from, int to, const std::function<bool(int link)>& usable) const;
+  // Every fewest-hop path from `from` to `to` whose inner nodes `inner` accepts, as link lists, the first `limit`
+  // in link order where there are more. Empty when there is none.
+  std::vector<std::vector<int>> all_fewest_hops(int from, int to, const std::function<bool(int node)>& inner,
+                                                std::size_t limit) const;
   // Shortest distances from `from` under nonnegative link lengths (Dijkstra); unreachable nodes get infinity.
   std::vector<double> shortest_distances(int from, const std::vector<double>& lengths) const;
   // Throws canopy::Error naming the first ordered pair of ranks with no path between them.

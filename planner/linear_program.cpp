@@ -63,7 +63,9 @@ void LinearProgram::set_column_lower(int column, double lower) {
 double LinearProgram::solve(Sense sense) {
   glp_set_obj_dir(impl_->problem, sense == Sense::maximize ? GLP_MAX : GLP_MIN);
   if (!impl_->scaled) {
+    const int terminal = glp_term_out(GLP_OFF);  // scaling reports to the terminal otherwise
     glp_scale_prob(impl_->problem, GLP_SF_AUTO);
+    glp_term_out(terminal);
     impl_->scaled = true;
   }
   glp_smcp parameters;

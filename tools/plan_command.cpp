@@ -1,6 +1,7 @@
 // `canopy plan`: plan a collective on a topology and show it (summary, JSON, trees, picture).
 #include <fmt/format.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 
@@ -8,6 +9,7 @@
 #include "topology/shipped_topologies.hpp"
 #include "simulator/hier_simulate.hpp"
 #include "planner/hier_summary.hpp"
+#include "planner/alltoall_summary.hpp"
 #include "planner/hierarchical.hpp"
 #include "planner/plan_dot.hpp"
 #include "planner/plan_eval.hpp"
@@ -19,27 +21,55 @@
 
 namespace canopy::cli {
 
+namespace {
+
+struct PlanArgs {
+  TopologyArgs topology;
+  std::string collective;
+  std::string root;
+  bool relay = false;
+  bool json = false;
+  bool trees = false;
+  std::string dot;
+  std::string svg;
+};
+
+PlanOptions plan_options(const PlanArgs& args) {
+  PlanOptions options;
+  if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
+  if (!args.root.empty()) options.root = args.root;
+  options.relay = args.relay;
+  return options;
+}
+
+// `-c alltoall`: a flow plan, not trees (planner/alltoall.hpp); the runtime does not run these plans yet.
+void plan_alltoall_command(const PlanArgs& args) {
+  if (!args.dot.empty() || !args.svg.empty()) throw Error("--dot and --svg draw trees; alltoall plans have paths");
+  const Topology full = load_topology(args.topology.topology);
+  const PlanOptions options = plan_options(args);
+  const auto start = std::chrono::steady_clock::now();
+  const AlltoallPlan p = plan_alltoall(full, options);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (args.json) {
+    fmt::print("{}", alltoall_to_json(p));
+  } else {
+    fmt::print("{}", describe_alltoall(planning_topology(full, options), p, ms, args.trees));
+  }
+}
+
+}  // namespace
+
 void add_plan_command(CLI::App& app) {
-  struct Args {
-    TopologyArgs topology;
-    std::string collective;
-    std::string root;
-    bool relay = false;
-    bool json = false;
-    bool trees = false;
-    std::string dot;
-    std::string svg;
-  };
-  auto args = std::make_shared<Args>();
+  auto args = std::make_shared<PlanArgs>();
   CLI::App* cmd = app.add_subcommand("plan", "pack optimal spanning trees for a collective and show them");
   add_topology_args(*cmd, args->topology, /*positional=*/false);
   cmd->add_option("--collective,-c", args->collective,
-                  "broadcast | reduce | allreduce | allgather | reducescatter")
+                  "broadcast | reduce | allreduce | allgather | reducescatter | alltoall")
       ->required();
   cmd->add_option("--root,-r", args->root, "root of broadcast or reduce (default: the first rank)");
   cmd->add_flag("--relay", args->relay, "let GPUs outside --gpus forward data over their idle links (Blink+)");
   cmd->add_flag("--json", args->json, "print the plan as JSON (docs/planner.md) instead of the summary");
-  cmd->add_flag("--trees", args->trees, "list every tree in the summary");
+  cmd->add_flag("--trees", args->trees, "list every tree (alltoall: every path) in the summary");
   cmd->add_option("--dot", args->dot, "write the trees over the topology as Graphviz DOT to this file");
   cmd->add_option("--svg", args->svg, "render the trees over the topology as SVG (needs Graphviz)");
   cmd->footer(
@@ -49,16 +79,17 @@ void add_plan_command(CLI::App& app) {
       "  canopy plan -t dgx1-v100 -c allgather --gpus 0,5 --relay       other tenants' GPUs forward\n"
       "  canopy plan -t my-box.topo -c reducescatter --json > plan.json\n"
       "  canopy plan -t dgx2 -c broadcast --svg trees.svg\n"
+      "  canopy plan -t dgx1-v100 -c alltoall --gpus 0,1,4,5        routes through relaying GPUs\n"
       "The summary shows predicted algbw/busbw, the proven bound, tree count, NCCL-style rings on the same\n"
       "links, and each link's load as a share of its capacity. On several hosts (GPUs joined by ib/eth links) it\n"
-      "adds the hierarchical plan: trees inside hosts, NCCL rings per rail between them (docs/multi-host.md).");
+      "adds the hierarchical plan: trees inside hosts, NCCL rings per rail between them (docs/multi-host.md).\n"
+      "alltoall routes every pair's block as a multicommodity flow (paths, not trees; --dot/--svg do not apply):\n"
+      "the summary shows its rate, the proven bound, NCCL-style direct paths and the planning time.");
   cmd->callback([args] {
+    if (args->collective == "alltoall") return plan_alltoall_command(*args);
     const Collective collective = collective_option(args->collective);
     const Topology full = load_topology(args->topology.topology);
-    PlanOptions options;
-    if (!args->topology.gpus.empty()) options.gpus = CLI::detail::split(args->topology.gpus, ',');
-    if (!args->root.empty()) options.root = args->root;
-    options.relay = args->relay;
+    const PlanOptions options = plan_options(*args);
     const Topology t = planning_topology(full, options);
     PlanReport report;
     const Plan p = plan(full, collective, options, &report);
