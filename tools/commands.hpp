@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "topology/topology.hpp"
 #include "core/collective.hpp"
 #include "runtime/comm/communicator.hpp"
+#include "simulator/simulate.hpp"
 
 namespace canopy::cli {
 
@@ -83,6 +85,13 @@ std::vector<std::pair<std::string, std::string>> base_new_pairs(
 
 // Writes `text` to `path` ("-" = stdout), as a canopy::Error naming the path when it cannot.
 void write_output(const std::string& path, const std::string& text);
+
+// `canopy simulate -c alltoall` (simulate_alltoall.cpp): the planned routes and NCCL-style direct routes per size,
+// each run through `run` (a fixed chunk, or the best one); a table on stdout, and the rows as JSON to `json` when given
+// (- : stdout instead of the table).
+using SimulateRun = std::function<SimResult(const std::function<SimResult(const SimOptions&)>&, std::uint64_t)>;
+void simulate_alltoall_sizes(const Topology& topology, const std::vector<std::uint64_t>& sizes,
+                             const SimulateRun& run, const std::string& json);
 
 // Renders DOT text to an SVG file with Graphviz's `dot` (graphviz.cpp).
 void render_svg(const std::string& dot, const std::string& svg_path);

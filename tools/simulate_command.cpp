@@ -75,7 +75,8 @@ void add_simulate_command(CLI::App& app) {
                                      "predict a collective's time from the topology: Canopy's trees beside "
                                      "NCCL-style rings");
   add_topology_args(*cmd, args->topology, /*positional=*/false);
-  cmd->add_option("--collective,-c", args->collective, "broadcast | reduce | allreduce | allgather | reducescatter")
+  cmd->add_option("--collective,-c", args->collective,
+                  "broadcast | reduce | allreduce | allgather | reducescatter | alltoall")
       ->required();
   cmd->add_option("--root,-r", args->root, "root of broadcast or reduce (default: the first rank)");
   cmd->add_option("--sizes", args->sizes, "8:1G (powers of two), 1M:64M:4 (factor 4) or 1K,64K,1M")
@@ -107,9 +108,31 @@ void add_simulate_command(CLI::App& app) {
       "(NVLink first, any link when NVLink\n"
       "holds no ring); allreduce also shows NCCL's double binary tree.\n"
       "On several hosts (GPUs joined by ib/eth links) it adds the hierarchical plan (trees inside hosts, one NCCL\n"
-      "ring per rail between them, phases pipelined) and its gain over the rings: docs/multi-host.md.");
+      "ring per rail between them, phases pipelined) and its gain over the rings: docs/multi-host.md.\n"
+      "alltoall: the planned routes (canopy plan -c alltoall) beside NCCL-style direct routes; table or --json.");
   cmd->callback([args] {
     const Topology topology = resolve_topology(args->topology);
+    SimOptions base;
+    base.launch_us = args->launch_us;
+    base.chunk_cost_us = args->chunk_cost_us;
+    base.latency_scale = args->latency_scale;
+    const bool automatic = args->chunk == "auto";
+    if (!automatic) base.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
+    if (base.chunk_bytes < 1 || base.launch_us < 0 || base.chunk_cost_us < 0 || base.latency_scale < 0)
+      throw Error(
+          "--chunk must be positive and --launch-us, --chunk-cost-us "
+          "and --latency-scale at least 0");
+    auto run = [&](const std::function<SimResult(const SimOptions&)>& sim, std::uint64_t bytes) {
+      if (!automatic) return sim(base);
+      return best_chunk(sim, base, static_cast<std::int64_t>(bytes));
+    };
+    if (args->collective == "alltoall") {
+      if (!args->root.empty() || !args->csv.empty() || !args->plot.empty() || args->links)
+        throw Error("-c alltoall takes --sizes, --chunk, the cost options and --json; not --root, --csv, --plot, "
+                    "--links");
+      simulate_alltoall_sizes(topology, parse_bench_sizes(args->sizes), run, args->json);
+      return;
+    }
     const Collective c = collective_option(args->collective);
     PlanOptions po;
     if (!args->root.empty()) po.root = args->root;
@@ -125,20 +148,6 @@ void add_simulate_command(CLI::App& app) {
         c != Collective::allreduce ? std::nullopt
         : hier                     ? std::optional<Plan>(nccl_multihost_trees(topology, hosts))
                                    : std::optional<Plan>(double_binary_tree(topology, p.ranks));
-    SimOptions base;
-    base.launch_us = args->launch_us;
-    base.chunk_cost_us = args->chunk_cost_us;
-    base.latency_scale = args->latency_scale;
-    const bool automatic = args->chunk == "auto";
-    if (!automatic) base.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
-    if (base.chunk_bytes < 1 || base.launch_us < 0 || base.chunk_cost_us < 0 || base.latency_scale < 0)
-      throw Error(
-          "--chunk must be positive and --launch-us, --chunk-cost-us "
-          "and --latency-scale at least 0");
-    auto run = [&](const std::function<SimResult(const SimOptions&)>& sim, std::uint64_t bytes) {
-      if (!automatic) return sim(base);
-      return best_chunk(sim, base, static_cast<std::int64_t>(bytes));
-    };
     std::vector<Row> rows;
     for (std::uint64_t bytes : parse_bench_sizes(args->sizes)) {
       const auto b = static_cast<std::int64_t>(bytes);
