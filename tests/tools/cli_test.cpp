@@ -117,6 +117,25 @@ TEST(CliPlan, PrintsSummaryJsonAndPictures) {
   EXPECT_THAT(testing::read_file(svg), HasSubstr("<svg"));
 }
 
+TEST(CliPlan, AlltoallPrintsRateBoundDirectAndPaths) {
+  CliRun r = canopy("plan -t dgx1-v100 -c alltoall --gpus 0,1,4,5");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("alltoall on dgx1-v100, 4 ranks: gpu0,gpu1,gpu4,gpu5"));
+  EXPECT_THAT(r.output, HasSubstr("the plan reaches 100.000 %"));
+  EXPECT_THAT(r.output, HasSubstr("planned is 2.59x"));
+  EXPECT_THAT(r.output, HasSubstr("planning "));
+  r = canopy("plan -t pcie-4gpu -c alltoall --json");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"pair_GBps\": 10.5"));
+  EXPECT_THAT(r.output, HasSubstr("\"paths\": ["));
+  r = canopy("plan -t pcie-4gpu -c alltoall --svg x.svg");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("alltoall plans have paths"));
+  r = canopy("plan -t pcie-4gpu -c alltoall --gpus 2");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr("at least 2 GPUs"));
+}
+
 TEST(CliPlan, ExplainsMistakes) {
   CliRun r = canopy("plan -t dgx1-v100 -c gather");
   EXPECT_EQ(r.status, 1);

@@ -90,6 +90,17 @@ TEST(SimulateCli, LatencyFromTheTopoFileCounts) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(SimulateCli, AlltoallPlannedBesideDirectRoutes) {
+  testing::CommandRun r = canopy("simulate -t dgx1-v100 -g 0,1,4,5 -c alltoall --sizes 64M");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("alltoall on dgx1-v100 (4 ranks)"));
+  EXPECT_THAT(r.output, HasSubstr("direct_us"));
+  r = canopy("simulate -t pcie-4gpu -c alltoall --sizes 1M --json -");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("\"direct_time_us\""));
+  EXPECT_THAT(canopy("simulate -t pcie-4gpu -c alltoall --links").output, HasSubstr("not --root, --csv"));
+}
+
 TEST(SimulateCli, BadOptionsNameTheFix) {
   EXPECT_THAT(canopy("simulate -t dgx1-v100 -c allreduce --chunk 12zz").output, HasSubstr("--chunk '12zz'"));
   EXPECT_THAT(canopy("simulate -t dgx1-v100 -c allsum").output, HasSubstr("--collective 'allsum'"));
