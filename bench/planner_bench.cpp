@@ -1,6 +1,7 @@
 // bench/planner: planning quality and speed. For each topology and collective: predicted algbw, the proven bound,
 // their ratio, tree count (and its lower bound), deepest tree, planning time (best of several runs) and the
-// algbw of NCCL-style rings on the same links. Plain program, not a
+// algbw of NCCL-style rings on the same links; up to 16 GPUs also the all-to-all (planner/alltoall.hpp), its columns
+// read: paths for trees, longest path (hops) for depth, NCCL-style direct routes for rings. Plain program, not a
 // timed test: `build/bin/canopy-bench-planner [--quick] [NAME..]` (--help says more).
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
+#include "planner/alltoall.hpp"
 #include "planner/planner.hpp"
 #include "planner/ring_baseline.hpp"
 #include "tools/usage/command_line.hpp"
@@ -55,6 +57,25 @@ int max_depth(const Plan& p) {
     for (const auto& [node, d] : depth) deepest = std::max(deepest, d);
   }
   return deepest;
+}
+
+// The all-to-all row: nccl-tests algbw (N·λ) planned, bounded and by direct routes; paths; the longest path's hops.
+void print_alltoall(const std::string& name, const Topology& t, int runs) {
+  double best_ms = 1e300;
+  AlltoallPlan p;
+  for (int run = 0; run < runs; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    p = plan_alltoall(t);
+    best_ms = std::min(best_ms, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::size_t paths = 0, longest = 0;
+  for (const AlltoallPair& pair : p.pairs)
+    for (const AlltoallPath& path : pair.paths) ++paths, longest = std::max(longest, path.nodes.size() - 1);
+  const int n = static_cast<int>(p.ranks.size());
+  fmt::print("{:<14} {:<14} {:>10.3f} {:>10.3f} {:>8.5f} {:>6} {:>6} {:>6} {:>10.2f} {:>10.3f}\n", name, "alltoall",
+             alltoall_algbw(p.pair_gbps, n), alltoall_algbw(p.bound_pair_gbps, n), p.pair_gbps / p.bound_pair_gbps,
+             paths, "-", longest, best_ms, alltoall_algbw(p.direct_pair_gbps, n));
+  std::fflush(stdout);
 }
 
 // The topology a NAME argument stands for: clusterN (N HGX H100 boxes, 1 to 64), a shipped name or a .topo file.
@@ -121,5 +142,6 @@ int main(int argc, char** argv) {
                  rep.tree_lower_bound, max_depth(p), best_ms, ring > 0 ? fmt::format("{:.3f}", ring) : "-");
       std::fflush(stdout);
     }
+    if (t.gpu_count() <= 16) print_alltoall(name, t, quick ? 1 : 3);
   }
 }

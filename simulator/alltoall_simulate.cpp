@@ -52,12 +52,7 @@ SimResult simulate_alltoall(const Topology& t, const std::vector<AlltoallPair>& 
         const auto [links, latency] = lm.along(t, hop);
         std::vector<int> this_hop;
         for (int j = 0; j < k; ++j) {
-          SimTransfer x;
-          x.bytes = path_bytes / k;
-          x.links = links;
-          x.latency_us = latency;
-          x.start_cost_us = o.chunk_cost_us;
-          x.weight = path.share;
+          SimTransfer x = simulator::chunk_transfer(path_bytes / k, links, latency, path.share, o);
           if (!previous_hop.empty()) x.after_arrived = {previous_hop[j]};
           if (j > 0) x.after_sent = {this_hop.back()};
           this_hop.push_back(static_cast<int>(transfers.size()));

@@ -68,12 +68,8 @@ SimResult simulate_plan(const Topology& topology, const Plan& plan, std::int64_t
       auto& to_have = have[t][to];
       to_have.resize(k);
       for (int j = 0; j < k; ++j) {
-        SimTransfer x;
-        x.bytes = tree_bytes / k;
-        x.links = path;
-        x.latency_us = latency;
-        x.start_cost_us = o.chunk_cost_us;
-        x.weight = tree.fraction;  // the runtime's blocks per tree follow the fraction
+        // The runtime's blocks per tree follow the fraction: so does its share of a contended link.
+        SimTransfer x = simulator::chunk_transfer(tree_bytes / k, path, latency, tree.fraction, o);
         x.after_arrived = from_have[j];
         if (j > 0) x.after_sent = {static_cast<int>(transfers.size()) - 1};
         to_have[j].push_back(static_cast<int>(transfers.size()));
@@ -151,11 +147,7 @@ SimResult simulate_rings(const Topology& topology, const RingBaseline& rings, Co
       hop[i] = lm.along(topology, nodes);
     }
     auto add = [&](int h, double size, std::vector<int> after_arrived, std::vector<int> after_sent) {
-      SimTransfer x;
-      x.bytes = size;
-      x.links = hop[h].first;
-      x.latency_us = hop[h].second;
-      x.start_cost_us = o.chunk_cost_us;
+      SimTransfer x = simulator::chunk_transfer(size, hop[h].first, hop[h].second, 1, o);
       x.after_arrived = std::move(after_arrived);
       x.after_sent = std::move(after_sent);
       transfers.push_back(std::move(x));

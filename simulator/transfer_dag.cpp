@@ -63,6 +63,17 @@ void check_size(std::int64_t transfers, const SimOptions& o, double bytes, const
                   o.max_transfers, format_byte_size(fits)));
 }
 
+SimTransfer chunk_transfer(double bytes, const std::vector<int>& links, double latency_us, double weight,
+                           const SimOptions& o) {
+  SimTransfer x;
+  x.bytes = bytes;
+  x.links = links;
+  x.latency_us = latency_us;
+  x.start_cost_us = o.chunk_cost_us;
+  x.weight = weight;
+  return x;
+}
+
 SimResult run_dag(const LinkMap& lm, const std::vector<SimTransfer>& transfers, std::int64_t bytes,
                   double busbw_factor, const SimOptions& o) {
   SimRun run = simulate_transfers(lm.links, transfers);

@@ -36,6 +36,11 @@ int steps_of(double bytes, std::int64_t chunk);
 // Throws canopy::Error, naming a chunk size that fits, when `transfers` exceeds options.max_transfers.
 void check_size(std::int64_t transfers, const SimOptions& options, double bytes, const char* what);
 
+// One chunk over a path: `bytes` over `links`, arriving `latency_us` after its last byte left, paying the chunk cost
+// first, sharing contended links by `weight`; its dependencies are the caller's to add.
+SimTransfer chunk_transfer(double bytes, const std::vector<int>& links, double latency_us, double weight,
+                           const SimOptions& options);
+
 // Runs the DAG: time = options.launch_us + the last arrival; algbw = bytes / time; busbw = algbw × busbw_factor.
 SimResult run_dag(const LinkMap& links, const std::vector<SimTransfer>& transfers, std::int64_t bytes,
                   double busbw_factor, const SimOptions& options);

@@ -131,15 +131,20 @@ TEST(Alltoall, JsonListsEveryPath) {
   EXPECT_THAT(json, HasSubstr("\"gpu0\",\n            \"plx0\",\n            \"gpu3\""));
 }
 
+// The message of the canopy::Error planning throws; empty when it plans.
+std::string planning_error(const Topology& t, const PlanOptions& options = {}) {
+  try {
+    plan_alltoall(t, options);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(Alltoall, OneGpuIsAnError) {
   PlanOptions options;
   options.gpus = {"3"};
-  try {
-    plan_alltoall(load_topology("dgx1-v100"), options);
-    FAIL() << "planned on one GPU";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("at least 2 GPUs, got 1"));
-  }
+  EXPECT_THAT(planning_error(load_topology("dgx1-v100"), options), HasSubstr("at least 2 GPUs, got 1"));
 }
 
 TEST(Alltoall, DisconnectedRanksAreNamed) {
@@ -147,22 +152,18 @@ TEST(Alltoall, DisconnectedRanksAreNamed) {
   const auto g = t.gpus(4);
   t.link(g[0], g[1], nvlink2);
   t.link(g[2], g[3], nvlink2);
-  try {
-    plan_alltoall(t);
-    FAIL() << "planned on a disconnected topology";
-  } catch (const Error& e) {
-    EXPECT_THAT(e.what(), HasSubstr("split"));
-    EXPECT_THAT(e.what(), HasSubstr("gpu2"));
-  }
+  const std::string error = planning_error(t);
+  EXPECT_THAT(error, HasSubstr("topology 'split' is not usable"));
+  EXPECT_THAT(error, HasSubstr("gpu2"));
 }
 
 TEST(Alltoall, OneWayLinkLeavesAPairUnreachable) {
-  // gpu2 hears gpu0 but cannot answer: every GPU reaches some other, yet gpu2 -> gpu0 has no path.
+  // gpu2 hears gpu1 but cannot answer: gpu2 -> gpu0 has no path.
   Topology t("oneway");
   const auto g = t.gpus(3);
   t.link(g[0], g[1], nvlink2);
   t.arc(g[1], g[2], nvlink2);
-  EXPECT_THROW(plan_alltoall(t), Error);
+  EXPECT_THAT(planning_error(t), HasSubstr("gpu2"));
 }
 
 TEST(Alltoall, RootIsRefused) {
