@@ -30,26 +30,35 @@ int LinearProgram::add_column(double lower, double upper, double objective) {
   return j - 1;
 }
 
-int LinearProgram::add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper) {
-  CANOPY_INTERNAL_ASSERT(upper >= lower, "row bounds out of order");
-  const int i = glp_add_rows(impl_->problem, 1);
-  // GLPK arrays are 1-based: element 0 is unused.
-  std::vector<int> index(1, 0);
+namespace {
+
+// A new row holding Σ coefficient × column (GLPK's 1-based index), bounds still to set.
+int new_row(glp_prob* problem, const std::vector<std::pair<int, double>>& terms) {
+  const int i = glp_add_rows(problem, 1);
+  std::vector<int> index(1, 0);  // GLPK arrays are 1-based: element 0 is unused
   std::vector<double> value(1, 0.0);
   for (const auto& [column, coefficient] : terms) {
-    CANOPY_INTERNAL_ASSERT(column >= 0 && column < columns(), "row names an unknown column");
+    CANOPY_INTERNAL_ASSERT(column >= 0 && column < glp_get_num_cols(problem), "row names an unknown column");
     index.push_back(column + 1);
     value.push_back(coefficient);
   }
-  glp_set_mat_row(impl_->problem, i, static_cast<int>(terms.size()), index.data(), value.data());
+  glp_set_mat_row(problem, i, static_cast<int>(terms.size()), index.data(), value.data());
+  return i;
+}
+
+}  // namespace
+
+int LinearProgram::add_row(const std::vector<std::pair<int, double>>& terms, double lower, double upper) {
+  CANOPY_INTERNAL_ASSERT(upper >= lower, "row bounds out of order");
+  const int i = new_row(impl_->problem, terms);
   glp_set_row_bnds(impl_->problem, i, upper == lower ? GLP_FX : GLP_DB, lower, upper);
   return i - 1;
 }
 
 int LinearProgram::add_at_most(const std::vector<std::pair<int, double>>& terms, double upper) {
-  const int i = add_row(terms, upper, upper);
-  glp_set_row_bnds(impl_->problem, i + 1, GLP_UP, 0, upper);
-  return i;
+  const int i = new_row(impl_->problem, terms);
+  glp_set_row_bnds(impl_->problem, i, GLP_UP, 0, upper);
+  return i - 1;
 }
 
 void LinearProgram::set_objective(int column, double coefficient) {
