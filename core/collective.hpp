@@ -7,6 +7,8 @@
 
 namespace canopy {
 
+// All-to-all is planned apart (planner/alltoall.hpp: routes, not trees; algbw N·λ, busbw (N−1)·λ as nccl-tests'
+// alltoall_perf) and is not a Collective: the runtime does not run planned all-to-alls yet.
 enum class Collective { broadcast, reduce, allreduce, allgather, reducescatter };
 
 std::string to_string(Collective c);
