@@ -22,7 +22,6 @@ namespace {
 constexpr int kMaxErrors = 20;
 constexpr int kMaxGpusStatement = 1024;
 constexpr double kMaxGbps = 1e6;
-constexpr double kMaxLatencyUs = 1e6;
 constexpr std::uintmax_t kMaxFileBytes = 64u << 20;
 
 struct Location {

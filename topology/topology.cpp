@@ -16,7 +16,6 @@ namespace canopy {
 namespace {
 
 constexpr std::size_t kMaxNameLength = 64;
-constexpr double kMaxLatencyUs = 1e6;
 
 bool latency_given(double us) { return us >= 0; }
 

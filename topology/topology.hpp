@@ -37,6 +37,9 @@ struct NodeId {
   friend auto operator<=>(const NodeId&, const NodeId&) = default;
 };
 
+// The largest per-hop latency a link may have, in µs (the builder's and the .topo reader's bound).
+inline constexpr double kMaxLatencyUs = 1e6;
+
 // A bandwidth with the link kind it comes from, e.g. `nvlink2 * 2` = {50, "nvlink2"}, and optionally the
 // latency of one hop over it: `(nvlink2 * 2).with_latency(0.9)` = {50, "nvlink2", 0.9}.
 struct Bandwidth {

@@ -21,7 +21,7 @@ constexpr std::uint32_t kEnginesTag = 0x80000003u;  // beside the call counters'
 constexpr std::size_t kBoardBytes = 8192;           // a board (EngineBoard), in whole pages
 // The side streams: the first pushes (a broadcast's, a reduce's and an allreduce's inputs; the only one of a broadcast
 // or a reduce), an allreduce's combining kernels, and its pushes of sums back.
-enum SideStream { kPush = 0, kCombine = 1, kBack = 2, kLanes = 3 };
+enum Lane { kPushLane = 0, kCombineLane = 1, kBackLane = 2, kLanes = 3 };
 
 
 }  // namespace
@@ -163,8 +163,8 @@ Status ProcessEngines::allreduce(int rank, const void* send, void* recv, std::si
   char* their_recv = static_cast<char*>(boards_->mapped()[0]);
   if (Status s = words_.fork(streams, kLanes); !s.ok()) return s;
   // This process's receive buffer may be written once its callers' streams got here; the other's, once it says so.
-  if (Status s = words_.write(process_, &mine.ready, seq, kPush); !s.ok()) return s;
-  if (Status s = words_.wait(other, &theirs.ready, seq, kPush); !s.ok()) return s;
+  if (Status s = words_.write(process_, &mine.ready, seq, kPushLane); !s.ok()) return s;
+  if (Status s = words_.wait(other, &theirs.ready, seq, kPushLane); !s.ok()) return s;
   // Rank 0 reduces each chunk's first half, rank 1 the rest (16-byte aligned: whole elements). First every chunk's
   // other half of this input into the other's receive buffer, each chunk's arrival a word on the other's board.
   struct Part {
@@ -180,28 +180,30 @@ Status ProcessEngines::allreduce(int rank, const void* send, void* recv, std::si
   }
   for (const Part& p : parts) {
     if (cudaError_t e = cudaMemcpyAsync(their_recv + p.at[o], static_cast<const char*>(send) + p.at[o], p.len[o],
-                                        cudaMemcpyDeviceToDevice, words_.side(kPush));
+                                        cudaMemcpyDeviceToDevice, words_.side(kPushLane));
         e != cudaSuccess)
       return words_.failed("an allreduce's chunk into the other process's receive buffer", e);
-    if (Status s = words_.write(other, &theirs.landed, p.landed, kPush); !s.ok()) return s;
+    if (Status s = words_.write(other, &theirs.landed, p.landed, kPushLane); !s.ok()) return s;
   }
   // As each chunk of the other's input lands: this rank's half combined in rank order, then its sum pushed back.
   for (const Part& p : parts) {
     char* sum = static_cast<char*>(recv) + p.at[rank];
     const void* in = static_cast<const char*>(send) + p.at[rank];
     const void* in_rank_order[2] = {rank == 0 ? in : sum, rank == 0 ? sum : in};
-    if (Status s = words_.wait(process_, &mine.landed, p.landed, kCombine); !s.ok()) return s;
-    if (Status s = combine->run(sum, in_rank_order, p.len[rank] / element, dtype, op, words_.side(kCombine)); !s.ok())
+    if (Status s = words_.wait(process_, &mine.landed, p.landed, kCombineLane); !s.ok()) return s;
+    if (Status s =
+            combine->run(sum, in_rank_order, p.len[rank] / element, dtype, op, words_.side(kCombineLane));
+        !s.ok())
       return s;
-    if (Status s = words_.follow(kBack, kCombine); !s.ok()) return s;
+    if (Status s = words_.follow(kBackLane, kCombineLane); !s.ok()) return s;
     if (cudaError_t e = cudaMemcpyAsync(their_recv + p.at[rank], sum, p.len[rank], cudaMemcpyDeviceToDevice,
-                                        words_.side(kBack));
+                                        words_.side(kBackLane));
         e != cudaSuccess)
       return words_.failed("an allreduce's sum into the other process's receive buffer", e);
-    if (Status s = words_.write(other, &theirs.returned, p.landed, kBack); !s.ok()) return s;
+    if (Status s = words_.write(other, &theirs.returned, p.landed, kBackLane); !s.ok()) return s;
   }
   // The other's sums of its halves, in this receive buffer, before the callers' streams go on.
-  if (Status s = words_.wait(process_, &mine.returned, parts.back().landed, kBack); !s.ok()) return s;
+  if (Status s = words_.wait(process_, &mine.returned, parts.back().landed, kBackLane); !s.ok()) return s;
   return words_.join(streams, kLanes);
 }
 
