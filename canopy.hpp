@@ -28,6 +28,7 @@
 #include "runtime/jit/jit.hpp"
 #include "runtime/jit/nvrtc_compiler.hpp"
 #include "runtime/call/collective_call.hpp"
+#include "runtime/call/point_to_point.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/detect/detect_topology.hpp"
 #include "runtime/transport/bootstrap/unique_id.hpp"

@@ -18,7 +18,7 @@ set(CANOPY_PUBLIC_HEADERS
     planner/plan.hpp planner/plan_eval.hpp planner/plan_json.hpp planner/planner.hpp planner/ring_baseline.hpp
     codegen/codegen_options.hpp codegen/generate.hpp codegen/kernel_source.hpp codegen/lower.hpp codegen/schedule.hpp
     codegen/source_file.hpp
-    runtime/call/collective_call.hpp
+    runtime/call/collective_call.hpp runtime/call/point_to_point.hpp
     runtime/comm/collective_spec.hpp runtime/comm/communicator.hpp runtime/comm/communicator_options.hpp
     runtime/cuda/device_limits.hpp runtime/cuda/driver_api.hpp
     runtime/detect/detect_topology.hpp runtime/detect/machine_facts.hpp runtime/detect/topology_from_facts.hpp

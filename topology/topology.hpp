@@ -37,6 +37,9 @@ struct NodeId {
   friend auto operator<=>(const NodeId&, const NodeId&) = default;
 };
 
+// The largest per-hop latency a link may have, in µs (the builder's and the .topo reader's bound).
+inline constexpr double kMaxLatencyUs = 1e6;
+
 // A bandwidth with the link kind it comes from, e.g. `nvlink2 * 2` = {50, "nvlink2"}, and optionally the
 // latency of one hop over it: `(nvlink2 * 2).with_latency(0.9)` = {50, "nvlink2", 0.9}.
 struct Bandwidth {
@@ -78,9 +81,6 @@ struct Arc {
   double latency_us = -1;  // µs per hop as given; negative: not given (see latency_of)
   friend bool operator==(const Arc&, const Arc&) = default;
 };
-
-// The largest per-hop latency a link may be given, in µs (Bandwidth::with_latency, `.topo` `latency=`).
-inline constexpr double kMaxLatencyUs = 1e6;
 
 // The nominal latency of one hop over a link of this kind, in µs, for links given none: `nvlink*` 0.7, `pcie*` 1.2,
 // `qpi` and `xgmi` 0.6, `ib` 2.0, `eth` 5.0, anything else (the empty kind included) 1.0. These are starting

@@ -9,6 +9,8 @@
 
 namespace canopy {
 
+bool is_default_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread; }
+
 namespace {
 
 std::string pointer_text(const void* p) { return fmt::format("{}", fmt::ptr(p)); }
@@ -22,8 +24,6 @@ std::string memory_text(MemoryKind k) {
   }
   return "?";
 }
-
-bool is_default_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread; }
 
 struct Region {
   std::uintptr_t begin = 0, end = 0;

@@ -60,6 +60,9 @@ struct StreamFacts {
   unsigned long long id = 0;
 };
 
+// The legacy or per-thread default stream (null among them): its GPU is the current device's, not the stream's own.
+bool is_default_stream(cudaStream_t s);
+
 struct CallOracle {
   // Empty: pointers are not asked about (CANOPY_CHECK_POINTERS=0): no memory-kind, GPU or bounds check.
   std::function<PointerFacts(const void*)> pointer;

@@ -18,6 +18,7 @@
 
 #include "core/status.hpp"
 #include "runtime/call/collective_call.hpp"
+#include "runtime/call/point_to_point.hpp"
 #include "runtime/comm/collective_spec.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/communicator_layout.hpp"
@@ -65,6 +66,9 @@ class CallPath {
   virtual Status info(const CollectiveSpec& spec, CollectiveInfo* out) = 0;
   virtual Status scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype,
                        const void* device_scalar, const void* host_scalar, cudaStream_t stream) = 0;
+  // A group of sends and receives (Communicator::send_recv). The default refuses it, naming the way of running:
+  // across processes and hosts point-to-point is a later part of issue 68.
+  virtual Status send_recv(std::span<const PointToPoint> ops);
   // The element-wise kernels (combining, avg's division) of this process's GPU (its first own rank's), loaded once.
   virtual Status combining_kernels(const CombineKernels** out) = 0;
 

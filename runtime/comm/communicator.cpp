@@ -87,6 +87,7 @@ CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count,
 // --- calls -------------------------------------------------------------------------------------------------------
 
 Status Communicator::run(const CollectiveCall& call) { return path_->run(call); }
+Status Communicator::send_recv(std::span<const PointToPoint> ops) { return path_->send_recv(ops); }
 Status Communicator::prepare(std::span<const CollectiveSpec> specs) { return path_->prepare(specs); }
 Status Communicator::prepare(const CollectiveCall& call) { return path_->prepare(call); }
 Status Communicator::info(const CollectiveSpec& spec, CollectiveInfo* out) { return path_->info(spec, out); }

@@ -33,6 +33,7 @@
 #include "dsl/algorithm.hpp"
 #include "topology/topology.hpp"
 #include "runtime/call/collective_call.hpp"
+#include "runtime/call/point_to_point.hpp"
 #include "runtime/comm/collective_spec.hpp"
 #include "runtime/comm/communicator_options.hpp"
 #include "runtime/protocol/protocol_choice.hpp"
@@ -99,6 +100,16 @@ class Communicator {
   // chunks and its receive buffer its output chunks of count / chunks elements; out of place only.
   Status run_program(const algo::Program& program, std::span<const void* const> send, std::span<void* const> recv,
                      std::uint64_t count, DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams);
+
+  // Point-to-point, NCCL's group of ncclSend and ncclRecv (runtime/call/point_to_point.hpp): every op names the rank
+  // issuing it (make them with send_op and recv_op), and the whole group is issued together, in any order. Within
+  // one (sender, receiver) pair the k-th send meets the k-th receive, with the same count and type; a send to the
+  // rank itself is a local copy; a count of 0 moves nothing. Each receive completes on its op's stream, each send on
+  // its op's stream once its data has left (the buffer may then be reused). Refused (invalid_argument, naming the op
+  // and the fix) when an op is unmatched, a pair's counts or types differ, a rank or peer is out of range, or a
+  // buffer is null with elements to move. Served by a communicator of one process (create); across processes and
+  // hosts it returns unsupported for now (issue 68). Not inside a CUDA graph capture yet.
+  Status send_recv(std::span<const PointToPoint> ops);
 
   // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
   bool is_large(Collective collective, std::uint64_t count, DataType dtype) const;

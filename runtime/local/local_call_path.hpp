@@ -1,7 +1,8 @@
 // LocalCallPath: one process driving every GPU of its communicator (Communicator::create, as ncclCommInitAll): the
 // topology given or detected, the ranks placed on the GPUs (virtual ranks beyond them), peer access between them
 // (LocalPeerMemory), and every call's kernels launched on all of them (GpuKernels), with a large call's share on the
-// copy engines or through host memory (Offload). Ranks of no other process: nothing is exchanged, split or agreed.
+// copy engines or through host memory (Offload); a group of sends and receives is matched and copied between the
+// ranks' streams (PointToPointCopies). Ranks of no other process: nothing is exchanged, split or agreed.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include "runtime/comm/call_path.hpp"
 #include "runtime/comm/communicator_layout.hpp"
 #include "runtime/local/gpu_kernels.hpp"
+#include "runtime/local/point_to_point_copies.hpp"
 #include "runtime/transport/peer_memory.hpp"
 
 namespace canopy {
@@ -47,6 +49,7 @@ class LocalCallPath final : public CallPath {
   Status scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype, const void* device_scalar,
                const void* host_scalar, cudaStream_t stream) override;
   Status combining_kernels(const CombineKernels** out) override;
+  Status send_recv(std::span<const PointToPoint> ops) override;  // local_send_recv.cpp
 
   Status exchange(std::string mine, std::vector<std::string>* all) override;
   Status split(int color, int key, const CommunicatorOptions& options, const JoinPath& join,
@@ -64,6 +67,7 @@ class LocalCallPath final : public CallPath {
   CommunicatorLayout layout_;
   std::unique_ptr<PeerMemory> peers_;
   GpuKernels kernels_{layout_};
+  PointToPointCopies copies_;  // send_recv's events
   std::mutex mutex_;  // calls are serialised
   CallFailure failure_;
 };
