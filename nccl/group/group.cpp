@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -115,6 +116,9 @@ ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls)
   ncclResult_t result = ncclSuccess;
   // Which calls go to which communicator, in order; the not-ready ones fail here.
   std::map<SharedComm*, std::vector<std::size_t>> by_comm;
+  // Held until the group has left them, as a single call holds its own (api_collectives.cpp): a watchdog's
+  // ncclCommAbort from another thread may drop a handle's communicator while a call of the group waits.
+  std::vector<std::shared_ptr<SharedComm>> held;
   bool across_processes = false;
   for (std::size_t k = 0; k < calls.size(); ++k) {
     const auto& [comm, call] = calls[k];
@@ -125,6 +129,7 @@ ncclResult_t run_calls(const std::vector<std::pair<ncclComm*, RankCall>>& calls)
                                                     call.function, comm->init_error));
       continue;
     }
+    if (!by_comm.count(comm->shared.get())) held.push_back(comm->shared);
     by_comm[comm->shared.get()].push_back(k);
     across_processes = across_processes || comm->shared->across_processes();
   }
