@@ -206,13 +206,14 @@ Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, 
   *result = CheckResult{};
   const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
   // Ranks (of this process: local indices k, rank first_ + k) checked on the host against the reference; where
-  // every rank must hold the same output (broadcast, allreduce, allgather: one root's bytes copied everywhere) one
-  // rank, rotating with the seed, is checked on the host and the others are compared with it bit for bit on the GPU.
+  // every rank must hold the same output (same_output_on_every_rank: broadcast, allreduce, allgather, and programs
+  // that compute one of them exactly) one rank, rotating with the seed, is checked on the host and the others are
+  // compared with it bit for bit on the GPU.
   std::vector<int> host_ranks;
   std::vector<int> same_as_host;
   if (s.collective == Collective::reduce && !s.program) {
     if (s.root >= first_ && s.root < first_ + own()) host_ranks.push_back(s.root - first_);
-  } else if (s.collective == Collective::reducescatter || s.program) {
+  } else if (!same_output_on_every_rank(s)) {
     for (int k = 0; k < own(); ++k) host_ranks.push_back(k);
   } else {
     const int pick = static_cast<int>(s.seed % static_cast<std::uint64_t>(own()));

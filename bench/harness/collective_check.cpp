@@ -123,6 +123,25 @@ std::uint64_t output_elements(const CheckSpec& s, int rank) {
   return recv_elements(s.collective, s.count, s.ranks, rank, s.root);
 }
 
+bool same_output_on_every_rank(const CheckSpec& s) {
+  if (!s.program) return s.collective != Collective::reduce && s.collective != Collective::reducescatter;
+  const bool exact = !is_floating(s.dtype) || s.op == ReduceOp::min || s.op == ReduceOp::max;
+  const auto& sources = s.program->sources;
+  for (std::size_t c = 0; c < sources[0].size(); ++c) {
+    if (!sources[0][c]) return false;
+    std::vector<std::pair<int, int>> first = *sources[0][c];
+    if (first.size() > 1 && !exact) return false;
+    std::sort(first.begin(), first.end());
+    for (std::size_t r = 1; r < sources.size(); ++r) {
+      if (!sources[r][c]) return false;
+      std::vector<std::pair<int, int>> other = *sources[r][c];
+      std::sort(other.begin(), other.end());
+      if (other != first) return false;
+    }
+  }
+  return true;
+}
+
 namespace {
 
 // The inputs (rank, input element) combined into output element j of `rank` of a program's call; null where the
@@ -195,25 +214,27 @@ CheckResult check_output(const CheckSpec& s, int rank, const void* output, unsig
 
 namespace {
 
-// The reference of one output element: the pattern values of inputs `at(0) .. at(n - 1)` ((rank, index) pairs)
-// combined with Op in double precision (integers exactly, wrapping at T's width), and its tolerance.
+// The reference of one output element: pattern values combined with Op in double precision (integers exactly,
+// wrapping at T's width), and its tolerance.
 struct Reference {
   double want = 0, tol = 0;
   std::int64_t exact = 0;
 };
 
-// `tolerance`: that of a reduction of n inputs (reduction_tolerance); null for a copy or one input (exact).
-template <DataType T, ReduceOp Op, typename At>
-Reference reduce_reference(std::uint64_t seed, int n, const ReductionTolerance* tolerance, At at) {
-  constexpr bool kProd = Op == ReduceOp::prod;
-  Reference r;
-  if constexpr (is_floating(T)) {
-    double acc = 0, mag = 0, growth = 1;
-    for (int q = 0; q < n; ++q) {
-      const auto [rank, index] = at(q);
-      const double v = pattern_value_of<T, kProd>(pattern_hash(seed, rank, index));
+// Combines an element's pattern values one at a time, in the order given, and gives its Reference.
+template <DataType T, ReduceOp Op>
+struct Accumulation {
+  static constexpr bool kProd = Op == ReduceOp::prod;
+  double acc = 0, mag = 0, growth = 1;
+  std::uint64_t int_acc = 0;
+
+  [[gnu::always_inline]] static double value(std::uint64_t seed, int rank, std::uint64_t index) {
+    return pattern_value_of<T, kProd>(pattern_hash(seed, rank, index));
+  }
+  [[gnu::always_inline]] void add(bool first, double v) {
+    if constexpr (is_floating(T)) {
       if constexpr (kProd) growth *= std::max(1.0, std::fabs(v));
-      if (q == 0)
+      if (first)
         acc = v, mag = std::fabs(v);
       else if constexpr (Op == ReduceOp::sum || Op == ReduceOp::avg)
         acc += v, mag += std::fabs(v);
@@ -223,36 +244,94 @@ Reference reduce_reference(std::uint64_t seed, int n, const ReductionTolerance* 
         acc = std::min(acc, v);
       else
         acc = std::max(acc, v);
-    }
-    r.want = Op == ReduceOp::avg ? acc / n : acc;
-    if (tolerance && (Op == ReduceOp::sum || Op == ReduceOp::prod)) r.tol = (*tolerance)(mag, growth);
-    if constexpr (Op == ReduceOp::avg)
-      if (tolerance) r.tol = average_tolerance(T, (*tolerance)(mag), r.want, n);
-  } else {
-    // Pattern values are below 2^53 in magnitude: exact through int64; unsigned types compare as unsigned.
-    std::uint64_t acc = 0;
-    for (int q = 0; q < n; ++q) {
-      const auto [rank, index] = at(q);
-      const std::uint64_t v = static_cast<std::uint64_t>(
-          static_cast<std::int64_t>(pattern_value_of<T, kProd>(pattern_hash(seed, rank, index))));
-      if (q == 0)
-        acc = v;
+    } else {
+      // Pattern values are below 2^53 in magnitude: exact through int64; unsigned types compare as unsigned.
+      const std::uint64_t u = static_cast<std::uint64_t>(static_cast<std::int64_t>(v));
+      if (first)
+        int_acc = u;
       else if constexpr (Op == ReduceOp::sum || Op == ReduceOp::avg)
-        acc += v;
+        int_acc += u;
       else if constexpr (Op == ReduceOp::prod)
-        acc *= v;
+        int_acc *= u;
       else if constexpr (is_unsigned(T))
-        acc = Op == ReduceOp::min ? std::min(acc, v) : std::max(acc, v);
+        int_acc = Op == ReduceOp::min ? std::min(int_acc, u) : std::max(int_acc, u);
       else if constexpr (Op == ReduceOp::min)
-        acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+        int_acc = static_cast<std::uint64_t>(std::min(static_cast<std::int64_t>(int_acc), static_cast<std::int64_t>(u)));
       else
-        acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(acc), static_cast<std::int64_t>(v)));
+        int_acc = static_cast<std::uint64_t>(std::max(static_cast<std::int64_t>(int_acc), static_cast<std::int64_t>(u)));
     }
-    const std::int64_t wrapped = wrap(static_cast<std::int64_t>(acc), T);
-    r.exact = Op == ReduceOp::avg ? divide_wrapped(wrapped, n, T) : wrapped;
-    r.want = integer_value(r.exact, T);
   }
-  return r;
+  // `tolerance`: that of a reduction of n inputs (reduction_tolerance); null for a copy or one input (exact).
+  [[gnu::always_inline]] Reference finish(int n, const ReductionTolerance* tolerance) const {
+    Reference r;
+    if constexpr (is_floating(T)) {
+      r.want = Op == ReduceOp::avg ? acc / n : acc;
+      if (tolerance && (Op == ReduceOp::sum || Op == ReduceOp::prod)) r.tol = (*tolerance)(mag, growth);
+      if constexpr (Op == ReduceOp::avg)
+        if (tolerance) r.tol = average_tolerance(T, (*tolerance)(mag), r.want, n);
+    } else {
+      const std::int64_t wrapped = wrap(static_cast<std::int64_t>(int_acc), T);
+      r.exact = Op == ReduceOp::avg ? divide_wrapped(wrapped, n, T) : wrapped;
+      r.want = integer_value(r.exact, T);
+    }
+    return r;
+  }
+};
+
+// The Reference of the inputs `at(0) .. at(n - 1)` ((rank, index) pairs).
+template <DataType T, ReduceOp Op, typename At>
+[[gnu::always_inline]] inline Reference reduce_reference(std::uint64_t seed, int n, const ReductionTolerance* tolerance, At at) {
+  Accumulation<T, Op> a;
+  for (int q = 0; q < n; ++q) {
+    const auto [rank, index] = at(q);
+    a.add(q == 0, Accumulation<T, Op>::value(seed, rank, index));
+  }
+  return a.finish(n, tolerance);
+}
+
+// Counts a wrong element and keeps the first few as examples (apart, so that judge stays small enough to inline).
+[[gnu::noinline]] void report_wrong(double got, const Reference& ref, int rank, std::uint64_t element,
+                                    std::uint64_t& wrong, std::vector<std::string>& examples) {
+  if (++wrong <= 5)
+    examples.push_back(fmt::format("rank {} element {}: got {}, expected {}{}", rank, element, got, ref.want,
+                                   ref.tol > 0 ? fmt::format(" (tolerance {:.3g})", ref.tol) : ""));
+}
+
+// Compares output element `element` of `rank` (at p) with its reference.
+template <DataType T>
+[[gnu::always_inline]] inline void judge(const void* p, const Reference& ref, int rank, std::uint64_t element, std::uint64_t& wrong,
+                  std::vector<std::string>& examples) {
+  if constexpr (T == DataType::i64 || T == DataType::u64) {  // 64 bits: compared exactly, not through a double
+    std::int64_t g;
+    std::memcpy(&g, p, 8);
+    if (g != ref.exact) report_wrong(integer_value(g, T), ref, rank, element, wrong, examples);
+  } else {
+    const double got = element_value(p, T);
+    if (!(std::fabs(got - ref.want) <= ref.tol)) report_wrong(got, ref, rank, element, wrong, examples);  // NaN too
+  }
+}
+
+// A planned reduction's elements [begin, end) of one rank's output, a block at a time: each input rank's values of
+// the whole block in turn, so that the elements' chains of combines run side by side instead of one after another
+// (the same combines, in the same order, as reduce_reference).
+template <DataType T, ReduceOp Op>
+void check_reduction_blocks(const CheckSpec& s, int rank, const void* output, std::uint64_t first,
+                            std::uint64_t begin, std::uint64_t end, std::uint64_t& wrong,
+                            std::vector<std::string>& examples) {
+  constexpr std::uint64_t kBlock = 256;
+  const ReductionTolerance tolerance = reduction_tolerance(T, s.ranks);
+  const std::uint64_t size = static_cast<std::uint64_t>(size_of(T));
+  const std::uint64_t base = s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(rank) * s.count : 0;
+  Accumulation<T, Op> block[kBlock];
+  for (std::uint64_t b = begin; b < end; b += kBlock) {
+    const std::uint64_t m = std::min(kBlock, end - b);
+    const std::uint64_t index = base + first + b;
+    for (int q = 0; q < s.ranks; ++q)
+      for (std::uint64_t i = 0; i < m; ++i) block[i].add(q == 0, Accumulation<T, Op>::value(s.seed, q, index + i));
+    for (std::uint64_t i = 0; i < m; ++i)
+      judge<T>(static_cast<const char*>(output) + (b + i) * size, block[i].finish(s.ranks, &tolerance), rank,
+               first + b + i, wrong, examples);
+  }
 }
 
 // Checks outputs[k][j] (rank ranks[k], element first + j) for j in [begin, end); a program's free elements are
@@ -261,25 +340,29 @@ template <DataType T, ReduceOp Op>
 void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::vector<const void*>& outputs,
                  std::uint64_t first, std::uint64_t begin, std::uint64_t end, std::uint64_t& wrong,
                  std::vector<std::string>& examples) {
-  const int size = size_of(T);
   const bool reduction = combines(s);
+  if (!s.program && reduction && ranks.size() == 1)
+    return check_reduction_blocks<T, Op>(s, ranks[0], outputs[0], first, begin, end, wrong, examples);
   const bool same_for_all = !s.program && s.collective != Collective::reducescatter;
+  const std::uint64_t size = static_cast<std::uint64_t>(size_of(T));
   const ReductionTolerance tolerance = reduction_tolerance(T, s.ranks);
   const std::uint64_t unit = s.program ? s.count / s.program->program.chunks() : 0;
+  // A program's tolerance depends on how many inputs an element combines; computing it (log1p, expm1) per element
+  // cost more than the rest of the check, so the last one is kept.
+  int tolerance_inputs = -1;
+  ReductionTolerance tolerance_of_inputs;
   for (std::uint64_t j = begin; j < end; ++j) {
-    double want = 0, tol = 0;
-    std::int64_t exact = 0;
+    Reference ref;
     for (std::size_t k = 0; k < ranks.size(); ++k) {
       if (k == 0 || !same_for_all) {
         const std::uint64_t e = first + j;
-        Reference ref;
         if (s.program) {
           std::uint64_t offset = 0;
           const std::vector<std::pair<int, int>>* from = program_sources(s, ranks[k], e, &offset);
           if (!from) continue;
           const int n = static_cast<int>(from->size());
-          const ReductionTolerance of_n = reduction_tolerance(T, n);
-          ref = reduce_reference<T, Op>(s.seed, n, n > 1 ? &of_n : nullptr, [&](int q) {
+          if (n > 1 && n != tolerance_inputs) tolerance_of_inputs = reduction_tolerance(T, n), tolerance_inputs = n;
+          ref = reduce_reference<T, Op>(s.seed, n, n > 1 ? &tolerance_of_inputs : nullptr, [&](int q) {
             return std::pair{(*from)[q].first, (*from)[q].second * unit + offset};
           });
         } else if (!reduction) {
@@ -291,23 +374,8 @@ void check_range(const CheckSpec& s, const std::vector<int>& ranks, const std::v
               s.collective == Collective::reducescatter ? static_cast<std::uint64_t>(ranks[k]) * s.count + e : e;
           ref = reduce_reference<T, Op>(s.seed, s.ranks, &tolerance, [&](int q) { return std::pair{q, index}; });
         }
-        want = ref.want, tol = ref.tol, exact = ref.exact;
       }
-      const void* p = static_cast<const char*>(outputs[k]) + j * size;
-      bool ok;
-      double got;
-      if constexpr (T == DataType::i64 || T == DataType::u64) {  // 64 bits: compared exactly, not through a double
-        std::int64_t g;
-        std::memcpy(&g, p, 8);
-        got = integer_value(g, T);
-        ok = g == exact;
-      } else {
-        got = element_value(p, T);
-        ok = std::fabs(got - want) <= tol;  // false for NaN
-      }
-      if (!ok && ++wrong <= 5)
-        examples.push_back(fmt::format("rank {} element {}: got {}, expected {}{}", ranks[k], first + j, got, want,
-                                       tol > 0 ? fmt::format(" (tolerance {:.3g})", tol) : ""));
+      judge<T>(static_cast<const char*>(outputs[k]) + j * size, ref, ranks[k], first + j, wrong, examples);
     }
   }
 }

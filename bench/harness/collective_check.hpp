@@ -53,6 +53,12 @@ struct CheckResult {
 // Elements of rank `rank`'s output that the collective defines (0 for reduce's non-root ranks).
 std::uint64_t output_elements(const CheckSpec& spec, int rank);
 
+// Whether every rank's output must hold the same bits, so that one rank checked against the reference and the others
+// compared with it bit for bit check them all: broadcast, allreduce and allgather; a program whose every rank's output
+// chunks combine the same inputs (none left free) where combining is exact (copies, integers, min and max; a float
+// sum's bits depend on each rank's order).
+bool same_output_on_every_rank(const CheckSpec& spec);
+
 // `output` holds output_elements(spec, rank) elements of spec.dtype.
 CheckResult check_output(const CheckSpec& spec, int rank, const void* output, unsigned threads = 0);
 

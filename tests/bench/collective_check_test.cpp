@@ -167,6 +167,33 @@ TEST(CollectiveCheck, ProgramsAreCheckedAgainstWhatTheyCompute) {
       }
 }
 
+// The rule that lets CollectiveBuffers check one rank on the host and compare the others with it bit for bit on the
+// GPU: only where every rank's output must hold the same bits.
+TEST(CollectiveCheck, SameOutputOnEveryRankOnlyWhereTheBitsMustAgree) {
+  const auto program_spec = [](algo::Program p, DataType t, ReduceOp op) {
+    CheckSpec s{Collective::allreduce, t, op, 0, p.ranks(), 0, 7};
+    s.program = std::make_shared<ProgramOutputs>(std::move(p));
+    s.count = 30 * static_cast<std::uint64_t>(s.program->program.chunks());
+    return s;
+  };
+  // Copies: every rank gathers the same chunks.
+  EXPECT_TRUE(same_output_on_every_rank(program_spec(algo::allpairs_allgather(4), DataType::f32, ReduceOp::sum)));
+  // A ring allreduce sums in a different order on each rank: bits agree for integers, min and max, not float sums.
+  EXPECT_FALSE(same_output_on_every_rank(program_spec(algo::ring_allreduce(4), DataType::f32, ReduceOp::sum)));
+  EXPECT_FALSE(same_output_on_every_rank(program_spec(algo::ring_allreduce(4), DataType::bf16, ReduceOp::prod)));
+  EXPECT_TRUE(same_output_on_every_rank(program_spec(algo::ring_allreduce(4), DataType::f32, ReduceOp::max)));
+  EXPECT_TRUE(same_output_on_every_rank(program_spec(algo::ring_allreduce(4), DataType::i64, ReduceOp::sum)));
+  // All-to-all: each rank receives other chunks.
+  EXPECT_FALSE(same_output_on_every_rank(program_spec(algo::two_step_alltoall(4), DataType::u8, ReduceOp::sum)));
+  // A custom program that leaves chunks free (their bytes are not defined) or differs per rank.
+  EXPECT_FALSE(same_output_on_every_rank(program_spec(algo::alltonext(4), DataType::u8, ReduceOp::sum)));
+  // The planned collectives.
+  for (Collective c : {Collective::broadcast, Collective::allreduce, Collective::allgather})
+    EXPECT_TRUE(same_output_on_every_rank(CheckSpec{c, DataType::f32, ReduceOp::sum, 0, 4, 100, 7})) << to_string(c);
+  for (Collective c : {Collective::reduce, Collective::reducescatter})
+    EXPECT_FALSE(same_output_on_every_rank(CheckSpec{c, DataType::f32, ReduceOp::sum, 0, 4, 100, 7})) << to_string(c);
+}
+
 TEST(CollectiveCheck, FloatToleranceGrowsWithRanksNotBeyond) {
   CheckSpec s{Collective::allreduce, DataType::f16, ReduceOp::sum, 0, 8, 10, 3};
   double tol = 0;
