@@ -9,6 +9,10 @@
 label="${gpu_tier_label:-${CANOPY_GPU_LABEL:-gpu-quick}}"
 log="$out/${gpu_tier_log:-gpu-tests.log}"
 step "gpu tests ($label)"
+# A fresh build's ctest has no cost data: seeded with the last measured times (bench/gpu-test-costs.txt), ctest -j
+# starts the longest tests first instead of in test order, so that the last one does not start late.
+cost_data="$build/Testing/Temporary/CTestCostData.txt"
+[ -s "$cost_data" ] || { mkdir -p "${cost_data%/*}" && grep -v '^#' "$root/bench/gpu-test-costs.txt" >"$cost_data"; }
 # The watchdog test times a stuck launch: alone, after the others.
 { ctest --test-dir "$build" -L "$label" -R "${CANOPY_GPU_TESTS:-.}" -E WatchdogOnGpu --output-on-failure \
     --timeout "${CANOPY_GPU_TEST_TIMEOUT:-300}" -j "$jobs" -V
