@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "core/error.hpp"
+#include "planner/alltoall_program.hpp"
+
 namespace canopy {
 
 namespace {
@@ -40,6 +43,15 @@ std::string describe_alltoall(const Topology& t, const AlltoallPlan& plan, doubl
     }
   out += fmt::format("  paths     {} over {} pairs, {} through a relaying GPU, longest {} hops\n", paths,
                      plan.pairs.size(), relayed, longest);
+  try {  // what the kernels run: the plan rounded to whole chunks (planner/alltoall_program.hpp)
+    const int chunks = alltoall_program_chunks(t, plan);
+    (void)alltoall_program(t, plan, chunks);
+    const double kernels = routes_pair_gbps(t, rounded_alltoall_routes(plan, chunks));
+    out += fmt::format("  kernels   {} chunks a pair (canopy gen -c alltoall): {:.3f} GB/s per pair, {:.1f} % of the plan\n",
+                       chunks, kernels, 100.0 * kernels / plan.pair_gbps);
+  } catch (const Error& e) {
+    out += fmt::format("  kernels   none: {}\n", e.what());
+  }
   if (plan_ms >= 0) out += fmt::format("  planning  {:.2f} ms\n", plan_ms);
 
   out += "\n  link loads at the planned rate (GB/s per direction)\n";

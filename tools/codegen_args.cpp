@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
 #include "topology/topology_subset.hpp"
+#include "planner/alltoall_program.hpp"
 #include "planner/plan_json.hpp"
 #include "planner/planner.hpp"
 
@@ -17,7 +18,7 @@ namespace canopy::cli {
 
 void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
   add_topology_args(cmd, args.topology, /*positional=*/false, /*required=*/false);
-  cmd.add_option("--collective,-c", args.collective, "broadcast | reduce | allreduce | allgather | reducescatter");
+  cmd.add_option("--collective,-c", args.collective, "broadcast | reduce | allreduce | allgather | reducescatter | alltoall (planned routes as a program)");
   cmd.add_option("--root,-r", args.root, "root of broadcast or reduce (default: the first rank)");
   cmd.add_option("--plan", args.plan_file, "generate from this plan JSON (`canopy plan --json`) instead of planning");
   cmd.add_option("--algorithm,-a", args.algorithm,
@@ -102,10 +103,30 @@ void read_program(const CodegenArgs& args, CodegenRequest* r) {
   r->kernel.shape = shape_options(args, n, "the program's rank count");
   r->kernel.input = RunProgram{&*r->program, &*r->topology, rank_names};
 }
+
+// -c alltoall: the planned all-to-all's routes as a program (planner/alltoall_program.hpp), lowered as programs are.
+void read_planned_alltoall(const CodegenArgs& args, CodegenRequest* r) {
+  if (!args.plan_file.empty()) throw Error("-c alltoall plans here: leave out --plan (it reads tree plans)");
+  if (!args.root.empty()) throw Error("alltoall has no root: leave out --root");
+  if (args.pull != "auto" || args.own_buffers)
+    throw Error("--pull and --own-buffers apply to planned trees; the all-to-all's program says what each rank writes");
+  r->topology = load_topology(args.topology.topology);
+  PlanOptions options;
+  if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
+  const AlltoallPlan plan = plan_alltoall(*r->topology, options);
+  r->program = alltoall_program(*r->topology, plan, alltoall_program_chunks(*r->topology, plan));
+  r->kernel.shape = shape_options(args, r->program->ranks(), "the all-to-all's rank count");
+  r->kernel.input = RunProgram{&*r->program, &*r->topology, plan.ranks};
+}
 }  // namespace
 
 void read_codegen_request(const CodegenArgs& args, CodegenRequest* r) {
   if (!args.algorithm.empty()) return read_program(args, r);
+  if (args.collective == "alltoall") {
+    if (args.ranks != 0) throw Error("--ranks sizes an --algorithm; the all-to-all runs on the topology's GPUs");
+    if (args.topology.topology.empty()) throw Error("say where the all-to-all runs: --topology NAME");
+    return read_planned_alltoall(args, r);
+  }
   if (args.ranks != 0) throw Error("--ranks sizes an --algorithm; planned collectives run on the topology's GPUs");
   Plan p;
   if (!args.plan_file.empty()) {

@@ -10,6 +10,7 @@
 #include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
+#include "planner/alltoall_program.hpp"
 #include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "tests/test_util.hpp"
@@ -61,6 +62,19 @@ TEST(GoldenSources, OwnBuffersOnlyAllreduceMatchesGeneratedFolder) {
 TEST(GoldenSources, RingAllreduceProgramMatchesGeneratedFolder) {
   if (!CANOPY_WITH_CLANG) GTEST_SKIP() << "built with CANOPY_WITH_CLANG=OFF: sources are not formatted by libFormat";
   const KernelSource k = generate(algo::ring_allreduce(2), load_topology("h200x2"), CodegenOptions{});
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
+// The planned all-to-all as a program (planner/alltoall_program.hpp): dgx1-v100's GPUs 0, 1, 4 and 5, whose pairs
+// without an NVLink relay through a third GPU.
+TEST(GoldenSources, PlannedAlltoallProgramMatchesGeneratedFolder) {
+  if (!CANOPY_WITH_CLANG) GTEST_SKIP() << "built with CANOPY_WITH_CLANG=OFF: sources are not formatted by libFormat";
+  PlanOptions four;
+  four.gpus = {"0,1,4,5"};
+  const Topology t = planning_topology(load_topology("dgx1-v100"), four);
+  const AlltoallPlan plan = plan_alltoall(t);
+  const KernelSource k = generate(alltoall_program(t, plan, alltoall_program_chunks(t, plan)), t, CodegenOptions{});
+  EXPECT_EQ(k.file.name, "canopy_algo_plannedalltoall_r4_c256k_f32.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 

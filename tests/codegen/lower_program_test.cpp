@@ -12,6 +12,7 @@
 #include "codegen/lower_program.hpp"
 #include "dsl/algorithm_check.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
+#include "planner/alltoall_program.hpp"
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
 #include "tests/codegen/schedule_simulator.hpp"
@@ -118,6 +119,29 @@ TEST(LowerProgram, TwoHostAlgorithmsRunOnSixteenRanks) {
     o.device_of_rank = block_placement(16, 4);
     run_program(p, two_hosts, o, {517 * static_cast<std::uint64_t>(p.chunks())}, rng,
                 fmt::format("{} on dgx1-v100-x2", a.name));
+  }
+}
+
+// The planned all-to-all (planner/alltoall_program.hpp): every pair's chunks along their routes, relayed through the
+// scratch of the GPUs between, deliver every block, on physical and virtual ranks.
+TEST(LowerProgram, PlannedAlltoallsDeliverEveryBlock) {
+  auto rng = seeded_rng("LowerProgram alltoall");
+  const Topology dgx1 = load_topology("dgx1-v100");
+  PlanOptions four;
+  four.gpus = {"0,1,4,5"};
+  const std::pair<std::string, Topology> cases[] = {{"dgx1-v100", dgx1},
+                                                    {"dgx1-v100 0,1,4,5", planning_topology(dgx1, four)},
+                                                    {"hgx-h200", load_topology("hgx-h200")},
+                                                    {"pcie-4gpu", load_topology("pcie-4gpu")}};
+  for (const auto& [what, topology] : cases) {
+    const AlltoallPlan plan = plan_alltoall(topology);
+    const algo::Program p = alltoall_program(topology, plan, alltoall_program_chunks(topology, plan));
+    const std::uint64_t c = static_cast<std::uint64_t>(p.chunks());
+    for (int devices : {p.ranks(), 1}) {
+      CodegenOptions o = small_options();
+      o.device_of_rank = block_placement(p.ranks(), devices);
+      run_program(p, topology, o, {c, 37 * c, 1201 * c}, rng, fmt::format("alltoall on {}, {} devices", what, devices));
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 #include "codegen/low_latency_source.hpp"
 #include "codegen/template_bundle.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
+#include "planner/alltoall_program.hpp"
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
@@ -140,6 +141,26 @@ TEST(GeneratedKernelsAlgorithms, EveryShippedAlgorithmCompiles) {
       }
     }
   EXPECT_GE(compiled, 2 * static_cast<int>(algo::shipped_algorithms().size()));
+}
+
+// The planned all-to-all's programs (planner/alltoall_program.hpp) on the DGX-1 (relays between GPUs without an
+// NVLink), a DGX-1 allocation, and HGX H200 (16-bit elements), and on virtual ranks.
+TEST(GeneratedKernelsAlgorithms, PlannedAlltoallsCompile) {
+  const Topology dgx1 = load_topology("dgx1-v100");
+  PlanOptions five;
+  five.gpus = {"0,1,2,3,5"};
+  const Topology cases[] = {dgx1, planning_topology(dgx1, five), load_topology("hgx-h200")};
+  for (const Topology& t : cases) {
+    const AlltoallPlan plan = plan_alltoall(t);
+    const algo::Program p = alltoall_program(t, plan, alltoall_program_chunks(t, plan));
+    CodegenOptions o;
+    o.dtype = t.name() == "hgx-h200" ? DataType::bf16 : DataType::f32;
+    expect_compiles(generate(p, t, o), o);
+  }
+  const AlltoallPlan plan = plan_alltoall(dgx1);
+  CodegenOptions o;
+  o.device_of_rank = block_placement(8, 2);
+  expect_compiles(generate(alltoall_program(dgx1, plan, alltoall_program_chunks(dgx1, plan)), dgx1, o), o);
 }
 
 // The low-latency kernels (templates/low_latency.cuh): every collective x element type, every operator once, and
