@@ -14,6 +14,7 @@ set(CANOPY_GPU_QUICK_TESTS
     "SpecOfOnGpu.NamesTheProtocolTheQueriesChooseAndPreparesWhatTheCallsRun"
     "OneRankOnGpu.PrepareNeedsNoPlanAndInfoSaysThereIsNoKernel"
     "PointToPointOnGpu.RefusesWhatItCannotMatchAndMovesARing"
+    "AlltoallOnGpu.*"
     "DriverQueriesOnGpu.*"
     # runtime/launch, codegen and the protocols: the planned trees, LL, LL128, direct two-shot on two ranks
     "Topologies/CollectivesOnGpu.MatchTheHostReference/h200x2_allreduce"

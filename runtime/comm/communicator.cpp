@@ -3,12 +3,17 @@
 // read its protocol table and configuration (KernelRules).
 #include "runtime/comm/communicator.hpp"
 
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "runtime/comm/alltoall_programs.hpp"
 #include "runtime/comm/call_path.hpp"
 #include "runtime/comm/kernel_rules.hpp"
 
 namespace canopy {
 
-Communicator::Communicator(std::unique_ptr<CallPath> path) : path_(std::move(path)) {}
+Communicator::Communicator(std::unique_ptr<CallPath> path)
+    : alltoall_(std::make_unique<AlltoallPrograms>()), path_(std::move(path)) {}
 Communicator::~Communicator() = default;
 
 int Communicator::ranks() const { return path_->layout().ranks(); }
@@ -111,6 +116,23 @@ Status Communicator::run_program(const algo::Program& program, std::span<const v
   CollectiveCall call{Collective::allreduce, send, recv, count, dtype, op, 0, streams};
   call.program = &program;
   return run(call);
+}
+Status Communicator::alltoall(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                              DataType dtype, std::span<const cudaStream_t> streams) {
+  for (std::size_t k = 0; k < send.size() && k < recv.size(); ++k)
+    if (count > 0 && send[k] == recv[k])
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("alltoall: rank {}'s send and receive buffers are the same: all-to-all runs out of "
+                                "place; pass another receive buffer",
+                                first_own_rank() + static_cast<int>(k)));
+  if (count == 0) return Status();  // as NCCL: nothing moves
+  const algo::Program* program = nullptr;
+  try {
+    program = &alltoall_->program(topology(), rank_names(), count);
+  } catch (const std::exception& e) {
+    return Status(StatusCode::unsupported, fmt::format("alltoall: {}", e.what()));
+  }
+  return run_program(*program, send, recv, count, dtype, ReduceOp::sum, streams);
 }
 Status Communicator::broadcast(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
                                DataType dtype, int root, std::span<const cudaStream_t> streams) {

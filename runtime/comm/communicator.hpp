@@ -42,6 +42,7 @@
 namespace canopy {
 
 class CallPath;  // one way of running a communicator (comm/call_path.hpp)
+class AlltoallPrograms;  // what alltoall runs (comm/alltoall_programs.hpp)
 
 class Communicator {
  public:
@@ -93,6 +94,14 @@ class Communicator {
   Status reduce_scatter(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t recv_count,
                         DataType dtype, ReduceOp op, std::span<const cudaStream_t> streams);
   Status run(const CollectiveCall& call);  // any of the above, or a program's call (CollectiveCall::program)
+  // All-to-all, NCCL's ncclAlltoAll: each rank's send buffer holds ranks() blocks of `count` elements, block q for
+  // rank q, and its receive buffer receives block r from each rank r at r * count; out of place. Runs the all-to-all
+  // planned over the topology (docs/planner.md "All-to-all": every pair's block routed as a multicommodity flow,
+  // relayed through other ranks' GPUs where that is faster) as a program (run_program): planned on the first call,
+  // its program cut into as many chunks a pair as the plan asks and `count` allows. Refused (invalid_argument) in
+  // place; unsupported where programs do not run (several hosts).
+  Status alltoall(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                  DataType dtype, std::span<const cudaStream_t> streams);
 
   // Runs a collective-algorithm program (dsl/algorithm.hpp) written for ranks() ranks: verified against the
   // topology, lowered, generated and compiled on first use (then cached like the planned collectives). count
@@ -218,6 +227,8 @@ class Communicator {
   // Made by create, join and split over the way of running they picked (comm/call_path.hpp); every member forwards
   // to it.
   explicit Communicator(std::unique_ptr<CallPath> path);
+  // Before path_, so that it outlives the kernels path_ prepared from its programs.
+  std::unique_ptr<AlltoallPrograms> alltoall_;
   std::unique_ptr<CallPath> path_;
 };
 
