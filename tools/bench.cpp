@@ -7,6 +7,8 @@
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
 #include "bench/harness/benchmark.hpp"
+#include "planner/alltoall_program.hpp"
+#include "planner/planner.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "tools/bench_procs.hpp"
 #include "tools/commands.hpp"
@@ -43,7 +45,8 @@ void add_bench_command(CLI::App& app) {
   add_topology_args(*cmd, args->topology, /*positional=*/false, /*required=*/false);
   cmd->add_option("--devices", args->devices, "CUDA devices to use, e.g. 0,1 (default: as many as the ranks)");
   cmd->add_option("--collective,-c", args->collective,
-                  "all, or a list of broadcast reduce allreduce allgather reducescatter")
+                  "all, or a list of broadcast reduce allreduce allgather reducescatter; or alltoall alone (the planned "
+                  "all-to-all's program, docs/planner.md)")
       ->capture_default_str();
   cmd->add_option("--algorithm,-a", args->algorithm,
                   "time a collective-algorithm program instead (canopy algo list, or MSCCL-IR XML), built for the "
@@ -82,6 +85,7 @@ void add_bench_command(CLI::App& app) {
       "  canopy bench -t dgx1-v100 -c allgather --sizes 1M   8 virtual ranks on the GPUs you have\n"
       "  canopy bench --json bench.json                      rows as JSON (docs/runtime.md, \"Bench JSON\")\n"
       "  canopy bench -a ring-allreduce --vs-nccl            a program (docs/algorithms.md) beside NCCL\n"
+      "  canopy bench -t dgx1-v100 -c alltoall               the planned all-to-all (relayed routes)\n"
       "  canopy bench --sizes 8:64K --vs-nccl --graph        replays of captured calls, both libraries\n"
       "  canopy bench --procs 2 -c allreduce --vs-nccl       one process per rank, Canopy and NCCL alike\n"
       "Columns follow nccl-tests: size in bytes (allgather: output, reduce-scatter: input), count per rank,\n"
@@ -90,7 +94,13 @@ void add_bench_command(CLI::App& app) {
       "#wrong counts output elements that differ from the host reference in a separate checked run.");
   cmd->callback([args] {
     BenchOptions o;
-    o.collectives = collectives_option(args->collective);
+    // -c alltoall: the planned all-to-all's program (planner/alltoall_program.hpp), timed as -a times a program.
+    const bool planned_alltoall = args->collective == "alltoall";
+    if (!planned_alltoall && args->collective.find("alltoall") != std::string::npos)
+      throw Error(fmt::format("--collective '{}': alltoall runs alone (-c alltoall), its own table", args->collective));
+    if (planned_alltoall && !args->algorithm.empty())
+      throw Error("-c alltoall times the planned all-to-all; -a times another program: give one of them");
+    o.collectives = collectives_option(planned_alltoall ? std::string("allreduce") : args->collective);
     o.sizes = parse_bench_sizes(args->sizes);
     o.dtype = dtype_option(args->dtype);
     o.op = op_option(args->op);
@@ -124,6 +134,13 @@ void add_bench_command(CLI::App& app) {
     if (!args->algorithm.empty()) {
       if (args->in_place) throw Error("--in-place: algorithm programs run out of place");
       o.program = std::make_shared<ProgramOutputs>(program_option(args->algorithm, comm->ranks()));
+    } else if (planned_alltoall) {
+      if (args->in_place) throw Error("--in-place: all-to-all runs out of place");
+      PlanOptions options;
+      options.gpus = comm->rank_names();
+      const AlltoallPlan plan = plan_alltoall(comm->topology(), options);
+      o.program = std::make_shared<ProgramOutputs>(
+          alltoall_program(comm->topology(), plan, alltoall_program_chunks(comm->topology(), plan)));
     }
     std::unique_ptr<NcclBaseline> nccl;
     if (args->vs_nccl && comm->multi_process()) {

@@ -27,6 +27,9 @@ TEST(BenchCli, BadOptionsAreRefusedFirst) {
   EXPECT_THAT(canopy("bench -c allsum").output, HasSubstr("--collective 'allsum': expected broadcast"));
   EXPECT_THAT(canopy("bench --iters 0").output, HasSubstr("--iters and --repeats take at least 1"));
   EXPECT_EQ(canopy("bench --op avg").status, 1);
+  EXPECT_THAT(canopy("bench -c alltoall -a ring-allreduce").output,
+              HasSubstr("-c alltoall times the planned all-to-all; -a times another program: give one of them"));
+  EXPECT_THAT(canopy("bench -c alltoall,allreduce").output, HasSubstr("--collective 'alltoall,allreduce': alltoall runs alone (-c alltoall)"));
 }
 
 TEST(BenchCli, HelpExplainsTheColumns) {
