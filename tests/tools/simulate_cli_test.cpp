@@ -95,9 +95,11 @@ TEST(SimulateCli, AlltoallPlannedBesideDirectRoutes) {
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("alltoall on dgx1-v100 (4 ranks)"));
   EXPECT_THAT(r.output, HasSubstr("direct_us"));
+  EXPECT_THAT(r.output, HasSubstr("kernels_us: the routes the kernels run (4 chunks a pair"));
   r = canopy("simulate -t pcie-4gpu -c alltoall --sizes 1M --json -");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("\"direct_time_us\""));
+  EXPECT_THAT(r.output, HasSubstr("\"kernels_time_us\""));
   EXPECT_THAT(canopy("simulate -t pcie-4gpu -c alltoall --links").output, HasSubstr("not --root, --csv"));
 }
 
