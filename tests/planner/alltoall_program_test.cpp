@@ -13,6 +13,7 @@
 #include "dsl/algorithm_check.hpp"
 #include "planner/alltoall_program.hpp"
 #include "topology/shipped_topologies.hpp"
+#include "tests/planner/dgx1_alltoall_allocations.hpp"
 
 namespace canopy {
 namespace {
@@ -48,14 +49,7 @@ TEST(AlltoallProgram, EveryShippedTopologyVerifies) {
 }
 
 TEST(AlltoallProgram, DgxOneAllocationsVerify) {
-  const Topology full = load_topology("dgx1-v100");
-  for (const std::string gpus : {"0,1,2,3", "0,1,4,5", "0,1,2,3,5", "0,5"}) {
-    SCOPED_TRACE(gpus);
-    PlanOptions options;
-    options.gpus = {gpus};
-    const AlltoallPlan plan = plan_alltoall(full, options);
-    expect_program(planning_topology(full, options), plan);
-  }
+  testing::for_each_dgx1_alltoall_allocation([](const Topology& t, const AlltoallPlan& plan) { expect_program(t, plan); });
 }
 
 TEST(AlltoallProgram, RoundedSharesAreWholeChunksThatSumToOne) {

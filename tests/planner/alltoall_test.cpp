@@ -12,6 +12,7 @@
 #include "topology/shipped_topologies.hpp"
 #include "planner/alltoall.hpp"
 #include "planner/alltoall_summary.hpp"
+#include "tests/planner/dgx1_alltoall_allocations.hpp"
 
 namespace canopy {
 namespace {
@@ -81,14 +82,7 @@ TEST(Alltoall, EveryShippedTopologyReachesItsBound) {
 }
 
 TEST(Alltoall, DgxOneAllocations) {
-  const Topology full = load_topology("dgx1-v100");
-  for (const std::string gpus : {"0,1,2,3", "0,1,4,5", "0,1,2,3,5", "0,5"}) {
-    SCOPED_TRACE(gpus);
-    PlanOptions options;
-    options.gpus = {gpus};
-    const AlltoallPlan plan = plan_alltoall(full, options);
-    expect_valid(planning_topology(full, options), plan);
-  }
+  testing::for_each_dgx1_alltoall_allocation([](const Topology& t, const AlltoallPlan& plan) { expect_valid(t, plan); });
 }
 
 TEST(Alltoall, RelayingGpusOutsideTheAllocation) {
