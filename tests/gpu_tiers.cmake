@@ -45,9 +45,11 @@ set(CANOPY_GPU_QUICK_TESTS
     "MultiProcessFailureOnGpu.AMismatchedCount*"
     # runtime/hosts: two "hosts" on one GPU through the real NCCL
     "HostsOnGpu.TwoHostsOfTwoCheckEveryCollective"
-    # the NCCL API: init, PreMulSum, the borrowed calls, the watchdog's abort, one rank's bad argument, teardown
+    # the NCCL API: init, PreMulSum, the borrowed calls, send/recv and the calls made of them served by Canopy, the
+    # watchdog's abort, one rank's bad argument, teardown
     "Ranks/NcclApiOnGpu.NonBlockingInitAndPreMulSum/0"
     "Ranks/NcclApiOnGpu.Borrowed*/0"
+    "NcclPointToPointOnOneGpu.TwoRanksServeEveryCallOnCanopy"
     "NcclApiWatchdogOnGpu.*"
     "Arguments/NcclBadArgumentOnGpu.TheOtherRanksFailWithinFiveSecondsInsteadOfHanging/null_1031"
     "Ways/NcclTeardownOnGpu.EveryProcessEndsPromptlyAndCleanly/destroy_IdFromRank0")

@@ -136,7 +136,7 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
     return fail(ncclInvalidArgument, fmt::format("{}: sendbuff is NULL (count {})", describe(comm, fn), c.count));
   if (needs_recv && !c.recv)
     return fail(ncclInvalidArgument, fmt::format("{}: recvbuff is NULL (count {})", describe(comm, fn), c.count));
-  if (comm->forward.count(c.collective))
+  if (comm->forward.names(c.collective))
     return forward_collective(q, comm, premul,
                               fmt::format("CANOPY_NCCL_FORWARD names {}", canopy::to_string(c.collective)));
   c.datatype = q.datatype;

@@ -1,7 +1,7 @@
 // NCCL API entry points Canopy does not serve: each goes to the real NCCL for the real NCCL's handles (or when it
 // takes none), and for a Canopy communicator to the real NCCL communicator beside it; where there is none, or no real
-// NCCL, it returns ncclInvalidUsage and ncclGetLastError says why (forward.hpp); inside a group, the grouped ones
-// (AlltoAll, Gather, Scatter, Send, Recv) report that at ncclGroupEnd instead (group.hpp). ncclGroupSimulateEnd is
+// NCCL, it returns ncclInvalidUsage and ncclGetLastError says why (forward.hpp). (Send, Recv, AlltoAll, Gather and
+// Scatter are api_point_to_point.cpp's: served by Canopy where it can, else passed on likewise.) ncclGroupSimulateEnd is
 // Canopy's (group.hpp): it closes Canopy's group and the real NCCL's at the same depth. ncclCommRegister/Deregister
 // on a Canopy communicator without a real one register nothing (registration is a hint; NCCL too may decline it).
 // ncclDevCommCreate/Destroy are declared in nccl_device/core.h, a CUDA header, not nccl.h: they are defined here with
@@ -50,26 +50,6 @@ CANOPY_NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* bu
 CANOPY_NCCL_EXPORT ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, ncclWindow_t win) {
   return forward("ncclCommWindowDeregister", comm, comm, win);
 }
-CANOPY_NCCL_EXPORT ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, size_t count,
-                                             ncclDataType_t datatype, ncclComm_t comm, cudaStream_t stream) {
-  return forward_grouped("ncclAlltoAll", comm, sendbuff, recvbuff, count, datatype, comm, stream);
-}
-CANOPY_NCCL_EXPORT ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count,
-                                           ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return forward_grouped("ncclGather", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
-}
-CANOPY_NCCL_EXPORT ncclResult_t ncclScatter(const void* sendbuff, void* recvbuff, size_t count,
-                                            ncclDataType_t datatype, int root, ncclComm_t comm, cudaStream_t stream) {
-  return forward_grouped("ncclScatter", comm, sendbuff, recvbuff, count, datatype, root, comm, stream);
-}
-CANOPY_NCCL_EXPORT ncclResult_t ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,
-                                         ncclComm_t comm, cudaStream_t stream) {
-  return forward_grouped("ncclSend", comm, sendbuff, count, datatype, peer, comm, stream);
-}
-CANOPY_NCCL_EXPORT ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int peer,
-                                         ncclComm_t comm, cudaStream_t stream) {
-  return forward_grouped("ncclRecv", comm, recvbuff, count, datatype, peer, comm, stream);
-}
 CANOPY_NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
   if (called_by_real_nccl(__builtin_return_address(0)))
     if (auto real = real_nccl<ncclResult_t (*)(ncclSimInfo_t*)>("ncclGroupSimulateEnd")) return real(simInfo);
@@ -90,9 +70,4 @@ CANOPY_PNCCL_ALIAS(ncclCommRegister)
 CANOPY_PNCCL_ALIAS(ncclCommDeregister)
 CANOPY_PNCCL_ALIAS(ncclCommWindowRegister)
 CANOPY_PNCCL_ALIAS(ncclCommWindowDeregister)
-CANOPY_PNCCL_ALIAS(ncclAlltoAll)
-CANOPY_PNCCL_ALIAS(ncclGather)
-CANOPY_PNCCL_ALIAS(ncclScatter)
-CANOPY_PNCCL_ALIAS(ncclSend)
-CANOPY_PNCCL_ALIAS(ncclRecv)
 CANOPY_PNCCL_ALIAS(ncclGroupSimulateEnd)

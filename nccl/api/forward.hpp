@@ -46,8 +46,10 @@ inline ncclComm_t as_real(ncclComm_t arg, const ncclComm* canopy, ncclComm_t rea
 // Whether forward() is for a call NCCL groups: its refusals then follow the group's rules.
 enum class Grouped { no, yes };
 
+// `why` is what the CANOPY_LOG=info line of a call passed on from a Canopy handle says.
 template <class... Args>
-ncclResult_t forward_as(Grouped grouped, const char* function, const ncclComm* comm, Args... args) {
+ncclResult_t forward_as(Grouped grouped, const std::string& why, const char* function, const ncclComm* comm,
+                        Args... args) {
   const bool group_rules = grouped == Grouped::yes;
   const bool canopys = comm && is_canopy_comm(comm);
   if (canopys)
@@ -64,7 +66,7 @@ ncclResult_t forward_as(Grouped grouped, const char* function, const ncclComm* c
       return group_rules ? defer_group_error(r) : r;
     }
     real = comm->real;
-    note_forwarded(const_cast<ncclComm*>(comm), function, kNoType, 0, "Canopy does not serve it");
+    note_forwarded(const_cast<ncclComm*>(comm), function, kNoType, 0, why);
   }
   auto f = real_nccl<ncclResult_t (*)(Args...)>(function);
   if (!f) {
@@ -77,13 +79,15 @@ ncclResult_t forward_as(Grouped grouped, const char* function, const ncclComm* c
   return group_rules ? real_call_result(function, r) : r;
 }
 
+constexpr const char* kNotServed = "Canopy does not serve it";
+
 template <class... Args>
 ncclResult_t forward(const char* function, const ncclComm* comm, Args... args) {
-  return forward_as(Grouped::no, function, comm, args...);
+  return forward_as(Grouped::no, kNotServed, function, comm, args...);
 }
 template <class... Args>
 ncclResult_t forward_grouped(const char* function, const ncclComm* comm, Args... args) {
-  return forward_as(Grouped::yes, function, comm, args...);
+  return forward_as(Grouped::yes, kNotServed, function, comm, args...);
 }
 
 }  // namespace canopy::nccl_api

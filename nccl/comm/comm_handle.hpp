@@ -54,7 +54,7 @@ struct ncclComm {
   std::thread joiner;                      // joining: the non-blocking init's thread
   ncclComm_t real = nullptr;               // the real NCCL's communicator of the same ranks, when made
   std::string real_why_not;                // why there is none ("" when there is)
-  canopy::nccl_api::ForwardSet forward;    // CANOPY_NCCL_FORWARD: collectives passed to `real`
+  canopy::nccl_api::ForwardSet forward;    // CANOPY_NCCL_FORWARD: calls passed to `real`
   canopy::nccl_api::PreMulOps premul;      // ncclRedOpCreatePreMulSum's operators of this rank
 };
 

@@ -8,9 +8,37 @@
 
 namespace canopy::nccl_api {
 
-SharedComm::SharedComm(std::unique_ptr<Communicator> comm, int nranks, int first_rank, int own_ranks)
-    : comm_(std::move(comm)), nranks_(nranks), first_rank_(first_rank), own_ranks_(own_ranks), next_(own_ranks, 0) {
+namespace {
+
+PointToPointExchange::Runner send_recv_of(Communicator* comm, PointToPointExchange::Runner given) {
+  if (given || !comm) return given;
+  return [comm](std::span<const PointToPoint> ops) { return comm->send_recv(ops); };
+}
+
+}  // namespace
+
+SharedComm::SharedComm(std::unique_ptr<Communicator> comm, int nranks, int first_rank, int own_ranks,
+                       PointToPointExchange::Runner send_recv)
+    : comm_(std::move(comm)),
+      send_recv_(send_recv_of(comm_.get(), std::move(send_recv))),
+      exchange_(first_rank, own_ranks, [this](std::span<const PointToPoint> ops) { return send_recv_(ops); }),
+      nranks_(nranks),
+      first_rank_(first_rank),
+      own_ranks_(own_ranks),
+      next_(own_ranks, 0) {
   track_at_exit(this);
+}
+
+std::optional<std::string> SharedComm::point_to_point_refusal() {
+  std::call_once(refusal_asked_, [&] {
+    if (!send_recv_) {
+      refusal_ = "this communicator has no point-to-point path";
+      return;
+    }
+    const Status s = send_recv_({});  // an empty group moves nothing: only the way of running answers
+    if (s.code() == StatusCode::unsupported) refusal_ = s.message();
+  });
+  return refusal_;
 }
 
 SharedComm::~SharedComm() {

@@ -6,6 +6,10 @@
 // inputs: premul_run.hpp), and says what ran in its CallLog (CANOPY_LOG=info); wait() returns that run's Status.
 // run_alone() serves the common case of one rank a process (torchrun, mpirun) without the matching: no slot, no
 // allocation, the call's buffers in arrays on the stack.
+// Sends and receives (ncclSend, ncclRecv, and the calls made of them) meet in its PointToPointExchange
+// (nccl/p2p/p2p_exchange.hpp) and run through Communicator::send_recv; point_to_point_refusal() says, once asked of the
+// runtime, whether this communicator serves them at all (across processes and hosts not yet: the NCCL API then passes
+// them on as before).
 // Under CANOPY_PROFILE_CALLS=1 it prints, when it goes, where the host's time went around its runs (api_profile.hpp).
 #pragma once
 
@@ -16,19 +20,24 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/status.hpp"
 #include "nccl/base/rank_call.hpp"
 #include "nccl/diagnostics/api_profile.hpp"
 #include "nccl/diagnostics/call_log.hpp"
+#include "nccl/p2p/p2p_exchange.hpp"
 #include "runtime/comm/communicator.hpp"
 
 namespace canopy::nccl_api {
 
 class SharedComm {
  public:
-  SharedComm(std::unique_ptr<Communicator> comm, int nranks, int first_rank, int own_ranks);
+  // `send_recv` issues a matched group of sends and receives: when empty, the Communicator's send_recv (none without
+  // a Communicator: a CPU test's SharedComm then serves no point-to-point unless it gives one).
+  SharedComm(std::unique_ptr<Communicator> comm, int nranks, int first_rank, int own_ranks,
+             PointToPointExchange::Runner send_recv = {});
   ~SharedComm();
 
   Communicator& communicator() { return *comm_; }
@@ -48,6 +57,11 @@ class SharedComm {
   // post() then wait() for a SharedComm of one own rank, without a slot: its Status. A PreMulSum call takes post().
   Status run_alone(const RankCall& call);
 
+  // Why this communicator's point-to-point cannot be served by Canopy (the runtime's `unsupported` answer to an empty
+  // group, asked once), or nullopt when it is. The seam where the NCCL API decides between Canopy and the real NCCL.
+  std::optional<std::string> point_to_point_refusal();
+  PointToPointExchange& point_to_point() { return exchange_; }
+
  private:
   struct Slot {
     std::vector<std::optional<RankCall>> parts;
@@ -63,6 +77,10 @@ class SharedComm {
                std::span<const cudaStream_t> streams);
 
   std::unique_ptr<Communicator> comm_;
+  PointToPointExchange::Runner send_recv_;
+  PointToPointExchange exchange_;
+  std::once_flag refusal_asked_;
+  std::optional<std::string> refusal_;
   CallLog log_;
   int nranks_, first_rank_, own_ranks_;
   std::mutex mutex_;

@@ -20,7 +20,7 @@ std::string normalised(std::string s) {
 }  // namespace
 
 Status parse_forward_list(const std::string& text, ForwardSet* out) {
-  out->clear();
+  *out = ForwardSet{};
   const std::string list = normalised(text);
   for (std::size_t start = 0; start <= list.size();) {
     std::size_t end = list.find(',', start);
@@ -29,26 +29,47 @@ Status parse_forward_list(const std::string& text, ForwardSet* out) {
     start = end + 1;
     if (name.empty()) continue;
     if (name == "all") {
-      *out = {Collective::allreduce, Collective::broadcast, Collective::reduce, Collective::allgather,
-              Collective::reducescatter};
+      out->collectives = {Collective::allreduce, Collective::broadcast, Collective::reduce, Collective::allgather,
+                          Collective::reducescatter};
+      out->point_to_point = {PointToPointCall::sendrecv, PointToPointCall::alltoall, PointToPointCall::gather,
+                             PointToPointCall::scatter};
     } else if (name == "allreduce") {
-      out->insert(Collective::allreduce);
+      out->collectives.insert(Collective::allreduce);
     } else if (name == "broadcast" || name == "bcast") {
-      out->insert(Collective::broadcast);
+      out->collectives.insert(Collective::broadcast);
     } else if (name == "reduce") {
-      out->insert(Collective::reduce);
+      out->collectives.insert(Collective::reduce);
     } else if (name == "allgather") {
-      out->insert(Collective::allgather);
+      out->collectives.insert(Collective::allgather);
     } else if (name == "reducescatter" || name == "reduce_scatter" || name == "reduce-scatter") {
-      out->insert(Collective::reducescatter);
+      out->collectives.insert(Collective::reducescatter);
+    } else if (name == "sendrecv" || name == "send_recv") {
+      out->point_to_point.insert(PointToPointCall::sendrecv);
+    } else if (name == "alltoall" || name == "all_to_all") {
+      out->point_to_point.insert(PointToPointCall::alltoall);
+    } else if (name == "gather") {
+      out->point_to_point.insert(PointToPointCall::gather);
+    } else if (name == "scatter") {
+      out->point_to_point.insert(PointToPointCall::scatter);
     } else {
       return Status(StatusCode::invalid_argument,
                     fmt::format("CANOPY_NCCL_FORWARD names '{}': it takes a comma-separated list of allreduce, "
-                                "broadcast, reduce, allgather, reducescatter, or all",
+                                "broadcast, reduce, allgather, reducescatter, sendrecv, alltoall, gather, scatter, or "
+                                "all",
                                 name));
     }
   }
   return Status();
+}
+
+const char* to_string(PointToPointCall call) {
+  switch (call) {
+    case PointToPointCall::sendrecv: return "sendrecv";
+    case PointToPointCall::alltoall: return "alltoall";
+    case PointToPointCall::gather: return "gather";
+    case PointToPointCall::scatter: return "scatter";
+  }
+  return "?";
 }
 
 Status forward_list_from_environment(ForwardSet* out) {

@@ -3,25 +3,26 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "core/error.hpp"
 #include "nccl/base/last_error.hpp"
 #include "nccl/comm/comm_handle.hpp"
 #include "nccl/comm/local_failure.hpp"
 #include "nccl/diagnostics/api_profile.hpp"
+#include "nccl/group/group_point_to_point.hpp"
 #include "nccl/group/group_posters.hpp"
 #include "nccl/group/group_simulate.hpp"
 #include "nccl/group/joined_split.hpp"
 #include "nccl/init/comm_init.hpp"
 #include "nccl/init/group_inits.hpp"
 #include "nccl/real/real_nccl.hpp"
-#include "runtime/transport/bootstrap/bootstrap_options.hpp"
 
 namespace canopy::nccl_api {
 
@@ -33,6 +34,7 @@ struct GroupState {
   std::vector<ncclComm*> inits;
   std::vector<std::pair<ncclComm*, RankCall>> calls;
   std::vector<std::pair<SplitRequest, ncclComm_t*>> splits;
+  std::vector<PointToPointPart> point_to_point;
   ncclResult_t error = ncclSuccess;
   std::string error_text;
   bool told = false;  // a call returned `error` to its caller: later calls into this group are refused
@@ -69,15 +71,6 @@ ncclResult_t run_inits(std::vector<ncclComm*> inits) {
   return ncclSuccess;
 }
 
-// How long a split waits for the other ranks of its communicator in this process: the bootstrap's timeout.
-std::chrono::milliseconds split_wait() {
-  try {
-    return bootstrap_timeout_from_environment();
-  } catch (const Error&) {
-    return std::chrono::seconds(120);  // a malformed value was reported at init
-  }
-}
-
 // Files every split of an in-process communicator, then takes each one's child (the splits of one communicator meet
 // in LocalSplits); an error is recorded prefixed by `who`.
 ncclResult_t run_local_splits(const std::vector<std::pair<SplitRequest, ncclComm_t*>>& splits,
@@ -88,7 +81,7 @@ ncclResult_t run_local_splits(const std::vector<std::pair<SplitRequest, ncclComm
     const SharedComm* shared = request.parent->shared.get();
     tickets.push_back(local_splits().file(shared, request.parent->local, shared->own_ranks(), request));
   }
-  const std::chrono::milliseconds wait = split_wait();
+  const std::chrono::milliseconds wait = ranks_wait();
   ncclResult_t result = ncclSuccess;
   std::string why;
   for (std::size_t k = 0; k < splits.size(); ++k) {
@@ -186,6 +179,7 @@ void sync_real_group() {
 void defer_init(ncclComm* comm) { t_group.inits.push_back(comm); }
 void defer_call(ncclComm* comm, const RankCall& call) { t_group.calls.emplace_back(comm, call); }
 void defer_split(const SplitRequest& request, ncclComm_t* out) { t_group.splits.emplace_back(request, out); }
+void defer_point_to_point(PointToPointPart part) { t_group.point_to_point.push_back(std::move(part)); }
 
 ncclResult_t split_here(const SplitRequest& request, ncclComm_t* out) { return run_local_splits({{request, out}}, ""); }
 
@@ -251,6 +245,7 @@ ncclResult_t end_group(const char* function, bool simulate, ncclSimInfo_t* info)
   std::vector<ncclComm*> inits = std::move(g.inits);
   std::vector<std::pair<ncclComm*, RankCall>> calls = std::move(g.calls);
   std::vector<std::pair<SplitRequest, ncclComm_t*>> splits = std::move(g.splits);
+  std::vector<PointToPointPart> point_to_point = std::move(g.point_to_point);
   const ncclResult_t earlier = g.error;
   const std::string earlier_text = std::move(g.error_text);
   g = GroupState{};
@@ -260,6 +255,9 @@ ncclResult_t end_group(const char* function, bool simulate, ncclSimInfo_t* info)
     // Not issued here, but the other processes issue theirs: communicators spanning processes fail (local_failure).
     for (const auto& [comm, call] : calls)
       fail_communicator_on_local_error(comm, earlier, call.function,
+                                       "not issued: another call of its group failed: " + earlier_text);
+    for (const PointToPointPart& part : point_to_point)
+      fail_communicator_on_local_error(part.comm, earlier, part.function,
                                        "not issued: another call of its group failed: " + earlier_text);
     return fail(earlier, fmt::format("{}: a call inside the group failed, so nothing of the group was issued: {}",
                                      function, earlier_text));
@@ -272,10 +270,27 @@ ncclResult_t end_group(const char* function, bool simulate, ncclSimInfo_t* info)
     if (split_result != ncclSuccess) return fail(split_result, split_text);
     return real_result;
   }
+  // Sends and receives first: posting never waits, and a refusal found then (every rank of the set is in this group:
+  // a send without its receive, counts that differ) leaves the collectives unissued.
+  const std::string who = point_to_point.empty() ? std::string() : fmt::format("{}: ", function);
+  std::optional<PostedPointToPoint> posted;
+  if (!point_to_point.empty()) {
+    posted.emplace(std::move(point_to_point));
+    if (const ncclResult_t r = posted->failed_at_post(who); r != ncclSuccess) {
+      const std::string text = last_error();
+      for (const auto& [comm, call] : calls)
+        fail_communicator_on_local_error(comm, r, call.function,
+                                         "not issued: another call of its group failed: " + text);
+      return fail(r, fmt::format("{} (nothing else of the group was issued)", text));
+    }
+  }
   const ncclResult_t call_result = run_calls(calls);
+  const std::string call_text = last_error();
+  const ncclResult_t p2p_result = posted ? posted->wait(who) : ncclSuccess;
   if (init_result != ncclSuccess) return fail(init_result, init_text);
   if (split_result != ncclSuccess) return fail(split_result, split_text);
-  if (call_result != ncclSuccess) return call_result;
+  if (call_result != ncclSuccess) return fail(call_result, call_text);
+  if (p2p_result != ncclSuccess) return p2p_result;
   return real_result;
 }
 

@@ -1,8 +1,9 @@
 // ncclGroupStart/End with NCCL's semantics, per thread: groups nest (a count); calls inside one are checked when made
 // and issued at the outermost ncclGroupEnd: first the deferred inits (every rank of an id made here: one in-process
 // communicator, group_inits.hpp; the other handles joined at once, one thread each), then the splits (of in-process
-// communicators, local_split.hpp; of joined handles at once, joined_split.hpp), then the collectives, each
-// rank's part posted to its SharedComm, then waited for. The real NCCL's group is kept at the same depth once a
+// communicators, local_split.hpp; of joined handles at once, joined_split.hpp), then the sends and receives Canopy
+// serves (posted to their communicators' exchanges: group_point_to_point.hpp), then the collectives, each rank's part
+// posted to its SharedComm, then all waited for. The real NCCL's group is kept at the same depth once a
 // forwarded call needs it.
 //
 // Errors, as NCCL's (docs/nccl-api.md "Errors inside a group"): a call that fails inside a group makes the outermost
@@ -20,6 +21,7 @@
 #include <nccl.h>
 
 #include "nccl/base/rank_call.hpp"
+#include "nccl/group/group_point_to_point.hpp"
 #include "nccl/init/local_split.hpp"
 
 namespace canopy::nccl_api {
@@ -29,6 +31,9 @@ ncclResult_t group_start();
 ncclResult_t group_end();
 void defer_init(ncclComm* comm);
 void defer_call(ncclComm* comm, const RankCall& call);
+// ncclSend, ncclRecv, ncclAlltoAll, ncclGather, ncclScatter served by Canopy inside a group: issued at the outermost
+// ncclGroupEnd, after the splits and before the collectives.
+void defer_point_to_point(PointToPointPart part);
 // ncclCommSplit inside a group: made at the outermost ncclGroupEnd, after the deferred inits and before the
 // collectives; *out is written then.
 void defer_split(const SplitRequest& request, ncclComm_t* out);

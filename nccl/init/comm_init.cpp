@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "nccl/init/joined_teardown.hpp"
 #include "nccl/real/real_comm.hpp"
 #include "runtime/comm/communicator.hpp"
+#include "runtime/comm/process_group.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy::nccl_api {
@@ -92,6 +94,19 @@ void hand_out_ranks(const std::shared_ptr<SharedComm>& shared, const std::vector
   }
 }
 
+CommunicatorOptions options_for_devices(const std::vector<int>& device_of_rank) {
+  CommunicatorOptions options;
+  const int n = static_cast<int>(device_of_rank.size());
+  if (n > 1 && std::all_of(device_of_rank.begin(), device_of_rank.end(),
+                           [&](int d) { return d == device_of_rank[0]; })) {
+    options.devices = {device_of_rank[0]};  // virtual ranks, planned as the processes sharing a GPU are
+    options.topology = shared_gpu_topology(n);
+  } else {
+    options.devices = device_of_rank;  // a GPU listed twice among others is refused by Communicator::create
+  }
+  return options;
+}
+
 ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* function) {
   const int n = static_cast<int>(comms.size());
   const auto fail_all = [&](ncclResult_t r, const std::string& why) {
@@ -99,14 +114,15 @@ ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* functio
     for (ncclComm* c : comms) mark_init_failed(c, r, why);
     return fail(r, why);
   };
-  CommunicatorOptions options;
+  std::vector<int> device_of_rank;
   for (ncclComm* c : comms) {
     if (c->device < 0)
       return fail_all(ncclInvalidUsage, fmt::format("{}: rank {} of {} has no CUDA device (cudaGetDevice failed at its "
                                                     "ncclCommInitRank): set one with cudaSetDevice first",
                                                     function, c->rank, n));
-    options.devices.push_back(c->device);
+    device_of_rank.push_back(c->device);
   }
+  const CommunicatorOptions options = options_for_devices(device_of_rank);
   const CurrentDevice keep;  // the caller's current GPU stays as it was, as NCCL leaves it
   std::unique_ptr<Communicator> communicator;
   if (const Status s = Communicator::create(options, &communicator); !s.ok()) {
@@ -117,9 +133,9 @@ ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* functio
   shared->log().logger().info(
       LogSubsys::init, fmt::format("nccl: {}: all {} ranks of the unique id are in this process: one communicator over "
                                    "CUDA devices {} (as ncclCommInitAll), no bootstrap",
-                                   function, n, fmt::join(options.devices, ",")));
+                                   function, n, fmt::join(device_of_rank, ",")));
   hand_out_ranks(shared, comms);
-  if (const ncclResult_t r = attach_real_comms(comms, options.devices, function); r != ncclSuccess)
+  if (const ncclResult_t r = attach_real_comms(comms, device_of_rank, function); r != ncclSuccess)
     return fail_all(r, last_error());
   retire_bootstrap_root(comms[0]->id);
   for (ncclComm* c : comms) c->state = CommState::ready;  // last: a non-blocking init's reader sees the rest first
@@ -131,13 +147,14 @@ ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist) {
   if (ndev < 1) return fail(ncclInvalidArgument, fmt::format("ncclCommInitAll: ndev is {}: it must be at least 1", ndev));
   ForwardSet forward;
   if (const ncclResult_t r = read_environment("ncclCommInitAll", &forward); r != ncclSuccess) return r;
-  CommunicatorOptions options;
+  std::vector<int> device_of_rank;
   for (int r = 0; r < ndev; ++r) {
     const int device = devlist ? devlist[r] : r;
     if (device < 0)
       return fail(ncclInvalidArgument, fmt::format("ncclCommInitAll: devlist[{}] is {}: not a CUDA device", r, device));
-    options.devices.push_back(device);
+    device_of_rank.push_back(device);
   }
+  const CommunicatorOptions options = options_for_devices(device_of_rank);
   std::unique_ptr<Communicator> communicator;
   if (const Status s = Communicator::create(options, &communicator); !s.ok()) return to_result(s, "ncclCommInitAll");
   auto shared = std::make_shared<SharedComm>(std::move(communicator), ndev, 0, ndev);
@@ -147,7 +164,7 @@ ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist) {
     handles[r]->forward = forward;
   }
   hand_out_ranks(shared, handles);
-  if (const ncclResult_t r = attach_real_comms(handles, options.devices, "ncclCommInitAll"); r != ncclSuccess) {
+  if (const ncclResult_t r = attach_real_comms(handles, device_of_rank, "ncclCommInitAll"); r != ncclSuccess) {
     for (ncclComm* h : handles) delete h;  // never handed out: comms is left as it was
     return r;
   }

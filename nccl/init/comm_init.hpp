@@ -10,6 +10,7 @@
 
 #include "nccl/comm/shared_comm.hpp"
 #include "nccl/config/forward_list.hpp"
+#include "runtime/comm/communicator_options.hpp"
 #include "runtime/transport/bootstrap/unique_id.hpp"
 
 namespace canopy::nccl_api {
@@ -35,8 +36,14 @@ void hand_out_ranks(const std::shared_ptr<SharedComm>& shared, const std::vector
 // beside them as ncclCommInitAll makes it, and the id's bootstrap root, when this process started it, retired. On an
 // error every handle ends failed with the reason.
 ncclResult_t init_whole(const std::vector<ncclComm*>& comms, const char* function);
-// ncclCommInitAll: one communicator over `ndev` devices (devlist, or 0 .. ndev - 1), a ready handle per rank (and the
-// real ncclCommInitAll's beside them where the devices are distinct).
+// The options of an in-process communicator whose rank r runs on CUDA device device_of_rank[r]: those devices; or,
+// where every rank of several names one device (devlist {0, 0, 0}), that device alone with the ranks as its virtual
+// ranks, planned over shared_gpu_topology (runtime/comm/process_group.hpp) as processes sharing a GPU are (NCCL refuses
+// a GPU listed twice; Canopy serves it; splits of such a communicator likewise). Other repeated devices are refused by
+// Communicator::create, naming them.
+CommunicatorOptions options_for_devices(const std::vector<int>& device_of_rank);
+// ncclCommInitAll: one communicator over `ndev` devices (devlist, or 0 .. ndev - 1; every rank on one: virtual
+// ranks, above), a ready handle per rank (and the real ncclCommInitAll's beside them where the devices are distinct).
 ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist);
 
 }  // namespace canopy::nccl_api

@@ -80,8 +80,9 @@ ncclResult_t make_local_children(const std::vector<SplitRequest>& requests, std:
     for (int r = 0; r < n; ++r)
       if (places[r].color == color) members.push_back(r);
     std::sort(members.begin(), members.end(), [&](int a, int b) { return places[a].index < places[b].index; });
-    CommunicatorOptions options;
-    for (int r : members) options.devices.push_back(parent.device_of_rank(r));
+    std::vector<int> device_of_rank;
+    for (int r : members) device_of_rank.push_back(parent.device_of_rank(r));
+    const CommunicatorOptions options = options_for_devices(device_of_rank);  // one GPU's ranks: virtual ranks again
     std::unique_ptr<Communicator> made;
     if (const Status s = Communicator::create(options, &made); !s.ok()) {
       for (ncclComm*& c : *children) delete std::exchange(c, nullptr);  // none was handed out yet

@@ -1,5 +1,8 @@
-// The real NCCL's communicator beside Canopy's, for what Canopy forwards (Send/Recv, AlltoAll, Gather, Scatter,
-// registration, windows, device communicators, CANOPY_NCCL_FORWARD's collectives, types Canopy does not reduce).
+// The real NCCL's communicator beside Canopy's, for what Canopy forwards (Send/Recv, AlltoAll, Gather, Scatter where
+// Canopy's point-to-point does not serve the communicator, registration, windows, device communicators, the calls
+// CANOPY_NCCL_FORWARD names, types Canopy does not reduce). Whether Canopy serves point-to-point on a communicator is
+// known once it is made (SharedComm::point_to_point_refusal()): the seam for making this one only where something will
+// use it (issue 68, a later step); today it is still made wherever it can be.
 //
 // When it is made: at init, never later. NCCL's init is collective over every rank, but a Send is called by two ranks
 // only, so making it lazily at the first forwarded call would hang; and NCCL 2.28 refuses two ranks on one GPU (unless

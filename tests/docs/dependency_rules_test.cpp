@@ -37,7 +37,8 @@ std::vector<std::string> up_to_runtime(std::vector<std::string> more) {
 
 // nccl/'s folders from base/ up to and including `top` (comm/, real/, init/, group/ in that order).
 std::vector<std::string> nccl_up_to(const std::string& top) {
-  std::vector<std::string> folders = {"nccl/base/", "nccl/premul/", "nccl/diagnostics/", "nccl/config/"};
+  std::vector<std::string> folders = {"nccl/base/", "nccl/premul/", "nccl/diagnostics/", "nccl/config/",
+                                      "nccl/p2p/"};
   for (const char* next : {"nccl/comm/", "nccl/real/", "nccl/init/", "nccl/group/"}) {
     folders.push_back(next);
     if (top == next) break;
@@ -58,11 +59,12 @@ const std::vector<FolderRule>& folder_rules() {
       {"templates/", {"canopy/"}},  // the templates include each other as generated code does
       {"runtime/", up_to_runtime({})},
       {"nccl/", up_to_runtime({"nccl/"})},
-      // nccl/'s subfolders, one way: base <- premul, diagnostics, config <- comm <- real <- init <- group <- api.
+      // nccl/'s subfolders, one way: base <- premul, diagnostics, config, p2p <- comm <- real <- init <- group <- api.
       {"nccl/base/", up_to_runtime({"nccl/base/"})},
       {"nccl/premul/", up_to_runtime({"nccl/base/", "nccl/premul/"})},
       {"nccl/diagnostics/", up_to_runtime({"nccl/base/", "nccl/diagnostics/"})},
       {"nccl/config/", up_to_runtime({"nccl/base/", "nccl/config/"})},
+      {"nccl/p2p/", up_to_runtime({"nccl/base/", "nccl/p2p/"})},
       {"nccl/comm/", up_to_runtime(nccl_up_to("nccl/comm/"))},
       {"nccl/real/", up_to_runtime(nccl_up_to("nccl/real/"))},
       {"nccl/init/", up_to_runtime(nccl_up_to("nccl/init/"))},

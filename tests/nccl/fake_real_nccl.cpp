@@ -1,8 +1,9 @@
 // A stand-in for the real NCCL in the CPU tests of Canopy's group semantics (nccl_group_test.cpp): a shared library
 // that the NCCL API loads as "the real NCCL" (CANOPY_NCCL_LIBRARY) and that records which of its functions were
 // called, in order, so a test can see how deep its group was opened, whether it was ended or closed without being
-// issued (ncclGroupSimulateEnd), and what was forwarded. ncclSend of count 13 fails (ncclInvalidArgument), as a real
-// call refused by the real NCCL; ncclGroupSimulateEnd writes an estimate of 12.5 us. Not NCCL: records only.
+// issued (ncclGroupSimulateEnd), and what was forwarded (Send, Recv, AlltoAll, Gather, Scatter, with their counts).
+// ncclSend of count 13 fails (ncclInvalidArgument), as a real call refused by the real NCCL; ncclGroupSimulateEnd
+// writes an estimate of 12.5 us. Not NCCL: records only.
 #include <nccl.h>
 
 #include <string>
@@ -63,6 +64,22 @@ __attribute__((visibility("default"))) ncclResult_t ncclSend(const void*, size_t
 __attribute__((visibility("default"))) ncclResult_t ncclRecv(void*, size_t count, ncclDataType_t, int, ncclComm_t,
                                                              cudaStream_t) {
   g_calls += "Recv(" + std::to_string(count) + ");";
+  return ncclSuccess;
+}
+
+__attribute__((visibility("default"))) ncclResult_t ncclAlltoAll(const void*, void*, size_t count, ncclDataType_t,
+                                                                 ncclComm_t, cudaStream_t) {
+  g_calls += "AlltoAll(" + std::to_string(count) + ");";
+  return ncclSuccess;
+}
+__attribute__((visibility("default"))) ncclResult_t ncclGather(const void*, void*, size_t count, ncclDataType_t, int,
+                                                               ncclComm_t, cudaStream_t) {
+  g_calls += "Gather(" + std::to_string(count) + ");";
+  return ncclSuccess;
+}
+__attribute__((visibility("default"))) ncclResult_t ncclScatter(const void*, void*, size_t count, ncclDataType_t, int,
+                                                                ncclComm_t, cudaStream_t) {
+  g_calls += "Scatter(" + std::to_string(count) + ");";
   return ncclSuccess;
 }
 

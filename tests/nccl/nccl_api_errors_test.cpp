@@ -228,9 +228,9 @@ TEST(NcclApiErrors, BadForwardListFailsInit) {
   ncclUniqueId id;
   ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << last();
   ncclComm_t comm = nullptr;
-  setenv("CANOPY_NCCL_FORWARD", "allreduce,sendrecv", 1);
+  setenv("CANOPY_NCCL_FORWARD", "allreduce,sendreceive", 1);
   EXPECT_NCCL_ERROR(ncclCommInitRank(&comm, 1, id, 0), ncclInvalidArgument,
-                    "ncclCommInitRank: CANOPY_NCCL_FORWARD names 'sendrecv'");
+                    "ncclCommInitRank: CANOPY_NCCL_FORWARD names 'sendreceive'");
   unsetenv("CANOPY_NCCL_FORWARD");
   setenv("CANOPY_NCCL_REAL", "sometimes", 1);
   EXPECT_NCCL_ERROR(ncclCommInitRank(&comm, 1, id, 0), ncclInvalidArgument, "CANOPY_NCCL_REAL='sometimes'");

@@ -1,18 +1,21 @@
 // The NCCL API's pure parts on any CPU: CANOPY_LOG=info line texts and their once-per-(function, type, size class)
 // rule, CANOPY_NCCL_FORWARD and CANOPY_NCCL_REAL parsing, ncclConfig_t reading, the decision to make a real NCCL
-// communicator beside Canopy's, and PreMulSum operator bookkeeping.
+// communicator beside Canopy's, PreMulSum operator bookkeeping, and the devices of an in-process init (ncclCommInitAll
+// with every rank on one GPU: its virtual ranks).
 #include <gtest/gtest.h>
 #include <nccl.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "nccl/config/config.hpp"
 #include "nccl/config/forward_list.hpp"
 #include "nccl/diagnostics/call_log.hpp"
+#include "nccl/init/comm_init.hpp"
 #include "nccl/premul/premul_ops.hpp"
 #include "nccl/real/real_comm.hpp"
 
@@ -85,14 +88,44 @@ TEST(NcclCallLog, OnceAFunctionTypeAndSizeClass) {
 TEST(NcclForwardList, ParsesNamesAliasesAndAll) {
   ForwardSet s;
   ASSERT_TRUE(parse_forward_list("", &s).ok());
-  EXPECT_TRUE(s.empty());
+  EXPECT_TRUE(s.collectives.empty());
+  EXPECT_TRUE(s.point_to_point.empty());
   ASSERT_TRUE(parse_forward_list(" AllReduce, bcast,reduce_scatter,,", &s).ok());
-  EXPECT_EQ(s, (ForwardSet{Collective::allreduce, Collective::broadcast, Collective::reducescatter}));
+  EXPECT_EQ(s.collectives,
+            (std::set<Collective>{Collective::allreduce, Collective::broadcast, Collective::reducescatter}));
+  EXPECT_TRUE(s.point_to_point.empty());
   ASSERT_TRUE(parse_forward_list("all", &s).ok());
-  EXPECT_EQ(s.size(), 5u);
-  const canopy::Status bad = parse_forward_list("allreduce,alltoall", &s);
+  EXPECT_EQ(s.collectives.size(), 5u);
+  EXPECT_EQ(s.point_to_point.size(), 4u) << "all names the point-to-point calls too";
+  const canopy::Status bad = parse_forward_list("allreduce,alltoallv", &s);
   EXPECT_FALSE(bad.ok());
-  EXPECT_NE(bad.message().find("CANOPY_NCCL_FORWARD names 'alltoall'"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("CANOPY_NCCL_FORWARD names 'alltoallv'"), std::string::npos) << bad.message();
+  EXPECT_NE(bad.message().find("sendrecv, alltoall, gather, scatter"), std::string::npos) << bad.message();
+}
+
+TEST(NcclForwardList, NamesThePointToPointCalls) {
+  ForwardSet s;
+  ASSERT_TRUE(parse_forward_list("sendrecv, AllToAll,gather,scatter", &s).ok());
+  EXPECT_TRUE(s.collectives.empty()) << "no collective is forwarded";
+  for (PointToPointCall c : {PointToPointCall::sendrecv, PointToPointCall::alltoall, PointToPointCall::gather,
+                             PointToPointCall::scatter})
+    EXPECT_TRUE(s.names(c)) << to_string(c);
+  ASSERT_TRUE(parse_forward_list("send_recv,all_to_all,allreduce", &s).ok());
+  EXPECT_EQ(s.point_to_point, (std::set<PointToPointCall>{PointToPointCall::sendrecv, PointToPointCall::alltoall}));
+  EXPECT_TRUE(s.names(Collective::allreduce));
+  EXPECT_FALSE(s.names(PointToPointCall::gather));
+}
+
+TEST(NcclInitAll, EveryRankOnOneGpuIsVirtualRanksOfIt) {
+  const canopy::CommunicatorOptions shared = options_for_devices({0, 0, 0});
+  EXPECT_EQ(shared.devices, std::vector<int>{0});
+  ASSERT_TRUE(shared.topology.has_value()) << "planned as processes sharing a GPU are";
+  EXPECT_EQ(shared.topology->gpu_ids().size(), 3u);
+  const canopy::CommunicatorOptions distinct = options_for_devices({1, 0});
+  EXPECT_EQ(distinct.devices, (std::vector<int>{1, 0}));
+  EXPECT_FALSE(distinct.topology.has_value()) << "detected, as before";
+  EXPECT_EQ(options_for_devices({2}).devices, std::vector<int>{2});
+  EXPECT_EQ(options_for_devices({0, 0, 1}).devices, (std::vector<int>{0, 0, 1})) << "refused by create, naming it";
 }
 
 TEST(NcclForwardList, RealMode) {

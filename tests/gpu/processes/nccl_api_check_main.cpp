@@ -14,7 +14,8 @@
 // --bad-rank R, --bad-call K, --bad null|oversized, --spread 1, --ranks-here K (nccl_check_ranks_here.cpp: K ranks
 // in each process, initialised in one group, as nccl-tests -g K), --split-alone 1 (with --ranks-here 1: the split
 // outside a group), --expect real|refused (borrowed: nccl_check_borrowed.cpp), --hostid 1 (this process's own
-// NCCL_HOSTID, set before the init).
+// NCCL_HOSTID, set before the init), --init-all K (nccl_check_point_to_point.cpp: K ranks in this process on GPU 0
+// through ncclCommInitAll, their sends and receives served by Canopy; run it as one process).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>
@@ -79,6 +80,7 @@ bool parse(int argc, char** argv, CheckArgs* a) {
     else if (k == "--split-alone") a->split_alone = v == "1";
     else if (k == "--expect") a->expect = v;
     else if (k == "--hostid") a->hostid = v == "1";
+    else if (k == "--init-all") a->init_all = std::max(1, std::atoi(v.c_str()));
     else if (k == "--counts") {
       for (std::size_t at = 0; at < v.size();) {
         const std::size_t comma = std::min(v.find(',', at), v.size());
@@ -158,6 +160,7 @@ int main(int argc, char** argv) {
   int gpus = 0;
   if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1) return 2;
   if (cudaSetDevice(args.spread ? rank % gpus : 0) != cudaSuccess) return 2;
+  if (args.init_all > 0) return check_point_to_point(args);  // no id: ncclCommInitAll
   ncclUniqueId id;
   if (!args.id_file.empty()) {
     if (!id_through_file(rank, args.id_file, &id)) return 1;

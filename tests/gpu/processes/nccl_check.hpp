@@ -28,6 +28,7 @@ struct CheckArgs {
   bool split_alone = false;        // --split-alone 1 (with --ranks-here 1): ncclCommSplit outside a group
   std::string expect = "real";     // borrowed: real (a real NCCL communicator beside Canopy's) or refused (none)
   bool hostid = false;             // --hostid 1: this process sets its own NCCL_HOSTID before the init
+  int init_all = 0;                // --init-all K: K ranks in this process on GPU 0 (ncclCommInitAll), point-to-point
 };
 
 struct CheckRank {
@@ -54,5 +55,7 @@ int check_borrowed(const CheckRank& c);       // nccl_check_borrowed.cpp
 int check_watchdog_abort(const CheckRank& c);  // nccl_check_watchdog_abort.cpp
 // --ranks-here K (K >= 1): the whole run of process `process` of `processes` (nccl_check_ranks_here.cpp).
 int check_ranks_here(int process, int processes, const CheckArgs& a, const ncclUniqueId& id);
+// --init-all K (K >= 1): the whole run of this process (nccl_check_point_to_point.cpp).
+int check_point_to_point(const CheckArgs& a);
 
 }  // namespace canopy::nccl_check
