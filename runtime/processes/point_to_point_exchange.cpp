@@ -26,7 +26,8 @@ std::string rank_span(int first, int own) {
 
 }  // namespace
 
-std::string own_part_refusal(std::span<const PointToPoint> ops, int first, int own, std::span<const int> process_of_rank,
+std::string own_part_refusal(std::span<const PointToPoint> ops, int first, int own,
+                             std::span<const int> process_of_rank,
                              const std::function<std::string(int)>& name,
                              const std::function<Status(std::span<const PointToPoint>)>& check_streams) {
   const int ranks = static_cast<int>(process_of_rank.size());

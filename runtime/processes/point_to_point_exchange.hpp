@@ -22,7 +22,8 @@ namespace canopy {
 // Why this process refuses its part of a group (its ops `ops`, its ranks first .. first + own - 1 of `ranks`), or "":
 // an op in range but issued by another process's rank (`process_of_rank` says whose, `name` names a process), or,
 // through `check_streams` (check_point_to_point_streams), a stream that is not its rank's GPU's or captures a graph.
-std::string own_part_refusal(std::span<const PointToPoint> ops, int first, int own, std::span<const int> process_of_rank,
+std::string own_part_refusal(std::span<const PointToPoint> ops, int first, int own,
+                             std::span<const int> process_of_rank,
                              const std::function<std::string(int)>& name,
                              const std::function<Status(std::span<const PointToPoint>)>& check_streams);
 

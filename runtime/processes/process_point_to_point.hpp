@@ -8,9 +8,10 @@
 //   the last group whose inputs this process copied into its staging regions, and `read`, the last group whose
 //   transfers it copied out of the others'.
 // - A group (numbered alike in every process) runs on one side stream of this process's GPU, forked from the callers'
-//   streams of its ops across processes and joined back to them: wait until each process that read this process's
-//   regions in an earlier group has read them (its `read` word), copy the sends in, write `staged`; wait for the
-//   `staged` word of every process it receives from, copy the receives out, write `read`.
+//   streams of its ops across processes and joined back to them, in the order of PointToPointSchedule: wait until
+//   each process that read this process's regions in an earlier group has read them (its `read` word), copy the sends
+//   in, write `staged`; wait for the `staged` word of every process it receives from, copy the receives out, write
+//   `read`.
 // Every wait is for a word written in this group or an earlier one, and a process's `staged` write waits only for
 // earlier groups, so no order of posting (nor of the processes' host threads) can deadlock. A send completes on its
 // stream once the whole group of its process has moved (as a group is one launch per rank in NCCL). A failed
@@ -19,7 +20,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -28,6 +28,7 @@
 #include "core/status.hpp"
 #include "runtime/offload/stream_words.hpp"
 #include "runtime/processes/point_to_point_exchange.hpp"
+#include "runtime/processes/point_to_point_schedule.hpp"
 #include "runtime/processes/staging_area.hpp"
 #include "runtime/transport/ipc/fd_channel.hpp"
 #include "runtime/transport/ipc/shared_memfds.hpp"
@@ -61,16 +62,14 @@ class ProcessPointToPoint {
   void release();
 
  private:
-  ProcessPointToPoint() = default;
+  explicit ProcessPointToPoint(int processes) : schedule_(processes) {}
   struct Words;  // a process's page
   Words& words(int process) const;
   Status copy(void* to, const void* from, std::uint64_t bytes, const Transfer& t, const char* what);
+  Status queue(const PointToPointStep& step, const PointToPointPlan& plan);  // one step on the side stream
 
   int process_ = 0;
-  std::atomic<std::uint32_t> groups_{0};  // groups run so far (every process alike): the words' values
-  // Per process: the last group in which it read this process's staging regions, and the value this process's side
-  // stream last waited for on its `read` word (a wait already queued needs no repeat).
-  std::vector<std::uint32_t> last_read_, waited_read_;
+  PointToPointSchedule schedule_;  // the groups counted (every process alike: the words' values) and their steps
   StagingArea area_;
   SharedMemfds memory_;  // every process's page; unmapped after words_ has unregistered them
   StreamWords words_;

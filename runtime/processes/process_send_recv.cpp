@@ -35,10 +35,11 @@ Status ProcessCallPath::send_recv(std::span<const PointToPoint> ops) {
                               ops.size()));
   const auto name = [this](int p) { return describe_process(group_->facts[p], p, false); };
   const std::span<const int> process_of_rank = layout_.placement.device_of_rank;  // a process is a device index
+  const auto check_streams = [this](std::span<const PointToPoint> o) {
+    return check_point_to_point_streams(o, layout_.placement.ordinal_of_rank, kernels_.oracle());
+  };
   const std::string refusal =
-      own_part_refusal(ops, first_own_rank(), own_ranks(), process_of_rank, name, [this](std::span<const PointToPoint> o) {
-        return check_point_to_point_streams(o, layout_.placement.ordinal_of_rank, kernels_.oracle());
-      });
+      own_part_refusal(ops, first_own_rank(), own_ranks(), process_of_rank, name, check_streams);
   if (Status s = announce_call([this] { return point_to_point_signature(calls_); }); !s.ok()) return s;
   std::vector<std::string> parts;
   if (Status s = group_->bootstrap->allgather(encode_point_to_point(ops, refusal), &parts); !s.ok())
@@ -53,7 +54,7 @@ Status ProcessCallPath::send_recv(std::span<const PointToPoint> ops) {
     fail("send_recv: " + why, ProcessFailure::failed);
     return failure_.status();
   };
-  if (!point_to_point_->fits(plan.staging_bytes)) {
+  if (plan.staging_bytes > 0 && !point_to_point_->fits(plan.staging_bytes)) {
     // Every process's copies in and out of the regions are done before any frees its own.
     if (Status s = point_to_point_->synchronize(); !s.ok()) return failed_group(s.message());
     if (Status s = group_->bootstrap->barrier(); !s.ok()) return failure_.failed() ? failure_.status() : s;

@@ -152,7 +152,8 @@ TEST(PointToPointExchange, AProcessPassingAnotherProcesssRankIsRefusedByEveryPro
   const std::string why = own_part_refusal(wrong, 0, 2, process_of_rank, name, streams_fine);
   EXPECT_EQ(why, "send_recv: op 1 (send of rank 2) is issued by rank 2, which process 1 holds: each process passes "
                  "only its own ranks' ops (this one holds ranks 0..1), and the process holding rank 2 passes that op");
-  EXPECT_EQ(own_part_refusal(std::vector<PointToPoint>{send(1, 2), recv(0, 3)}, 0, 2, process_of_rank, name, streams_fine), "");
+  const std::vector<PointToPoint> own = {send(1, 2), recv(0, 3)};
+  EXPECT_EQ(own_part_refusal(own, 0, 2, process_of_rank, name, streams_fine), "");
   // Out of range: left to the matcher, which every process runs alike.
   EXPECT_EQ(own_part_refusal(std::vector<PointToPoint>{send(7, 0)}, 0, 2, process_of_rank, name, streams_fine), "");
   // The streams' check, where every op is in range.
