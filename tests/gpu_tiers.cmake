@@ -38,11 +38,12 @@ set(CANOPY_GPU_QUICK_TESTS
     "Protocols/WatchdogOnGpu.NamesWhatAStuckCollectiveWaitsFor/direct"
     "CopyEngineOnOneGpu.*"
     "HybridOnOneGpu.*"
-    # several processes: the collectives, captured replays, a lost process, a mismatched call
+    # several processes: the collectives, captured replays, a lost process, a mismatched call, send_recv
     "Protocols/MultiProcessOnGpu.TwoProcessesCheckEveryCollective/Default"
     "Protocols/MultiProcessOnGpu.TwoProcessesReplayPreparedCapturedCalls/Default"
     "MultiProcessFailureOnGpu.AKilledProcessIsReportedByTheOthersWithinTenSeconds"
     "MultiProcessFailureOnGpu.AMismatchedCount*"
+    "PointToPointProcessesQuickOnGpu.*"
     # runtime/hosts: two "hosts" on one GPU through the real NCCL
     "HostsOnGpu.TwoHostsOfTwoCheckEveryCollective"
     # the NCCL API: init, PreMulSum, the borrowed calls, send/recv and the calls made of them served by Canopy, the

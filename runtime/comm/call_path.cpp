@@ -18,11 +18,11 @@ Status CallPath::send_recv(std::span<const PointToPoint> ops) {
   const CommunicatorLayout& l = layout();
   const bool hosts = find_hosts(l.topology, l.placement.rank_names).size() > 1;
   return Status(StatusCode::unsupported,
-                fmt::format("send_recv ({} ops): point-to-point on a communicator of {} is not served yet; it is a "
-                            "later part of issue 68. A communicator of one process driving its GPUs "
-                            "(Communicator::create) serves it; through the NCCL library ncclSend and ncclRecv still "
-                            "go to the real NCCL",
-                            ops.size(), hosts ? "several hosts" : "the processes of one host"));
+                fmt::format("send_recv ({} ops): point-to-point on {} is not served yet; it is a later part of issue "
+                            "68. A communicator of one process driving its GPUs (Communicator::create) or of the "
+                            "processes of one host (Communicator::join) serves it; through the NCCL library ncclSend "
+                            "and ncclRecv go to the real NCCL here",
+                            ops.size(), hosts ? "a communicator of several hosts" : "this way of running"));
 }
 
 }  // namespace canopy

@@ -67,7 +67,8 @@ class CallPath {
   virtual Status scale(int rank, void* out, const void* in, std::uint64_t count, DataType dtype,
                        const void* device_scalar, const void* host_scalar, cudaStream_t stream) = 0;
   // A group of sends and receives (Communicator::send_recv). The default refuses it, naming the way of running:
-  // across processes and hosts point-to-point is a later part of issue 68.
+  // across hosts point-to-point is a later part of issue 68 (one process's ranks and the processes of one host serve
+  // it).
   virtual Status send_recv(std::span<const PointToPoint> ops);
   // The element-wise kernels (combining, avg's division) of this process's GPU (its first own rank's), loaded once.
   virtual Status combining_kernels(const CombineKernels** out) = 0;

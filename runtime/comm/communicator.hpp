@@ -116,7 +116,9 @@ class Communicator {
   // rank itself is a local copy; a count of 0 moves nothing. Each receive completes on its op's stream, each send on
   // its op's stream once its data has left (the buffer may then be reused). Refused (invalid_argument, naming the op
   // and the fix) when an op is unmatched, a pair's counts or types differ, a rank or peer is out of range, or a
-  // buffer is null with elements to move. Served by a communicator of one process (create); across processes and
+  // buffer is null with elements to move. Served by a communicator of one process (create) and by the processes of
+  // one host (join; processes sharing a GPU included): there every process issues every group, passing only its own
+  // ranks' ops (none: an empty span), and every process refuses a wrong group alike, none waiting for another. Across
   // hosts it returns unsupported for now (issue 68). Not inside a CUDA graph capture yet.
   Status send_recv(std::span<const PointToPoint> ops);
 

@@ -44,6 +44,26 @@ Status ProcessCallPath::run(const CollectiveCall& given) {
                       [this](const CollectiveCall& call) { return run_in_processes(call); });
 }
 
+Status ProcessCallPath::announce_call(const std::function<CallSignature()>& signature_of_call) {
+  ++calls_;
+  // The call's signature through the shared pages (no waiting: the second process to make a mismatched call finds
+  // it, and fails the communicator), and under CANOPY_CHECK_CALLS=1 through the bootstrap root too: every process
+  // then finds it there and fails the call alone, so a mismatch the pages found waits for the round trip (no process
+  // would wait there for one that had failed already). Captured calls are checked at capture; replays make no calls.
+  const CallCheck check_calls = layout_.config.check_calls;
+  CallSignature signature;
+  std::optional<CallMismatch> mismatch;
+  if (check_calls != CallCheck::off) signature = signature_of_call();
+  if (counters_ && check_calls != CallCheck::off)
+    mismatch = counters_->publish(signature);
+  else if (counters_)
+    counters_->publish(calls_);
+  if (check_calls == CallCheck::round_trip)
+    if (Status s = agree_on_call(*group_, failure_, signature); !s.ok()) return s;
+  if (mismatch) return mismatched_call(signature, *mismatch);
+  return Status();
+}
+
 Status ProcessCallPath::fit_area(StagingArea& area, std::size_t send_bytes, std::size_t recv_bytes,
                                  const CollectiveCall& call, bool capturing, const char* what) {
   if (area.fits(send_bytes, recv_bytes)) return Status();
@@ -152,22 +172,7 @@ Status ProcessCallPath::run_in_processes(const CollectiveCall& given) {
   if (Status s = make_whole(given, &call, &capturing); !s.ok()) return s;
   CallProfile& profile = kernels_.profile();
   profile.mark(CallProfile::check);
-  ++calls_;
-  // The call's signature through the shared pages (no waiting: the second process to make a mismatched call finds
-  // it, and fails the communicator), and under CANOPY_CHECK_CALLS=1 through the bootstrap root too: every process
-  // then finds it there and fails the call alone, so a mismatch the pages found waits for the round trip (no process
-  // would wait there for one that had failed already). Captured calls are checked at capture; replays make no calls.
-  const CallCheck check_calls = layout_.config.check_calls;
-  CallSignature signature;
-  std::optional<CallMismatch> mismatch;
-  if (check_calls != CallCheck::off) signature = signature_of(call);
-  if (counters_ && check_calls != CallCheck::off)
-    mismatch = counters_->publish(signature);
-  else if (counters_)
-    counters_->publish(calls_);
-  if (check_calls == CallCheck::round_trip)
-    if (Status s = agree_on_call(*group_, failure_, signature); !s.ok()) return s;
-  if (mismatch) return mismatched_call(signature, *mismatch);
+  if (Status s = announce_call([&] { return signature_of(call); }); !s.ok()) return s;
   if (call.count == 0) return Status();
   if (ranks() == 1 && !call.program) return kernels_.local_copy(given);
   // A large broadcast or reduce (and, where their size is given, allreduce) between two processes on the copy engines

@@ -6,7 +6,9 @@
 // (LL, LL128, and under CANOPY_OWN_BUFFERS the trees and the direct inbox kernels, through the inboxes), else through
 // the staging area; a large call's tail through the host rings (ProcessHostRing) and, between two processes on two
 // GPUs, a large head on the copy engines (ProcessEngines) or a direct call on both callers' buffers
-// (CANOPY_PEER_BUFFERS). The processes publish each call's number and signature in shared pages (CallCounters), which
+// (CANOPY_PEER_BUFFERS). A group of sends and receives (send_recv) is agreed through the bootstrap and moved between
+// its own ranks by copies, across processes through the senders' staging regions (ProcessPointToPoint). The processes
+// publish each call's number and signature in shared pages (CallCounters), which
 // the monitor (PeerMonitor) reads: a process that ended, failed, stalled or made another call fails them all.
 #pragma once
 
@@ -28,10 +30,12 @@
 #include "runtime/comm/communicator_layout.hpp"
 #include "runtime/comm/join_start.hpp"
 #include "runtime/processes/peer_monitor.hpp"
+#include "runtime/processes/process_point_to_point.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/processes/staged_sides.hpp"
 #include "runtime/processes/staging_area.hpp"
 #include "runtime/local/gpu_kernels.hpp"
+#include "runtime/local/point_to_point_copies.hpp"
 #include "runtime/offload/process_engines.hpp"
 #include "runtime/offload/process_host_ring.hpp"
 #include "runtime/transport/peer_memory.hpp"
@@ -66,6 +70,9 @@ class ProcessCallPath final : public CallPath {
   CollectiveSpec spec_of(const CollectiveCall& call, bool in_place) override;
 
   Status run(const CollectiveCall& call) override;
+  // A group of sends and receives: every process of the communicator issues it, each with its own ranks' ops (none:
+  // an empty span), and every process refuses it alike where one is wrong (process_send_recv.cpp).
+  Status send_recv(std::span<const PointToPoint> ops) override;
   Status prepare(std::span<const CollectiveSpec> specs) override;
   Status prepare(const CollectiveCall& call) override;
   Status info(const CollectiveSpec& spec, CollectiveInfo* out) override;
@@ -167,6 +174,10 @@ class ProcessCallPath final : public CallPath {
   // the reason to refuse them (both processes then take the kernels); else "".
   std::string combining_refusal(int rank, const CombineKernels** out);
 
+  // Counts call number calls_ + 1 and publishes it (with `signature()` where CANOPY_CHECK_CALLS checks calls, in the
+  // shared pages and under CANOPY_CHECK_CALLS=1 through the bootstrap root): the mismatch found, if any, fails the
+  // communicator and the call.
+  Status announce_call(const std::function<CallSignature()>& signature);
   // Every process agrees on the kernels just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);
   // The signature of this process's call number `calls_` (CallSignature; a program's identity from
@@ -202,6 +213,9 @@ class ProcessCallPath final : public CallPath {
   bool engines_allreduce_ = false;        // CANOPY_ENGINE_BYTES given: allreduces on the engines too (opt-in)
   bool engines_unshared_told_ = false;    // whether the log said once that this process's buffers cannot be shared
   bool peer_unshared_told_ = false;       // the same for the direct kernels on the callers' buffers
+  // Sends and receives across processes (send_recv); unset where the driver lacks the stream memory operations.
+  std::unique_ptr<ProcessPointToPoint> point_to_point_;
+  PointToPointCopies local_copies_;       // send_recv's transfers between this process's own ranks
   std::unique_ptr<PeerMonitor> monitor_;  // notices another process ending, or stopping its calls
   std::uint64_t calls_ = 0;               // calls made (the call number the signatures carry: CANOPY_CHECK_CALLS)
   // Each algorithm program's identity (program_identity) by its canonical copy (CollectiveCache::canonical), hashed

@@ -147,6 +147,13 @@ Status ProcessCallPath::join(JoinStart&& start, const CommunicatorOptions& optio
   // the kernels with the host rings (docs/performance.md, 2026-11-28).
   engines_allreduce_ = engines_across_ && engines_given;
   kernels_.use_peer_words(peer_buffers_across());
+  // Sends and receives across processes (send_recv) where the driver has the stream memory operations (every process
+  // of the host alike; else send_recv refuses, naming them).
+  if (StreamWords::supported())
+    if (Status s = ProcessPointToPoint::share(*group_->channel, group_->process, group_->processes(), ordinal,
+                                              &point_to_point_);
+        !s.ok())
+      return s;
   // Every process shares its call counter (whatever its stall setting, so none waits for a page never sent).
   if (Status s = CallCounters::share(*group_->channel, group_->process, group_->processes(), &counters_); !s.ok())
     return s;

@@ -1,5 +1,6 @@
-// CallPath's default send_recv without a GPU: a way of running that serves no point-to-point (the processes of one
-// host, several hosts) refuses a group with unsupported, naming itself and that it is a later part of issue 68.
+// CallPath's default send_recv without a GPU: a way of running that serves no point-to-point (several hosts; one of
+// one host that does not override it) refuses a group with unsupported, naming itself, that it is a later part of
+// issue 68, and the communicators that serve it.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -67,14 +68,17 @@ CommunicatorLayout two_ranks(bool across_hosts) {
   return l;
 }
 
-TEST(CallPathSendRecv, TheProcessesOfOneHostRefuseItAsALaterPartOfIssue68) {
+// The processes of one host serve it (ProcessCallPath overrides it); a way of running that does not is refused.
+TEST(CallPathSendRecv, AWayOfRunningThatDoesNotServeItRefusesItNamingThoseThatDo) {
   LayoutOnlyPath path(two_ranks(false));
   const std::vector<PointToPoint> ops = {send_op(0, nullptr, 0, DataType::f32, 1, nullptr),
                                          recv_op(1, nullptr, 0, DataType::f32, 0, nullptr)};
   const Status s = path.send_recv(ops);
   EXPECT_EQ(s.code(), StatusCode::unsupported);
-  EXPECT_THAT(s.message(), HasSubstr("send_recv (2 ops): point-to-point on a communicator of the processes of one "
-                                     "host is not served yet; it is a later part of issue 68"));
+  EXPECT_THAT(s.message(), HasSubstr("send_recv (2 ops): point-to-point on this way of running is not served yet; it "
+                                     "is a later part of issue 68"));
+  EXPECT_THAT(s.message(), HasSubstr("(Communicator::create) or of the processes of one host (Communicator::join) "
+                                     "serves it"));
 }
 
 TEST(CallPathSendRecv, SeveralHostsRefuseItAsALaterPartOfIssue68) {

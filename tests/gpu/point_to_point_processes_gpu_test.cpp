@@ -1,0 +1,73 @@
+// Communicator::send_recv across processes of one host sharing GPU 0 (label gpu; SKIPPED without a GPU): `canopy run`
+// starts canopy_p2p_check in 2, 3 and 4 processes (and 2 processes of 2 ranks each), each issuing its own ranks' ops
+// of groups of ring, pairs, self-sends, two sends to one peer and all-to-all by sends, for the types {f32, bf16, f16,
+// i64, u8} and counts {0, 1, 7, 1028, 65540, 3000004}, every received byte and the bytes past it checked, and an
+// allreduce after each group checked element by element. The quick case also has every process refuse alike a group
+// whose counts differ and one whose receive has no send, and go on.
+#include <fmt/format.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <string>
+
+#include "runtime/cuda/gpu_devices.hpp"
+#include "tests/test_util.hpp"
+
+namespace canopy {
+namespace {
+
+testing::CommandRun check(int processes, const std::string& args) {
+  return testing::run_command(fmt::format("CANOPY_BOOTSTRAP_TIMEOUT_S=60 CANOPY_STALL_TIMEOUT_S=60 {} run -n {} -- {} "
+                                          "{} 2>&1",
+                                          CANOPY_CLI, processes, CANOPY_P2P_CHECK, args));
+}
+
+// Every process of the run says it checked its ranks with nothing wrong and no call failed.
+void expect_every_process_right(const testing::CommandRun& r, int processes) {
+  std::cout << r.output;
+  EXPECT_EQ(r.status, 0) << r.output;
+  for (int p = 0; p < processes; ++p)
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("process {} \\(ranks [0-9.]+ of [0-9]+\\): [0-9]+ "
+                                                               "calls, [1-9][0-9]* values checked, 0 wrong, 0 failed "
+                                                               "calls",
+                                                               p)));
+}
+
+class PointToPointProcessesOnGpu : public ::testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  }
+};
+
+// gpu-quick: two processes on GPU 0, a ring and self-sends of a few sizes, and two groups refused by both.
+TEST(PointToPointProcessesQuickOnGpu, TwoProcessesMoveARingAndSelfSendsAndRefuseAlike) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r = check(2, "--refusals 1 --patterns ring,self,alltoall --dtypes f32,u8 "
+                                         "--counts 0,7,65540");
+  expect_every_process_right(r, 2);
+  for (int p = 0; p < 2; ++p) {
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("process {}: counts that differ: refused as expected", p)));
+    EXPECT_THAT(r.output,
+                ::testing::HasSubstr(fmt::format("process {}: a receive with no send: refused as expected", p)));
+  }
+}
+
+// gpu-long: the whole matrix on 2, 3 and 4 processes of one rank each.
+TEST_P(PointToPointProcessesOnGpu, EveryPatternTypeAndCountArrivesAndAnAllreduceAfterIsRight) {
+  expect_every_process_right(check(GetParam(), ""), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Processes, PointToPointProcessesOnGpu, ::testing::Values(2, 3, 4),
+                         [](const ::testing::TestParamInfo<int>& i) { return fmt::format("{}_processes", i.param); });
+
+// gpu-long: two processes of two ranks each (transfers between a process's own ranks and across processes in one
+// group), the counts to 65540.
+TEST(PointToPointProcessesLongOnGpu, TwoProcessesOfTwoRanksEach) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  expect_every_process_right(check(2, "--per-process 2 --counts 0,1,7,1028,65540"), 2);
+}
+
+}  // namespace
+}  // namespace canopy
