@@ -92,6 +92,12 @@ inline CommandRun run_command(const std::string& command) {
 }
 
 // The largest element count the GPU tests run: 2^26, or CANOPY_TEST_MAX_COUNT for quick runs.
+// The number printed right after `marker` in `text` (a time in ms, a count; -1 where `marker` is not there).
+inline long long time_after(const std::string& text, const std::string& marker) {
+  const std::size_t p = text.find(marker);
+  return p == std::string::npos ? -1 : std::stoll(text.substr(p + marker.size()));
+}
+
 inline std::uint64_t test_max_count() {
   std::uint64_t count = std::uint64_t{1} << 26;
   if (const char* s = std::getenv("CANOPY_TEST_MAX_COUNT")) count = std::strtoull(s, nullptr, 10);

@@ -45,7 +45,7 @@ struct GpuCase {
 void PrintTo(const GpuCase& c, std::ostream* os) { *os << c.topology << " " << to_string(c.collective); }
 
 
-float input(int launch, int rank, std::uint64_t j) { return static_cast<float>((rank * 7 + j * 13 + launch * 5) % 17) - 8; }
+float launch_input(int launch, int rank, std::uint64_t j) { return static_cast<float>((rank * 7 + j * 13 + launch * 5) % 17) - 8; }
 
 class GeneratedKernelsOnGpu : public ::testing::TestWithParam<GpuCase> {};
 
@@ -111,7 +111,7 @@ TEST_P(GeneratedKernelsOnGpu, DeliverTheCollective) {
     const std::uint64_t out_elems = c.collective == Collective::allgather ? count * n : count;
     std::vector<std::vector<float>> in(n, std::vector<float>(in_elems));
     for (int r = 0; r < n; ++r) {
-      for (std::uint64_t j = 0; j < in_elems; ++j) in[r][j] = input(launch, r, j);
+      for (std::uint64_t j = 0; j < in_elems; ++j) in[r][j] = launch_input(launch, r, j);
       CUDA_OK(cudaMemcpy(send[r], in[r].data(), in_elems * sizeof(float), cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemset(recv[r], 0xff, recv_elems * sizeof(float)));  // NaN poison
     }

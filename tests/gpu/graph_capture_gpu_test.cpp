@@ -20,7 +20,7 @@
 namespace canopy {
 namespace {
 
-#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
+#define CAPTURE_CUDA_OK(x) ASSERT_EQ((x), cudaSuccess) << #x
 
 struct CaptureCase {
   const char* name;
@@ -30,7 +30,7 @@ struct CaptureCase {
 void PrintTo(const CaptureCase& c, std::ostream* os) { *os << c.name << ", count " << c.count; }
 
 // Small integers: sums of two ranks, and twice that, are exact in f32.
-float input(int round, int rank, std::uint64_t j) {
+float capture_input(int round, int rank, std::uint64_t j) {
   return static_cast<float>(static_cast<int>((j * 7 + rank * 5 + round * 3) % 17) - 8);
 }
 
@@ -45,10 +45,10 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<CaptureCase> {
     devices_ = comm_->device_of_rank(1) != comm_->device_of_rank(0) ? 2 : 1;
     const std::size_t bytes = GetParam().count * 4;
     for (int r = 0; r < 2; ++r) {
-      CUDA_OK(cudaSetDevice(comm_->device_of_rank(r)));
-      for (float** p : {&a_[r], &b_[r], &c_[r]}) CUDA_OK(cudaMalloc(reinterpret_cast<void**>(p), bytes));
+      CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(r)));
+      for (float** p : {&a_[r], &b_[r], &c_[r]}) CAPTURE_CUDA_OK(cudaMalloc(reinterpret_cast<void**>(p), bytes));
       if (r < devices_) {
-        CUDA_OK(cudaStreamCreateWithFlags(&stream_[r], cudaStreamNonBlocking));
+        CAPTURE_CUDA_OK(cudaStreamCreateWithFlags(&stream_[r], cudaStreamNonBlocking));
       }
     }
     if (devices_ == 1) stream_[1] = stream_[0];  // both ranks on one GPU share its stream
@@ -71,12 +71,12 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<CaptureCase> {
     const std::uint64_t n = GetParam().count;
     for (int r = 0; r < 2; ++r) {
       std::vector<float> host(n);
-      for (std::uint64_t j = 0; j < n; ++j) host[j] = input(round, r, j);
-      CUDA_OK(cudaSetDevice(comm_->device_of_rank(r)));
-      CUDA_OK(cudaMemcpy(a_[r], host.data(), n * 4, cudaMemcpyHostToDevice));
+      for (std::uint64_t j = 0; j < n; ++j) host[j] = capture_input(round, r, j);
+      CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(r)));
+      CAPTURE_CUDA_OK(cudaMemcpy(a_[r], host.data(), n * 4, cudaMemcpyHostToDevice));
       // From pageable memory cudaMemcpy may return before its copy lands, and the test's streams do not wait for
       // the legacy stream that carries it.
-      CUDA_OK(cudaDeviceSynchronize());
+      CAPTURE_CUDA_OK(cudaDeviceSynchronize());
     }
   }
   // Every element of both ranks' `out` is `times` x the sum of round `round`'s inputs.
@@ -85,10 +85,10 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<CaptureCase> {
     int wrong = 0;
     for (int r = 0; r < 2; ++r) {
       std::vector<float> host(n);
-      CUDA_OK(cudaSetDevice(comm_->device_of_rank(r)));
-      CUDA_OK(cudaMemcpy(host.data(), out[r], n * 4, cudaMemcpyDeviceToHost));
+      CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(r)));
+      CAPTURE_CUDA_OK(cudaMemcpy(host.data(), out[r], n * 4, cudaMemcpyDeviceToHost));
       for (std::uint64_t j = 0; j < n; ++j) {
-        const float want = times * (input(round, 0, j) + input(round, 1, j));
+        const float want = times * (capture_input(round, 0, j) + capture_input(round, 1, j));
         if (host[j] != want && wrong++ < 5)
           ADD_FAILURE() << what << ", rank " << r << ", element " << j << ": " << host[j] << ", expected " << want;
       }
@@ -118,8 +118,8 @@ class GraphCaptureOnGpu : public ::testing::TestWithParam<CaptureCase> {
   }
   void synchronize() {
     for (int d = 0; d < devices_; ++d) {
-      CUDA_OK(cudaSetDevice(comm_->device_of_rank(d)));
-      CUDA_OK(cudaStreamSynchronize(stream_[d]));
+      CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(d)));
+      CAPTURE_CUDA_OK(cudaStreamSynchronize(stream_[d]));
     }
   }
 
@@ -146,39 +146,39 @@ TEST_P(GraphCaptureOnGpu, ReplaysMatchEagerCalls) {
 
   // One capture across both GPUs: GPU 1's stream joins GPU 0's through an event, and rejoins it at the end.
   cudaEvent_t fork = nullptr, join = nullptr;
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
-  CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
-  CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-  CUDA_OK(cudaStreamBeginCapture(stream_[0], cudaStreamCaptureModeThreadLocal));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
+  CAPTURE_CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+  CAPTURE_CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CAPTURE_CUDA_OK(cudaStreamBeginCapture(stream_[0], cudaStreamCaptureModeThreadLocal));
   if (devices_ == 2) {
-    CUDA_OK(cudaEventRecord(fork, stream_[0]));
-    CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
-    CUDA_OK(cudaStreamWaitEvent(stream_[1], fork));
+    CAPTURE_CUDA_OK(cudaEventRecord(fork, stream_[0]));
+    CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
+    CAPTURE_CUDA_OK(cudaStreamWaitEvent(stream_[1], fork));
   }
   const Status first = allreduce(a_, b_, n);
   const Status second = allreduce(b_, c_, n);
   if (devices_ == 2) {
-    CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
-    CUDA_OK(cudaEventRecord(join, stream_[1]));
-    CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
-    CUDA_OK(cudaStreamWaitEvent(stream_[0], join));
+    CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
+    CAPTURE_CUDA_OK(cudaEventRecord(join, stream_[1]));
+    CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+    CAPTURE_CUDA_OK(cudaStreamWaitEvent(stream_[0], join));
   }
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
   cudaGraph_t graph = nullptr;
-  CUDA_OK(cudaStreamEndCapture(stream_[0], &graph));
+  CAPTURE_CUDA_OK(cudaStreamEndCapture(stream_[0], &graph));
   ASSERT_TRUE(first.ok()) << first.message();
   ASSERT_TRUE(second.ok()) << second.message();
   std::size_t nodes = 0;
-  CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  CAPTURE_CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
   EXPECT_GE(nodes, static_cast<std::size_t>(2 * devices_)) << "a kernel per call and GPU";
   cudaGraphExec_t exec = nullptr;
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+  CAPTURE_CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
 
   for (int round = 1; round <= 3; ++round) {
     fill(round);
-    CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
-    CUDA_OK(cudaGraphLaunch(exec, stream_[0]));
+    CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+    CAPTURE_CUDA_OK(cudaGraphLaunch(exec, stream_[0]));
     synchronize();
     expect(b_, round, 1, "replay " + std::to_string(round) + ", first allreduce");
     expect(c_, round, 2, "replay " + std::to_string(round) + ", second allreduce");
@@ -189,8 +189,8 @@ TEST_P(GraphCaptureOnGpu, ReplaysMatchEagerCalls) {
   }
   // Several replays queued back to back, then one check.
   fill(4);
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
-  for (int k = 0; k < 5; ++k) CUDA_OK(cudaGraphLaunch(exec, stream_[0]));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+  for (int k = 0; k < 5; ++k) CAPTURE_CUDA_OK(cudaGraphLaunch(exec, stream_[0]));
   synchronize();
   expect(c_, 4, 2, "the last of five replays in a row");
 
@@ -203,33 +203,33 @@ TEST_P(GraphCaptureOnGpu, ReplaysMatchEagerCalls) {
 // A size whose kernel was never loaded: refused with what to do, before anything is queued; the capture still ends.
 TEST_P(GraphCaptureOnGpu, AnUnloadedKernelIsRefusedAndTheCaptureSurvives) {
   if (devices_ == 2) {
-    CUDA_OK(cudaStreamSynchronize(stream_[1]));
+    CAPTURE_CUDA_OK(cudaStreamSynchronize(stream_[1]));
   }
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
-  CUDA_OK(cudaStreamBeginCapture(stream_[0], cudaStreamCaptureModeThreadLocal));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+  CAPTURE_CUDA_OK(cudaStreamBeginCapture(stream_[0], cudaStreamCaptureModeThreadLocal));
   cudaEvent_t fork = nullptr;
   if (devices_ == 2) {
-    CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
-    CUDA_OK(cudaEventRecord(fork, stream_[0]));
-    CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
-    CUDA_OK(cudaStreamWaitEvent(stream_[1], fork));
+    CAPTURE_CUDA_OK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+    CAPTURE_CUDA_OK(cudaEventRecord(fork, stream_[0]));
+    CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
+    CAPTURE_CUDA_OK(cudaStreamWaitEvent(stream_[1], fork));
   }
   const Status s = allreduce(a_, b_, GetParam().count);
   if (devices_ == 2) {  // GPU 1's stream rejoins (nothing was queued on it but the wait)
     cudaEvent_t join = nullptr;
-    CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
-    CUDA_OK(cudaEventRecord(join, stream_[1]));
-    CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
-    CUDA_OK(cudaStreamWaitEvent(stream_[0], join));
+    CAPTURE_CUDA_OK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+    CAPTURE_CUDA_OK(cudaEventRecord(join, stream_[1]));
+    CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+    CAPTURE_CUDA_OK(cudaStreamWaitEvent(stream_[0], join));
     cudaEventDestroy(join);
   }
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
   cudaGraph_t graph = nullptr;
-  CUDA_OK(cudaStreamEndCapture(stream_[0], &graph)) << "the refused call broke the capture";
+  CAPTURE_CUDA_OK(cudaStreamEndCapture(stream_[0], &graph)) << "the refused call broke the capture";
   EXPECT_EQ(s.code(), StatusCode::unsupported) << s.message();
   EXPECT_NE(s.message().find("Communicator::prepare"), std::string::npos) << s.message();
   std::size_t nodes = 0;
-  CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
+  CAPTURE_CUDA_OK(cudaGraphGetNodes(graph, nullptr, &nodes));
   EXPECT_LE(nodes, 2u) << "no kernel was queued (only the fork and join)";
   cudaGraphDestroy(graph);
   if (fork) cudaEventDestroy(fork);
@@ -240,13 +240,13 @@ TEST_P(GraphCaptureOnGpu, AnUnloadedKernelIsRefusedAndTheCaptureSurvives) {
   fill(5);
   // A replay is ordered like a call on every stream: it waits for work still queued on GPU 1's (here a poison of
   // the output it writes), and later work there waits for it (synchronising GPU 1's stream covers the replay).
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
-  CUDA_OK(cudaMemsetAsync(b_[1], 0xff, GetParam().count * 4, stream_[1]));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
+  CAPTURE_CUDA_OK(cudaMemsetAsync(b_[1], 0xff, GetParam().count * 4, stream_[1]));
   ASSERT_TRUE(captured->replay().ok());
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
-  CUDA_OK(cudaStreamSynchronize(stream_[1]));
-  CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
-  CUDA_OK(cudaStreamSynchronize(stream_[0]));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(1)));
+  CAPTURE_CUDA_OK(cudaStreamSynchronize(stream_[1]));
+  CAPTURE_CUDA_OK(cudaSetDevice(comm_->device_of_rank(0)));
+  CAPTURE_CUDA_OK(cudaStreamSynchronize(stream_[0]));
   expect(b_, 5, 1, "a call captured after Communicator::prepare, replayed behind queued work");
 }
 

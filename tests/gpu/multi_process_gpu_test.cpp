@@ -121,12 +121,6 @@ INSTANTIATE_TEST_SUITE_P(Protocols, MultiProcessOnGpu,
                                            "CANOPY_LL_BYTES=0 CANOPY_LL128_BYTES=0 CANOPY_PEER_BUFFERS=1"),
                          protocol_name);
 
-// The milliseconds printed after `marker` in `output` (-1: not there).
-long long time_after(const std::string& output, const std::string& marker) {
-  const std::size_t p = output.find(marker);
-  return p == std::string::npos ? -1 : std::stoll(output.substr(p + marker.size()));
-}
-
 // Process `survivor` of a failure job reported its failed call ("process S: call K failed at T ms: why") within 10 s
 // of `since_ms`, naming process 1 (rank 1) and its pid; returns that line.
 std::string expect_reported_within_ten_seconds(const testing::CommandRun& r, int survivor, long long since_ms) {
@@ -137,7 +131,7 @@ std::string expect_reported_within_ten_seconds(const testing::CommandRun& r, int
     return "";
   }
   const std::string line = r.output.substr(p, r.output.find('\n', p) - p);
-  const long long seen = time_after(line, " failed at ");
+  const long long seen = testing::time_after(line, " failed at ");
   EXPECT_GT(seen, 0) << line;
   EXPECT_LE(seen - since_ms, 10000) << "process " << survivor << " took " << seen - since_ms << " ms";
   EXPECT_THAT(line, ::testing::HasSubstr("process 1 (rank 1, pid")) << line;
@@ -150,7 +144,7 @@ std::pair<testing::CommandRun, long long> failure_at(const std::string& args, co
   testing::CommandRun r = failure_job("", args);
   std::cout << r.output;
   EXPECT_NE(r.status, 0);
-  const long long at = time_after(r.output, marker);
+  const long long at = testing::time_after(r.output, marker);
   EXPECT_GT(at, 0) << "no \"" << marker << "\" in the output";
   return {std::move(r), at};
 }

@@ -37,12 +37,6 @@ long long wall_ms() {
       .count();
 }
 
-// The milliseconds printed after `marker` in `line` (-1: not there).
-long long time_after(const std::string& text, const std::string& marker) {
-  const std::size_t p = text.find(marker);
-  return p == std::string::npos ? -1 : std::stoll(text.substr(p + marker.size()));
-}
-
 // The line of `output` that starts with `prefix` ("" when none).
 std::string line_of(const std::string& output, const std::string& prefix) {
   const std::size_t p = output.find(prefix);
@@ -221,7 +215,7 @@ void expect_ranks_here_right(const std::string& output, int processes, int handl
                                                              "0 wrong", p)));
     EXPECT_THAT(output, ::testing::ContainsRegex(fmt::format("nccl ranks here {}: split: [1-9][0-9]* elements "
                                                              "checked, 0 wrong", p)));
-    const long long ms = time_after(output, fmt::format("process {}: destroyed {} handles in ", p, handles));
+    const long long ms = testing::time_after(output, fmt::format("process {}: destroyed {} handles in ", p, handles));
     EXPECT_GE(ms, 0);
     EXPECT_LE(ms, most_ms);
   }
@@ -305,7 +299,7 @@ TEST_P(NcclTeardownOnGpu, EveryProcessEndsPromptlyAndCleanly) {
   long long last_start = -1;
   for (int p = 0; p < 3; ++p) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: teardown work: 0 wrong", p)));
-    const long long at = time_after(r.output, fmt::format("process {}: teardown {} starts at ", p, how));
+    const long long at = testing::time_after(r.output, fmt::format("process {}: teardown {} starts at ", p, how));
     EXPECT_GT(at, 0) << "process " << p << " did not reach its teardown";
     last_start = std::max(last_start, at);
   }
@@ -342,13 +336,13 @@ TEST_P(NcclBadArgumentOnGpu, TheOtherRanksFailWithinFiveSecondsInsteadOfHanging)
       3, "CANOPY_STALL_TIMEOUT_S=0", fmt::format("--mode bad-argument --bad {} --bad-rank 1 --bad-call 3 --counts {}",
                                                  bad, count));
   EXPECT_EQ(r.status, 0) << r.output;
-  const long long refused = time_after(r.output, "process 1: refused its call at ");
+  const long long refused = testing::time_after(r.output, "process 1: refused its call at ");
   ASSERT_GT(refused, 0) << "rank 1 did not report its refused call";
   EXPECT_THAT(line_of(r.output, "process 1: refused its call"), ::testing::HasSubstr("invalid argument"));
   for (int survivor : {0, 2}) {
     const std::string line = line_of(r.output, fmt::format("process {}: call 3 ended at ", survivor));
     ASSERT_FALSE(line.empty()) << "rank " << survivor << " did not report its call's end";
-    EXPECT_LE(time_after(line, " ended at ") - refused, 5000) << line;
+    EXPECT_LE(testing::time_after(line, " ended at ") - refused, 5000) << line;
     EXPECT_THAT(line, ::testing::HasSubstr("rank 1 of 3 refused its ncclAllReduce")) << line;
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: bad-argument: 0 wrong before it", survivor)));
   }
