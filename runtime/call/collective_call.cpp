@@ -9,8 +9,6 @@
 
 namespace canopy {
 
-bool is_default_stream(cudaStream_t s) { return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread; }
-
 namespace {
 
 std::string pointer_text(const void* p) { return fmt::format("{}", fmt::ptr(p)); }

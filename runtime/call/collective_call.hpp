@@ -61,7 +61,10 @@ struct StreamFacts {
 };
 
 // The legacy or per-thread default stream (null among them): its GPU is the current device's, not the stream's own.
-bool is_default_stream(cudaStream_t s);
+// Inline: check_call asks it for every rank of every call.
+inline bool is_default_stream(cudaStream_t s) {
+  return s == nullptr || s == cudaStreamLegacy || s == cudaStreamPerThread;
+}
 
 struct CallOracle {
   // Empty: pointers are not asked about (CANOPY_CHECK_POINTERS=0): no memory-kind, GPU or bounds check.

@@ -6,37 +6,6 @@
 
 namespace canopy {
 
-bool runs_as_sum(const CollectiveCall& call) {
-  return call.op == ReduceOp::avg && reduces(call.collective) && !call.program;
-}
-
-CollectiveCall kernels_call(CollectiveCall call) {
-  if (runs_as_sum(call)) call.op = ReduceOp::sum;
-  return call;
-}
-
-bool is_in_place(const CollectiveCall& call) {
-  for (std::size_t r = 0; r < call.send.size() && r < call.recv.size(); ++r)
-    if (call.send[r] == call.recv[r]) return true;
-  return false;
-}
-
-CollectiveSpec with_protocol(CollectiveSpec spec, const ProtocolPick& pick) {
-  spec.low_latency = pick.protocol == Protocol::low_latency;
-  spec.ll128 = pick.protocol == Protocol::ll128;
-  spec.direct = pick.protocol == Protocol::direct;
-  spec.two_shot = pick.two_shot;
-  return spec;
-}
-
-bool large_at(const CommunicatorConfig& config, std::uint64_t bytes) {
-  return bytes >= static_cast<std::uint64_t>(config.large_bytes);
-}
-
-bool huge_at(const CommunicatorConfig& config, std::uint64_t bytes) {
-  return config.huge_bytes > 0 && large_at(config, bytes) && bytes >= static_cast<std::uint64_t>(config.huge_bytes);
-}
-
 namespace {
 
 // The per-rank size that sets the message class of `call` made with `count` elements (a program's: its larger buffer).
@@ -46,16 +15,6 @@ std::uint64_t class_bytes(const CollectiveCall& call, std::uint64_t count, int r
 }
 
 }  // namespace
-
-ProtocolPick KernelRules::pick(const CollectiveCall& call, std::uint64_t count, bool in_place_call) const {
-  if (call.program) return ProtocolPick{};
-  return protocols->choose(call.collective, size_bytes(call.collective, count, call.dtype, ranks), in_place_call);
-}
-
-CollectiveSpec KernelRules::as_run(CollectiveSpec spec) const {
-  if (own_buffers && !spec.program && !spec.low_latency && !spec.ll128 && !spec.peer_buffers) spec.own_buffers = true;
-  return spec;
-}
 
 std::int64_t KernelRules::tuned_chunk(Collective collective, std::uint64_t count, DataType dtype) const {
   return tuning->chunk(config->chunk_fixed, collective, count, dtype, ranks);

@@ -96,7 +96,12 @@ class GpuKernels {
 
   // Kernels: the spec a call runs (a program's canonical copy), found or prepared.
   const KernelRules& rules() const { return rules_; }
-  CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick, std::uint64_t whole_count = 0);
+  // Inline, as KernelRules' one-liners: every call asks for its spec.
+  CollectiveSpec kernel_spec(const CollectiveCall& call, const ProtocolPick& pick, std::uint64_t whole_count = 0) {
+    CollectiveSpec spec = rules_.kernel_spec(call, pick, whole_count);
+    if (call.program) return cache_->canonical(std::move(spec));
+    return spec;
+  }
   // The kernel a call of call.count elements runs, the protocol chosen for it (in place or not), `whole_count` as
   // for kernel_spec.
   CollectiveSpec call_spec(const CollectiveCall& call, bool in_place_call, std::uint64_t whole_count = 0);
@@ -104,10 +109,17 @@ class GpuKernels {
   // newly loaded one shares: scratch, its protocol's lines or counters, and for large calls the offload paths.
   Status prepare(std::span<const CollectiveSpec> specs);
   Status get(const CollectiveSpec& spec, PreparedCollective** out);  // find, else prepare
-  // The kernel of `spec` for a call, where a CUDA graph capture may need it: the last call's (repeat), else the
-  // cache's, else prepared now (not while capturing: the error names the fix, `eager_fix`).
+  // The kernel of `spec` for a call, where a CUDA graph capture may need it: the last call's (repeat; inline, as
+  // kernel_spec), else the cache's, else prepared now (not while capturing: the error names the fix, `eager_fix`).
+  // A program's spec holds the program: it is looked up (canonical) on every call.
   Status kernel_for(const CollectiveSpec& spec, const CollectiveCall& call, bool capturing, const char* eager_fix,
-                    PreparedCollective** out);
+                    PreparedCollective** out) {
+    if (PreparedCollective* p = spec.program ? nullptr : cache_->repeat(spec)) {
+      *out = p;
+      return Status();
+    }
+    return kernel_not_repeated(spec, call, capturing, eager_fix, out);
+  }
   // Launches `p` for `call` on every GPU this process drives, then hands it to the watchdog. `staged`: elements the
   // host path moves; `inbox`: the direct inbox kernels' inboxes (their scratch).
   Status launch(PreparedCollective& p, const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
@@ -164,6 +176,9 @@ class GpuKernels {
   void set_up_protocols();
   void ready_memory(const CollectiveSpec& spec, const PreparedCollective& p);  // throws canopy::Error
   void log_launch_counters(const PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target);
+  // kernel_for where the last call's kernel is not this one: the cache's, else prepared now (and remembered).
+  Status kernel_not_repeated(const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
+                             const char* eager_fix, PreparedCollective** out);
 
   CommunicatorLayout& layout_;
   PeerMemory* peers_ = nullptr;

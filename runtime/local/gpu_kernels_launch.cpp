@@ -1,7 +1,7 @@
-// GpuKernels (gpu_kernels.hpp), a call's kernel: its spec (KernelRules, a program's canonical copy), finding or
-// preparing it, its launch on every GPU this process drives with the memory its protocol shares (then the watchdog),
-// a one-rank communicator's copy, avg's division and PreMulSum's scale on the element-wise kernels, and what a call
-// of a size would take (for logs).
+// GpuKernels (gpu_kernels.hpp), a call's kernel (its spec, inline there: KernelRules, a program's canonical copy):
+// finding or preparing it, its launch on every GPU this process drives with the memory its protocol shares (then the
+// watchdog), a one-rank communicator's copy, avg's division and PreMulSum's scale on the element-wise kernels, and
+// what a call of a size would take (for logs).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
@@ -13,23 +13,16 @@
 
 namespace canopy {
 
-CollectiveSpec GpuKernels::kernel_spec(const CollectiveCall& call, const ProtocolPick& pick,
-                                       std::uint64_t whole_count) {
-  const CollectiveSpec spec = rules_.kernel_spec(call, pick, whole_count);
-  return call.program ? cache_->canonical(spec) : spec;
-}
-
 CollectiveSpec GpuKernels::call_spec(const CollectiveCall& call, bool in_place_call, std::uint64_t whole_count) {
   return kernel_spec(call, rules_.pick(call, call.count, in_place_call), whole_count);
 }
 
-Status GpuKernels::kernel_for(const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
-                              const char* eager_fix, PreparedCollective** out) {
-  // A program's spec holds the program: it is looked up (canonical) on every call.
-  PreparedCollective* p = spec.program ? nullptr : cache_->repeat(spec);
+Status GpuKernels::kernel_not_repeated(const CollectiveSpec& spec, const CollectiveCall& call, bool capturing,
+                                       const char* eager_fix, PreparedCollective** out) {
+  PreparedCollective* p = nullptr;
   // A capture cannot compile, allocate or wait for the GPU (cudaMalloc and stream waits are not capturable): what
   // it launches must be ready.
-  if (!p && capturing && !(p = cache_->find(spec)))
+  if (capturing && !(p = cache_->find(spec)))
     return Status(StatusCode::unsupported,
                   fmt::format("{}: count {} needs the kernel for {}, not loaded yet, and a CUDA graph capture cannot "
                               "compile and load one: {}",
