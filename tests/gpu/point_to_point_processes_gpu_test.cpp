@@ -24,7 +24,7 @@ testing::CommandRun check(int processes, const std::string& args) {
 }
 
 // Every process of the run says it checked its ranks with nothing wrong and no call failed.
-void expect_every_process_right(const testing::CommandRun& r, int processes) {
+void expect_every_p2p_process_right(const testing::CommandRun& r, int processes) {
   std::cout << r.output;
   EXPECT_EQ(r.status, 0) << r.output;
   for (int p = 0; p < processes; ++p)
@@ -46,7 +46,7 @@ TEST(PointToPointProcessesQuickOnGpu, TwoProcessesMoveARingAndSelfSendsAndRefuse
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const testing::CommandRun r = check(2, "--refusals 1 --patterns ring,self,alltoall --dtypes f32,u8 "
                                          "--counts 0,7,65540");
-  expect_every_process_right(r, 2);
+  expect_every_p2p_process_right(r, 2);
   for (int p = 0; p < 2; ++p) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("process {}: counts that differ: refused as expected", p)));
     EXPECT_THAT(r.output,
@@ -56,7 +56,7 @@ TEST(PointToPointProcessesQuickOnGpu, TwoProcessesMoveARingAndSelfSendsAndRefuse
 
 // gpu-long: the whole matrix on 2, 3 and 4 processes of one rank each.
 TEST_P(PointToPointProcessesOnGpu, EveryPatternTypeAndCountArrivesAndAnAllreduceAfterIsRight) {
-  expect_every_process_right(check(GetParam(), ""), GetParam());
+  expect_every_p2p_process_right(check(GetParam(), ""), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, PointToPointProcessesOnGpu, ::testing::Values(2, 3, 4),
@@ -66,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(Processes, PointToPointProcessesOnGpu, ::testing::Value
 // group), the counts to 65540.
 TEST(PointToPointProcessesLongOnGpu, TwoProcessesOfTwoRanksEach) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
-  expect_every_process_right(check(2, "--per-process 2 --counts 0,1,7,1028,65540"), 2);
+  expect_every_p2p_process_right(check(2, "--per-process 2 --counts 0,1,7,1028,65540"), 2);
 }
 
 }  // namespace
