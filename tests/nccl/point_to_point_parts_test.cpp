@@ -87,7 +87,9 @@ TEST(NcclPointToPointOps, GatherFillsTheRootsBlocksAndSkipsItsOwnInPlace) {
   for (int r = 0; r < n; ++r) {
     const std::uintptr_t send = r == root ? 0x9000 + root * 8 : 0x100 * (r + 1);
     const std::vector<PointToPoint> mine = gather_ops(call_of(r, n, root, send, 0x9000, count));
-    if (r == root) EXPECT_EQ(mine.size(), 2u) << "receives from the two others only";
+    if (r == root) {
+      EXPECT_EQ(mine.size(), 2u) << "receives from the two others only";
+    }
     ops.insert(ops.end(), mine.begin(), mine.end());
   }
   ts = matched(ops, n);

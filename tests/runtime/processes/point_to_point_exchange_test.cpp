@@ -97,8 +97,12 @@ TEST(PointToPointExchange, EveryProcessAssemblesTheSameGroupWithItsOwnBuffers) {
     for (const Transfer& t : transfers) {
       EXPECT_EQ(t.receiver, (t.sender + 1) % 3);
       // This process's own side of each transfer holds its real buffer.
-      if (t.sender == self) EXPECT_EQ(t.from, job.ops[self][self == 0 ? 0 : 1].buffer);
-      if (t.receiver == self) EXPECT_EQ(t.to, job.ops[self][self == 0 ? 1 : 0].buffer);
+      if (t.sender == self) {
+        EXPECT_EQ(t.from, job.ops[self][self == 0 ? 0 : 1].buffer);
+      }
+      if (t.receiver == self) {
+        EXPECT_EQ(t.to, job.ops[self][self == 0 ? 1 : 0].buffer);
+      }
     }
   }
 }

@@ -99,9 +99,10 @@ void run_interleaved(int processes, int per_process, int groups, std::mt19937_64
         break;
       case Kind::copy_out:
         for (int from = 0; from < processes; ++from)
-          if (q.plan->reads_from[from])
+          if (q.plan->reads_from[from]) {
             ASSERT_EQ(region[from], q.step.value) << "process " << p << " copies group " << q.step.value
                                                   << " out of process " << from << "'s regions";
+          }
         break;
       case Kind::write_staged:
         ASSERT_GE(q.step.value, staged[p]);
