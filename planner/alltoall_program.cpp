@@ -102,4 +102,8 @@ algo::Program alltoall_program(const Topology& topology, const AlltoallPlan& pla
   return p;
 }
 
+algo::Program alltoall_program(const Topology& topology, const AlltoallPlan& plan) {
+  return alltoall_program(topology, plan, alltoall_program_chunks(topology, plan));
+}
+
 }  // namespace canopy

@@ -26,5 +26,7 @@ int alltoall_program_chunks(const Topology& topology, const AlltoallPlan& plan, 
 // the channel of its executor's next GPU, so no channel waits on a later hop. Throws canopy::Error naming the path
 // where a GPU that is not a rank would relay (a plan made with `relay`: such relays do not run yet).
 algo::Program alltoall_program(const Topology& topology, const AlltoallPlan& plan, int chunks);
+// The same at the plan's own chunk count, alltoall_program_chunks(topology, plan): what gen, compile and bench run.
+algo::Program alltoall_program(const Topology& topology, const AlltoallPlan& plan);
 
 }  // namespace canopy

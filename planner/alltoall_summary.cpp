@@ -44,8 +44,7 @@ std::string describe_alltoall(const Topology& t, const AlltoallPlan& plan, doubl
   out += fmt::format("  paths     {} over {} pairs, {} through a relaying GPU, longest {} hops\n", paths,
                      plan.pairs.size(), relayed, longest);
   try {  // what the kernels run: the plan rounded to whole chunks (planner/alltoall_program.hpp)
-    const int chunks = alltoall_program_chunks(t, plan);
-    (void)alltoall_program(t, plan, chunks);
+    const int chunks = alltoall_program(t, plan).chunks();
     const double kernels = routes_pair_gbps(t, rounded_alltoall_routes(plan, chunks));
     out += fmt::format("  kernels   {} chunks a pair (canopy gen -c alltoall): {:.3f} GB/s per pair, {:.1f} % of the plan\n",
                        chunks, kernels, 100.0 * kernels / plan.pair_gbps);

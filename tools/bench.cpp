@@ -139,8 +139,7 @@ void add_bench_command(CLI::App& app) {
       PlanOptions options;
       options.gpus = comm->rank_names();
       const AlltoallPlan plan = plan_alltoall(comm->topology(), options);
-      o.program = std::make_shared<ProgramOutputs>(
-          alltoall_program(comm->topology(), plan, alltoall_program_chunks(comm->topology(), plan)));
+      o.program = std::make_shared<ProgramOutputs>(alltoall_program(comm->topology(), plan));
     }
     std::unique_ptr<NcclBaseline> nccl;
     if (args->vs_nccl && comm->multi_process()) {

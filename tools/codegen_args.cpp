@@ -114,7 +114,7 @@ void read_planned_alltoall(const CodegenArgs& args, CodegenRequest* r) {
   PlanOptions options;
   if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
   const AlltoallPlan plan = plan_alltoall(*r->topology, options);
-  r->program = alltoall_program(*r->topology, plan, alltoall_program_chunks(*r->topology, plan));
+  r->program = alltoall_program(*r->topology, plan);
   r->kernel.shape = shape_options(args, r->program->ranks(), "the all-to-all's rank count");
   r->kernel.input = RunProgram{&*r->program, &*r->topology, plan.ranks};
 }

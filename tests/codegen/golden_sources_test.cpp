@@ -73,7 +73,7 @@ TEST(GoldenSources, PlannedAlltoallProgramMatchesGeneratedFolder) {
   four.gpus = {"0,1,4,5"};
   const Topology t = planning_topology(load_topology("dgx1-v100"), four);
   const AlltoallPlan plan = plan_alltoall(t);
-  const KernelSource k = generate(alltoall_program(t, plan, alltoall_program_chunks(t, plan)), t, CodegenOptions{});
+  const KernelSource k = generate(alltoall_program(t, plan), t, CodegenOptions{});
   EXPECT_EQ(k.file.name, "canopy_algo_plannedalltoall_r4_c256k_f32.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }

@@ -135,7 +135,7 @@ TEST(LowerProgram, PlannedAlltoallsDeliverEveryBlock) {
                                                     {"pcie-4gpu", load_topology("pcie-4gpu")}};
   for (const auto& [what, topology] : cases) {
     const AlltoallPlan plan = plan_alltoall(topology);
-    const algo::Program p = alltoall_program(topology, plan, alltoall_program_chunks(topology, plan));
+    const algo::Program p = alltoall_program(topology, plan);
     const std::uint64_t c = static_cast<std::uint64_t>(p.chunks());
     for (int devices : {p.ranks(), 1}) {
       CodegenOptions o = small_options();

@@ -152,7 +152,7 @@ TEST(GeneratedKernelsAlgorithms, PlannedAlltoallsCompile) {
   const Topology cases[] = {dgx1, planning_topology(dgx1, five), load_topology("hgx-h200")};
   for (const Topology& t : cases) {
     const AlltoallPlan plan = plan_alltoall(t);
-    const algo::Program p = alltoall_program(t, plan, alltoall_program_chunks(t, plan));
+    const algo::Program p = alltoall_program(t, plan);
     CodegenOptions o;
     o.dtype = t.name() == "hgx-h200" ? DataType::bf16 : DataType::f32;
     expect_compiles(generate(p, t, o), o);
@@ -160,7 +160,7 @@ TEST(GeneratedKernelsAlgorithms, PlannedAlltoallsCompile) {
   const AlltoallPlan plan = plan_alltoall(dgx1);
   CodegenOptions o;
   o.device_of_rank = block_placement(8, 2);
-  expect_compiles(generate(alltoall_program(dgx1, plan, alltoall_program_chunks(dgx1, plan)), dgx1, o), o);
+  expect_compiles(generate(alltoall_program(dgx1, plan), dgx1, o), o);
 }
 
 // The low-latency kernels (templates/low_latency.cuh): every collective x element type, every operator once, and
