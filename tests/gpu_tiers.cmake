@@ -16,6 +16,8 @@ set(CANOPY_GPU_QUICK_TESTS
     "PointToPointOnGpu.RefusesWhatItCannotMatchAndMovesARing"
     "AlltoallOnGpu.*"
     "DriverQueriesOnGpu.*"
+    # bench/harness: the datacheck's GPU reference against the host's
+    "ReferenceCheckOnGpu.*"
     # runtime/launch, codegen and the protocols: the planned trees, LL, LL128, direct two-shot on two ranks
     "Topologies/CollectivesOnGpu.MatchTheHostReference/h200x2_allreduce"
     "Topologies/CollectivesOnGpu.MatchTheHostReference/h200x2_broadcast"

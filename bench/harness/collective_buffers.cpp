@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
+#include "bench/harness/gpu_reference_check.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
@@ -13,6 +16,8 @@ namespace canopy {
 namespace {
 
 constexpr std::uint64_t kStagingBytes = std::uint64_t{256} << 20;
+// Elements of each output checked on the host beside the GPU's check of them all.
+constexpr std::uint64_t kHostSampleElements = std::uint64_t{1} << 16;
 
 }  // namespace
 
@@ -80,6 +85,8 @@ Status CollectiveBuffers::create(const Communicator& comm, std::uint64_t send_by
     if (er == cudaSuccess) b->recv_.push_back(recv);
     else return cuda_status(er, fmt::format("allocating {} bytes for receive buffer of rank {}", recv_bytes, r));
   }
+  const char* on_host = std::getenv("CANOPY_CHECK_ON_HOST");
+  b->check_on_host_ = on_host && std::string(on_host) == "1";
   b->host_bytes_ = kStagingBytes;
   CANOPY_CUDA_RETURN_STATUS(cudaMallocHost(&b->host_, std::max<std::uint64_t>(b->host_bytes_, 16)));
   *out = std::move(b);
@@ -201,14 +208,71 @@ Status CollectiveBuffers::synchronize() {
   return Status();
 }
 
+Status CollectiveBuffers::check_window(const CheckSpec& s, int k, const void* output, std::uint64_t first,
+                                       std::uint64_t n, CheckResult* result) {
+  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
+  const std::uint64_t per_copy = host_bytes_ / elem;
+  for (std::uint64_t at = first; at < first + n; at += per_copy) {
+    const std::uint64_t part = std::min(per_copy, first + n - at);
+    CANOPY_CUDA_RETURN_STATUS(cudaMemcpy(host_, static_cast<const char*>(output) + at * elem, part * elem,
+                                         cudaMemcpyDeviceToHost));
+    const CheckResult c = check_outputs_part(s, {first_ + k}, {host_}, at, part);
+    result->checked += c.checked;
+    result->wrong += c.wrong;
+    for (const std::string& e : c.examples)
+      if (result->examples.size() < 5) result->examples.push_back(e);
+  }
+  return Status();
+}
+
+Status CollectiveBuffers::check_rank_on_host(const CheckSpec& s, int k, const void* output, CheckResult* result) {
+  return check_window(s, k, output, 0, output_elements(s, first_ + k), result);
+}
+
+Status CollectiveBuffers::check_rank_on_gpu(const CheckSpec& s, int k, const void* output, CheckResult* result) {
+  const int r = first_ + k;
+  const std::uint64_t n = output_elements(s, r);
+  CurrentDevice keep;
+  CANOPY_CUDA_RETURN_STATUS(cudaSetDevice(ordinal_of_rank_[k]));
+  GpuReferenceCheck gpu;
+  if (Status st = gpu.start(*patterns_, s, r, output, rank_streams_[k]); !st.ok()) return st;
+  // The control: a window of the output, at a place the seed picks, checked on the host as well, while the GPU works.
+  const std::uint64_t sample = std::min(n, kHostSampleElements);
+  const std::uint64_t at = n > sample ? (s.seed >> 7) % (n - sample + 1) : 0;
+  CheckResult host;
+  if (Status st = check_window(s, k, output, at, sample, &host); !st.ok()) return st;
+  std::uint64_t lowest = 0;
+  if (Status st = gpu.finish(&result->checked, &result->wrong, &lowest); !st.ok()) return st;
+  if (result->wrong == 0) {
+    if (host.wrong == 0) return Status();
+    return Status(StatusCode::internal,
+                  fmt::format("the GPU reference check passed rank {}'s output, but the host reference finds {} of "
+                              "elements [{}, {}) wrong, e.g. {}: the check kernel (bench/harness/"
+                              "reference_check_kernel.cpp) disagrees with collective_check.cpp",
+                              r, host.wrong, at, at + sample, host.examples.empty() ? "" : host.examples[0]));
+  }
+  // The examples: the host's view of the elements from the first wrong one.
+  CheckResult first_wrong;
+  if (Status st = check_window(s, k, output, lowest, std::min<std::uint64_t>(n - lowest, 4096), &first_wrong);
+      !st.ok())
+    return st;
+  if (first_wrong.wrong == 0)
+    return Status(StatusCode::internal,
+                  fmt::format("the GPU reference check finds {} of rank {}'s elements wrong, the first at element {}, "
+                              "but the host reference finds it right: the check kernel (bench/harness/"
+                              "reference_check_kernel.cpp) disagrees with collective_check.cpp",
+                              result->wrong, r, lowest));
+  result->examples = std::move(first_wrong.examples);
+  return Status();
+}
+
 Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, CheckResult* result) {
   if (Status st = synchronize(); !st.ok()) return st;
   *result = CheckResult{};
-  const std::uint64_t elem = static_cast<std::uint64_t>(size_of(s.dtype));
-  // Ranks (of this process: local indices k, rank first_ + k) checked on the host against the reference; where
-  // every rank must hold the same output (same_output_on_every_rank: broadcast, allreduce, allgather, and programs
-  // that compute one of them exactly) one rank, rotating with the seed, is checked on the host and the others are
-  // compared with it bit for bit on the GPU.
+  // Ranks (of this process: local indices k, rank first_ + k) checked against the reference (on their GPU, a window
+  // on the host as well; or all on the host: check_on_host); where every rank must hold the same output
+  // (same_output_on_every_rank: broadcast, allreduce, allgather, and programs that compute one of them exactly) one
+  // rank, rotating with the seed, is checked against the reference and the others are compared with it bit for bit.
   std::vector<int> host_ranks;
   std::vector<int> same_as_host;
   if (s.collective == Collective::reduce && !s.program) {
@@ -221,20 +285,15 @@ Status CollectiveBuffers::check(const CheckSpec& s, const CollectiveCall& call, 
     for (int k = 0; k < own(); ++k)
       if (k != pick) same_as_host.push_back(k);
   }
-  const std::uint64_t per_copy = host_bytes_ / elem;
   for (int k : host_ranks) {
-    const int r = first_ + k;
-    const std::uint64_t n = output_elements(s, r);
-    for (std::uint64_t first = 0; first < n; first += per_copy) {
-      const std::uint64_t part = std::min(per_copy, n - first);
-      CANOPY_CUDA_RETURN_STATUS(cudaMemcpy(host_, static_cast<const char*>(call.recv[k]) + first * elem, part * elem,
-                                 cudaMemcpyDeviceToHost));
-      const CheckResult c = check_outputs_part(s, {r}, {host_}, first, part);
-      result->checked += c.checked;
-      result->wrong += c.wrong;
-      for (const std::string& e : c.examples)
-        if (result->examples.size() < 5) result->examples.push_back(e);
-    }
+    CheckResult c;
+    const Status st =
+        check_on_host_ ? check_rank_on_host(s, k, call.recv[k], &c) : check_rank_on_gpu(s, k, call.recv[k], &c);
+    if (!st.ok()) return st;
+    result->checked += c.checked;
+    result->wrong += c.wrong;
+    for (const std::string& e : c.examples)
+      if (result->examples.size() < 5) result->examples.push_back(e);
   }
   if (same_as_host.empty()) return Status();
   const int reference = host_ranks[0];

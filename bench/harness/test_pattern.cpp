@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "codegen/source_file.hpp"
+#include "bench/harness/reference_check_kernel.hpp"
 #include "core/error.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "templates/fp8.cuh"  // the fp8 conversions the kernels use, in their plain C++ form
@@ -227,12 +228,14 @@ double element_value(const void* p, DataType dtype) {
   return 0;
 }
 
-SourceFile pattern_kernel_source() { return SourceFile{"canopy_test_pattern.cu", kFillSource}; }
+SourceFile pattern_kernel_source() {
+  return SourceFile{"canopy_test_pattern.cu", std::string(kFillSource) + reference_check_kernel_source()};
+}
 
 PatternKernels::PatternKernels(Jit& jit, const std::string& arch) {
   CompileOptions options;
   options.arch = arch;
-  const auto module = jit.get("canopy-test-pattern-v4", pattern_kernel_source, options);
+  const auto module = jit.get("canopy-test-pattern-v5", pattern_kernel_source, options);
   CANOPY_CUDA_CHECK(cudaLibraryLoadData(&library_, module->cubin.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
   for (int t = 0; t < kDataTypeCount; ++t) {
     const std::string name = fmt::format("canopy_fill_{}", to_string(static_cast<DataType>(t)));
@@ -240,6 +243,25 @@ PatternKernels::PatternKernels(Jit& jit, const std::string& arch) {
   }
   const char* compare[4] = {"canopy_mismatch_1", "canopy_mismatch_2", "canopy_mismatch_4", "canopy_mismatch_8"};
   for (int w = 0; w < 4; ++w) CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&compare_[w], library_, compare[w]));
+  for (int t = 0; t < kDataTypeCount; ++t) {
+    const std::string name = fmt::format("canopy_check_{}", to_string(static_cast<DataType>(t)));
+    CANOPY_CUDA_CHECK(cudaLibraryGetKernel(&check_[t], library_, name.c_str()));
+  }
+}
+
+Status PatternKernels::check_reference(const ReferenceCheckParams& params, DataType dtype, cudaStream_t stream) const {
+  if (params.n == 0) return Status();
+  ReferenceCheckParams p = params;
+  void* args[] = {&p};
+  const unsigned blocks = static_cast<unsigned>(std::min<std::uint64_t>((p.n + 255) / 256, 4096));
+  const cudaError_t e =
+      cudaLaunchKernel(reinterpret_cast<const void*>(check_[static_cast<int>(dtype)]), dim3(blocks), dim3(256), args,
+                       0, stream);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return Status(StatusCode::cuda_error, cuda_error_text(e, "reference check kernel launch", __FILE__, __LINE__));
+  }
+  return Status();
 }
 
 Status PatternKernels::count_mismatches(const void* a, const void* b, std::uint64_t elements, DataType dtype,

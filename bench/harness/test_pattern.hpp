@@ -14,6 +14,7 @@
 #include "codegen/codegen_options.hpp"
 #include "codegen/source_file.hpp"
 #include "runtime/jit/jit.hpp"
+#include "bench/harness/reference_check_kernel.hpp"
 #include "core/status.hpp"
 
 namespace canopy {
@@ -74,7 +75,8 @@ std::uint64_t pattern_bits(std::uint64_t seed, int rank, std::uint64_t index, Da
 // An element of `dtype` at `p` as a double (f16, bf16 and fp8 decoded; integers exactly, u64 below 2^53).
 double element_value(const void* p, DataType dtype);
 
-// The fill kernels' CUDA source (one extern "C" canopy_fill_<dtype> each), compiled with the embedded templates.
+// The fill kernels' CUDA source (one extern "C" canopy_fill_<dtype> each) and the reference check kernels'
+// (canopy_check_<dtype>, reference_check_kernel.hpp), compiled with the embedded templates.
 SourceFile pattern_kernel_source();
 
 class PatternKernels {
@@ -93,11 +95,16 @@ class PatternKernels {
   // the first such index (device memory, on the GPU `stream` runs on; a or b may be a peer's).
   Status count_mismatches(const void* a, const void* b, std::uint64_t elements, DataType dtype,
                           unsigned long long* mismatches, cudaStream_t stream) const;
+  // Compares elements [first, first + n) of one rank's output of `dtype` with the reference `params` describes
+  // (reference_check_kernel.hpp) and adds to params.counts the wrong ones, the lowest wrong element and the checked
+  // ones, on `stream` (of the GPU that holds the output and the counts).
+  Status check_reference(const ReferenceCheckParams& params, DataType dtype, cudaStream_t stream) const;
 
  private:
   cudaLibrary_t library_{};
   cudaKernel_t kernels_[kDataTypeCount]{};  // by DataType
   cudaKernel_t compare_[4]{};  // by element width 1, 2, 4, 8
+  cudaKernel_t check_[kDataTypeCount]{};  // by DataType
 };
 
 }  // namespace canopy
