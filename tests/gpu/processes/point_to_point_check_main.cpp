@@ -1,9 +1,11 @@
 // canopy_p2p_check: one process of a multi-process datacheck of Communicator::send_recv, started N times by `canopy
 // run -n N` (which sets CANOPY_RANK, CANOPY_NRANKS and CANOPY_UNIQUE_ID). Each process joins one communicator with
 // --per-process ranks on its current GPU (all on GPU 0 under `canopy run` on one GPU), then, for every pattern, type
-// and count, issues one group with its own ranks' ops only (each rank on a stream of its own; odd processes post in
-// reverse), checks every byte it received and the bytes past each receive (untouched), then runs an allreduce (f32
-// sum) and checks it element by element. --refusals 1 first issues groups every process must refuse alike (counts
+// and count, issues one group with its own ranks' ops only (each rank on a stream of its own; odd processes post their
+// receives first, so that processes post in different orders, but each pair's sends and its receives in their order:
+// the k-th send meets the k-th receive, as in NCCL), checks every byte it received and the bytes past each receive
+// (untouched), then runs an allreduce (f32 sum; the process's ranks share its GPU, so one stream) and checks it
+// element by element. --refusals 1 first issues groups every process must refuse alike (counts
 // that differ across processes, a receive with no send), then goes on with the matrix on the same communicator.
 // Prints one line per wrong case and a summary; exits 1 on anything wrong or failed, 2 on bad arguments.
 //
@@ -154,7 +156,9 @@ class Checker {
       if (mine(m.receiver))
         ops.push_back(recv_op(m.receiver, recv + i * slot, count, dtype, m.sender, stream(m.receiver)));
     }
-    if (process_ % 2) std::reverse(ops.begin(), ops.end());
+    if (process_ % 2)
+      std::stable_partition(ops.begin(), ops.end(),
+                            [](const PointToPoint& op) { return op.kind == PointToPointKind::recv; });
     ++calls_;
     if (const Status s = comm_.send_recv(ops); !s.ok()) {
       ++failed_;
@@ -178,7 +182,8 @@ class Checker {
     }
   }
 
-  // An allreduce (f32 sum) on the ranks' streams: rank r holds r + 1 + (j % 5) at element j.
+  // An allreduce (f32 sum) on the first own rank's stream (a collective takes one stream per GPU, and the process's
+  // ranks share its GPU): rank r holds r + 1 + (j % 5) at element j.
   void allreduce(char* in, char* out, const std::string& what) {
     const int n = comm_.ranks();
     const std::uint64_t bytes = kAllreduceCount * sizeof(float);
@@ -193,7 +198,8 @@ class Checker {
     }
     if (!cuda_ok(cudaDeviceSynchronize(), what)) return;
     ++calls_;
-    if (const Status s = comm_.allreduce(send, recv, kAllreduceCount, DataType::f32, ReduceOp::sum, streams_);
+    const std::vector<cudaStream_t> one_stream(own_, streams_[0]);
+    if (const Status s = comm_.allreduce(send, recv, kAllreduceCount, DataType::f32, ReduceOp::sum, one_stream);
         !s.ok()) {
       ++failed_;
       fmt::print("process {}: {}: allreduce after failed: {}\n", process_, what, s.message());
