@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "runtime/call/alltoall_group.hpp"
 #include "runtime/comm/alltoall_programs.hpp"
 #include "runtime/comm/call_path.hpp"
 #include "runtime/comm/kernel_rules.hpp"
@@ -92,7 +93,26 @@ CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count,
 // --- calls -------------------------------------------------------------------------------------------------------
 
 Status Communicator::run(const CollectiveCall& call) { return path_->run(call); }
-Status Communicator::send_recv(std::span<const PointToPoint> ops) { return path_->send_recv(ops); }
+Status Communicator::send_recv(std::span<const PointToPoint> ops) {
+  // A group that is an all-to-all (alltoall_group.hpp) runs as one, on the all-to-all kernels, where this process
+  // holds every rank; where no all-to-all program can be made for it (unsupported), as the copies of any group.
+  if (own_ranks() == ranks() && ranks() > 1) {
+    std::vector<int> devices(static_cast<std::size_t>(ranks()));
+    for (int r = 0; r < ranks(); ++r) devices[static_cast<std::size_t>(r)] = device_of_rank(r);
+    if (const std::optional<AlltoallGroup> a = alltoall_group(ops, devices)) {
+      const Status s = alltoall(a->send, a->recv, a->count, a->dtype, a->streams);
+      const Logger& log = path_->layout().log;
+      if (log.enabled(LogLevel::debug, LogSubsys::run))
+        log.debug(LogSubsys::run, fmt::format("send_recv: {} ops are an all-to-all of {} x {} {}: {}", ops.size(),
+                                              ranks(), a->count, to_string(a->dtype),
+                                              s.code() == StatusCode::unsupported
+                                                  ? "no all-to-all program (" + s.message() + "), so copies"
+                                                  : "the all-to-all kernels"));
+      if (s.code() != StatusCode::unsupported) return s;
+    }
+  }
+  return path_->send_recv(ops);
+}
 Status Communicator::prepare(std::span<const CollectiveSpec> specs) { return path_->prepare(specs); }
 Status Communicator::prepare(const CollectiveCall& call) { return path_->prepare(call); }
 Status Communicator::info(const CollectiveSpec& spec, CollectiveInfo* out) { return path_->info(spec, out); }

@@ -119,7 +119,9 @@ class Communicator {
   // buffer is null with elements to move. Served by a communicator of one process (create) and by the processes of
   // one host (join; processes sharing a GPU included): there every process issues every group, passing only its own
   // ranks' ops (none: an empty span), and every process refuses a wrong group alike, none waiting for another. Across
-  // hosts it returns unsupported for now (issue 68). Not inside a CUDA graph capture yet.
+  // hosts it returns unsupported for now (issue 68). Not inside a CUDA graph capture yet. On a communicator of one
+  // process, a group that is an all-to-all (runtime/call/alltoall_group.hpp: every rank's blocks to every rank, laid
+  // end to end, as all_to_all_single and ncclAlltoAll issue) runs as one alltoall (the all-to-all kernels).
   Status send_recv(std::span<const PointToPoint> ops);
 
   // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
