@@ -15,6 +15,7 @@ set(CANOPY_GPU_QUICK_TESTS
     "OneRankOnGpu.PrepareNeedsNoPlanAndInfoSaysThereIsNoKernel"
     "PointToPointOnGpu.RefusesWhatItCannotMatchAndMovesARing"
     "AlltoallOnGpu.*"
+    "GatherScatterOnGpu.*"
     "DriverQueriesOnGpu.*"
     # bench/harness: the datacheck's GPU reference against the host's
     "ReferenceCheckOnGpu.*"

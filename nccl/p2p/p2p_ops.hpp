@@ -1,9 +1,6 @@
 // NCCL's grouped calls as the runtime's sends and receives (runtime/call/point_to_point.hpp), by NCCL's definitions:
-// ncclSend and ncclRecv are one op each; ncclAlltoAll sends block p of sendbuff to every rank p and receives block p of
-// recvbuff from it; ncclGather sends sendbuff to the root, whose block p of recvbuff receives rank p's; ncclScatter
-// sends block p of the root's sendbuff to rank p, into its recvbuff. A block is `count` elements. A rank's own block is
-// a send to itself and its receive, left out where the call is in place (the root's block of recvbuff is its sendbuff,
-// gather; the root's recvbuff is its block of sendbuff, scatter). Every op carries the call's type as Canopy names it,
+// ncclSend and ncclRecv are one op each; ncclAlltoAll, ncclGather and ncclScatter are the runtime's expansion of
+// those collectives (runtime/call/block_collectives.hpp: blocks of `count` elements, in place as NCCL allows). Every op carries the call's type as Canopy names it,
 // else (a type Canopy lacks) its bytes as u8: a pair's two sides map alike. Pure, tested on any CPU.
 #pragma once
 

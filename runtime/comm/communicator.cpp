@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "runtime/call/alltoall_group.hpp"
+#include "runtime/call/block_collectives.hpp"
 #include "runtime/comm/alltoall_programs.hpp"
 #include "runtime/comm/call_path.hpp"
 #include "runtime/comm/kernel_rules.hpp"
@@ -153,6 +154,42 @@ Status Communicator::alltoall(std::span<const void* const> send, std::span<void*
     return Status(StatusCode::unsupported, fmt::format("alltoall: {}", e.what()));
   }
   return run_program(*program, send, recv, count, dtype, ReduceOp::sum, streams);
+}
+namespace {
+// One BlockCall per own rank of a gather or scatter (`expand`), issued as one group; the spans checked first.
+template <typename Expand>
+Status block_collective(Communicator& comm, const char* what, std::span<const void* const> send,
+                        std::span<void* const> recv, std::uint64_t count, DataType dtype, int root,
+                        std::span<const cudaStream_t> streams, Expand expand) {
+  const std::size_t own = static_cast<std::size_t>(comm.own_ranks());
+  if (send.size() != own || recv.size() != own || streams.size() != own)
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("{}: {} send buffers, {} receive buffers and {} streams for this process's {} ranks: "
+                              "pass one of each per rank",
+                              what, send.size(), recv.size(), streams.size(), own));
+  if (root < 0 || root >= comm.ranks())
+    return Status(StatusCode::invalid_argument,
+                  fmt::format("{}: root {} is not a rank of this communicator (0..{})", what, root, comm.ranks() - 1));
+  std::vector<PointToPoint> ops;
+  for (std::size_t k = 0; k < own; ++k) {
+    const std::vector<PointToPoint> mine = expand(BlockCall{comm.first_own_rank() + static_cast<int>(k), comm.ranks(),
+                                                            root, send[k], recv[k], count, dtype, streams[k]});
+    ops.insert(ops.end(), mine.begin(), mine.end());
+  }
+  const Status s = comm.send_recv(ops);
+  return s.ok() ? s : Status(s.code(), fmt::format("{}: {}", what, s.message()));
+}
+}  // namespace
+
+Status Communicator::gather(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                            DataType dtype, int root, std::span<const cudaStream_t> streams) {
+  return block_collective(*this, "gather", send, recv, count, dtype, root, streams,
+                          [](const BlockCall& c) { return gather_ops(c); });
+}
+Status Communicator::scatter(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
+                             DataType dtype, int root, std::span<const cudaStream_t> streams) {
+  return block_collective(*this, "scatter", send, recv, count, dtype, root, streams,
+                          [](const BlockCall& c) { return scatter_ops(c); });
 }
 Status Communicator::broadcast(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
                                DataType dtype, int root, std::span<const cudaStream_t> streams) {

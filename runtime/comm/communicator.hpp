@@ -102,6 +102,17 @@ class Communicator {
   // place; unsupported where programs do not run (several hosts).
   Status alltoall(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
                   DataType dtype, std::span<const cudaStream_t> streams);
+  // Gather and scatter, NCCL's ncclGather and ncclScatter: gather sends each rank's `count` elements to block r of
+  // the root's receive buffer (ranks() blocks); scatter sends block r of the root's send buffer to rank r's receive
+  // buffer. In place as NCCL allows it (gather: the root's send buffer is its own block of its receive buffer;
+  // scatter: the root's receive buffer is its own block of its send buffer). Issued as a group of sends and receives
+  // (send_recv; runtime/call/block_collectives.hpp), so served wherever send_recv is: in one process, and across the
+  // processes of one host (every rank makes the call, as with any collective). Buffers the call does not use (the
+  // receive buffer off the root for gather, the send buffer off the root for scatter) may be null.
+  Status gather(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count, DataType dtype,
+                int root, std::span<const cudaStream_t> streams);
+  Status scatter(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count, DataType dtype,
+                 int root, std::span<const cudaStream_t> streams);
 
   // Runs a collective-algorithm program (dsl/algorithm.hpp) written for ranks() ranks: verified against the
   // topology, lowered, generated and compiled on first use (then cached like the planned collectives). count
