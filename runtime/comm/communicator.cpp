@@ -94,13 +94,30 @@ CollectiveSpec Communicator::spec_of(Collective collective, std::uint64_t count,
 // --- calls -------------------------------------------------------------------------------------------------------
 
 Status Communicator::run(const CollectiveCall& call) { return path_->run(call); }
+namespace {
+// Whether a stream of `streams` is capturing a CUDA graph, or cannot be asked (the group's own checks then name it).
+bool capturing_or_unknown(std::span<const cudaStream_t> streams) {
+  for (cudaStream_t s : streams) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return true;
+    }
+    if (status != cudaStreamCaptureStatusNone) return true;
+  }
+  return false;
+}
+}  // namespace
+
 Status Communicator::send_recv(std::span<const PointToPoint> ops) {
   // A group that is an all-to-all (alltoall_group.hpp) runs as one, on the all-to-all kernels, where this process
-  // holds every rank; where no all-to-all program can be made for it (unsupported), as the copies of any group.
+  // holds every rank; where no all-to-all program can be made for it (unsupported), as the copies of any group. Not
+  // inside a capture, where send_recv is refused (and so is such a group, alike).
   if (own_ranks() == ranks() && ranks() > 1) {
     std::vector<int> devices(static_cast<std::size_t>(ranks()));
     for (int r = 0; r < ranks(); ++r) devices[static_cast<std::size_t>(r)] = device_of_rank(r);
-    if (const std::optional<AlltoallGroup> a = alltoall_group(ops, devices)) {
+    const std::optional<AlltoallGroup> a = alltoall_group(ops, devices);
+    if (a && !capturing_or_unknown(a->streams)) {
       const Status s = alltoall(a->send, a->recv, a->count, a->dtype, a->streams);
       const Logger& log = path_->layout().log;
       if (log.enabled(LogLevel::debug, LogSubsys::run))
