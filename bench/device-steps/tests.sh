@@ -4,6 +4,9 @@
 #             (CANOPY_GPU_LABEL: another label, e.g. gpu for both tiers at once; CANOPY_GPU_TESTS: a ctest -R filter;
 #             CANOPY_GPU_TEST_JOBS at once, default 6: the checks on the host dominate; each test fills at most
 #             0.8 / jobs of a GPU's memory, CANOPY_TEST_MEMORY_FRACTION)                    -> gpu-tests.log
+#             and, written before they run, the names of the tests selected       -> gpu-tests-selected.txt
+#             (a run the deadline stopped: the ones its log never ended are what a next call's CANOPY_GPU_TESTS
+#             takes; docs/development.md "GPU test tiers" has the command)
 # The step `tests-long` runs the `gpu-long` label (the rest) through this file (gpu_tier_label, gpu_tier_log).
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
 label="${gpu_tier_label:-${CANOPY_GPU_LABEL:-gpu-quick}}"
@@ -13,6 +16,9 @@ step "gpu tests ($label)"
 # starts the longest tests first instead of in test order, so that the last one does not start late.
 cost_data="$build/Testing/Temporary/CTestCostData.txt"
 [ -s "$cost_data" ] || { mkdir -p "${cost_data%/*}" && grep -v '^#' "$root/bench/gpu-test-costs.txt" >"$cost_data"; }
+# Every selected test's name, first: the deadline may stop the run before its end (nothing after it runs then).
+ctest --test-dir "$build" -N -L "$label" -R "${CANOPY_GPU_TESTS:-.}" | sed -nE 's/^ *Test +#[0-9]+: ([^ ]+).*/\1/p' \
+  >"${log%.log}-selected.txt"
 # The watchdog test times a stuck launch: alone, after the others.
 { ctest --test-dir "$build" -L "$label" -R "${CANOPY_GPU_TESTS:-.}" -E WatchdogOnGpu --output-on-failure \
     --timeout "${CANOPY_GPU_TEST_TIMEOUT:-300}" -j "$jobs" -V
