@@ -27,6 +27,7 @@
 #include "nccl/group/group.hpp"
 #include "nccl/group/group_point_to_point.hpp"
 #include "nccl/p2p/p2p_ops.hpp"
+#include "runtime/comm/cuda_call_oracle.hpp"
 
 using namespace canopy::nccl_api;
 
@@ -98,15 +99,6 @@ ncclResult_t check_grouped_arguments(const GroupedRequest& q, const ncclComm* co
   return ncclSuccess;
 }
 
-bool stream_capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
-    (void)cudaGetLastError();  // not a stream, or no GPU: the runtime's own check names it
-    return false;
-  }
-  return status != cudaStreamCaptureStatusNone;
-}
-
 // Why Canopy does not serve this checked call on `comm` (the CANOPY_LOG=info line of its forward says it), or nullopt.
 std::optional<std::string> not_canopys(const GroupedRequest& q, ncclComm* comm) {
   if (comm->forward.names(family_of(q.kind)))
@@ -116,7 +108,7 @@ std::optional<std::string> not_canopys(const GroupedRequest& q, ncclComm* comm) 
     return "Canopy's point-to-point does not serve this communicator yet: " + *refusal;
   if (q.kind == GroupedKind::alltoall && q.send == q.recv && q.count > 0 && comm->nranks > 1)
     return std::string("Canopy does not serve an in-place ncclAlltoAll yet");
-  if (stream_capturing(q.stream))
+  if (canopy::stream_capturing(q.stream))
     return std::string("Canopy's point-to-point does not run inside a CUDA graph capture yet");
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -12,23 +13,9 @@
 #include "runtime/comm/alltoall_programs.hpp"
 #include "runtime/comm/call_path.hpp"
 #include "runtime/comm/communicator.hpp"
+#include "runtime/comm/cuda_call_oracle.hpp"
 
 namespace canopy {
-
-namespace {
-// Whether a stream of `streams` is capturing a CUDA graph, or cannot be asked (the group's own checks then name it).
-bool capturing_or_unknown(std::span<const cudaStream_t> streams) {
-  for (cudaStream_t s : streams) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(s, &status) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return true;
-    }
-    if (status != cudaStreamCaptureStatusNone) return true;
-  }
-  return false;
-}
-}  // namespace
 
 Status Communicator::send_recv(std::span<const PointToPoint> ops) {
   // A group that is an all-to-all (alltoall_group.hpp) runs as one, on the all-to-all kernels, where this process
@@ -38,7 +25,7 @@ Status Communicator::send_recv(std::span<const PointToPoint> ops) {
     std::vector<int> devices(static_cast<std::size_t>(ranks()));
     for (int r = 0; r < ranks(); ++r) devices[static_cast<std::size_t>(r)] = device_of_rank(r);
     const std::optional<AlltoallGroup> a = alltoall_group(ops, devices);
-    if (a && !capturing_or_unknown(a->streams)) {
+    if (a && std::none_of(a->streams.begin(), a->streams.end(), stream_capturing)) {
       const Status s = alltoall(a->send, a->recv, a->count, a->dtype, a->streams);
       const Logger& log = path_->layout().log;
       if (log.enabled(LogLevel::debug, LogSubsys::run))

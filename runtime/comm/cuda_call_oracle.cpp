@@ -63,6 +63,8 @@ std::optional<StreamFacts> stream_facts(cudaStream_t s, std::vector<StreamFacts>
   return f;
 }
 
+}  // namespace
+
 bool stream_capturing(cudaStream_t s) {
   if (const std::optional<bool> capturing = driver_stream_capturing(s)) return *capturing;
   cudaStreamCaptureStatus c = cudaStreamCaptureStatusNone;
@@ -72,8 +74,6 @@ bool stream_capturing(cudaStream_t s) {
   }
   return c != cudaStreamCaptureStatusNone;
 }
-
-}  // namespace
 
 CallOracle cuda_call_oracle(bool check_pointers, std::vector<StreamFacts>* streams_seen) {
   CallOracle oracle{pointer_facts, [streams_seen](cudaStream_t s) { return stream_facts(s, streams_seen); },
