@@ -2,9 +2,10 @@
 # runs, its settings and its logs:
 #   p2ptests  nccl-tests' point-to-point binaries (sendrecv, alltoall, gather, scatter, hypercube; CANOPY_P2PTESTS)
 #             through libcanopy_nccl.so under mpirun -np N (CANOPY_P2PTESTS_NP, default "2 4"), every rank on GPU 0,
-#             twice: each rank with its own NCCL_HOSTID and CANOPY_NCCL_REAL=1 (a real NCCL communicator beside
-#             Canopy's must be made and every call forwarded to it: exit 0 and 0 out-of-bounds values), then without
-#             (none can exist: every run must fail at its first call with Canopy's refusal, not hang or run wrong);
+#             twice: each rank with its own NCCL_HOSTID, CANOPY_NCCL_REAL=1 and CANOPY_NCCL_FORWARD naming the calls (a
+#             real NCCL communicator beside Canopy's must be made and every call forwarded to it: exit 0 and 0
+#             out-of-bounds values), then without (none can exist: Canopy serves every call across the processes,
+#             pair by pair: exit 0, 0 out-of-bounds values, the log saying served by Canopy and nothing forwarded);
 #             small sizes (CANOPY_P2PTESTS_ARGS, default -b 8 -e 4M -f 8 -d float -c 1 -n 5 -w 2), each run cut at
 #             CANOPY_NCCLTESTS_TIMEOUT (300 s)                                 -> p2ptests.log, p2ptests-*.log
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, ntb: bench/device-run
@@ -28,6 +29,7 @@ own_hostid='NCCL_HOSTID="canopy-p2p-$OMPI_COMM_WORLD_RANK" exec "$0" "$@"'
       nt_run "$t np$np real NCCL beside" "$log" mpirun -np "$np" --oversubscribe --bind-to none \
         -x LD_PRELOAD="$lib" -x NCCL_TESTS_DEVICE=0 -x LD_LIBRARY_PATH -x CANOPY_NCCL_LIBRARY -x CANOPY_CACHE_DIR \
         -x NCCL_NVLS_ENABLE -x CANOPY_NCCL_REAL=1 -x CANOPY_LOG=info \
+        -x CANOPY_NCCL_FORWARD=sendrecv,alltoall,gather,scatter \
         sh -c "$own_hostid" "$ntb/mpi/${t}_perf" "${p2p_args[@]}" -g 1
       rc=$?
       wrong="$(grep -h '# Out of bounds values' "$log" | awk '{print $7}' | head -1)"
@@ -38,17 +40,22 @@ own_hostid='NCCL_HOSTID="canopy-p2p-$OMPI_COMM_WORLD_RANK" exec "$0" "$@"'
         echo "p2p verdict: $t np$np real: WRONG (exit $rc, out of bounds ${wrong:-?}, $forwarded forwarded lines)"
         p2p_verdicts=$((p2p_verdicts + 1))
       fi
-      # Without: the processes share GPU 0 with no NCCL_HOSTID of their own, so no real communicator can exist.
+      # Without: the processes share GPU 0 with no NCCL_HOSTID of their own, so no real communicator can exist, and
+      # Canopy serves every call.
       log="$out/p2ptests-$t-np$np-none.log"
       nt_run "$t np$np no real NCCL" "$log" mpirun -np "$np" --oversubscribe --bind-to none \
         -x LD_PRELOAD="$lib" -x NCCL_TESTS_DEVICE=0 -x LD_LIBRARY_PATH -x CANOPY_NCCL_LIBRARY -x CANOPY_CACHE_DIR \
-        -x NCCL_NVLS_ENABLE "$ntb/mpi/${t}_perf" "${p2p_args[@]}" -g 1
+        -x NCCL_NVLS_ENABLE -x CANOPY_LOG=info "$ntb/mpi/${t}_perf" "${p2p_args[@]}" -g 1
       rc=$?
-      refusal='not served by Canopy|refused: no real NCCL communicator'
-      if [ "$rc" != 0 ] && [ "$rc" != 124 ] && grep -qE "$refusal" "$log"; then
-        echo "p2p verdict: $t np$np none: refused ($(grep -m1 -oE 'refused: no real NCCL communicator[^(]*' "$log"))"
+      wrong="$(grep -h '# Out of bounds values' "$log" | awk '{print $7}' | head -1)"
+      served="$(grep -c 'served by Canopy' "$log")"
+      forwarded="$(grep -c 'forwarded to the real NCCL' "$log")"
+      if [ "$rc" = 0 ] && grep -q '# Out of bounds values : 0 OK' "$log" && [ "$served" -gt 0 ] &&
+        [ "$forwarded" = 0 ]; then
+        echo "p2p verdict: $t np$np none: right (0 out of bounds, $served log lines say served by Canopy)"
       else
-        echo "p2p verdict: $t np$np none: WRONG (exit $rc; expected a refusal naming why)"
+        echo "p2p verdict: $t np$np none: WRONG (exit $rc, out of bounds ${wrong:-?}, $served served and" \
+          "$forwarded forwarded lines)"
         p2p_verdicts=$((p2p_verdicts + 1))
       fi
     done

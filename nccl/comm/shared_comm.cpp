@@ -35,16 +35,9 @@ std::optional<std::string> SharedComm::point_to_point_refusal() {
       refusal_ = "this communicator has no point-to-point path";
       return;
     }
-    // Across processes the runtime's send_recv needs every process in every group (each issues it, an empty part
-    // where it has none), but NCCL's calls involve only the peers: a process outside a pair would never enter, and
-    // the pair would wait for it. Even asking (an empty group) is a call every process must make. So these stay with
-    // the real NCCL, or are refused where none can exist, until the processes agree pair by pair (issue 68).
-    if (across_processes()) {
-      refusal_ = "across processes Canopy's point-to-point needs every process in every group, and NCCL's calls "
-                 "involve only the peers";
-      return;
-    }
-    const Status s = send_recv_({});  // an empty group moves nothing: only the way of running answers
+    // An empty group moves nothing and involves no other process (only the peers take part in a send and its
+    // receive): only the way of running answers.
+    const Status s = send_recv_({});
     if (s.code() == StatusCode::unsupported) refusal_ = s.message();
   });
   return refusal_;

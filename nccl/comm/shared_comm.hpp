@@ -8,8 +8,8 @@
 // allocation, the call's buffers in arrays on the stack.
 // Sends and receives (ncclSend, ncclRecv, and the calls made of them) meet in its PointToPointExchange
 // (nccl/p2p/p2p_exchange.hpp) and run through Communicator::send_recv; point_to_point_refusal() says, once asked of the
-// runtime, whether this communicator serves them at all (across processes and hosts not yet: the NCCL API then passes
-// them on as before).
+// runtime, whether this communicator serves them at all (in one process and across the processes of a host, pair by
+// pair; across hosts not yet: the NCCL API then passes them on as before).
 // Under CANOPY_PROFILE_CALLS=1 it prints, when it goes, where the host's time went around its runs (api_profile.hpp).
 #pragma once
 

@@ -73,7 +73,8 @@ Status unmatched(const PointToPoint& op, std::size_t index, std::size_t at, std:
 
 }  // namespace
 
-Status match_point_to_point(std::span<const PointToPoint> ops, int ranks, std::vector<Transfer>* out) {
+Status match_point_to_point(std::span<const PointToPoint> ops, int ranks, std::vector<Transfer>* out,
+                            const std::function<bool(int sender, int receiver)>& matched_here) {
   out->clear();
   // Per pair, its sends' and receives' op indexes in the group's order; per op, its index among them.
   std::map<Pair, std::vector<std::size_t>> sends;
@@ -90,6 +91,7 @@ Status match_point_to_point(std::span<const PointToPoint> ops, int ranks, std::v
   std::vector<Transfer> transfers;
   for (std::size_t at = 0; at < ops.size(); ++at) {
     const PointToPoint& op = ops[at];
+    if (matched_here && !matched_here(pair_of(op).first, pair_of(op).second)) continue;
     const std::size_t k = index_in_pair[at];
     const std::vector<std::size_t>& others = (is_send(op) ? recvs : sends)[pair_of(op)];
     if (k >= others.size()) return unmatched(op, k, at, others.size());

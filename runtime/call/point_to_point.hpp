@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -63,8 +64,10 @@ const char* kind_name(PointToPointKind kind);
 // Pairs every send of `ops` with its receive on a communicator of `ranks` ranks: the transfers, in the order of the
 // sends in `ops`. invalid_argument, naming the op (rank, peer, index) and the fix, for a rank or peer out of range, a
 // null buffer with a nonzero count, a send or receive left unmatched, or a pair whose counts or types differ; *out is
-// then empty.
-Status match_point_to_point(std::span<const PointToPoint> ops, int ranks, std::vector<Transfer>* out);
+// then empty. `matched_here` (sender, receiver): where given, only the ops of pairs it accepts are matched; the others
+// are checked alone (range, buffer) and left to the caller (a pair across processes, whose other side posts there).
+Status match_point_to_point(std::span<const PointToPoint> ops, int ranks, std::vector<Transfer>* out,
+                            const std::function<bool(int sender, int receiver)>& matched_here = {});
 
 // Every op's stream, asked of `oracle` once each: a valid stream on its rank's GPU (`ordinal_of_rank`; a default
 // stream is the rank's GPU's), else invalid_argument naming the op and the GPU to create it on; unsupported for a

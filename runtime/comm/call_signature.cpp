@@ -32,13 +32,6 @@ CallSignature call_signature(const CollectiveCall& c, std::uint64_t call, std::u
   return s;
 }
 
-CallSignature point_to_point_signature(std::uint64_t call) {
-  CallSignature s;
-  s.call = call;
-  s.point_to_point = true;
-  return s;
-}
-
 std::uint64_t program_identity(const algo::Program& p) {
   const std::string key = program_key(p);  // sha256, hex
   std::uint64_t h = 0;
@@ -47,7 +40,6 @@ std::uint64_t program_identity(const algo::Program& p) {
 }
 
 std::string describe_call(const CallSignature& s) {
-  if (s.point_to_point) return fmt::format("call {}: send_recv (a group of sends and receives)", s.call);
   if (s.program)
     return fmt::format("call {}: algorithm {} count {} {}{} (program {:016x})", s.call, s.program_name.data(), s.count,
                        to_string(s.dtype), s.program_reduces ? " " + to_string(s.op) : "", s.program);

@@ -29,14 +29,11 @@ struct CallSignature {
   std::uint64_t program = 0;      // an algorithm program's identity (a hash of its text); 0: not a program
   bool program_reduces = false;   // whether the program combines inputs (its operator is then shown)
   std::array<char, 32> program_name{};  // its name, cut to 31 bytes, NUL-terminated (only for the message)
-  // A group of sends and receives (Communicator::send_recv): every process issues it, each with its own ranks' ops,
-  // so only its kind is compared here (the ops are agreed through the bootstrap, process_send_recv.cpp).
-  bool point_to_point = false;
 
   // The same call but for its number (the name aside: the program's hash covers it).
   bool same_call(const CallSignature& o) const {
     return count == o.count && collective == o.collective && dtype == o.dtype && op == o.op && root == o.root &&
-           program == o.program && point_to_point == o.point_to_point;
+           program == o.program;
   }
 };
 
@@ -44,13 +41,11 @@ struct CallSignature {
 // call's operator, a program's collective and root), so that only what the kernels use is compared. `program_hash`:
 // the hash of c.program's identity (program_identity), 0 when c.program is null.
 CallSignature call_signature(const CollectiveCall& c, std::uint64_t call, std::uint64_t program_hash);
-// Call number `call`, a group of sends and receives (Communicator::send_recv).
-CallSignature point_to_point_signature(std::uint64_t call);
 // The 64-bit hash of a program's identity: the first 8 bytes of its program_key (codegen/lower_program.hpp), never 0.
 std::uint64_t program_identity(const algo::Program& p);
 
 // "call 1: allreduce count 1028 f32 sum", "call 2: broadcast count 7 i32 root 1", "call 3: algorithm ring count 64
-// f32 sum (program 0123456789abcdef)", "call 4: send_recv (a group of sends and receives)".
+// f32 sum (program 0123456789abcdef)".
 std::string describe_call(const CallSignature& s);
 // The error of a mismatch: `a` and `b` name two processes ("process 0 (rank 0)"), `a_call` and `b_call` their calls
 // (describe_call).

@@ -178,6 +178,20 @@ std::optional<std::int64_t> inbox_piece_bytes_from_environment() {
   return bytes;
 }
 
+PairRingShape pair_ring_shape_from_environment() {
+  PairRingShape shape;
+  if (const auto v = env("CANOPY_P2P_SLOT_BYTES")) {
+    const std::int64_t bytes = parse_byte_size(*v, "CANOPY_P2P_SLOT_BYTES");
+    if (bytes < 256 || bytes % 256 != 0)
+      throw Error(fmt::format("CANOPY_P2P_SLOT_BYTES='{}': give a multiple of 256 bytes, at least 256, e.g. 1MiB", *v));
+    shape.slot_bytes = static_cast<std::size_t>(bytes);
+  }
+  shape.slots = env_int("CANOPY_P2P_SLOTS", shape.slots, "a count of slots, 1 to 64, e.g. 4");
+  if (shape.slots < 1 || shape.slots > 64)
+    throw Error(fmt::format("CANOPY_P2P_SLOTS={}: give 1 to 64 slots per ring, e.g. 4", shape.slots));
+  return shape;
+}
+
 bool profile_calls_from_environment() {
   return env_switch("CANOPY_PROFILE_CALLS", false, "no profile, the default",
                     "time each call's phases and print the means when the communicator goes");

@@ -27,12 +27,14 @@
 //                        for broadcast and reduce across GPUs, else whole parts)
 //   CANOPY_HOSTS_PIECE_BYTES   across hosts, the size of the pieces an allreduce, broadcast or reduce is cut into
 //                        (hosts/hosts_join.cpp reads it; 0 or unset: not cut)
+//   CANOPY_P2P_SLOT_BYTES, CANOPY_P2P_SLOTS   the rings of send/recv across processes (below)
 //   CANOPY_GPU_SHARERS   processes in all on this process's GPU running kernels at once (default 0: the
 //                        communicator's own count; comm/process_group.hpp)
 // A malformed value is a canopy::Error naming the variable and what it takes.
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -186,6 +188,15 @@ bool peer_buffers_from_environment();
 // whole part, then one "done". Given, it holds for every collective. Throws canopy::Error naming the variable when it
 // is not 0 or a positive multiple of 16 bytes.
 std::optional<std::int64_t> inbox_piece_bytes_from_environment();
+// CANOPY_P2P_SLOT_BYTES (default 1 MiB, at least 256 bytes, a multiple of 256) and CANOPY_P2P_SLOTS (default 4, 1 to
+// 64): each rank's ring per rank of another process through which sends across processes move, a slot at a time
+// (runtime/processes/pair_point_to_point.hpp); a ring holds slots x slot bytes of the sender's GPU memory. Throws
+// canopy::Error naming the variable for anything else.
+struct PairRingShape {
+  std::size_t slot_bytes = std::size_t{1} << 20;
+  int slots = 4;
+};
+PairRingShape pair_ring_shape_from_environment();
 // CANOPY_PROFILE_CALLS (default 0): 1 times each call's phases on the host (runtime/comm/call_profile.hpp).
 bool profile_calls_from_environment();
 

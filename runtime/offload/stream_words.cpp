@@ -129,6 +129,38 @@ Status StreamWords::join(std::span<const cudaStream_t> streams, int lanes) {
   return Status();
 }
 
+Status StreamWords::fork_lanes(cudaStream_t stream, std::span<const int> lanes) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
+  if (cudaError_t e = cudaEventRecord(forked_, stream); e != cudaSuccess) return failed("cudaEventRecord", e);
+  for (int lane : lanes)
+    if (cudaError_t e = cudaStreamWaitEvent(lanes_[lane].stream, forked_); e != cudaSuccess)
+      return failed("cudaStreamWaitEvent", e);
+  return Status();
+}
+
+Status StreamWords::join_lanes(std::span<const int> lanes, cudaStream_t stream) {
+  CurrentDevice keep;
+  if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);
+  for (int lane : lanes) {
+    const Lane& l = lanes_[lane];
+    if (cudaError_t e = cudaEventRecord(l.done, l.stream); e != cudaSuccess) return failed("cudaEventRecord", e);
+    if (cudaError_t e = cudaStreamWaitEvent(stream, l.done); e != cudaSuccess) return failed("cudaStreamWaitEvent", e);
+  }
+  return Status();
+}
+
+bool StreamWords::idle() const {
+  CurrentDevice keep;
+  if (cudaSetDevice(ordinal_) != cudaSuccess) return false;
+  for (const Lane& lane : lanes_)
+    if (cudaStreamQuery(lane.stream) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+  return true;
+}
+
 Status StreamWords::follow(int lane, int after) {
   CurrentDevice keep;
   if (cudaError_t e = cudaSetDevice(ordinal_); e != cudaSuccess) return failed("cudaSetDevice", e);

@@ -40,6 +40,11 @@ class StreamWords {
   // `lanes` > 0: only the first `lanes` side streams (a call that uses fewer spares the others' event calls).
   Status fork(std::span<const cudaStream_t> streams, int lanes = 0);
   Status join(std::span<const cudaStream_t> streams, int lanes = 0);
+  // Only side streams `lanes`: they start after what `stream` holds now; `stream` waits for what they hold now.
+  Status fork_lanes(cudaStream_t stream, std::span<const int> lanes);
+  Status join_lanes(std::span<const int> lanes, cudaStream_t stream);
+  // Whether every side stream has finished everything queued on it (the host does not wait).
+  bool idle() const;
   // Side stream `lane` waits for what side stream `after` holds now.
   Status follow(int lane, int after);
   // The host waits for every side stream.

@@ -18,9 +18,9 @@ ProcessCallPath::~ProcessCallPath() {
   // No more watching once this process's work is done: a process that passes the barrier below first and exits is
   // not a loss. A peer lost during the barrier fails it through the bootstrap.
   monitor_.reset();
-  // Every process's copies out of the others' staging regions are done before any frees its own (send_recv).
-  if (point_to_point_)
-    if (Status s = point_to_point_->synchronize(); !s.ok())
+  // Every process's copies out of the others' rings are done before any frees its own (send_recv).
+  if (pairs_ && !failure_.failed())
+    if (Status s = pairs_->synchronize(); !s.ok())
       layout_.log.warn(LogSubsys::init, "leaving the communicator: " + s.message());
   // Every process's kernels are done before any leaves, so none takes another's exit for a failure.
   if (group_ && group_->bootstrap && !failure_.failed()) {
@@ -32,7 +32,8 @@ ProcessCallPath::~ProcessCallPath() {
   kernels_.unload();
   if (peers_) staging_.release(*peers_);
   if (peers_) inboxes_.release(*peers_);
-  if (peers_ && point_to_point_) point_to_point_->release_area(*peers_);
+  if (peers_ && pairs_) pairs_->release_rings(*peers_);
+  pairs_.reset();  // after a failure, its lanes released until idle
   peers_.reset();
 }
 
@@ -109,7 +110,7 @@ void ProcessCallPath::fail(const std::string& why, ProcessFailure kind) {
     kernels_.abort_launches();
     if (host_ring_) host_ring_->release();  // no side stream waits for a lost process's ring
     if (engines_across_) engines_across_->release();
-    if (point_to_point_) point_to_point_->release();  // no side stream waits for a lost process's copies
+    if (pairs_) pairs_->release();  // no lane waits for a lost process's copies
     if (counters_) counters_->publish_failure(kind, why);
   });
 }

@@ -6,8 +6,8 @@
 // (LL, LL128, and under CANOPY_OWN_BUFFERS the trees and the direct inbox kernels, through the inboxes), else through
 // the staging area; a large call's tail through the host rings (ProcessHostRing) and, between two processes on two
 // GPUs, a large head on the copy engines (ProcessEngines) or a direct call on both callers' buffers
-// (CANOPY_PEER_BUFFERS). A group of sends and receives (send_recv) is agreed through the bootstrap and moved between
-// its own ranks by copies, across processes through the senders' staging regions (ProcessPointToPoint). The processes
+// (CANOPY_PEER_BUFFERS). Sends and receives (send_recv) involve only their peers, as in NCCL: between its own ranks
+// moved by copies, across processes through the senders' rings, pair by pair (PairPointToPoint). The processes
 // publish each call's number and signature in shared pages (CallCounters), which
 // the monitor (PeerMonitor) reads: a process that ended, failed, stalled or made another call fails them all.
 #pragma once
@@ -30,7 +30,7 @@
 #include "runtime/comm/communicator_layout.hpp"
 #include "runtime/comm/join_start.hpp"
 #include "runtime/processes/peer_monitor.hpp"
-#include "runtime/processes/process_point_to_point.hpp"
+#include "runtime/processes/pair_point_to_point.hpp"
 #include "runtime/comm/process_group.hpp"
 #include "runtime/processes/staged_sides.hpp"
 #include "runtime/processes/staging_area.hpp"
@@ -177,6 +177,8 @@ class ProcessCallPath final : public CallPath {
   // Counts call number calls_ + 1 and publishes it (with `signature()` where CANOPY_CHECK_CALLS checks calls, in the
   // shared pages and under CANOPY_CHECK_CALLS=1 through the bootstrap root): the mismatch found, if any, fails the
   // communicator and the call.
+  // The join's step for send_recv: the rings, pages and lanes of PairPointToPoint (CANOPY_P2P_SLOT_BYTES, _SLOTS).
+  Status share_pairs(int ordinal);
   Status announce_call(const std::function<CallSignature()>& signature);
   // Every process agrees on the kernels just prepared (their cache keys), else the error names the process.
   Status agree_on_kernels(const std::vector<std::string>& keys);
@@ -214,7 +216,7 @@ class ProcessCallPath final : public CallPath {
   bool engines_unshared_told_ = false;    // whether the log said once that this process's buffers cannot be shared
   bool peer_unshared_told_ = false;       // the same for the direct kernels on the callers' buffers
   // Sends and receives across processes (send_recv); unset where the driver lacks the stream memory operations.
-  std::unique_ptr<ProcessPointToPoint> point_to_point_;
+  std::unique_ptr<PairPointToPoint> pairs_;  // send_recv's rings, pages and lanes across processes
   PointToPointCopies local_copies_;       // send_recv's transfers between this process's own ranks
   std::unique_ptr<PeerMonitor> monitor_;  // notices another process ending, or stopping its calls
   std::uint64_t calls_ = 0;               // calls made (the call number the signatures carry: CANOPY_CHECK_CALLS)

@@ -150,10 +150,7 @@ Status ProcessCallPath::join(JoinStart&& start, const CommunicatorOptions& optio
   // Sends and receives across processes (send_recv) where the driver has the stream memory operations (every process
   // of the host alike; else send_recv refuses, naming them).
   if (StreamWords::supported())
-    if (Status s = ProcessPointToPoint::share(*group_->channel, group_->process, group_->processes(), ordinal,
-                                              &point_to_point_);
-        !s.ok())
-      return s;
+    if (Status s = share_pairs(ordinal); !s.ok()) return s;
   // Every process shares its call counter (whatever its stall setting, so none waits for a page never sent).
   if (Status s = CallCounters::share(*group_->channel, group_->process, group_->processes(), &counters_); !s.ok())
     return s;

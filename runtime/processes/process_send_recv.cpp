@@ -1,78 +1,102 @@
-// ProcessCallPath::send_recv (process_call_path.hpp): a group of sends and receives across the processes of one host.
-// Every process issues every group, with its own ranks' ops only (as each process's ranks call ncclSend/ncclRecv in
-// one ncclGroupStart/End), under the calls' lock, failure checks and call number like every call (its signature, a
-// send_recv, compared in the shared pages: a process making a collective meanwhile fails both). Then:
-// - agreement: each process checks its part (its own ranks, its streams) and sends it, or its refusal, to every other
-//   through the bootstrap (point_to_point_exchange.hpp); every process then holds the same whole group and matches
-//   it alike, so a wrong op (unmatched, counts or types that differ, another process's rank) is refused by every
-//   process with the same message, none waiting for another;
-// - the staging regions grow where the group needs more (every process alike, after each has waited for its copies
-//   and all met at a barrier);
-// - the transfers between this process's ranks (self-sends included) are copied between their streams with events
-//   (PointToPointCopies), those across processes go through the senders' staging regions on a side stream ordered by
-//   words in shared host memory (ProcessPointToPoint). Nothing waits on the host but the exchange (one bootstrap
-//   round, as CANOPY_CHECK_CALLS=1 makes for every collective) and a growth.
+// ProcessCallPath::send_recv (process_call_path.hpp): a group of sends and receives of this process's ranks, on a
+// communicator across the processes of one host. As in NCCL only the peers take part: a process issues its own ranks'
+// ops whenever its thread gets there, and a process with none issues nothing. The group takes no call number (the
+// collectives' counts stay as they were) and nothing waits on the host for another process. Then:
+// - every op is checked here: its rank this process's, its peer a rank, its buffer, its stream (this GPU's, not
+//   capturing): a wrong one refuses the group with invalid_argument before anything moves, and the communicator goes
+//   on;
+// - the ops between this process's ranks (self-sends included) are matched within the group (match_point_to_point)
+//   and copied between their streams with events (PointToPointCopies), as in one process;
+// - those with a rank of another process go to their pairs' rings (PairPointToPoint): each is posted beside its peer's
+//   side, and where a send and its receive give different counts or types, the side posting second refuses its group
+//   naming both and fails the communicator, since the peer has already queued its side: the other processes' calls
+//   then fail with that message, and nothing waits for ever.
 #include <fmt/format.h>
 
 #include <string>
 #include <vector>
 
 #include "core/error.hpp"
-#include "runtime/processes/point_to_point_exchange.hpp"
+#include "runtime/env/runtime_env.hpp"
 #include "runtime/processes/process_call_path.hpp"
 
 namespace canopy {
+
+namespace {
+
+std::string rank_span(int first, int own) {
+  return own == 1 ? fmt::format("rank {}", first) : fmt::format("ranks {}..{}", first, first + own - 1);
+}
+
+}  // namespace
+
+Status ProcessCallPath::share_pairs(int ordinal) {
+  PairLayout layout;
+  layout.process = group_->process;
+  layout.process_of_rank = layout_.placement.device_of_rank;  // a process is a device index
+  layout.ordinal = ordinal;
+  try {
+    const PairRingShape shape = pair_ring_shape_from_environment();
+    layout.slot_bytes = shape.slot_bytes;
+    layout.slots = shape.slots;
+  } catch (const Error& e) {
+    return Status(StatusCode::invalid_argument, e.what());
+  }
+  return PairPointToPoint::share(*group_->channel, *peers_, std::move(layout), &pairs_);
+}
 
 Status ProcessCallPath::send_recv(std::span<const PointToPoint> ops) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (kernels_.broken()) return kernels_.broken_status();
   if (failure_.failed()) return failure_.status();
-  if (!point_to_point_)
+  if (!pairs_)
     return Status(StatusCode::unsupported,
                   fmt::format("send_recv ({} ops) across processes needs the driver's stream memory operations "
                               "(cuStreamWaitValue32, cuStreamWriteValue32), which this driver lacks (every process "
                               "of this host refuses it alike)",
                               ops.size()));
-  const auto name = [this](int p) { return describe_process(group_->facts[p], p, false); };
   const std::span<const int> process_of_rank = layout_.placement.device_of_rank;  // a process is a device index
-  const auto check_streams = [this](std::span<const PointToPoint> o) {
-    return check_point_to_point_streams(o, layout_.placement.ordinal_of_rank, kernels_.oracle());
-  };
-  const std::string refusal =
-      own_part_refusal(ops, first_own_rank(), own_ranks(), process_of_rank, name, check_streams);
-  if (Status s = announce_call([this] { return point_to_point_signature(calls_); }); !s.ok()) return s;
-  std::vector<std::string> parts;
-  if (Status s = group_->bootstrap->allgather(encode_point_to_point(ops, refusal), &parts); !s.ok())
-    return failure_.failed() ? failure_.status() : s;
-  WholeGroup group;
-  if (Status s = assemble_group(parts, group_->process, ops, name, &group); !s.ok()) return s;
-  std::vector<Transfer> transfers;
-  if (Status s = match_whole_group(group, ranks(), &transfers); !s.ok()) return s;
-  const PointToPointPlan plan = plan_point_to_point(transfers, process_of_rank, group_->process);
-  // From here every process moves the group: one that cannot fails the communicator, so that none waits for it.
-  const auto failed_group = [this](const std::string& why) {
-    fail("send_recv: " + why, ProcessFailure::failed);
-    return failure_.status();
-  };
-  if (plan.staging_bytes > 0 && !point_to_point_->fits(plan.staging_bytes)) {
-    // Every process's copies in and out of the regions are done before any frees its own.
-    if (Status s = point_to_point_->synchronize(); !s.ok()) return failed_group(s.message());
-    if (Status s = group_->bootstrap->barrier(); !s.ok()) return failure_.failed() ? failure_.status() : s;
-    try {
-      point_to_point_->grow(*peers_, plan.staging_bytes);
-    } catch (const Error& e) {
-      return failed_group(fmt::format("growing the staging regions to {} bytes: {}", plan.staging_bytes, e.what()));
-    }
+  const int self = group_->process, first = first_own_rank(), own = own_ranks();
+  // Ranks, peers and buffers of every op, and the pairs within this process matched.
+  std::vector<Transfer> local;
+  if (Status s = match_point_to_point(ops, ranks(), &local,
+                                      [&](int sender, int receiver) {
+                                        return process_of_rank[sender] == self && process_of_rank[receiver] == self;
+                                      });
+      !s.ok())
+    return s;
+  std::vector<PointToPoint> across;
+  for (std::size_t at = 0; at < ops.size(); ++at) {
+    const PointToPoint& op = ops[at];
+    if (op.rank < first || op.rank >= first + own)
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("send_recv: op {} ({} of rank {}) is issued by rank {}, which {} holds: each process "
+                                "passes only its own ranks' ops (this one holds {})",
+                                at, kind_name(op.kind), op.rank, op.rank,
+                                describe_process(group_->facts[process_of_rank[op.rank]], process_of_rank[op.rank],
+                                                 false),
+                                rank_span(first, own)));
+    if (process_of_rank[op.peer] != self) across.push_back(op);
   }
-  // Across processes first (every process numbers the groups alike), then between this process's ranks.
-  if (Status s = point_to_point_->run(plan); !s.ok()) return failed_group(s.message());
-  if (Status s = local_copies_.run(plan.local, layout_.placement.ordinal_of_rank); !s.ok()) return s;
+  if (Status s = check_point_to_point_streams(ops, layout_.placement.ordinal_of_rank, kernels_.oracle()); !s.ok())
+    return s;
+  // A side of a pair kPostingSlots messages ahead of its peer waits here for it, unless the communicator fails.
+  const auto given_up = [this]() -> std::optional<Status> {
+    if (failure_.failed()) return failure_.status();
+    return std::nullopt;
+  };
+  if (Status s = pairs_->run(across, given_up); !s.ok()) {
+    if (failure_.failed()) return failure_.status();
+    // The peer of a refused message may have queued its side already: fail, so that no lane waits for ever.
+    fail(s.message(), ProcessFailure::failed);
+    return s;
+  }
+  if (Status s = local_copies_.run(local, layout_.placement.ordinal_of_rank); !s.ok()) return s;
   if (layout_.log.enabled(LogLevel::debug, LogSubsys::run))
     layout_.log.debug(LogSubsys::run,
-                      fmt::format("send_recv: {} ops of this process, {} transfers in the group: {} between its ranks, "
-                                  "{} sent and {} received across processes through the staging regions",
-                                  ops.size(), transfers.size(), plan.local.size(), plan.sends.size(),
-                                  plan.receives.size()));
+                      fmt::format("send_recv: {} ops of this process: {} transfers between its ranks, {} sends and "
+                                  "receives with ranks of other processes through the pairs' rings",
+                                  ops.size(), local.size(), across.size()));
   return Status();
 }
 

@@ -33,7 +33,6 @@ std::uint64_t pack_shape(const CallSignature& s) {
          static_cast<std::uint64_t>(static_cast<std::uint8_t>(s.dtype)) << 8 |
          static_cast<std::uint64_t>(static_cast<std::uint8_t>(s.op)) << 16 |
          static_cast<std::uint64_t>(s.program_reduces ? 1 : 0) << 24 |
-         static_cast<std::uint64_t>(s.point_to_point ? 1 : 0) << 25 |
          static_cast<std::uint64_t>(static_cast<std::uint32_t>(s.root)) << 32;
 }
 
@@ -42,7 +41,6 @@ void unpack_shape(std::uint64_t w, CallSignature* s) {
   s->dtype = static_cast<DataType>((w >> 8) & 0xff);
   s->op = static_cast<ReduceOp>((w >> 16) & 0xff);
   s->program_reduces = ((w >> 24) & 1) != 0;
-  s->point_to_point = ((w >> 25) & 1) != 0;
   s->root = static_cast<std::int32_t>(static_cast<std::uint32_t>(w >> 32));
 }
 

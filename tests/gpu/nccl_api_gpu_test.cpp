@@ -120,15 +120,16 @@ TEST_P(NcclApiOnGpu, BuffersReusedAsACachingAllocatorDoesStayRight) {
     EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("nccl rank {}: reuse: 60 calls checked, 0 wrong", p)));
 }
 
-// The calls Canopy borrows from a real NCCL communicator beside its own (nccl_check_borrowed.cpp: Send/Recv around a
-// ring and to every peer in groups, AlltoAll, Gather, Scatter), with each process on the one GPU giving itself its own
-// NCCL_HOSTID so the real NCCL takes them for separate hosts (CANOPY_NCCL_REAL=1: the init fails where no real
-// communicator can be made): every received element is checked, so is an allreduce after each call, and the log says
-// each borrowed call was forwarded to the real NCCL.
+// The calls made of sends and receives passed to a real NCCL communicator beside Canopy's (nccl_check_borrowed.cpp:
+// Send/Recv around a ring and to every peer in groups, AlltoAll, Gather, Scatter), as CANOPY_NCCL_FORWARD asks for
+// an A/B comparison, with each process on the one GPU giving itself its own NCCL_HOSTID so the real NCCL takes them
+// for separate hosts (CANOPY_NCCL_REAL=1: the init fails where no real communicator can be made): every received
+// element is checked, so is an allreduce after each call, and the log says each was forwarded to the real NCCL.
 TEST_P(NcclApiOnGpu, BorrowedCallsRunOnTheRealNcclBeside) {
   const int n = GetParam();
   const testing::CommandRun r =
-      nccl_check(n, "CANOPY_NCCL_REAL=1 CANOPY_LOG=info", "--mode borrowed --expect real --hostid 1");
+      nccl_check(n, "CANOPY_NCCL_REAL=1 CANOPY_NCCL_FORWARD=sendrecv,alltoall,gather,scatter CANOPY_LOG=info",
+                 "--mode borrowed --expect real --hostid 1");
   EXPECT_EQ(r.status, 0) << r.output;
   for (int p = 0; p < n; ++p)
     EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl rank {}: borrowed: [1-9][0-9]* elements "
@@ -140,20 +141,21 @@ TEST_P(NcclApiOnGpu, BorrowedCallsRunOnTheRealNcclBeside) {
 }
 
 // The same where no real NCCL communicator can exist (the processes share the GPU without their own NCCL_HOSTID:
-// CANOPY_NCCL_REAL=auto makes none): every ungrouped borrowed call fails at once with ncclInvalidUsage naming why,
-// every grouped one is queued and its ncclGroupEnd fails so, nothing is written to a receive buffer, and the allreduce
-// after each is right (a refused call leaves no group open and the communicator working).
-TEST_P(NcclApiOnGpu, BorrowedCallsAreRefusedWithoutARealNcclAndLaterCallsStayRight) {
+// CANOPY_NCCL_REAL=auto makes none): Canopy serves every call itself, pair by pair across the processes, every
+// received element and the allreduce after each call are right, and the log says each was served by Canopy, none
+// forwarded.
+TEST_P(NcclApiOnGpu, BorrowedCallsAreServedByCanopyWithoutARealNccl) {
   const int n = GetParam();
   const testing::CommandRun r =
-      nccl_check(n, "CANOPY_NCCL_REAL=auto CANOPY_LOG=info", "--mode borrowed --expect refused");
+      nccl_check(n, "CANOPY_NCCL_REAL=auto CANOPY_LOG=info", "--mode borrowed --expect canopy");
   EXPECT_EQ(r.status, 0) << r.output;
-  // Per count: the ring's and the all-to-all's ncclGroupEnd, AlltoAll, Gather, Scatter; two counts.
   for (int p = 0; p < n; ++p)
     EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl rank {}: borrowed: [1-9][0-9]* elements "
-                                                               "checked, 0 wrong, 10 calls refused, 0 unexpected",
+                                                               "checked, 0 wrong, 0 calls refused, 0 unexpected",
                                                                p)));
-  EXPECT_THAT(r.output, ::testing::HasSubstr("refused: no real NCCL communicator"));
+  for (const char* call : {"ncclSend", "ncclRecv", "ncclAlltoAll", "ncclGather", "ncclScatter"})
+    EXPECT_THAT(r.output, ::testing::ContainsRegex(fmt::format("nccl: {} .*served by Canopy", call)));
+  EXPECT_THAT(r.output, ::testing::Not(::testing::HasSubstr("forwarded to the real NCCL")));
   expect_no_crash(r.output);
 }
 

@@ -2,8 +2,10 @@
 // starts canopy_p2p_check in 2, 3 and 4 processes (and 2 processes of 2 ranks each), each issuing its own ranks' ops
 // of groups of ring, pairs, self-sends, two sends to one peer and all-to-all by sends, for the types {f32, bf16, f16,
 // i64, u8} and counts {0, 1, 7, 1028, 65540, 3000004}, every received byte and the bytes past it checked, and an
-// allreduce after each group checked element by element. The quick case also has every process refuse alike a group
-// whose counts differ and one whose receive has no send, and go on.
+// allreduce after each group checked element by element; the ring also ungrouped (each op a call of its own). As in
+// NCCL only the peers take part. The quick case also has each process refuse on its own an op of another process's
+// rank and a null buffer, and go on; and a send and its receive that differ (8 against 9 f32) fail the communicator on
+// every process, named by the side posting second, with no stream left hanging.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -41,22 +43,46 @@ class PointToPointProcessesOnGpu : public ::testing::TestWithParam<int> {
   }
 };
 
-// gpu-quick: two processes on GPU 0, a ring and self-sends of a few sizes, and two groups refused by both.
-TEST(PointToPointProcessesQuickOnGpu, TwoProcessesMoveARingAndSelfSendsAndRefuseAlike) {
+// gpu-quick: two processes on GPU 0, a ring and self-sends of a few sizes (one past the ring's 4 slots of 1 MiB), and
+// two groups each process refuses on its own.
+TEST(PointToPointProcessesQuickOnGpu, TwoProcessesMoveARingAndSelfSendsAndRefuseTheirOwnMistakes) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   const testing::CommandRun r = check(2, "--refusals 1 --patterns ring,self,alltoall --dtypes f32,u8 "
-                                         "--counts 0,7,65540");
+                                         "--counts 0,7,65540,1500000");
   expect_every_p2p_process_right(r, 2);
   for (int p = 0; p < 2; ++p) {
-    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("process {}: counts that differ: refused as expected", p)));
     EXPECT_THAT(r.output,
-                ::testing::HasSubstr(fmt::format("process {}: a receive with no send: refused as expected", p)));
+                ::testing::HasSubstr(fmt::format("process {}: another process's rank: refused as expected", p)));
+    EXPECT_THAT(r.output, ::testing::HasSubstr(fmt::format("process {}: a null buffer: refused as expected", p)));
   }
 }
 
-// gpu-long: the whole matrix on 2, 3 and 4 processes of one rank each.
+// gpu-quick: three processes, each op of a ring a call of its own (odd processes receiving first), past the ring's
+// capacity.
+TEST(PointToPointProcessesQuickOnGpu, ThreeProcessesMoveARingOneOpACall) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  expect_every_p2p_process_right(check(3, "--ungrouped 1 --patterns ring --dtypes f32,bf16 --counts 0,1,65540,3000004"),
+                                 3);
+}
+
+// gpu-quick: a send of 8 f32 met by a receive of 9: the side posting second names both, and every process's
+// communicator fails; the run ends (no stream waits for ever).
+TEST(PointToPointProcessesQuickOnGpu, ASendAndItsReceiveThatDifferFailTheCommunicatorOnEveryProcess) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const testing::CommandRun r = check(2, "--mismatch 1");
+  std::cout << r.output;
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, ::testing::ContainsRegex("process [01]: mismatch: refused as expected: .*gives [89] f32, but "
+                                                 "rank [01]'s (send|receive) .* gives [89] f32"));
+  for (int p = 0; p < 2; ++p)
+    EXPECT_THAT(r.output,
+                ::testing::HasSubstr(fmt::format("process {}: mismatch: the communicator failed as expected", p)));
+}
+
+// gpu-long: the whole matrix on 2, 3 and 4 processes of one rank each, grouped, then the ring ungrouped.
 TEST_P(PointToPointProcessesOnGpu, EveryPatternTypeAndCountArrivesAndAnAllreduceAfterIsRight) {
   expect_every_p2p_process_right(check(GetParam(), ""), GetParam());
+  expect_every_p2p_process_right(check(GetParam(), "--ungrouped 1 --patterns ring"), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Processes, PointToPointProcessesOnGpu, ::testing::Values(2, 3, 4),

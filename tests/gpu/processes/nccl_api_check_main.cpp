@@ -13,7 +13,7 @@
 // it there; the others read it), --capture global|thread|relaxed, --counts LIST, --replays N, --iterations N,
 // --bad-rank R, --bad-call K, --bad null|oversized, --spread 1, --ranks-here K (nccl_check_ranks_here.cpp: K ranks
 // in each process, initialised in one group, as nccl-tests -g K), --split-alone 1 (with --ranks-here 1: the split
-// outside a group), --expect real|refused (borrowed: nccl_check_borrowed.cpp), --hostid 1 (this process's own
+// outside a group), --expect real|canopy|refused (borrowed: nccl_check_borrowed.cpp), --hostid 1 (this process's own
 // NCCL_HOSTID, set before the init), --init-all K (nccl_check_point_to_point.cpp: K ranks in this process on GPU 0
 // through ncclCommInitAll, their sends and receives served by Canopy; run it as one process).
 #include <cuda_runtime_api.h>

@@ -26,7 +26,7 @@ struct CheckArgs {
   bool spread = false;             // --spread 1: rank r on GPU r mod the visible GPUs (else every rank on GPU 0)
   int ranks_here = 0;              // --ranks-here K: K ranks in this process, initialised in one group (0: not given)
   bool split_alone = false;        // --split-alone 1 (with --ranks-here 1): ncclCommSplit outside a group
-  std::string expect = "real";     // borrowed: real (a real NCCL communicator beside Canopy's) or refused (none)
+  std::string expect = "real";     // borrowed: real (the real NCCL beside takes them), canopy, or refused (none)
   bool hostid = false;             // --hostid 1: this process sets its own NCCL_HOSTID before the init
   int init_all = 0;                // --init-all K: K ranks in this process on GPU 0 (ncclCommInitAll), point-to-point
 };

@@ -1,9 +1,11 @@
-// canopy_nccl_check --mode borrowed: the calls the NCCL API borrows from a real NCCL communicator beside Canopy's
-// (Send/Recv, AlltoAll, Gather, Scatter; docs/nccl-api.md), each followed by an allreduce Canopy serves, every element
-// of both checked. For each --counts value: Send/Recv around a ring in one group; PyTorch's all-to-all of grouped
-// Send/Recv to every peer; ncclAlltoAll; ncclGather to the last rank; ncclScatter from rank 0.
-//   --expect real     (with --hostid 1 and CANOPY_NCCL_REAL=1: a real communicator exists) every call works and its
-//                     receive buffers hold what the peers sent;
+// canopy_nccl_check --mode borrowed: the calls made of sends and receives that the NCCL API once only borrowed from a
+// real NCCL communicator beside Canopy's (Send/Recv, AlltoAll, Gather, Scatter; docs/nccl-api.md), each followed by
+// an allreduce Canopy serves, every element of both checked. For each --counts value: Send/Recv around a ring in one
+// group; PyTorch's all-to-all of grouped Send/Recv to every peer; ncclAlltoAll; ncclGather to the last rank;
+// ncclScatter from rank 0.
+//   --expect real     (with --hostid 1, CANOPY_NCCL_REAL=1 and CANOPY_NCCL_FORWARD naming them: a real communicator
+//                     exists and takes them) every call works and its receive buffers hold what the peers sent;
+//   --expect canopy   (Canopy serves them, across the processes too) the same;
 //   --expect refused  (no real communicator: the ranks share a GPU without their own NCCL_HOSTID, or
 //                     CANOPY_NCCL_REAL=0) every ungrouped call returns ncclInvalidUsage at once and every grouped one
 //                     returns ncclSuccess with ncclGroupEnd returning ncclInvalidUsage; nothing is written to a receive
@@ -165,15 +167,15 @@ struct Borrowed {
 
 int check_borrowed(const CheckRank& c) {
   const CheckArgs& a = *c.args;
-  if (a.expect != "real" && a.expect != "refused") {
-    fmt::print(stderr, "canopy_nccl_check --mode borrowed: --expect real|refused, not '{}'\n", a.expect);
+  if (a.expect != "real" && a.expect != "canopy" && a.expect != "refused") {
+    fmt::print(stderr, "canopy_nccl_check --mode borrowed: --expect real|canopy|refused, not '{}'\n", a.expect);
     return 2;
   }
   std::size_t checked = 0, wrong = 0;
   int refused = 0, unexpected = 0;
   for (std::size_t count : a.counts.empty() ? std::vector<std::size_t>{1031, 262147} : a.counts) {
     Borrowed b{c, count};
-    b.expect_real = a.expect == "real";
+    b.expect_real = a.expect != "refused";  // real or canopy: every call works
     if (!b.set_up()) return 1;
     b.run();
     checked += b.checked, wrong += b.wrong, refused += b.refused, unexpected += b.unexpected;

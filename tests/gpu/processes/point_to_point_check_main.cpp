@@ -1,12 +1,16 @@
 // canopy_p2p_check: one process of a multi-process datacheck of Communicator::send_recv, started N times by `canopy
 // run -n N` (which sets CANOPY_RANK, CANOPY_NRANKS and CANOPY_UNIQUE_ID). Each process joins one communicator with
 // --per-process ranks on its current GPU (all on GPU 0 under `canopy run` on one GPU), then, for every pattern, type
-// and count, issues one group with its own ranks' ops only (each rank on a stream of its own; odd processes post their
-// receives first, so that processes post in different orders, but each pair's sends and its receives in their order:
-// the k-th send meets the k-th receive, as in NCCL), checks every byte it received and the bytes past each receive
-// (untouched), then runs an allreduce (f32 sum; the process's ranks share its GPU, so one stream) and checks it
-// element by element. --refusals 1 first issues groups every process must refuse alike (counts
-// that differ across processes, a receive with no send), then goes on with the matrix on the same communicator.
+// and count, issues one group with its own ranks' ops only, as NCCL's ranks do (each rank on a stream of its own; odd
+// processes post their receives first, so that processes post in different orders, but each pair's sends and its
+// receives in their order: the k-th send meets the k-th receive), checks every byte it received and the bytes past
+// each receive (untouched), then runs an allreduce (f32 sum; the process's ranks share its GPU, so one stream) and
+// checks it element by element. --ungrouped 1 issues every op as a call of its own instead (a group of one, as a lone
+// ncclSend; the ring pattern only, where odd processes receiving first keeps it free of deadlock, as in NCCL).
+// --refusals 1 first issues groups that each process refuses on its own (an op of another process's rank, a null
+// buffer), then goes on with the matrix on the same communicator. --mismatch 1 only makes rank 0 send 8 f32 to the last
+// rank, which receives 9: the side posting second refuses it naming both, and every process must then see the
+// communicator failed (a later allreduce or the asynchronous error), no stream hanging.
 // Prints one line per wrong case and a summary; exits 1 on anything wrong or failed, 2 on bad arguments.
 //
 //   canopy run -n 3 -- canopy_p2p_check --patterns ring,alltoall --dtypes f32,u8 --counts 0,7,65540
@@ -14,11 +18,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "runtime/call/point_to_point.hpp"
@@ -84,6 +91,8 @@ struct Args {
   std::vector<DataType> dtypes = {DataType::f32, DataType::bf16, DataType::f16, DataType::i64, DataType::u8};
   std::vector<std::uint64_t> counts = {0, 1, 7, 1028, 65540, 3000004};
   bool refusals = false;
+  bool ungrouped = false;
+  bool mismatch = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -109,11 +118,17 @@ Args parse(int argc, char** argv) {
       for (const std::string& c : split(v)) a.counts.push_back(std::strtoull(c.c_str(), nullptr, 10));
     } else if (k == "--refusals") {
       a.refusals = v == "1";
+    } else if (k == "--ungrouped") {
+      a.ungrouped = v == "1";
+    } else if (k == "--mismatch") {
+      a.mismatch = v == "1";
     } else {
       usage(fmt::format("unknown option {}", k));
     }
   }
   if (a.per_process < 1) usage("--per-process must be at least 1");
+  if (a.ungrouped && a.patterns != std::vector<std::string>{"ring"})
+    usage("--ungrouped 1 takes --patterns ring (other patterns may deadlock outside a group, as in NCCL)");
   return a;
 }
 
@@ -131,8 +146,8 @@ struct DeviceBytes {
 
 class Checker {
  public:
-  Checker(Communicator& comm, int process, int first, int own, std::vector<cudaStream_t> streams)
-      : comm_(comm), process_(process), first_(first), own_(own), streams_(std::move(streams)) {}
+  Checker(Communicator& comm, int process, int first, int own, std::vector<cudaStream_t> streams, bool ungrouped)
+      : comm_(comm), process_(process), first_(first), own_(own), streams_(std::move(streams)), ungrouped_(ungrouped) {}
 
   bool mine(int rank) const { return rank >= first_ && rank < first_ + own_; }
   cudaStream_t stream(int rank) const { return streams_[rank - first_]; }
@@ -159,11 +174,18 @@ class Checker {
     if (process_ % 2)
       std::stable_partition(ops.begin(), ops.end(),
                             [](const PointToPoint& op) { return op.kind == PointToPointKind::recv; });
-    ++calls_;
-    if (const Status s = comm_.send_recv(ops); !s.ok()) {
-      ++failed_;
-      fmt::print("process {}: {}: send_recv failed: {}\n", process_, what, s.message());
-      return;
+    // Grouped: one call. Ungrouped: each op a call of its own, in the same order.
+    const std::size_t per_call = ungrouped_ ? 1 : std::max<std::size_t>(ops.size(), 1);
+    for (std::size_t at = 0; at < ops.size() || (at == 0 && ops.empty()); at += per_call) {
+      ++calls_;
+      const std::span<const PointToPoint> call =
+          std::span<const PointToPoint>(ops).subspan(at, std::min(per_call, ops.size() - at));
+      if (const Status s = comm_.send_recv(call); !s.ok()) {
+        ++failed_;
+        fmt::print("process {}: {}: send_recv failed: {}\n", process_, what, s.message());
+        return;
+      }
+      if (ops.empty()) break;
     }
     for (cudaStream_t st : streams_)
       if (!cuda_ok(cudaStreamSynchronize(st), what)) return;
@@ -221,7 +243,7 @@ class Checker {
     }
   }
 
-  // A group every process must refuse with invalid_argument and a message holding `expect`; nothing moves.
+  // A group this process must refuse with invalid_argument and a message holding `expect`; nothing moves.
   void refused(const std::vector<PointToPoint>& ops, const std::string& expect, const std::string& what) {
     ++calls_;
     const Status s = comm_.send_recv(ops);
@@ -241,12 +263,29 @@ class Checker {
     return false;
   }
 
+  // After a group that failed the communicator: within 60 s this process sees it fail, through a later allreduce or
+  // the asynchronous error, and no stream hangs. The message seen.
+  std::string failure_seen(char* in, char* out) {
+    const std::vector<const void*> send(own_, in);
+    const std::vector<void*> recv(own_, out);
+    const std::vector<cudaStream_t> one_stream(own_, streams_[0]);
+    for (int tries = 0; tries < 600; ++tries) {
+      const Status s = comm_.allreduce(send, recv, kAllreduceCount, DataType::f32, ReduceOp::sum, one_stream);
+      for (cudaStream_t st : streams_) (void)cudaStreamSynchronize(st);
+      if (!s.ok()) return s.message();
+      if (const Status e = comm_.async_error(); !e.ok()) return e.message();
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return "";
+  }
+
   std::uint64_t calls_ = 0, checked_ = 0, wrong_ = 0, failed_ = 0;
 
  private:
   Communicator& comm_;
   int process_, first_, own_;
   std::vector<cudaStream_t> streams_;
+  bool ungrouped_ = false;
 };
 
 int run(int argc, char** argv) {
@@ -272,7 +311,7 @@ int run(int argc, char** argv) {
   std::vector<cudaStream_t> streams(a.per_process);
   for (cudaStream_t& s : streams)
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return 1;
-  Checker check(*comm, process, first, a.per_process, streams);
+  Checker check(*comm, process, first, a.per_process, streams, a.ungrouped);
   std::uint64_t most = 1;
   for (std::uint64_t c : a.counts) most = std::max(most, c);
   const std::uint64_t slot = most * 8 + kGuard;  // the largest type is 8 bytes
@@ -285,18 +324,37 @@ int run(int argc, char** argv) {
     fmt::print(stderr, "process {}: cannot allocate 2 x {} bytes\n", process, slot * messages);
     return 1;
   }
-  if (a.refusals) {
-    // Counts that differ: rank 0 sends 8 elements to rank nranks - 1, which expects 9; every process refuses.
+  if (a.mismatch) {
+    // Rank 0 sends 8 f32 to the last rank, which receives 9: whichever posts second refuses, naming both.
     std::vector<PointToPoint> differ;
     if (check.mine(0)) differ.push_back(send_op(0, send.bytes(), 8, DataType::f32, nranks - 1, streams[0]));
     if (check.mine(nranks - 1))
       differ.push_back(recv_op(nranks - 1, recv.bytes(), 9, DataType::f32, 0, streams[nranks - 1 - first]));
-    check.refused(differ, "is 8 f32 but the receive it meets", "counts that differ");
-    // A receive with no send: rank nranks - 1 expects one from rank 0, which sends nothing.
-    std::vector<PointToPoint> unmatched;
-    if (check.mine(nranks - 1))
-      unmatched.push_back(recv_op(nranks - 1, recv.bytes(), 4, DataType::f32, 0, streams[nranks - 1 - first]));
-    check.refused(unmatched, "has no matching send", "a receive with no send");
+    const Status posted = comm->send_recv(differ);
+    const bool named = posted.message().find("gives 8 f32") != std::string::npos &&
+                       posted.message().find("gives 9 f32") != std::string::npos;
+    if (!posted.ok() && !(posted.code() == StatusCode::invalid_argument && named)) {
+      fmt::print("process {}: mismatch: refused without naming both sides: {}\n", process, posted.message());
+      return 1;
+    }
+    if (!posted.ok()) fmt::print("process {}: mismatch: refused as expected: {}\n", process, posted.message());
+    const std::string seen = check.failure_seen(reduce_in.bytes(), reduce_out.bytes());
+    if (seen.empty()) {
+      fmt::print("process {}: mismatch: the communicator did not fail within 60 s\n", process);
+      return 1;
+    }
+    fmt::print("process {}: mismatch: the communicator failed as expected: {}\n", process, seen);
+    for (cudaStream_t s : streams) cudaStreamDestroy(s);
+    return 0;
+  }
+  if (a.refusals) {
+    // An op of another process's rank: this process refuses it alone, nothing posted.
+    const int other = (first + a.per_process) % nranks;
+    const std::vector<PointToPoint> foreign = {send_op(other, send.bytes(), 4, DataType::f32, first, streams[0])};
+    check.refused(foreign, "each process passes only its own ranks' ops", "another process's rank");
+    // A null buffer with elements, to a rank of the next process.
+    const std::vector<PointToPoint> null_buffer = {recv_op(first, nullptr, 4, DataType::f32, other, streams[0])};
+    check.refused(null_buffer, "has a null buffer and count 4", "a null buffer");
   }
   for (const std::string& pattern : a.patterns)
     for (DataType dtype : a.dtypes)

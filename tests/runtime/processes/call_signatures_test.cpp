@@ -168,31 +168,6 @@ TEST(SignatureRing, AnEntryReadsBackWholeUntilOverwritten) {
   EXPECT_EQ(read.root, -7);
 }
 
-// A group of sends and receives is one kind of call: told from any collective, its flag kept through the ring.
-TEST(CallSignature, ASendRecvGroupIsToldFromACollectiveAndSurvivesTheRing) {
-  const CallSignature group = point_to_point_signature(7);
-  EXPECT_EQ(describe_call(group), "call 7: send_recv (a group of sends and receives)");
-  EXPECT_TRUE(group.same_call(point_to_point_signature(8)));
-  CallSignature zero = allreduce(7, 0);
-  EXPECT_FALSE(group.same_call(zero));
-  EXPECT_FALSE(zero.same_call(group));
-  LocalRing ring;
-  write_signature(ring.bytes, group);
-  CallSignature read;
-  ASSERT_EQ(read_signature(ring.bytes, 7, &read), SignatureRead::whole);
-  EXPECT_TRUE(read.point_to_point);
-  EXPECT_TRUE(read.same_call(group));
-  // Between "processes": one making a collective where another makes a send_recv group is found.
-  std::vector<std::unique_ptr<CallCounters>> c = share_pages(2);
-  ASSERT_TRUE(c[0] && c[1]);
-  EXPECT_FALSE(c[0]->publish(point_to_point_signature(1)));
-  const std::optional<CallMismatch> m = c[1]->publish(allreduce(1, 0));
-  ASSERT_TRUE(m);
-  EXPECT_THAT(mismatched_calls_message(1, allreduce(1, 0), m->process, m->theirs, process_name),
-              HasSubstr("process 0 (rank 0) made \"call 1: send_recv (a group of sends and receives)\" but process 1 "
-                        "(rank 1) made \"call 1: allreduce count 0 f32 sum\""));
-}
-
 // The seqlock's guard: the entry held call 5 when its reader began, and call 5 + K by the time its fields were read:
 // not comparable (the fields may mix both calls).
 TEST(SignatureRing, AnEntryOverwrittenWhileReadIsNotComparable) {
