@@ -92,13 +92,34 @@ Status PairPointToPoint::share(FdChannel& channel, PeerMemory& peers, PairLayout
 }
 
 PairPointToPoint::~PairPointToPoint() {
-  if (!released_) return;
+  if (released_) settle();
+}
+
+void PairPointToPoint::settle() {
   // A lane released may still write a word back below the release value after it: release again until all are idle.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!words_.idle() && std::chrono::steady_clock::now() < deadline) {
     release();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
+}
+
+Status PairPointToPoint::drain(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!released_ && !words_.idle()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      release();
+      settle();
+      return Status(StatusCode::remote_error,
+                    fmt::format("sends or receives across processes still waited for their peers {} s after the "
+                                "communicator's end began (a send whose receive was never posted, or the other way): "
+                                "released, their buffers undefined",
+                                std::chrono::duration_cast<std::chrono::seconds>(timeout).count()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (released_) settle();
+  return Status();
 }
 
 void PairPointToPoint::release_rings(PeerMemory& peers) {

@@ -25,6 +25,7 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -78,9 +79,11 @@ class PairPointToPoint {
   Status run(std::span<const PointToPoint> ops, const std::function<std::optional<Status>()>& given_up);
   // Ends every wait a lane is in or will queue. For a failed communicator, from any thread.
   void release();
-  // The host waits for every lane (the communicator's end).
-  Status synchronize() { return words_.synchronize(); }
-  // The rings given back (after synchronize, every process alike).
+  // At the communicator's end: the host waits up to `timeout` for every lane; lanes still waiting then (a send whose
+  // receive was never posted, a peer that failed) are released until idle, their buffers left undefined, and the
+  // Status says how many sends and receives were cut short. Before release_rings.
+  Status drain(std::chrono::milliseconds timeout);
+  // The rings given back (after drain, every process alike).
   void release_rings(PeerMemory& peers);
 
  private:
@@ -95,6 +98,7 @@ class PairPointToPoint {
   char* slot(int sender, int receiver, int slot) const;
   Status post(const PointToPoint& op, std::size_t at, const std::function<std::optional<Status>()>& given_up);
   Status queue(const PointToPoint& op);
+  void settle();  // released: release again until every lane is idle (a lane may write a word back below the value)
 
   PairLayout layout_;
   int max_own_ = 0;            // the most ranks a process holds: every page is laid out for it

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
 #include "runtime/comm/group_rounds.hpp"
 #include "runtime/comm/kernel_rules.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
@@ -18,9 +20,10 @@ ProcessCallPath::~ProcessCallPath() {
   // No more watching once this process's work is done: a process that passes the barrier below first and exits is
   // not a loss. A peer lost during the barrier fails it through the bootstrap.
   monitor_.reset();
-  // Every process's copies out of the others' rings are done before any frees its own (send_recv).
-  if (pairs_ && !failure_.failed())
-    if (Status s = pairs_->synchronize(); !s.ok())
+  // Every process's copies out of the others' rings are done before any frees its own (send_recv); after a failure,
+  // or a send whose receive never came, the lanes are released until idle.
+  if (pairs_)
+    if (Status s = pairs_->drain(std::chrono::seconds(60)); !s.ok())
       layout_.log.warn(LogSubsys::init, "leaving the communicator: " + s.message());
   // Every process's kernels are done before any leaves, so none takes another's exit for a failure.
   if (group_ && group_->bootstrap && !failure_.failed()) {
@@ -33,7 +36,7 @@ ProcessCallPath::~ProcessCallPath() {
   if (peers_) staging_.release(*peers_);
   if (peers_) inboxes_.release(*peers_);
   if (peers_ && pairs_) pairs_->release_rings(*peers_);
-  pairs_.reset();  // after a failure, its lanes released until idle
+  pairs_.reset();
   peers_.reset();
 }
 
