@@ -1,7 +1,8 @@
 // reduce_copy: the one data-moving primitive. A thread block reads kSrcs sources, combines them element-wise with
 // Op, and stores the result to kDsts destinations (local or a peer's memory over NVLink/PCIe P2P). 16-byte
 // vectors, coalesced, kUnroll vectors in flight per thread and source; a scalar path handles unaligned pointers
-// and the tail. A null destination is skipped (an in-place root's own buffer).
+// and the tail (a plain copy there moves bits, as the vectors do). A null destination is skipped (an in-place root's
+// own buffer).
 #pragma once
 
 #include "canopy/dtypes.cuh"
@@ -125,6 +126,17 @@ __device__ __noinline__ void reduce_copy(Pointers<T, kDsts> dst, Pointers<const 
       }
     }
     done = vectors * kVec;
+  }
+  if (sources == 1) {
+    // A copy moves bits, as the vectors above do: through Elem<T>::Math it would rewrite the payloads of 16- and 8-bit
+    // floats' NaNs (bf16 0xFFF2 came back 0x7FFF), which a collective of raw bytes (an all-to-all of bf16) must keep.
+    for (unsigned long long j = done + threadIdx.x; j < n; j += blockDim.x) {
+      const T out = load_scalar(src.p[0] + j);
+#pragma unroll
+      for (int d = 0; d < kDsts; ++d)
+        if (dst.p[d] != nullptr) dst.p[d][j] = out;
+    }
+    return;
   }
   for (unsigned long long j = done + threadIdx.x; j < n; j += blockDim.x) {
     typename Elem<T>::Math acc = Elem<T>::in(load_scalar(src.p[0] + j));
