@@ -5,7 +5,7 @@
 // definitions (nccl/p2p/p2p_ops.hpp) and issued at the outermost ncclGroupEnd, or at once as a group of one outside a
 // group (nccl/group/group_point_to_point.hpp). Passed to the real NCCL communicator beside Canopy's, as before, where
 // CANOPY_NCCL_FORWARD names it (sendrecv, alltoall, gather, scatter), where the runtime answers `unsupported` (across
-// hosts, for now), for an in-place ncclAlltoAll, and on a stream capturing a CUDA graph; where there is
+// hosts, for now), and on a stream capturing a CUDA graph; where there is
 // no real communicator, refused as before (forward.hpp). The real NCCL's handles go to it.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -106,8 +107,6 @@ std::optional<std::string> not_canopys(const GroupedRequest& q, ncclComm* comm) 
   if (comm->state != CommState::ready) return std::string(kNotServed);  // its init waits for this group's end
   if (std::optional<std::string> refusal = comm->shared->point_to_point_refusal())
     return "Canopy's point-to-point does not serve this communicator yet: " + *refusal;
-  if (q.kind == GroupedKind::alltoall && q.send == q.recv && q.count > 0 && comm->nranks > 1)
-    return std::string("Canopy does not serve an in-place ncclAlltoAll yet");
   if (canopy::stream_capturing(q.stream))
     return std::string("Canopy's point-to-point does not run inside a CUDA graph capture yet");
   return std::nullopt;
@@ -154,6 +153,37 @@ PointToPointPart part_of(const GroupedRequest& q, ncclComm* comm) {
   return part;
 }
 
+// An in-place ncclAlltoAll (sendbuff == recvbuff): its send buffer copied aside on its stream first, so that no
+// block is received over before it has been sent; the copy is stream-ordered scratch (cudaMallocAsync), freed on the
+// stream once the call's part has been issued (the part holds it). The call then runs out of place from the copy.
+ncclResult_t stage_in_place_alltoall(GroupedRequest* q, ncclComm* comm, std::shared_ptr<void>* scratch) {
+  const std::size_t bytes = q->count * static_cast<std::size_t>(comm->nranks) * nccl_type_size(q->datatype);
+  int keep = 0;
+  (void)cudaGetDevice(&keep);
+  void* copy = nullptr;
+  cudaError_t e = cudaSetDevice(comm->device);
+  if (e == cudaSuccess) e = cudaMallocAsync(&copy, bytes, q->stream);
+  if (e == cudaSuccess) e = cudaMemcpyAsync(copy, q->send, bytes, cudaMemcpyDeviceToDevice, q->stream);
+  (void)cudaSetDevice(keep);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (copy) (void)cudaFreeAsync(copy, q->stream);
+    return fail(ncclUnhandledCudaError,
+                fmt::format("{}: in place, its send buffer is copied aside first ({} bytes): {}",
+                            describe(comm, q->function), bytes, cudaGetErrorString(e)));
+  }
+  const int device = comm->device;
+  cudaStream_t stream = q->stream;
+  *scratch = std::shared_ptr<void>(copy, [device, stream](void* p) {
+    int was = 0;
+    (void)cudaGetDevice(&was);
+    if (cudaSetDevice(device) != cudaSuccess || cudaFreeAsync(p, stream) != cudaSuccess) (void)cudaGetLastError();
+    (void)cudaSetDevice(was);
+  });
+  q->send = copy;
+  return ncclSuccess;
+}
+
 // Serves `q` on a Canopy handle, or passes it on through `forward_because` (forward.hpp's rules: the real NCCL
 // communicator beside Canopy's, else refused; inside a group, reported at ncclGroupEnd).
 ncclResult_t serve_grouped(const GroupedRequest& q, ncclComm* comm,
@@ -173,7 +203,15 @@ ncclResult_t serve_grouped(const GroupedRequest& q, ncclComm* comm,
   }
   if (std::optional<std::string> why = not_canopys(q, comm)) return forward_because(*why);
   if (const ncclResult_t r = refuse_in_failed_group(fn); r != ncclSuccess) return r;
-  PointToPointPart part = part_of(q, comm);
+  std::shared_ptr<void> scratch;
+  GroupedRequest staged = q;
+  if (q.kind == GroupedKind::alltoall && q.send == q.recv && q.count > 0 && comm->nranks > 1)
+    if (const ncclResult_t r = stage_in_place_alltoall(&staged, comm, &scratch); r != ncclSuccess) {
+      note_group_error(r);
+      return r;
+    }
+  PointToPointPart part = part_of(staged, comm);
+  part.scratch = std::move(scratch);
   if (group_depth() > 0) {
     defer_point_to_point(std::move(part));
     return ncclSuccess;

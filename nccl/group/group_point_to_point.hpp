@@ -27,6 +27,8 @@ struct PointToPointPart {
   const char* function = "";              // "ncclAlltoAll"
   ncclDataType_t datatype = ncclFloat32;  // for the log line
   std::uint64_t bytes = 0;                // what the rank sends or receives in all: the log line's size class
+  std::shared_ptr<void> scratch;          // an in-place AlltoAll's copy of its send buffer, freed on its stream
+                                          // when the part goes (after its group was issued, or dropped)
 };
 
 // How long a call waits for the other ranks of its communicator in this process (a split, a send's receive): the

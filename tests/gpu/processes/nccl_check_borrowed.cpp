@@ -1,7 +1,8 @@
 // canopy_nccl_check --mode borrowed: the calls made of sends and receives that the NCCL API once only borrowed from a
 // real NCCL communicator beside Canopy's (Send/Recv, AlltoAll, Gather, Scatter; docs/nccl-api.md), each followed by
 // an allreduce Canopy serves, every element of both checked. For each --counts value: Send/Recv around a ring in one
-// group; PyTorch's all-to-all of grouped Send/Recv to every peer; ncclAlltoAll; ncclGather to the last rank;
+// group; PyTorch's all-to-all of grouped Send/Recv to every peer; ncclAlltoAll (out of place, then in place where
+// --expect is real or canopy); ncclGather to the last rank;
 // ncclScatter from rank 0.
 //   --expect real     (with --hostid 1, CANOPY_NCCL_REAL=1 and CANOPY_NCCL_FORWARD naming them: a real communicator
 //                     exists and takes them) every call works and its receive buffers hold what the peers sent;
@@ -148,6 +149,14 @@ struct Borrowed {
     expect_result("ncclAlltoAll", ncclAlltoAll(send, recv, count, ncclFloat32, c.comm, c.stream));
     expect_blocks("ncclAlltoAll", everyone);
     allreduce_after("allreduce after ncclAlltoAll", 3);
+    // ncclAlltoAll in place: the receive buffer holds what the send buffer holds, then goes out and comes back.
+    if (expect_real) {
+      const std::size_t bytes = static_cast<std::size_t>(n) * count * sizeof(float);
+      if (!cuda_ok(cudaMemcpy(recv, send, bytes, cudaMemcpyDeviceToDevice), "cudaMemcpy")) ++unexpected;
+      expect_result("ncclAlltoAll in place", ncclAlltoAll(recv, recv, count, ncclFloat32, c.comm, c.stream));
+      expect_blocks("ncclAlltoAll in place", everyone);
+      allreduce_after("allreduce after ncclAlltoAll in place", 6);
+    }
     // ncclGather to the last rank: it receives every rank's block for it.
     poison();
     const int gather_root = n - 1;
