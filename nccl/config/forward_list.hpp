@@ -23,6 +23,7 @@ struct ForwardSet {
 
   bool names(Collective c) const { return collectives.count(c) > 0; }
   bool names(PointToPointCall c) const { return point_to_point.count(c) > 0; }
+  bool empty() const { return collectives.empty() && point_to_point.empty(); }
   bool operator==(const ForwardSet&) const = default;
 };
 
@@ -35,7 +36,7 @@ Status parse_forward_list(const std::string& text, ForwardSet* out);
 Status forward_list_from_environment(ForwardSet* out);
 
 enum class RealMode {
-  automatic,  // auto (default): a real NCCL communicator wherever every rank can have one
+  automatic,  // auto (default): a real NCCL communicator where something will use it and every rank can have one
   off,        // 0: never; calls Canopy does not serve are refused
   required,   // 1: init fails (every rank alike, saying why) where one cannot be made
 };

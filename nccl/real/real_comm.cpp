@@ -6,11 +6,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "nccl/base/last_error.hpp"
 #include "nccl/comm/comm_handle.hpp"
+#include "nccl/comm/shared_comm.hpp"
 #include "nccl/real/real_nccl.hpp"
 
 namespace canopy::nccl_api {
@@ -32,6 +34,15 @@ std::string one_line(std::string s) {
   for (char& c : s)
     if (c == '\n') c = ' ';
   return s;
+}
+
+// What on `comm`'s rank would use a real communicator: calls CANOPY_NCCL_FORWARD names, or point-to-point Canopy does
+// not serve there.
+std::string use_of(ncclComm* comm) {
+  if (!comm->forward.empty()) return "CANOPY_NCCL_FORWARD names calls to pass to it";
+  if (std::optional<std::string> refusal = comm->shared ? comm->shared->point_to_point_refusal() : std::nullopt)
+    return one_line("point-to-point: " + *refusal);
+  return "";
 }
 
 RealCommFacts my_facts(int device) {
@@ -66,8 +77,8 @@ void say(ncclComm* comm, const std::string& text) {
 }  // namespace
 
 std::string encode_real_facts(const RealCommFacts& f) {
-  return fmt::format("loaded={}\nmode={}\ngpu={}\nhostid={}\nwhy={}", f.loaded ? 1 : 0, to_string(f.mode), f.gpu,
-                     f.host_id, f.why_not);
+  return fmt::format("loaded={}\nmode={}\ngpu={}\nhostid={}\nwhy={}\nuse={}", f.loaded ? 1 : 0, to_string(f.mode),
+                     f.gpu, f.host_id, f.why_not, f.use);
 }
 
 Status decode_real_facts(const std::string& text, RealCommFacts* out) {
@@ -86,6 +97,7 @@ Status decode_real_facts(const std::string& text, RealCommFacts* out) {
     } else if (key == "gpu") f.gpu = value, ++seen;
     else if (key == "hostid") f.host_id = value;
     else if (key == "why") f.why_not = value;
+    else if (key == "use") f.use = value;
   }
   if (seen != 3)
     return Status(StatusCode::remote_error,
@@ -104,6 +116,12 @@ RealCommDecision decide_real_comm(const std::vector<RealCommFacts>& ranks) {
     }
     required = required || ranks[r].mode == RealMode::required;
   }
+  bool used = required;
+  for (const RealCommFacts& f : ranks) used = used || !f.use.empty();
+  if (!used) {
+    d.why_not = std::string(kNothingUsesIt);
+    return d;
+  }
   for (std::size_t r = 0; r < ranks.size() && d.why_not.empty(); ++r)
     if (!ranks[r].loaded) d.why_not = fmt::format("rank {} found no real NCCL: {}", r, ranks[r].why_not);
   for (std::size_t a = 0; a < ranks.size() && d.why_not.empty(); ++a)
@@ -120,7 +138,9 @@ RealCommDecision decide_real_comm(const std::vector<RealCommFacts>& ranks) {
 ncclResult_t attach_real_comm(ncclComm* comm, const char* function) {
   Communicator& canopy = comm->shared->communicator();
   std::vector<std::string> all;
-  if (Status s = canopy.exchange(encode_real_facts(my_facts(comm->device)), &all); !s.ok())
+  RealCommFacts mine_facts = my_facts(comm->device);
+  mine_facts.use = use_of(comm);
+  if (Status s = canopy.exchange(encode_real_facts(mine_facts), &all); !s.ok())
     return to_result(s, function);
   std::vector<RealCommFacts> facts(all.size());
   for (std::size_t p = 0; p < all.size(); ++p)
@@ -194,6 +214,8 @@ ncclResult_t attach_real_comms(const std::vector<ncclComm*>& comms, const std::v
                                               function, why));
   };
   if (mode == RealMode::off) return none("CANOPY_NCCL_REAL=0");
+  // One process: Canopy serves point-to-point here, so only forwarded calls or CANOPY_NCCL_REAL=1 would use one.
+  if (mode == RealMode::automatic && comms[0]->forward.empty()) return none(std::string(kNothingUsesIt));
   if (!real_nccl_loaded()) return none(real_nccl_why_not());
   if (std::set<int>(devices.begin(), devices.end()).size() != devices.size())
     return none("several ranks share a GPU, which NCCL 2.28 refuses");

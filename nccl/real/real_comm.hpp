@@ -1,8 +1,9 @@
 // The real NCCL's communicator beside Canopy's, for what Canopy forwards (Send/Recv, AlltoAll, Gather, Scatter where
 // Canopy's point-to-point does not serve the communicator, registration, windows, device communicators, the calls
-// CANOPY_NCCL_FORWARD names, types Canopy does not reduce). Whether Canopy serves point-to-point on a communicator is
-// known once it is made (SharedComm::point_to_point_refusal()): the seam for making this one only where something will
-// use it (issue 68, a later step); today it is still made wherever it can be.
+// CANOPY_NCCL_FORWARD names). It is made only where something will use it: a rank's CANOPY_NCCL_FORWARD names a call,
+// or Canopy's point-to-point does not serve the communicator (several hosts: SharedComm::point_to_point_refusal()), or
+// CANOPY_NCCL_REAL=1 asks for it (windows, device communicators and registration go to it only then). Elsewhere Canopy
+// serves every call, and the real communicator's init time and memory are spared.
 //
 // When it is made: at init, never later. NCCL's init is collective over every rank, but a Send is called by two ranks
 // only, so making it lazily at the first forwarded call would hang; and NCCL 2.28 refuses two ranks on one GPU (unless
@@ -28,6 +29,11 @@ struct ncclComm;
 
 namespace canopy::nccl_api {
 
+// Why none is made where nothing would use it.
+inline constexpr const char* kNothingUsesIt =
+    "nothing on this communicator would use it: Canopy serves every call here (CANOPY_NCCL_FORWARD names none); "
+    "CANOPY_NCCL_REAL=1 makes one anyway, for windows, device communicators and registration";
+
 // What one rank says of itself.
 struct RealCommFacts {
   bool loaded = false;       // this process found a real NCCL
@@ -35,6 +41,7 @@ struct RealCommFacts {
   RealMode mode = RealMode::automatic;
   std::string gpu;           // its GPU's UUID (hex)
   std::string host_id;       // NCCL_HOSTID ("" when unset)
+  std::string use;           // what on this rank would use a real communicator ("" nothing): the forward list, ...
 };
 std::string encode_real_facts(const RealCommFacts& facts);
 Status decode_real_facts(const std::string& text, RealCommFacts* out);

@@ -253,12 +253,13 @@ TEST(NcclApiGroupInitOnGpu, RanksInitialisedTogetherInOneProcess) {
 
 // Two processes, a rank each on a GPU of its own (joined handles), each splitting its one handle in a group
 // (nccl/group/joined_split.hpp) with the real NCCL's communicators beside Canopy's (CANOPY_NCCL_REAL=auto, where the
-// harness has 0): the children are right, the real NCCL's splits run beside them inside a real group, the children
+// harness has 0, with CANOPY_NCCL_FORWARD naming sendrecv so that something would use one): the children are right, the real NCCL's splits run beside them inside a real group, the children
 // end through joined_teardown, and nothing hangs or crashes.
 TEST(NcclApiGroupInitOnGpu, JoinedHandlesSplitWithTheRealNcclBeside) {
   if (visible_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (a process each): run on nvidia-h200-x2";
   const testing::CommandRun r =
-      nccl_check(2, "CANOPY_NCCL_REAL=auto CANOPY_LOG=info", "--ranks-here 1 --spread 1 --counts 1,262147");
+      nccl_check(2, "CANOPY_NCCL_REAL=auto CANOPY_NCCL_FORWARD=sendrecv CANOPY_LOG=info",
+                 "--ranks-here 1 --spread 1 --counts 1,262147");
   EXPECT_EQ(r.status, 0) << r.output;
   expect_ranks_here_right(r.output, 2, 1, 10000);
   if (r.output.find("real NCCL communicator made beside Canopy's") == std::string::npos)
@@ -270,7 +271,7 @@ TEST(NcclApiGroupInitOnGpu, JoinedHandlesSplitWithTheRealNcclBeside) {
 // split runs through joined_split alone, its real NCCL split in a real group of one.
 TEST(NcclApiGroupInitOnGpu, JoinedHandleSplitsOutsideAGroupWithTheRealNcclBeside) {
   if (visible_gpu_count() < 2) GTEST_SKIP() << "needs 2 GPUs (a process each): run on nvidia-h200-x2";
-  const testing::CommandRun r = nccl_check(2, "CANOPY_NCCL_REAL=auto CANOPY_LOG=info",
+  const testing::CommandRun r = nccl_check(2, "CANOPY_NCCL_REAL=auto CANOPY_NCCL_FORWARD=sendrecv CANOPY_LOG=info",
                                            "--ranks-here 1 --spread 1 --split-alone 1 --counts 1,262147");
   EXPECT_EQ(r.status, 0) << r.output;
   expect_ranks_here_right(r.output, 2, 1, 10000);

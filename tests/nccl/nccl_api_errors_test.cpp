@@ -243,6 +243,12 @@ TEST(NcclApiErrors, RequiredRealCommunicatorFailsAnInProcessInitWithoutOne) {
   std::unique_ptr<ncclComm> a = std::make_unique<ncclComm>(), b = std::make_unique<ncclComm>();
   const std::vector<ncclComm*> handles = {a.get(), b.get()};
   const std::vector<int> devices = {0, 1};
+  // Nothing would use one (no forward list; Canopy serves point-to-point in one process): none, saying so.
+  EXPECT_EQ(attach_real_comms(handles, devices, "ncclCommInitAll"), ncclSuccess) << last();
+  EXPECT_EQ(a->real_why_not, canopy::nccl_api::kNothingUsesIt);
+  // A forward list would: then no real NCCL found is the reason.
+  ASSERT_TRUE(canopy::nccl_api::parse_forward_list("sendrecv", &a->forward).ok());
+  b->forward = a->forward;
   EXPECT_EQ(attach_real_comms(handles, devices, "ncclCommInitAll"), ncclSuccess) << last();
   EXPECT_NE(a->real_why_not.find("CANOPY_NCCL_LIBRARY"), std::string::npos) << a->real_why_not;
   EXPECT_EQ(b->real_why_not, a->real_why_not);

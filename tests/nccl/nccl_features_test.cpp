@@ -161,9 +161,12 @@ TEST(NcclConfig, ReadsOnlyWhatTheCallerPassed) {
   EXPECT_EQ(read_config(&in, "ncclCommInitRankConfig", &out), ncclInvalidArgument);
 }
 
+// A rank's facts; by default its forward list names calls, so that something would use a real communicator.
 RealCommFacts facts(const std::string& gpu, const std::string& host_id = "", bool loaded = true,
-                    RealMode mode = RealMode::automatic) {
+                    RealMode mode = RealMode::automatic,
+                    const std::string& use = "CANOPY_NCCL_FORWARD names calls to pass to it") {
   RealCommFacts f;
+  f.use = use;
   f.loaded = loaded;
   f.why_not = loaded ? "" : "no real NCCL found";
   f.gpu = gpu;
@@ -191,6 +194,26 @@ TEST(NcclRealComm, MadeWhereEveryRankCanHaveOne) {
   EXPECT_TRUE(required.fail_init);
 }
 
+// Made only where something will use it: a forward list, point-to-point Canopy does not serve (several hosts), or
+// CANOPY_NCCL_REAL=1; elsewhere its init time and memory are spared, saying why.
+TEST(NcclRealComm, MadeOnlyWhereSomethingWillUseIt) {
+  const RealCommDecision unused = decide_real_comm({facts("aa", "", true, RealMode::automatic, ""),
+                                                    facts("bb", "", true, RealMode::automatic, "")});
+  EXPECT_FALSE(unused.make);
+  EXPECT_FALSE(unused.fail_init);
+  EXPECT_EQ(unused.why_not, kNothingUsesIt);
+  EXPECT_NE(unused.why_not.find("CANOPY_NCCL_REAL=1 makes one anyway"), std::string::npos);
+  // One rank's use is enough: every rank takes the same decision.
+  EXPECT_TRUE(decide_real_comm({facts("aa", "", true, RealMode::automatic, ""),
+                                facts("bb", "", true, RealMode::automatic,
+                                      "point-to-point: send_recv (0 ops): point-to-point on a communicator of several "
+                                      "hosts is not served yet")})
+                  .make);
+  EXPECT_TRUE(decide_real_comm({facts("aa", "", true, RealMode::required, ""),
+                                facts("bb", "", true, RealMode::automatic, "")})
+                  .make);
+}
+
 TEST(NcclRealComm, FactsRoundTrip) {
   const RealCommFacts f = facts("0123abcd", "host 7", false, RealMode::required);
   RealCommFacts back;
@@ -200,6 +223,7 @@ TEST(NcclRealComm, FactsRoundTrip) {
   EXPECT_EQ(back.host_id, f.host_id);
   EXPECT_EQ(back.mode, f.mode);
   EXPECT_EQ(back.why_not, f.why_not);
+  EXPECT_EQ(back.use, f.use);
   EXPECT_FALSE(decode_real_facts("garbage", &back).ok());
 }
 
