@@ -1,12 +1,13 @@
 // NCCL API entry points made of sends and receives: ncclSend, ncclRecv, ncclAlltoAll, ncclGather, ncclScatter. On a
 // Canopy communicator each call is checked as NCCL checks it (communicator, type, peer or root, count overflow,
 // buffers), then served by Canopy where its communicator's point-to-point is (Communicator::send_recv: a communicator
-// of one process, and across the processes of one host, where only the peers take part): expanded into its sends and receives by NCCL's
-// definitions (nccl/p2p/p2p_ops.hpp) and issued at the outermost ncclGroupEnd, or at once as a group of one outside a
-// group (nccl/group/group_point_to_point.hpp). Passed to the real NCCL communicator beside Canopy's, as before, where
-// CANOPY_NCCL_FORWARD names it (sendrecv, alltoall, gather, scatter), where the runtime answers `unsupported` (across
-// hosts, for now), and on a stream capturing a CUDA graph; where there is
-// no real communicator, refused as before (forward.hpp). The real NCCL's handles go to it.
+// of one process, and across the processes of one host, where only the peers take part): expanded into its sends and
+// receives by NCCL's definitions (nccl/p2p/p2p_ops.hpp) and issued at the outermost ncclGroupEnd, or at once as a
+// group of one outside a group (nccl/group/group_point_to_point.hpp). An in-place ncclAlltoAll first copies its send
+// buffer aside on its stream. Passed to the real NCCL communicator beside Canopy's where CANOPY_NCCL_FORWARD names it
+// (sendrecv, alltoall, gather, scatter), where the runtime answers `unsupported` (across hosts, for now), and on a
+// stream capturing a CUDA graph; where there is no real communicator, refused (forward.hpp). The real NCCL's handles go
+// to it.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <nccl.h>

@@ -128,12 +128,19 @@ class Communicator {
   // its op's stream once its data has left (the buffer may then be reused). Refused (invalid_argument, naming the op
   // and the fix) when an op is unmatched, a pair's counts or types differ, a rank or peer is out of range, or a
   // buffer is null with elements to move. Served by a communicator of one process (create) and by the processes of
-  // one host (join; processes sharing a GPU included): there every process issues every group, passing only its own
-  // ranks' ops (none: an empty span), and every process refuses a wrong group alike, none waiting for another. Across
-  // hosts it returns unsupported for now (issue 68). Not inside a CUDA graph capture yet. On a communicator of one
+  // one host (join; processes sharing a GPU included): there, as in NCCL, only the peers take part, each process
+  // issuing its own ranks' ops whenever its thread gets there (runtime/processes/pair_point_to_point.hpp); a send and
+  // its receive across processes that differ in count or type are refused by the side posting second, and the
+  // communicator fails on every process (the other side may have queued its part). Across hosts it returns
+  // unsupported for now (issue 68). Not inside a CUDA graph capture yet. On a communicator of one
   // process, a group that is an all-to-all (runtime/call/alltoall_group.hpp: every rank's blocks to every rank, laid
   // end to end, as all_to_all_single and ncclAlltoAll issue) runs as one alltoall (the all-to-all kernels).
   Status send_recv(std::span<const PointToPoint> ops);
+  // ncclSend and ncclRecv of rank `rank` alone: a group of one (send_recv). Across processes each may be issued alone;
+  // between ranks of this process a send and its receive must be in one group (as NCCL requires of a thread holding
+  // several ranks), so alone they are refused as unmatched.
+  Status send(int rank, const void* buffer, std::uint64_t count, DataType dtype, int peer, cudaStream_t stream);
+  Status recv(int rank, void* buffer, std::uint64_t count, DataType dtype, int peer, cudaStream_t stream);
 
   // Whether a call of this collective and per-rank buffer size runs the large-message kernel.
   bool is_large(Collective collective, std::uint64_t count, DataType dtype) const;

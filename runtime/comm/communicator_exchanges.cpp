@@ -40,6 +40,17 @@ Status Communicator::send_recv(std::span<const PointToPoint> ops) {
   return path_->send_recv(ops);
 }
 
+Status Communicator::send(int rank, const void* buffer, std::uint64_t count, DataType dtype, int peer,
+                          cudaStream_t stream) {
+  const PointToPoint op = send_op(rank, buffer, count, dtype, peer, stream);
+  return send_recv(std::span<const PointToPoint>(&op, 1));
+}
+
+Status Communicator::recv(int rank, void* buffer, std::uint64_t count, DataType dtype, int peer, cudaStream_t stream) {
+  const PointToPoint op = recv_op(rank, buffer, count, dtype, peer, stream);
+  return send_recv(std::span<const PointToPoint>(&op, 1));
+}
+
 Status Communicator::alltoall(std::span<const void* const> send, std::span<void* const> recv, std::uint64_t count,
                               DataType dtype, std::span<const cudaStream_t> streams) {
   for (std::size_t k = 0; k < send.size() && k < recv.size(); ++k)

@@ -55,9 +55,10 @@ int PairLayout::ring_of(int a, int b) const {
 Status PairPointToPoint::share(FdChannel& channel, PeerMemory& peers, PairLayout layout,
                                std::unique_ptr<PairPointToPoint>* out) {
   if (!StreamWords::supported())
-    return Status(StatusCode::unsupported, "send and receive across processes need the driver's stream memory "
-                                           "operations (cuStreamWaitValue32, cuStreamWriteValue32), which this "
-                                           "driver lacks");
+    return Status(StatusCode::unsupported,
+                  "send and receive across processes need the driver's stream memory "
+                  "operations (cuStreamWaitValue32, cuStreamWriteValue32), which this "
+                  "driver lacks");
   if (layout.slots < 1 || layout.slot_bytes < 256)
     return Status(StatusCode::invalid_argument,
                   fmt::format("point-to-point across processes: {} slots of {} bytes per ring: give at least one slot "
@@ -81,7 +82,8 @@ Status PairPointToPoint::share(FdChannel& channel, PeerMemory& peers, PairLayout
   p->chunks_ = std::make_unique<std::atomic<std::uint32_t>[]>(static_cast<std::size_t>(lanes));
   const std::size_t ring = l.slot_bytes * static_cast<std::size_t>(l.slots);
   try {
-    p->rings_ = peers.allocate_zeroed([&](int rank) { return ring * static_cast<std::size_t>(ranks - l.own_ranks(l.process_of_rank[rank])); });
+    p->rings_ = peers.allocate_zeroed(
+        [&](int rank) { return ring * static_cast<std::size_t>(ranks - l.own_ranks(l.process_of_rank[rank])); });
   } catch (const Error& e) {
     return Status(StatusCode::cuda_error,
                   fmt::format("point-to-point across processes: the rings ({} slots of {} bytes per peer rank): {}",
@@ -140,8 +142,8 @@ PairPointToPoint::PairWords& PairPointToPoint::words(int a, int b) const {
 
 PostingBook& PairPointToPoint::send_book(int a, int b) const {
   char* page = static_cast<char*>(pages_.at(layout_.process_of_rank[a]));
-  auto* books = reinterpret_cast<PostingBook*>(page + static_cast<std::size_t>(max_own_) *
-                                                          static_cast<std::size_t>(layout_.ranks()) * sizeof(PairWords));
+  auto* books = reinterpret_cast<PostingBook*>(
+      page + static_cast<std::size_t>(max_own_) * static_cast<std::size_t>(layout_.ranks()) * sizeof(PairWords));
   return books[2 * pair_index(a, b)];
 }
 

@@ -65,8 +65,7 @@ class PairPointToPoint {
  public:
   // Every process calls it together at the join (one step on `channel`, one allocation through `peers`). unsupported
   // where the driver lacks the stream memory operations (every process alike).
-  static Status share(FdChannel& channel, PeerMemory& peers, PairLayout layout,
-                      std::unique_ptr<PairPointToPoint>* out);
+  static Status share(FdChannel& channel, PeerMemory& peers, PairLayout layout, std::unique_ptr<PairPointToPoint>* out);
   ~PairPointToPoint();  // the lanes waited for (released first where the communicator failed)
   PairPointToPoint(const PairPointToPoint&) = delete;
   PairPointToPoint& operator=(const PairPointToPoint&) = delete;
@@ -101,10 +100,10 @@ class PairPointToPoint {
   void settle();  // released: release again until every lane is idle (a lane may write a word back below the value)
 
   PairLayout layout_;
-  int max_own_ = 0;            // the most ranks a process holds: every page is laid out for it
-  std::vector<void*> rings_;   // per rank, its rings (mapped here)
-  SharedMemfds pages_;         // every process's page
-  StreamWords words_;          // the pages registered, and the lanes
+  int max_own_ = 0;           // the most ranks a process holds: every page is laid out for it
+  std::vector<void*> rings_;  // per rank, its rings (mapped here)
+  SharedMemfds pages_;        // every process's page
+  StreamWords words_;         // the pages registered, and the lanes
   // Per lane of this process: the chunks it has queued so far (read by release() on another thread).
   std::unique_ptr<std::atomic<std::uint32_t>[]> chunks_;
   std::atomic<bool> released_{false};

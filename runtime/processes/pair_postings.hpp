@@ -43,7 +43,7 @@ bool posting_room(const PostingBook& mine, const PostingBook& theirs);
 
 // What posting found.
 struct PostingCheck {
-  std::uint64_t number = 0;              // the message just posted (0-based)
+  std::uint64_t number = 0;             // the message just posted (0-based)
   std::optional<PostedMessage> theirs;  // the other side's same message, where it had posted it: compare
 };
 

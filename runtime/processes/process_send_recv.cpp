@@ -69,13 +69,13 @@ Status ProcessCallPath::send_recv(std::span<const PointToPoint> ops) {
   for (std::size_t at = 0; at < ops.size(); ++at) {
     const PointToPoint& op = ops[at];
     if (op.rank < first || op.rank >= first + own)
-      return Status(StatusCode::invalid_argument,
-                    fmt::format("send_recv: op {} ({} of rank {}) is issued by rank {}, which {} holds: each process "
-                                "passes only its own ranks' ops (this one holds {})",
-                                at, kind_name(op.kind), op.rank, op.rank,
-                                describe_process(group_->facts[process_of_rank[op.rank]], process_of_rank[op.rank],
-                                                 false),
-                                rank_span(first, own)));
+      return Status(
+          StatusCode::invalid_argument,
+          fmt::format("send_recv: op {} ({} of rank {}) is issued by rank {}, which {} holds: each process "
+                      "passes only its own ranks' ops (this one holds {})",
+                      at, kind_name(op.kind), op.rank, op.rank,
+                      describe_process(group_->facts[process_of_rank[op.rank]], process_of_rank[op.rank], false),
+                      rank_span(first, own)));
     if (process_of_rank[op.peer] != self) across.push_back(op);
   }
   if (Status s = check_point_to_point_streams(ops, layout_.placement.ordinal_of_rank, kernels_.oracle()); !s.ok())

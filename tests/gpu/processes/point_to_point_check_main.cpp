@@ -5,8 +5,9 @@
 // processes post their receives first, so that processes post in different orders, but each pair's sends and its
 // receives in their order: the k-th send meets the k-th receive), checks every byte it received and the bytes past
 // each receive (untouched), then runs an allreduce (f32 sum; the process's ranks share its GPU, so one stream) and
-// checks it element by element. --ungrouped 1 issues every op as a call of its own instead (a group of one, as a lone
-// ncclSend; the ring pattern only, where odd processes receiving first keeps it free of deadlock, as in NCCL).
+// checks it element by element. --ungrouped 1 issues every op as a call of its own instead (Communicator::send and
+// recv, as a lone ncclSend and ncclRecv; the ring pattern only, one rank a process, where odd processes receiving
+// first keeps it free of deadlock, as in NCCL).
 // --refusals 1 first issues groups that each process refuses on its own (an op of another process's rank, a null
 // buffer), then goes on with the matrix on the same communicator. --mismatch 1 only makes rank 0 send 8 f32 to the last
 // rank, which receives 9: the side posting second refuses it naming both, and every process must then see the
@@ -129,6 +130,9 @@ Args parse(int argc, char** argv) {
   if (a.per_process < 1) usage("--per-process must be at least 1");
   if (a.ungrouped && a.patterns != std::vector<std::string>{"ring"})
     usage("--ungrouped 1 takes --patterns ring (other patterns may deadlock outside a group, as in NCCL)");
+  if (a.ungrouped && a.per_process > 1)
+    usage("--ungrouped 1 takes one rank a process (a send between ranks of one process needs its receive in its "
+          "group)");
   return a;
 }
 
@@ -180,7 +184,13 @@ class Checker {
       ++calls_;
       const std::span<const PointToPoint> call =
           std::span<const PointToPoint>(ops).subspan(at, std::min(per_call, ops.size() - at));
-      if (const Status s = comm_.send_recv(call); !s.ok()) {
+      // One op a call: Communicator::send and recv, as a lone ncclSend and ncclRecv.
+      const auto alone = [this](const PointToPoint& op) {
+        return op.kind == PointToPointKind::send
+                   ? comm_.send(op.rank, op.buffer, op.count, op.dtype, op.peer, op.stream)
+                   : comm_.recv(op.rank, op.buffer, op.count, op.dtype, op.peer, op.stream);
+      };
+      if (const Status s = ungrouped_ && call.size() == 1 ? alone(call[0]) : comm_.send_recv(call); !s.ok()) {
         ++failed_;
         fmt::print("process {}: {}: send_recv failed: {}\n", process_, what, s.message());
         return;

@@ -2,6 +2,8 @@
 // threads stand for the two processes and post thousands of messages at their own pace. Every message is compared by
 // at least one side, every planted mismatch is found at its number and nothing else is, and a side that runs
 // kPostingSlots messages ahead is held until the other catches up.
+#include "runtime/processes/pair_postings.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,8 +12,6 @@
 #include <set>
 #include <thread>
 #include <vector>
-
-#include "runtime/processes/pair_postings.hpp"
 
 namespace canopy {
 namespace {
