@@ -417,5 +417,40 @@ TEST(Logger, UnknownValuesWarnAndFallBack) {
   EXPECT_NE(err.find("CANOPY_LOG='verbose' is not off, warn, info or debug; using warn"), std::string::npos) << err;
 }
 
+// The rings of send/recv across processes: 4 slots of 1 MiB unless set; a bad value names its variable and the fix.
+TEST(RuntimeEnv, PairRingsDefaultToFourSlotsOfOneMiBAndRefuseWhatCannotHoldAChunk) {
+  {
+    ScopedEnv bytes("CANOPY_P2P_SLOT_BYTES", nullptr), slots("CANOPY_P2P_SLOTS", nullptr);
+    const PairRingShape shape = pair_ring_shape_from_environment();
+    EXPECT_EQ(shape.slot_bytes, std::size_t{1} << 20);
+    EXPECT_EQ(shape.slots, 4);
+  }
+  {
+    ScopedEnv bytes("CANOPY_P2P_SLOT_BYTES", "256KiB"), slots("CANOPY_P2P_SLOTS", "8");
+    const PairRingShape shape = pair_ring_shape_from_environment();
+    EXPECT_EQ(shape.slot_bytes, std::size_t{256} << 10);
+    EXPECT_EQ(shape.slots, 8);
+  }
+  for (const char* bad : {"100", "1000", "0"}) {
+    ScopedEnv bytes("CANOPY_P2P_SLOT_BYTES", bad);
+    try {
+      (void)pair_ring_shape_from_environment();
+      ADD_FAILURE() << "CANOPY_P2P_SLOT_BYTES=" << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("CANOPY_P2P_SLOT_BYTES"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("multiple of 256"), std::string::npos) << e.what();
+    }
+  }
+  for (const char* bad : {"0", "65", "four"}) {
+    ScopedEnv slots("CANOPY_P2P_SLOTS", bad);
+    try {
+      (void)pair_ring_shape_from_environment();
+      ADD_FAILURE() << "CANOPY_P2P_SLOTS=" << bad << " was taken";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("CANOPY_P2P_SLOTS"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace canopy
