@@ -70,8 +70,8 @@ class ProcessCallPath final : public CallPath {
   CollectiveSpec spec_of(const CollectiveCall& call, bool in_place) override;
 
   Status run(const CollectiveCall& call) override;
-  // A group of sends and receives: every process of the communicator issues it, each with its own ranks' ops (none:
-  // an empty span), and every process refuses it alike where one is wrong (process_send_recv.cpp).
+  // Sends and receives of this process's ranks: only the peers take part, as in NCCL; across processes pair by pair
+  // through the senders' rings (process_send_recv.cpp, pair_point_to_point.hpp).
   Status send_recv(std::span<const PointToPoint> ops) override;
   Status prepare(std::span<const CollectiveSpec> specs) override;
   Status prepare(const CollectiveCall& call) override;
