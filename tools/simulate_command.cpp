@@ -1,14 +1,17 @@
 // `canopy simulate`: predicted time of Canopy's plan and of NCCL-style rings (and, for allreduce, NCCL's double
-// binary tree) over a range of sizes, from the topology alone (simulator/simulate.hpp).
+// binary tree) over a range of sizes, from the topology alone (simulator/simulate.hpp); with --relay, also the plan
+// whose paths may pass through GPUs outside --gpus (Blink+), beside the plan without them.
 #include "simulator/simulate.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "topology/shipped_topologies.hpp"
 #include "simulator/hier_simulate.hpp"
 #include "planner/hierarchical.hpp"
 #include "planner/planner.hpp"
@@ -25,7 +28,20 @@ struct Row {
   SimResult ours, rings;
   std::optional<SimResult> tree;  // allreduce: NCCL's double binary tree (across hosts: NCCL's multi-host trees)
   std::optional<SimResult> hier;  // several hosts: the hierarchical plan (docs/multi-host.md)
+  std::optional<SimResult> relay;  // --relay: the plan with other GPUs forwarding
 };
+
+// The GPUs outside `plan`'s ranks that its paths pass through (the relays it uses), in topology order.
+std::vector<std::string> relays_used(const Topology& topology, const Plan& plan) {
+  std::set<std::string> on_paths;
+  for (const Tree& t : plan.trees)
+    for (const TreeEdge& e : t.edges)
+      for (const std::string& n : e.path) on_paths.insert(n);
+  std::vector<std::string> out;
+  for (const std::string& g : topology.gpu_names())
+    if (on_paths.count(g) && std::find(plan.ranks.begin(), plan.ranks.end(), g) == plan.ranks.end()) out.push_back(g);
+  return out;
+}
 
 // Ten slices of a link's busy share over the run, one digit each (0 idle .. 9 at least 90 % busy).
 std::string busy_digits(const LinkTimeline& tl, double end_us) {
@@ -69,6 +85,7 @@ void add_simulate_command(CLI::App& app) {
     double latency_scale = 1;
     std::string json, csv, plot;
     bool links = false;
+    bool relay = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate",
@@ -94,6 +111,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--csv", args->csv, "write the rows as CSV to FILE (- for stdout, instead of the table)");
   cmd->add_option("--plot", args->plot, "write busbw against size for Canopy and the rings as an SVG picture");
   cmd->add_flag("--links", args->links, "also print every link's utilisation over time at the largest size");
+  cmd->add_flag("--relay", args->relay,
+                "also plan with the GPUs outside --gpus forwarding over their idle links (Blink+) and show it beside "
+                "the plan without (relay columns; relay_gain = time without relays / time with them)");
   cmd->footer(
       "\nExamples:\n"
       "  canopy simulate -t dgx1-v100 -c allreduce                      1 KiB "
@@ -102,6 +122,7 @@ void add_simulate_command(CLI::App& app) {
       "--links\n"
       "  canopy simulate -t my.topo -c allgather --chunk 1MiB --json rows.json "
       "--plot busbw.svg\n"
+      "  canopy simulate -t dgx1-p100 -g 0,1 -c broadcast --sizes 256M --relay   other tenants' GPUs forward\n"
       "Link latencies come from the .topo `latency=` attribute, else a default "
       "per link kind (docs/simulator.md).\n"
       "speedup = ring time / Canopy time. Rings are searched as NCCL does "
@@ -127,6 +148,9 @@ void add_simulate_command(CLI::App& app) {
       return best_chunk(sim, base, static_cast<std::int64_t>(bytes));
     };
     if (args->collective == "alltoall") {
+      if (args->relay)
+        throw Error("-c alltoall routes through other GPUs already (its planned routes); --relay is for the trees of "
+                    "the other collectives");
       if (!args->root.empty() || !args->csv.empty() || !args->plot.empty() || args->links)
         throw Error("-c alltoall takes --sizes, --chunk, the cost options and --json; not --root, --csv, --plot, "
                     "--links");
@@ -143,7 +167,21 @@ void add_simulate_command(CLI::App& app) {
     // hosts (a chain inside each host, binary trees between hosts).
     const std::vector<Host> hosts = find_hosts(topology, p.ranks);
     const std::optional<HierarchicalPlan> hier =
-        hosts.size() > 1 ? std::optional<HierarchicalPlan>(plan_hierarchical(topology, c, po)) : std::nullopt;
+        hosts.size() > 1 && !args->relay ? std::optional<HierarchicalPlan>(plan_hierarchical(topology, c, po))
+                                         : std::nullopt;
+    // --relay: the whole topology, the same ranks, other GPUs allowed to forward (planner/planner.hpp).
+    const Topology full = args->relay ? load_topology(args->topology.topology) : topology;
+    std::optional<Plan> relayed;
+    if (args->relay) {
+      if (args->topology.gpus.empty() || full.gpu_count() == static_cast<int>(p.ranks.size()))
+        throw Error(fmt::format("--relay lets GPUs outside --gpus forward, and {} has none outside them: give --gpus "
+                                "a subset, e.g. -g 0,1",
+                                full.name()));
+      PlanOptions relay_options = po;
+      relay_options.gpus = p.ranks;
+      relay_options.relay = true;
+      relayed = plan(full, c, relay_options);
+    }
     const std::optional<Plan> tree =
         c != Collective::allreduce ? std::nullopt
         : hier                     ? std::optional<Plan>(nccl_multihost_trees(topology, hosts))
@@ -160,6 +198,7 @@ void add_simulate_command(CLI::App& app) {
       if (tree) row.tree = run([&](const SimOptions& o) { return simulate_plan(topology, *tree, b, o); }, bytes);
       if (hier)
         row.hier = run([&](const SimOptions& o) { return simulate_hierarchical(topology, *hier, b, o); }, bytes);
+      if (relayed) row.relay = run([&](const SimOptions& o) { return simulate_plan(full, *relayed, b, o); }, bytes);
       rows.push_back(std::move(row));
     }
     const bool table = args->json != "-" && args->csv != "-";  // stdout carries the rows alone when asked to
@@ -173,26 +212,37 @@ void add_simulate_command(CLI::App& app) {
       fmt::print("# launch {} us, {} us per chunk and hop, latency x {}; chunk {}\n", base.launch_us,
                  base.chunk_cost_us, base.latency_scale,
                  automatic ? "picked per size" : format_byte_size(base.chunk_bytes));
+      if (relayed) {
+        const std::vector<std::string> used = relays_used(full, *relayed);
+        fmt::print("# with relays: {} trees, planner algbw {:.2f} GB/s, through {}; relay_gain = time without relays / "
+                   "time with them\n",
+                   relayed->trees.size(), relayed->algbw_gbps,
+                   used.empty() ? std::string("no relay (none raises the rate)") : fmt::format("{}", fmt::join(used, ", ")));
+      }
       if (hier)
         fmt::print("# {} hosts, {} rails; hierarchical plan: steady algbw {:.2f} GB/s (busiest link {}); "
                    "hier_gain = ring time / hierarchical time{}\n",
                    hier->hosts.size(), hier->rails.size(), hier->algbw_gbps, hier->bottleneck,
                    tree ? ", tree_gain = tree time / hierarchical time" : "");
-      fmt::print("{:>8} {:>9} {:>11} {:>9} {:>9} {:>11} {:>9} {:>8}{}{}\n", "size", "chunk", "time(us)", "algbw", "busbw",
-                 "ring(us)", "ring_bus", "speedup", tree ? "   tree(us)  tree_bus" : "",
-                 hier ? "   hier(us)  hier_bus hier_gain" + std::string(tree ? " tree_gain" : "") : "");
+      fmt::print("{:>8} {:>9} {:>11} {:>9} {:>9} {:>11} {:>9} {:>8}{}{}{}\n", "size", "chunk", "time(us)", "algbw",
+                 "busbw", "ring(us)", "ring_bus", "speedup", tree ? "   tree(us)  tree_bus" : "",
+                 hier ? "   hier(us)  hier_bus hier_gain" + std::string(tree ? " tree_gain" : "") : "",
+                 relayed ? "  relay(us) relay_bus relay_gain" : "");
       for (const Row& r : rows) {
         const double speedup = rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0;
         fmt::print(
             "{:>8} {:>9} {:>11.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>9.2f} "
-            "{:>8.2f}{}{}\n",
+            "{:>8.2f}{}{}{}\n",
             bench_size_text(r.bytes), bench_size_text(static_cast<std::uint64_t>(r.ours.chunk_bytes)), r.ours.time_us,
             r.ours.algbw_gbps, r.ours.busbw_gbps, r.rings.time_us, r.rings.busbw_gbps, speedup,
             r.tree ? fmt::format(" {:>10.2f} {:>9.2f}", r.tree->time_us, r.tree->busbw_gbps) : "",
             r.hier ? fmt::format(" {:>10.2f} {:>9.2f} {:>9.3f}{}", r.hier->time_us, r.hier->busbw_gbps,
                                  rings.rings > 0 ? r.rings.time_us / r.hier->time_us : 0.0,
                                  r.tree ? fmt::format(" {:>9.3f}", r.tree->time_us / r.hier->time_us) : "")
-                   : "");
+                   : "",
+            r.relay ? fmt::format(" {:>10.2f} {:>9.2f} {:>10.3f}", r.relay->time_us, r.relay->busbw_gbps,
+                                  r.ours.time_us / r.relay->time_us)
+                    : "");
       }
     }
     if (table && args->links && !rows.empty()) {
@@ -217,6 +267,12 @@ void add_simulate_command(CLI::App& app) {
           j.back()["hier_speedup"] = rings.rings > 0 ? r.rings.time_us / r.hier->time_us : 0.0;
           j.back()["hier_chunk_bytes"] = r.hier->chunk_bytes;
         }
+        if (r.relay) {  // --relay only
+          j.back()["relay_time_us"] = r.relay->time_us;
+          j.back()["relay_busbw_GBps"] = r.relay->busbw_gbps;
+          j.back()["relay_speedup"] = r.ours.time_us / r.relay->time_us;
+          j.back()["relay_chunk_bytes"] = r.relay->chunk_bytes;
+        }
       }
       write_output(args->json, j.dump(2) + "\n");
     }
@@ -224,14 +280,18 @@ void add_simulate_command(CLI::App& app) {
       std::string csv =
           "bytes,time_us,algbw_GBps,busbw_GBps,ring_time_us,ring_"
           "busbw_GBps,speedup,chunk_bytes";
-      csv += hier ? ",hier_time_us,hier_busbw_GBps,hier_speedup\n" : "\n";
+      csv += hier ? ",hier_time_us,hier_busbw_GBps,hier_speedup" : "";
+      csv += relayed ? ",relay_time_us,relay_busbw_GBps,relay_speedup\n" : "\n";
       for (const Row& r : rows) {
         csv += fmt::format("{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}", r.bytes, r.ours.time_us,
                            r.ours.algbw_gbps, r.ours.busbw_gbps, r.rings.time_us, r.rings.busbw_gbps,
                            rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0.0, r.ours.chunk_bytes);
-        csv += r.hier ? fmt::format(",{:.4f},{:.4f},{:.4f}\n", r.hier->time_us, r.hier->busbw_gbps,
+        csv += r.hier ? fmt::format(",{:.4f},{:.4f},{:.4f}", r.hier->time_us, r.hier->busbw_gbps,
                                     rings.rings > 0 ? r.rings.time_us / r.hier->time_us : 0.0)
-                      : "\n";
+                      : "";
+        csv += r.relay ? fmt::format(",{:.4f},{:.4f},{:.4f}\n", r.relay->time_us, r.relay->busbw_gbps,
+                                     r.ours.time_us / r.relay->time_us)
+                       : "\n";
       }
       write_output(args->csv, csv);
     }
@@ -239,11 +299,14 @@ void add_simulate_command(CLI::App& app) {
       std::vector<PlotSeries> series{{"Canopy (trees)", "#1f77b4", {}}, {"NCCL-style rings", "#d62728", {}}};
       if (tree) series.push_back({hier ? "NCCL trees across hosts" : "NCCL double binary tree", "#2ca02c", {}});
       if (hier) series.push_back({"Canopy hierarchical (trees in hosts, NCCL rails)", "#9467bd", {}});
+      if (relayed) series.push_back({"Canopy with relays (Blink+)", "#ff7f0e", {}});
       for (const Row& r : rows) {
         series[0].points.push_back({static_cast<double>(r.bytes), r.ours.busbw_gbps});
         series[1].points.push_back({static_cast<double>(r.bytes), r.rings.busbw_gbps});
         if (tree) series[2].points.push_back({static_cast<double>(r.bytes), r.tree->busbw_gbps});
-        if (hier) series.back().points.push_back({static_cast<double>(r.bytes), r.hier->busbw_gbps});
+        if (hier) series[series.size() - (relayed ? 2 : 1)].points.push_back({static_cast<double>(r.bytes),
+                                                                             r.hier->busbw_gbps});
+        if (relayed) series.back().points.push_back({static_cast<double>(r.bytes), r.relay->busbw_gbps});
       }
       write_output(args->plot,
                    busbw_plot_svg(fmt::format("{} on {} (simulated)", to_string(c), topology.name()), series));
