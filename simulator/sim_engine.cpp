@@ -146,10 +146,12 @@ SimRun simulate_transfers(const std::vector<SimLink>& links, const std::vector<S
       }
     }
     now = next;
-    // Transfers whose last byte left.
+    // Transfers whose last byte left: none remains, or what remains would take less than the clock can tell from
+    // now (a tree with a tiny fraction late in a long run: `now` would never move, and the loop never end).
     for (std::size_t k = 0; k < active.size();) {
       const int t = active[k];
-      if (rate[t] == kInf || remaining[t] <= 1e-9 * std::max(1.0, transfers[t].bytes)) {
+      if (rate[t] == kInf || remaining[t] <= 1e-9 * std::max(1.0, transfers[t].bytes) ||
+          (rate[t] > 0 && now + remaining[t] / rate[t] <= now)) {
         arrivals.push({now + transfers[t].latency_us, t});
         resolve(on_sent[t], now);
         active[k] = active.back();

@@ -83,6 +83,17 @@ TEST(SimEngine, OrderCostAndLatency) {
               1e-6);  // starts when the first has left, not arrived
 }
 
+// A transfer so small that its time is below the clock's resolution late in a run (a relay plan's tree of a tiny
+// fraction, 1 GiB in 1 MiB chunks: canopy simulate --relay hung on dgx1-v100 {0,1,2,3,6}) ends at once, not never.
+TEST(SimEngine, ATransferShorterThanTheClocksResolutionEnds) {
+  const std::vector<SimLink> links{{"a", "b", 20}};
+  std::vector<SimTransfer> x(2);
+  x[0].bytes = 2e8, x[0].links = {0};                              // 10,000 us
+  x[1].bytes = 1e-8, x[1].links = {0}, x[1].after_arrived = {0};  // 5e-13 us: below the ulp of 1e4
+  const SimRun run = simulate_transfers(links, x);
+  EXPECT_NEAR(run.arrived_us[1], us(2e8, 20), 1e-6);
+}
+
 TEST(SimEngine, CyclesAndBadInputAreErrors) {
   const std::vector<SimLink> links{{"a", "b", 10}};
   std::vector<SimTransfer> x(2);
