@@ -170,17 +170,18 @@ void add_simulate_command(CLI::App& app) {
         hosts.size() > 1 && !args->relay ? std::optional<HierarchicalPlan>(plan_hierarchical(topology, c, po))
                                          : std::nullopt;
     // --relay: the whole topology, the same ranks, other GPUs allowed to forward (planner/planner.hpp).
-    const Topology full = args->relay ? load_topology(args->topology.topology) : topology;
+    std::optional<Topology> full;  // --relay: the machine whose other GPUs may forward
     std::optional<Plan> relayed;
     if (args->relay) {
-      if (args->topology.gpus.empty() || full.gpu_count() == static_cast<int>(p.ranks.size()))
+      full = load_topology(args->topology.topology);
+      if (args->topology.gpus.empty() || full->gpu_count() == static_cast<int>(p.ranks.size()))
         throw Error(fmt::format("--relay lets GPUs outside --gpus forward, and {} has none outside them: give --gpus "
                                 "a subset, e.g. -g 0,1",
-                                full.name()));
+                                full->name()));
       PlanOptions relay_options = po;
       relay_options.gpus = p.ranks;
       relay_options.relay = true;
-      relayed = plan(full, c, relay_options);
+      relayed = plan(*full, c, relay_options);
     }
     const std::optional<Plan> tree =
         c != Collective::allreduce ? std::nullopt
@@ -198,7 +199,7 @@ void add_simulate_command(CLI::App& app) {
       if (tree) row.tree = run([&](const SimOptions& o) { return simulate_plan(topology, *tree, b, o); }, bytes);
       if (hier)
         row.hier = run([&](const SimOptions& o) { return simulate_hierarchical(topology, *hier, b, o); }, bytes);
-      if (relayed) row.relay = run([&](const SimOptions& o) { return simulate_plan(full, *relayed, b, o); }, bytes);
+      if (relayed) row.relay = run([&](const SimOptions& o) { return simulate_plan(*full, *relayed, b, o); }, bytes);
       rows.push_back(std::move(row));
     }
     const bool table = args->json != "-" && args->csv != "-";  // stdout carries the rows alone when asked to
@@ -213,11 +214,12 @@ void add_simulate_command(CLI::App& app) {
                  base.chunk_cost_us, base.latency_scale,
                  automatic ? "picked per size" : format_byte_size(base.chunk_bytes));
       if (relayed) {
-        const std::vector<std::string> used = relays_used(full, *relayed);
+        const std::vector<std::string> used = relays_used(*full, *relayed);
         fmt::print("# with relays: {} trees, planner algbw {:.2f} GB/s, through {}; relay_gain = time without relays / "
                    "time with them\n",
                    relayed->trees.size(), relayed->algbw_gbps,
-                   used.empty() ? std::string("no relay (none raises the rate)") : fmt::format("{}", fmt::join(used, ", ")));
+                   used.empty() ? std::string("no relay (none raises the rate)")
+                                : fmt::format("{}", fmt::join(used, ", ")));
       }
       if (hier)
         fmt::print("# {} hosts, {} rails; hierarchical plan: steady algbw {:.2f} GB/s (busiest link {}); "

@@ -30,6 +30,7 @@
 #include "nccl/group/group_point_to_point.hpp"
 #include "nccl/p2p/p2p_ops.hpp"
 #include "runtime/comm/cuda_call_oracle.hpp"
+#include "runtime/cuda/gpu_devices.hpp"
 
 using namespace canopy::nccl_api;
 
@@ -159,13 +160,11 @@ PointToPointPart part_of(const GroupedRequest& q, ncclComm* comm) {
 // stream once the call's part has been issued (the part holds it). The call then runs out of place from the copy.
 ncclResult_t stage_in_place_alltoall(GroupedRequest* q, ncclComm* comm, std::shared_ptr<void>* scratch) {
   const std::size_t bytes = q->count * static_cast<std::size_t>(comm->nranks) * nccl_type_size(q->datatype);
-  int keep = 0;
-  (void)cudaGetDevice(&keep);
+  const canopy::CurrentDevice keep;
   void* copy = nullptr;
   cudaError_t e = cudaSetDevice(comm->device);
   if (e == cudaSuccess) e = cudaMallocAsync(&copy, bytes, q->stream);
   if (e == cudaSuccess) e = cudaMemcpyAsync(copy, q->send, bytes, cudaMemcpyDeviceToDevice, q->stream);
-  (void)cudaSetDevice(keep);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
     if (copy) (void)cudaFreeAsync(copy, q->stream);
@@ -176,10 +175,8 @@ ncclResult_t stage_in_place_alltoall(GroupedRequest* q, ncclComm* comm, std::sha
   const int device = comm->device;
   cudaStream_t stream = q->stream;
   *scratch = std::shared_ptr<void>(copy, [device, stream](void* p) {
-    int was = 0;
-    (void)cudaGetDevice(&was);
+    const canopy::CurrentDevice keep_device;
     if (cudaSetDevice(device) != cudaSuccess || cudaFreeAsync(p, stream) != cudaSuccess) (void)cudaGetLastError();
-    (void)cudaSetDevice(was);
   });
   q->send = copy;
   return ncclSuccess;

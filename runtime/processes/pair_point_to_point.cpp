@@ -149,11 +149,14 @@ PostingBook& PairPointToPoint::send_book(int a, int b) const {
 
 PostingBook& PairPointToPoint::recv_book(int a, int b) const { return (&send_book(a, b))[1]; }
 
-int PairPointToPoint::lane_of(const PointToPoint& op) const {
+int PairPointToPoint::lane_of(int rank, int peer, bool send) const {
   const int own = layout_.own_ranks(layout_.process);
-  const int local = op.rank - layout_.first_rank(layout_.process);
-  const int ring = layout_.ring_of(op.rank, op.peer);
-  return (local * (layout_.ranks() - own) + ring) * 2 + (op.kind == PointToPointKind::send ? kSend : kRecv);
+  const int local = rank - layout_.first_rank(layout_.process);
+  return (local * (layout_.ranks() - own) + layout_.ring_of(rank, peer)) * 2 + (send ? kSend : kRecv);
+}
+
+int PairPointToPoint::lane_of(const PointToPoint& op) const {
+  return lane_of(op.rank, op.peer, op.kind == PointToPointKind::send);
 }
 
 char* PairPointToPoint::slot(int sender, int receiver, int slot) const {
@@ -185,35 +188,30 @@ Status PairPointToPoint::post(const PointToPoint& op, std::size_t at,
                             elements(c.theirs->count, c.theirs->dtype)));
 }
 
-Status PairPointToPoint::queue(const PointToPoint& op) {
-  const int lane = lane_of(op);
+Status PairPointToPoint::queue(const PointToPoint& op, int lane) {
   const std::uint64_t bytes = op.count * static_cast<std::uint64_t>(size_of(op.dtype));
   const std::vector<RingChunk> chunks = ring_chunks(chunks_[lane].load(), bytes, layout_.slot_bytes, layout_.slots);
   const bool send = op.kind == PointToPointKind::send;
   const int me = layout_.process, peer = layout_.process_of_rank[op.peer];
+  // A send waits until its peer has taken the chunk its slot held before, copies the user's chunk in and says so in
+  // `sent`; a receive waits until its peer has put the chunk there, copies it out and says so in `taken`.
+  const PairWords& theirs = words(op.peer, op.rank);
+  PairWords& mine = words(op.rank, op.peer);
+  const std::uint32_t* awaited = send ? &theirs.taken : &theirs.sent;
+  std::uint32_t* written = send ? &mine.sent : &mine.taken;
   for (const RingChunk& c : chunks) {
     char* user = static_cast<char*>(op.buffer) + c.offset;
-    if (send) {
-      char* to = slot(op.rank, op.peer, c.slot);
-      if (c.wait_drained)
-        if (Status s = words_.wait(peer, &words(op.peer, op.rank).taken, c.drained, lane); !s.ok()) return s;
-      if (cudaError_t e = cudaMemcpyAsync(to, user, c.bytes, cudaMemcpyDeviceToDevice, words_.side(lane));
-          e != cudaSuccess)
-        return words_.failed(fmt::format("copying a chunk of rank {}'s send to rank {} ({} bytes) into its ring",
-                                         op.rank, op.peer, c.bytes),
-                             e);
-      if (Status s = words_.write(me, &words(op.rank, op.peer).sent, c.filled, lane); !s.ok()) return s;
-    } else {
-      const char* from = slot(op.peer, op.rank, c.slot);
-      if (Status s = words_.wait(peer, &words(op.peer, op.rank).sent, c.filled, lane); !s.ok()) return s;
-      if (cudaError_t e = cudaMemcpyAsync(user, from, c.bytes, cudaMemcpyDeviceToDevice, words_.side(lane));
-          e != cudaSuccess)
-        return words_.failed(fmt::format("copying a chunk of rank {}'s receive from rank {} ({} bytes) out of the "
-                                         "sender's ring",
-                                         op.rank, op.peer, c.bytes),
-                             e);
-      if (Status s = words_.write(me, &words(op.rank, op.peer).taken, c.filled, lane); !s.ok()) return s;
-    }
+    char* ring = send ? slot(op.rank, op.peer, c.slot) : slot(op.peer, op.rank, c.slot);
+    if (!send || c.wait_drained)
+      if (Status s = words_.wait(peer, awaited, send ? c.drained : c.filled, lane); !s.ok()) return s;
+    if (cudaError_t e = cudaMemcpyAsync(send ? ring : user, send ? user : ring, c.bytes, cudaMemcpyDeviceToDevice,
+                                        words_.side(lane));
+        e != cudaSuccess)
+      return words_.failed(fmt::format("copying a chunk of rank {}'s {} rank {} ({} bytes) {}", op.rank,
+                                       send ? "send to" : "receive from", op.peer, c.bytes,
+                                       send ? "into its ring" : "out of the sender's ring"),
+                           e);
+    if (Status s = words_.write(me, written, c.filled, lane); !s.ok()) return s;
   }
   chunks_[lane].fetch_add(static_cast<std::uint32_t>(chunks.size()));
   return Status();
@@ -230,7 +228,8 @@ Status PairPointToPoint::run(std::span<const PointToPoint> ops,
   for (const PointToPoint& op : ops)
     if (op.count > 0) {
       std::vector<int>& lanes = lanes_of[op.stream];
-      if (std::find(lanes.begin(), lanes.end(), lane_of(op)) == lanes.end()) lanes.push_back(lane_of(op));
+      if (const int lane = lane_of(op); std::find(lanes.begin(), lanes.end(), lane) == lanes.end())
+        lanes.push_back(lane);
     }
   for (const auto& [stream, lanes] : lanes_of)
     if (Status s = words_.fork_lanes(stream, lanes); !s.ok()) return s;
@@ -238,7 +237,7 @@ Status PairPointToPoint::run(std::span<const PointToPoint> ops,
   if (cudaError_t e = cudaSetDevice(layout_.ordinal); e != cudaSuccess) return words_.failed("cudaSetDevice", e);
   for (const PointToPoint& op : ops)
     if (op.count > 0)
-      if (Status s = queue(op); !s.ok()) return s;
+      if (Status s = queue(op, lane_of(op)); !s.ok()) return s;
   for (const auto& [stream, lanes] : lanes_of)
     if (Status s = words_.join_lanes(lanes, stream); !s.ok()) return s;
   return Status();
@@ -250,10 +249,9 @@ void PairPointToPoint::release() {
   for (int a = first; a < first + own; ++a)
     for (int b = 0; b < layout_.ranks(); ++b) {
       if (layout_.process_of_rank[b] == layout_.process) continue;
-      const PointToPoint send{PointToPointKind::send, a, b}, recv{PointToPointKind::recv, a, b};
       // a -> b: a's `sent`, which b's receives wait for, and b's `taken`, which a's sends wait for; b -> a alike.
-      const std::uint32_t out = ring_release_value(chunks_[lane_of(send)].load() + 2);
-      const std::uint32_t in = ring_release_value(chunks_[lane_of(recv)].load() + 2);
+      const std::uint32_t out = ring_release_value(chunks_[lane_of(a, b, true)].load() + 2);
+      const std::uint32_t in = ring_release_value(chunks_[lane_of(a, b, false)].load() + 2);
       store_release(words(a, b).sent, out);
       store_release(words(b, a).taken, out);
       store_release(words(a, b).taken, in);

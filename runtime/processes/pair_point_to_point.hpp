@@ -93,10 +93,11 @@ class PairPointToPoint {
   PostingBook& send_book(int a, int b) const;  // a's sends to b
   PostingBook& recv_book(int a, int b) const;  // a's receives from b
   std::size_t pair_index(int a, int b) const;  // within a's process's page
+  int lane_of(int rank, int peer, bool send) const;  // the side stream of rank's sends to (receives from) peer
   int lane_of(const PointToPoint& op) const;
   char* slot(int sender, int receiver, int slot) const;
   Status post(const PointToPoint& op, std::size_t at, const std::function<std::optional<Status>()>& given_up);
-  Status queue(const PointToPoint& op);
+  Status queue(const PointToPoint& op, int lane);  // its chunks on its lane
   void settle();  // released: release again until every lane is idle (a lane may write a word back below the value)
 
   PairLayout layout_;

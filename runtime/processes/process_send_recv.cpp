@@ -22,14 +22,6 @@
 
 namespace canopy {
 
-namespace {
-
-std::string rank_span(int first, int own) {
-  return own == 1 ? fmt::format("rank {}", first) : fmt::format("ranks {}..{}", first, first + own - 1);
-}
-
-}  // namespace
-
 Status ProcessCallPath::share_pairs(int ordinal) {
   PairLayout layout;
   layout.process = group_->process;
@@ -72,10 +64,10 @@ Status ProcessCallPath::send_recv(std::span<const PointToPoint> ops) {
       return Status(
           StatusCode::invalid_argument,
           fmt::format("send_recv: op {} ({} of rank {}) is issued by rank {}, which {} holds: each process "
-                      "passes only its own ranks' ops (this one holds {})",
+                      "passes only its own ranks' ops, and this is {}",
                       at, kind_name(op.kind), op.rank, op.rank,
                       describe_process(group_->facts[process_of_rank[op.rank]], process_of_rank[op.rank], false),
-                      rank_span(first, own)));
+                      describe_process(group_->facts[self], self, false)));
     if (process_of_rank[op.peer] != self) across.push_back(op);
   }
   if (Status s = check_point_to_point_streams(ops, layout_.placement.ordinal_of_rank, kernels_.oracle()); !s.ok())

@@ -178,24 +178,23 @@ class Checker {
     if (process_ % 2)
       std::stable_partition(ops.begin(), ops.end(),
                             [](const PointToPoint& op) { return op.kind == PointToPointKind::recv; });
-    // Grouped: one call. Ungrouped: each op a call of its own, in the same order.
-    const std::size_t per_call = ungrouped_ ? 1 : std::max<std::size_t>(ops.size(), 1);
-    for (std::size_t at = 0; at < ops.size() || (at == 0 && ops.empty()); at += per_call) {
+    // Grouped: the ops in one send_recv (a process with none makes an empty one). Ungrouped: each op a call of its
+    // own, in the same order, through Communicator::send and recv, as a lone ncclSend and ncclRecv.
+    const auto failed = [&](const Status& s) {
+      ++failed_;
+      fmt::print("process {}: {}: send_recv failed: {}\n", process_, what, s.message());
+    };
+    if (!ungrouped_) {
       ++calls_;
-      const std::span<const PointToPoint> call =
-          std::span<const PointToPoint>(ops).subspan(at, std::min(per_call, ops.size() - at));
-      // One op a call: Communicator::send and recv, as a lone ncclSend and ncclRecv.
-      const auto alone = [this](const PointToPoint& op) {
-        return op.kind == PointToPointKind::send
-                   ? comm_.send(op.rank, op.buffer, op.count, op.dtype, op.peer, op.stream)
-                   : comm_.recv(op.rank, op.buffer, op.count, op.dtype, op.peer, op.stream);
-      };
-      if (const Status s = ungrouped_ && call.size() == 1 ? alone(call[0]) : comm_.send_recv(call); !s.ok()) {
-        ++failed_;
-        fmt::print("process {}: {}: send_recv failed: {}\n", process_, what, s.message());
-        return;
+      if (const Status s = comm_.send_recv(ops); !s.ok()) return failed(s);
+    } else {
+      for (const PointToPoint& op : ops) {
+        ++calls_;
+        const Status s = op.kind == PointToPointKind::send
+                             ? comm_.send(op.rank, op.buffer, op.count, op.dtype, op.peer, op.stream)
+                             : comm_.recv(op.rank, op.buffer, op.count, op.dtype, op.peer, op.stream);
+        if (!s.ok()) return failed(s);
       }
-      if (ops.empty()) break;
     }
     for (cudaStream_t st : streams_)
       if (!cuda_ok(cudaStreamSynchronize(st), what)) return;

@@ -431,24 +431,25 @@ TEST(RuntimeEnv, PairRingsDefaultToFourSlotsOfOneMiBAndRefuseWhatCannotHoldAChun
     EXPECT_EQ(shape.slot_bytes, std::size_t{256} << 10);
     EXPECT_EQ(shape.slots, 8);
   }
-  for (const char* bad : {"100", "1000", "0"}) {
-    ScopedEnv bytes("CANOPY_P2P_SLOT_BYTES", bad);
+  // The error a bad value of `variable` gets (empty, and a failure, where it was taken).
+  const auto refusal = [](const char* variable, const char* value) -> std::string {
+    ScopedEnv given(variable, value);
     try {
       (void)pair_ring_shape_from_environment();
-      ADD_FAILURE() << "CANOPY_P2P_SLOT_BYTES=" << bad << " was taken";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("CANOPY_P2P_SLOT_BYTES"), std::string::npos) << e.what();
-      EXPECT_NE(std::string(e.what()).find("multiple of 256"), std::string::npos) << e.what();
+      return e.what();
     }
+    ADD_FAILURE() << variable << "=" << value << " was taken";
+    return "";
+  };
+  for (const char* bad : {"100", "1000", "0"}) {
+    const std::string why = refusal("CANOPY_P2P_SLOT_BYTES", bad);
+    EXPECT_NE(why.find("CANOPY_P2P_SLOT_BYTES"), std::string::npos) << why;
+    EXPECT_NE(why.find("multiple of 256"), std::string::npos) << why;
   }
   for (const char* bad : {"0", "65", "four"}) {
-    ScopedEnv slots("CANOPY_P2P_SLOTS", bad);
-    try {
-      (void)pair_ring_shape_from_environment();
-      ADD_FAILURE() << "CANOPY_P2P_SLOTS=" << bad << " was taken";
-    } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("CANOPY_P2P_SLOTS"), std::string::npos) << e.what();
-    }
+    const std::string why = refusal("CANOPY_P2P_SLOTS", bad);
+    EXPECT_NE(why.find("CANOPY_P2P_SLOTS"), std::string::npos) << why;
   }
 }
 
