@@ -27,7 +27,7 @@ torch_run() {  # NAME NPROC "SCRIPT [ARGS...]" [ENV...]: one check under torchru
   grep -E '^(c10d_check|ddp_check|fsdp_check|borrowed_check|pipeline_check): [0-9]+ (cases|ranks|skipped)|^(ok|WRONG) |WRONG|^wrong:|Error' \
     "$out/torch-$name.log" | tail -n 25
   echo "   exit $rc; $(grep -ciE 'canopy.*served' "$out/torch-$name.log") log lines served by Canopy," \
-    "$(grep -ciE 'canopy.*forward' "$out/torch-$name.log") forwarded"
+    "$(grep -c 'forwarded to the real NCCL' "$out/torch-$name.log") forwarded"
 }
 checks=" ${CANOPY_TORCH_CHECKS:-borrowed pipeline c10d ddp fsdp} "
 {
