@@ -5,7 +5,9 @@
 #             CANOPY_NCCL_FORWARD), pipeline_check.py, c10d_check.py, ddp_check.py and fsdp_check.py under torchrun for
 #             each of CANOPY_TORCH_PROCS (2 4), ddp_check with 1 rank, and c10d_check with 1 rank on the real NCCL (the
 #             baseline: it refuses 2 ranks on one GPU); CANOPY_TORCH_CHECKS picks some (default "borrowed pipeline
-#             c10d ddp fsdp"); each run cut at CANOPY_TORCH_TIMEOUT seconds (900)
+#             c10d ddp fsdp"); "initcost" adds tests/torch/init_cost.py (init time and GPU memory with and without
+#             the real NCCL beside, CANOPY_INITCOST_ROUNDS rounds, 5; rows in initcost-N.json); each run cut at
+#             CANOPY_TORCH_TIMEOUT seconds (900)
 #                                                                            -> torch-*.log, torch.log
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, mps_*, bench_args: bench/device-run
 # PyTorch's c10d, DDP and FSDP2 through the NCCL library, every rank on GPU 0 (tests/torch/; docs/nccl-api.md
@@ -57,6 +59,13 @@ checks=" ${CANOPY_TORCH_CHECKS:-borrowed pipeline c10d ddp fsdp} "
   if [[ "$checks" == *" fsdp "* ]]; then
     for n in ${CANOPY_TORCH_PROCS:-2 4}; do
       torch_run "fsdp-$n" "$n" fsdp_check.py LD_PRELOAD="$library" CANOPY_LOG=info
+    done
+  fi
+  if [[ "$checks" == *" initcost "* ]]; then  # not in the default list: a measure, not a check
+    for n in ${CANOPY_TORCH_PROCS:-2 4}; do
+      torch_run "initcost-$n" "$n" "init_cost.py --rounds ${CANOPY_INITCOST_ROUNDS:-5} --json $out/initcost-$n.json" \
+        LD_PRELOAD="$library" CANOPY_LOG=info
+      grep -E '^(default|real=1) |^init_cost:' "$out/torch-initcost-$n.log"
     done
   fi
   [[ "$checks" == *" c10d "* ]] && torch_run c10d-1-real-nccl 1 c10d_check.py
