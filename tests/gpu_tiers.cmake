@@ -16,6 +16,7 @@ set(CANOPY_GPU_QUICK_TESTS
     "PointToPointOnGpu.RefusesWhatItCannotMatchAndMovesARing"
     "AlltoallOnGpu.*"
     "GatherScatterOnGpu.*"
+    "ExchangeBenchOnGpu.*"
     "DriverQueriesOnGpu.*"
     # bench/harness: the datacheck's GPU reference against the host's
     "ReferenceCheckOnGpu.*"

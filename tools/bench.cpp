@@ -3,13 +3,14 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
 #include "bench/harness/benchmark.hpp"
-#include "planner/alltoall_program.hpp"
-#include "planner/planner.hpp"
+#include "bench/harness/exchange_calls.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
+#include "tools/bench_exchange.hpp"
 #include "tools/bench_procs.hpp"
 #include "tools/commands.hpp"
 
@@ -45,8 +46,8 @@ void add_bench_command(CLI::App& app) {
   add_topology_args(*cmd, args->topology, /*positional=*/false, /*required=*/false);
   cmd->add_option("--devices", args->devices, "CUDA devices to use, e.g. 0,1 (default: as many as the ranks)");
   cmd->add_option("--collective,-c", args->collective,
-                  "all, or a list of broadcast reduce allreduce allgather reducescatter; or alltoall alone (the planned "
-                  "all-to-all's program, docs/planner.md)")
+                  "all, or a list of broadcast reduce allreduce allgather reducescatter; or one of sendrecv alltoall "
+                  "gather scatter alone (NCCL's point-to-point family: its own table)")
       ->capture_default_str();
   cmd->add_option("--algorithm,-a", args->algorithm,
                   "time a collective-algorithm program instead (canopy algo list, or MSCCL-IR XML), built for the "
@@ -56,7 +57,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--dtype", args->dtype, "f32 f16 bf16 f64 i32 i64 u8 i8 u32 u64 f8e4m3 f8e5m2")
       ->capture_default_str();
   cmd->add_option("--op", args->op, "sum prod min max avg")->capture_default_str();
-  cmd->add_option("--root", args->root, "root rank of broadcast and reduce")->capture_default_str();
+  cmd->add_option("--root", args->root, "root rank of broadcast, reduce, gather and scatter")->capture_default_str();
   cmd->add_option("--iters", args->iters, "timed launches per repeat")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "untimed launches first")->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "timed loops; the median is reported")->capture_default_str();
@@ -86,21 +87,35 @@ void add_bench_command(CLI::App& app) {
       "  canopy bench --json bench.json                      rows as JSON (docs/runtime.md, \"Bench JSON\")\n"
       "  canopy bench -a ring-allreduce --vs-nccl            a program (docs/algorithms.md) beside NCCL\n"
       "  canopy bench -t dgx1-v100 -c alltoall               the planned all-to-all (relayed routes)\n"
+      "  canopy bench --procs 2 -c sendrecv --vs-nccl        a ring of sends and receives beside NCCL's\n"
       "  canopy bench --sizes 8:64K --vs-nccl --graph        replays of captured calls, both libraries\n"
       "  canopy bench --procs 2 -c allreduce --vs-nccl       one process per rank, Canopy and NCCL alike\n"
       "Columns follow nccl-tests: size in bytes (allgather: output, reduce-scatter: input), count per rank,\n"
       "time in µs (median of --repeats loops of --iters launches, CUDA events, slowest GPU), algbw = size / time,\n"
-      "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce-scatter), 1 (broadcast, reduce).\n"
+      "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce-scatter, alltoall, gather, scatter),\n"
+      "1 (broadcast, reduce, sendrecv). alltoall's size is a rank's send buffer, gather's the root's receive buffer,\n"
+      "scatter's the root's send buffer; NCCL runs these four as one group of ncclSend and ncclRecv.\n"
       "#wrong counts output elements that differ from the host reference in a separate checked run.");
   cmd->callback([args] {
     BenchOptions o;
-    // -c alltoall: the planned all-to-all's program (planner/alltoall_program.hpp), timed as -a times a program.
-    const bool planned_alltoall = args->collective == "alltoall";
-    if (!planned_alltoall && args->collective.find("alltoall") != std::string::npos)
-      throw Error(fmt::format("--collective '{}': alltoall runs alone (-c alltoall), its own table", args->collective));
-    if (planned_alltoall && !args->algorithm.empty())
-      throw Error("-c alltoall times the planned all-to-all; -a times another program: give one of them");
-    o.collectives = collectives_option(planned_alltoall ? std::string("allreduce") : args->collective);
+    // -c sendrecv|alltoall|gather|scatter: the calls that move blocks, each alone (bench/harness/exchange_bench.hpp).
+    const std::optional<ExchangeCall> exchange = exchange_call_named(args->collective);
+    if (!exchange)
+      for (const char* name : {"sendrecv", "alltoall", "gather", "scatter"})
+        if (args->collective.find(name) != std::string::npos)
+          throw Error(fmt::format("--collective '{}': {} runs alone (-c {}), its own table", args->collective, name,
+                                  name));
+    if (exchange && !args->algorithm.empty())
+      throw Error(fmt::format("-c {} times NCCL's {}; -a times a program: give one of them", args->collective,
+                              args->collective));
+    if (exchange && args->in_place)
+      throw Error(fmt::format("--in-place: -c {} runs out of place (separate send and receive buffers)",
+                              args->collective));
+    if (exchange && args->graph)
+      throw Error(fmt::format("--graph: -c {} is a group of sends and receives, which are not captured into CUDA "
+                              "graphs yet; time it without --graph",
+                              args->collective));
+    o.collectives = collectives_option(exchange ? std::string("allreduce") : args->collective);
     o.sizes = parse_bench_sizes(args->sizes);
     o.dtype = dtype_option(args->dtype);
     o.op = op_option(args->op);
@@ -134,12 +149,6 @@ void add_bench_command(CLI::App& app) {
     if (!args->algorithm.empty()) {
       if (args->in_place) throw Error("--in-place: algorithm programs run out of place");
       o.program = std::make_shared<ProgramOutputs>(program_option(args->algorithm, comm->ranks()));
-    } else if (planned_alltoall) {
-      if (args->in_place) throw Error("--in-place: all-to-all runs out of place");
-      PlanOptions options;
-      options.gpus = comm->rank_names();
-      const AlltoallPlan plan = plan_alltoall(comm->topology(), options);
-      o.program = std::make_shared<ProgramOutputs>(alltoall_program(comm->topology(), plan));
     }
     std::unique_ptr<NcclBaseline> nccl;
     if (args->vs_nccl && comm->multi_process()) {
@@ -171,6 +180,24 @@ void add_bench_command(CLI::App& app) {
     fmt::print(table, "# {} iters x {} repeats (median), {} warm-up; {}{}\n", o.iters, o.repeats, o.warmup,
                o.check ? "outputs checked" : "not checked",
                o.graph ? fmt::format("; CUDA graphs: each repeat replays {} captured calls", o.iters) : "");
+    if (exchange) {
+      ExchangeBenchOptions x;
+      x.call = *exchange;
+      x.sizes = o.sizes;
+      x.dtype = o.dtype;
+      x.root = o.root;
+      x.iters = o.iters;
+      x.warmup = o.warmup;
+      x.repeats = o.repeats;
+      x.check = o.check;
+      const std::vector<BenchRow> rows = print_exchange_bench(*comm, x, nccl.get(), args->host_time, table);
+      if (null_table) std::fclose(null_table);
+      if (!args->json.empty() && !quiet) write_output(args->json, bench_rows_json(rows));
+      std::int64_t wrong = 0;
+      for (const BenchRow& r : rows) wrong += std::max<std::int64_t>(r.errors, 0);
+      if (wrong > 0) throw Error(fmt::format("{} output elements were wrong (see #wrong)", wrong));
+      return;
+    }
     Collective current{};
     bool first = true;
     std::vector<BenchRow> rows;

@@ -32,6 +32,8 @@ struct NcclBaseline::Api {
   Result (*all_reduce)(const void*, void*, size_t, int, int, Comm, cudaStream_t);
   Result (*all_gather)(const void*, void*, size_t, int, Comm, cudaStream_t);
   Result (*reduce_scatter)(const void*, void*, size_t, int, int, Comm, cudaStream_t);
+  Result (*send)(const void*, size_t, int, int, Comm, cudaStream_t);
+  Result (*recv)(void*, size_t, int, int, Comm, cudaStream_t);
 };
 
 namespace {
@@ -44,6 +46,7 @@ std::string bind_bench_functions(const LoadedNccl& lib, NcclBaseline::Api* a) {
   bind("ncclCommDestroy", &a->comm_destroy)("ncclGroupStart", &a->group_start)("ncclGroupEnd", &a->group_end);
   bind("ncclBroadcast", &a->broadcast)("ncclReduce", &a->reduce)("ncclAllReduce", &a->all_reduce);
   bind("ncclAllGather", &a->all_gather)("ncclReduceScatter", &a->reduce_scatter);
+  bind("ncclSend", &a->send)("ncclRecv", &a->recv);
   return bind.error();
 }
 
@@ -132,6 +135,30 @@ Status NcclBaseline::run(const CollectiveCall& call) {
   }
   if (r != 0) return Status(StatusCode::cuda_error, fmt::format("NCCL {}: {}", call_name(call.collective),
                                                                 api_->error_string(r)));
+  return Status();
+}
+
+Status NcclBaseline::run_point_to_point(std::span<const PointToPoint> ops, int first_rank) {
+  // Always one group: NCCL pairs a thread's sends and receives only inside one (nccl-tests issues these calls so).
+  Result r = api_->group_start();
+  std::optional<CurrentDevice> keep;
+  if (comms_.size() > 1) keep.emplace();
+  for (const PointToPoint& op : ops) {
+    if (r != 0) break;
+    const std::size_t k = static_cast<std::size_t>(op.rank - first_rank);
+    if (k >= comms_.size()) {
+      (void)api_->group_end();
+      return Status(StatusCode::invalid_argument,
+                    fmt::format("NCCL point-to-point: rank {} is not one of this process's {} NCCL ranks from {}",
+                                op.rank, comms_.size(), first_rank));
+    }
+    const int t = nccl_data_type(op.dtype);
+    r = op.kind == PointToPointKind::send ? api_->send(op.buffer, op.count, t, op.peer, comms_[k], op.stream)
+                                          : api_->recv(op.buffer, op.count, t, op.peer, comms_[k], op.stream);
+  }
+  const Result end = api_->group_end();
+  if (r == 0) r = end;
+  if (r != 0) return Status(StatusCode::cuda_error, fmt::format("NCCL send/recv group: {}", api_->error_string(r)));
   return Status();
 }
 

@@ -8,10 +8,12 @@
 
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "runtime/call/collective_call.hpp"
+#include "runtime/call/point_to_point.hpp"
 #include "core/status.hpp"
 
 namespace canopy {
@@ -40,6 +42,9 @@ class NcclBaseline {
   // One collective over every rank (ncclGroupStart / per-rank calls / ncclGroupEnd), NCCL's own conventions,
   // which CollectiveCall shares.
   Status run(const CollectiveCall& call);
+  // One group of ncclSend and ncclRecv: each op on the NCCL rank op.rank - first_rank of this process (one process:
+  // every rank, first_rank 0; a process of a multi-process communicator: its one rank, first_rank that rank).
+  Status run_point_to_point(std::span<const PointToPoint> ops, int first_rank);
 
   struct Api;
 

@@ -1,6 +1,7 @@
 // `canopy bench` and `canopy tune` as users run them where no GPU is visible (CUDA_VISIBLE_DEVICES=-1): exit 1 with a message, never a
 // crash; bad options are refused before any GPU is asked for; --help teaches the columns.
 #include <gmock/gmock.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/test_util.hpp"
@@ -28,8 +29,19 @@ TEST(BenchCli, BadOptionsAreRefusedFirst) {
   EXPECT_THAT(canopy("bench --iters 0").output, HasSubstr("--iters and --repeats take at least 1"));
   EXPECT_EQ(canopy("bench --op avg").status, 1);
   EXPECT_THAT(canopy("bench -c alltoall -a ring-allreduce").output,
-              HasSubstr("-c alltoall times the planned all-to-all; -a times another program: give one of them"));
-  EXPECT_THAT(canopy("bench -c alltoall,allreduce").output, HasSubstr("--collective 'alltoall,allreduce': alltoall runs alone (-c alltoall)"));
+              HasSubstr("-c alltoall times NCCL's alltoall; -a times a program: give one of them"));
+  EXPECT_THAT(canopy("bench -c alltoall,allreduce").output,
+              HasSubstr("--collective 'alltoall,allreduce': alltoall runs alone (-c alltoall)"));
+  EXPECT_THAT(canopy("bench -c allreduce,sendrecv").output,
+              HasSubstr("--collective 'allreduce,sendrecv': sendrecv runs alone (-c sendrecv)"));
+  EXPECT_THAT(canopy("bench -c gather --in-place").output, HasSubstr("--in-place: -c gather runs out of place"));
+  EXPECT_THAT(canopy("bench -c scatter --graph").output,
+              HasSubstr("--graph: -c scatter is a group of sends and receives, which are not captured"));
+  for (const char* call : {"sendrecv", "alltoall", "gather", "scatter"}) {  // past the options: the GPU is missing
+    const testing::CommandRun r = canopy(fmt::format("bench -t h200x2 -c {} --sizes 1M", call));
+    EXPECT_EQ(r.status, 1) << call << ": " << r.output;
+    EXPECT_THAT(r.output, HasSubstr("canopy: error: no CUDA device is visible")) << call;
+  }
 }
 
 TEST(BenchCli, HelpExplainsTheColumns) {
