@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "codegen/codegen_options.hpp"
 #include "topology/topology.hpp"
@@ -32,7 +34,12 @@ void count_lowering();
 void place_lanes_on_devices(Schedule& s);
 
 // Throws canopy::Error when an edge of `plan` crosses a GPU of `topology` that is not a rank (a plan made with
-// --relay): generated kernels move data between ranks, peer to peer, and do not forward through other GPUs yet.
+// --relay): lower() generates the relays' forwarding (CodegenOptions::relay_gpus), but the runtime does not allocate
+// or launch relay participants yet, so it refuses such plans with this.
 void check_no_relay_gpus(const Plan& plan, const Topology& topology);
+
+// The GPUs of `topology` that `plan`'s paths cross without being ranks (a plan made with --relay), in topology order:
+// what CodegenOptions::relay_gpus takes for lower() to generate their forwarding. Empty for a plan without relays.
+std::vector<std::string> relay_gpus_of(const Plan& plan, const Topology& topology);
 
 }  // namespace canopy

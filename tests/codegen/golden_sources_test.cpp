@@ -7,6 +7,7 @@
 
 #include "codegen/direct_source.hpp"
 #include "codegen/generate.hpp"
+#include "codegen/lower.hpp"
 #include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
 #include "dsl/algorithms/shipped_algorithms.hpp"
@@ -55,6 +56,23 @@ TEST(GoldenSources, OwnBuffersOnlyAllreduceMatchesGeneratedFolder) {
   o.own_buffers_only = true;
   const KernelSource k = generate(plan(load_topology("h200x2"), Collective::allreduce), o);
   EXPECT_EQ(k.file.name, "canopy_allreduce_h200x2_t4_c256k_f32_sum_own.cu");
+  expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
+}
+
+// Blink+ (CodegenOptions::relay_gpus): dgx1-p100's GPUs 0 and 1 broadcasting with the other GPUs that help
+// forwarding (canopy gen --relay); each relay's lanes copy from its FIFO to the next hop, the kernel's name says so.
+TEST(GoldenSources, RelayBroadcastMatchesGeneratedFolder) {
+  if (!CANOPY_WITH_CLANG) GTEST_SKIP() << "built with CANOPY_WITH_CLANG=OFF: sources are not formatted by libFormat";
+  const Topology t = load_topology("dgx1-p100");
+  PlanOptions tenant;
+  tenant.gpus = {"gpu0", "gpu1"};
+  tenant.relay = true;
+  const Plan p = plan(t, Collective::broadcast, tenant);
+  CodegenOptions o;
+  o.relay_gpus = relay_gpus_of(p, t);
+  EXPECT_EQ(o.relay_gpus, (std::vector<std::string>{"gpu2", "gpu3", "gpu4", "gpu5"}));
+  const KernelSource k = generate(p, o);
+  EXPECT_EQ(k.file.name, "canopy_broadcast_dgx1p100_t5_c256k_f32_relays4.cu");
   expect_golden(source_dir() / "generated" / k.file.name, k.file.text);
 }
 

@@ -305,3 +305,48 @@ TEST(LowerErrors, OptionsOutOfRangeNameTheFix) {
 
 }  // namespace
 }  // namespace canopy
+
+namespace canopy {
+namespace {
+
+// Relays (CodegenOptions::relay_gpus): participants after the ranks, one per crossing of a relay GPU by a tree's
+// edge ("gpu3", then "gpu3#2" where one tree crosses it twice), each on its GPU's device; bad relay options named.
+TEST(LowerRelays, ParticipantsFollowTheRanksOnTheirGpusDevices) {
+  const Topology t = load_topology("dgx1-v100");
+  PlanOptions po;
+  po.gpus = {"gpu0", "gpu1"};
+  po.relay = true;
+  const Plan p = plan(t, Collective::allreduce, po);
+  CodegenOptions o;
+  o.relay_gpus = relay_gpus_of(p, t);
+  EXPECT_EQ(o.relay_gpus, (std::vector<std::string>{"gpu2", "gpu3", "gpu4", "gpu5", "gpu6", "gpu7"}));
+  const Schedule s = lower(p, o);
+  EXPECT_EQ(s.ranks, 2);
+  ASSERT_GE(s.participants(), 2 + 6);
+  EXPECT_EQ(s.name_of(2), "gpu2");
+  std::set<std::string> names;
+  for (int r = 2; r < s.participants(); ++r) {
+    EXPECT_TRUE(s.is_relay(r));
+    names.insert(s.name_of(r));
+    // relay GPU k (in topology order) on device 2 + k: after the ranks' devices 0 and 1
+    const auto at = std::find(o.relay_gpus.begin(), o.relay_gpus.end(), s.relays[r - 2].gpu) - o.relay_gpus.begin();
+    EXPECT_EQ(s.device_of(r), 2 + at) << s.name_of(r);
+  }
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(s.participants() - 2));  // every participant named once
+  EXPECT_EQ(s.devices.size(), 8u);
+  // Placed by the caller: every relay on device 0 beside the ranks (virtual GPUs).
+  o.device_of_rank = {0, 0};
+  o.device_of_relay.assign(6, 0);
+  EXPECT_EQ(lower(p, o).devices.size(), 1u);
+  // Errors name the fault.
+  CodegenOptions bad = o;
+  bad.device_of_relay = {0};
+  EXPECT_THAT(lower_error(p, bad), HasSubstr("relay placement lists 1 devices for 6 relay GPUs"));
+  bad = o;
+  bad.relay_gpus[0] = "gpu1";
+  bad.device_of_relay.clear();
+  EXPECT_THAT(lower_error(p, bad), HasSubstr("relay GPU 'gpu1' is also a rank of the plan"));
+}
+
+}  // namespace
+}  // namespace canopy

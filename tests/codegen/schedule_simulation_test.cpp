@@ -68,7 +68,9 @@ void run_and_check(const std::vector<Case>& cases, std::vector<int> device_of_ra
   std::int64_t scratch = 0;
   for (const Case& c : cases)
     for (const RankResources& r : c.schedule->resources) scratch = std::max(scratch, r.scratch_bytes);
-  ScheduleSimulator sim(n, device_of_rank, scratch);
+  // Relay participants (after the ranks) run on their own devices and hold no buffer.
+  for (int r = n; r < cases[0].schedule->participants(); ++r) device_of_rank.push_back(cases[0].schedule->device_of(r));
+  ScheduleSimulator sim(static_cast<int>(device_of_rank.size()), device_of_rank, scratch);
   std::vector<SimLaunch> launches;
   std::vector<std::vector<std::vector<double>>> inputs;  // [launch][rank]
   // One receive buffer per rank, reused by every launch (the next launch may overwrite it).
@@ -387,6 +389,124 @@ TEST(ScheduleSimulation, OwnBuffersOnlyWithoutTheSlotWaitIsCaught) {
 TEST(ScheduleSimulation, ZeroCopySchedulesDoNameOtherRanksBuffers) {
   const Schedule s = lower(plan_for("dgx1-v100", Collective::broadcast), simulated_options());
   EXPECT_NE(foreign_buffer(s), "");
+}
+
+}  // namespace
+}  // namespace canopy::testing
+
+namespace canopy::testing {
+namespace {
+
+// Blink+: the tenant's GPUs (ranks) with the other GPUs of the machine forwarding (canopy plan --relay).
+Schedule relay_schedule(const std::string& topology, const std::vector<std::string>& gpus, Collective c,
+                        CodegenOptions o) {
+  const Topology t = load_topology(topology);
+  PlanOptions po;
+  po.gpus = gpus;
+  po.relay = true;
+  const Plan p = plan(t, c, po);
+  o.relay_gpus = relay_gpus_of(p, t);
+  return lower(p, o);
+}
+
+// "" when every relay lane only forwards: FIFOs and other participants' receive buffers, one source a step, and
+// no send or receive buffer of its own (it has none) nor any rank's send buffer.
+std::string relay_touches_more_than_fifos(const Schedule& s) {
+  for (const Lane& lane : s.lanes) {
+    if (!s.is_relay(lane.rank)) continue;
+    for (const std::vector<Step>* section : {&lane.prologue, &lane.per_chunk, &lane.epilogue})
+      for (const Step& step : *section) {
+        if (step.kind != StepKind::reduce_copy) continue;
+        if (step.sources.size() != 1)
+          return fmt::format("relay lane {} ({}) combines {} sources", lane.id, s.name_of(lane.rank),
+                             step.sources.size());
+        if (step.sources[0].kind != BufferKind::fifo || step.sources[0].rank != lane.rank)
+          return fmt::format("relay lane {} ({}) reads other than its FIFO: \"{}\"", lane.id, s.name_of(lane.rank),
+                             step.note);
+        for (const BufferRef& b : step.destinations)
+          if (b.kind == BufferKind::send || b.rank == lane.rank)
+            return fmt::format("relay lane {} ({}) writes other than its children: \"{}\"", lane.id,
+                               s.name_of(lane.rank), step.note);
+      }
+  }
+  return "";
+}
+
+const std::vector<std::vector<std::string>> kTenants = {
+    {"gpu0", "gpu1"}, {"gpu0", "gpu3"}, {"gpu0", "gpu1", "gpu2"}, {"gpu0", "gpu1", "gpu4", "gpu5"},
+    {"gpu0", "gpu1", "gpu2", "gpu3", "gpu5"}};
+
+TEST(ScheduleSimulation, RelaysForwardEveryCollectiveForDgx1Tenants) {
+  auto rng = seeded_rng("ScheduleSimulation relays");
+  int with_relays = 0;
+  for (const char* topology : {"dgx1-v100", "dgx1-p100"})
+    for (const std::vector<std::string>& gpus : kTenants)
+      for (Collective c : kCollectives) {
+        const std::string what = fmt::format("{} {{{}}} {} with relays", topology, fmt::join(gpus, ","), to_string(c));
+        const Schedule s = relay_schedule(topology, gpus, c, simulated_options());
+        with_relays += s.relays.empty() ? 0 : 1;
+        EXPECT_EQ(relay_touches_more_than_fifos(s), "") << what;
+        std::vector<Case> cases;
+        for (std::uint64_t count : {1ull, 7ull, 1000ull, 4099ull}) cases.push_back({&s, count, false});
+        cases.push_back({&s, 515, true});
+        run_and_check(cases, block_placement(s.ranks, s.ranks), rng, what);
+      }
+  // Most of these tenants' plans do route through other GPUs (otherwise this test checks nothing new).
+  EXPECT_GE(with_relays, 40);
+}
+
+TEST(ScheduleSimulation, RelaysWithEveryOpManyBlocksOwnBuffersAndPulledEdges) {
+  auto rng = seeded_rng("ScheduleSimulation relays options");
+  for (ReduceOp op : {ReduceOp::prod, ReduceOp::min, ReduceOp::max})
+    for (Collective c : {Collective::reduce, Collective::allreduce, Collective::reducescatter}) {
+      CodegenOptions o = simulated_options();
+      o.op = op;
+      const Schedule s = relay_schedule("dgx1-v100", {"gpu0", "gpu1", "gpu4", "gpu5"}, c, o);
+      run_and_check({{&s, 1000, false}, {&s, 333, true}}, block_placement(s.ranks, s.ranks), rng,
+                    fmt::format("relays {} {}", to_string(c), to_string(op)));
+    }
+  for (Collective c : kCollectives) {
+    CodegenOptions many = simulated_options();
+    many.blocks_per_rank = 9;
+    CodegenOptions own = simulated_options();
+    own.own_buffers_only = true;
+    CodegenOptions pulled = simulated_options();
+    pulled.pull = PullEdges::all;
+    for (const CodegenOptions& o : {many, own, pulled}) {
+      const Schedule s = relay_schedule("dgx1-p100", {"gpu0", "gpu1"}, c, o);
+      ASSERT_FALSE(s.relays.empty()) << to_string(c);
+      EXPECT_EQ(relay_touches_more_than_fifos(s), "") << to_string(c);
+      if (o.own_buffers_only) EXPECT_EQ(foreign_buffer(s), "") << to_string(c);
+      run_and_check({{&s, 4099, false}, {&s, 2051, true}}, block_placement(s.ranks, s.ranks), rng,
+                    fmt::format("relays {} {}", to_string(c), to_string(o)));
+    }
+  }
+}
+
+TEST(ScheduleSimulation, RelaysSharingTheirDevicesWithRanksAndOtherSchedules) {
+  // Every participant on one device (the GPU machine runs virtual GPUs so), beside a schedule without relays.
+  auto rng = seeded_rng("ScheduleSimulation relays one device");
+  for (Collective c : kCollectives) {
+    CodegenOptions o = simulated_options();
+    o.device_of_rank = {0, 0};
+    const Schedule plain = lower(plan(load_topology("dgx1-p100"), c, [] {
+                                   PlanOptions po;
+                                   po.gpus = {"gpu0", "gpu1"};
+                                   return po;
+                                 }()),
+                                 o);
+    const Topology t = load_topology("dgx1-p100");
+    PlanOptions po;
+    po.gpus = {"gpu0", "gpu1"};
+    po.relay = true;
+    const Plan p = plan(t, c, po);
+    o.relay_gpus = relay_gpus_of(p, t);
+    o.device_of_relay.assign(o.relay_gpus.size(), 0);
+    const Schedule relayed = lower(p, o);
+    ASSERT_EQ(relayed.devices.size(), 1u) << to_string(c);
+    run_and_check({{&relayed, 1000, false}, {&plain, 777, false}, {&relayed, 4099, true}}, {0, 0}, rng,
+                  fmt::format("relays on one device {}", to_string(c)));
+  }
 }
 
 }  // namespace

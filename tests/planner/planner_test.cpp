@@ -199,6 +199,35 @@ TEST(Planner, RelayLetsOtherGpusForwardAndNeverLowersTheRate) {
   EXPECT_GT(pair_relayed.algbw_gbps, pair.algbw_gbps * 2);
 }
 
+// check_plan takes the planner's relay plans (GPUs outside the ranks inside edges' paths) and refuses a GPU outside
+// the ranks as a tree node: in a reduce-like tree two edges ending at it would make it combine.
+TEST(Planner, CheckPlanTakesRelaysInPathsAndRefusesARelayThatCombines) {
+  for (const char* name : {"dgx1-v100", "dgx1-p100"}) {
+    const Topology t = load_topology(name);
+    for (const std::vector<std::string>& tenant :
+         std::vector<std::vector<std::string>>{{"gpu0", "gpu1"}, {"gpu0", "gpu3"}, {"gpu0", "gpu1", "gpu4", "gpu5"}})
+      for (Collective c : kAll) {
+        const Plan relayed = plan(t, c, {tenant, std::nullopt, true});
+        EXPECT_TRUE(check_plan(t, relayed).empty()) << name << " " << to_string(c) << ": "
+                                                    << fmt::format("{}", fmt::join(check_plan(t, relayed), "\n"));
+      }
+  }
+  const Topology t = load_topology("dgx1-p100");
+  Plan p = plan(t, Collective::reduce, {{"gpu0", "gpu1", "gpu2"}, std::string("gpu0"), false});
+  // gpu3 (not a rank) takes gpu1's and gpu2's partials and sends one result to gpu0: a combining relay.
+  Tree combining;
+  combining.root = "gpu0";
+  combining.direction = TreeDirection::in;
+  combining.fraction = 1;
+  combining.edges = {{"gpu1", "gpu3", {}}, {"gpu2", "gpu3", {}}, {"gpu3", "gpu0", {}}};
+  p.trees = {combining};
+  const std::string problems = fmt::format("{}", fmt::join(check_plan(t, p), "\n"));
+  EXPECT_THAT(problems, ::testing::HasSubstr("relay gpu3 would combine the partial results of gpu1 and gpu2: a relay only "
+                                  "forwards"));
+  EXPECT_THAT(problems, ::testing::HasSubstr("edge gpu1 -> gpu3 ends at gpu3, a GPU outside the ranks: a relay forwards inside "
+                                  "an edge's path only, it never receives, combines as a tree node"));
+}
+
 TEST(Planner, AllreduceKeepsTheBetterOfTwoPhasesAndOnePhase) {
   PlanReport report;
   const Plan p = plan(load_topology("dgx1-v100"), Collective::allreduce, {}, &report);

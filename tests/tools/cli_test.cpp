@@ -16,6 +16,11 @@ using CliRun = testing::CommandRun;
 
 CliRun canopy(const std::string& args) { return testing::run_command(std::string(CANOPY_CLI) + " " + args + " 2>&1"); }
 
+// The same with one environment variable set (NAME=VALUE) for the command alone.
+CliRun canopy_with(const std::string& variable, const std::string& args) {
+  return testing::run_command("env " + variable + " " + std::string(CANOPY_CLI) + " " + args + " 2>&1");
+}
+
 std::string src(const std::string& relative) { return (testing::source_dir() / relative).string(); }
 
 TEST(Cli, HelpTeachesWithExamples) {
@@ -174,6 +179,38 @@ TEST(CliGen, WritesSourcePlanAndManifestAndExplainsBadOptions) {
   EXPECT_THAT(canopy("gen -t h200x2 -c allreduce --chunk 1000 --print").output, HasSubstr("multiple of 16 bytes"));
   EXPECT_THAT(canopy("gen -t h200x2 -c allreduce").output, HasSubstr("--out DIR, --print or --schedule"));
   EXPECT_THAT(canopy("gen -t h200x2 -c allreduce --schedule").output, HasSubstr("per chunk i"));
+}
+
+// --relay (Blink+): the plan with other GPUs forwarding, their relay lanes in the schedule, their rings in the
+// manifest and in `canopy plan --relay`, all within CANOPY_RELAY_MEMORY; compile builds it (NVRTC, no GPU needed).
+TEST(CliGen, RelayGeneratesTheForwardingGpusLanes) {
+  const CliRun schedule = canopy("gen -t dgx1-p100 --gpus gpu0,gpu1 -c reduce --relay --schedule");
+  EXPECT_EQ(schedule.status, 0) << schedule.output;
+  EXPECT_THAT(schedule.output, HasSubstr("relays (forward only: no user buffer)"));
+  EXPECT_THAT(schedule.output, HasSubstr("tree 1 on gpu2, relay, parent gpu0, children gpu1"));
+  EXPECT_THAT(schedule.output, HasSubstr("copy    gpu2.fifo@0+l*1048576 -> gpu0.fifo@0+l*1048576"));
+  const std::filesystem::path out = std::filesystem::temp_directory_path() / "canopy-cli-gen-relay-test";
+  std::filesystem::remove_all(out);
+  const CliRun r = canopy("gen -t dgx1-p100 --gpus gpu0,gpu1 -c broadcast --relay --out " + out.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(out / "canopy_broadcast_dgx1p100_t5_c256k_f32_relays4.cu"));
+  const std::string manifest = testing::read_file(out / "manifest.json");
+  EXPECT_THAT(manifest, HasSubstr("\"relay\": \"gpu2\""));
+  EXPECT_THAT(manifest, HasSubstr("\"scratch_bytes\": 5242880"));
+  // The plan file (with its relayed paths) generates the same kernel without --relay.
+  const CliRun again = canopy("gen --plan " + (out / "plan.json").string() + " --print");
+  EXPECT_EQ(again.status, 0) << again.output;
+  EXPECT_THAT(again.output, HasSubstr("// relays       gpu2@dev2 gpu3@dev3 gpu4@dev4 gpu5@dev5"));
+  std::filesystem::remove_all(out);
+  const CliRun capped = canopy_with("CANOPY_RELAY_MEMORY=2MiB", "plan -t dgx1-v100 --gpus gpu0,gpu1 -c allreduce --relay");
+  EXPECT_EQ(capped.status, 0) << capped.output;
+  EXPECT_THAT(capped.output, HasSubstr("6 GPUs forward (no user buffer, no reduction); their rings at chunk 64 KiB, "
+                                       "2 slots, 24 blocks a rank (cap CANOPY_RELAY_MEMORY=2 MiB each)"));
+  EXPECT_THAT(canopy_with("CANOPY_RELAY_MEMORY=10", "plan -t dgx1-p100 --gpus gpu0,gpu1 -c broadcast --relay").output,
+              HasSubstr("CANOPY_RELAY_MEMORY=10: give each relay GPU at least 1 MiB"));
+  EXPECT_THAT(canopy("gen --plan x.json --relay --print").output, HasSubstr("--relay plans here"));
+  const CliRun compiled = canopy("compile -t dgx1-p100 --gpus gpu0,gpu1 -c allgather --relay --dtype bf16");
+  EXPECT_EQ(compiled.status, 0) << compiled.output;
 }
 
 // --own-buffers: the kernels a multi-process communicator runs under CANOPY_OWN_BUFFERS=1, for inspection.

@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "codegen/generate.hpp"
+#include "codegen/lower.hpp"
 #include "codegen/direct_source.hpp"
 #include "codegen/ll128_source.hpp"
 #include "codegen/low_latency_source.hpp"
@@ -122,6 +123,35 @@ TEST(GeneratedKernelsOps, VirtualRanksAndSmallBlocksCompile) {
   o.blocks_per_rank = 1;
   o.chunk_bytes = 64 * 1024;
   expect_compiles(plan(load_topology("dgx1-v100"), Collective::allreduce), o);
+}
+
+// Blink+ relays (CodegenOptions::relay_gpus): a DGX-1 tenant's plan with the other GPUs forwarding, every collective,
+// a copying and a reducing type, the relays on devices of their own and all on one device (virtual GPUs).
+TEST(GeneratedKernelsRelays, DgxOneTenantsWithRelaysCompile) {
+  int compiled = 0;
+  for (const char* topology : {"dgx1-p100", "dgx1-v100"})
+    for (const std::vector<std::string>& gpus : std::vector<std::vector<std::string>>{
+             {"gpu0", "gpu1"}, {"gpu0", "gpu1", "gpu4", "gpu5"}})
+      for (Collective c : {Collective::broadcast, Collective::reduce, Collective::allreduce, Collective::allgather,
+                           Collective::reducescatter}) {
+        const Topology t = load_topology(topology);
+        PlanOptions po;
+        po.gpus = gpus;
+        po.relay = true;
+        const Plan p = plan(t, c, po);
+        CodegenOptions o;
+        o.relay_gpus = relay_gpus_of(p, t);
+        ASSERT_FALSE(o.relay_gpus.empty()) << topology << " " << to_string(c);
+        o.dtype = c == Collective::broadcast || c == Collective::allgather ? DataType::u8 : DataType::bf16;
+        const KernelSource k = generate(p, o);
+        EXPECT_NE(k.file.name.find("_relays"), std::string::npos) << k.file.name;
+        expect_compiles(k, o);
+        o.device_of_rank.assign(gpus.size(), 0);
+        o.device_of_relay.assign(o.relay_gpus.size(), 0);
+        expect_compiles(generate(p, o), o);
+        compiled += 2;
+      }
+  EXPECT_EQ(compiled, 40);
 }
 
 // Every shipped collective-algorithm program (dsl/algorithms/), lowered for 2 and 8 ranks (and 16 for the two-host
