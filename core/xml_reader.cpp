@@ -96,7 +96,14 @@ class XmlReader {
       fail(fmt::format("elements nested too deeply for {} ({})", dialect_.format, dialect_.nesting));
     XmlElement e;
     e.line = line_;
-    if (peek() != '<') fail("expected '<'");
+    if (peek() != '<') {
+      if (depth == 0)  // the document itself: say what this file should have been
+        fail(fmt::format("expected '<' (an <{}> element): this is not {}{}, which begins with '<' after an optional "
+                         "<?xml ...?> line, but this file begins with '{}'",
+                         dialect_.root, dialect_.format, dialect_.format.ends_with("XML") ? "" : " XML",
+                         std::string(1, peek())));
+      fail("expected '<'");
+    }
     advance();
     e.name = name();
     for (;;) {

@@ -27,7 +27,7 @@ std::string describe_trees(const Plan& plan) {
 }
 
 std::string describe_plan(const Topology& t, const Plan& plan, const PlanReport& report, const RingBaseline& rings,
-                          bool list_trees) {
+                          bool list_trees, int link_rows, bool legend) {
   const int n = static_cast<int>(plan.ranks.size());
   const double factor = busbw_factor(plan.collective, n);
   std::string out = fmt::format("{} on {}, {} ranks: {}{}\n", to_string(plan.collective), plan.topology, n,
@@ -36,6 +36,9 @@ std::string describe_plan(const Topology& t, const Plan& plan, const PlanReport&
                      plan.algbw_gbps, plan.algbw_gbps * factor);
   out += fmt::format("  bound     algbw {:.2f} GB/s: the plan reaches {:.2f} %\n", plan.bound_algbw_gbps,
                      100.0 * plan.algbw_gbps / plan.bound_algbw_gbps);
+  if (legend)  // the summary a person reads: say once what the figures mean
+    out += "  (algbw: bytes a rank sends / time; busbw: algbw x the collective's factor, as nccl-tests reports it;\n"
+           "   bound: the max-flow limit no plan can beat; docs/planner.md \"What the numbers mean\")\n";
   out += fmt::format("  trees     {} (no plan at this rate can use fewer than {})\n", plan.trees.size(),
                      report.tree_lower_bound);
   if (plan.collective == Collective::allreduce) {
@@ -59,14 +62,26 @@ std::string describe_plan(const Topology& t, const Plan& plan, const PlanReport&
   auto name = [&](const LinkLoad& l) { return t.node(l.from).name + " -> " + t.node(l.to).name; };
   for (const auto& l : loads) width = std::max(width, name(l).size());
   int idle = 0;
-  for (const auto& l : loads) {
+  for (const auto& l : loads) idle += l.utilization < 1e-9 ? 1 : 0;
+  // link_rows >= 0: only that many of the busiest links (stably by load, so equal loads keep the topology's order).
+  std::vector<std::size_t> shown(loads.size());
+  for (std::size_t k = 0; k < loads.size(); ++k) shown[k] = k;
+  if (link_rows >= 0 && static_cast<std::size_t>(link_rows) < loads.size()) {
+    std::stable_sort(shown.begin(), shown.end(),
+                     [&](std::size_t a, std::size_t b) { return loads[a].utilization > loads[b].utilization + 1e-12; });
+    shown.resize(link_rows);
+    std::sort(shown.begin(), shown.end());
+  }
+  for (std::size_t k : shown) {
+    const LinkLoad& l = loads[k];
     const double share = l.utilization;
     const double used = share * l.capacity_gbps;
-    if (share < 1e-9) ++idle;
     const int bar = static_cast<int>(std::lround(share * 20));
     out += fmt::format("  {:<{}}  {:>9.2f} of {:>9.2f}  {:>6.1f} %  {}\n", name(l), width, used, l.capacity_gbps,
                        100 * share, std::string(std::clamp(bar, 0, 20), '#'));
   }
+  if (shown.size() < loads.size())
+    out += fmt::format("  ... the busiest {} of {} links; --links lists every one\n", shown.size(), loads.size());
   out += fmt::format("  {} of {} links carry nothing\n", idle, loads.size());
   if (list_trees) out += "\n" + describe_trees(plan);
   return out;

@@ -34,6 +34,7 @@ struct PlanArgs {
   bool relay = false;
   bool json = false;
   bool trees = false;
+  bool links = false;
   std::string dot;
   std::string svg;
 };
@@ -120,6 +121,7 @@ void add_plan_command(CLI::App &app) {
   cmd->add_flag(
       "--json", args->json,
       "print the plan as JSON (docs/planner.md) instead of the summary");
+  cmd->add_flag("--links", args->links, "list every link's load (default: the 12 busiest)");
   cmd->add_flag("--trees", args->trees,
                 "list every tree (alltoall: every path) in the summary");
   cmd->add_option(
@@ -172,7 +174,7 @@ void add_plan_command(CLI::App &app) {
                             : plan_to_json(p));
     } else {
       const RingBaseline rings = find_rings(t, p.ranks);
-      fmt::print("{}", describe_plan(t, p, report, rings, args->trees));
+      fmt::print("{}", describe_plan(t, p, report, rings, args->trees, args->links ? -1 : 12, /*legend=*/true));
       if (args->relay)
         fmt::print("{}", describe_relay_memory(full, p));
       if (hier) {

@@ -19,6 +19,9 @@ TEST(BenchCli, WithoutAGpuExitsOneAndSaysWhy) {
   const testing::CommandRun r = canopy("bench -t h200x2 -c allreduce --sizes 1M");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_THAT(r.output, HasSubstr("canopy: error: no CUDA device is visible"));
+  // Without a driver CUDA says "driver version is insufficient": the message says what that means.
+  if (r.output.find("insufficient") != std::string::npos)
+    EXPECT_THAT(r.output, HasSubstr("no NVIDIA driver was found: CUDA says \"CUDA driver version is insufficient"));
 }
 
 TEST(BenchCli, BadOptionsAreRefusedFirst) {

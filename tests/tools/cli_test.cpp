@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <regex>
+#include <sstream>
 
 #include "tests/test_util.hpp"
 
@@ -11,6 +13,7 @@ namespace canopy {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 using CliRun = testing::CommandRun;
 
@@ -104,8 +107,31 @@ TEST(Cli, TopoDotWritesDotAndRendersSvg) {
 namespace canopy {
 namespace {
 
+// The summary a newcomer reads: a legend for the figures, the 12 busiest links, --links for every one.
+TEST(CliPlan, ListsTheBusiestLinksWithALegendAndEveryLinkOnRequest) {
+  const CliRun r = canopy("plan -t dgx1-v100 -c allreduce");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("(algbw: bytes a rank sends / time; busbw: algbw x the collective's factor"));
+  EXPECT_THAT(r.output, HasSubstr("bound: the max-flow limit no plan can beat"));
+  EXPECT_THAT(r.output, HasSubstr("  ... the busiest 12 of 58 links; --links lists every one\n  0 of 58 links carry "
+                                  "nothing"));
+  auto link_rows = [](const std::string& out) {  // lines "  gpu0 -> gpu1      25.00 of     25.00   100.0 %  ###"
+    const std::regex row(R"(^  \S+ -> \S+ +[0-9.]+ of +[0-9.]+ +[0-9.]+ %.*)");
+    std::istringstream lines(out);
+    int rows = 0;
+    for (std::string line; std::getline(lines, line);) rows += std::regex_match(line, row) ? 1 : 0;
+    return rows;
+  };
+  EXPECT_EQ(link_rows(r.output), 12);
+  const CliRun all = canopy("plan -t dgx1-v100 -c allreduce --links");
+  EXPECT_EQ(link_rows(all.output), 58);
+  EXPECT_THAT(all.output, Not(HasSubstr("--links lists every one")));
+  // A topology with few links lists them all without the note.
+  EXPECT_THAT(canopy("plan -t h200x2 -c allreduce").output, Not(HasSubstr("the busiest")));
+}
+
 TEST(CliPlan, PrintsSummaryJsonAndPictures) {
-  CliRun r = canopy("plan -t dgx1-v100 -c allreduce");
+  CliRun r = canopy("plan -t dgx1-v100 -c allreduce --links");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("the plan reaches 100.00 %"));
   EXPECT_THAT(r.output, HasSubstr("NCCL-style rings: 6 rings of 25.00 GB/s"));

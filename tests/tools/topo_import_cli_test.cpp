@@ -67,6 +67,15 @@ TEST(TopoImportCli, MalformedFileIsExitOneWithFileAndLine) {
   EXPECT_EQ(r.status, 1);
   EXPECT_THAT(r.output, HasSubstr("canopy: error: " + bad + ":15: error: </system> closes <cpu> (line 2)"));
   std::filesystem::remove(bad);
+  // Not XML at all (a .topo file given by mistake): the error names the format it expected.
+  const std::string text = temp("not-xml.topo");
+  std::ofstream(text) << "topology box\ngpu gpu0\n";
+  r = canopy("topo import " + text);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_THAT(r.output, HasSubstr(":1: error: expected '<' (an <system> element): this is not NCCL topology XML, "
+                                  "which begins with '<' after an optional <?xml ...?> line, but this file begins "
+                                  "with 't'"));
+  std::filesystem::remove(text);
   r = canopy("topo import /nonexistent/nccl.xml");
   EXPECT_EQ(r.status, 1);
   EXPECT_THAT(r.output, HasSubstr("cannot read '/nonexistent/nccl.xml'"));
