@@ -237,6 +237,8 @@ TEST(CliGen, RelayGeneratesTheForwardingGpusLanes) {
   EXPECT_THAT(canopy("gen --plan x.json --relay --print").output, HasSubstr("--relay plans here"));
   const CliRun compiled = canopy("compile -t dgx1-p100 --gpus gpu0,gpu1 -c allgather --relay --dtype bf16");
   EXPECT_EQ(compiled.status, 0) << compiled.output;
+  // compile's figures come with their legend
+  EXPECT_THAT(compiled.output, HasSubstr("spill stores/loads: bytes a thread moves to and from local memory"));
 }
 
 // --own-buffers: the kernels a multi-process communicator runs under CANOPY_OWN_BUFFERS=1, for inspection.
