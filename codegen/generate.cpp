@@ -1,5 +1,4 @@
-// The codegen pipeline (lower, emit, format) and the manifest that describes
-// its output.
+// The codegen pipeline (lower, emit, format) and the manifest that describes its output.
 #include "codegen/generate.hpp"
 
 #include <nlohmann/json.hpp>
@@ -13,35 +12,33 @@
 #include "codegen/source_format.hpp"
 #endif
 
+
 namespace canopy {
 
-KernelSource generate(const Plan &plan, const CodegenOptions &options,
-                      Schedule *schedule) {
+KernelSource generate(const Plan& plan, const CodegenOptions& options, Schedule* schedule) {
   return generate(lower(plan, options), schedule);
 }
 
-KernelSource generate(const algo::Program &program, const Topology &topology,
-                      const CodegenOptions &options, Schedule *schedule) {
+KernelSource generate(const algo::Program& program, const Topology& topology, const CodegenOptions& options,
+                      Schedule* schedule) {
   return generate(lower_program(program, options, topology), schedule);
 }
 
-KernelSource generate(Schedule lowered, Schedule *schedule) {
+KernelSource generate(Schedule lowered, Schedule* schedule) {
   KernelSource source = emit_cuda(lowered);
 #if CANOPY_WITH_CLANG
   source.file.text = format_cuda_source(source.file.text);
 #endif
-  if (schedule)
-    *schedule = std::move(lowered);
+  if (schedule) *schedule = std::move(lowered);
   return source;
 }
 
-std::string manifest_json(const KernelSource &k, const Schedule &s) {
+std::string manifest_json(const KernelSource& k, const Schedule& s) {
   using nlohmann::ordered_json;
   ordered_json j;
   j["name"] = k.name;
   j["source"] = k.file.name;
-  if (!s.program)
-    j["plan"] = "plan.json";
+  if (!s.program) j["plan"] = "plan.json";
   if (s.program) {
     j["algorithm"] = s.program->name;
     j["goal"] = s.program->goal;
@@ -58,11 +55,8 @@ std::string manifest_json(const KernelSource &k, const Schedule &s) {
   j["threads_per_block"] = s.options.threads_per_block;
   j["device_of_rank"] = s.options.device_of_rank;
   ordered_json entries = ordered_json::array();
-  for (const DeviceLaunch &l : k.launches)
-    entries.push_back({{"device", l.device},
-                       {"ranks", l.ranks},
-                       {"blocks", l.blocks},
-                       {"threads", l.threads}});
+  for (const DeviceLaunch& l : k.launches)
+    entries.push_back({{"device", l.device}, {"ranks", l.ranks}, {"blocks", l.blocks}, {"threads", l.threads}});
   j["entry"] = k.entry;
   j["launches"] = entries;
   ordered_json memory = ordered_json::array();
@@ -72,8 +66,7 @@ std::string manifest_json(const KernelSource &k, const Schedule &s) {
                       {"flags", k.resources[r].flag_count},
                       {"flag_bytes", k.resources[r].flag_count * 128}});
   j["memory_per_rank"] = memory;
-  if (!s.relays.empty()) { // participants after the ranks: other GPUs
-                           // forwarding (Blink+), FIFOs only
+  if (!s.relays.empty()) {  // participants after the ranks: other GPUs forwarding (Blink+), FIFOs only
     ordered_json relays = ordered_json::array();
     for (int r = s.ranks; r < s.participants(); ++r)
       relays.push_back({{"relay", s.name_of(r)},
@@ -90,4 +83,4 @@ std::string manifest_json(const KernelSource &k, const Schedule &s) {
   return j.dump(2) + "\n";
 }
 
-} // namespace canopy
+}  // namespace canopy

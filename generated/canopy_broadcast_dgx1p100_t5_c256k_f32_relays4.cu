@@ -86,7 +86,7 @@ __device__ const StepRec kSteps[] = {
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.send -> gpu2.fifo@0+l*1048576, gpu0.recv(unless in place) (forward chunk i to every child)
     {kReduceCopy, kUntilEpoch, 1, 2, 0, 3, 0, {0, 0}, -1},
-    // chunk i: signal gpu2.flag[0+l] := (e, i+1) (chunk i is with my children (FIFOs of relays, buffers of ranks))
+    // chunk i: signal gpu2.flag[0+l] := (e, i+1) (chunk i is in my children's FIFOs)
     {kSignal, kUntilEpoch, 0, 0, 1, 1, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu0
     // chunk i: wait gpu0.flag[10+l] >= (e, i+1-depth) (gpu3 has a free FIFO slot for chunk i)
@@ -95,7 +95,7 @@ __device__ const StepRec kSteps[] = {
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.send -> gpu3.fifo@0+l*1048576, gpu0.recv(unless in place) (forward chunk i to every child)
     {kReduceCopy, kUntilEpoch, 1, 2, 0, 6, 0, {0, 0}, -1},
-    // chunk i: signal gpu3.flag[0+l] := (e, i+1) (chunk i is with my children (FIFOs of relays, buffers of ranks))
+    // chunk i: signal gpu3.flag[0+l] := (e, i+1) (chunk i is in my children's FIFOs)
     {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},
     // lane 3: tree 3 on gpu0
     // chunk i: wait gpu0.flag[15+l] >= (e, i+1-depth) (gpu4 has a free FIFO slot for chunk i)
@@ -104,7 +104,7 @@ __device__ const StepRec kSteps[] = {
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
     // chunk i: copy gpu0.send -> gpu4.fifo@0+l*1048576, gpu0.recv(unless in place) (forward chunk i to every child)
     {kReduceCopy, kUntilEpoch, 1, 2, 0, 9, 0, {0, 0}, -1},
-    // chunk i: signal gpu4.flag[0+l] := (e, i+1) (chunk i is with my children (FIFOs of relays, buffers of ranks))
+    // chunk i: signal gpu4.flag[0+l] := (e, i+1) (chunk i is in my children's FIFOs)
     {kSignal, kUntilEpoch, 0, 0, 1, 3, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu0
     // prologue: wait gpu0.flag[20+l] >= (e, 0) (gpu1 has entered this launch)
@@ -186,13 +186,13 @@ __device__ const LaneRec kLanes[] = {
     // lane 0: tree 0 (out, root gpu0) on gpu1: leaf, parent gpu0; blocks 0-4
     {{-1, 1, {0, 0}, {13689, 65536}}, 5, 0, 1, 0, 1},
     // lane 1: tree 1 (out, root gpu0) on gpu1: leaf, parent gpu2; blocks 5-9
-    {{-1, 1, {13689, 0}, {27378, 65536}}, 5, 2, 1, 0, 1},
+    {{-1, 1, {13689, 0}, {27378, 65536}}, 5, 2, 1, 4, 0},
     // lane 2: tree 2 (out, root gpu0) on gpu1: leaf, parent gpu3; blocks 10-14
-    {{-1, 1, {27378, 0}, {41067, 65536}}, 5, 4, 1, 0, 1},
+    {{-1, 1, {27378, 0}, {41067, 65536}}, 5, 7, 1, 4, 0},
     // lane 3: tree 3 (out, root gpu0) on gpu1: leaf, parent gpu5; blocks 15-19
-    {{-1, 1, {41067, 0}, {54756, 65536}}, 5, 6, 1, 0, 1},
+    {{-1, 1, {41067, 0}, {54756, 65536}}, 5, 12, 1, 4, 0},
     // lane 4: tree 4 (out, root gpu0) on gpu1: leaf, parent gpu0; blocks 20-23
-    {{-1, 1, {54756, 0}, {65536, 65536}}, 4, 8, 1, 0, 1},
+    {{-1, 1, {54756, 0}, {65536, 65536}}, 4, 17, 1, 0, 1},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -203,37 +203,63 @@ __device__ const StepRec kSteps[] = {
     // epilogue: wait gpu1.flag[0+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 0}, -1},
     // lane 1: tree 1 on gpu1
-    // prologue: signal gpu2.flag[5+l] := (e, 0) (my receive buffer is free for this launch: gpu2 may write)
+    // prologue: signal gpu2.flag[5+l] := (e, 0) (my FIFO is free for this launch: gpu2 may fill it)
     {kSignal, kUntilEpoch, 0, 0, 1, 1, 1, {0, 0}, -1},
-    // epilogue: wait gpu1.flag[5+l] >= (e, n) (every chunk from gpu2 has arrived)
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 5}, -1},
+    // chunk i: wait gpu1.flag[5+l] >= (e, i+1) (chunk i from gpu2 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 5}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.fifo@0+l*1048576 -> gpu1.recv (chunk i from my FIFO into my receive buffer)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
+    // chunk i: signal gpu2.flag[5+l] := (e, i+1) (my FIFO slot of chunk i is free again)
+    {kSignal, kUntilEpoch, 0, 0, 1, 2, 0, {0, 0}, -1},
     // lane 2: tree 2 on gpu1
-    // prologue: signal gpu3.flag[5+l] := (e, 0) (my receive buffer is free for this launch: gpu3 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 2, 1, {0, 0}, -1},
-    // epilogue: wait gpu1.flag[10+l] >= (e, n) (every chunk from gpu3 has arrived)
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 10}, -1},
-    // lane 3: tree 3 on gpu1
-    // prologue: signal gpu5.flag[5+l] := (e, 0) (my receive buffer is free for this launch: gpu5 may write)
+    // prologue: signal gpu3.flag[5+l] := (e, 0) (my FIFO is free for this launch: gpu3 may fill it)
     {kSignal, kUntilEpoch, 0, 0, 1, 3, 1, {0, 0}, -1},
-    // epilogue: wait gpu1.flag[15+l] >= (e, n) (every chunk from gpu5 has arrived)
-    {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 15}, -1},
+    // chunk i: wait gpu1.flag[10+l] >= (e, i+1) (chunk i from gpu3 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 10}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.fifo@5242880+l*1048576 -> gpu1.recv (chunk i from my FIFO into my receive buffer)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 2, 0, {0, 0}, -1},
+    // chunk i: signal gpu3.flag[5+l] := (e, i+1) (my FIFO slot of chunk i is free again)
+    {kSignal, kUntilEpoch, 0, 0, 1, 4, 0, {0, 0}, -1},
+    // lane 3: tree 3 on gpu1
+    // prologue: signal gpu5.flag[5+l] := (e, 0) (my FIFO is free for this launch: gpu5 may fill it)
+    {kSignal, kUntilEpoch, 0, 0, 1, 5, 1, {0, 0}, -1},
+    // chunk i: wait gpu1.flag[15+l] >= (e, i+1) (chunk i from gpu5 has arrived)
+    {kWait, kUntilChunk, 0, 0, 0, 0, 0, {1, 15}, -1},
+    // chunk i: sync
+    {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
+    // chunk i: copy gpu1.fifo@10485760+l*1048576 -> gpu1.recv (chunk i from my FIFO into my receive buffer)
+    {kReduceCopy, kUntilEpoch, 1, 1, 0, 4, 0, {0, 0}, -1},
+    // chunk i: signal gpu5.flag[5+l] := (e, i+1) (my FIFO slot of chunk i is free again)
+    {kSignal, kUntilEpoch, 0, 0, 1, 6, 0, {0, 0}, -1},
     // lane 4: tree 4 on gpu1
     // prologue: signal gpu0.flag[20+l] := (e, 0) (my receive buffer is free for this launch: gpu0 may write)
-    {kSignal, kUntilEpoch, 0, 0, 1, 4, 1, {0, 0}, -1},
+    {kSignal, kUntilEpoch, 0, 0, 1, 7, 1, {0, 0}, -1},
     // epilogue: wait gpu1.flag[20+l] >= (e, n) (every chunk from gpu0 has arrived)
     {kWait, kUntilAll, 0, 0, 0, 0, 0, {1, 20}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
 __device__ const BufferRec kBuffers[] = {
-    {kSend, kWhole, 0, 0}, // (unused)
+    {kFifo, kWhole, 1, 0},
+    {kRecv, kWhole, 1, 0},
+    {kFifo, kWhole, 1, 5242880},
+    {kRecv, kWhole, 1, 0},
+    {kFifo, kWhole, 1, 10485760},
+    {kRecv, kWhole, 1, 0},
 };
 
 // Counters signals raise {rank, index}, in step order.
 __device__ const FlagRec kFlags[] = {
     {0, 0},
     {2, 5},
+    {2, 5},
     {3, 5},
+    {3, 5},
+    {5, 5},
     {5, 5},
     {0, 20},
 };
@@ -277,7 +303,7 @@ using namespace canopy;
 // first step, prologue steps, per-chunk steps, epilogue steps}.
 __device__ const LaneRec kLanes[] = {
     // lane 0: tree 1 (out, root gpu0) on gpu2: relay, parent gpu0, children gpu1; blocks 0-4
-    {{-1, 1, {13689, 0}, {27378, 65536}}, 5, 0, 2, 4, 0},
+    {{-1, 1, {13689, 0}, {27378, 65536}}, 5, 0, 1, 5, 0},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -285,22 +311,22 @@ __device__ const StepRec kSteps[] = {
     // lane 0: tree 1 on gpu2
     // prologue: signal gpu0.flag[5+l] := (e, 0) (my FIFO is free for this launch: gpu0 may fill it)
     {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
-    // prologue: wait gpu2.flag[5+l] >= (e, 0) (gpu1 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {2, 5}, -1},
     // chunk i: wait gpu2.flag[0+l] >= (e, i+1) (chunk i from gpu0 has arrived)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {2, 0}, -1},
+    // chunk i: wait gpu2.flag[5+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {2, 5}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu2.fifo@0+l*1048576 -> gpu1.recv (forward chunk i from my FIFO to every child (a relay: no buffer of mine))
+    // chunk i: copy gpu2.fifo@0+l*1048576 -> gpu1.fifo@0+l*1048576 (forward chunk i from my FIFO to every child's FIFO (a relay: no buffer of mine))
     {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[5+l], gpu0.flag[5+l] := (e, i+1) (chunk i is with my children; my FIFO slot of it is free again)
+    // chunk i: signal gpu1.flag[5+l], gpu0.flag[5+l] := (e, i+1) (chunk i is in my children's FIFOs; my slot of it is free again)
     {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
 __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 2, 0},
-    {kRecv, kWhole, 1, 0},
+    {kFifo, kWhole, 1, 0},
 };
 
 // Counters signals raise {rank, index}, in step order.
@@ -330,7 +356,7 @@ using namespace canopy;
 // first step, prologue steps, per-chunk steps, epilogue steps}.
 __device__ const LaneRec kLanes[] = {
     // lane 0: tree 2 (out, root gpu0) on gpu3: relay, parent gpu0, children gpu1; blocks 0-4
-    {{-1, 1, {27378, 0}, {41067, 65536}}, 5, 0, 2, 4, 0},
+    {{-1, 1, {27378, 0}, {41067, 65536}}, 5, 0, 1, 5, 0},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -338,22 +364,22 @@ __device__ const StepRec kSteps[] = {
     // lane 0: tree 2 on gpu3
     // prologue: signal gpu0.flag[10+l] := (e, 0) (my FIFO is free for this launch: gpu0 may fill it)
     {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
-    // prologue: wait gpu3.flag[5+l] >= (e, 0) (gpu1 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {3, 5}, -1},
     // chunk i: wait gpu3.flag[0+l] >= (e, i+1) (chunk i from gpu0 has arrived)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {3, 0}, -1},
+    // chunk i: wait gpu3.flag[5+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {3, 5}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu3.fifo@0+l*1048576 -> gpu1.recv (forward chunk i from my FIFO to every child (a relay: no buffer of mine))
+    // chunk i: copy gpu3.fifo@0+l*1048576 -> gpu1.fifo@5242880+l*1048576 (forward chunk i from my FIFO to every child's FIFO (a relay: no buffer of mine))
     {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[10+l], gpu0.flag[10+l] := (e, i+1) (chunk i is with my children; my FIFO slot of it is free again)
+    // chunk i: signal gpu1.flag[10+l], gpu0.flag[10+l] := (e, i+1) (chunk i is in my children's FIFOs; my slot of it is free again)
     {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
 __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 3, 0},
-    {kRecv, kWhole, 1, 0},
+    {kFifo, kWhole, 1, 5242880},
 };
 
 // Counters signals raise {rank, index}, in step order.
@@ -397,9 +423,9 @@ __device__ const StepRec kSteps[] = {
     {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {4, 5}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu4.fifo@0+l*1048576 -> gpu5.fifo@0+l*1048576 (forward chunk i from my FIFO to every child (a relay: no buffer of mine))
+    // chunk i: copy gpu4.fifo@0+l*1048576 -> gpu5.fifo@0+l*1048576 (forward chunk i from my FIFO to every child's FIFO (a relay: no buffer of mine))
     {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
-    // chunk i: signal gpu5.flag[0+l], gpu0.flag[15+l] := (e, i+1) (chunk i is with my children; my FIFO slot of it is free again)
+    // chunk i: signal gpu5.flag[0+l], gpu0.flag[15+l] := (e, i+1) (chunk i is in my children's FIFOs; my slot of it is free again)
     {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
 };
 
@@ -436,7 +462,7 @@ using namespace canopy;
 // first step, prologue steps, per-chunk steps, epilogue steps}.
 __device__ const LaneRec kLanes[] = {
     // lane 0: tree 3 (out, root gpu0) on gpu5: relay, parent gpu4, children gpu1; blocks 0-4
-    {{-1, 1, {41067, 0}, {54756, 65536}}, 5, 0, 2, 4, 0},
+    {{-1, 1, {41067, 0}, {54756, 65536}}, 5, 0, 1, 5, 0},
 };
 
 // {kind, until, sources, destinations, flags, first, epoch_only, {flag rank, flag index}, dependency}.
@@ -444,22 +470,22 @@ __device__ const StepRec kSteps[] = {
     // lane 0: tree 3 on gpu5
     // prologue: signal gpu4.flag[5+l] := (e, 0) (my FIFO is free for this launch: gpu4 may fill it)
     {kSignal, kUntilEpoch, 0, 0, 1, 0, 1, {0, 0}, -1},
-    // prologue: wait gpu5.flag[5+l] >= (e, 0) (gpu1 has entered this launch)
-    {kWait, kUntilEpoch, 0, 0, 0, 0, 0, {5, 5}, -1},
     // chunk i: wait gpu5.flag[0+l] >= (e, i+1) (chunk i from gpu4 has arrived)
     {kWait, kUntilChunk, 0, 0, 0, 0, 0, {5, 0}, -1},
+    // chunk i: wait gpu5.flag[5+l] >= (e, i+1-depth) (gpu1 has a free FIFO slot for chunk i)
+    {kWait, kUntilSlotFree, 0, 0, 0, 0, 0, {5, 5}, -1},
     // chunk i: sync
     {kSync, kUntilEpoch, 0, 0, 0, 0, 0, {0, 0}, -1},
-    // chunk i: copy gpu5.fifo@0+l*1048576 -> gpu1.recv (forward chunk i from my FIFO to every child (a relay: no buffer of mine))
+    // chunk i: copy gpu5.fifo@0+l*1048576 -> gpu1.fifo@10485760+l*1048576 (forward chunk i from my FIFO to every child's FIFO (a relay: no buffer of mine))
     {kReduceCopy, kUntilEpoch, 1, 1, 0, 0, 0, {0, 0}, -1},
-    // chunk i: signal gpu1.flag[15+l], gpu4.flag[5+l] := (e, i+1) (chunk i is with my children; my FIFO slot of it is free again)
+    // chunk i: signal gpu1.flag[15+l], gpu4.flag[5+l] := (e, i+1) (chunk i is in my children's FIFOs; my slot of it is free again)
     {kSignal, kUntilEpoch, 0, 0, 2, 1, 0, {0, 0}, -1},
 };
 
 // reduce_copy operands {kind, mode, rank, FIFO offset}, in step order.
 __device__ const BufferRec kBuffers[] = {
     {kFifo, kWhole, 5, 0},
-    {kRecv, kWhole, 1, 0},
+    {kFifo, kWhole, 1, 10485760},
 };
 
 // Counters signals raise {rank, index}, in step order.

@@ -7,54 +7,37 @@
 
 namespace canopy::cli {
 
-std::vector<BenchRow> print_exchange_bench(Communicator &comm,
-                                           const ExchangeBenchOptions &o,
-                                           NcclBaseline *nccl, bool host_time,
-                                           std::FILE *table) {
-  const bool rooted =
-      o.call == ExchangeCall::gather || o.call == ExchangeCall::scatter;
+std::vector<BenchRow> print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, NcclBaseline* nccl,
+                                           bool host_time, std::FILE* table) {
+  const bool rooted = o.call == ExchangeCall::gather || o.call == ExchangeCall::scatter;
   const std::string how =
-      o.call == ExchangeCall::sendrecv ? "each rank sends to the next and "
-                                         "receives from the one before (a ring)"
+      o.call == ExchangeCall::sendrecv ? "each rank sends to the next and receives from the one before (a ring)"
       : o.call == ExchangeCall::alltoall
-          ? (comm.multi_process()
-                 ? "every pair's block, pair by pair across the processes"
-                 : "every pair's block, one group run as the planned "
-                   "all-to-all (docs/planner.md)")
-          : fmt::format("rank {}'s blocks, one group of sends and receives",
-                        o.root);
+          ? (comm.multi_process() ? "every pair's block, pair by pair across the processes"
+                                  : "every pair's block, one group run as the planned all-to-all (docs/planner.md)")
+          : fmt::format("rank {}'s blocks, one group of sends and receives", o.root);
   fmt::print(table, "\n# {}: {}{}\n", to_string(o.call), how,
              nccl ? "; NCCL runs the same group of ncclSend and ncclRecv" : "");
-  fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}",
-             "size", "count", "type", "root", "time(us)", "algbw", "busbw",
-             "#wrong");
-  if (host_time)
-    fmt::print(table, " {:>8}", "host(us)");
-  if (nccl)
-    fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
+  fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}", "size", "count", "type", "root", "time(us)",
+             "algbw", "busbw", "#wrong");
+  if (host_time) fmt::print(table, " {:>8}", "host(us)");
+  if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
   fmt::print(table, "\n");
   std::vector<BenchRow> rows;
-  const Status s =
-      run_exchange_benchmark(comm, o, nccl, [&](const BenchRow &r) {
-        fmt::print(
-            table,
-            "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}",
-            bench_size_text(r.bytes), r.count, to_string(r.dtype),
-            rooted ? std::to_string(o.root) : std::string("-1"), r.time_us,
-            r.algbw_gbps, r.busbw_gbps,
-            r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
-        if (host_time)
-          fmt::print(table, " {:>8.2f}", r.host_us);
-        if (nccl)
-          fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us,
-                     r.nccl_busbw_gbps, r.busbw_gbps / r.nccl_busbw_gbps);
-        fmt::print(table, "\n");
-        std::fflush(table);
-        rows.push_back(r);
-      });
-  if (!s.ok())
-    throw Error(s.message());
+  const Status s = run_exchange_benchmark(comm, o, nccl, [&](const BenchRow& r) {
+    fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", bench_size_text(r.bytes), r.count,
+               to_string(r.dtype), rooted ? std::to_string(o.root) : std::string("-1"), r.time_us, r.algbw_gbps,
+               r.busbw_gbps, r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
+    if (host_time) fmt::print(table, " {:>8.2f}", r.host_us);
+    if (nccl)
+      fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,
+                 r.busbw_gbps / r.nccl_busbw_gbps);
+    fmt::print(table, "\n");
+    std::fflush(table);
+    rows.push_back(r);
+  });
+  if (!s.ok()) throw Error(s.message());
   return rows;
 }
 
-} // namespace canopy::cli
+}  // namespace canopy::cli

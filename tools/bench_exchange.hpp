@@ -1,6 +1,5 @@
-// `canopy bench -c sendrecv|alltoall|gather|scatter`: the table of the calls
-// that move blocks between ranks (bench/harness/exchange_bench.hpp), printed as
-// the collectives' table is, beside NCCL's with --vs-nccl.
+// `canopy bench -c sendrecv|alltoall|gather|scatter`: the table of the calls that move blocks between ranks
+// (bench/harness/exchange_bench.hpp), printed as the collectives' table is, beside NCCL's with --vs-nccl.
 #pragma once
 
 #include <cstdio>
@@ -12,12 +11,9 @@
 
 namespace canopy::cli {
 
-// Runs the rows, printing each to `table` as it comes (host(us) with
-// `host_time`, NCCL's columns with `nccl`); returns them. Throws canopy::Error
-// for a failing call.
-std::vector<BenchRow> print_exchange_bench(Communicator &comm,
-                                           const ExchangeBenchOptions &o,
-                                           NcclBaseline *nccl, bool host_time,
-                                           std::FILE *table);
+// Runs the rows, printing each to `table` as it comes (host(us) with `host_time`, NCCL's columns with `nccl`); returns
+// them. Throws canopy::Error for a failing call.
+std::vector<BenchRow> print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, NcclBaseline* nccl,
+                                           bool host_time, std::FILE* table);
 
-} // namespace canopy::cli
+}  // namespace canopy::cli

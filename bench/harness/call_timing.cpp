@@ -13,9 +13,7 @@
 
 namespace canopy {
 
-std::vector<cudaStream_t>
-device_streams(const Communicator &comm,
-               const std::vector<cudaStream_t> &rank_streams) {
+std::vector<cudaStream_t> device_streams(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams) {
   std::vector<cudaStream_t> streams;
   for (int ordinal : own_ordinals(comm))
     for (int k = 0; k < comm.own_ranks(); ++k)
@@ -26,52 +24,40 @@ device_streams(const Communicator &comm,
   return streams;
 }
 
-Status time_calls(Communicator &comm,
-                  const std::vector<cudaStream_t> &rank_streams, int warmup,
-                  int iters, int repeats, const std::function<Status()> &launch,
-                  double *time_us, double *host_us, bool graph) {
+Status time_calls(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters, int repeats,
+                  const std::function<Status()>& launch, double* time_us, double* host_us, bool graph) {
   const std::vector<int> ordinals = own_ordinals(comm);
   std::vector<cudaStream_t> streams = device_streams(comm, rank_streams);
   CurrentDevice keep;
   std::vector<cudaEvent_t> start(ordinals.size()), stop(ordinals.size());
   for (std::size_t d = 0; d < ordinals.size(); ++d) {
     cudaSetDevice(ordinals[d]);
-    if (cudaEventCreate(&start[d]) != cudaSuccess ||
-        cudaEventCreate(&stop[d]) != cudaSuccess)
+    if (cudaEventCreate(&start[d]) != cudaSuccess || cudaEventCreate(&stop[d]) != cudaSuccess)
       return cuda_status(cudaGetLastError(), "cudaEventCreate");
   }
   auto cleanup = [&] {
-    for (std::size_t d = 0; d < ordinals.size(); ++d)
-      cudaEventDestroy(start[d]), cudaEventDestroy(stop[d]);
+    for (std::size_t d = 0; d < ordinals.size(); ++d) cudaEventDestroy(start[d]), cudaEventDestroy(stop[d]);
   };
   for (int w = 0; w < warmup; ++w)
-    if (Status s = launch(); !s.ok())
-      return cleanup(), s;
+    if (Status s = launch(); !s.ok()) return cleanup(), s;
   std::unique_ptr<CapturedCalls> captured;
   if (graph) {
-    if (Status s =
-            CapturedCalls::capture(ordinals, streams, iters, launch, &captured);
-        !s.ok())
-      return cleanup(), s;
-    if (Status s = captured->replay(); !s.ok())
-      return cleanup(), s; // a warm-up replay
+    if (Status s = CapturedCalls::capture(ordinals, streams, iters, launch, &captured); !s.ok()) return cleanup(), s;
+    if (Status s = captured->replay(); !s.ok()) return cleanup(), s;  // a warm-up replay
   }
-  // A replay on the first GPU's stream holds every GPU's work and ends when all
-  // of it has: its events time it.
+  // A replay on the first GPU's stream holds every GPU's work and ends when all of it has: its events time it.
   const std::size_t timed = graph ? 1 : ordinals.size();
   std::vector<double> loops, hosts;
   for (int rep = 0; rep < repeats; ++rep) {
     if (comm.multi_process()) {
       for (std::size_t d = 0; d < ordinals.size(); ++d) {
         cudaSetDevice(ordinals[d]);
-        if (const cudaError_t e = cudaStreamSynchronize(streams[d]);
-            e != cudaSuccess)
+        if (const cudaError_t e = cudaStreamSynchronize(streams[d]); e != cudaSuccess)
           return cleanup(), cuda_status(e, "cudaStreamSynchronize");
       }
       double token = 0;
       if (Status s =
-              collective_on_host(comm, Collective::allreduce, &token, 1,
-                                 DataType::f64, ReduceOp::max, 0, rank_streams);
+              collective_on_host(comm, Collective::allreduce, &token, 1, DataType::f64, ReduceOp::max, 0, rank_streams);
           !s.ok())
         return cleanup(), s;
     }
@@ -81,16 +67,12 @@ Status time_calls(Communicator &comm,
     }
     const auto issued = std::chrono::steady_clock::now();
     if (captured) {
-      if (Status s = captured->replay(); !s.ok())
-        return cleanup(), s;
+      if (Status s = captured->replay(); !s.ok()) return cleanup(), s;
     } else {
       for (int i = 0; i < iters; ++i)
-        if (Status s = launch(); !s.ok())
-          return cleanup(), s;
+        if (Status s = launch(); !s.ok()) return cleanup(), s;
     }
-    hosts.push_back(std::chrono::duration<double, std::micro>(
-                        std::chrono::steady_clock::now() - issued)
-                        .count() /
+    hosts.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - issued).count() /
                     iters);
     for (std::size_t d = 0; d < timed; ++d) {
       cudaSetDevice(ordinals[d]);
@@ -111,18 +93,15 @@ Status time_calls(Communicator &comm,
   std::sort(loops.begin(), loops.end());
   std::sort(hosts.begin(), hosts.end());
   *time_us = loops[loops.size() / 2];
-  if (host_us)
-    *host_us = hosts[hosts.size() / 2];
+  if (host_us) *host_us = hosts[hosts.size() / 2];
   return Status();
 }
 
-Status across_processes(Communicator &comm,
-                        const std::vector<cudaStream_t> &rank_streams,
-                        ReduceOp op, std::vector<double> &values) {
-  if (!comm.multi_process() || values.empty())
-    return Status();
-  return collective_on_host(comm, Collective::allreduce, values.data(),
-                            values.size(), DataType::f64, op, 0, rank_streams);
+Status across_processes(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, ReduceOp op,
+                        std::vector<double>& values) {
+  if (!comm.multi_process() || values.empty()) return Status();
+  return collective_on_host(comm, Collective::allreduce, values.data(), values.size(), DataType::f64, op, 0,
+                            rank_streams);
 }
 
-} // namespace canopy
+}  // namespace canopy

@@ -1,6 +1,5 @@
-// How canopy bench times a call and agrees on a row across processes
-// (run_benchmark, run_block_benchmark): the loops of CUDA events nccl-tests
-// times, the host's time issuing them, and a multi-process row's combination.
+// How canopy bench times a call and agrees on a row across processes (run_benchmark, run_block_benchmark): the loops of
+// CUDA events nccl-tests times, the host's time issuing them, and a multi-process row's combination.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -13,33 +12,23 @@
 
 namespace canopy {
 
-// Each of this process's GPUs' stream (that of its first rank), in the order of
-// own_ordinals(comm); `rank_streams` per own rank.
-std::vector<cudaStream_t>
-device_streams(const Communicator &comm,
-               const std::vector<cudaStream_t> &rank_streams);
+// Each of this process's GPUs' stream (that of its first rank), in the order of own_ordinals(comm); `rank_streams` per
+// own rank.
+std::vector<cudaStream_t> device_streams(const Communicator& comm, const std::vector<cudaStream_t>& rank_streams);
 
-// Times `repeats` loops of `iters` calls of `launch` after `warmup` calls; the
-// median loop's time per call in µs. Also the host's time per call while
-// issuing them (`host_us`, the median loop's): when it reaches the GPU time,
-// the calls are bound by the host, not by the GPUs. With `graph`, the `iters`
-// calls are captured once into a CUDA graph (after the warm-up, which loads
-// what they need) and each loop is one replay of it. Across processes every
-// loop starts together: each process's GPUs idle, then a barrier through the
-// communicator, so that a process starting early does not time its wait for the
-// others (nccl-tests likewise starts its timed loop after a barrier).
-Status time_calls(Communicator &comm,
-                  const std::vector<cudaStream_t> &rank_streams, int warmup,
-                  int iters, int repeats, const std::function<Status()> &launch,
-                  double *time_us, double *host_us = nullptr,
+// Times `repeats` loops of `iters` calls of `launch` after `warmup` calls; the median loop's time per call in µs. Also
+// the host's time per call while issuing them (`host_us`, the median loop's): when it reaches the GPU time, the calls
+// are bound by the host, not by the GPUs. With `graph`, the `iters` calls are captured once into a CUDA graph (after
+// the warm-up, which loads what they need) and each loop is one replay of it. Across processes every loop starts
+// together: each process's GPUs idle, then a barrier through the communicator, so that a process starting early does
+// not time its wait for the others (nccl-tests likewise starts its timed loop after a barrier).
+Status time_calls(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, int warmup, int iters, int repeats,
+                  const std::function<Status()>& launch, double* time_us, double* host_us = nullptr,
                   bool graph = false);
 
-// A multi-process communicator's row is every process's: `values` (this
-// process's) become their combination over the processes by `op` (max: the
-// slowest process's time; sum: all processes' wrong elements). Nothing for one
-// process.
-Status across_processes(Communicator &comm,
-                        const std::vector<cudaStream_t> &rank_streams,
-                        ReduceOp op, std::vector<double> &values);
+// A multi-process communicator's row is every process's: `values` (this process's) become their combination over the
+// processes by `op` (max: the slowest process's time; sum: all processes' wrong elements). Nothing for one process.
+Status across_processes(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, ReduceOp op,
+                        std::vector<double>& values);
 
-} // namespace canopy
+}  // namespace canopy

@@ -409,8 +409,8 @@ Schedule relay_schedule(const std::string& topology, const std::vector<std::stri
   return lower(p, o);
 }
 
-// "" when every relay lane only forwards: FIFOs and other participants' receive buffers, one source a step, and
-// no send or receive buffer of its own (it has none) nor any rank's send buffer.
+// "" when every relay lane only forwards, FIFO to FIFO: one source a step, its own FIFO, into its children's FIFOs;
+// never a send or receive buffer of anyone (a relay may be another tenant's process: it maps no user buffer).
 std::string relay_touches_more_than_fifos(const Schedule& s) {
   for (const Lane& lane : s.lanes) {
     if (!s.is_relay(lane.rank)) continue;
@@ -424,7 +424,7 @@ std::string relay_touches_more_than_fifos(const Schedule& s) {
           return fmt::format("relay lane {} ({}) reads other than its FIFO: \"{}\"", lane.id, s.name_of(lane.rank),
                              step.note);
         for (const BufferRef& b : step.destinations)
-          if (b.kind == BufferKind::send || b.rank == lane.rank)
+          if (b.kind != BufferKind::fifo || b.rank == lane.rank)
             return fmt::format("relay lane {} ({}) writes other than its children: \"{}\"", lane.id,
                                s.name_of(lane.rank), step.note);
       }
