@@ -11,7 +11,7 @@
 namespace canopy {
 namespace {
 
-cudaStream_t stream_of(int k) { return reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(0x1000 + k)); }
+cudaStream_t group_stream(int k) { return reinterpret_cast<cudaStream_t>(static_cast<std::uintptr_t>(0x1000 + k)); }
 
 // Each rank's send buffer at 0x100000 * (rank + 1), receive buffer 0x80000 above, on stream `streams[rank]`.
 std::vector<PointToPoint> alltoall_ops(int n, std::uint64_t count, DataType dtype, const std::vector<int>& streams) {
@@ -21,8 +21,8 @@ std::vector<PointToPoint> alltoall_ops(int n, std::uint64_t count, DataType dtyp
     char* send = reinterpret_cast<char*>(static_cast<std::uintptr_t>(0x100000 * (r + 1)));
     char* recv = send + 0x80000;
     for (int q = 0; q < n; ++q) {
-      ops.push_back(send_op(r, send + q * block, count, dtype, q, stream_of(streams[r])));
-      ops.push_back(recv_op(r, recv + q * block, count, dtype, q, stream_of(streams[r])));
+      ops.push_back(send_op(r, send + q * block, count, dtype, q, group_stream(streams[r])));
+      ops.push_back(recv_op(r, recv + q * block, count, dtype, q, group_stream(streams[r])));
     }
   }
   return ops;
@@ -40,7 +40,7 @@ TEST(AlltoallGroup, AnAlltoallInAnyOrderIsSeenWithEachRanksBuffersAndStream) {
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(g->send[r], reinterpret_cast<const void*>(static_cast<std::uintptr_t>(0x100000 * (r + 1))));
     EXPECT_EQ(g->recv[r], reinterpret_cast<void*>(static_cast<std::uintptr_t>(0x100000 * (r + 1) + 0x80000)));
-    EXPECT_EQ(g->streams[r], stream_of(r));
+    EXPECT_EQ(g->streams[r], group_stream(r));
   }
   // Virtual ranks on one GPU, on its one stream.
   EXPECT_TRUE(alltoall_group(alltoall_ops(3, 7, DataType::u8, {5, 5, 5}), std::vector<int>{0, 0, 0}).has_value());
@@ -69,7 +69,7 @@ TEST(AlltoallGroup, EveryOtherGroupIsLeftToTheCopies) {
   ops[2].buffer = static_cast<char*>(ops[2].buffer) + 4;
   EXPECT_FALSE(alltoall_group(ops, devices)) << "a block out of place";
   ops = base();
-  ops[1].stream = stream_of(9);
+  ops[1].stream = group_stream(9);
   EXPECT_FALSE(alltoall_group(ops, devices)) << "a rank's ops on two streams";
   EXPECT_FALSE(alltoall_group(base(), std::vector<int>{0, 0, 1})) << "ranks on one GPU on two streams";
   EXPECT_FALSE(alltoall_group(alltoall_ops(3, 0, DataType::f32, {0, 1, 2}), devices)) << "count 0";
