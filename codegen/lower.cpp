@@ -115,18 +115,24 @@ std::atomic<std::uint64_t> lowerings{0};
 std::uint64_t lowering_count() { return lowerings.load(); }
 void count_lowering() { lowerings.fetch_add(1); }
 
+namespace {
+// Whether a path's node is a GPU of `topology` that is not one of the `ranks`: a relay (switches forward in hardware).
+bool relays_data(const Topology& topology, const std::set<std::string>& ranks, const std::string& node) {
+  const auto id = topology.find(node);
+  return id && topology.node(*id).kind == NodeKind::gpu && !ranks.count(node);
+}
+}  // namespace
+
 void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
   const std::set<std::string> ranks(plan.ranks.begin(), plan.ranks.end());
   for (std::size_t t = 0; t < plan.trees.size(); ++t)
     for (const TreeEdge& e : plan.trees[t].edges)
-      for (const std::string& via : e.path) {
-        const auto id = topology.find(via);
-        if (id && topology.node(*id).kind == NodeKind::gpu && !ranks.count(via))
+      for (const std::string& via : e.path)
+        if (relays_data(topology, ranks, via))
           throw Error(fmt::format("plan tree {} (root {}): edge {} -> {} is relayed by {}, a GPU outside the ranks; "
-                                  "the runtime does not launch relays yet (canopy gen --relay generates their kernels): plan without "
-                                  "--relay",
+                                  "the runtime does not launch relays yet (canopy gen --relay generates their "
+                                  "kernels): plan without --relay",
                                   t, plan.trees[t].root, e.from, e.to, via));
-      }
 }
 
 std::vector<std::string> relay_gpus_of(const Plan& plan, const Topology& topology) {
@@ -134,12 +140,9 @@ std::vector<std::string> relay_gpus_of(const Plan& plan, const Topology& topolog
   std::vector<std::string> relays;
   for (const Tree& tree : plan.trees)
     for (const TreeEdge& e : tree.edges)
-      for (const std::string& via : e.path) {
-        const auto id = topology.find(via);
-        if (id && topology.node(*id).kind == NodeKind::gpu && !ranks.count(via) &&
-            std::find(relays.begin(), relays.end(), via) == relays.end())
+      for (const std::string& via : e.path)
+        if (relays_data(topology, ranks, via) && std::find(relays.begin(), relays.end(), via) == relays.end())
           relays.push_back(via);
-      }
   std::sort(relays.begin(), relays.end(), [&](const std::string& a, const std::string& b) {
     return *topology.find(a) < *topology.find(b);  // topology order: gpu2 before gpu10
   });
@@ -359,14 +362,14 @@ Schedule lower(const Plan& plan, const CodegenOptions& options) {
       std::vector<FlagRef> flags;
       for (int c : pushed_children) flags.push_back({c, lr.data[c]});
       if (fifos && lane.role != LaneRole::root) flags.push_back({lane.parent, lr.grant[lane.parent].at(r)});
-      // Where a relay takes part, children may hold FIFOs, buffers or both: say which.
-      const bool relayed = fifo_children > 0 && !s.options.own_buffers_only;
+      // Where a relay makes some edges FIFO edges (not own buffers only), children may hold FIFOs, buffers or both.
+      const bool relay_fifos = !s.options.own_buffers_only && (fifos || fifo_children > 0);
       const std::string with = fifo_children == static_cast<int>(pushed_children.size()) ? "FIFOs"
                                : fifo_children == 0                                       ? "buffers"
                                                                                           : "FIFOs and buffers";
       const std::string note =
           pushed_children.empty() ? "my FIFO slot of chunk i is free again"
-          : relayed || (fifos && !s.options.own_buffers_only)
+          : relay_fifos
               ? fmt::format("chunk i is in my children's {}{}", with,
                             fifos && lane.role != LaneRole::root ? "; my slot of it is free again" : "")
           : !fifos                     ? "chunk i is in my children's buffers"

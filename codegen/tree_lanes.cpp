@@ -34,14 +34,18 @@ std::vector<std::int64_t> parts_of_scale(const std::vector<double>& shares) {
   return parts;
 }
 
+// Whether `node` of e's path is crossed on the way (not the edge's sender or receiver, which the path also lists).
+bool crosses(const TreeEdge& e, const std::string& node) { return node != e.from && node != e.to; }
+
 }  // namespace
 
 TreeShape shape_of(const Plan& plan, int t, const std::map<std::string, int>& rank_of,
-                   const std::map<std::string, std::vector<int>>& relay_participants, int participants) {
+                   const std::map<std::string, std::vector<int>>& relay_participants,
+                   const std::vector<RelayParticipant>& relays) {
   const Tree& tree = plan.trees[t];
   const int n = static_cast<int>(plan.ranks.size());
-  const bool relays = !relay_participants.empty();
-  if (participants < 0) participants = n;
+  const int participants = n + static_cast<int>(relays.size());
+  auto name = [&](int r) -> const std::string& { return r < n ? plan.ranks[r] : relays[r - n].name; };
   auto index = [&](const std::string& name, const char* what) {
     const auto it = rank_of.find(name);
     if (it == rank_of.end())
@@ -50,12 +54,6 @@ TreeShape shape_of(const Plan& plan, int t, const std::map<std::string, int>& ra
                               t, tree.root, what, name));
     return it->second;
   };
-  std::vector<std::string> names = plan.ranks;  // for the errors: every participant's name
-  for (const auto& [gpu, ids] : relay_participants)
-    for (std::size_t k = 0; k < ids.size(); ++k) {
-      if (static_cast<int>(names.size()) <= ids[k]) names.resize(ids[k] + 1);
-      names[ids[k]] = k == 0 ? gpu : fmt::format("{}#{}", gpu, k + 1);
-    }
   TreeShape s;
   s.root = index(tree.root, "root");
   s.parent.assign(participants, -1);
@@ -69,17 +67,17 @@ TreeShape shape_of(const Plan& plan, int t, const std::map<std::string, int>& ra
     if (child == s.root || has_parent[child])
       throw Error(fmt::format("plan tree {} (root {}): {} {} receives from two parents (edge {} -> {}); a tree "
                               "gives every rank one parent",
-                              t, tree.root, child < n ? "rank" : "relay", names[child], e.from, e.to));
+                              t, tree.root, child < n ? "rank" : "relay", name(child), e.from, e.to));
     has_parent[child] = true;
     s.parent[child] = parent;
     s.children[parent].push_back(child);
   };
   for (const TreeEdge& e : tree.edges) {
     std::vector<int> chain = {index(e.from, "edge sender")};
-    if (relays)
+    if (!relays.empty())
       for (const std::string& via : e.path) {
         const auto it = relay_participants.find(via);
-        if (it == relay_participants.end() || via == e.from || via == e.to) continue;
+        if (it == relay_participants.end() || !crosses(e, via)) continue;
         const int k = crossed[via]++;
         CANOPY_INTERNAL_ASSERT(k < static_cast<int>(it->second.size()), "too few participants for a relay GPU");
         chain.push_back(it->second[k]);
@@ -95,7 +93,7 @@ TreeShape shape_of(const Plan& plan, int t, const std::map<std::string, int>& ra
     if (r >= n && tree.direction == TreeDirection::in && s.children[r].size() > 1)
       throw Error(fmt::format("plan tree {} (root {}): relay {} would combine the data of {} senders; a relay only "
                               "forwards, one input to one output (plan it again: the planner splits relays so)",
-                              t, tree.root, names[r], s.children[r].size()));
+                              t, tree.root, name(r), s.children[r].size()));
   }
   // Every participant in the tree reaches the root by parents (no cycle).
   for (int r = 0; r < participants; ++r) {
@@ -104,7 +102,7 @@ TreeShape shape_of(const Plan& plan, int t, const std::map<std::string, int>& ra
     for (int hops = 0; v != s.root; ++hops) {
       if (hops > participants)
         throw Error(fmt::format("plan tree {} (root {}) has a cycle through {} {}", t, tree.root,
-                                r < n ? "rank" : "relay", names[r]));
+                                r < n ? "rank" : "relay", name(r)));
       v = s.parent[v];
     }
   }
@@ -270,7 +268,7 @@ Schedule lay_out_lanes(const Plan& plan, const CodegenOptions& options, std::vec
       for (const Tree& tree : plan.trees) {
         std::size_t crossings = 0;
         for (const TreeEdge& e : tree.edges)
-          for (const std::string& via : e.path) crossings += via == gpu && via != e.from && via != e.to ? 1 : 0;
+          for (const std::string& via : e.path) crossings += via == gpu && crosses(e, via) ? 1 : 0;
         most = std::max(most, crossings);
       }
       std::vector<int>& ids = relay_participants[gpu];
@@ -283,7 +281,7 @@ Schedule lay_out_lanes(const Plan& plan, const CodegenOptions& options, std::vec
   }
   shapes->clear();
   for (int t = 0; t < static_cast<int>(plan.trees.size()); ++t)
-    shapes->push_back(shape_of(plan, t, rank_of, relay_participants, s.participants()));
+    shapes->push_back(shape_of(plan, t, rank_of, relay_participants, s.relays));
   weigh_trees(plan, *shapes, s);
   return s;
 }

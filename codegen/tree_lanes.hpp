@@ -26,13 +26,14 @@ struct TreeShape {
   std::vector<std::vector<int>> children;
 };
 
-// Tree t of `plan` with ranks as indices (`rank_of`: a rank's name to its index) and `participants` entries: each
+// Tree t of `plan` with ranks as indices (`rank_of`: a rank's name to its index), then the `relays`: each
 // edge whose path crosses a relay GPU (a key of `relay_participants`, its participants' indices in order) becomes a
 // chain through the next unused participant of each GPU it crosses, in path order (other path nodes are switches).
 // Throws canopy::Error naming the tree when a name is not a rank, a participant has two parents, a rank none, a
 // relay of a reduce-like (in) tree would combine two senders, or the parents cycle.
 TreeShape shape_of(const Plan& plan, int t, const std::map<std::string, int>& rank_of,
-                   const std::map<std::string, std::vector<int>>& relay_participants = {}, int participants = -1);
+                   const std::map<std::string, std::vector<int>>& relay_participants = {},
+                   const std::vector<RelayParticipant>& relays = {});
 
 // Throws canopy::Error when a tree's direction or root does not fit the plan's collective, its fraction is not in
 // (0, 1], or there is no tree.

@@ -180,6 +180,15 @@ void add_bench_command(CLI::App& app) {
     fmt::print(table, "# {} iters x {} repeats (median), {} warm-up; {}{}\n", o.iters, o.repeats, o.warmup,
                o.check ? "outputs checked" : "not checked",
                o.graph ? fmt::format("; CUDA graphs: each repeat replays {} captured calls", o.iters) : "");
+    // After the rows, either way: the JSON (what was measured, also when a call failed), then the exit's verdict.
+    auto finish = [&](const std::vector<BenchRow>& rows, const Status& s) {
+      if (null_table) std::fclose(null_table);
+      if (!args->json.empty() && !quiet) write_output(args->json, bench_rows_json(rows));
+      if (!s.ok()) throw Error(s.message());
+      std::int64_t wrong = 0;
+      for (const BenchRow& r : rows) wrong += std::max<std::int64_t>(r.errors, 0);
+      if (wrong > 0) throw Error(fmt::format("{} output elements were wrong (see #wrong)", wrong));
+    };
     if (exchange) {
       ExchangeBenchOptions x;
       x.call = *exchange;
@@ -190,13 +199,9 @@ void add_bench_command(CLI::App& app) {
       x.warmup = o.warmup;
       x.repeats = o.repeats;
       x.check = o.check;
-      const std::vector<BenchRow> rows = print_exchange_bench(*comm, x, nccl.get(), args->host_time, table);
-      if (null_table) std::fclose(null_table);
-      if (!args->json.empty() && !quiet) write_output(args->json, bench_rows_json(rows));
-      std::int64_t wrong = 0;
-      for (const BenchRow& r : rows) wrong += std::max<std::int64_t>(r.errors, 0);
-      if (wrong > 0) throw Error(fmt::format("{} output elements were wrong (see #wrong)", wrong));
-      return;
+      std::vector<BenchRow> rows;
+      const Status s = print_exchange_bench(*comm, x, nccl.get(), args->host_time, table, &rows);
+      return finish(rows, s);
     }
     Collective current{};
     bool first = true;
@@ -325,12 +330,7 @@ void add_bench_command(CLI::App& app) {
       std::fflush(table);
       rows.push_back(r);
     });
-    if (null_table) std::fclose(null_table);
-    if (!args->json.empty() && !quiet) write_output(args->json, bench_rows_json(rows));
-    if (!s.ok()) throw Error(s.message());
-    std::int64_t wrong = 0;
-    for (const BenchRow& r : rows) wrong += std::max<std::int64_t>(r.errors, 0);
-    if (wrong > 0) throw Error(fmt::format("{} output elements were wrong (see #wrong)", wrong));
+    finish(rows, s);
   });
 }
 

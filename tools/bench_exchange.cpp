@@ -3,12 +3,10 @@
 
 #include <fmt/format.h>
 
-#include "core/error.hpp"
-
 namespace canopy::cli {
 
-std::vector<BenchRow> print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, NcclBaseline* nccl,
-                                           bool host_time, std::FILE* table) {
+Status print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, NcclBaseline* nccl, bool host_time,
+                            std::FILE* table, std::vector<BenchRow>* rows) {
   const bool rooted = o.call == ExchangeCall::gather || o.call == ExchangeCall::scatter;
   const std::string how =
       o.call == ExchangeCall::sendrecv ? "each rank sends to the next and receives from the one before (a ring)"
@@ -23,8 +21,7 @@ std::vector<BenchRow> print_exchange_bench(Communicator& comm, const ExchangeBen
   if (host_time) fmt::print(table, " {:>8}", "host(us)");
   if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
   fmt::print(table, "\n");
-  std::vector<BenchRow> rows;
-  const Status s = run_exchange_benchmark(comm, o, nccl, [&](const BenchRow& r) {
+  return run_exchange_benchmark(comm, o, nccl, [&](const BenchRow& r) {
     fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", bench_size_text(r.bytes), r.count,
                to_string(r.dtype), rooted ? std::to_string(o.root) : std::string("-1"), r.time_us, r.algbw_gbps,
                r.busbw_gbps, r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
@@ -34,10 +31,8 @@ std::vector<BenchRow> print_exchange_bench(Communicator& comm, const ExchangeBen
                  r.busbw_gbps / r.nccl_busbw_gbps);
     fmt::print(table, "\n");
     std::fflush(table);
-    rows.push_back(r);
+    rows->push_back(r);
   });
-  if (!s.ok()) throw Error(s.message());
-  return rows;
 }
 
 }  // namespace canopy::cli

@@ -11,9 +11,9 @@
 
 namespace canopy::cli {
 
-// Runs the rows, printing each to `table` as it comes (host(us) with `host_time`, NCCL's columns with `nccl`); returns
-// them. Throws canopy::Error for a failing call.
-std::vector<BenchRow> print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, NcclBaseline* nccl,
-                                           bool host_time, std::FILE* table);
+// Runs the rows, printing each to `table` as it comes (host(us) with `host_time`, NCCL's columns with `nccl`) and
+// adding it to `rows`; the first failing call's Status (the rows before it stay).
+Status print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, NcclBaseline* nccl, bool host_time,
+                            std::FILE* table, std::vector<BenchRow>* rows);
 
 }  // namespace canopy::cli

@@ -64,7 +64,8 @@ void add_compile_command(CLI::App& app) {
                  }());
       // Say once what the figures mean (ptxas's, per thread).
       fmt::print("  (registers: per thread, from ptxas; spill stores/loads: bytes a thread moves to and from local "
-                 "memory\n   because its registers ran out, 0 is best; launches: device, blocks x threads; docs/codegen.md)\n");
+                 "memory\n   because its registers ran out, 0 is best; launches: device, blocks x threads; "
+                 "docs/codegen.md)\n");
     }
     if (args->stats) {
       for (const KernelStats& s : module->kernels)

@@ -71,6 +71,20 @@ Status collective_on_host(Communicator& comm, Collective collective, void* host,
   return synced == cudaSuccess ? Status() : cuda_status(synced, "host data back from the communicator");
 }
 
+int bench_procs(const Communicator& comm) { return comm.multi_process() ? comm.devices() : 1; }
+
+std::string bench_device(const Communicator& comm, const std::string& gpu) {
+  std::string device = gpu;
+  if (comm.multi_process())
+    device += fmt::format(" ({} processes{})", bench_procs(comm),
+                          comm.own_ranks() > 1 ? fmt::format(" of {} ranks", comm.own_ranks()) : "");
+  else if (comm.devices() > 1)
+    device = fmt::format("{} x{}", device, comm.devices());
+  if (!comm.multi_process() && comm.ranks() > comm.devices())
+    device += fmt::format(" ({} virtual ranks)", comm.ranks());
+  return device;
+}
+
 std::uint64_t bench_count(Collective c, std::uint64_t bytes, DataType dtype, int ranks) {
   const std::uint64_t elements = bytes / static_cast<std::uint64_t>(size_of(dtype));
   if (c == Collective::allgather || c == Collective::reducescatter) return elements / static_cast<std::uint64_t>(ranks);
@@ -165,14 +179,8 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclBaseline* nc
   double launch_us = 0;
   if (o.launch_floor && !o.graph)
     if (Status s = time_launch_floor(comm, buffers->streams(), o, &launch_us); !s.ok()) return s;
-  std::string device = prop.name;
-  const int procs = comm.multi_process() ? comm.devices() : 1;  // a multi-process communicator: a device per process
-  if (comm.multi_process())
-    device += fmt::format(" ({} processes{})", procs,
-                          comm.own_ranks() > 1 ? fmt::format(" of {} ranks", comm.own_ranks()) : "");
-  else if (comm.devices() > 1)
-    device = fmt::format("{} x{}", device, comm.devices());
-  if (!comm.multi_process() && n > comm.devices()) device += fmt::format(" ({} virtual ranks)", n);
+  const int procs = bench_procs(comm);
+  const std::string device = bench_device(comm, prop.name);
   for (Collective c : collectives)
     for (std::uint64_t size : o.sizes) {
       const std::uint64_t count = program ? bench_count(*program, size, o.dtype) : bench_count(c, size, o.dtype, n);

@@ -65,6 +65,12 @@ struct BenchRow {
   std::string goal;       // a program's goal as Program::goal() names it ("alltoall", "custom"): the JSON's collective
 };
 
+// A row's "procs": the processes the ranks run in (a multi-process communicator has a device per process), else 1.
+int bench_procs(const Communicator& comm);
+// A row's "device": the GPU's name, then " x2" (GPUs of one process), " (2 processes of 2 ranks)" or " (8 virtual
+// ranks)" as the communicator has them.
+std::string bench_device(const Communicator& comm, const std::string& gpu);
+
 // The element count of size S for `collective` over `ranks` (0 when S is smaller than one element per rank).
 std::uint64_t bench_count(Collective collective, std::uint64_t bytes, DataType dtype, int ranks);
 // The same for a program: S is its larger buffer per rank, the count a multiple of its chunks (0: too small).

@@ -123,14 +123,8 @@ Status run_exchange_benchmark(Communicator& comm, const ExchangeBenchOptions& o,
   cudaDeviceProp prop{};
   if (const cudaError_t e = cudaGetDeviceProperties(&prop, b.devices.empty() ? 0 : b.devices[0]); e != cudaSuccess)
     return cuda_status(e, "cudaGetDeviceProperties");
-  const int procs = comm.multi_process() ? comm.devices() : 1;
-  std::string device = prop.name;
-  if (comm.multi_process())
-    device += fmt::format(" ({} processes{})", procs,
-                          comm.own_ranks() > 1 ? fmt::format(" of {} ranks", comm.own_ranks()) : "");
-  else if (comm.devices() > 1)
-    device = fmt::format("{} x{}", device, comm.devices());
-  if (!comm.multi_process() && n > comm.devices()) device += fmt::format(" ({} virtual ranks)", n);
+  const int procs = bench_procs(comm);
+  const std::string device = bench_device(comm, prop.name);
   for (std::uint64_t bytes_asked : o.sizes) {
     const std::uint64_t count = exchange_count(o.call, bytes_asked, o.dtype, n);
     if (count == 0) continue;

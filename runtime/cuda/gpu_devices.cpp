@@ -23,10 +23,8 @@ std::vector<GpuDevice> describe_gpus(std::vector<int> ordinals) {
   if (const cudaError_t e = cudaGetDeviceCount(&n); e != cudaSuccess || n == 0) {
     (void)cudaGetLastError();
     // No driver at all (libcuda.so.1 missing) reads as cudaErrorInsufficientDriver: say what it means.
-    const std::string why = e == cudaSuccess                 ? "cudaGetDeviceCount found none"
-                            : e == cudaErrorInsufficientDriver ? fmt::format("no NVIDIA driver was found: CUDA says \"{}\"",
-                                                                             cudaGetErrorString(e))
-                                                               : cudaGetErrorString(e);
+    std::string why = e == cudaSuccess ? "cudaGetDeviceCount found none" : cudaGetErrorString(e);
+    if (e == cudaErrorInsufficientDriver) why = fmt::format("no NVIDIA driver was found: CUDA says \"{}\"", why);
     throw Error(fmt::format("no CUDA device is visible ({}): run on a machine with NVIDIA GPUs and a driver, and "
                             "check CUDA_VISIBLE_DEVICES",
                             why));

@@ -222,10 +222,11 @@ TEST(Planner, CheckPlanTakesRelaysInPathsAndRefusesARelayThatCombines) {
   combining.edges = {{"gpu1", "gpu3", {}}, {"gpu2", "gpu3", {}}, {"gpu3", "gpu0", {}}};
   p.trees = {combining};
   const std::string problems = fmt::format("{}", fmt::join(check_plan(t, p), "\n"));
-  EXPECT_THAT(problems, ::testing::HasSubstr("relay gpu3 would combine the partial results of gpu1 and gpu2: a relay only "
-                                  "forwards"));
-  EXPECT_THAT(problems, ::testing::HasSubstr("edge gpu1 -> gpu3 ends at gpu3, a GPU outside the ranks: a relay forwards inside "
-                                  "an edge's path only, it never receives, combines as a tree node"));
+  EXPECT_THAT(problems, ::testing::HasSubstr(
+                            "relay gpu3 would combine the partial results of gpu1 and gpu2: a relay only forwards"));
+  EXPECT_THAT(problems, ::testing::HasSubstr("edge gpu1 -> gpu3 ends at gpu3, a GPU outside the ranks: a relay "
+                                             "forwards inside an edge's path only, it never receives, combines as a "
+                                             "tree node"));
 }
 
 TEST(Planner, AllreduceKeepsTheBetterOfTwoPhasesAndOnePhase) {

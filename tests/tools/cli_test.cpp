@@ -228,7 +228,8 @@ TEST(CliGen, RelayGeneratesTheForwardingGpusLanes) {
   EXPECT_EQ(again.status, 0) << again.output;
   EXPECT_THAT(again.output, HasSubstr("// relays       gpu2@dev2 gpu3@dev3 gpu4@dev4 gpu5@dev5"));
   std::filesystem::remove_all(out);
-  const CliRun capped = canopy_with("CANOPY_RELAY_MEMORY=2MiB", "plan -t dgx1-v100 --gpus gpu0,gpu1 -c allreduce --relay");
+  const CliRun capped =
+      canopy_with("CANOPY_RELAY_MEMORY=2MiB", "plan -t dgx1-v100 --gpus gpu0,gpu1 -c allreduce --relay");
   EXPECT_EQ(capped.status, 0) << capped.output;
   EXPECT_THAT(capped.output, HasSubstr("6 GPUs forward (no user buffer, no reduction); their rings at chunk 64 KiB, "
                                        "2 slots, 24 blocks a rank (cap CANOPY_RELAY_MEMORY=2 MiB each)"));

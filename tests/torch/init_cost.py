@@ -83,7 +83,8 @@ def main():
             rows.append(row)
             if rank == 0:
                 print(f"round {round_number} {mode:8s} init {row['init_s']:.3f} s (slowest of {world} ranks), "
-                      f"GPU memory taken {row['memory_MiB']:.0f} MiB, all_reduce {'right' if row['right'] else 'WRONG'}",
+                      f"GPU memory taken {row['memory_MiB']:.0f} MiB, "
+                      f"all_reduce {'right' if row['right'] else 'WRONG'}",
                       flush=True)
     if rank == 0:
         for mode in MODES:
