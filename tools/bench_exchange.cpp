@@ -11,7 +11,8 @@ Status print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, N
   const std::string how =
       o.call == ExchangeCall::sendrecv ? "each rank sends to the next and receives from the one before (a ring)"
       : o.call == ExchangeCall::alltoall
-          ? (comm.multi_process() ? "every pair's block, pair by pair across the processes"
+          ? (comm.multi_process() ? "every pair's block, each process's part one call run across the processes as "
+                                    "the planned all-to-all (docs/planner.md)"
                                   : "every pair's block, one group run as the planned all-to-all (docs/planner.md)")
           : fmt::format("rank {}'s blocks, one group of sends and receives", o.root);
   fmt::print(table, "\n# {}: {}{}\n", to_string(o.call), how,

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+#include <map>
 #include <utility>
 
 #include "core/error.hpp"
@@ -17,6 +19,15 @@ std::chrono::milliseconds ranks_wait() {
     return bootstrap_timeout_from_environment();
   } catch (const Error&) {
     return std::chrono::seconds(120);  // a malformed value was reported at init
+  }
+}
+
+void number_alltoall_calls(std::span<PointToPointPart> parts) {
+  std::map<const ncclComm*, std::uint32_t> alltoalls;  // per handle (a rank of one communicator)
+  for (PointToPointPart& p : parts) {
+    if (p.ops.empty() || p.ops.front().alltoall_call == 0) continue;
+    const std::uint32_t number = ++alltoalls[p.comm];
+    for (PointToPoint& op : p.ops) op.alltoall_call = number;
   }
 }
 
@@ -41,6 +52,7 @@ PostedPointToPoint::PostedPointToPoint(std::vector<PointToPointPart> parts) : pa
     batch->parts.push_back(k);
   }
   if (not_ready_ != ncclSuccess) return;  // nothing posted: failed_at_post reports it
+  number_alltoall_calls(parts_);
   for (Batch& b : batches_) {
     std::vector<PointToPoint> ops;
     for (std::size_t k : b.parts) ops.insert(ops.end(), parts_[k].ops.begin(), parts_[k].ops.end());

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ struct PointToPointPart {
   std::shared_ptr<void> scratch;          // an in-place AlltoAll's copy of its send buffer, freed on its stream
                                           // when the part goes (after its group was issued, or dropped)
 };
+
+// Numbers each handle's all-to-alls among `parts` (ncclAlltoAll's, whose ops alltoall_ops marked) 1, 2, ... in their
+// order, as every rank of the communicator makes them (PointToPoint::alltoall_call): across processes each then runs
+// as one collective (Communicator::send_recv). Done when a group is posted.
+void number_alltoall_calls(std::span<PointToPointPart> parts);
 
 // How long a call waits for the other ranks of its communicator in this process (a split, a send's receive): the
 // bootstrap's timeout, CANOPY_BOOTSTRAP_TIMEOUT_S.

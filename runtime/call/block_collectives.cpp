@@ -21,6 +21,7 @@ std::vector<PointToPoint> alltoall_ops(const BlockCall& c) {
     ops.push_back(send_op(c.rank, block(c.send, c, p), c.count, c.dtype, p, c.stream));
     ops.push_back(recv_op(c.rank, block(c.recv, c, p), c.count, c.dtype, p, c.stream));
   }
+  for (PointToPoint& op : ops) op.alltoall_call = 1;  // a call every rank makes (its number set by its group's poster)
   return ops;
 }
 

@@ -30,6 +30,8 @@ struct BlockCall {
   cudaStream_t stream = nullptr;
 };
 
+// Its ops carry alltoall_call 1 (PointToPoint::alltoall_call): a group holding several all-to-alls of a rank numbers
+// them 1, 2, ... in its order (the NCCL library's group does).
 std::vector<PointToPoint> alltoall_ops(const BlockCall& c);
 std::vector<PointToPoint> gather_ops(const BlockCall& c);
 std::vector<PointToPoint> scatter_ops(const BlockCall& c);

@@ -31,6 +31,10 @@ struct PointToPoint {
   std::uint64_t count = 0;  // elements of `dtype`
   DataType dtype = DataType::f32;
   cudaStream_t stream = nullptr;  // the rank's stream, on the rank's GPU
+  // > 0: the op is part of the rank's alltoall_call-th all-to-all of the group (alltoall_ops; NCCL's ncclAlltoAll),
+  // a call that every rank of the communicator makes, so that across processes it may run as one collective on the
+  // all-to-all kernels (Communicator::send_recv). 0: a send or receive of its own.
+  std::uint32_t alltoall_call = 0;
 };
 
 // ncclSend(buffer, count, dtype, peer) of `rank`, on `stream`.

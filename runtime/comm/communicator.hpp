@@ -43,6 +43,7 @@ namespace canopy {
 
 class CallPath;  // one way of running a communicator (comm/call_path.hpp)
 class AlltoallPrograms;  // what alltoall runs (comm/alltoall_programs.hpp)
+struct AlltoallGroup;    // an all-to-all made of sends and receives (call/alltoall_group.hpp)
 
 class Communicator {
  public:
@@ -134,7 +135,10 @@ class Communicator {
   // communicator fails on every process (the other side may have queued its part). Across hosts it returns
   // unsupported for now (issue 68). Not inside a CUDA graph capture yet. On a communicator of one
   // process, a group that is an all-to-all (runtime/call/alltoall_group.hpp: every rank's blocks to every rank, laid
-  // end to end, as all_to_all_single and ncclAlltoAll issue) runs as one alltoall (the all-to-all kernels).
+  // end to end, as all_to_all_single and ncclAlltoAll issue) runs as one alltoall (the all-to-all kernels). Across
+  // processes, where the group is only the peers' business, only the all-to-alls that every rank makes do: those whose
+  // ops alltoall_ops made (PointToPoint::alltoall_call, as ncclAlltoAll's are), each as one alltoall across the
+  // processes, before the group's other ops (ranks of one GPU on different streams joined by events).
   Status send_recv(std::span<const PointToPoint> ops);
   // ncclSend and ncclRecv of rank `rank` alone: a group of one (send_recv). Across processes each may be issued alone;
   // between ranks of this process a send and its receive must be in one group (as NCCL requires of a thread holding
@@ -249,6 +253,10 @@ class Communicator {
   // Made by create, join and split over the way of running they picked (comm/call_path.hpp); every member forwards
   // to it.
   explicit Communicator(std::unique_ptr<CallPath> path);
+  // send_recv across processes: each ncclAlltoAll of the group as one collective, then the rest
+  // (communicator_exchanges.cpp).
+  Status send_recv_across_processes(std::span<const PointToPoint> ops);
+  void log_alltoall_group(std::size_t ops, const AlltoallGroup& a, const Status& s) const;  // CANOPY_LOG=debug
   // Before path_, so that it outlives the kernels path_ prepared from its programs.
   std::unique_ptr<AlltoallPrograms> alltoall_;
   std::unique_ptr<CallPath> path_;

@@ -1,10 +1,12 @@
 // Communicator's calls made of the planned all-to-all or of sends and receives (communicator.hpp): alltoall, gather
-// and scatter, and send_recv, which runs a group shaped as an all-to-all on the all-to-all kernels. They sit above the
-// CallPath: each becomes a program call (run) or a group of sends and receives (CallPath::send_recv).
+// and scatter, and send_recv, which runs a group shaped as an all-to-all (in one process) and each ncclAlltoAll (across
+// processes) on the all-to-all kernels. They sit above the CallPath: each becomes a program call (run) or a group of
+// sends and receives (CallPath::send_recv).
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -14,10 +16,12 @@
 #include "runtime/comm/call_path.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "runtime/comm/cuda_call_oracle.hpp"
+#include "runtime/comm/stream_join.hpp"
 
 namespace canopy {
 
 Status Communicator::send_recv(std::span<const PointToPoint> ops) {
+  if (multi_process()) return send_recv_across_processes(ops);
   // A group that is an all-to-all (alltoall_group.hpp) runs as one, on the all-to-all kernels, where this process
   // holds every rank; where no all-to-all program can be made for it (unsupported), as the copies of any group. Not
   // inside a capture, where send_recv is refused (and so is such a group, alike).
@@ -27,17 +31,61 @@ Status Communicator::send_recv(std::span<const PointToPoint> ops) {
     const std::optional<AlltoallGroup> a = alltoall_group(ops, devices);
     if (a && std::none_of(a->streams.begin(), a->streams.end(), stream_capturing)) {
       const Status s = alltoall(a->send, a->recv, a->count, a->dtype, a->streams);
-      const Logger& log = path_->layout().log;
-      if (log.enabled(LogLevel::debug, LogSubsys::run))
-        log.debug(LogSubsys::run, fmt::format("send_recv: {} ops are an all-to-all of {} x {} {}: {}", ops.size(),
-                                              ranks(), a->count, to_string(a->dtype),
-                                              s.code() == StatusCode::unsupported
-                                                  ? "no all-to-all program (" + s.message() + "), so copies"
-                                                  : "the all-to-all kernels"));
+      log_alltoall_group(ops.size(), *a, s);
       if (s.code() != StatusCode::unsupported) return s;
     }
   }
   return path_->send_recv(ops);
+}
+
+void Communicator::log_alltoall_group(std::size_t ops, const AlltoallGroup& a, const Status& s) const {
+  const Logger& log = path_->layout().log;
+  if (!log.enabled(LogLevel::debug, LogSubsys::run)) return;
+  log.debug(LogSubsys::run, fmt::format("send_recv: {} ops are {} all-to-all of {} x {} {}: {}", ops,
+                                        multi_process() ? "this process's part of an" : "an", ranks(), a.count,
+                                        to_string(a.dtype),
+                                        s.code() == StatusCode::unsupported
+                                            ? "no all-to-all program (" + s.message() + "), so sends and receives"
+                                            : "the all-to-all kernels"));
+}
+
+// Across processes a group of sends and receives is the peers' business alone (a process with none issues nothing),
+// so only the all-to-alls that every rank makes (ncclAlltoAll: ops marked alltoall_call, numbered per rank in the
+// group's order) may run as collectives: each, in the order of their numbers, on the all-to-all kernels (one call
+// across the processes, as the five collectives), before the group's other ops. What decides it is the same in every
+// process (the call's count and type, and whether the program exists), so all of them take the same way; ranks of
+// one GPU on different streams are joined (StreamJoin). An all-to-all no program serves stays sends and receives.
+Status Communicator::send_recv_across_processes(std::span<const PointToPoint> ops) {
+  std::uint32_t calls = 0;
+  for (const PointToPoint& op : ops) calls = std::max(calls, op.alltoall_call);
+  if (calls == 0) return path_->send_recv(ops);
+  std::vector<char> collective(ops.size(), 0);
+  for (std::uint32_t call = 1; call <= calls; ++call) {
+    std::vector<PointToPoint> part;
+    std::vector<std::size_t> at;
+    for (std::size_t k = 0; k < ops.size(); ++k)
+      if (ops[k].alltoall_call == call) {
+        part.push_back(ops[k]);
+        at.push_back(k);
+      }
+    const std::optional<AlltoallGroup> a = alltoall_part(part, ranks(), first_own_rank(), own_ranks());
+    if (!a || std::any_of(a->streams.begin(), a->streams.end(), stream_capturing)) continue;
+    std::vector<int> ordinals(static_cast<std::size_t>(own_ranks()));
+    for (int k = 0; k < own_ranks(); ++k) ordinals[static_cast<std::size_t>(k)] = device_of_rank(first_own_rank() + k);
+    StreamJoin join;
+    if (Status s = join.before(a->streams, ordinals); !s.ok()) return s;
+    const Status s = alltoall(a->send, a->recv, a->count, a->dtype, join.streams());
+    log_alltoall_group(part.size(), *a, s);
+    if (s.code() == StatusCode::unsupported) continue;
+    if (!s.ok()) return s;
+    if (Status j = join.after(); !j.ok()) return j;
+    for (std::size_t k : at) collective[k] = 1;
+  }
+  std::vector<PointToPoint> rest;
+  for (std::size_t k = 0; k < ops.size(); ++k)
+    if (!collective[k]) rest.push_back(ops[k]);
+  if (rest.empty()) return Status();
+  return path_->send_recv(rest);
 }
 
 Status Communicator::send(int rank, const void* buffer, std::uint64_t count, DataType dtype, int peer,

@@ -5,7 +5,8 @@
 // allreduce after each group checked element by element; the ring also ungrouped (each op a call of its own). As in
 // NCCL only the peers take part. The quick case also has each process refuse on its own an op of another process's
 // rank and a null buffer, and go on; and a send and its receive that differ (8 against 9 f32) fail the communicator on
-// every process, named by the side posting second, with no stream left hanging.
+// every process, named by the side posting second, with no stream left hanging. The all-to-all made as ncclAlltoAll
+// makes it runs on the all-to-all kernels across processes.
 #include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -19,10 +20,10 @@
 namespace canopy {
 namespace {
 
-testing::CommandRun check(int processes, const std::string& args) {
-  return testing::run_command(fmt::format("CANOPY_BOOTSTRAP_TIMEOUT_S=60 CANOPY_STALL_TIMEOUT_S=60 {} run -n {} -- {} "
-                                          "{} 2>&1",
-                                          CANOPY_CLI, processes, CANOPY_P2P_CHECK, args));
+testing::CommandRun check(int processes, const std::string& args, const std::string& env = "") {
+  return testing::run_command(fmt::format("{} CANOPY_BOOTSTRAP_TIMEOUT_S=60 CANOPY_STALL_TIMEOUT_S=60 {} run -n {} "
+                                          "-- {} {} 2>&1",
+                                          env, CANOPY_CLI, processes, CANOPY_P2P_CHECK, args));
 }
 
 // Every process of the run says it checked its ranks with nothing wrong and no call failed.
@@ -93,6 +94,25 @@ INSTANTIATE_TEST_SUITE_P(Processes, PointToPointProcessesOnGpu, ::testing::Value
 TEST(PointToPointProcessesLongOnGpu, TwoProcessesOfTwoRanksEach) {
   if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
   expect_every_p2p_process_right(check(2, "--per-process 2 --counts 0,1,7,1028,65540"), 2);
+}
+
+// gpu-quick: the all-to-all as ncclAlltoAll makes it (every rank's call, its blocks end to end) runs across processes
+// as one collective on the all-to-all kernels, not pair by pair: 3 processes of one rank, then 2 of two ranks each on
+// a stream a rank (joined for the launch), each type, counts past the staging slots; CANOPY_LOG says which way ran.
+TEST(PointToPointProcessesQuickOnGpu, AnAlltoallCallRunsOnTheAlltoallKernelsAcrossProcesses) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  const std::string log = "CANOPY_LOG=debug CANOPY_LOG_SUBSYS=run";
+  const testing::CommandRun three =
+      check(3, "--patterns alltoall-call --counts 0,1,7,1028,65540,3000004", log);
+  expect_every_p2p_process_right(three, 3);
+  EXPECT_THAT(three.output, ::testing::HasSubstr("this process's part of an all-to-all of 3 x 3000004 f32: the "
+                                                 "all-to-all kernels"));
+  EXPECT_THAT(three.output, ::testing::Not(::testing::HasSubstr("so sends and receives")));
+  const testing::CommandRun two_each =
+      check(2, "--per-process 2 --patterns alltoall-call,alltoall --dtypes f32,bf16,u8 --counts 0,7,65540", log);
+  expect_every_p2p_process_right(two_each, 2);
+  EXPECT_THAT(two_each.output, ::testing::HasSubstr("this process's part of an all-to-all of 4 x 65540 u8: the "
+                                                    "all-to-all kernels"));
 }
 
 }  // namespace

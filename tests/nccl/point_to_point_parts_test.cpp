@@ -12,8 +12,10 @@
 #include <optional>
 #include <span>
 #include <thread>
+#include <utility>
 #include <vector>
 
+#include "nccl/group/group_point_to_point.hpp"
 #include "nccl/p2p/p2p_exchange.hpp"
 #include "nccl/p2p/p2p_ops.hpp"
 
@@ -68,6 +70,32 @@ TEST(NcclPointToPointOps, AlltoAllSendsBlockPToRankPAndReceivesBlockPFromIt) {
   ASSERT_NE(self, nullptr);
   EXPECT_EQ(self->from, at(0x3000 + 2 * 20));
   EXPECT_EQ(self->to, at(0x30000 + 2 * 20));
+}
+
+// An AlltoAll's ops say they are one call that every rank makes, and a group numbers each rank's in its order (so
+// that across processes each runs as one collective); gather's, scatter's and lone sends' do not.
+TEST(NcclPointToPointOps, EachRanksAlltoAllsAreNumberedInTheGroupsOrder) {
+  const auto part = [](int handle, std::vector<PointToPoint> ops) {
+    PointToPointPart p;
+    p.comm = reinterpret_cast<ncclComm*>(static_cast<std::uintptr_t>(0x100 * (handle + 1)));  // never dereferenced
+    p.ops = std::move(ops);
+    return p;
+  };
+  const std::vector<PointToPoint> alltoall = alltoall_ops(call_of(0, 2, 0, 0x1000, 0x9000, 4));
+  for (const PointToPoint& op : alltoall) EXPECT_EQ(op.alltoall_call, 1u);
+  for (const PointToPoint& op : gather_ops(call_of(0, 2, 1, 0x1000, 0x9000, 4))) EXPECT_EQ(op.alltoall_call, 0u);
+  for (const PointToPoint& op : send_ops(call_of(0, 2, 1, 0x1000, 0x9000, 4))) EXPECT_EQ(op.alltoall_call, 0u);
+  // Handle 0: alltoall, send, alltoall; handle 1 (another rank or communicator): send, alltoall.
+  std::vector<PointToPointPart> parts;
+  parts.push_back(part(0, alltoall));
+  parts.push_back(part(0, send_ops(call_of(0, 2, 1, 0x1000, 0x9000, 4))));
+  parts.push_back(part(1, send_ops(call_of(1, 2, 0, 0x1000, 0x9000, 4))));
+  parts.push_back(part(0, alltoall));
+  parts.push_back(part(1, alltoall_ops(call_of(1, 2, 0, 0x2000, 0xa000, 4))));
+  number_alltoall_calls(parts);
+  const std::uint32_t want[] = {1, 0, 0, 2, 1};
+  for (std::size_t k = 0; k < parts.size(); ++k)
+    for (const PointToPoint& op : parts[k].ops) EXPECT_EQ(op.alltoall_call, want[k]) << "part " << k;
 }
 
 TEST(NcclPointToPointOps, GatherFillsTheRootsBlocksAndSkipsItsOwnInPlace) {

@@ -7,7 +7,8 @@
 // each receive (untouched), then runs an allreduce (f32 sum; the process's ranks share its GPU, so one stream) and
 // checks it element by element. --ungrouped 1 issues every op as a call of its own instead (Communicator::send and
 // recv, as a lone ncclSend and ncclRecv; the ring pattern only, one rank a process, where odd processes receiving
-// first keeps it free of deadlock, as in NCCL).
+// first keeps it free of deadlock, as in NCCL). The pattern alltoall-call is the all-to-all as ncclAlltoAll makes it
+// (alltoall_ops, each rank's blocks end to end), which runs across processes on the all-to-all kernels.
 // --refusals 1 first issues groups that each process refuses on its own (an op of another process's rank, a null
 // buffer), then goes on with the matrix on the same communicator. --mismatch 1 only makes rank 0 send 8 f32 to the last
 // rank, which receives 9: the side posting second refuses it naming both, and every process must then see the
@@ -29,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/call/block_collectives.hpp"
 #include "runtime/call/point_to_point.hpp"
 #include "runtime/comm/communicator.hpp"
 #include "topology/shipped_topologies.hpp"
@@ -73,11 +75,11 @@ std::vector<Message> messages_of(const std::string& pattern, int n) {
   } else if (pattern == "twice") {  // two sends to the previous rank: the k-th meets the k-th
     for (int k = 0; k < 2; ++k)
       for (int r = 0; r < n; ++r) m.push_back({r, (r + n - 1) % n, k});
-  } else if (pattern == "alltoall") {
+  } else if (pattern == "alltoall" || pattern == "alltoall-call") {
     for (int s = 0; s < n; ++s)
       for (int r = 0; r < n; ++r) m.push_back({s, r, 0});
   } else {
-    usage(fmt::format("--patterns: '{}' is not ring, pairs, self, twice or alltoall", pattern));
+    usage(fmt::format("--patterns: '{}' is not ring, pairs, self, twice, alltoall or alltoall-call", pattern));
   }
   return m;
 }
@@ -88,7 +90,7 @@ unsigned char pattern_byte(const Message& m, std::uint64_t j) {
 
 struct Args {
   int per_process = 1;
-  std::vector<std::string> patterns = {"ring", "pairs", "self", "twice", "alltoall"};
+  std::vector<std::string> patterns = {"ring", "pairs", "self", "twice", "alltoall", "alltoall-call"};
   std::vector<DataType> dtypes = {DataType::f32, DataType::bf16, DataType::f16, DataType::i64, DataType::u8};
   std::vector<std::uint64_t> counts = {0, 1, 7, 1028, 65540, 3000004};
   bool refusals = false;
@@ -157,19 +159,38 @@ class Checker {
   cudaStream_t stream(int rank) const { return streams_[rank - first_]; }
 
   // One group of `messages` (`count` of `dtype` each) through buffers of `slot` bytes per message; its wrong bytes.
+  // `call`: the messages are an all-to-all made by alltoall_ops (as ncclAlltoAll is), each rank's blocks laid end to
+  // end in its own n slots' room, which across processes runs on the all-to-all kernels.
   void group(const std::vector<Message>& messages, std::uint64_t count, DataType dtype, std::uint64_t slot,
-             char* send, char* recv, const std::string& what) {
+             char* send, char* recv, const std::string& what, bool call = false) {
     const std::uint64_t bytes = count * static_cast<std::uint64_t>(size_of(dtype));
+    const std::uint64_t n = static_cast<std::uint64_t>(comm_.ranks());
+    // Message i's place in the sender's and the receiver's buffers, and how many bytes past it are checked untouched
+    // (in the call's layout, past a receiver's last block only: the others are followed by the next block).
+    const auto sent_at = [&](std::size_t i) {
+      return call ? send + messages[i].sender * n * slot + messages[i].receiver * bytes : send + i * slot;
+    };
+    const auto received_at = [&](std::size_t i) {
+      return call ? recv + messages[i].receiver * n * slot + messages[i].sender * bytes : recv + i * slot;
+    };
+    const auto guard = [&](std::size_t i) {
+      return !call || static_cast<std::uint64_t>(messages[i].sender) == n - 1 ? kGuard : 0;
+    };
     std::vector<unsigned char> host(slot);
     for (std::size_t i = 0; i < messages.size(); ++i) {
       if (!mine(messages[i].sender)) continue;
       for (std::uint64_t j = 0; j < bytes; ++j) host[j] = pattern_byte(messages[i], j);
-      if (!cuda_ok(cudaMemcpy(send + i * slot, host.data(), bytes, cudaMemcpyHostToDevice), what)) return;
+      if (!cuda_ok(cudaMemcpy(sent_at(i), host.data(), bytes, cudaMemcpyHostToDevice), what)) return;
     }
     if (!cuda_ok(cudaMemset(recv, kUnwritten, slot * messages.size()), what)) return;
     if (!cuda_ok(cudaDeviceSynchronize(), what)) return;  // the streams are non-blocking
     std::vector<PointToPoint> ops;
-    for (std::size_t i = 0; i < messages.size(); ++i) {
+    for (int r = first_; call && r < first_ + own_; ++r) {
+      const std::vector<PointToPoint> part = alltoall_ops(BlockCall{r, static_cast<int>(n), 0, send + r * n * slot,
+                                                                    recv + r * n * slot, count, dtype, stream(r)});
+      ops.insert(ops.end(), part.begin(), part.end());
+    }
+    for (std::size_t i = 0; !call && i < messages.size(); ++i) {
       const Message& m = messages[i];
       if (mine(m.sender)) ops.push_back(send_op(m.sender, send + i * slot, count, dtype, m.receiver, stream(m.sender)));
       if (mine(m.receiver))
@@ -200,15 +221,15 @@ class Checker {
       if (!cuda_ok(cudaStreamSynchronize(st), what)) return;
     for (std::size_t i = 0; i < messages.size(); ++i) {
       if (!mine(messages[i].receiver)) continue;
-      if (!cuda_ok(cudaMemcpy(host.data(), recv + i * slot, bytes + kGuard, cudaMemcpyDeviceToHost), what)) return;
+      if (!cuda_ok(cudaMemcpy(host.data(), received_at(i), bytes + guard(i), cudaMemcpyDeviceToHost), what)) return;
       std::uint64_t bad = 0;
-      for (std::uint64_t j = 0; j < bytes + kGuard; ++j) {
+      for (std::uint64_t j = 0; j < bytes + guard(i); ++j) {
         const unsigned char want = j < bytes ? pattern_byte(messages[i], j) : kUnwritten;
         if (host[j] != want && bad++ < 3)
           fmt::print("process {}: {}: message {} (rank {}'s send {} to rank {}): byte {} is {:#x}, want {:#x}\n",
                      process_, what, i, messages[i].sender, messages[i].k, messages[i].receiver, j, host[j], want);
       }
-      checked_ += bytes + kGuard;
+      checked_ += bytes + guard(i);
       wrong_ += bad;
     }
   }
@@ -370,7 +391,8 @@ int run(int argc, char** argv) {
       for (std::uint64_t count : a.counts) {
         const std::string what = fmt::format("{} {} count {}", pattern, to_string(dtype), count);
         if (process == 0) fmt::print("process 0: {}\n", what);
-        check.group(messages_of(pattern, nranks), count, dtype, slot, send.bytes(), recv.bytes(), what);
+        check.group(messages_of(pattern, nranks), count, dtype, slot, send.bytes(), recv.bytes(), what,
+                    pattern == "alltoall-call");
         check.allreduce(reduce_in.bytes(), reduce_out.bytes(), what);
       }
   for (cudaStream_t s : streams) cudaStreamDestroy(s);

@@ -81,5 +81,47 @@ TEST(AlltoallGroup, EveryOtherGroupIsLeftToTheCopies) {
   EXPECT_FALSE(alltoall_group(ops, devices)) << "buffers that overlap";
 }
 
+// Across processes: the ops of ranks first .. first + own - 1 are their part of an all-to-all over every rank, in any
+// order, with each own rank's buffers and stream; ranks of one GPU may have streams of their own (joined by the
+// caller). Anything else, or ops of a rank outside the part, is no part.
+TEST(AlltoallGroup, AProcesssOwnRanksPartIsSeenWithEachRanksBuffersAndStream) {
+  const std::vector<PointToPoint> all = alltoall_ops(4, 256, DataType::f16, {0, 1, 2, 3});
+  const auto part = [&](int first, int own) {
+    std::vector<PointToPoint> mine;
+    for (const PointToPoint& op : all)
+      if (op.rank >= first && op.rank < first + own) mine.push_back(op);
+    std::shuffle(mine.begin(), mine.end(), std::mt19937(first));
+    return mine;
+  };
+  const std::optional<AlltoallGroup> two = alltoall_part(part(2, 2), 4, 2, 2);
+  ASSERT_TRUE(two.has_value());
+  EXPECT_EQ(two->count, 256u);
+  EXPECT_EQ(two->dtype, DataType::f16);
+  ASSERT_EQ(two->send.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(two->send[k], reinterpret_cast<const void*>(static_cast<std::uintptr_t>(0x100000 * (3 + k))));
+    EXPECT_EQ(two->recv[k], reinterpret_cast<void*>(static_cast<std::uintptr_t>(0x100000 * (3 + k) + 0x80000)));
+    EXPECT_EQ(two->streams[k], group_stream(2 + k)) << "each own rank on its own stream";
+  }
+  EXPECT_TRUE(alltoall_part(part(1, 1), 4, 1, 1).has_value()) << "one rank a process";
+  EXPECT_TRUE(alltoall_part(all, 4, 0, 4).has_value()) << "every rank in one process";
+
+  EXPECT_FALSE(alltoall_part(part(2, 2), 4, 1, 2)) << "rank 3 is not one of 1..2";
+  EXPECT_FALSE(alltoall_part(part(2, 2), 4, 2, 1)) << "rank 3's ops beside rank 2's";
+  EXPECT_FALSE(alltoall_part(part(2, 2), 5, 2, 2)) << "no block for rank 4";
+  EXPECT_FALSE(alltoall_part(part(2, 2), 4, 3, 2)) << "ranks past the communicator";
+  std::vector<PointToPoint> ops = part(0, 1);
+  ops.pop_back();
+  EXPECT_FALSE(alltoall_part(ops, 4, 0, 1)) << "an op missing";
+  ops = part(0, 1);
+  ops[0].count = 255;
+  EXPECT_FALSE(alltoall_part(ops, 4, 0, 1)) << "counts that differ";
+  ops = part(0, 1);
+  ops[0].peer = 4;
+  EXPECT_FALSE(alltoall_part(ops, 4, 0, 1)) << "a peer past the communicator";
+  EXPECT_FALSE(alltoall_part({}, 4, 0, 1)) << "no ops";
+  EXPECT_FALSE(alltoall_part(part(0, 1), 4, -1, 1)) << "a negative first rank";
+}
+
 }  // namespace
 }  // namespace canopy
