@@ -2,6 +2,7 @@
 // --vs-nccl): size, count, type, time, algbw, busbw, #wrong. Needs GPUs; the topology is detected unless given.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <memory>
 #include <optional>
 
@@ -12,6 +13,7 @@
 #include "runtime/cuda/gpu_devices.hpp"
 #include "tools/bench_exchange.hpp"
 #include "tools/bench_procs.hpp"
+#include "bench/harness/rounds_text.hpp"
 #include "tools/commands.hpp"
 
 namespace canopy::cli {
@@ -28,6 +30,8 @@ void add_bench_command(CLI::App& app) {
     int iters = 20;
     int warmup = 5;
     int repeats = 5;
+    int rounds = 0;  // 0: 5 with --vs-nccl, else 1
+    double target = 1.0;
     bool vs_nccl = false;
     bool no_check = false;
     bool check = false;
@@ -62,6 +66,14 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", args->warmup, "untimed launches first")->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "timed loops; the median is reported")->capture_default_str();
   cmd->add_flag("--vs-nccl", args->vs_nccl, "also time NCCL (loaded at run time: CANOPY_NCCL_LIBRARY or libnccl.so.2)");
+  cmd->add_option("--rounds", args->rounds,
+                  "rounds a size, each timing Canopy and NCCL, the first alternating by round and size; rows give the "
+                  "rounds' medians, and with --vs-nccl the ratio's range and verdict (default: 5 with --vs-nccl, "
+                  "else 1)");
+  cmd->add_option("--target", args->target,
+                  "the ratio (NCCL's time / Canopy's) each row is judged against over several rounds: met only "
+                  "where the whole range clears it")
+      ->capture_default_str();
   cmd->add_flag("--check", args->check, "check every output element (the default)");
   cmd->add_flag("--no-check", args->no_check, "skip the correctness run (#wrong shows -1)");
   cmd->add_flag("--in-place", args->in_place, "NCCL's in-place layouts instead of separate buffers");
@@ -95,7 +107,10 @@ void add_bench_command(CLI::App& app) {
       "busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce-scatter, alltoall, gather, scatter),\n"
       "1 (broadcast, reduce, sendrecv). alltoall's size is a rank's send buffer, gather's the root's receive buffer,\n"
       "scatter's the root's send buffer; NCCL runs these four as one group of ncclSend and ncclRecv.\n"
-      "#wrong counts output elements that differ from the host reference in a separate checked run.");
+      "#wrong counts output elements that differ from the host reference in a separate checked run.\n"
+      "With --vs-nccl each size runs --rounds rounds (5), both libraries in each, the first alternating: times are\n"
+      "medians, ratio = NCCL's time / Canopy's, range its extremes over the rounds, and vs --target says met only\n"
+      "where the whole range clears the target.");
   cmd->callback([args] {
     BenchOptions o;
     // -c sendrecv|alltoall|gather|scatter: the calls that move blocks, each alone (bench/harness/exchange_bench.hpp).
@@ -122,6 +137,10 @@ void add_bench_command(CLI::App& app) {
     o.root = args->root;
     if (args->iters < 1 || args->repeats < 1 || args->warmup < 0)
       throw Error("--iters and --repeats take at least 1, --warmup at least 0");
+    if (args->rounds < 0)
+      throw Error(fmt::format("--rounds {}: give 1 or more (5 or more to judge a ratio)", args->rounds));
+    if (!(args->target > 0)) throw Error(fmt::format("--target {}: give a ratio above 0, e.g. 1.0", args->target));
+    o.rounds = args->rounds > 0 ? args->rounds : args->vs_nccl ? 5 : 1;
     o.iters = args->iters;
     o.warmup = args->warmup;
     o.repeats = args->repeats;
@@ -174,12 +193,14 @@ void add_bench_command(CLI::App& app) {
     const std::string where =
         comm->multi_process() ? fmt::format("{} processes", comm->devices())
                               : fmt::format("{} GPU{}", comm->devices(), comm->devices() == 1 ? "" : "s");
-    fmt::print(table, "# canopy bench: topology {} ({}), {} ranks on {}{}\n", comm->topology().name(),
-               comm->topology_source(), comm->ranks(), where,
-               nccl ? fmt::format(", NCCL {} ({})", nccl->version(), nccl->path()) : "");
-    fmt::print(table, "# {} iters x {} repeats (median), {} warm-up; {}{}\n", o.iters, o.repeats, o.warmup,
-               o.check ? "outputs checked" : "not checked",
+    fmt::print(table, "# canopy bench: topology {} ({}), {} ranks on {}\n", comm->topology().name(),
+               comm->topology_source(), comm->ranks(), where);
+    if (nccl)
+      fmt::print(table, "{}", nccl_context_line(nccl->version(), nccl->path(), std::getenv("NCCL_NVLS_ENABLE")));
+    fmt::print(table, "# {} iters x {} repeats (median), {} warm-up{}; {}{}\n", o.iters, o.repeats, o.warmup,
+               o.rounds > 1 ? fmt::format(", {} rounds", o.rounds) : "", o.check ? "outputs checked" : "not checked",
                o.graph ? fmt::format("; CUDA graphs: each repeat replays {} captured calls", o.iters) : "");
+    if (nccl) fmt::print(table, "{}", rounds_header(o.rounds, args->target));
     // After the rows, either way: the JSON (what was measured, also when a call failed), then the exit's verdict.
     auto finish = [&](const std::vector<BenchRow>& rows, const Status& s) {
       if (null_table) std::fclose(null_table);
@@ -198,9 +219,10 @@ void add_bench_command(CLI::App& app) {
       x.iters = o.iters;
       x.warmup = o.warmup;
       x.repeats = o.repeats;
+      x.rounds = o.rounds;
       x.check = o.check;
       std::vector<BenchRow> rows;
-      const Status s = print_exchange_bench(*comm, x, nccl.get(), args->host_time, table, &rows);
+      const Status s = print_exchange_bench(*comm, x, nccl.get(), args->host_time, args->target, table, &rows);
       return finish(rows, s);
     }
     Collective current{};
@@ -311,7 +333,7 @@ void add_bench_command(CLI::App& app) {
         fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}", "size", "count", "type", "redop",
                    "time(us)", "algbw", "busbw", "#wrong");
         if (args->host_time) fmt::print(table, " {:>8}", "host(us)");
-        if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
+        if (nccl) fmt::print(table, "{}", nccl_column_titles(o.rounds, args->target));
         fmt::print(table, "\n");
         current = r.collective;
         first = false;
@@ -321,11 +343,8 @@ void add_bench_command(CLI::App& app) {
                  (o.program ? o.program->program.reduces() : reduces(r.collective)) ? to_string(r.op) : "none",
                  r.time_us, r.algbw_gbps, r.busbw_gbps, r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
       if (args->host_time) fmt::print(table, " {:>8.2f}", r.host_us);
-      if (nccl && r.nccl_time_us > 0)
-        fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,
-                   r.busbw_gbps / r.nccl_busbw_gbps);
-      else if (nccl)  // a program whose goal NCCL has no collective for (alltoall, custom)
-        fmt::print(table, " {:>10} {:>10} {:>7}", "n/a", "n/a", "n/a");
+      // n/a: a program whose goal NCCL has no collective for (alltoall, custom)
+      if (nccl) fmt::print(table, "{}", nccl_columns(r, args->target));
       fmt::print(table, "\n");
       std::fflush(table);
       rows.push_back(r);

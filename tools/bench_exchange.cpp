@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include "bench/harness/rounds_text.hpp"
+
 namespace canopy::cli {
 
 Status print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, NcclBaseline* nccl, bool host_time,
-                            std::FILE* table, std::vector<BenchRow>* rows) {
+                            double target, std::FILE* table, std::vector<BenchRow>* rows) {
   const bool rooted = o.call == ExchangeCall::gather || o.call == ExchangeCall::scatter;
   const std::string how =
       o.call == ExchangeCall::sendrecv ? "each rank sends to the next and receives from the one before (a ring)"
@@ -20,16 +22,14 @@ Status print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, N
   fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10} {:>8} {:>8} {:>7}", "size", "count", "type", "root", "time(us)",
              "algbw", "busbw", "#wrong");
   if (host_time) fmt::print(table, " {:>8}", "host(us)");
-  if (nccl) fmt::print(table, " {:>10} {:>10} {:>7}", "nccl(us)", "nccl_bus", "ratio");
+  if (nccl) fmt::print(table, "{}", nccl_column_titles(o.rounds, target));
   fmt::print(table, "\n");
   return run_exchange_benchmark(comm, o, nccl, [&](const BenchRow& r) {
     fmt::print(table, "{:>12} {:>12} {:>6} {:>6} {:>10.2f} {:>8.2f} {:>8.2f} {:>7}", bench_size_text(r.bytes), r.count,
                to_string(r.dtype), rooted ? std::to_string(o.root) : std::string("-1"), r.time_us, r.algbw_gbps,
                r.busbw_gbps, r.errors < 0 ? std::string("n/a") : std::to_string(r.errors));
     if (host_time) fmt::print(table, " {:>8.2f}", r.host_us);
-    if (nccl)
-      fmt::print(table, " {:>10.2f} {:>10.2f} {:>7.2f}", r.nccl_time_us, r.nccl_busbw_gbps,
-                 r.busbw_gbps / r.nccl_busbw_gbps);
+    if (nccl) fmt::print(table, "{}", nccl_columns(r, target));
     fmt::print(table, "\n");
     std::fflush(table);
     rows->push_back(r);

@@ -13,7 +13,8 @@ namespace canopy::cli {
 
 // Runs the rows, printing each to `table` as it comes (host(us) with `host_time`, NCCL's columns with `nccl`) and
 // adding it to `rows`; the first failing call's Status (the rows before it stay).
+// `target`: the ratio rows are judged against over several rounds (bench/harness/rounds_text.hpp).
 Status print_exchange_bench(Communicator& comm, const ExchangeBenchOptions& o, NcclBaseline* nccl, bool host_time,
-                            std::FILE* table, std::vector<BenchRow>* rows);
+                            double target, std::FILE* table, std::vector<BenchRow>* rows);
 
 }  // namespace canopy::cli

@@ -76,6 +76,21 @@ std::vector<BenchRow> read_bench_rows_json(std::string_view text, const std::str
     row.errors = static_cast<std::int64_t>(number_of("errors", false));
     row.nccl_time_us = number_of("nccl_time_us", true);
     row.nccl_busbw_gbps = number_of("nccl_busbw_GBps", true);
+    // Rounds (canopy bench --rounds): the medians above, the extremes here; one round: the time itself.
+    row.time_min_us = row.time_max_us = row.time_us;
+    row.nccl_time_min_us = row.nccl_time_max_us = row.nccl_time_us;
+    if (r.contains("rounds")) {
+      const double rounds = number_of("rounds", false);
+      if (rounds < 1 || rounds != static_cast<double>(static_cast<int>(rounds)))
+        throw Error(fmt::format("{}: error: row {}: rounds {} must be a whole number >= 1", source, i, rounds));
+      row.rounds = static_cast<int>(rounds);
+      row.time_min_us = number_of("time_us_min", false);
+      row.time_max_us = number_of("time_us_max", false);
+      if (row.nccl_time_us > 0) {
+        row.nccl_time_min_us = number_of("nccl_time_us_min", false);
+        row.nccl_time_max_us = number_of("nccl_time_us_max", false);
+      }
+    }
     if (r.contains("launch_us")) {  // canopy bench --host-time: the host's time per call and the launch floor
       row.host_us = number_of("host_us", false);
       row.launch_us = number_of("launch_us", false);

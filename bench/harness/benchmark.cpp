@@ -182,7 +182,8 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclBaseline* nc
   const int procs = bench_procs(comm);
   const std::string device = bench_device(comm, prop.name);
   for (Collective c : collectives)
-    for (std::uint64_t size : o.sizes) {
+    for (std::size_t size_index = 0; size_index < o.sizes.size(); ++size_index) {
+      const std::uint64_t size = o.sizes[size_index];
       const std::uint64_t count = program ? bench_count(*program, size, o.dtype) : bench_count(c, size, o.dtype, n);
       if (count == 0) continue;
       // A program's count is a multiple of its chunks: the size it moves may be a little below the size asked.
@@ -228,26 +229,16 @@ Status run_benchmark(Communicator& comm, const BenchOptions& o, NcclBaseline* nc
         row.errors = static_cast<std::int64_t>(wrong[0]);
         for (const std::string& e : result.examples) fmt::print(stderr, "canopy bench: wrong: {}\n", e);
       }
-      if (Status s = time_calls(
-              comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return comm.run(call); }, &row.time_us,
-              &row.host_us, o.graph);
+      const double factor = program ? busbw_factor(*program) : busbw_factor(c, n);
+      CollectiveCall same = call;  // a program: NCCL runs its goal on the same buffers
+      same.program = nullptr;
+      const bool with_nccl = nccl && (!program || program->collective());
+      if (Status s = time_row(comm, buffers->streams(), RowTiming{o.warmup, o.iters, o.repeats, o.graph, o.rounds,
+                                                                    size_index},
+                              [&] { return comm.run(call); },
+                              with_nccl ? std::function<Status()>([&] { return nccl->run(same); }) : nullptr, &row);
           !s.ok())
         return s;
-      const double factor = program ? busbw_factor(*program) : busbw_factor(c, n);
-      if (nccl && (!program || program->collective())) {  // a program: NCCL runs its goal on the same buffers
-        CollectiveCall same = call;
-        same.program = nullptr;
-        if (Status s = time_calls(
-                comm, buffers->streams(), o.warmup, o.iters, o.repeats, [&] { return nccl->run(same); },
-                &row.nccl_time_us, nullptr, o.graph);
-            !s.ok())
-          return s;
-      }
-      std::vector<double> times = {row.time_us, row.host_us, row.nccl_time_us};  // the slowest process's
-      if (Status s = across_processes(comm, buffers->streams(), ReduceOp::max, times); !s.ok()) return s;
-      row.time_us = times[0];
-      row.host_us = times[1];
-      row.nccl_time_us = times[2];
       row.algbw_gbps = static_cast<double>(bytes) / (row.time_us * 1e-6) / 1e9;
       row.busbw_gbps = row.algbw_gbps * factor;
       if (row.nccl_time_us > 0)
@@ -275,6 +266,11 @@ std::string bench_rows_json(const std::vector<BenchRow>& rows) {
     if (r.procs > 1) j["procs"] = r.procs;  // ranks in several processes (canopy bench --procs)
     if (r.iters > 0) j["iters"] = r.iters;  // timed calls a loop
     j["time_us"] = r.time_us;
+    if (r.rounds > 1) {  // several rounds: time_us is their median (paired_rounds.hpp)
+      j["rounds"] = r.rounds;
+      j["time_us_min"] = r.time_min_us;
+      j["time_us_max"] = r.time_max_us;
+    }
     j["algbw_GBps"] = r.algbw_gbps;
     j["busbw_GBps"] = r.busbw_gbps;
     j["errors"] = r.errors;
@@ -285,6 +281,10 @@ std::string bench_rows_json(const std::vector<BenchRow>& rows) {
     if (r.nccl_time_us > 0) {
       j["nccl_time_us"] = r.nccl_time_us;
       j["nccl_busbw_GBps"] = r.nccl_busbw_gbps;
+      if (r.rounds > 1) {
+        j["nccl_time_us_min"] = r.nccl_time_min_us;
+        j["nccl_time_us_max"] = r.nccl_time_max_us;
+      }
     } else {
       j["nccl_time_us"] = nullptr;
       j["nccl_busbw_GBps"] = nullptr;

@@ -37,6 +37,9 @@ struct BenchOptions {
   // Also time an empty kernel's launch (EmptyKernel) the way the rows are timed, once before them: its host time per
   // call is the floor under theirs (canopy bench --host-time). Not with `graph`: replays launch nothing from the host.
   bool launch_floor = false;
+  // Rounds per size, each timing Canopy and (with an NcclBaseline) NCCL, the one going first alternating
+  // (paired_rounds.hpp): a row gives the rounds' medians and extremes.
+  int rounds = 1;
   // Set: time this collective-algorithm program instead of `collectives` (NCCL runs its goal's collective, when
   // the goal is one of NCCL's).
   std::shared_ptr<const ProgramOutputs> program = nullptr;
@@ -60,6 +63,11 @@ struct BenchRow {
   std::int64_t errors = -1;  // -1: not checked
   double nccl_time_us = 0;   // 0: NCCL not run
   double nccl_busbw_gbps = 0;
+  // Rounds of timing both libraries in turn (paired_rounds.hpp): time_us and nccl_time_us are their medians, these
+  // their extremes (as time_us where rounds is 1).
+  int rounds = 1;
+  double time_min_us = 0, time_max_us = 0;
+  double nccl_time_min_us = 0, nccl_time_max_us = 0;
   std::string device;
   std::string algorithm;  // a program's name; `collective` is then its goal's (allreduce for other goals)
   std::string goal;       // a program's goal as Program::goal() names it ("alltoall", "custom"): the JSON's collective

@@ -8,6 +8,7 @@
 #include "bench/harness/benchmark.hpp"
 #include "bench/harness/captured_calls.hpp"
 #include "bench/harness/collective_buffers.hpp"
+#include "bench/harness/paired_rounds.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
@@ -102,6 +103,39 @@ Status across_processes(Communicator& comm, const std::vector<cudaStream_t>& ran
   if (!comm.multi_process() || values.empty()) return Status();
   return collective_on_host(comm, Collective::allreduce, values.data(), values.size(), DataType::f64, op, 0,
                             rank_streams);
+}
+
+Status time_row(Communicator& comm, const std::vector<cudaStream_t>& rank_streams, const RowTiming& t,
+                const std::function<Status()>& canopy, const std::function<Status()>& nccl, BenchRow* row) {
+  std::vector<double> ours, theirs, host;
+  for (int round = 0; round < t.rounds; ++round) {
+    double ours_us = 0, host_us = 0, theirs_us = 0;
+    const auto time_ours = [&] {
+      return time_calls(comm, rank_streams, t.warmup, t.iters, t.repeats, canopy, &ours_us, &host_us, t.graph);
+    };
+    const auto time_theirs = [&] {
+      return nccl ? time_calls(comm, rank_streams, t.warmup, t.iters, t.repeats, nccl, &theirs_us, nullptr, t.graph)
+                  : Status();
+    };
+    const bool ours_first = canopy_first(t.size_index, round);
+    if (Status s = ours_first ? time_ours() : time_theirs(); !s.ok()) return s;
+    if (Status s = ours_first ? time_theirs() : time_ours(); !s.ok()) return s;
+    std::vector<double> times = {ours_us, host_us, theirs_us};  // the slowest process's
+    if (Status s = across_processes(comm, rank_streams, ReduceOp::max, times); !s.ok()) return s;
+    ours.push_back(times[0]);
+    host.push_back(times[1]);
+    theirs.push_back(times[2]);
+  }
+  const Spread a = spread_of(ours), b = spread_of(theirs);
+  row->rounds = t.rounds;
+  row->time_us = a.median;
+  row->time_min_us = a.min;
+  row->time_max_us = a.max;
+  row->host_us = spread_of(host).median;
+  row->nccl_time_us = nccl ? b.median : 0;
+  row->nccl_time_min_us = nccl ? b.min : 0;
+  row->nccl_time_max_us = nccl ? b.max : 0;
+  return Status();
 }
 
 }  // namespace canopy

@@ -125,7 +125,8 @@ Status run_exchange_benchmark(Communicator& comm, const ExchangeBenchOptions& o,
     return cuda_status(e, "cudaGetDeviceProperties");
   const int procs = bench_procs(comm);
   const std::string device = bench_device(comm, prop.name);
-  for (std::uint64_t bytes_asked : o.sizes) {
+  for (std::size_t size_index = 0; size_index < o.sizes.size(); ++size_index) {
+    const std::uint64_t bytes_asked = o.sizes[size_index];
     const std::uint64_t count = exchange_count(o.call, bytes_asked, o.dtype, n);
     if (count == 0) continue;
     const std::vector<PointToPoint> ops =
@@ -148,22 +149,11 @@ Status run_exchange_benchmark(Communicator& comm, const ExchangeBenchOptions& o,
       row.errors = static_cast<std::int64_t>(total[0]);
       for (const std::string& e : examples) fmt::print(stderr, "canopy bench: wrong: {}\n", e);
     }
-    if (Status s = time_calls(
-            comm, b.streams, o.warmup, o.iters, o.repeats, [&] { return comm.send_recv(ops); }, &row.time_us,
-            &row.host_us);
+    const std::function<Status()> theirs = [&] { return nccl->run_point_to_point(ops, comm.first_own_rank()); };
+    if (Status s = time_row(comm, b.streams, RowTiming{o.warmup, o.iters, o.repeats, false, o.rounds, size_index},
+                            [&] { return comm.send_recv(ops); }, nccl ? theirs : nullptr, &row);
         !s.ok())
       return s;
-    if (nccl)
-      if (Status s = time_calls(
-              comm, b.streams, o.warmup, o.iters, o.repeats,
-              [&] { return nccl->run_point_to_point(ops, comm.first_own_rank()); }, &row.nccl_time_us);
-          !s.ok())
-        return s;
-    std::vector<double> times = {row.time_us, row.host_us, row.nccl_time_us};  // the slowest process's
-    if (Status s = across_processes(comm, b.streams, ReduceOp::max, times); !s.ok()) return s;
-    row.time_us = times[0];
-    row.host_us = times[1];
-    row.nccl_time_us = times[2];
     const double factor = exchange_busbw_factor(o.call, n);
     row.algbw_gbps = static_cast<double>(row.bytes) / (row.time_us * 1e-6) / 1e9;
     row.busbw_gbps = row.algbw_gbps * factor;

@@ -29,6 +29,7 @@ struct ExchangeBenchOptions {
   int iters = 20;
   int warmup = 5;
   int repeats = 5;
+  int rounds = 1;  // as BenchOptions::rounds
   bool check = true;
 };
 

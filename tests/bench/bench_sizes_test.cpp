@@ -75,3 +75,50 @@ TEST(BenchJson, HostTimesAndTheLaunchFloorWithHostTimeOnly) {
 
 }  // namespace
 }  // namespace canopy
+
+namespace canopy {
+namespace {
+
+// canopy bench --rounds: a row of several rounds carries its rounds and both libraries' extremes beside the medians,
+// and reads back; a row of one round has none of these keys, and reads back with the extremes at its time.
+TEST(BenchJson, RoundsAndTheirExtremesBesideTheMedians) {
+  BenchRow rounds;
+  rounds.ranks = 2;
+  rounds.rounds = 5;
+  rounds.time_us = 10;
+  rounds.time_min_us = 9.5;
+  rounds.time_max_us = 11;
+  rounds.nccl_time_us = 12;
+  rounds.nccl_time_min_us = 11.5;
+  rounds.nccl_time_max_us = 13;
+  BenchRow one;
+  one.ranks = 2;
+  one.time_us = 7;
+  const std::string json = bench_rows_json({rounds, one});
+  EXPECT_NE(json.find("\"rounds\": 5"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"rounds\""), json.rfind("\"rounds\"")) << "one row has rounds: " << json;
+  const std::vector<BenchRow> back = read_bench_rows_json(json, "rows.json");
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].rounds, 5);
+  EXPECT_DOUBLE_EQ(back[0].time_min_us, 9.5);
+  EXPECT_DOUBLE_EQ(back[0].time_max_us, 11);
+  EXPECT_DOUBLE_EQ(back[0].nccl_time_min_us, 11.5);
+  EXPECT_DOUBLE_EQ(back[0].nccl_time_max_us, 13);
+  EXPECT_EQ(back[1].rounds, 1);
+  EXPECT_DOUBLE_EQ(back[1].time_min_us, 7);
+  EXPECT_DOUBLE_EQ(back[1].time_max_us, 7);
+  // A malformed count of rounds is named.
+  std::string bad = json;
+  bad.replace(bad.find("\"rounds\": 5"), 11, "\"rounds\": 0");
+  try {
+    (void)read_bench_rows_json(bad, "rows.json");
+    ADD_FAILURE() << "rounds 0 was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rows.json: error: row 0: rounds 0 must be a whole number >= 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace canopy

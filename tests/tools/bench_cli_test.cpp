@@ -30,6 +30,9 @@ TEST(BenchCli, BadOptionsAreRefusedFirst) {
               HasSubstr("--dtype 'f8': expected f32, f16, bf16, f64, i32, i64, u8, i8, u32, u64, f8e4m3 or f8e5m2"));
   EXPECT_THAT(canopy("bench -c allsum").output, HasSubstr("--collective 'allsum': expected broadcast"));
   EXPECT_THAT(canopy("bench --iters 0").output, HasSubstr("--iters and --repeats take at least 1"));
+  EXPECT_THAT(canopy("bench --rounds -2").output,
+              HasSubstr("--rounds -2: give 1 or more (5 or more to judge a ratio)"));
+  EXPECT_THAT(canopy("bench --target 0").output, HasSubstr("--target 0: give a ratio above 0, e.g. 1.0"));
   EXPECT_EQ(canopy("bench --op avg").status, 1);
   EXPECT_THAT(canopy("bench -c alltoall -a ring-allreduce").output,
               HasSubstr("-c alltoall times NCCL's alltoall; -a times a program: give one of them"));
