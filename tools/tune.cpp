@@ -2,7 +2,8 @@
 // starts from the simulator's predicted chunk, measures, doubles (or halves) while that helps and refines by a
 // quarter (runtime/tune/chunk_tuner.hpp), checks the chosen kernel's output, prints every step, and remembers the choice
 // in tuning.json beside the kernel cache, where every later Communicator on this machine finds it. With --protocols
-// it chooses the protocol limits instead (tune_protocols.hpp).
+// it chooses the protocol limits instead (tune_protocols.hpp); with --vs-nccl, per size, Canopy's kernels or the real
+// NCCL for libcanopy_nccl.so (tune_library.hpp).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/tune/tuning_file.hpp"
 #include "tools/commands.hpp"
+#include "tools/tune_library.hpp"
 #include "tools/tune_protocols.hpp"
 
 namespace canopy::cli {
@@ -34,6 +36,9 @@ void add_tune_command(CLI::App& app) {
     int repeats = 3;
     bool dry_run = false;
     bool protocols = false;
+    bool vs_nccl = false;
+    int procs = 0;
+    int rounds = 5;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -58,6 +63,15 @@ void add_tune_command(CLI::App& app) {
   cmd->add_flag("--protocols", args->protocols,
                 "choose per collective up to which size the LL, LL128 and direct protocols take calls, from each "
                 "one's time at every size");
+  cmd->add_flag("--vs-nccl", args->vs_nccl,
+                "choose per collective, type and size between Canopy's kernels and the real NCCL beside them: the "
+                "faster median of --rounds rounds (the first alternating) serves those calls through "
+                "libcanopy_nccl.so");
+  cmd->add_option("--rounds", args->rounds, "--vs-nccl: rounds a size, each timing both libraries")
+      ->capture_default_str();
+  cmd->add_option("--procs", args->procs,
+                  "--vs-nccl: one process per rank, N ranks, as the job runs (torchrun), so that the choices are "
+                  "keyed to the job's machine");
   cmd->footer(
       "Examples:\n"
       "  canopy tune                                   allreduce, 1 MiB - 1 GiB, this machine's GPUs\n"
@@ -74,7 +88,13 @@ void add_tune_command(CLI::App& app) {
       "whose times summed over the sizes, each over that size's fastest, are least, and keeps the untuned limits\n"
       "unless the sizes it moves to another protocol gain more than 5% each on average, timed again before they\n"
       "count. The chosen kernels' output is checked. Communicators of this machine then use the limits unless\n"
-      "CANOPY_LL_BYTES, CANOPY_LL128_BYTES or CANOPY_DIRECT_BYTES is set.");
+      "CANOPY_LL_BYTES, CANOPY_LL128_BYTES or CANOPY_DIRECT_BYTES is set.\n"
+      "\n"
+      "  canopy tune --vs-nccl --procs 4 -c all --sizes 8:1G   per size: Canopy's kernels or the real NCCL\n"
+      "--vs-nccl times both libraries as `canopy bench --vs-nccl` does and records the faster median per collective,\n"
+      "type and size bucket with both spreads; libcanopy_nccl.so then serves each call by it where a real NCCL\n"
+      "communicator exists beside Canopy's (CANOPY_LOG=info names the choice and the file). Untuned sizes take\n"
+      "Canopy's kernels. CANOPY_TUNING=FILE reads and writes another file than tuning.json (one per machine kind).");
   cmd->callback([args, collective_option_given, sizes_given] {
     const bool protocols = args->protocols;
     const std::vector<Collective> collectives =
@@ -86,6 +106,16 @@ void add_tune_command(CLI::App& app) {
     if (args->iters < 1 || args->repeats < 1 || args->warmup < 0)
       throw Error("--iters and --repeats take at least 1, --warmup at least 0");
     const CommunicatorOptions co = communicator_options(args->topology, args->devices);
+    if (args->vs_nccl && protocols) throw Error("--vs-nccl and --protocols choose different things: give one");
+    if (!args->vs_nccl && args->procs != 0)
+      throw Error("--procs goes with --vs-nccl (the choices of a job's processes)");
+    if (args->vs_nccl) {
+      if (args->rounds < 1) throw Error(fmt::format("--rounds {}: give 1 or more (5 or more to judge)", args->rounds));
+      if (args->procs < 0) throw Error(fmt::format("--procs {}: give the number of processes", args->procs));
+      tune_library(LibraryTuneRequest{co, args->procs, collectives, sizes, dtype, op, args->warmup, args->iters,
+                                      args->repeats, args->rounds, args->dry_run});
+      return;
+    }
     if (protocols) {
       std::vector<std::uint64_t> ascending = sizes;
       std::sort(ascending.begin(), ascending.end());

@@ -148,6 +148,21 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
   } else {
     return forward_collective(q, comm, premul, fmt::format("Canopy does not reduce {}", nccl_type_name(q.datatype)));
   }
+  // tuning.json's choice for this size (`canopy tune --vs-nccl`): the real NCCL's where it measured faster.
+  if (comm->choices) {
+    const std::uint64_t bytes = canopy::size_bytes(c.collective, c.count, c.dtype, comm->nranks);
+    if (const canopy::LibraryEntry* e = comm->choices->find(c.collective, c.dtype, bytes)) {
+      const std::string why = comm->choices->describe(c.collective, c.dtype, bytes, *e);
+      if (e->library == canopy::Library::nccl && comm->real) return forward_collective(q, comm, premul, why);
+      if (comm->shared)
+        comm->shared->log().note(fn, q.datatype, bytes, comm->rank, comm->nranks, [&] {
+          return e->library == canopy::Library::nccl
+                     ? fmt::format("served by Canopy: {}, but there is no real NCCL communicator beside Canopy's ({})",
+                                   why, comm->real_why_not)
+                     : "served by Canopy: " + why;
+        });
+    }
+  }
   if (reduces && premul) {
     c.op = canopy::ReduceOp::sum;
     c.premul = true;

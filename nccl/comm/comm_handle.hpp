@@ -16,6 +16,7 @@
 #include "nccl/comm/shared_comm.hpp"
 #include "nccl/config/forward_list.hpp"
 #include "nccl/premul/premul_ops.hpp"
+#include "runtime/tune/library_choices.hpp"
 #include "runtime/transport/bootstrap/unique_id.hpp"
 
 namespace canopy::nccl_api {
@@ -55,6 +56,9 @@ struct ncclComm {
   ncclComm_t real = nullptr;               // the real NCCL's communicator of the same ranks, when made
   std::string real_why_not;                // why there is none ("" when there is)
   canopy::nccl_api::ForwardSet forward;    // CANOPY_NCCL_FORWARD: calls passed to `real`
+  // tuning.json's per-size choice between Canopy's kernels and `real` (`canopy tune --vs-nccl`), agreed by every rank
+  // at init (runtime/tune/library_choices.hpp); null: none, Canopy serves every size. Not carried to splits.
+  std::shared_ptr<const canopy::LibraryChoices> choices;
   canopy::nccl_api::PreMulOps premul;      // ncclRedOpCreatePreMulSum's operators of this rank
 };
 

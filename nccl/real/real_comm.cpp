@@ -38,11 +38,25 @@ std::string one_line(std::string s) {
 
 // What on `comm`'s rank would use a real communicator: calls CANOPY_NCCL_FORWARD names, or point-to-point Canopy does
 // not serve there.
-std::string use_of(ncclComm* comm) {
+std::string use_of(ncclComm* comm, const LibraryChoices* choices) {
   if (!comm->forward.empty()) return "CANOPY_NCCL_FORWARD names calls to pass to it";
+  if (choices && choices->nccl_count() > 0)
+    return fmt::format("{} chooses it for {} sizes", choices->source().filename().string(), choices->nccl_count());
   if (std::optional<std::string> refusal = comm->shared ? comm->shared->point_to_point_refusal() : std::nullopt)
     return one_line("point-to-point: " + *refusal);
   return "";
+}
+
+// This communicator's library choices (tuning.json's, for its machine), or null where it has none; an unreadable
+// file is said and ignored.
+std::shared_ptr<const LibraryChoices> read_choices(ncclComm* comm) {
+  if (!comm->shared) return nullptr;
+  const Communicator& canopy = comm->shared->communicator();
+  std::string warning;
+  const TuningFile file(canopy.tuning_path(), &warning);
+  if (!warning.empty()) comm->shared->log().logger().info(LogSubsys::init, "nccl: " + warning);
+  auto choices = std::make_shared<const LibraryChoices>(file, canopy.machine_key());
+  return choices->empty() ? nullptr : choices;
 }
 
 RealCommFacts my_facts(int device) {
@@ -77,8 +91,8 @@ void say(ncclComm* comm, const std::string& text) {
 }  // namespace
 
 std::string encode_real_facts(const RealCommFacts& f) {
-  return fmt::format("loaded={}\nmode={}\ngpu={}\nhostid={}\nwhy={}\nuse={}", f.loaded ? 1 : 0, to_string(f.mode),
-                     f.gpu, f.host_id, f.why_not, f.use);
+  return fmt::format("loaded={}\nmode={}\ngpu={}\nhostid={}\nwhy={}\nuse={}\nchoices={}", f.loaded ? 1 : 0,
+                     to_string(f.mode), f.gpu, f.host_id, f.why_not, f.use, f.choices);
 }
 
 Status decode_real_facts(const std::string& text, RealCommFacts* out) {
@@ -98,6 +112,7 @@ Status decode_real_facts(const std::string& text, RealCommFacts* out) {
     else if (key == "hostid") f.host_id = value;
     else if (key == "why") f.why_not = value;
     else if (key == "use") f.use = value;
+    else if (key == "choices") f.choices = value;
   }
   if (seen != 3)
     return Status(StatusCode::remote_error,
@@ -108,6 +123,7 @@ Status decode_real_facts(const std::string& text, RealCommFacts* out) {
 
 RealCommDecision decide_real_comm(const std::vector<RealCommFacts>& ranks) {
   RealCommDecision d;
+  for (const RealCommFacts& f : ranks) d.choices_agree = d.choices_agree && f.choices == ranks.front().choices;
   bool required = false;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     if (ranks[r].mode == RealMode::off) {
@@ -117,7 +133,8 @@ RealCommDecision decide_real_comm(const std::vector<RealCommFacts>& ranks) {
     required = required || ranks[r].mode == RealMode::required;
   }
   bool used = required;
-  for (const RealCommFacts& f : ranks) used = used || !f.use.empty();
+  // A library choice is used only where every rank holds it.
+  for (const RealCommFacts& f : ranks) used = used || (!f.use.empty() && (f.choices.empty() || d.choices_agree));
   if (!used) {
     d.why_not = std::string(kNothingUsesIt);
     return d;
@@ -139,13 +156,22 @@ ncclResult_t attach_real_comm(ncclComm* comm, const char* function) {
   Communicator& canopy = comm->shared->communicator();
   std::vector<std::string> all;
   RealCommFacts mine_facts = my_facts(comm->device);
-  mine_facts.use = use_of(comm);
+  const std::shared_ptr<const LibraryChoices> choices = read_choices(comm);
+  mine_facts.use = use_of(comm, choices.get());
+  mine_facts.choices = choices ? choices->digest() : "";
   if (Status s = canopy.exchange(encode_real_facts(mine_facts), &all); !s.ok())
     return to_result(s, function);
   std::vector<RealCommFacts> facts(all.size());
   for (std::size_t p = 0; p < all.size(); ++p)
     if (Status s = decode_real_facts(all[p], &facts[p]); !s.ok()) return to_result(s, function);
   const RealCommDecision d = decide_real_comm(facts);
+  if (d.choices_agree) {
+    comm->choices = choices;
+  } else {
+    say(comm, fmt::format("tuning.json's library choices differ between ranks (rank {} holds {}): none applies, "
+                          "Canopy serves every size; give every rank the same file (CANOPY_TUNING)",
+                          comm->rank, choices ? choices->source().string() : "none"));
+  }
   if (!d.make) {
     comm->real_why_not = d.why_not;
     say(comm, fmt::format("no real NCCL communicator beside Canopy's (rank {} of {}): {}", comm->rank, comm->nranks,
@@ -213,9 +239,14 @@ ncclResult_t attach_real_comms(const std::vector<ncclComm*>& comms, const std::v
                                               "Canopy's: {}",
                                               function, why));
   };
+  // One process: every rank reads the same choices.
+  const std::shared_ptr<const LibraryChoices> choices = read_choices(comms[0]);
+  for (ncclComm* c : comms) c->choices = choices;
   if (mode == RealMode::off) return none("CANOPY_NCCL_REAL=0");
-  // One process: Canopy serves point-to-point here, so only forwarded calls or CANOPY_NCCL_REAL=1 would use one.
-  if (mode == RealMode::automatic && comms[0]->forward.empty()) return none(std::string(kNothingUsesIt));
+  // One process: Canopy serves point-to-point here, so only forwarded calls, library choices or CANOPY_NCCL_REAL=1
+  // would use one.
+  if (mode == RealMode::automatic && comms[0]->forward.empty() && (!choices || choices->nccl_count() == 0))
+    return none(std::string(kNothingUsesIt));
   if (!real_nccl_loaded()) return none(real_nccl_why_not());
   if (std::set<int>(devices.begin(), devices.end()).size() != devices.size())
     return none("several ranks share a GPU, which NCCL 2.28 refuses");

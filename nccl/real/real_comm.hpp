@@ -2,6 +2,7 @@
 // Canopy's point-to-point does not serve the communicator, registration, windows, device communicators, the calls
 // CANOPY_NCCL_FORWARD names). It is made only where something will use it: a rank's CANOPY_NCCL_FORWARD names a call,
 // or Canopy's point-to-point does not serve the communicator (several hosts: SharedComm::point_to_point_refusal()), or
+// tuning.json's library choices (`canopy tune --vs-nccl`, held alike by every rank) give it some sizes, or
 // CANOPY_NCCL_REAL=1 asks for it (windows, device communicators and registration go to it only then). Elsewhere Canopy
 // serves every call, and the real communicator's init time and memory are spared.
 //
@@ -31,7 +32,8 @@ namespace canopy::nccl_api {
 
 // Why none is made where nothing would use it.
 inline constexpr const char* kNothingUsesIt =
-    "nothing on this communicator would use it: Canopy serves every call here (CANOPY_NCCL_FORWARD names none); "
+    "nothing on this communicator would use it: Canopy serves every call here (CANOPY_NCCL_FORWARD names none, and "
+    "no library choice of tuning.json gives it a size); "
     "CANOPY_NCCL_REAL=1 makes one anyway, for windows, device communicators and registration";
 
 // What one rank says of itself.
@@ -42,11 +44,13 @@ struct RealCommFacts {
   std::string gpu;           // its GPU's UUID (hex)
   std::string host_id;       // NCCL_HOSTID ("" when unset)
   std::string use;           // what on this rank would use a real communicator ("" nothing): the forward list, ...
+  std::string choices;       // the digest of its tuning.json library choices (LibraryChoices::digest; "" none)
 };
 std::string encode_real_facts(const RealCommFacts& facts);
 Status decode_real_facts(const std::string& text, RealCommFacts* out);
 
 struct RealCommDecision {
+  bool choices_agree = true;  // every rank holds the same library choices: they apply (else none does)
   bool make = false;
   bool fail_init = false;  // CANOPY_NCCL_REAL=1 on some rank and none can be made
   std::string why_not;     // when not made

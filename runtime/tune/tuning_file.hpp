@@ -48,6 +48,20 @@ struct ProtocolEntry {
   double untuned_cost = 0;  // and of the untuned choice
 };
 
+// Which library serves a call of one (collective, type, size bucket) through libcanopy_nccl.so where a real NCCL
+// communicator exists beside Canopy's (`canopy tune --vs-nccl`): the faster one measured on this machine.
+enum class Library { canopy, nccl };
+const char* to_string(Library library);  // "canopy", "nccl"
+
+struct LibraryEntry {
+  std::string topology;  // its name, for people reading the file
+  Library library = Library::canopy;
+  int rounds = 0;  // each timing both libraries, the first alternating (bench/harness/paired_rounds.hpp)
+  double canopy_us = 0, canopy_min_us = 0, canopy_max_us = 0;  // Canopy's median time and its rounds' extremes
+  double nccl_us = 0, nccl_min_us = 0, nccl_max_us = 0;        // NCCL's
+  std::string nccl_version;                                    // the real NCCL measured
+};
+
 // The largest power of two <= bytes (0 for 0).
 std::uint64_t tuning_bucket(std::uint64_t bytes);
 
@@ -55,6 +69,8 @@ class TuningFile {
  public:
   // Reads `path` if it exists. `warning`, when given, receives why an unreadable file was ignored.
   explicit TuningFile(std::filesystem::path path, std::string* warning = nullptr);
+  // CANOPY_TUNING where set (a tuning file of its own: one per machine kind, say), else tuning.json in
+  // `cache_directory`.
   static std::filesystem::path default_path(const std::filesystem::path& cache_directory);
 
   std::optional<TuningEntry> find(const TuningKey& key) const;
@@ -62,17 +78,22 @@ class TuningFile {
   std::optional<ProtocolEntry> find(const ProtocolKey& key) const;
   void set(const ProtocolKey& key, const ProtocolEntry& entry);
   void erase(const ProtocolKey& key);
+  // Library choices, keyed as chunks are (machine, collective, type, size bucket).
+  std::optional<LibraryEntry> find_library(const TuningKey& key) const;
+  void set_library(const TuningKey& key, const LibraryEntry& entry);
   // Writes the file (temporary + rename); throws canopy::Error naming the path when it cannot.
   void save() const;
 
   const std::filesystem::path& path() const { return path_; }
   const std::map<TuningKey, TuningEntry>& entries() const { return entries_; }
   const std::map<ProtocolKey, ProtocolEntry>& protocols() const { return protocols_; }
+  const std::map<TuningKey, LibraryEntry>& libraries() const { return libraries_; }
 
  private:
   std::filesystem::path path_;
   std::map<TuningKey, TuningEntry> entries_;
   std::map<ProtocolKey, ProtocolEntry> protocols_;
+  std::map<TuningKey, LibraryEntry> libraries_;
 };
 
 }  // namespace canopy

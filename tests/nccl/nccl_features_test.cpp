@@ -214,6 +214,33 @@ TEST(NcclRealComm, MadeOnlyWhereSomethingWillUseIt) {
                   .make);
 }
 
+// tuning.json's library choices (`canopy tune --vs-nccl`) use a real communicator only where every rank holds the same
+// choices: a rank with other choices (or none) leaves every rank on Canopy's kernels, with no real communicator made
+// for them; the facts carry the choices' digest through the exchange.
+TEST(NcclRealComm, LibraryChoicesApplyOnlyWhereEveryRankHoldsTheSame) {
+  const auto tuned = [](const std::string& gpu, const std::string& digest) {
+    RealCommFacts f = facts(gpu, "", true, RealMode::automatic, "tuning.json chooses it for 3 sizes");
+    f.choices = digest;
+    return f;
+  };
+  const RealCommDecision same = decide_real_comm({tuned("aa", "d1"), tuned("bb", "d1")});
+  EXPECT_TRUE(same.choices_agree);
+  EXPECT_TRUE(same.make);
+  const RealCommDecision differ = decide_real_comm({tuned("aa", "d1"), tuned("bb", "d2")});
+  EXPECT_FALSE(differ.choices_agree);
+  EXPECT_FALSE(differ.make) << "nothing else would use it";
+  EXPECT_EQ(differ.why_not, kNothingUsesIt);
+  RealCommFacts untuned = facts("bb", "", true, RealMode::automatic, "");
+  EXPECT_FALSE(decide_real_comm({tuned("aa", "d1"), untuned}).choices_agree);
+  // Another use still makes one; the choices still do not apply.
+  const RealCommDecision forwarded = decide_real_comm({tuned("aa", "d1"), facts("bb")});
+  EXPECT_TRUE(forwarded.make);
+  EXPECT_FALSE(forwarded.choices_agree);
+  RealCommFacts back;
+  ASSERT_TRUE(decode_real_facts(encode_real_facts(tuned("aa", "d1")), &back).ok());
+  EXPECT_EQ(back.choices, "d1");
+}
+
 TEST(NcclRealComm, FactsRoundTrip) {
   const RealCommFacts f = facts("0123abcd", "host 7", false, RealMode::required);
   RealCommFacts back;

@@ -58,7 +58,7 @@ TEST(BenchCli, HelpExplainsTheColumns) {
 }
 
 TEST(TuneCli, WithoutAGpuExitsOneAndBadOptionsAreRefusedFirst) {
-  for (const std::string tune : {"tune", "tune --protocols"}) {
+  for (const std::string tune : {"tune", "tune --protocols", "tune --vs-nccl"}) {
     const testing::CommandRun r = canopy(tune + " -t h200x2 -c allreduce --sizes 16M --dry-run");
     EXPECT_EQ(r.status, 1) << tune << ": " << r.output;
     EXPECT_THAT(r.output, HasSubstr("canopy: error: no CUDA device is visible")) << tune;
@@ -69,6 +69,10 @@ TEST(TuneCli, WithoutAGpuExitsOneAndBadOptionsAreRefusedFirst) {
                 HasSubstr("--devices 'x': expected CUDA device numbers such as 0,1"))
         << tune;
   }
+  EXPECT_THAT(canopy("tune --vs-nccl --protocols").output,
+              HasSubstr("--vs-nccl and --protocols choose different things: give one"));
+  EXPECT_THAT(canopy("tune --procs 2").output, HasSubstr("--procs goes with --vs-nccl"));
+  EXPECT_THAT(canopy("tune --vs-nccl --rounds 0").output, HasSubstr("--rounds 0: give 1 or more"));
   // --protocols takes every collective by default; "all" is a list's only entry.
   EXPECT_THAT(canopy("tune --protocols -c all,scan").output, HasSubstr("--collective 'all': expected broadcast"));
 }
@@ -78,6 +82,8 @@ TEST(TuneCli, HelpSaysWhereTheChoiceGoes) {
   EXPECT_EQ(r.status, 0);
   EXPECT_THAT(r.output, HasSubstr("tuning.json"));
   EXPECT_THAT(r.output, HasSubstr("CANOPY_CHUNK overrides it"));
+  EXPECT_THAT(r.output, HasSubstr("--vs-nccl times both libraries"));
+  EXPECT_THAT(r.output, HasSubstr("CANOPY_TUNING=FILE"));
   EXPECT_THAT(r.output, HasSubstr("--protocols"));
   EXPECT_THAT(r.output, HasSubstr("unless\nCANOPY_LL_BYTES, CANOPY_LL128_BYTES or CANOPY_DIRECT_BYTES is set"));
 }
