@@ -27,6 +27,7 @@ void add_simulate_command(CLI::App& app);  // simulate_command.cpp
 void add_algo_command(CLI::App& app);      // algo.cpp
 void add_msccl_command(CLI::App& app);     // msccl.cpp
 void add_tune_command(CLI::App& app);      // tune.cpp
+void add_warm_command(CLI::App& app);      // warm.cpp
 void add_run_command(CLI::App& app);       // run.cpp
 void add_nccl_tests_compare_command(CLI::App& app);  // nccl_tests_compare_command.cpp
 void add_bench_compare_command(CLI::App& app);       // bench_compare_command.cpp

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
       "  canopy topo import nccl.xml --out my.topo  NCCL's topology XML (NCCL_TOPO_FILE, a dump) as .topo\n"
       "  canopy bench -c allreduce --vs-nccl       time collectives on this machine's GPUs, beside NCCL\n"
       "  canopy run -n 2 -- ./my_program           one process per rank, with the bootstrap id in the environment\n"
+      "  canopy warm --procs 8 --dtype bf16        precompile a job's kernels, so its first step only loads them\n"
       "  canopy nccl-tests-compare real.log canopy.log   NEW/BASE ratios of two nccl-tests runs (--bench: vs bench)\n"
       "  canopy bench-compare base.json new.json    NEW/BASE ratios of two canopy bench --json runs (an A/B)\n"
       "\n"
@@ -110,6 +111,7 @@ int main(int argc, char** argv) {
   canopy::cli::add_algo_command(app);
   canopy::cli::add_msccl_command(app);
   canopy::cli::add_tune_command(app);
+  canopy::cli::add_warm_command(app);
   canopy::cli::add_run_command(app);
   canopy::cli::add_nccl_tests_compare_command(app);
   canopy::cli::add_bench_compare_command(app);

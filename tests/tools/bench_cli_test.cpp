@@ -77,6 +77,22 @@ TEST(TuneCli, WithoutAGpuExitsOneAndBadOptionsAreRefusedFirst) {
   EXPECT_THAT(canopy("tune --protocols -c all,scan").output, HasSubstr("--collective 'all': expected broadcast"));
 }
 
+// `canopy warm` where no GPU is visible: exit 1 saying so; bad options refused first; --help says what it compiles.
+TEST(WarmCli, WithoutAGpuExitsOneAndBadOptionsAreRefusedFirst) {
+  const testing::CommandRun r = canopy("warm -t h200x2 -c allreduce --sizes 1M");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("canopy: error: no CUDA device is visible"));
+  EXPECT_THAT(canopy("warm --dtype f33").output, HasSubstr("--dtype 'f33': expected f32"));
+  EXPECT_THAT(canopy("warm --dtype ,").output, HasSubstr("--dtype: give at least one element type"));
+  EXPECT_THAT(canopy("warm --procs -1").output, HasSubstr("--procs -1: give the number of processes"));
+  EXPECT_THAT(canopy("warm -c allsum").output, HasSubstr("--collective 'allsum': expected broadcast"));
+  EXPECT_THAT(canopy("warm --sizes 0").output, HasSubstr("--sizes '0': sizes must be positive"));
+  const testing::CommandRun help = canopy("warm --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_THAT(help.output, HasSubstr("canopy warm --procs 8"));
+  EXPECT_THAT(help.output, HasSubstr("the distinct kernels are compiled at once"));
+}
+
 TEST(TuneCli, HelpSaysWhereTheChoiceGoes) {
   const testing::CommandRun r = canopy("tune --help");
   EXPECT_EQ(r.status, 0);

@@ -218,12 +218,12 @@ TEST(FrontDoor, UnknownSubcommandNamesTheNearestOne) {
 }
 
 TEST(FrontDoor, UnknownSubcommandBesideHelpIsAnErrorNotTheHelp) {
-  for (const char* args : {"warm --help", "--help warm", "warm", "warm -h"}) {
+  for (const char* args : {"frobnicate --help", "--help frobnicate", "frobnicate", "frobnicate -h"}) {
     const Outcome o = canopy(args);
     EXPECT_EQ(o.status, 2) << args;
     EXPECT_THAT(o.out, IsEmpty()) << args << ": printed help and hid the mistake";
-    // Nothing is close to 'warm': the message lists the subcommands instead of guessing.
-    EXPECT_THAT(o.err, HasSubstr("canopy: unknown subcommand 'warm'; the subcommands are topo, plan, ")) << args;
+    // Nothing is close to 'frobnicate': the message lists the subcommands instead of guessing.
+    EXPECT_THAT(o.err, HasSubstr("canopy: unknown subcommand 'frobnicate'; the subcommands are topo, plan, ")) << args;
     EXPECT_THAT(o.err, HasSubstr("bench-compare")) << args;
     EXPECT_THAT(o.err, Not(HasSubstr("did you mean"))) << args;
   }
