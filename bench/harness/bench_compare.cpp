@@ -9,8 +9,11 @@ namespace canopy {
 namespace {
 
 BenchCompareKey key_of(const BenchRow& row) {
-  return BenchCompareKey{row.algorithm.empty() ? to_string(row.collective) : row.algorithm, row.dtype, row.op,
-                         row.ranks};
+  // A program by its name; a point-to-point call (sendrecv, alltoall, gather, scatter) by its own.
+  const std::string what = !row.algorithm.empty() ? row.algorithm
+                           : !row.goal.empty()    ? row.goal
+                                                  : to_string(row.collective);
+  return BenchCompareKey{what, row.dtype, row.op, row.ranks};
 }
 
 // Each key's rows by size; a size given twice keeps the later row.

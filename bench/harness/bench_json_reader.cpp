@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "bench/harness/exchange_calls.hpp"
 
 namespace canopy {
 
@@ -47,10 +48,12 @@ std::vector<BenchRow> read_bench_rows_json(std::string_view text, const std::str
       row.collective = *c;
     } else if (!row.algorithm.empty()) {
       row.goal = collective;  // a program whose goal is no NCCL collective (alltoall, custom)
+    } else if (exchange_call_named(collective)) {
+      row.goal = collective;  // canopy bench -c sendrecv|alltoall|gather|scatter
     } else {
       throw Error(
           fmt::format("{}: error: row {}: collective \"{}\" is none of broadcast, reduce, allreduce, "
-                      "allgather, reducescatter",
+                      "allgather, reducescatter, sendrecv, alltoall, gather, scatter",
                       source, i, collective));
     }
     const std::string dtype = text_of("dtype"), op = text_of("op");

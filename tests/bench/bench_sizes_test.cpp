@@ -122,3 +122,32 @@ TEST(BenchJson, RoundsAndTheirExtremesBesideTheMedians) {
 
 }  // namespace
 }  // namespace canopy
+
+namespace canopy {
+namespace {
+
+// canopy bench -c sendrecv|alltoall|gather|scatter writes rows whose collective names the call: they read back with
+// that name as their goal, so that canopy bench-compare pairs a sendrecv run with a sendrecv run.
+TEST(BenchJson, PointToPointRowsReadBackUnderTheirCallsName) {
+  BenchRow sendrecv;
+  sendrecv.ranks = 2;
+  sendrecv.goal = "sendrecv";
+  sendrecv.time_us = 3;
+  const std::vector<BenchRow> back = read_bench_rows_json(bench_rows_json({sendrecv}), "p2p.json");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].goal, "sendrecv");
+  std::string bad = bench_rows_json({sendrecv});
+  bad.replace(bad.find("sendrecv"), 8, "sendrcv_");
+  try {
+    (void)read_bench_rows_json(bad, "p2p.json");
+    ADD_FAILURE() << "an unknown call was read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is none of broadcast, reduce, allreduce, allgather, reducescatter, "
+                                         "sendrecv, alltoall, gather, scatter"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace canopy
