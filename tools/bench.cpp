@@ -153,37 +153,19 @@ void add_bench_command(CLI::App& app) {
     if (!args->chunk.empty()) co.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
     if (args->blocks) co.blocks_per_rank = args->blocks;
     if (args->threads) co.threads_per_block = args->threads;
-    std::unique_ptr<Communicator> comm;
-    if (args->procs != 0) {
-      if (args->procs < 1) throw Error(fmt::format("--procs {}: give the number of processes, 1 or more", args->procs));
-      if (int code = 0; launch_bench_processes(args->procs, &code)) {
-        if (code != 0) throw CLI::RuntimeError(code);
-        return;
-      }
-      comm = join_bench_process(args->procs, co);
-    } else if (Status s = Communicator::create(co, &comm); !s.ok()) {
-      throw Error(s.message());
+    if (args->procs < 0) throw Error(fmt::format("--procs {}: give the number of processes, 1 or more", args->procs));
+    int launched = 0;
+    const std::unique_ptr<Communicator> comm = command_communicator(args->procs, co, &launched);
+    if (!comm) {  // the launcher of --procs: its copies measured
+      if (launched != 0) throw CLI::RuntimeError(launched);
+      return;
     }
 
     if (!args->algorithm.empty()) {
       if (args->in_place) throw Error("--in-place: algorithm programs run out of place");
       o.program = std::make_shared<ProgramOutputs>(program_option(args->algorithm, comm->ranks()));
     }
-    std::unique_ptr<NcclBaseline> nccl;
-    if (args->vs_nccl && comm->multi_process()) {
-      std::string why;
-      nccl = NcclBaseline::load(&why);
-      if (!nccl) throw Error(why);
-      if (Status s = init_nccl_processes(*comm, *nccl); !s.ok()) throw Error(s.message());
-    } else if (args->vs_nccl) {
-      if (comm->ranks() != comm->devices())
-        throw Error(fmt::format("--vs-nccl needs one rank per GPU; this run has {} ranks on {} GPUs", comm->ranks(),
-                                comm->devices()));
-      std::string why;
-      nccl = NcclBaseline::load(&why);
-      if (!nccl) throw Error(why);
-      if (Status s = nccl->init(comm->device_ordinals()); !s.ok()) throw Error(s.message());
-    }
+    const std::unique_ptr<NcclBaseline> nccl = args->vs_nccl ? nccl_beside(*comm) : nullptr;
     const bool json_stdout = args->json == "-";
     // Every process of --procs measures (each row is agreed among them); the first one prints.
     const bool quiet = comm->multi_process() && comm->first_own_rank() != 0;

@@ -80,6 +80,30 @@ std::unique_ptr<Communicator> join_bench_process(int procs, CommunicatorOptions 
   return comm;
 }
 
+std::unique_ptr<Communicator> command_communicator(int procs, const CommunicatorOptions& options, int* launcher_code) {
+  *launcher_code = 0;
+  if (procs > 0) {
+    if (launch_bench_processes(procs, launcher_code)) return nullptr;
+    return join_bench_process(procs, options);
+  }
+  std::unique_ptr<Communicator> comm;
+  if (Status s = Communicator::create(options, &comm); !s.ok()) throw Error(s.message());
+  return comm;
+}
+
+std::unique_ptr<NcclBaseline> nccl_beside(Communicator& comm) {
+  if (!comm.multi_process() && comm.ranks() != comm.devices())
+    throw Error(fmt::format("--vs-nccl needs one rank per GPU (NCCL refuses ranks sharing one); this run has {} ranks "
+                            "on {} GPUs: give --procs {} with a distinct NCCL_HOSTID per process",
+                            comm.ranks(), comm.devices(), comm.ranks()));
+  std::string why;
+  std::unique_ptr<NcclBaseline> nccl = NcclBaseline::load(&why);
+  if (!nccl) throw Error("--vs-nccl: " + why);
+  const Status s = comm.multi_process() ? init_nccl_processes(comm, *nccl) : nccl->init(comm.device_ordinals());
+  if (!s.ok()) throw Error(s.message());
+  return nccl;
+}
+
 Status init_nccl_processes(Communicator& comm, NcclBaseline& nccl) {
   NcclBaseline::UniqueId id{};
   if (comm.first_own_rank() == 0)

@@ -22,6 +22,15 @@ bool launch_bench_processes(int procs, int* code);
 // Throws canopy::Error.
 std::unique_ptr<Communicator> join_bench_process(int procs, CommunicatorOptions options);
 
+// The communicator of a command that takes --procs (bench, tune --vs-nccl, warm): with `procs` 0, one process's over
+// `options`; else this process's part of `procs` processes, after starting them where no launcher did: then null,
+// and *launcher_code is the first failing copy's exit status (0 when all succeeded). Throws canopy::Error.
+std::unique_ptr<Communicator> command_communicator(int procs, const CommunicatorOptions& options, int* launcher_code);
+
+// NCCL beside `comm` (--vs-nccl): loaded and initialised over the same processes (init_nccl_processes) or GPUs (one
+// rank each: NCCL refuses ranks sharing one). Throws canopy::Error saying why not.
+std::unique_ptr<NcclBaseline> nccl_beside(Communicator& comm);
+
 // NCCL's communicator over the same processes, one rank each: rank 0's ncclGetUniqueId handed to the others through
 // `comm` (a broadcast of its 128 bytes).
 Status init_nccl_processes(Communicator& comm, NcclBaseline& nccl);

@@ -21,28 +21,13 @@
 namespace canopy::cli {
 
 void tune_library(const LibraryTuneRequest& q) {
-  std::unique_ptr<Communicator> comm;
-  if (q.procs > 0) {
-    if (int code = 0; launch_bench_processes(q.procs, &code)) {
-      if (code != 0) throw CLI::RuntimeError(code);
-      return;
-    }
-    comm = join_bench_process(q.procs, q.communicator);
-  } else if (Status s = Communicator::create(q.communicator, &comm); !s.ok()) {
-    throw Error(s.message());
+  int launched = 0;
+  const std::unique_ptr<Communicator> comm = command_communicator(q.procs, q.communicator, &launched);
+  if (!comm) {  // the launcher of --procs: its copies measured
+    if (launched != 0) throw CLI::RuntimeError(launched);
+    return;
   }
-  std::string why;
-  std::unique_ptr<NcclBaseline> nccl = NcclBaseline::load(&why);
-  if (!nccl) throw Error("--vs-nccl: " + why);
-  if (comm->multi_process()) {
-    if (Status s = init_nccl_processes(*comm, *nccl); !s.ok()) throw Error(s.message());
-  } else {
-    if (comm->ranks() != comm->devices())
-      throw Error(fmt::format("--vs-nccl needs one rank per GPU (NCCL refuses ranks sharing one); this run has {} "
-                              "ranks on {} GPUs: give --procs {} with a distinct NCCL_HOSTID per process",
-                              comm->ranks(), comm->devices(), comm->ranks()));
-    if (Status s = nccl->init(comm->device_ordinals()); !s.ok()) throw Error(s.message());
-  }
+  const std::unique_ptr<NcclBaseline> nccl = nccl_beside(*comm);
   const bool speaks = !comm->multi_process() || comm->first_own_rank() == 0;
   TuningFile file(comm->tuning_path());
   if (speaks) {

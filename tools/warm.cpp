@@ -61,24 +61,17 @@ void add_warm_command(CLI::App& app) {
     const std::vector<Collective> collectives = collectives_option(args->collective);
     const std::vector<std::uint64_t> sizes = parse_bench_sizes(args->sizes);
     std::vector<DataType> dtypes;
-    for (std::size_t at = 0; at <= args->dtypes.size();) {
-      const std::size_t comma = std::min(args->dtypes.find(',', at), args->dtypes.size());
-      if (comma > at) dtypes.push_back(dtype_option(args->dtypes.substr(at, comma - at)));
-      at = comma + 1;
-    }
+    for (const std::string& name : CLI::detail::split(args->dtypes, ','))
+      if (!name.empty()) dtypes.push_back(dtype_option(name));
     if (dtypes.empty()) throw Error("--dtype: give at least one element type, e.g. f32,bf16");
     const ReduceOp op = op_option(args->op);
     if (args->procs < 0) throw Error(fmt::format("--procs {}: give the number of processes, 1 or more", args->procs));
     const CommunicatorOptions co = communicator_options(args->topology, args->devices);
-    std::unique_ptr<Communicator> comm;
-    if (args->procs > 0) {
-      if (int code = 0; launch_bench_processes(args->procs, &code)) {
-        if (code != 0) throw CLI::RuntimeError(code);
-        return;
-      }
-      comm = join_bench_process(args->procs, co);
-    } else if (Status s = Communicator::create(co, &comm); !s.ok()) {
-      throw Error(s.message());
+    int launched = 0;
+    const std::unique_ptr<Communicator> comm = command_communicator(args->procs, co, &launched);
+    if (!comm) {  // the launcher of --procs: its copies compiled
+      if (launched != 0) throw CLI::RuntimeError(launched);
+      return;
     }
     const bool speaks = !comm->multi_process() || comm->first_own_rank() == 0;
     std::vector<CollectiveSpec> specs;
