@@ -152,14 +152,15 @@ ncclResult_t check_and_issue(Request q, ncclComm* comm) {
   if (comm->choices) {
     const std::uint64_t bytes = canopy::size_bytes(c.collective, c.count, c.dtype, comm->nranks);
     if (const canopy::LibraryEntry* e = comm->choices->find(c.collective, c.dtype, bytes)) {
-      const std::string why = comm->choices->describe(c.collective, c.dtype, bytes, *e);
-      if (e->library == canopy::Library::nccl && comm->real) return forward_collective(q, comm, premul, why);
+      const auto why = [&] { return comm->choices->describe(c.collective, c.dtype, bytes, *e); };
+      if (e->library == canopy::Library::nccl && comm->real) return forward_collective(q, comm, premul, why());
+      // Served here: the line is made only when the log says it (once per size class), not on every call.
       if (comm->shared)
         comm->shared->log().note(fn, q.datatype, bytes, comm->rank, comm->nranks, [&] {
           return e->library == canopy::Library::nccl
                      ? fmt::format("served by Canopy: {}, but there is no real NCCL communicator beside Canopy's ({})",
-                                   why, comm->real_why_not)
-                     : "served by Canopy: " + why;
+                                   why(), comm->real_why_not)
+                     : "served by Canopy: " + why();
         });
     }
   }

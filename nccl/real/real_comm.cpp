@@ -38,10 +38,8 @@ std::string one_line(std::string s) {
 
 // What on `comm`'s rank would use a real communicator: calls CANOPY_NCCL_FORWARD names, or point-to-point Canopy does
 // not serve there.
-std::string use_of(ncclComm* comm, const LibraryChoices* choices) {
+std::string use_of(ncclComm* comm) {
   if (!comm->forward.empty()) return "CANOPY_NCCL_FORWARD names calls to pass to it";
-  if (choices && choices->nccl_count() > 0)
-    return fmt::format("{} chooses it for {} sizes", choices->source().filename().string(), choices->nccl_count());
   if (std::optional<std::string> refusal = comm->shared ? comm->shared->point_to_point_refusal() : std::nullopt)
     return one_line("point-to-point: " + *refusal);
   return "";
@@ -91,8 +89,8 @@ void say(ncclComm* comm, const std::string& text) {
 }  // namespace
 
 std::string encode_real_facts(const RealCommFacts& f) {
-  return fmt::format("loaded={}\nmode={}\ngpu={}\nhostid={}\nwhy={}\nuse={}\nchoices={}", f.loaded ? 1 : 0,
-                     to_string(f.mode), f.gpu, f.host_id, f.why_not, f.use, f.choices);
+  return fmt::format("loaded={}\nmode={}\ngpu={}\nhostid={}\nwhy={}\nuse={}\nchoices={}\nchosen={}", f.loaded ? 1 : 0,
+                     to_string(f.mode), f.gpu, f.host_id, f.why_not, f.use, f.choices, f.chosen);
 }
 
 Status decode_real_facts(const std::string& text, RealCommFacts* out) {
@@ -113,6 +111,7 @@ Status decode_real_facts(const std::string& text, RealCommFacts* out) {
     else if (key == "why") f.why_not = value;
     else if (key == "use") f.use = value;
     else if (key == "choices") f.choices = value;
+    else if (key == "chosen") f.chosen = std::atoi(value.c_str());
   }
   if (seen != 3)
     return Status(StatusCode::remote_error,
@@ -133,8 +132,9 @@ RealCommDecision decide_real_comm(const std::vector<RealCommFacts>& ranks) {
     required = required || ranks[r].mode == RealMode::required;
   }
   bool used = required;
-  // A library choice is used only where every rank holds it.
-  for (const RealCommFacts& f : ranks) used = used || (!f.use.empty() && (f.choices.empty() || d.choices_agree));
+  for (const RealCommFacts& f : ranks) used = used || !f.use.empty();
+  // Library choices use it only where every rank holds the same.
+  for (const RealCommFacts& f : ranks) used = used || (d.choices_agree && f.chosen > 0);
   if (!used) {
     d.why_not = std::string(kNothingUsesIt);
     return d;
@@ -157,8 +157,9 @@ ncclResult_t attach_real_comm(ncclComm* comm, const char* function) {
   std::vector<std::string> all;
   RealCommFacts mine_facts = my_facts(comm->device);
   const std::shared_ptr<const LibraryChoices> choices = read_choices(comm);
-  mine_facts.use = use_of(comm, choices.get());
+  mine_facts.use = use_of(comm);
   mine_facts.choices = choices ? choices->digest() : "";
+  mine_facts.chosen = choices ? choices->nccl_count() : 0;
   if (Status s = canopy.exchange(encode_real_facts(mine_facts), &all); !s.ok())
     return to_result(s, function);
   std::vector<RealCommFacts> facts(all.size());

@@ -45,6 +45,7 @@ struct RealCommFacts {
   std::string host_id;       // NCCL_HOSTID ("" when unset)
   std::string use;           // what on this rank would use a real communicator ("" nothing): the forward list, ...
   std::string choices;       // the digest of its tuning.json library choices (LibraryChoices::digest; "" none)
+  int chosen = 0;            // how many sizes those choices give the real NCCL (a use, where every rank agrees)
 };
 std::string encode_real_facts(const RealCommFacts& facts);
 Status decode_real_facts(const std::string& text, RealCommFacts* out);

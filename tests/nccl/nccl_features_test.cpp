@@ -219,8 +219,9 @@ TEST(NcclRealComm, MadeOnlyWhereSomethingWillUseIt) {
 // for them; the facts carry the choices' digest through the exchange.
 TEST(NcclRealComm, LibraryChoicesApplyOnlyWhereEveryRankHoldsTheSame) {
   const auto tuned = [](const std::string& gpu, const std::string& digest) {
-    RealCommFacts f = facts(gpu, "", true, RealMode::automatic, "tuning.json chooses it for 3 sizes");
+    RealCommFacts f = facts(gpu, "", true, RealMode::automatic, "");
     f.choices = digest;
+    f.chosen = 3;
     return f;
   };
   const RealCommDecision same = decide_real_comm({tuned("aa", "d1"), tuned("bb", "d1")});
@@ -239,6 +240,7 @@ TEST(NcclRealComm, LibraryChoicesApplyOnlyWhereEveryRankHoldsTheSame) {
   RealCommFacts back;
   ASSERT_TRUE(decode_real_facts(encode_real_facts(tuned("aa", "d1")), &back).ok());
   EXPECT_EQ(back.choices, "d1");
+  EXPECT_EQ(back.chosen, 3);
 }
 
 TEST(NcclRealComm, FactsRoundTrip) {
