@@ -1,47 +1,21 @@
 // `canopy simulate`: predicted time of Canopy's plan and of NCCL-style rings (and, for allreduce, NCCL's double
 // binary tree) over a range of sizes, from the topology alone (simulator/simulate.hpp); with --relay, also the plan
 // whose paths may pass through GPUs outside --gpus (Blink+), beside the plan without them.
-#include "simulator/simulate.hpp"
+#include "simulator/simulate_table.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
-#include <set>
-#include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
-#include "simulator/hier_simulate.hpp"
-#include "planner/hierarchical.hpp"
-#include "planner/planner.hpp"
-#include "planner/ring_baseline.hpp"
 #include "bench/harness/benchmark.hpp"
 #include "tools/commands.hpp"
 #include "tools/svg_plot.hpp"
 
 namespace canopy::cli {
 namespace {
-
-struct Row {
-  std::uint64_t bytes = 0;
-  SimResult ours, rings;
-  std::optional<SimResult> tree;  // allreduce: NCCL's double binary tree (across hosts: NCCL's multi-host trees)
-  std::optional<SimResult> hier;  // several hosts: the hierarchical plan (docs/multi-host.md)
-  std::optional<SimResult> relay;  // --relay: the plan with other GPUs forwarding
-};
-
-// The GPUs outside `plan`'s ranks that its paths pass through (the relays it uses), in topology order.
-std::vector<std::string> relays_used(const Topology& topology, const Plan& plan) {
-  std::set<std::string> on_paths;
-  for (const Tree& t : plan.trees)
-    for (const TreeEdge& e : t.edges)
-      for (const std::string& n : e.path) on_paths.insert(n);
-  std::vector<std::string> out;
-  for (const std::string& g : topology.gpu_names())
-    if (on_paths.count(g) && std::find(plan.ranks.begin(), plan.ranks.end(), g) == plan.ranks.end()) out.push_back(g);
-  return out;
-}
 
 // Ten slices of a link's busy share over the run, one digit each (0 idle .. 9 at least 90 % busy).
 std::string busy_digits(const LinkTimeline& tl, double end_us) {
@@ -143,10 +117,6 @@ void add_simulate_command(CLI::App& app) {
       throw Error(
           "--chunk must be positive and --launch-us, --chunk-cost-us "
           "and --latency-scale at least 0");
-    auto run = [&](const std::function<SimResult(const SimOptions&)>& sim, std::uint64_t bytes) {
-      if (!automatic) return sim(base);
-      return best_chunk(sim, base, static_cast<std::int64_t>(bytes));
-    };
     if (args->collective == "alltoall") {
       if (args->relay)
         throw Error("-c alltoall routes through other GPUs already (its planned routes); --relay is for the trees of "
@@ -154,54 +124,35 @@ void add_simulate_command(CLI::App& app) {
       if (!args->root.empty() || !args->csv.empty() || !args->plot.empty() || args->links)
         throw Error("-c alltoall takes --sizes, --chunk, the cost options and --json; not --root, --csv, --plot, "
                     "--links");
+      auto run = [&](const std::function<SimResult(const SimOptions&)>& sim, std::uint64_t bytes) {
+        if (!automatic) return sim(base);
+        return best_chunk(sim, base, static_cast<std::int64_t>(bytes));
+      };
       simulate_alltoall_sizes(topology, parse_bench_sizes(args->sizes), run, args->json);
       return;
     }
     const Collective c = collective_option(args->collective);
-    PlanOptions po;
-    if (!args->root.empty()) po.root = args->root;
-    const Plan p = plan(topology, c, po);
-    const RingBaseline rings = find_rings(topology, p.ranks);
-    const std::string root = p.root.value_or(p.ranks.front());
-    // Ranks on several hosts: the hierarchical plan beside the flat one, and NCCL's trees as NCCL builds them across
-    // hosts (a chain inside each host, binary trees between hosts).
-    const std::vector<Host> hosts = find_hosts(topology, p.ranks);
-    const std::optional<HierarchicalPlan> hier =
-        hosts.size() > 1 && !args->relay ? std::optional<HierarchicalPlan>(plan_hierarchical(topology, c, po))
-                                         : std::nullopt;
+    SimulateTableOptions options;
+    if (!args->root.empty()) options.root = args->root;
+    options.sizes = parse_bench_sizes(args->sizes);
+    options.base = base;
+    options.automatic_chunk = automatic;
     // --relay: the whole topology, the same ranks, other GPUs allowed to forward (planner/planner.hpp).
-    std::optional<Topology> full;  // --relay: the machine whose other GPUs may forward
-    std::optional<Plan> relayed;
+    std::optional<Topology> full;
     if (args->relay) {
       full = load_topology(args->topology.topology);
-      if (args->topology.gpus.empty() || full->gpu_count() == static_cast<int>(p.ranks.size()))
+      if (args->topology.gpus.empty() || full->gpu_count() == topology.gpu_count())
         throw Error(fmt::format("--relay lets GPUs outside --gpus forward, and {} has none outside them: give --gpus "
                                 "a subset, e.g. -g 0,1",
                                 full->name()));
-      PlanOptions relay_options = po;
-      relay_options.gpus = p.ranks;
-      relay_options.relay = true;
-      relayed = plan(*full, c, relay_options);
     }
-    const std::optional<Plan> tree =
-        c != Collective::allreduce ? std::nullopt
-        : hier                     ? std::optional<Plan>(nccl_multihost_trees(topology, hosts))
-                                   : std::optional<Plan>(double_binary_tree(topology, p.ranks));
-    std::vector<Row> rows;
-    for (std::uint64_t bytes : parse_bench_sizes(args->sizes)) {
-      const auto b = static_cast<std::int64_t>(bytes);
-      Row row;
-      row.bytes = bytes;
-      row.ours = run([&](const SimOptions& o) { return simulate_plan(topology, p, b, o); }, bytes);
-      if (rings.rings > 0)
-        row.rings =
-            run([&](const SimOptions& o) { return simulate_rings(topology, rings, c, p.ranks, root, b, o); }, bytes);
-      if (tree) row.tree = run([&](const SimOptions& o) { return simulate_plan(topology, *tree, b, o); }, bytes);
-      if (hier)
-        row.hier = run([&](const SimOptions& o) { return simulate_hierarchical(topology, *hier, b, o); }, bytes);
-      if (relayed) row.relay = run([&](const SimOptions& o) { return simulate_plan(*full, *relayed, b, o); }, bytes);
-      rows.push_back(std::move(row));
-    }
+    const SimulateTable t = simulate_table(topology, c, options, full ? &*full : nullptr);
+    const Plan& p = t.plan;
+    const RingBaseline& rings = t.rings;
+    const std::optional<HierarchicalPlan>& hier = t.hier;
+    const std::optional<Plan>& tree = t.tree;
+    const std::optional<Plan>& relayed = t.relayed;
+    const std::vector<SimulateRow>& rows = t.rows;
     const bool table = args->json != "-" && args->csv != "-";  // stdout carries the rows alone when asked to
     if (table) {
       fmt::print(
@@ -214,7 +165,7 @@ void add_simulate_command(CLI::App& app) {
                  base.chunk_cost_us, base.latency_scale,
                  automatic ? "picked per size" : format_byte_size(base.chunk_bytes));
       if (relayed) {
-        const std::vector<std::string> used = relays_used(*full, *relayed);
+        const std::vector<std::string>& used = t.relays_used;
         fmt::print("# with relays: {} trees, planner algbw {:.2f} GB/s, through {}; relay_gain = time without relays / "
                    "time with them\n",
                    relayed->trees.size(), relayed->algbw_gbps,
@@ -230,7 +181,7 @@ void add_simulate_command(CLI::App& app) {
                  "busbw", "ring(us)", "ring_bus", "speedup", tree ? "   tree(us)  tree_bus" : "",
                  hier ? "   hier(us)  hier_bus hier_gain" + std::string(tree ? " tree_gain" : "") : "",
                  relayed ? "  relay(us) relay_bus relay_gain" : "");
-      for (const Row& r : rows) {
+      for (const SimulateRow& r : rows) {
         const double speedup = rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0;
         fmt::print(
             "{:>8} {:>9} {:>11.2f} {:>9.2f} {:>9.2f} {:>11.2f} {:>9.2f} "
@@ -251,40 +202,14 @@ void add_simulate_command(CLI::App& app) {
       fmt::print("{}", links_table(rows.back().ours, "Canopy"));
       if (rings.rings > 0) fmt::print("{}", links_table(rows.back().rings, "rings"));
     }
-    if (!args->json.empty()) {
-      nlohmann::json j = nlohmann::json::array();
-      for (const Row& r : rows) {
-        j.push_back({{"bytes", r.bytes},
-                     {"time_us", r.ours.time_us},
-                     {"algbw_GBps", r.ours.algbw_gbps},
-                     {"busbw_GBps", r.ours.busbw_gbps},
-                     {"ring_time_us", r.rings.time_us},
-                     {"ring_busbw_GBps", r.rings.busbw_gbps},
-                     {"speedup", rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0.0},
-                     {"chunk_bytes", r.ours.chunk_bytes}});
-        if (r.hier) {  // several hosts only: one host keeps exactly docs/simulator.md's keys
-          if (r.tree) j.back()["tree_time_us"] = r.tree->time_us, j.back()["tree_busbw_GBps"] = r.tree->busbw_gbps;
-          j.back()["hier_time_us"] = r.hier->time_us;
-          j.back()["hier_busbw_GBps"] = r.hier->busbw_gbps;
-          j.back()["hier_speedup"] = rings.rings > 0 ? r.rings.time_us / r.hier->time_us : 0.0;
-          j.back()["hier_chunk_bytes"] = r.hier->chunk_bytes;
-        }
-        if (r.relay) {  // --relay only
-          j.back()["relay_time_us"] = r.relay->time_us;
-          j.back()["relay_busbw_GBps"] = r.relay->busbw_gbps;
-          j.back()["relay_speedup"] = r.ours.time_us / r.relay->time_us;
-          j.back()["relay_chunk_bytes"] = r.relay->chunk_bytes;
-        }
-      }
-      write_output(args->json, j.dump(2) + "\n");
-    }
+    if (!args->json.empty()) write_output(args->json, simulate_rows_json(t));
     if (!args->csv.empty()) {
       std::string csv =
           "bytes,time_us,algbw_GBps,busbw_GBps,ring_time_us,ring_"
           "busbw_GBps,speedup,chunk_bytes";
       csv += hier ? ",hier_time_us,hier_busbw_GBps,hier_speedup" : "";
       csv += relayed ? ",relay_time_us,relay_busbw_GBps,relay_speedup\n" : "\n";
-      for (const Row& r : rows) {
+      for (const SimulateRow& r : rows) {
         csv += fmt::format("{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{}", r.bytes, r.ours.time_us,
                            r.ours.algbw_gbps, r.ours.busbw_gbps, r.rings.time_us, r.rings.busbw_gbps,
                            rings.rings > 0 ? r.rings.time_us / r.ours.time_us : 0.0, r.ours.chunk_bytes);
@@ -302,7 +227,7 @@ void add_simulate_command(CLI::App& app) {
       if (tree) series.push_back({hier ? "NCCL trees across hosts" : "NCCL double binary tree", "#2ca02c", {}});
       if (hier) series.push_back({"Canopy hierarchical (trees in hosts, NCCL rails)", "#9467bd", {}});
       if (relayed) series.push_back({"Canopy with relays (Blink+)", "#ff7f0e", {}});
-      for (const Row& r : rows) {
+      for (const SimulateRow& r : rows) {
         series[0].points.push_back({static_cast<double>(r.bytes), r.ours.busbw_gbps});
         series[1].points.push_back({static_cast<double>(r.bytes), r.rings.busbw_gbps});
         if (tree) series[2].points.push_back({static_cast<double>(r.bytes), r.tree->busbw_gbps});

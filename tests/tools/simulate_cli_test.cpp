@@ -44,10 +44,11 @@ TEST(SimulateCli, JsonCsvAndPlotFiles) {
   EXPECT_THAT(r.output, HasSubstr("tree(us)")) << "allreduce shows NCCL's double binary tree";
   const nlohmann::json rows = nlohmann::json::parse(slurp(dir / "rows.json"));
   ASSERT_EQ(rows.size(), 5u);  // 64K 128K 256K 512K 1M
-  for (const char* key :
-       {"bytes", "time_us", "algbw_GBps", "busbw_GBps", "ring_time_us", "ring_busbw_GBps", "speedup", "chunk_bytes"})
+  for (const char* key : {"bytes", "time_us", "algbw_GBps", "busbw_GBps", "ring_time_us", "ring_busbw_GBps", "speedup",
+                          "chunk_bytes", "tree_time_us", "tree_busbw_GBps"})
     EXPECT_TRUE(rows[0].contains(key)) << key;
-  EXPECT_EQ(rows[0].size(), 8u) << "exactly the row keys docs/simulator.md lists";
+  EXPECT_EQ(rows[0].size(), 10u) << "exactly the row keys docs/simulator.md lists (allreduce: NCCL's tree's too)";
+  EXPECT_GT(rows[4]["tree_time_us"].get<double>(), 0);
   EXPECT_EQ(rows[4]["bytes"], 1 << 20);
   EXPECT_EQ(rows[4]["chunk_bytes"], 256 << 10);
   EXPECT_GT(rows[4]["busbw_GBps"].get<double>(), rows[0]["busbw_GBps"].get<double>());
