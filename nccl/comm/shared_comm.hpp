@@ -41,6 +41,8 @@ class SharedComm {
   ~SharedComm();
 
   Communicator& communicator() { return *comm_; }
+  const Communicator& communicator() const { return *comm_; }
+  bool has_communicator() const { return comm_ != nullptr; }
   void leave_at_exit() {  // exit_guard.hpp (a SharedComm without a Communicator is a CPU test's)
     if (comm_) comm_->leave_at_exit();
   }

@@ -1,4 +1,5 @@
 // split_joined (joined_split.hpp): a group's splits of joined handles at once, then the real NCCL's beside them.
+#include "nccl/comm/comm_registry.hpp"
 #include "nccl/group/joined_split.hpp"
 
 #include "nccl/base/last_error.hpp"
@@ -53,6 +54,7 @@ ncclResult_t split_joined(const std::vector<std::pair<SplitRequest, ncclComm_t*>
     ncclComm* child = nullptr;
     if (made[k]) {
       child = new ncclComm();
+      track_handle(child);
       child->nranks = made[k]->ranks();
       child->rank = made[k]->first_own_rank();
       child->device = made[k]->device_of_rank(child->rank);

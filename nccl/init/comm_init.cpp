@@ -1,5 +1,6 @@
 // Canopy communicators behind ncclCommInitRank* and ncclCommInitAll, and the real NCCL's beside them
 // (comm_init.hpp).
+#include "nccl/comm/comm_registry.hpp"
 #include "nccl/init/comm_init.hpp"
 
 #include <fmt/format.h>
@@ -31,6 +32,7 @@ ncclResult_t read_environment(const char* function, ForwardSet* forward) {
 
 ncclComm* new_pending_comm(int nranks, int rank, const UniqueId& id, int device) {
   auto* comm = new ncclComm();
+  track_handle(comm);
   comm->nranks = nranks;
   comm->rank = rank;
   comm->device = device;
@@ -170,6 +172,7 @@ ncclResult_t init_all(ncclComm_t* comms, int ndev, const int* devlist) {
   }
   for (int r = 0; r < ndev; ++r) {
     handles[r]->state = CommState::ready;
+    track_handle(handles[r]);  // here, not at `new`: a failed init deletes its handles
     comms[r] = handles[r];
   }
   return ncclSuccess;

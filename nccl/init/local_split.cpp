@@ -1,4 +1,5 @@
 // LocalSplits and make_local_children (local_split.hpp).
+#include "nccl/comm/comm_registry.hpp"
 #include "nccl/init/local_split.hpp"
 
 #include <fmt/format.h>
@@ -103,7 +104,7 @@ ncclResult_t make_local_children(const std::vector<SplitRequest>& requests, std:
   for (const SplitRequest& r : requests) parents.push_back(r.parent);
   split_real_comms_together(parents, color_key, *children);
   for (ncclComm* c : *children)
-    if (c) c->state = CommState::ready;
+    if (c) c->state = CommState::ready, track_handle(c);  // here: a failed color deletes the children made before it
   return ncclSuccess;
 }
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/version.hpp"
 #include "runtime/cuda/nccl_loader.hpp"
 #include "runtime/hosts/nccl_library.hpp"
 
@@ -127,4 +128,16 @@ TEST(NcclExports, TheRuntimesNcclLoaderNeverTakesThisLibraryForTheRealOne) {
   EXPECT_NE(s.message().find("is Canopy's own libnccl.so.2"), std::string::npos) << s.message();
   ASSERT_NE(library(), nullptr) << g_why_not;
   EXPECT_NE(library()->symbol("ncclCanopyOwnLibrary"), nullptr);
+}
+
+// ncclCanopyStatus (what `canopy.torch.status()` reads): JSON naming the library, its version and the live Canopy
+// communicators; with none made, an empty list.
+TEST(NcclExports, StatusSaysTheLibraryAndItsCommunicators) {
+  ASSERT_NE(library(), nullptr) << g_why_not;
+  auto status = reinterpret_cast<const char* (*)()>(library()->symbol("ncclCanopyStatus"));
+  ASSERT_NE(status, nullptr) << "ncclCanopyStatus is not exported";
+  const std::string text = status();
+  EXPECT_NE(text.find("\"library\":\"libcanopy_nccl\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"version\":\"" CANOPY_VERSION "\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"communicators\":[]"), std::string::npos) << text;
 }
