@@ -35,9 +35,11 @@ TEST(BuildProgress, SaysWhatTheBuildIsDoingWhileItIsSilent) {
 
 TEST(BuildProgress, ALongStepIsReportedWithItsProgressSoFar) {
   const testing::CommandRun r =
-      progress("echo '[1/40] Building CXX object a.o'; echo '[2/40] Building CXX object b.o'; sleep 2.5; "
+      progress("echo '[0/2] Re-checking globbed directories...'; echo '[1/40] Building CXX object a.o'; echo '[2/40] Building CXX object b.o'; sleep 2.5; "
                "echo '[40/40] Linking CXX executable bin/canopy'");
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("   configured (0:00)\n   build 2 % (1 of 40 steps")) << "CMake's glob check is no step";
+  EXPECT_THAT(r.output, Not(HasSubstr("0 of 2 steps")));
   EXPECT_THAT(r.output, HasSubstr("still compiling, 5 % (2 of 40 steps) (0:0"));
   EXPECT_THAT(r.output, HasSubstr("build 100 % (40 of 40 steps"));
 }
