@@ -192,6 +192,11 @@ TEST(FrontDoor, EveryCanopySubcommandAnswersHelpWithAnExampleOfItself) {
     EXPECT_EQ(o.status, 0) << command << "\n" << o.err;
     EXPECT_THAT(o.out, HasSubstr("Usage: " + command + " ")) << command;
     EXPECT_GE(count_of(o.out, command), 2u) << command << " --help shows no example of itself:\n" << o.out;
+    // The environment's list is the top level's (issue 71: a subcommand's help repeated its ~50 variables).
+    if (paths[i].empty())
+      EXPECT_THAT(o.out, HasSubstr("\nEnvironment:\n  CANOPY_")) << "canopy --help lists the environment";
+    else
+      EXPECT_THAT(o.out, Not(HasSubstr("\nEnvironment:\n"))) << command << " --help repeats the environment";
     for (const std::string& sub : listed_subcommands(o.out))
       paths.push_back(paths[i].empty() ? sub : paths[i] + " " + sub);
   }
