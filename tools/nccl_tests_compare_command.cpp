@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -75,6 +76,7 @@ void add_nccl_tests_compare_command(CLI::App& app) {
     std::vector<std::string> bench;
     bool bench_in_place = false;
     double within = 5;
+    double target = 0;  // 0: none
     std::string dtypes, ops;
     std::string json;
   };
@@ -95,6 +97,9 @@ void add_nccl_tests_compare_command(CLI::App& app) {
                 "the bench rows came from canopy bench --in-place: check the in-place ratios (default: out of place)");
   cmd->add_option("--within", args->within, "percent by which the two ratios may differ and still agree")
       ->capture_default_str();
+  cmd->add_option("--target", args->target,
+                  "a busbw ratio NEW/BASE to meet, e.g. 1.0: a verdict per size, met only where the range over the "
+                  "rounds clears it");
   cmd->add_option("--dtype", args->dtypes, "only these types, e.g. float,bf16 (nccl-tests' names or Canopy's)");
   cmd->add_option("--op", args->ops, "only these redops as nccl-tests names them: sum,prod,min,max,avg,mulsum,none");
   cmd->add_option("--json", args->json, "also write the tables as JSON to this file ('-' = stdout, tables to stderr)");
@@ -108,11 +113,17 @@ void add_nccl_tests_compare_command(CLI::App& app) {
       "  canopy bench -c allreduce --sizes 8:128M:4 --vs-nccl --json bench.json\n"
       "  canopy nccl-tests-compare real.log canopy.log --bench bench.json      the issue's 5 % check\n"
       "  canopy nccl-tests-compare a.log b.log --pair c.log d.log --json out.json\n"
+      "  canopy nccl-tests-compare real.log canopy.log --target 1.0     logs of several rounds appended: medians,\n"
+      "                                                                  ranges and a verdict per size\n"
       "Each table: size, then out of place and in place: BASE and NEW time (us), time x = NEW/BASE time, BASE and\n"
       "NEW busbw (GB/s), busbw x = NEW/BASE busbw (at equal size and ranks BASE time/NEW time, computed so because\n"
       "nccl-tests prints bandwidths to 2 decimals); #wrong: 0, n/a (not checked, -c 0), or WRONG with BASE out/in\n"
       "NEW out/in counts. Tables are keyed by binary, rank count, type, redop and root; sizes only one log has are\n"
       "listed under the table. Per binary: the geometric mean of busbw x in the bands <= 64K, 1M-16M, >= 256M.\n"
+      "Logs holding each size several times (rounds appended, the two libraries alternating, as bench/device-run\n"
+      "runs them) give each size's median row, and under the table its busbw x with the range the rounds allow\n"
+      "(BASE's fastest / NEW's slowest .. BASE's slowest / NEW's fastest); --target T says met only where the whole\n"
+      "range is >= T, missed where it is below, else overlaps.\n"
       "With --bench: per size both have, busbw x beside canopy bench's Canopy busbw / NCCL busbw (NCCL time /\n"
       "Canopy time) and whether they agree within --within percent. Time both programs alike: nccl-tests' -n as\n"
       "the bench's --iters (a note names unlike loops), and under mpirun nccl-tests' -a 3 (the slowest rank's\n"
@@ -130,10 +141,13 @@ void add_nccl_tests_compare_command(CLI::App& app) {
     }
     if (pairs.empty()) throw Error("nothing to compare: give BASE.log NEW.log, --pair BASE NEW or --dir FOLDER");
     if (!(args->within >= 0)) throw Error(fmt::format("--within {}: give a percent, 0 or more", args->within));
+    if (args->target < 0 || !std::isfinite(args->target))
+      throw Error(fmt::format("--target {}: give a busbw ratio NEW/BASE above 0, e.g. 1.0", args->target));
 
     NcclTestsReportOptions options;
     options.bench_in_place = args->bench_in_place;
     options.tolerance = args->within / 100;
+    if (args->target > 0) options.target = args->target;
     for (const std::string& path : args->bench) {
       const std::vector<BenchRow> rows =
           read_bench_rows_json(read_input_file(path, "a file `canopy bench --json FILE` wrote"), path);

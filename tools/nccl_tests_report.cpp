@@ -102,7 +102,35 @@ nlohmann::ordered_json layout_json(const NcclTestsRatio& r) {
   j["busbw_ratio"] = optional_json(r.busbw_ratio);
   j["base_wrong"] = wrong(r.base);
   j["new_wrong"] = wrong(r.newer);
+  j["base_rounds"] = r.base_spread.rounds;
+  j["new_rounds"] = r.new_spread.rounds;
+  j["busbw_ratio_min"] = optional_json(r.busbw_ratio_min);
+  j["busbw_ratio_max"] = optional_json(r.busbw_ratio_max);
   return j;
+}
+
+// Under a table: each size's busbw ratio with its range over the rounds, and the verdict on the target, out of place.
+std::string rounds_text(const NcclTestsTable& t, const std::optional<double>& target) {
+  const bool rounds = std::any_of(t.sizes.begin(), t.sizes.end(), [](const NcclTestsComparedSize& s) {
+    return s.out_of_place.busbw_ratio_min.has_value();
+  });
+  if (!rounds && !target) return "";
+  std::string out = fmt::format("# busbw ratio NEW/BASE out of place over the rounds (medians; range: BASE's fastest "
+                                "/ NEW's slowest .. BASE's slowest / NEW's fastest){}\n",
+                                target ? fmt::format("; target {:g}, met only where the whole range clears it", *target)
+                                       : "");
+  out += fmt::format("#{:>8} {:>7} {:>17} {:>8}{}\n", "size", "ratio", "range", "rounds",
+                     target ? fmt::format(" {:>18}", "verdict") : "");
+  for (const NcclTestsComparedSize& s : t.sizes) {
+    const NcclTestsRatio& r = s.out_of_place;
+    if (!r.busbw_ratio) continue;
+    out += fmt::format("{:>9} {:>7.3f} {:>17} {:>8}{}\n", bench_size_text(s.bytes), *r.busbw_ratio,
+                       r.busbw_ratio_min ? fmt::format("{:.3f} .. {:.3f}", *r.busbw_ratio_min, *r.busbw_ratio_max)
+                                         : std::string("-"),
+                       fmt::format("{}/{}", r.base_spread.rounds, r.new_spread.rounds),
+                       target ? fmt::format(" {:>18}", nccl_tests_verdict(r, *target)) : "");
+  }
+  return out;
 }
 
 nlohmann::ordered_json log_json(const std::string& path, const NcclTestsOutput& log) {
@@ -178,6 +206,7 @@ std::string nccl_tests_report_text(const NcclTestsPair& pair, const NcclTestsPai
                            ratio_text(r->busbw_ratio));
       out += wrong_text(s) + "\n";
     }
+    out += rounds_text(t, options.target);
     if (!t.only_base.empty()) out += fmt::format("# only in BASE: {}\n", bench_sizes_text(t.only_base));
     if (!t.only_new.empty()) out += fmt::format("# only in NEW: {}\n", bench_sizes_text(t.only_new));
     const std::vector<NcclTestsBenchCheck>& checks = report.bench[i];
@@ -258,6 +287,7 @@ nlohmann::ordered_json nccl_tests_report_json(const NcclTestsPair& pair, const N
       row["wrong"] = s.wrong;
       row["out_of_place"] = layout_json(s.out_of_place);
       row["in_place"] = layout_json(s.in_place);
+      if (options.target) row["verdict"] = nccl_tests_verdict(s.out_of_place, *options.target);
       table["sizes"].push_back(row);
     }
     table["only_base"] = t.only_base;

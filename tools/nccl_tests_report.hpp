@@ -1,9 +1,11 @@
 // What `canopy nccl-tests-compare` prints and writes for one BASE/NEW pair of nccl-tests logs: each log's header
-// (version, NCCL, binaries, device) and its failure lines, a ratio table per (collective, ranks, type, redop, root),
+// (version, NCCL, binaries, device) and its failure lines, a ratio table per (collective, ranks, type, redop, root)
+// (with, where the logs hold several rounds, each size's busbw ratio range over them and the verdict on a target),
 // the check against canopy bench rows under each table, the per-collective band means, as text or as JSON.
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,7 @@ struct NcclTestsReportOptions {
   std::vector<BenchRow> bench;  // canopy bench --json rows (empty: no check)
   bool bench_in_place = false;  // check the in-place ratios (canopy bench --in-place), else out of place
   double tolerance = 0.05;
+  std::optional<double> target;  // a busbw ratio NEW/BASE to meet: a verdict per size over the rounds' spreads
 };
 
 struct NcclTestsPairReport {

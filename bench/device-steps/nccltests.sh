@@ -1,10 +1,11 @@
 # bench/device-run step `nccltests`, sourced by it inside its loop over the steps (`return` ends the step). What it
 # runs, its settings and its logs:
 #   nccltests nccl-tests (source in .nccl-tests/src, carried; built by bench/nccl-tests) through libcanopy_nccl.so:
-#             -g 1, and mpirun -np N (CANOPY_NCCLTESTS_NP, default "2 4", "" for none) with every rank on GPU 0, -R 0 and 1;
+#             -g 1 beside the real NCCL in CANOPY_NCCLTESTS_ROUNDS rounds (5) alternating which goes first, compared
+#             with `canopy nccl-tests-compare --target 1.0` (medians, ranges, verdicts); and mpirun -np N
+#             (CANOPY_NCCLTESTS_NP, default "2 4", "" for none) with every rank on GPU 0, -R 0 and 1;
 #             CANOPY_NCCLTESTS (binaries), _MAX (128M), _DTYPES (all), _OPS (all), _ARGS (more, e.g. -n 5 -w 1),
-#             _MPS=1 (under an MPS daemon, as procbench, restarted after a run cut by _TIMEOUT); the real NCCL -g 1
-#             beside. The first mpirun run of each binary and N compiles a kernel per type, operator and protocol on
+#             _MPS=1 (under an MPS daemon, as procbench, restarted after a run cut by _TIMEOUT). The first mpirun run of each binary and N compiles a kernel per type, operator and protocol on
 #             first use (-d all -o all: minutes), so keep _TIMEOUT near its default (300) there
 #                                                                             -> nccltests.log, nccltests-*.log
 # shellcheck shell=bash disable=SC2154  # root, build, out, canopy, jobs, step, bench_args, wheel_nccl, ntb: device-run
@@ -36,11 +37,33 @@ nt_log() {  # nt_log NAME COMMAND...: device-run's nt_run into nccltests-NAME.lo
   return "$rc"
 }
 for t in ${CANOPY_NCCLTESTS:-all_reduce all_gather broadcast reduce_scatter reduce}; do
-  # The real NCCL's view of this machine, as NCCL_TOPO_DUMP_FILE writes it (test data for `canopy topo import`)
-  LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" NCCL_TOPO_DUMP_FILE="$out/nccl-topo-dump.xml" \
-    nt_log "$t-real-g1" "$ntb/plain/${t}_perf" "${nt_args[@]}" -g 1
-  LD_PRELOAD="$lib" nt_log "$t-canopy-g1" "$ntb/plain/${t}_perf" "${nt_args[@]}" -g 1
-  if [ $? -ge 128 ] && command -v gdb >/dev/null; then  # killed by a signal: where
+  # -g 1, the real NCCL and the library in CANOPY_NCCLTESTS_ROUNDS rounds (5), which goes first alternating by round
+  # (real first in odd rounds); each round's output in nccltests-T-LIB-g1.roundR.txt, all of a library's appended into
+  # nccltests-T-LIB-g1.log, so `canopy nccl-tests-compare` gives each size's median, the range and --target's verdict.
+  # The real NCCL's view of this machine, as NCCL_TOPO_DUMP_FILE writes it: test data for `canopy topo import`.
+  rounds="${CANOPY_NCCLTESTS_ROUNDS:-5}"
+  for round in $(seq "$rounds"); do
+    order=(real canopy); [ $((round % 2)) = 0 ] && order=(canopy real)
+    for lib_name in "${order[@]}"; do
+      if [ "$lib_name" = real ]; then
+        LD_LIBRARY_PATH="$real_dir:$LD_LIBRARY_PATH" NCCL_TOPO_DUMP_FILE="$out/nccl-topo-dump.xml" \
+          nt_run "$t-real-g1 round $round" "$out/nccltests-$t-real-g1.round$round.txt" "$ntb/plain/${t}_perf" \
+          "${nt_args[@]}" -g 1
+      else
+        LD_PRELOAD="$lib" nt_run "$t-canopy-g1 round $round" "$out/nccltests-$t-canopy-g1.round$round.txt" \
+          "$ntb/plain/${t}_perf" "${nt_args[@]}" -g 1
+      fi
+    done
+  done
+  for lib_name in real canopy; do
+    cat "$out"/nccltests-"$t"-$lib_name-g1.round*.txt >"$out/nccltests-$t-$lib_name-g1.log" 2>/dev/null
+  done
+  "$canopy" nccl-tests-compare "$out/nccltests-$t-real-g1.log" "$out/nccltests-$t-canopy-g1.log" --target 1.0 \
+    >"$out/nccltests-$t-g1-compare.txt" 2>&1
+  grep -E '^# busbw ratio NEW/BASE out of place over the rounds' -A1 "$out/nccltests-$t-g1-compare.txt" | head -2
+  grep -cE ' (met|missed|overlaps)$' "$out/nccltests-$t-g1-compare.txt" | xargs echo "  verdicts:"
+  grep -oE ' (met|missed|overlaps)$' "$out/nccltests-$t-g1-compare.txt" | sort | uniq -c
+  if ! grep -q '^# Avg bus bandwidth' "$out/nccltests-$t-canopy-g1.log" && command -v gdb >/dev/null; then  # where
     gdb -q -batch -ex run -ex bt -ex 'info sharedlibrary' --args env LD_PRELOAD="$lib" "$ntb/plain/${t}_perf" \
       "${nt_args[@]}" -g 1 >"$out/nccltests-$t-canopy-g1-gdb.log" 2>&1
     grep -A25 'received signal' "$out/nccltests-$t-canopy-g1-gdb.log" | head -30

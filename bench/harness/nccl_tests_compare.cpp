@@ -56,8 +56,22 @@ const NcclTestsRow& median_row(std::vector<const NcclTestsRow*> rows) {
   return *rows[(rows.size() - 1) / 2];
 }
 
+// The spread of one layout's times over a size's rows.
+NcclTestsSpread spread(const std::vector<const NcclTestsRow*>& rows, bool in_place) {
+  NcclTestsSpread s;
+  s.rounds = static_cast<int>(rows.size());
+  bool first = true;
+  for (const NcclTestsRow* row : rows) {
+    const double t = (in_place ? row->in_place : row->out_of_place).time_us;
+    s.min_us = first ? t : std::min(s.min_us, t);
+    s.max_us = first ? t : std::max(s.max_us, t);
+    first = false;
+  }
+  return s;
+}
+
 NcclTestsRatio ratio(const NcclTestsTiming& base, const NcclTestsTiming& newer, std::uint64_t bytes, int ranks) {
-  NcclTestsRatio r{base, newer, std::nullopt, std::nullopt};
+  NcclTestsRatio r{base, newer, std::nullopt, std::nullopt, {}, {}, std::nullopt, std::nullopt};
   if (base.time_us > 0) r.time_ratio = newer.time_us / base.time_us;
   if (bytes == 0) return r;
   if (ranks > 0) {
@@ -132,7 +146,7 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
     if (most > 1)
       out.notes.push_back(
           fmt::format("{}: {} holds sizes up to {} times; each size's row is the one of median "
-                      "out-of-place time",
+                      "out-of-place time, and the ratio's range spans the times' spreads",
                       to_string(key), name, most));
   };
 
@@ -162,6 +176,16 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
       s.bytes = bytes;
       s.out_of_place = ratio(x.out_of_place, y.out_of_place, bytes, key.ranks);
       s.in_place = ratio(x.in_place, y.in_place, bytes, key.ranks);
+      for (const bool in_place : {false, true}) {
+        NcclTestsRatio& r = in_place ? s.in_place : s.out_of_place;
+        r.base_spread = spread(rows, in_place);
+        r.new_spread = spread(other->second, in_place);
+        if (bytes > 0 && key.ranks > 0 && (r.base_spread.rounds > 1 || r.new_spread.rounds > 1) &&
+            r.new_spread.min_us > 0 && r.new_spread.max_us > 0) {
+          r.busbw_ratio_min = r.base_spread.min_us / r.new_spread.max_us;
+          r.busbw_ratio_max = r.base_spread.max_us / r.new_spread.min_us;
+        }
+      }
       s.wrong = nonzero(x.out_of_place) || nonzero(x.in_place) || nonzero(y.out_of_place) || nonzero(y.in_place);
       s.base_line = x.line;
       s.new_line = y.line;
@@ -198,6 +222,14 @@ NcclTestsComparison compare_nccl_tests(const NcclTestsOutput& base, const NcclTe
     out.summaries.push_back(s);
   }
   return out;
+}
+
+std::string nccl_tests_verdict(const NcclTestsRatio& r, double target) {
+  if (!r.busbw_ratio) return "n/a";
+  if (!r.busbw_ratio_min || !r.busbw_ratio_max) return *r.busbw_ratio >= target ? "met (one round)" : "missed (one round)";
+  if (*r.busbw_ratio_min >= target) return "met";
+  if (*r.busbw_ratio_max < target) return "missed";
+  return "overlaps";
 }
 
 std::optional<double> geometric_mean(const std::vector<double>& ratios) {

@@ -34,11 +34,27 @@ struct NcclTestsKey {
 // "all_reduce_perf float sum, 1 rank" (", root 0" for rooted collectives).
 std::string to_string(const NcclTestsKey& key);
 
+// Where a log holds a size several times (rounds appended, as bench/device-steps/nccltests.sh runs them), each side's
+// figures are its median row's, and the spread of its times is kept: the ratio's range is what the two spreads allow.
+struct NcclTestsSpread {
+  int rounds = 1;               // rows of this size in the log
+  double min_us = 0, max_us = 0;  // the fastest and slowest of their times
+};
+
 struct NcclTestsRatio {
   NcclTestsTiming base, newer;
   std::optional<double> time_ratio;   // NEW / BASE time
   std::optional<double> busbw_ratio;  // NEW / BASE busbw (see the header)
+  NcclTestsSpread base_spread, new_spread;
+  // The busbw ratio's range over the spreads, BASE's fastest / NEW's slowest to BASE's slowest / NEW's fastest (ranks
+  // printed, both sides timed several times); nullopt otherwise.
+  std::optional<double> busbw_ratio_min, busbw_ratio_max;
 };
+
+// A target for the busbw ratio NEW / BASE met only when the whole range clears it (canopy bench's rule): "met" when
+// the range's low end is at least `target`, "missed" when its high end is below, else "overlaps"; a ratio without a
+// range is "met" or "missed" by itself and marked "one round".
+std::string nccl_tests_verdict(const NcclTestsRatio& ratio, double target);
 
 struct NcclTestsComparedSize {
   std::uint64_t bytes = 0;

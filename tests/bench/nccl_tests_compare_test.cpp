@@ -156,6 +156,60 @@ TEST(NcclTestsCompare, ARepeatedSizeTakesTheMedianRow) {
   EXPECT_LT(big.base_line, 2 * 172);
 }
 
+// Rounds appended (all_gather_perf over 2 processes on one H200 with -R 0 and with -R 1 stand in for two rounds of
+// each side): each size's busbw ratio range is BASE's fastest / NEW's slowest .. BASE's slowest / NEW's fastest,
+// around the medians' ratio, and a target is met only where the whole range clears it.
+TEST(NcclTestsCompare, RoundsGiveEachRatioItsRangeAndATargetItsVerdict) {
+  const auto log = [](const std::string& day, const std::string& file) {
+    return testing::read_file(testing::source_dir() / "tests/data/nccl-tests" / day / file);
+  };
+  const std::string r0 = log("h200-2026-11-25", "nccltests-all_gather-canopy-np2-R0.log");
+  const std::string r1 = log("h200-2026-11-25", "nccltests-all_gather-canopy-np2-R1.log");
+  const NcclTestsOutput base = parse_nccl_tests_output(r0 + r1, "base"), newer = parse_nccl_tests_output(r1 + r0, "new");
+  const NcclTestsComparison cmp = compare_nccl_tests(base, newer, "base", "new");
+  const NcclTestsTable& t = table_of(cmp, "float");
+  ASSERT_FALSE(t.sizes.empty());
+  int ranged = 0;
+  for (const NcclTestsComparedSize& s : t.sizes) {
+    const NcclTestsRatio& r = s.out_of_place;
+    if (s.bytes == 0) {
+      EXPECT_FALSE(r.busbw_ratio_min) << "size 0 has no busbw";
+      continue;
+    }
+    ASSERT_TRUE(r.busbw_ratio && r.busbw_ratio_min && r.busbw_ratio_max) << s.bytes;
+    EXPECT_EQ(r.base_spread.rounds, 2);
+    EXPECT_EQ(r.new_spread.rounds, 2);
+    // The spreads are the parsed rows' own times.
+    std::vector<double> base_us, new_us;
+    for (const NcclTestsRun& run : base.runs)
+      for (const NcclTestsRow& row : run.rows)
+        if (row.type == "float" && row.bytes == s.bytes) base_us.push_back(row.out_of_place.time_us);
+    for (const NcclTestsRun& run : newer.runs)
+      for (const NcclTestsRow& row : run.rows)
+        if (row.type == "float" && row.bytes == s.bytes) new_us.push_back(row.out_of_place.time_us);
+    ASSERT_EQ(base_us.size(), 2u);
+    ASSERT_EQ(new_us.size(), 2u);
+    EXPECT_DOUBLE_EQ(*r.busbw_ratio_min, std::min(base_us[0], base_us[1]) / std::max(new_us[0], new_us[1]));
+    EXPECT_DOUBLE_EQ(*r.busbw_ratio_max, std::max(base_us[0], base_us[1]) / std::min(new_us[0], new_us[1]));
+    EXPECT_LE(*r.busbw_ratio_min, *r.busbw_ratio);
+    EXPECT_GE(*r.busbw_ratio_max, *r.busbw_ratio);
+    EXPECT_EQ(nccl_tests_verdict(r, *r.busbw_ratio_min), "met");
+    EXPECT_EQ(nccl_tests_verdict(r, *r.busbw_ratio_max * 1.001), "missed");
+    if (*r.busbw_ratio_max > *r.busbw_ratio_min * 1.001) {
+      EXPECT_EQ(nccl_tests_verdict(r, (*r.busbw_ratio_min + *r.busbw_ratio_max) / 2), "overlaps");
+      ++ranged;
+    }
+  }
+  EXPECT_GT(ranged, 0) << "the two days' runs differ somewhere";
+  // One round a side: no range, and the verdict says it stands on one round.
+  const NcclTestsComparison once =
+      compare_nccl_tests(parse("nccltests-all_gather-real-g1.log"), parse("nccltests-all_gather-canopy-g1.log"), "a", "c");
+  const NcclTestsRatio& r = table_of(once, "float").sizes.back().out_of_place;
+  EXPECT_FALSE(r.busbw_ratio_min);
+  EXPECT_EQ(nccl_tests_verdict(r, 0.0), "met (one round)");
+  EXPECT_EQ(nccl_tests_verdict(r, 1e9), "missed (one round)");
+}
+
 TEST(NcclTestsCompare, WithoutRankLinesTheBusbwRatioIsThePrintedOnes) {
   std::string real = read("nccltests-broadcast-real-g1.log"), canopy = read("nccltests-broadcast-canopy-g1.log");
   for (std::string* t : {&real, &canopy}) {

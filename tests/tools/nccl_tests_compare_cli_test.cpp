@@ -45,6 +45,37 @@ TEST(NcclTestsCompareCli, PrintsARatioTablePerTypeAndABandSummary) {
   EXPECT_THAT(r.output, HasSubstr("#   >= 256M  -  (no size in this band)"));
 }
 
+// Logs of several rounds (the real NCCL's log twice, as if run twice; the library's once): the range and a verdict
+// per size under each table, and in the JSON; a bad --target is named.
+TEST(NcclTestsCompareCli, RoundsGiveARangeAndTheTargetAVerdict) {
+  const std::string twice = temp("twice.log");
+  {
+    std::ofstream out(twice);
+    const std::string real = testing::read_file(data(kRun + "nccltests-broadcast-real-g1.log"));
+    out << real << real;
+  }
+  const std::string json = temp("rounds.json");
+  const testing::CommandRun r =
+      canopy(twice + " " + data(kRun + "nccltests-broadcast-canopy-g1.log") + " --dtype float --target 1.0 --json " +
+             json);
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# busbw ratio NEW/BASE out of place over the rounds"));
+  EXPECT_THAT(r.output, HasSubstr("target 1, met only where the whole range clears it"));
+  // 128 MiB: both rounds of the real NCCL took 97.55 us, the library 101.75: 0.959 .. 0.959, below 1.
+  EXPECT_THAT(r.output, HasSubstr("     128M   0.959    0.959 .. 0.959      2/1             missed"));
+  const nlohmann::json j = nlohmann::json::parse(testing::read_file(json));
+  const nlohmann::json& last = j["pairs"][0]["tables"][0]["sizes"].back();
+  EXPECT_EQ(last["verdict"], "missed");
+  EXPECT_EQ(last["out_of_place"]["base_rounds"], 2);
+  EXPECT_EQ(last["out_of_place"]["new_rounds"], 1);
+  EXPECT_NEAR(last["out_of_place"]["busbw_ratio_min"].get<double>(), 97.55 / 101.75, 1e-12);
+  const testing::CommandRun bad = canopy(twice + " " + twice + " --target -1");
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("--target -1: give a busbw ratio NEW/BASE above 0"));
+  std::filesystem::remove(twice);
+  std::filesystem::remove(json);
+}
+
 TEST(NcclTestsCompareCli, FailedRunsShowTheirFailureLinesAndNothingInCommonIsAnError) {
   const testing::CommandRun r = canopy(data(kRun + "nccltests-reduce_scatter-real-g1.log") + " " +
                                        data(kRun + "nccltests-all_reduce-canopy-np2-R1.log"));
