@@ -352,6 +352,28 @@ TEST_P(NcclBadArgumentOnGpu, TheOtherRanksFailWithinFiveSecondsInsteadOfHanging)
   expect_no_crash(r.output);
 }
 
+// The same for ncclAlltoAll (issue 68): across processes it runs as one collective on the all-to-all kernels, so rank
+// 1's refused part must fail the communicator as a refused allreduce does, the others' parts ending within 5 s.
+TEST(NcclBadAlltoallOnGpu, TheOtherRanksFailWithinFiveSecondsInsteadOfHanging) {
+  if (visible_gpu_count() < 1) GTEST_SKIP() << "no CUDA device visible: run on a GPU machine";
+  for (const char* bad : {"null", "oversized"}) {
+    const testing::CommandRun r = nccl_check(
+        3, "CANOPY_STALL_TIMEOUT_S=0",
+        fmt::format("--mode bad-argument --bad-kind alltoall --bad {} --bad-rank 1 --bad-call 3 --counts 1031", bad));
+    EXPECT_EQ(r.status, 0) << bad << "\n" << r.output;
+    const long long refused = testing::time_after(r.output, "process 1: refused its call at ");
+    ASSERT_GT(refused, 0) << bad << ": rank 1 did not report its refused call\n" << r.output;
+    EXPECT_THAT(line_of(r.output, "process 1: refused its call"), ::testing::HasSubstr("(ncclAlltoAll): invalid argument"));
+    for (int survivor : {0, 2}) {
+      const std::string line = line_of(r.output, fmt::format("process {}: call 3 ended at ", survivor));
+      ASSERT_FALSE(line.empty()) << bad << ": rank " << survivor << " did not report its call's end\n" << r.output;
+      EXPECT_LE(testing::time_after(line, " ended at ") - refused, 5000) << line;
+      EXPECT_THAT(line, ::testing::HasSubstr("rank 1 of 3 refused its ncclAlltoAll")) << line;
+    }
+    expect_no_crash(r.output);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Arguments, NcclBadArgumentOnGpu,
                          ::testing::Combine(::testing::Values("null", "oversized"), ::testing::Values(1031, 262147)),
                          [](const auto& info) {

@@ -75,6 +75,7 @@ bool parse(int argc, char** argv, CheckArgs* a) {
     else if (k == "--bad-rank") a->bad_rank = std::atoi(v.c_str());
     else if (k == "--bad-call") a->bad_call = std::atoi(v.c_str());
     else if (k == "--bad") a->bad = v;
+    else if (k == "--bad-kind") a->bad_kind = v;
     else if (k == "--spread") a->spread = v == "1";
     else if (k == "--ranks-here") a->ranks_here = std::max(1, std::atoi(v.c_str()));
     else if (k == "--split-alone") a->split_alone = v == "1";

@@ -23,6 +23,7 @@ struct CheckArgs {
   int bad_rank = 1;                // bad-argument: the rank that passes it
   int bad_call = 3;                // bad-argument: at which call
   std::string bad = "null";        // bad-argument: null (recvbuff NULL) or oversized (count beyond its buffer)
+  std::string bad_kind = "allreduce";  // bad-argument: the refused call, allreduce or alltoall (ncclAlltoAll)
   bool spread = false;             // --spread 1: rank r on GPU r mod the visible GPUs (else every rank on GPU 0)
   int ranks_here = 0;              // --ranks-here K: K ranks in this process, initialised in one group (0: not given)
   bool split_alone = false;        // --split-alone 1 (with --ranks-here 1): ncclCommSplit outside a group

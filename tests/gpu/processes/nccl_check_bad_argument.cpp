@@ -3,7 +3,9 @@
 // null: recvbuff NULL, refused by the library's checks; --bad oversized: a count beyond its buffers, refused by the
 // runtime's pointer checks). That rank must get ncclInvalidArgument at once; every other rank's call is queued, and
 // its stream must end and ncclCommGetAsyncError report ncclRemoteError naming the bad rank within 30 s (the test asks
-// for 5 s with the stall check off); a later call then fails at once. Prints "process R: refused its call at T ms:
+// for 5 s with the stall check off); a later call then fails at once. --bad-kind alltoall makes that call an
+// ncclAlltoAll of `count` elements per peer, which across processes runs as one collective on the all-to-all kernels
+// (the others' parts wait for the bad rank's exactly as an allreduce's do). Prints "process R: refused its call at T ms:
 // ..." (the bad rank) or "process R: call K ended at T ms: ..." (the others); a rank still waiting after 30 s says so
 // and exits 1 without tearing down (it cannot).
 #include <fmt/format.h>
@@ -42,10 +44,23 @@ bool wait_for_failure(const CheckRank& c, ncclResult_t* async) {
 int check_bad_argument(const CheckRank& c) {
   const CheckArgs& a = *c.args;
   const std::size_t count = a.counts.empty() ? 1031 : a.counts[0];
+  const bool alltoall = a.bad_kind == "alltoall";
+  if (!alltoall && a.bad_kind != "allreduce") {
+    fmt::print(stderr, "--bad-kind '{}': expected allreduce or alltoall\n", a.bad_kind);
+    return 2;
+  }
+  // An all-to-all's buffers hold a block per peer.
+  const std::size_t elements = alltoall ? count * static_cast<std::size_t>(c.nranks) : count;
   float *send = nullptr, *recv = nullptr;
-  if (!cuda_ok(cudaMalloc(&send, count * sizeof(float)), "cudaMalloc") ||
-      !cuda_ok(cudaMalloc(&recv, count * sizeof(float)), "cudaMalloc"))
+  if (!cuda_ok(cudaMalloc(&send, elements * sizeof(float)), "cudaMalloc") ||
+      !cuda_ok(cudaMalloc(&recv, elements * sizeof(float)), "cudaMalloc"))
     return 1;
+  // The call that rank --bad-rank makes with a bad argument (a null receive buffer, or a count beyond its buffers).
+  const auto call = [&](float* to, std::size_t n) {
+    return alltoall ? ncclAlltoAll(send, to, n, ncclFloat32, c.comm, c.stream)
+                    : ncclAllReduce(send, to, n, ncclFloat32, ncclSum, c.comm, c.stream);
+  };
+  const char* function = alltoall ? "ncclAlltoAll" : "ncclAllReduce";
   const std::vector<float> in = inputs(Case::allreduce, count, c.rank, c.nranks, 0);
   if (!cuda_ok(cudaMemcpy(send, in.data(), count * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy")) return 1;
   std::size_t wrong = 0;
@@ -59,10 +74,9 @@ int check_bad_argument(const CheckRank& c) {
   }
   if (c.rank == a.bad_rank) {
     const bool null = a.bad == "null";
-    const ncclResult_t r = ncclAllReduce(send, null ? nullptr : recv, null ? count : count * 64, ncclFloat32, ncclSum,
-                                         c.comm, c.stream);
-    fmt::print("process {}: refused its call at {} ms: {}: {}\n", c.rank, now_ms(), ncclGetErrorString(r),
-               ncclGetLastError(c.comm));
+    const ncclResult_t r = call(null ? nullptr : recv, null ? count : count * 64);
+    fmt::print("process {}: refused its call at {} ms ({}): {}: {}\n", c.rank, now_ms(), function,
+               ncclGetErrorString(r), ncclGetLastError(c.comm));
     std::fflush(stdout);
     if (r != ncclInvalidArgument) {
       fmt::print(stderr, "process {}: expected ncclInvalidArgument\n", c.rank);
@@ -72,7 +86,7 @@ int check_bad_argument(const CheckRank& c) {
     if (!ok(ncclCommGetAsyncError(c.comm, &async), "ncclCommGetAsyncError", c.comm)) return 1;
     fmt::print("process {}: its own communicator: {}\n", c.rank, ncclGetErrorString(async));
   } else {
-    const ncclResult_t r = ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, c.comm, c.stream);
+    const ncclResult_t r = call(recv, count);
     ncclResult_t async = ncclSuccess;
     const bool ended = wait_for_failure(c, &async);
     if (!ended) {
