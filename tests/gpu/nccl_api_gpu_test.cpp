@@ -363,7 +363,8 @@ TEST(NcclBadAlltoallOnGpu, TheOtherRanksFailWithinFiveSecondsInsteadOfHanging) {
     EXPECT_EQ(r.status, 0) << bad << "\n" << r.output;
     const long long refused = testing::time_after(r.output, "process 1: refused its call at ");
     ASSERT_GT(refused, 0) << bad << ": rank 1 did not report its refused call\n" << r.output;
-    EXPECT_THAT(line_of(r.output, "process 1: refused its call"), ::testing::HasSubstr("(ncclAlltoAll): invalid argument"));
+    EXPECT_THAT(line_of(r.output, "process 1: refused its call"),
+                ::testing::HasSubstr("(ncclAlltoAll): invalid argument"));
     for (int survivor : {0, 2}) {
       const std::string line = line_of(r.output, fmt::format("process {}: call 3 ended at ", survivor));
       ASSERT_FALSE(line.empty()) << bad << ": rank " << survivor << " did not report its call's end\n" << r.output;

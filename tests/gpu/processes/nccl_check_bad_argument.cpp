@@ -5,9 +5,9 @@
 // its stream must end and ncclCommGetAsyncError report ncclRemoteError naming the bad rank within 30 s (the test asks
 // for 5 s with the stall check off); a later call then fails at once. --bad-kind alltoall makes that call an
 // ncclAlltoAll of `count` elements per peer, which across processes runs as one collective on the all-to-all kernels
-// (the others' parts wait for the bad rank's exactly as an allreduce's do). Prints "process R: refused its call at T ms:
-// ..." (the bad rank) or "process R: call K ended at T ms: ..." (the others); a rank still waiting after 30 s says so
-// and exits 1 without tearing down (it cannot).
+// (the others' parts wait for the bad rank's exactly as an allreduce's do). Prints "process R: refused its call at T
+// ms (FUNCTION): ..." (the bad rank) or "process R: call K ended at T ms: ..." (the others); a rank still waiting after
+// 30 s says so and exits 1 without tearing down (it cannot).
 #include <fmt/format.h>
 #include <unistd.h>
 
