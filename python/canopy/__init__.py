@@ -54,14 +54,25 @@ def _gpu_list(gpus: Gpus) -> list:
     return [str(g) for g in gpus]
 
 
+def _root_name(topology: Topology, root: Union[int, str, None]) -> Optional[str]:
+    """A root given by index is the topology's GPU of that index, as indices in `gpus` are."""
+    if root is None or isinstance(root, str):
+        return root
+    names = topology.gpus
+    if not 0 <= root < len(names):
+        raise Error(f"root {root}: {topology.name} has GPUs 0 to {len(names) - 1}; give an index or a name")
+    return names[root]
+
+
 def plan(topology: TopologyLike, collective: str, gpus: Gpus = None, root: Union[int, str, None] = None,
          relay: bool = False) -> Plan:
     """Plans `collective` on `topology` as ``canopy plan`` does: weighted spanning trees at the proven optimum rate.
 
-    gpus: the ranks, by name ("gpu3") or index (3), in rank order; default every GPU. root: broadcast and reduce
-    (default the first rank). relay: let GPUs outside `gpus` forward over their idle links (Blink+).
+    gpus: the ranks, by name ("gpu3") or index (3), in rank order; default every GPU. root: broadcast and reduce, by
+    name or index (default the first rank). relay: let GPUs outside `gpus` forward over their idle links (Blink+).
     """
-    return _canopy.plan(load(topology), collective, _gpu_list(gpus), None if root is None else str(root), relay)
+    t = load(topology)
+    return _canopy.plan(t, collective, _gpu_list(gpus), _root_name(t, root), relay)
 
 
 def simulate(topology: TopologyLike, collective: str, sizes: Union[str, Iterable[int]] = "1K:1G", gpus: Gpus = None,
@@ -74,8 +85,9 @@ def simulate(topology: TopologyLike, collective: str, sizes: Union[str, Iterable
     ("8:1G", "1M:64M:4", "1K,64K,1M") or byte counts.
     """
     size_list = _canopy.parse_sizes(sizes) if isinstance(sizes, str) else [int(s) for s in sizes]
-    text = _canopy._simulate(load(topology), collective, _gpu_list(gpus), None if root is None else str(root),
-                             size_list, chunk, launch_us, chunk_cost_us, latency_scale, relay)
+    t = load(topology)
+    text = _canopy._simulate(t, collective, _gpu_list(gpus), _root_name(t, root), size_list, chunk, launch_us,
+                             chunk_cost_us, latency_scale, relay)
     return Simulation.from_json(text)
 
 

@@ -35,6 +35,7 @@ def test_the_plan_is_plain_data():
     busiest = max(p.link_loads, key=lambda l: l["utilization"])
     assert busiest["utilization"] == pytest.approx(1.0)
     assert "Plan(broadcast on dgx1-v100, 4 ranks" in repr(p)
+    assert canopy.plan("dgx1-v100", "broadcast", gpus=[0, 1, 2, 3], root=2).root == "gpu2", "a root by index"
 
 
 def test_json_round_trips():
@@ -64,6 +65,8 @@ def test_errors_are_canopy_errors():
         canopy.plan("dgx1-v100", "allsum")
     with pytest.raises(canopy.Error, match="root"):
         canopy.plan("dgx1-v100", "broadcast", gpus=[0, 1], root="gpu7")
+    with pytest.raises(canopy.Error, match="root 9: dgx1-v100 has GPUs 0 to 7"):
+        canopy.plan("dgx1-v100", "broadcast", root=9)
     with pytest.raises(canopy.Error):
         canopy.plan("dgx1-v100", "allreduce", gpus=[0])
 
