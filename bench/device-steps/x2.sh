@@ -28,7 +28,8 @@
 #                                                                                  -> x2-nt-NAME-{real,canopy}-{g2,np2}.log
 #               torch      torchrun --nproc_per_node 2 (a GPU per rank) through the library: c10d_check.py; then
 #                          train_bench.py DDP and FSDP2 (~100 M parameters, 10 + 50 steps), real NCCL and library
-#                          alternating, CANOPY_X2_TORCH_ROUNDS times (2), and train_compare.py; the GPUs' clocks
+#                          alternating (which goes first too, by round), CANOPY_X2_TORCH_ROUNDS times (5), and
+#                          train_compare.py (median, range, verdict only where the range clears it); the GPUs' clocks
 #                          sampled meanwhile   -> x2-torch-*.log, x2-train-*.json, x2-gpu-samples-torch.csv
 #               torchab    train_bench.py (CANOPY_X2_TORCH_MODES, default ddp) through the real NCCL and then the library
 #                          under each setting of CANOPY_X2_TORCH_VARIANTS (';'-separated lists of VAR=VALUE, "" the
@@ -205,12 +206,19 @@ for part in ${CANOPY_X2_PARTS:-tests bench nccltests torch hosts}; do
       {
         CANOPY_TORCH_DEVICES=0,1 LD_PRELOAD="$library" CANOPY_NCCL_LIBRARY="$real_nccl" x2_torch c10d-canopy c10d_check.py
         runs=()
-        for round in $(seq "${CANOPY_X2_TORCH_ROUNDS:-2}"); do
+        # Which library goes first alternates by round (and so by mode within it), as train_compare.py asks.
+        for round in $(seq "${CANOPY_X2_TORCH_ROUNDS:-5}"); do
           for mode in ddp fsdp; do
-            x2_torch "$mode-real-$round" train_bench.py --mode "$mode" --out "$out/x2-train-$mode-real-$round.json"
-            LD_PRELOAD="$library" CANOPY_NCCL_LIBRARY="$real_nccl" x2_torch "$mode-canopy-$round" train_bench.py \
-              --mode "$mode" --out "$out/x2-train-$mode-canopy-$round.json"
-            runs+=("$out/x2-train-$mode-real-$round.json" "$out/x2-train-$mode-canopy-$round.json")
+            order=(real canopy); [ $((round % 2)) = 0 ] && order=(canopy real)
+            for lib_name in "${order[@]}"; do
+              if [ "$lib_name" = real ]; then
+                x2_torch "$mode-real-$round" train_bench.py --mode "$mode" --out "$out/x2-train-$mode-real-$round.json"
+              else
+                LD_PRELOAD="$library" CANOPY_NCCL_LIBRARY="$real_nccl" x2_torch "$mode-canopy-$round" train_bench.py \
+                  --mode "$mode" --out "$out/x2-train-$mode-canopy-$round.json"
+              fi
+              runs+=("$out/x2-train-$mode-$lib_name-$round.json")
+            done
           done
         done
         python3 "$root/tests/torch/train_compare.py" "${runs[@]}"

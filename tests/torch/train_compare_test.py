@@ -79,6 +79,32 @@ class TrainCompare(unittest.TestCase):
         code, out = self.compare([run_json("real NCCL", steps), run_json("canopy", steps, step_start_unix=kept)])
         self.assertNotIn("did not lengthen", out)  # a run without start times: no count
 
+    def test_five_rounds_each_the_target_is_met_only_where_the_whole_range_clears_it(self):
+        # Run medians: Canopy 8, 8.5, 9, 9.5, 10 (median 9); real NCCL 9.5, 10, 10.5, 11, 11.5 (median 10.5). The
+        # medians' ratio is 0.857, but Canopy's slowest run (10) is slower than the real NCCL's fastest (9.5): the
+        # range 8/11.5 .. 10/9.5 = 0.696 .. 1.053 overlaps 1, so the target is not met.
+        runs = []
+        for k, (ours, theirs) in enumerate(zip([8, 8.5, 9, 9.5, 10], [9.5, 10, 10.5, 11, 11.5])):
+            pair = [run_json("canopy", [ours] * 8), run_json("real NCCL", [theirs] * 8)]
+            runs += pair if k % 2 else pair[::-1]
+        code, out = self.compare(runs, "--require-target")
+        self.assertEqual(code, 3, out)
+        self.assertIn("overall: Canopy 9.00 ms / real NCCL 10.50 ms = 0.857 (median of the runs' medians; range "
+                      "0.696-1.053 over Canopy's 8.00-10.00 ms in 5 runs and the real NCCL's 9.50-11.50 ms in 5)", out)
+        self.assertIn("target Canopy <= real NCCL NOT MET (the runs' ranges overlap 1)", out)
+        self.assertNotIn("note:", out)
+        # Canopy's slowest run faster than the real NCCL's fastest: met.
+        runs = [run_json("real NCCL", [10 + k] * 8) if n % 2 else run_json("canopy", [8 + k * 0.25] * 8)
+                for k in range(5) for n in ((0, 1) if k % 2 else (1, 0))]
+        code, out = self.compare(runs, "--require-target")
+        self.assertEqual(code, 0, out)
+        self.assertIn("target Canopy <= real NCCL met", out)
+
+    def test_fewer_than_five_runs_are_noted(self):
+        code, out = self.compare([run_json("real NCCL", [9] * 8), run_json("canopy", [8] * 8)])
+        self.assertEqual(code, 0, out)
+        self.assertIn("note: 1 run(s) of a library; a verdict to quote needs at least 5 of each, alternating", out)
+
     def test_runs_without_step_times_show_dashes_and_no_quartile_line(self):
         old = run_json("canopy", [9] * 8)
         del old["step_ms"]
