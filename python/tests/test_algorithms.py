@@ -13,7 +13,7 @@ def test_shipped_algorithms_verify_and_round_trip_through_msccl_ir():
     names = [name for name, _ in canopy.shipped_algorithms()]
     assert "ring-allreduce" in names
     ring = canopy.Algorithm.shipped("ring-allreduce", 8)
-    assert (ring.name, ring.goal, ring.ranks) == ("ring-allreduce", "allreduce", 8)
+    assert (ring.name, ring.goal, ring.ranks, ring.chunks) == ("ring-allreduce", "allreduce", 8, 8)
     assert ring.verify() == []
     on_links = ring.verify(canopy.load("dgx1-v100"))  # gpu7 -> gpu0 closes the ring: is it a link of the DGX-1?
     assert all(d.startswith("ring-allreduce:") and "error" in d for d in on_links)

@@ -31,6 +31,7 @@ def test_the_plan_is_plain_data():
     edge = p.trees[0]["edges"][0]
     assert set(edge) == {"from", "to", "path"}
     assert p.check() == []
+    assert canopy.plan("dgx1-v100", "allreduce").strategy.startswith("reduce-scatter trees, then allgather trees")
     assert 0 < p.rate <= p.bound + 1e-9
     busiest = max(p.link_loads, key=lambda l: l["utilization"])
     assert busiest["utilization"] == pytest.approx(1.0)

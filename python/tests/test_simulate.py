@@ -57,3 +57,11 @@ def test_errors():
     with pytest.raises(canopy.Error, match="no rows"):
         canopy.Simulation.from_json('{"collective": "allreduce", "topology": "t", "ranks": [], "plan_algbw_GBps": 0, '
                                     '"rings": 0, "ring_GBps": 0, "relays_used": [], "rows": []}').plot()
+
+
+def test_sizes_read_as_the_cli_reads_them():
+    assert canopy._canopy.parse_sizes("1K,64K,1M") == [1 << 10, 64 << 10, 1 << 20]
+    assert canopy._canopy.parse_sizes("1M:64M:4") == [1 << 20, 4 << 20, 16 << 20, 64 << 20]
+    assert [canopy._canopy.size_text(b) for b in (8, 64 << 10, 1 << 30)] == ["8", "64K", "1G"]
+    with pytest.raises(canopy.Error, match="--sizes"):
+        canopy._canopy.parse_sizes("lots")
