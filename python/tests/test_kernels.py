@@ -52,3 +52,14 @@ def test_kernel_errors():
         canopy.compile(p, arch="sm_1")
     with pytest.raises(TypeError, match="canopy.Plan"):
         canopy.generate("dgx1-v100")
+
+
+def test_a_relay_plan_generates_the_relays_kernels_too():
+    # Blink+ on dgx1-p100 {0,1}: four other GPUs forward; their forwarding kernels are generated beside the ranks'.
+    k = canopy.generate(canopy.plan("dgx1-p100", "broadcast", gpus=[0, 1], relay=True))
+    assert k["name"] == "canopy_broadcast_dgx1p100_t5_c256k_f32_relays4.cu"
+    manifest = json.loads(k["manifest"])
+    assert len(manifest["memory_per_rank"]) == 2
+    # Each relay's scratch: 5 MiB at the default shape (docs/codegen.md "Relays"), within CANOPY_RELAY_MEMORY.
+    assert [(r["relay"], r["scratch_bytes"]) for r in manifest["relays"]] == [
+        ("gpu2", 5 << 20), ("gpu3", 5 << 20), ("gpu4", 5 << 20), ("gpu5", 5 << 20)]
