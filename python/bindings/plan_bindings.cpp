@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "core/collective.hpp"
+#include "codegen/lower.hpp"
 #include "core/error.hpp"
 #include "planner/plan_dot.hpp"
 #include "planner/plan_eval.hpp"
@@ -12,6 +13,7 @@
 #include "planner/planner.hpp"
 #include "python/bindings/bindings.hpp"
 #include "topology/shipped_topologies.hpp"
+#include "topology/topology_subset.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -103,10 +105,20 @@ void bind_plan(nb::module_& m) {
           "from_json",
           [](const std::string& text, const std::optional<Topology>& topology, const std::string& origin) {
             Plan p = plan_from_json(text, origin);
-            return BoundPlan{topology ? *topology : load_topology(p.topology), std::move(p)};
+            if (topology) return BoundPlan{*topology, std::move(p)};
+            // The topology it was planned on, as planning_topology gives it: the whole machine where its paths cross
+            // GPUs that are no ranks (relays), else the ranks' GPUs alone.
+            Topology machine = load_topology(p.topology);
+            if (relay_gpus_of(p, machine).empty() && static_cast<int>(p.ranks.size()) < machine.gpu_count()) {
+              std::string list;
+              for (const std::string& r : p.ranks) list += (list.empty() ? "" : ",") + r;
+              machine = select_gpus(machine, parse_gpu_list(machine, list));
+            }
+            return BoundPlan{std::move(machine), std::move(p)};
           },
           "text"_a, "topology"_a = nb::none(), "origin"_a = "<json>",
-          "Reads plan JSON; its topology is loaded by the name it records unless given")
+          "Reads plan JSON; its topology is loaded by the name it records (the ranks' GPUs of it, or the whole "
+          "machine for a plan with relays) unless given")
       .def("__repr__", [](const BoundPlan& b) {
         char rate[64];
         std::snprintf(rate, sizeof rate, "%.2f of %.2f GB/s", b.plan.algbw_gbps, b.plan.bound_algbw_gbps);

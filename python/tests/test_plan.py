@@ -46,6 +46,13 @@ def test_json_round_trips():
     assert q.rate == p.rate
 
 
+def test_json_read_back_without_a_topology_takes_the_one_it_was_planned_on():
+    subset = canopy.Plan.from_json(canopy.plan("dgx1-v100", "allgather", gpus=[0, 1, 4, 5]).to_json())
+    assert subset.topology.gpus == ["gpu0", "gpu1", "gpu4", "gpu5"] and subset.check() == []
+    relayed = canopy.Plan.from_json(canopy.plan("dgx1-v100", "allreduce", gpus=[0, 1], relay=True).to_json())
+    assert len(relayed.topology.gpus) == 8 and relayed.check() == []
+
+
 def test_bad_json_names_the_field():
     with pytest.raises(canopy.Error, match="trees"):
         canopy.Plan.from_json('{"collective": "allreduce", "topology": "dgx1-v100", "ranks": ["gpu0", "gpu1"], '
