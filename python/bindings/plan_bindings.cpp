@@ -7,6 +7,8 @@
 #include "core/collective.hpp"
 #include "codegen/lower.hpp"
 #include "core/error.hpp"
+#include "planner/alltoall.hpp"
+#include "planner/alltoall_summary.hpp"
 #include "planner/plan_dot.hpp"
 #include "planner/plan_eval.hpp"
 #include "planner/plan_json.hpp"
@@ -25,8 +27,8 @@ Collective collective_named(const std::string& name) {
   const std::optional<Collective> c = parse_collective(name);
   if (!c)
     throw Error("collective '" + name +
-                "': expected broadcast, reduce, allreduce, allgather or reducescatter (canopy.plan_alltoall is not "
-                "bound yet: use `canopy plan -c alltoall`)");
+                "': expected broadcast, reduce, allreduce, allgather or reducescatter (the all-to-all's routes: "
+                "canopy.plan_alltoall)");
   return *c;
 }
 
@@ -126,6 +128,15 @@ void bind_plan(nb::module_& m) {
                std::to_string(b.plan.ranks.size()) + " ranks, " + std::to_string(b.plan.trees.size()) + " trees, " +
                rate + ")";
       });
+  m.def(
+      "_plan_alltoall",
+      [](const Topology& topology, const std::vector<std::string>& gpus, bool relay) {
+        PlanOptions o;
+        o.gpus = gpus;
+        o.relay = relay;
+        return alltoall_to_json(plan_alltoall(topology, o));
+      },
+      "topology"_a, "gpus"_a, "relay"_a, "The all-to-all's routes as `canopy plan -c alltoall --json` writes them");
   m.def("plan", &make_plan, "topology"_a, "collective"_a, "gpus"_a = std::vector<std::string>{}, "root"_a = nb::none(),
         "relay"_a = false, "Plans a collective (canopy plan): gpus by name or index as text");
 }

@@ -20,7 +20,7 @@ from ._simulation import Simulation
 
 __all__ = [
     "Algorithm", "Error", "Plan", "Simulation", "Topology", "__version__", "compile", "detect", "generate",
-    "load", "nccl_library", "plan", "shipped_algorithms", "shipped_topologies", "simulate",
+    "load", "nccl_library", "plan", "plan_alltoall", "shipped_algorithms", "shipped_topologies", "simulate",
 ]
 
 TopologyLike = Union[Topology, str, os.PathLike]
@@ -73,6 +73,19 @@ def plan(topology: TopologyLike, collective: str, gpus: Gpus = None, root: Union
     """
     t = load(topology)
     return _canopy.plan(t, collective, _gpu_list(gpus), _root_name(t, root), relay)
+
+
+def plan_alltoall(topology: TopologyLike, gpus: Gpus = None, relay: bool = False) -> dict:
+    """Routes every ordered pair's all-to-all block over the links (``canopy plan -c alltoall``): a maximum concurrent
+    multicommodity flow through switches and relaying GPUs, with its proven bound and NCCL-style direct routes beside.
+
+    Returns the dict ``canopy plan -c alltoall --json`` writes: pair_GBps (every ordered pair at once), algbw_GBps,
+    busbw_GBps, bound_pair_GBps, direct_pair_GBps, direct_algbw_GBps, and pairs: [{from, to, paths: [{nodes, share}]}]
+    (docs/planner.md, "All-to-all"). relay: let GPUs outside `gpus` forward too.
+    """
+    import json
+
+    return json.loads(_canopy._plan_alltoall(load(topology), _gpu_list(gpus), relay))
 
 
 def simulate(topology: TopologyLike, collective: str, sizes: Union[str, Iterable[int]] = "1K:1G", gpus: Gpus = None,

@@ -84,3 +84,18 @@ def test_plan_pictures():
     assert "digraph" in p.to_dot()
     if shutil.which("dot"):
         assert "<svg" in p._repr_svg_()
+
+
+def test_the_alltoall_routes_are_the_clis(cli):
+    routes = canopy.plan_alltoall("dgx1-v100", gpus=[0, 1, 4, 5])
+    code, out, err = cli("plan", "-t", "dgx1-v100", "-c", "alltoall", "--gpus", "0,1,4,5", "--json")
+    assert code == 0, err
+    assert routes == json.loads(out)
+    assert routes["pair_GBps"] <= routes["bound_pair_GBps"] * (1 + 1e-9)
+    assert routes["pair_GBps"] > 2 * routes["direct_pair_GBps"], "routing through relaying GPUs beats direct paths"
+    assert len(routes["pairs"]) == 12 and all(abs(sum(p["share"] for p in pair["paths"]) - 1) < 1e-9
+                                              for pair in routes["pairs"])
+    with pytest.raises(canopy.Error, match="canopy.plan_alltoall"):
+        canopy.plan("dgx1-v100", "alltoall")
+    with pytest.raises(canopy.Error):
+        canopy.plan_alltoall("dgx1-v100", gpus=[0])
