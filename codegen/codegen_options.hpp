@@ -37,7 +37,7 @@ struct CodegenOptions {
   // is mapped into every process but the callers' buffers are not (docs/multi-process.md).
   bool own_buffers_only = false;
   // GPUs that are not ranks but forward data for them (Blink+: a plan made with --relay routes edges through other
-  // tenants' idle GPUs; codegen/lower.hpp relay_gpus_of names them). Each time a tree's edge crosses one, a relay
+  // tenants' idle GPUs; planner/plan_eval.hpp relay_gpus_of names them). Each time a tree's edge crosses one, a relay
   // participant of the schedule receives each chunk into its FIFO and sends it on; it holds no user buffer and never
   // combines. Empty: no relays (the plan's paths may then cross only switches).
   std::vector<std::string> relay_gpus;

@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <atomic>
 #include <map>
-#include <set>
 
 #include "codegen/tree_lanes.hpp"
 #include "core/error.hpp"
+#include "planner/plan_eval.hpp"
 
 namespace canopy {
 namespace {
@@ -115,38 +115,16 @@ std::atomic<std::uint64_t> lowerings{0};
 std::uint64_t lowering_count() { return lowerings.load(); }
 void count_lowering() { lowerings.fetch_add(1); }
 
-namespace {
-// Whether a path's node is a GPU of `topology` that is not one of the `ranks`: a relay (switches forward in hardware).
-bool relays_data(const Topology& topology, const std::set<std::string>& ranks, const std::string& node) {
-  const auto id = topology.find(node);
-  return id && topology.node(*id).kind == NodeKind::gpu && !ranks.count(node);
-}
-}  // namespace
-
 void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
-  const std::set<std::string> ranks(plan.ranks.begin(), plan.ranks.end());
+  const std::vector<std::string> relays = relay_gpus_of(plan, topology);
   for (std::size_t t = 0; t < plan.trees.size(); ++t)
     for (const TreeEdge& e : plan.trees[t].edges)
       for (const std::string& via : e.path)
-        if (relays_data(topology, ranks, via))
+        if (std::find(relays.begin(), relays.end(), via) != relays.end())
           throw Error(fmt::format("plan tree {} (root {}): edge {} -> {} is relayed by {}, a GPU outside the ranks; "
                                   "the runtime does not launch relays yet (canopy gen --relay generates their "
                                   "kernels): plan without --relay",
                                   t, plan.trees[t].root, e.from, e.to, via));
-}
-
-std::vector<std::string> relay_gpus_of(const Plan& plan, const Topology& topology) {
-  const std::set<std::string> ranks(plan.ranks.begin(), plan.ranks.end());
-  std::vector<std::string> relays;
-  for (const Tree& tree : plan.trees)
-    for (const TreeEdge& e : tree.edges)
-      for (const std::string& via : e.path)
-        if (relays_data(topology, ranks, via) && std::find(relays.begin(), relays.end(), via) == relays.end())
-          relays.push_back(via);
-  std::sort(relays.begin(), relays.end(), [&](const std::string& a, const std::string& b) {
-    return *topology.find(a) < *topology.find(b);  // topology order: gpu2 before gpu10
-  });
-  return relays;
 }
 
 void place_lanes_on_devices(Schedule& s) {

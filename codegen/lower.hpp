@@ -35,11 +35,8 @@ void place_lanes_on_devices(Schedule& s);
 
 // Throws canopy::Error when an edge of `plan` crosses a GPU of `topology` that is not a rank (a plan made with
 // --relay): lower() generates the relays' forwarding (CodegenOptions::relay_gpus), but the runtime does not allocate
-// or launch relay participants yet, so it refuses such plans with this.
+// or launch relay participants yet, so it refuses such plans with this. The relay GPUs themselves are
+// relay_gpus_of (planner/plan_eval.hpp), what CodegenOptions::relay_gpus takes.
 void check_no_relay_gpus(const Plan& plan, const Topology& topology);
-
-// The GPUs of `topology` that `plan`'s paths cross without being ranks (a plan made with --relay), in topology order:
-// what CodegenOptions::relay_gpus takes for lower() to generate their forwarding. Empty for a plan without relays.
-std::vector<std::string> relay_gpus_of(const Plan& plan, const Topology& topology);
 
 }  // namespace canopy

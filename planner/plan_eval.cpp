@@ -246,4 +246,21 @@ std::vector<std::string> check_plan(const Topology& t, const Plan& plan) {
   return problems;
 }
 
+std::vector<std::string> relay_gpus_of(const Plan& plan, const Topology& topology) {
+  const std::set<std::string> ranks(plan.ranks.begin(), plan.ranks.end());
+  std::vector<std::string> relays;
+  for (const Tree& tree : plan.trees)
+    for (const TreeEdge& e : tree.edges)
+      for (const std::string& via : e.path) {
+        const auto id = topology.find(via);
+        if (id && topology.node(*id).kind == NodeKind::gpu && !ranks.count(via) &&
+            std::find(relays.begin(), relays.end(), via) == relays.end())
+          relays.push_back(via);
+      }
+  std::sort(relays.begin(), relays.end(), [&](const std::string& a, const std::string& b) {
+    return *topology.find(a) < *topology.find(b);  // topology order: gpu2 before gpu10
+  });
+  return relays;
+}
+
 }  // namespace canopy

@@ -36,4 +36,8 @@ int tree_count_lower_bound(const Topology& topology, const Plan& plan);
 // docs/planner.md says, algbw matches the loads.
 std::vector<std::string> check_plan(const Topology& topology, const Plan& plan);
 
+// The GPUs of `topology` that `plan`'s paths cross without being ranks (a plan made with --relay: Blink+'s relays), in
+// topology order; empty for a plan without relays. Switches forward in hardware and are never listed.
+std::vector<std::string> relay_gpus_of(const Plan& plan, const Topology& topology);
+
 }  // namespace canopy

@@ -7,28 +7,12 @@
 #include <algorithm>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <set>
 
 #include "core/error.hpp"
+#include "planner/plan_eval.hpp"
 #include "simulator/hier_simulate.hpp"
 
 namespace canopy {
-namespace {
-
-// The GPUs outside `plan`'s ranks that its paths pass through (the relays it uses), in topology order.
-std::vector<std::string> relays_used(const Topology& topology, const Plan& plan) {
-  std::set<std::string> on_paths;
-  for (const Tree& t : plan.trees)
-    for (const TreeEdge& e : t.edges)
-      for (const std::string& n : e.path) on_paths.insert(n);
-  std::vector<std::string> out;
-  for (const std::string& g : topology.gpu_names())
-    if (on_paths.count(g) && std::find(plan.ranks.begin(), plan.ranks.end(), g) == plan.ranks.end()) out.push_back(g);
-  return out;
-}
-
-}  // namespace
-
 SimulateTable simulate_table(const Topology& topology, Collective collective, const SimulateTableOptions& options,
                              const Topology* relay_machine) {
   const SimOptions& base = options.base;
@@ -62,7 +46,7 @@ SimulateTable simulate_table(const Topology& topology, Collective collective, co
     relay_options.gpus = t.plan.ranks;
     relay_options.relay = true;
     t.relayed = plan(*relay_machine, collective, relay_options);
-    t.relays_used = relays_used(*relay_machine, *t.relayed);
+    t.relays_used = relay_gpus_of(*t.relayed, *relay_machine);
   }
   if (collective == Collective::allreduce)
     t.tree = t.hier ? nccl_multihost_trees(topology, hosts) : double_binary_tree(topology, t.plan.ranks);
@@ -84,7 +68,7 @@ SimulateTable simulate_table(const Topology& topology, Collective collective, co
   return t;
 }
 
-std::string simulate_rows_json(const SimulateTable& t) {
+nlohmann::json simulate_rows_json(const SimulateTable& t) {
   const bool rings = t.rings.rings > 0;
   nlohmann::json j = nlohmann::json::array();
   for (const SimulateRow& r : t.rows) {
@@ -113,7 +97,7 @@ std::string simulate_rows_json(const SimulateTable& t) {
       j.back()["relay_chunk_bytes"] = r.relay->chunk_bytes;
     }
   }
-  return j.dump(2) + "\n";
+  return j;
 }
 
 }  // namespace canopy

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -48,6 +49,6 @@ SimulateTable simulate_table(const Topology& topology, Collective collective, co
                              const Topology* relay_machine = nullptr);
 
 // The rows as the JSON array of docs/simulator.md (`canopy simulate --json`): one object per size.
-std::string simulate_rows_json(const SimulateTable& table);
+nlohmann::json simulate_rows_json(const SimulateTable& table);
 
 }  // namespace canopy

@@ -14,6 +14,7 @@
 #include "planner/alltoall_program.hpp"
 #include "planner/plan_json.hpp"
 #include "planner/planner.hpp"
+#include "planner/plan_eval.hpp"
 
 namespace canopy::cli {
 

@@ -202,7 +202,7 @@ void add_simulate_command(CLI::App& app) {
       fmt::print("{}", links_table(rows.back().ours, "Canopy"));
       if (rings.rings > 0) fmt::print("{}", links_table(rows.back().rings, "rings"));
     }
-    if (!args->json.empty()) write_output(args->json, simulate_rows_json(t));
+    if (!args->json.empty()) write_output(args->json, simulate_rows_json(t).dump(2) + "\n");
     if (!args->csv.empty()) {
       std::string csv =
           "bytes,time_us,algbw_GBps,busbw_GBps,ring_time_us,ring_"

@@ -17,6 +17,7 @@
 #include "runtime/jit/build.hpp"
 #include "runtime/jit/disk_cache.hpp"
 #include "runtime/jit/jit.hpp"
+#include "planner/plan_eval.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;

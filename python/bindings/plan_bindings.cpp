@@ -5,7 +5,6 @@
 #include <nanobind/stl/vector.h>
 
 #include "core/collective.hpp"
-#include "codegen/lower.hpp"
 #include "core/error.hpp"
 #include "planner/alltoall.hpp"
 #include "planner/alltoall_summary.hpp"
@@ -15,7 +14,6 @@
 #include "planner/planner.hpp"
 #include "python/bindings/bindings.hpp"
 #include "topology/shipped_topologies.hpp"
-#include "topology/topology_subset.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -110,13 +108,11 @@ void bind_plan(nb::module_& m) {
             if (topology) return BoundPlan{*topology, std::move(p)};
             // The topology it was planned on, as planning_topology gives it: the whole machine where its paths cross
             // GPUs that are no ranks (relays), else the ranks' GPUs alone.
-            Topology machine = load_topology(p.topology);
-            if (relay_gpus_of(p, machine).empty() && static_cast<int>(p.ranks.size()) < machine.gpu_count()) {
-              std::string list;
-              for (const std::string& r : p.ranks) list += (list.empty() ? "" : ",") + r;
-              machine = select_gpus(machine, parse_gpu_list(machine, list));
-            }
-            return BoundPlan{std::move(machine), std::move(p)};
+            const Topology machine = load_topology(p.topology);
+            PlanOptions made;
+            made.gpus = p.ranks;
+            made.relay = !relay_gpus_of(p, machine).empty();
+            return BoundPlan{planning_topology(machine, made), std::move(p)};
           },
           "text"_a, "topology"_a = nb::none(), "origin"_a = "<json>",
           "Reads plan JSON; its topology is loaded by the name it records (the ranks' GPUs of it, or the whole "

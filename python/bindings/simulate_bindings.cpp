@@ -12,7 +12,7 @@
 #include "core/error.hpp"
 #include "python/bindings/bindings.hpp"
 #include "simulator/simulate_table.hpp"
-#include "topology/topology_subset.hpp"
+#include "planner/planner.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -31,9 +31,9 @@ std::string simulate_json(const Topology& topology, const std::string& collectiv
     throw Error("collective '" + collective +
                 "': expected broadcast, reduce, allreduce, allgather or reducescatter (for alltoall run `canopy "
                 "simulate -c alltoall`)");
-  std::string list;
-  for (const std::string& g : gpus) list += (list.empty() ? "" : ",") + g;
-  const Topology ranks = gpus.empty() ? topology : select_gpus(topology, parse_gpu_list(topology, list));
+  PlanOptions chosen;
+  chosen.gpus = gpus;
+  const Topology ranks = planning_topology(topology, chosen);  // the chosen GPUs alone (all where none are named)
   if (relay && gpus.empty())
     throw Error("relay=True lets GPUs outside `gpus` forward: give gpus a subset of " + topology.name() +
                 "'s GPUs, e.g. gpus=[0, 1]");
@@ -53,7 +53,7 @@ std::string simulate_json(const Topology& topology, const std::string& collectiv
                         {"rings", t.rings.rings},
                         {"ring_GBps", t.rings.ring_gbps},
                         {"relays_used", t.relays_used},
-                        {"rows", nlohmann::json::parse(simulate_rows_json(t))}}
+                        {"rows", simulate_rows_json(t)}}
       .dump();
 }
 

@@ -15,6 +15,7 @@
 #include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
 #include "tests/test_util.hpp"
+#include "planner/plan_eval.hpp"
 
 namespace canopy::testing {
 namespace {

@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "topology/shipped_topologies.hpp"
 #include "planner/planner.hpp"
+#include "planner/plan_eval.hpp"
 
 namespace canopy {
 namespace {

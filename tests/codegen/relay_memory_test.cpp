@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "planner/planner.hpp"
 #include "topology/shipped_topologies.hpp"
+#include "planner/plan_eval.hpp"
 
 namespace canopy {
 namespace {

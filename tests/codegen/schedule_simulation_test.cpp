@@ -14,6 +14,7 @@
 #include "planner/planner.hpp"
 #include "tests/codegen/schedule_simulator.hpp"
 #include "tests/test_util.hpp"
+#include "planner/plan_eval.hpp"
 
 namespace canopy::testing {
 namespace {

@@ -33,7 +33,7 @@ TEST(SimulateTable, AllreduceRowsCarryTheRingsAndNcclsTree) {
     EXPECT_FALSE(r.relay || r.hier);
   }
   EXPECT_GT(table.rows[1].ours.busbw_gbps, table.rows[0].ours.busbw_gbps) << "larger sizes pipeline better";
-  const nlohmann::json rows = nlohmann::json::parse(simulate_rows_json(table));
+  const nlohmann::json rows = simulate_rows_json(table);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[1]["bytes"], 256 << 20);
   EXPECT_EQ(rows[0].size(), 10u) << rows[0].dump();
@@ -49,7 +49,7 @@ TEST(SimulateTable, BroadcastHasNoTreeAndAFixedChunkIsKept) {
   EXPECT_FALSE(table.tree);
   EXPECT_EQ(table.plan.root, "gpu3");
   EXPECT_EQ(table.rows[0].ours.chunk_bytes, 1 << 20);
-  EXPECT_EQ(nlohmann::json::parse(simulate_rows_json(table))[0].size(), 8u);
+  EXPECT_EQ(simulate_rows_json(table)[0].size(), 8u);
 }
 
 TEST(SimulateTable, ARelayMachineAddsThePlanWithRelaysAndNamesThem) {
@@ -59,7 +59,7 @@ TEST(SimulateTable, ARelayMachineAddsThePlanWithRelaysAndNamesThem) {
   ASSERT_TRUE(table.relayed && table.rows[0].relay);
   EXPECT_FALSE(table.relays_used.empty());
   EXPECT_LT(table.rows[0].relay->time_us, table.rows[0].ours.time_us) << "other GPUs' idle links carry more";
-  const nlohmann::json row = nlohmann::json::parse(simulate_rows_json(table))[0];
+  const nlohmann::json row = simulate_rows_json(table)[0];
   EXPECT_TRUE(row.contains("relay_busbw_GBps") && row.contains("relay_speedup"));
 }
 

@@ -20,6 +20,7 @@
 #include "runtime/jit/nvrtc_compiler.hpp"
 #if CANOPY_WITH_CLANG
 #include "codegen/cuda_parse_check.hpp"
+#include "planner/plan_eval.hpp"
 #endif
 
 namespace canopy {
