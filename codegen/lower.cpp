@@ -3,6 +3,7 @@
 #include "codegen/lower.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -115,16 +116,26 @@ std::atomic<std::uint64_t> lowerings{0};
 std::uint64_t lowering_count() { return lowerings.load(); }
 void count_lowering() { lowerings.fetch_add(1); }
 
-void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
+void check_relay_gpus(const Plan& plan, const Topology& topology, const std::vector<std::string>& allowed,
+                      std::string_view fix) {
   const std::vector<std::string> relays = relay_gpus_of(plan, topology);
   for (std::size_t t = 0; t < plan.trees.size(); ++t)
     for (const TreeEdge& e : plan.trees[t].edges)
       for (const std::string& via : e.path)
-        if (std::find(relays.begin(), relays.end(), via) != relays.end())
-          throw Error(fmt::format("plan tree {} (root {}): edge {} -> {} is relayed by {}, a GPU outside the ranks; "
-                                  "the runtime does not launch relays yet (canopy gen --relay generates their "
-                                  "kernels): plan without --relay",
-                                  t, plan.trees[t].root, e.from, e.to, via));
+        if (std::find(relays.begin(), relays.end(), via) != relays.end() &&
+            std::find(allowed.begin(), allowed.end(), via) == allowed.end())
+          throw Error(fmt::format("plan tree {} (root {}): edge {} -> {} is relayed by {}, a GPU outside the ranks{}: "
+                                  "{}",
+                                  t, plan.trees[t].root, e.from, e.to, via,
+                                  allowed.empty() ? "" : fmt::format(" and not one of the relays ({})",
+                                                                     fmt::join(allowed, ",")),
+                                  fix));
+}
+
+void check_no_relay_gpus(const Plan& plan, const Topology& topology) {
+  check_relay_gpus(plan, topology, {},
+                   "this kernel is built without relay participants (canopy gen --relay and a communicator with "
+                   "relays generate them): plan without --relay");
 }
 
 void place_lanes_on_devices(Schedule& s) {

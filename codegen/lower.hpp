@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/codegen_options.hpp"
@@ -33,10 +34,12 @@ void count_lowering();
 // order, and its grid size. Throws when a device in 0..max has no rank.
 void place_lanes_on_devices(Schedule& s);
 
-// Throws canopy::Error when an edge of `plan` crosses a GPU of `topology` that is not a rank (a plan made with
-// --relay): lower() generates the relays' forwarding (CodegenOptions::relay_gpus), but the runtime does not allocate
-// or launch relay participants yet, so it refuses such plans with this. The relay GPUs themselves are
-// relay_gpus_of (planner/plan_eval.hpp), what CodegenOptions::relay_gpus takes.
+// Throws canopy::Error naming the tree, the edge and `fix` when an edge of `plan` crosses a GPU of `topology` that is not
+// a rank (a plan made with --relay) and not one of `allowed`: whatever runs the plan must give every relay GPU it
+// crosses forwarding participants (CodegenOptions::relay_gpus, which relay_gpus_of in planner/plan_eval.hpp names).
+void check_relay_gpus(const Plan& plan, const Topology& topology, const std::vector<std::string>& allowed,
+                      std::string_view fix);
+// check_relay_gpus with none allowed: for kernels built without relay participants.
 void check_no_relay_gpus(const Plan& plan, const Topology& topology);
 
 }  // namespace canopy

@@ -287,26 +287,45 @@ std::vector<std::string> planning_ranks(const Topology& t, const PlanOptions& o)
 
 namespace {
 
-// The topology the plan runs on: a tenant's GPUs alone, or (relay) the whole machine with other GPUs forwarding.
-Topology planning_topology(const Topology& t, const std::vector<std::string>& ranks, bool relay) {
-  if (relay || static_cast<int>(ranks.size()) == t.gpu_count()) {
+// The topology the plan runs on: a tenant's GPUs alone, or (relay) the whole machine with other GPUs forwarding, or
+// only the `relay_gpus` among them.
+Topology planning_topology(const Topology& t, const std::vector<std::string>& ranks, bool relay,
+                           const std::vector<std::string>& relay_gpus) {
+  if (!relay && !relay_gpus.empty())
+    throw Error(fmt::format("relay GPUs {} are given but relaying is off: plan with relay (--relay) or give none",
+                            fmt::join(relay_gpus, ",")));
+  if ((relay && relay_gpus.empty()) || static_cast<int>(ranks.size()) == t.gpu_count()) {
     t.validate();
     return t;
   }
   std::vector<NodeId> ids;
   for (const auto& r : ranks) ids.push_back(*t.find(r));
+  std::vector<NodeId> relays;
+  try {
+    if (!relay_gpus.empty()) relays = parse_gpu_list(t, fmt::format("{}", fmt::join(relay_gpus, ",")));
+  } catch (const Error& e) {
+    throw Error(fmt::format("relay GPUs {}: {}", fmt::join(relay_gpus, ","), e.what()));
+  }
+  for (NodeId g : relays) {
+    if (std::find(ids.begin(), ids.end(), g) != ids.end())
+      throw Error(fmt::format("relay GPU {} is also a rank: a GPU either holds a rank or relays; leave it out of "
+                              "the relays",
+                              t.node(g).name));
+    ids.push_back(g);
+  }
+  std::sort(ids.begin(), ids.end(), [](NodeId a, NodeId b) { return a.index < b.index; });
   return select_gpus(t, ids);
 }
 
 }  // namespace
 
 Topology planning_topology(const Topology& topology, const PlanOptions& options) {
-  return planning_topology(topology, planning_ranks(topology, options), options.relay);
+  return planning_topology(topology, planning_ranks(topology, options), options.relay, options.relay_gpus);
 }
 
 Plan plan(const Topology& topology, Collective collective, const PlanOptions& options, PlanReport* report) {
   const std::vector<std::string> ranks = planning_ranks(topology, options);
-  const Topology t = planning_topology(topology, ranks, options.relay);
+  const Topology t = planning_topology(topology, ranks, options.relay, options.relay_gpus);
 
   Plan result;
   result.collective = collective;

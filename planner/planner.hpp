@@ -15,6 +15,9 @@ struct PlanOptions {
   std::vector<std::string> gpus;    // the ranks, by name, in rank order; empty: every GPU of the topology
   std::optional<std::string> root;  // broadcast/reduce; default: the first rank
   bool relay = false;               // let GPUs that are not ranks forward data (Blink+); switches always relay
+  // With `relay`: the only GPUs that may forward (names or indices, as --gpus; a tenant's borrowed idle GPUs);
+  // empty: every GPU of the topology that is not a rank.
+  std::vector<std::string> relay_gpus;
 };
 
 Plan plan(const Topology& topology, Collective collective, const PlanOptions& options = {});
@@ -24,7 +27,8 @@ Plan plan(const Topology& topology, Collective collective, const PlanOptions& op
 std::vector<std::string> planning_ranks(const Topology& topology, const PlanOptions& options);
 
 // The topology a plan with these options runs on: the chosen GPUs alone (other GPUs dropped), or with `relay` the
-// whole topology. Throws canopy::Error for bad GPU lists.
+// whole topology (with `relay_gpus`, the ranks and those GPUs). Throws canopy::Error for bad GPU lists, relay GPUs
+// without `relay`, and a relay GPU that is also a rank.
 Topology planning_topology(const Topology& topology, const PlanOptions& options);
 
 // Statistics of the last steps of planning, for the summary and the benchmark.

@@ -16,6 +16,7 @@
 #include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "runtime/comm/peer_access_check.hpp"
+#include "runtime/comm/relay_placement.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/jit/collective_dump.hpp"
 #include "runtime/protocol/protocol_memory.hpp"
@@ -170,7 +171,10 @@ Status CollectiveCache::make_job(const CollectiveSpec& spec, Job* job) {
       const Plan& plan = cx_.plans->plan_for(spec.collective, spec.root);
       // Across processes the callers' buffers are not mapped into the peers: unstaged trees must not touch them.
       job->request = request_for(spec, plan, spec.own_buffers);
-      check_peer_access(plan, p.rank_names, p.device_of_rank, p.peer, p.ordinals);
+      job->request.shape = with_relays(plan, *cx_.topology, p, cx_.config->relay_memory, job->request.shape);
+      std::map<std::string, int> relay_device;
+      for (std::size_t k = 0; k < p.relay_names.size(); ++k) relay_device[p.relay_names[k]] = p.device_of_relay[k];
+      check_peer_access(plan, p.rank_names, p.device_of_rank, p.peer, p.ordinals, relay_device);
     }
   } catch (const Error& e) {
     return Status(StatusCode::compile_error, fmt::format("{}: {}", spec_text(spec), e.what()));
@@ -231,6 +235,29 @@ Status CollectiveCache::prepare(std::span<const CollectiveSpec> specs,
     }
   }
   return status;
+}
+
+// Blink+: each relay participant's own zeroed counters on its device, and its rings' place in its relay GPU's area
+// (consecutive parts, in participant order; RelayScratch makes the areas).
+void CollectiveCache::load_relays(PreparedCollective& p) const {
+  const Placement& pl = *cx_.placement;
+  const Schedule& s = p.built->schedule;
+  std::vector<std::int64_t> used(pl.relay_names.size(), 0);
+  for (int r = s.ranks; r < s.participants(); ++r) {
+    const RelayParticipant& relay = s.relays[r - s.ranks];
+    const auto at = std::find(pl.relay_names.begin(), pl.relay_names.end(), relay.gpu);
+    CANOPY_INTERNAL_ASSERT(at != pl.relay_names.end(), "a relay participant on a GPU that is not a relay");
+    const int k = static_cast<int>(at - pl.relay_names.begin());
+    const std::int64_t bytes = s.resources[r].scratch_bytes;
+    p.relay_rings.push_back({k, used[k], bytes});
+    used[k] += (bytes + 255) / 256 * 256;
+    const std::size_t flag_bytes = std::max(1, s.resources[r].flag_count) * sizeof(unsigned long long) * kFlagStride;
+    void* flags = nullptr;
+    CANOPY_CUDA_CHECK(cudaSetDevice(pl.gpus[relay.device].ordinal));
+    CANOPY_CUDA_CHECK(cudaMalloc(&flags, flag_bytes));
+    p.relay_flags.push_back(flags);
+    CANOPY_CUDA_CHECK(cudaMemset(flags, 0, flag_bytes));
+  }
 }
 
 // The kernel of each GPU's architecture loaded there, its grid checked to be resident at once (the blocks wait on each
@@ -296,6 +323,7 @@ std::unique_ptr<PreparedCollective> CollectiveCache::load(
   p->flags = cx_.peers->allocate_zeroed(
       [&](int r) { return (flag_lines(r) + 1) * sizeof(unsigned long long) * kFlagStride; });
   p->launches = launch_counters_after(p->flags, pl.first_rank, flag_lines);
+  load_relays(*p);
   if (cx_.log.enabled(LogLevel::info, LogSubsys::jit)) {
     const CodegenOptions& o = p->built->schedule.options;
     cx_.log.info(LogSubsys::jit,

@@ -69,6 +69,7 @@ class CollectiveCache {
   void start_build(Job& job);
   KernelRequest request_for(const CollectiveSpec& spec, KernelInput input, bool own_buffers_only = false) const;
   void check_peers(const algo::Program& program) const;
+  void load_relays(PreparedCollective& p) const;
   std::unique_ptr<PreparedCollective> load(const CollectiveSpec& spec,
                                            const std::vector<std::shared_ptr<const BuiltCollective>>& builds,
                                            const std::vector<std::string>& archs, CacheOutcome outcome);

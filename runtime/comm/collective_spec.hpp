@@ -60,6 +60,12 @@ struct CollectiveInfo {
   std::string cache_key;   // the disk cache entry
   CacheOutcome outcome = CacheOutcome::compiled;
   std::vector<int> blocks_per_device;
+  // Blink+ (CommunicatorOptions::relays): per relay of the communicator (in its placement's order), the bytes this
+  // kernel's rings take on it, and the bytes its area holds now (the most any loaded kernel needs; never over the
+  // cap). Empty without relays.
+  std::vector<std::string> relays;
+  std::vector<std::int64_t> relay_ring_bytes;
+  std::vector<std::int64_t> relay_area_bytes;
 };
 
 // Whether `s` runs a plan-free kernel (low-latency, LL128, direct): no plan, no chunk, the communicator's memory.

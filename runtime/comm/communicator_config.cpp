@@ -129,6 +129,13 @@ CommunicatorConfig resolve_config(const CommunicatorOptions& options, int ranks)
     throw Error(fmt::format("gpu_sharers {}: give the processes that share this GPU in all (>= 0; 0: the "
                             "communicator's own)",
                             c.gpu_sharers));
+  if (!options.relays.empty()) {
+    c.relay_memory = options.relay_memory ? *options.relay_memory : relay_memory_cap_from_environment();
+    if (c.relay_memory < (1 << 20))
+      throw Error(fmt::format("relay_memory {} bytes: give each relay GPU at least 1 MiB for its rings (unset: "
+                              "CANOPY_RELAY_MEMORY, default 64 MiB)",
+                              c.relay_memory));
+  }
   return c;
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "codegen/codegen_options.hpp"
+#include "codegen/relay_memory.hpp"
 #include "runtime/comm/communicator_options.hpp"
 #include "runtime/env/runtime_env.hpp"
 #include "runtime/protocol/protocol_table.hpp"
@@ -36,6 +37,8 @@ struct CommunicatorConfig {
   bool profile_calls = false;              // CANOPY_PROFILE_CALLS
   std::optional<double> stall_seconds;     // CANOPY_STALL_TIMEOUT_S (multi-process communicators; unset: off)
   int gpu_sharers = 0;                     // CANOPY_GPU_SHARERS (multi-process communicators; 0: their own count)
+  // CommunicatorOptions::relay_memory, else CANOPY_RELAY_MEMORY: the cap on each relay GPU's rings (with relays).
+  std::int64_t relay_memory = kDefaultRelayMemoryBytes;
 };
 
 // The configuration of a communicator of `ranks` ranks. Throws canopy::Error on a value out of range.

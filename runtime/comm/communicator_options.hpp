@@ -90,6 +90,14 @@ struct CommunicatorOptions {
   // engines, with combining kernels for the sums, instead of the planned trees' kernels (runtime/offload/copy_engine_pair.hpp):
   // the engines carry more over NVLink than SM stores. The host share (above) still crosses PCIe beside them.
   std::optional<std::int64_t> engine_bytes;
+  // Blink+ (docs/relays.md): GPUs of `topology` that are not ranks but may forward the ranks' data over their idle
+  // links (names or indices, as `gpus`; other tenants' GPUs). Planned collectives then route through them where that
+  // is faster (planner's relay, limited to these GPUs). Create only: each relay's forwarding runs on relay_devices[k]
+  // (a CUDA ordinal among `devices`), by default on device index k modulo the devices. A relay never holds a user
+  // buffer; its rings take at most relay_memory bytes per relay GPU (CANOPY_RELAY_MEMORY, default 64 MiB).
+  std::vector<std::string> relays;
+  std::vector<int> relay_devices;
+  std::optional<std::int64_t> relay_memory;
   std::optional<std::filesystem::path> cache_dir;  // unset: CANOPY_CACHE_DIR, ... (docs/jit-cache.md)
   // Communicator::join: how many processes in all share this process's GPU and run kernels at once, where more than
   // the communicator's own do (other jobs on the GPU under MPS; split() and the hosts' inside communicators set it

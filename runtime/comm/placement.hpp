@@ -23,6 +23,10 @@ struct Placement {
   // Per device index: launched by this process (empty: every one). A multi-process communicator
   // (comm/process_group.hpp) has one device index per process and launches only its own.
   std::vector<char> here;
+  // Blink+'s relays (CommunicatorOptions::relays, comm/relay_placement.hpp): the topology GPUs that may forward for the
+  // ranks without being ranks, in topology order, and the device index each one's forwarding runs on.
+  std::vector<std::string> relay_names;
+  std::vector<int> device_of_relay;
 
   bool launches(int device) const { return here.empty() || here[device]; }
   bool multi_process() const { return !here.empty(); }

@@ -4,6 +4,7 @@
 // processes/), or on several hosts (HostsCallPath, hosts/: each host's processes joined through this same join). A
 // split's new communicators are joins too.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <memory>
 
@@ -50,6 +51,11 @@ Status join_path(const UniqueId& id, int nranks, int rank, const CommunicatorOpt
                   fmt::format("join takes one GPU per process, {} given: run one process per GPU (virtual ranks "
                               "share one GPU)",
                               options.devices.size()));
+  if (!options.relays.empty() || !options.relay_devices.empty())
+    return Status(StatusCode::unsupported,
+                  fmt::format("relays ({}) are Communicator::create's (one process driving the ranks and the relays' "
+                              "forwarding); joined processes cannot use them yet: leave relays out of the options",
+                              fmt::join(options.relays, ",")));
   UniqueIdContents contents;
   if (Status s = decode_unique_id(id, &contents); !s.ok()) return s;
   const Logger log = logger_for(options);

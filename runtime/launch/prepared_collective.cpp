@@ -19,6 +19,7 @@ PreparedCollective::~PreparedCollective() {
       peers->free(f);
     else if (f)
       (void)cudaFree(f);
+  for (void* f : relay_flags) (void)cudaFree(f);  // on their relays' devices: cudaFree takes any device's memory
   for (cudaLibrary_t l : libraries) (void)cudaLibraryUnload(l);
   (void)cudaGetLastError();
 }
@@ -113,17 +114,25 @@ Status launch_on_device(void* context, int d) {
 
 Status launch(PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target, bool* partial_launch) {
   const int ranks = static_cast<int>(p.flags.size());
+  const int relays = static_cast<int>(p.relay_flags.size());
+  if (target.relay_scratch.size() != p.relay_flags.size())
+    return Status(StatusCode::internal, fmt::format("{}: {} launched with rings for {} of its {} relay participants",
+                                                    call_name(call), p.built->source.entry,
+                                                    target.relay_scratch.size(), relays));
   if (!target.capturing) p.last_epoch = ++(target.epoch ? *target.epoch : p.epoch);
   const std::span<void* const> flags = launch_flags(p, target);
   const std::span<unsigned long long* const> launches = launch_counters(p, target);
   const std::uint64_t epoch = target.device_epochs ? 0 : p.last_epoch;
-  p.args.reset(ranks);
+  p.args.reset(ranks + relays);
   p.args.set_count(call.count);
   p.args.set_epoch(epoch);
   for (std::size_t d = 0; d < launches.size(); ++d) p.args.set_launch_counter(static_cast<int>(d), launches[d]);
   for (int r = 0; r < ranks; ++r)
     p.args.set_rank(r, RankPointers{call.send[r], call.recv[r], target.scratch[r],
                                     static_cast<unsigned long long*>(flags[r])});
+  for (int k = 0; k < relays; ++k)  // a relay holds no user buffer
+    p.args.set_rank(ranks + k, RankPointers{nullptr, nullptr, target.relay_scratch[k],
+                                            static_cast<unsigned long long*>(p.relay_flags[k])});
   p.args.set_abort(target.abort);
   *partial_launch = false;
   LaunchJob job{&p, &call, &target, nullptr};

@@ -45,7 +45,17 @@ struct PreparedCollective {
   bool own_buffers = false;                 // touches only its own rank's buffers (CollectiveSpec::own_buffers)
   int blocks_per_rank = 0;                  // plan-free kernels
   std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
-  DeviceArgsImage args;                     // DeviceArgs<ranks>, filled per launch
+  // Blink+'s relay participants (the schedule's, after the ranks), each on its relay GPU's device: its own zeroed
+  // counters (cudaMalloc'd there) and where its rings lie in that relay GPU's area (RelayScratch): the relay's index
+  // among the placement's relays, the bytes from the area's start, and their size.
+  std::vector<void*> relay_flags;
+  struct RelayRing {
+    int relay = 0;
+    std::int64_t offset = 0;
+    std::int64_t bytes = 0;
+  };
+  std::vector<RelayRing> relay_rings;
+  DeviceArgsImage args;                     // DeviceArgs<ranks + relay participants>, filled per launch
   std::vector<Status> results;              // per device index: the latest launch's outcome
 
   ~PreparedCollective();  // unloads the libraries and frees the counters (the caller has synchronised)
@@ -110,9 +120,11 @@ struct LaunchTarget {
   // Where non-null, the time of the CUDA launch calls made on the caller's thread (not its helpers') is added here,
   // in nanoseconds (CANOPY_PROFILE_CALLS: the profile's `api` phase).
   std::uint64_t* api_ns = nullptr;
+  std::span<void* const> relay_scratch = {};  // per relay participant of the prepared collective: its rings
 };
 
-// Fills the DeviceArgs image (count, launch counters, every rank's pointers) and launches on every device, on the
+// Fills the DeviceArgs image (count, launch counters, every rank's pointers, then every relay participant's: no
+// buffer, its rings and counters) and launches on every device, on the
 // stream of the device's first rank: all at once through target.crew, else one after another (stopping at the
 // first failure). The calling thread ends on the device it began on (asked once a call). A failed launch leaves the
 // other devices' kernels waiting: the Status says so, *partial_launch is set, and the communicator must not be used

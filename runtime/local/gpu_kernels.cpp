@@ -25,7 +25,12 @@ void GpuKernels::set_up(const CommunicatorOptions& options, PeerMemory& peers, S
   rules_ = KernelRules{&config, &protocols_, &tuning_, pl.ranks(), setup_.own_buffers};
   oracle_ = cuda_call_oracle(config.check_pointers, &streams_seen_);
   memory_ = std::make_unique<ProtocolMemory>(peers, pl.ranks(), pl.first_rank, layout_.log);
-  plans_ = std::make_unique<PlanCache>(layout_.topology, pl.rank_names, pl.devices(), layout_.log);
+  if (!pl.relay_names.empty()) {
+    std::vector<int> relay_ordinals;
+    for (int d : pl.device_of_relay) relay_ordinals.push_back(pl.ordinals[d]);
+    relay_scratch_ = std::make_unique<RelayScratch>(pl.relay_names, relay_ordinals, config.relay_memory, layout_.log);
+  }
+  plans_ = std::make_unique<PlanCache>(layout_.topology, pl.rank_names, pl.devices(), layout_.log, pl.relay_names);
   cache_ = std::make_unique<CollectiveCache>(CollectiveCacheContext{&layout_.topology, &pl, &config, &protocols_,
                                                                     plans_.get(), builder_.get(), &peers, layout_.log});
   offload_ =
@@ -110,10 +115,16 @@ Status GpuKernels::prepare(std::span<const CollectiveSpec> specs) {
 // NVRTC compile) and, in one process, the copy engines of large broadcasts, reduces and allreduces. Then every
 // counter is zero before any launch (the caller's own work on its streams is not waited for).
 void GpuKernels::ready_memory(const CollectiveSpec& spec, const PreparedCollective& p) {
-  const std::vector<RankResources>& need = p.built->source.resources;
+  // The ranks' scratch; relay participants (after the ranks) have their relay GPUs' areas.
+  const std::vector<RankResources>& all = p.built->source.resources;
+  const std::vector<RankResources> need(all.begin(), all.begin() + std::min<std::size_t>(all.size(), layout_.ranks()));
   if (memory_->scratch_short(need)) {
     wait_for_launches(order_, layout_.placement.ordinals);
     memory_->grow_scratch(need, /*keep_old=*/device_epochs_);  // captured graphs keep naming the old scratch
+  }
+  if (relay_scratch_ && relay_scratch_->short_for(p)) {
+    wait_for_launches(order_, layout_.placement.ordinals);
+    relay_scratch_->grow_for(p, /*keep_old=*/device_epochs_);
   }
   if (spec.low_latency) memory_->ready_low_latency(protocols_.low_latency());
   if (spec.ll128) memory_->ready_ll128(protocols_.ll128());
@@ -164,6 +175,7 @@ void GpuKernels::drop_offload() { offload_.reset(); }
 void GpuKernels::unload() {
   if (cache_) cache_->clear();
   memory_.reset();
+  relay_scratch_.reset();
   destroy_device_order(order_);
 }
 

@@ -32,6 +32,7 @@
 #include "runtime/launch/abort_word.hpp"
 #include "runtime/launch/launch_crew.hpp"
 #include "runtime/launch/prepared_collective.hpp"
+#include "runtime/local/relay_scratch.hpp"
 #include "runtime/offload/offload.hpp"
 #include "runtime/plan/plan_cache.hpp"
 #include "runtime/protocol/protocol_memory.hpp"
@@ -156,6 +157,7 @@ class GpuKernels {
   CollectiveCache& cache() { return *cache_; }
   bool has_cache() const { return cache_ != nullptr; }
   ProtocolMemory& memory() { return *memory_; }
+  const RelayScratch* relay_scratch() const { return relay_scratch_.get(); }  // null without relays
   DeviceOrder& order() { return order_; }
   CallProfile& profile() { return profile_; }
   const CallOracle& oracle() const { return oracle_; }
@@ -193,6 +195,8 @@ class GpuKernels {
   CallOracle oracle_;
   std::vector<unsigned long long> call_stream_ids_;
   std::unique_ptr<ProtocolMemory> memory_;
+  std::unique_ptr<RelayScratch> relay_scratch_;  // Blink+'s relays' rings (with relays only)
+  std::vector<void*> relay_rings_;               // a launch's: its relay participants' rings
   std::unique_ptr<PlanCache> plans_;
   std::unique_ptr<CollectiveCache> cache_;
   std::unique_ptr<Offload> offload_;

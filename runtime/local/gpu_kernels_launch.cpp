@@ -92,6 +92,10 @@ Status GpuKernels::launch(PreparedCollective& p, const CollectiveSpec& spec, con
   }
   // launch() leaves the caller's thread on the device it found; the debug read-back below and the watchdog's events
   // switch devices, so they put it back (one device query a call less where neither runs: small calls feel it).
+  if (!p.relay_rings.empty()) {  // Blink+: its relay participants' rings, in their relay GPUs' areas
+    relay_scratch_->rings_of(p, &relay_rings_);
+    target.relay_scratch = relay_rings_;
+  }
   std::optional<CurrentDevice> keep;
   if (watchdog_ || log.enabled(LogLevel::debug, LogSubsys::run)) keep.emplace();
   if (device_epochs_ && !capturing && log.enabled(LogLevel::debug, LogSubsys::run))
@@ -210,6 +214,12 @@ Status GpuKernels::info(const CollectiveSpec& spec, CollectiveInfo* out) {
   out->cache_key = p->built->cache_key;
   out->outcome = p->outcome;
   out->blocks_per_device = p->blocks;
+  if (relay_scratch_) {
+    out->relays = relay_scratch_->names();
+    out->relay_ring_bytes = relay_bytes_needed(*p, static_cast<int>(out->relays.size()));
+    out->relay_area_bytes.clear();
+    for (std::size_t k = 0; k < out->relays.size(); ++k) out->relay_area_bytes.push_back(relay_scratch_->bytes(k));
+  }
   return Status();
 }
 

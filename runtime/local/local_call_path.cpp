@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "runtime/comm/kernel_rules.hpp"
+#include "runtime/comm/relay_placement.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 #include "runtime/detect/detect_topology.hpp"
 #include "runtime/transport/local_peer_memory.hpp"
@@ -39,6 +40,7 @@ void LocalCallPath::create(const CommunicatorOptions& options) {
   }
   Placement& pl = layout_.placement;
   pl = place_ranks(layout_.topology, std::move(gpus), options.gpus, !options.devices.empty());
+  place_relays(layout_.topology, options.relays, options.relay_devices, &pl);
   for (const GpuDevice& g : pl.gpus)
     if (g.arch != pl.gpus[0].arch)
       layout_.log.info(
