@@ -67,6 +67,13 @@ std::vector<CollectiveSpec> relay_specs(Collective collective, int ranks) {
   return specs;
 }
 
+// Bytes per rank each way for counts up to `largest` of the widest type here (4 bytes), a rank's share of every rank
+// for allgather and reduce-scatter: up to 800 MB on five ranks, so that several cases fit one GPU at once.
+std::uint64_t relay_buffer_bytes(Collective collective, int ranks, std::uint64_t largest) {
+  const bool spans_ranks = collective == Collective::reducescatter || collective == Collective::allgather;
+  return largest * 4 * (spans_ranks ? static_cast<std::uint64_t>(ranks) : 1);
+}
+
 using Param = testing::TopologyCollective;
 class RelaysOnGpu : public ::testing::TestWithParam<Param> {};
 
@@ -84,7 +91,7 @@ TEST_P(RelaysOnGpu, EveryCallIsRightAndTheRingsStayUnderTheCap) {
   const Status created = Communicator::create(relay_options(tc, Forced::trees), &comm);
   ASSERT_TRUE(created.ok()) << created.message();
   CheckedCallSetup setup;
-  ASSERT_TRUE(setup.make(*comm, testing::sweep_buffer_bytes(collective, ranks, largest)));
+  ASSERT_TRUE(setup.make(*comm, relay_buffer_bytes(collective, ranks, largest)));
   int planned = 0;
   const int runs = testing::check_every_call(
       *comm, setup.buffers(), specs, all_counts, std::string(tc.name) + " trees",
@@ -151,7 +158,7 @@ TEST(RelaysCap, ASmallCapIsFittedAndKept) {
   const std::vector<CollectiveSpec> specs = relay_specs(Collective::broadcast, 2);
   CheckedCallSetup setup;
   const std::uint64_t counts[] = {1028, 3000004, 40000004};
-  ASSERT_TRUE(setup.make(*comm, testing::sweep_buffer_bytes(Collective::broadcast, 2, counts[2])));
+  ASSERT_TRUE(setup.make(*comm, relay_buffer_bytes(Collective::broadcast, 2, counts[2])));
   int planned = 0;
   testing::check_every_call(*comm, setup.buffers(), specs, counts, "p100_01 cap 2MiB",
                             [](const CollectiveSpec&, std::uint64_t) { return true; }, &planned);
