@@ -81,9 +81,26 @@ std::string describe_relay_memory(const Topology& full, const Plan& p) {
   std::map<std::string, int> rings;
   for (const Lane& lane : s.lanes)
     if (s.is_relay(lane.rank)) ++rings[s.relays[lane.rank - s.ranks].gpu];
+  // Each relay's links at the predicted rate: what it takes in and sends on (each link in its busiest phase), and
+  // how full its busiest link is.
+  struct RelayLinks {
+    double in_gbps = 0, out_gbps = 0, busiest = 0;
+  };
+  std::map<std::string, RelayLinks> links;
+  for (const LinkLoad& l : link_loads(full, p)) {
+    const double carried = *std::max_element(l.load.begin(), l.load.end()) * p.algbw_gbps;
+    for (const auto& [node, inbound] : {std::pair{l.to, true}, std::pair{l.from, false}}) {
+      const std::string& name = full.node(node).name;
+      if (std::find(o.relay_gpus.begin(), o.relay_gpus.end(), name) == o.relay_gpus.end()) continue;
+      (inbound ? links[name].in_gbps : links[name].out_gbps) += carried;
+      links[name].busiest = std::max(links[name].busiest, l.utilization);
+    }
+  }
   for (const auto& [gpu, bytes] : relay_memory(s))
-    out += fmt::format("  {:<8} {:>10}  {} ring{}, one per tree edge it forwards\n", gpu, format_byte_size(bytes),
-                       rings[gpu], rings[gpu] == 1 ? "" : "s");
+    out += fmt::format("  {:<8} {:>10}  {} ring{} (one per tree edge it forwards); in {:.2f} GB/s, out {:.2f}, busiest "
+                       "link {:.0f} % full\n",
+                       gpu, format_byte_size(bytes), rings[gpu], rings[gpu] == 1 ? "" : "s", links[gpu].in_gbps,
+                       links[gpu].out_gbps, 100 * links[gpu].busiest);
   return out;
 }
 }  // namespace

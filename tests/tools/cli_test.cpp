@@ -233,6 +233,10 @@ TEST(CliGen, RelayGeneratesTheForwardingGpusLanes) {
   EXPECT_EQ(capped.status, 0) << capped.output;
   EXPECT_THAT(capped.output, HasSubstr("6 GPUs forward (no user buffer, no reduction); their rings at chunk 64 KiB, "
                                        "2 slots, 24 blocks a rank (cap CANOPY_RELAY_MEMORY=2 MiB each)"));
+  // Each relay's link load at the predicted rate: Blink+'s own case has four relays each carrying a 20 GB/s link.
+  EXPECT_THAT(canopy("plan -t dgx1-p100 --gpus gpu0,gpu1 -c broadcast --relay").output,
+              HasSubstr("gpu2          5 MiB  1 ring (one per tree edge it forwards); in 20.00 GB/s, out 20.00, busiest "
+                        "link 100 % full"));
   EXPECT_THAT(canopy_with("CANOPY_RELAY_MEMORY=10", "plan -t dgx1-p100 --gpus gpu0,gpu1 -c broadcast --relay").output,
               HasSubstr("CANOPY_RELAY_MEMORY=10: give each relay GPU at least 1 MiB"));
   EXPECT_THAT(canopy("gen --plan x.json --relay --print").output, HasSubstr("--relay plans here"));
