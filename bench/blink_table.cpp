@@ -119,8 +119,9 @@ int main(int argc, char** argv) {
       "which links, at what speed each (NCCL's search: NVLink first, "
       "any link when NVLink holds no ring). With relays (Blink+, issue 69): the same ranks planned with the "
       "machine's other GPUs allowed to forward over their idle links (`canopy plan --relay`), simulated on the "
-      "whole machine; relay gain = its busbw / Canopy's without relays. Simulated, not measured: the runtime does not "
-      "run relay plans yet, and Blink+ measured 60 GB/s where the link rates allow 80 on dgx1-p100 {{0,1}}.\n\n");
+      "whole machine; relay gain = its busbw / Canopy's without relays. Simulated, not measured: relay plans run in "
+      "one process (docs/relays.md) but no DGX-1 was at hand to time them, and Blink+ measured 60 GB/s where the "
+      "link rates allow 80 on dgx1-p100 {{0,1}}.\n\n");
   for (const char* name : {"dgx1-v100", "dgx1-p100"})
     for (Collective c : {Collective::broadcast, Collective::allreduce}) {
       std::vector<const Entry*> rows;
