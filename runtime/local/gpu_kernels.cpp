@@ -3,10 +3,12 @@
 #include "runtime/local/gpu_kernels.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <limits>
 
+#include "core/byte_size.hpp"
 #include "core/error.hpp"
 #include "runtime/comm/cuda_call_oracle.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
@@ -46,9 +48,19 @@ void GpuKernels::set_up(const CommunicatorOptions& options, PeerMemory& peers, S
                                            std::move(setup_.watched));
   if (layout_.log.enabled(LogLevel::info, LogSubsys::init))
     layout_.log.info(LogSubsys::init,
-                     fmt::format("topology {} ({}), {} ranks on {} {}{}: {}", layout_.topology.name(),
+                     fmt::format("topology {} ({}), {} ranks on {} {}{}: {}{}", layout_.topology.name(),
                                  layout_.topology_source, pl.ranks(), pl.devices(), setup_.devices_are,
-                                 pl.ranks() > pl.devices() ? " (virtual ranks)" : "", setup_.describe(pl)));
+                                 pl.ranks() > pl.devices() ? " (virtual ranks)" : "", setup_.describe(pl),
+                                 describe_relays(pl, config.relay_memory)));
+}
+
+// "; relays gpu2@GPU 0 gpu3@GPU 0 (rings up to 64 MiB each)" for the init log, or "" without relays.
+std::string GpuKernels::describe_relays(const Placement& pl, std::int64_t cap) {
+  if (pl.relay_names.empty()) return "";
+  std::vector<std::string> placed;
+  for (std::size_t k = 0; k < pl.relay_names.size(); ++k)
+    placed.push_back(fmt::format("{}@GPU {}", pl.relay_names[k], pl.ordinals[pl.device_of_relay[k]]));
+  return fmt::format("; relays {} (rings up to {} each)", fmt::join(placed, " "), format_byte_size(cap));
 }
 
 // Protocol limits: options, else the environment, else tuned for this machine, else the defaults; then what the GPUs
