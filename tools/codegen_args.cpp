@@ -41,9 +41,9 @@ void add_codegen_args(CLI::App& cmd, CodegenArgs& args) {
   cmd.add_flag("--own-buffers", args.own_buffers,
                "each rank touches only its own send and receive buffers: every edge through the receiver's FIFO, "
                "none pulled (what a multi-process communicator runs by default, CANOPY_OWN_BUFFERS)");
-  cmd.add_flag("--relay", args.relay,
-               "plan with the GPUs outside --gpus forwarding over their idle links (Blink+, `canopy plan --relay`): "
-               "their forwarding kernels are generated beside the ranks' (docs/codegen.md \"Relays\")");
+  add_relay_args(cmd, args.relay,
+                 "plan with the GPUs outside --gpus forwarding over their idle links (Blink+, `canopy plan --relay`): "
+                 "their forwarding kernels are generated beside the ranks' (docs/codegen.md \"Relays\")");
   cmd.add_option("--blocks", args.blocks, "thread blocks per rank, shared among trees by fraction")
       ->capture_default_str();
   cmd.add_option("--threads", args.threads, "threads per block")->capture_default_str();
@@ -138,7 +138,8 @@ void read_codegen_request(const CodegenArgs& args, CodegenRequest* r) {
   if (!args.plan_file.empty()) {
     if (!args.topology.topology.empty() || !args.collective.empty())
       throw Error("--plan gives the whole plan: leave out --topology and --collective");
-    if (args.relay) throw Error("--relay plans here; a plan file's paths already say which GPUs relay: leave it out");
+    if (args.relay.on())
+      throw Error("--relay and --relays plan here; a plan file's paths already say which GPUs relay: leave them out");
     p = plan_from_json(read_file(args.plan_file), args.plan_file);
     // A plan made with --relay crosses GPUs that are not ranks: their forwarding is generated too. Which path nodes
     // are GPUs the plan's topology says (by name: a shipped topology or a .topo path).
@@ -154,7 +155,8 @@ void read_codegen_request(const CodegenArgs& args, CodegenRequest* r) {
     PlanOptions options;
     if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
     if (!args.root.empty()) options.root = args.root;
-    options.relay = args.relay;
+    options.relay = args.relay.on();
+    options.relay_gpus = args.relay.gpus();
     const Topology topology = load_topology(args.topology.topology);
     p = plan(topology, collective, options);
     relays = relay_gpus_of(p, topology);

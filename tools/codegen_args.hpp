@@ -28,7 +28,7 @@ struct CodegenArgs {
   int fifo_depth = 4;
   std::string pull = "auto";
   bool own_buffers = false;  // CodegenOptions::own_buffers_only
-  bool relay = false;        // plan with GPUs outside --gpus forwarding (Blink+): CodegenOptions::relay_gpus
+  RelayArgs relay;           // plan with GPUs outside --gpus forwarding (Blink+): CodegenOptions::relay_gpus
   int blocks = 24;
   int threads = 512;
   int devices = 0;  // 0: one rank per device

@@ -55,6 +55,16 @@ struct TopologyArgs {
 void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional, bool required = true);
 Topology resolve_topology(const TopologyArgs& args);
 
+// `--relay` and `--relays LIST` as plan, simulate, gen and compile take them (topology_option.cpp): other GPUs may
+// forward for the ranks (Blink+); with --relays only those (names or indices), which implies --relay.
+struct RelayArgs {
+  bool relay = false;
+  std::string relays;
+  bool on() const { return relay || !relays.empty(); }
+  std::vector<std::string> gpus() const;  // --relays as a list (empty: any GPU outside the ranks)
+};
+void add_relay_args(CLI::App& command, RelayArgs& args, const std::string& relay_help);
+
 // The Communicator that `-t/--gpus` and `--devices 0,1` describe, as `canopy bench` and `canopy tune` take them
 // (topology_option.cpp): a named topology or the detected one, its chosen GPUs, the CUDA devices. Throws
 // canopy::Error naming a bad --devices list.

@@ -30,7 +30,7 @@ struct PlanArgs {
   TopologyArgs topology;
   std::string collective;
   std::string root;
-  bool relay = false;
+  RelayArgs relay;
   bool json = false;
   bool trees = false;
   bool links = false;
@@ -42,7 +42,8 @@ PlanOptions plan_options(const PlanArgs& args) {
   PlanOptions options;
   if (!args.topology.gpus.empty()) options.gpus = CLI::detail::split(args.topology.gpus, ',');
   if (!args.root.empty()) options.root = args.root;
-  options.relay = args.relay;
+  options.relay = args.relay.on();
+  options.relay_gpus = args.relay.gpus();
   return options;
 }
 
@@ -113,7 +114,7 @@ void add_plan_command(CLI::App& app) {
                   "broadcast | reduce | allreduce | allgather | reducescatter | alltoall")
       ->required();
   cmd->add_option("--root,-r", args->root, "root of broadcast or reduce (default: the first rank)");
-  cmd->add_flag("--relay", args->relay, "let GPUs outside --gpus forward data over their idle links (Blink+)");
+  add_relay_args(*cmd, args->relay, "let GPUs outside --gpus forward data over their idle links (Blink+)");
   cmd->add_flag("--json", args->json, "print the plan as JSON (docs/planner.md) instead of the summary");
   cmd->add_flag("--links", args->links, "list every link's load (default: the 12 busiest)");
   cmd->add_flag("--trees", args->trees, "list every tree (alltoall: every path) in the summary");
@@ -145,13 +146,13 @@ void add_plan_command(CLI::App& app) {
     // Ranks on several hosts (joined by network links) also get the hierarchical plan (docs/multi-host.md).
     const std::vector<Host> hosts = find_hosts(full, p.ranks);
     std::optional<HierarchicalPlan> hier;
-    if (hosts.size() > 1 && !args->relay) hier = plan_hierarchical(full, collective, options);
+    if (hosts.size() > 1 && !args->relay.on()) hier = plan_hierarchical(full, collective, options);
     if (args->json) {
       fmt::print("{}", hier ? plan_to_json_with_hierarchy(p, full, *hier) : plan_to_json(p));
     } else {
       const RingBaseline rings = find_rings(t, p.ranks);
       fmt::print("{}", describe_plan(t, p, report, rings, args->trees, args->links ? -1 : 12, /*legend=*/true));
-      if (args->relay) fmt::print("{}", describe_relay_memory(full, p));
+      if (args->relay.on()) fmt::print("{}", describe_relay_memory(full, p));
       if (hier) {
         const int n = static_cast<int>(p.ranks.size());
         const double tree = collective == Collective::allreduce

@@ -59,7 +59,7 @@ void add_simulate_command(CLI::App& app) {
     double latency_scale = 1;
     std::string json, csv, plot;
     bool links = false;
-    bool relay = false;
+    RelayArgs relay;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("simulate",
@@ -85,9 +85,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--csv", args->csv, "write the rows as CSV to FILE (- for stdout, instead of the table)");
   cmd->add_option("--plot", args->plot, "write busbw against size for Canopy and the rings as an SVG picture");
   cmd->add_flag("--links", args->links, "also print every link's utilisation over time at the largest size");
-  cmd->add_flag("--relay", args->relay,
-                "also plan with the GPUs outside --gpus forwarding over their idle links (Blink+) and show it beside "
-                "the plan without (relay columns; relay_gain = time without relays / time with them)");
+  add_relay_args(*cmd, args->relay,
+                 "also plan with the GPUs outside --gpus forwarding over their idle links (Blink+) and show it beside "
+                 "the plan without (relay columns; relay_gain = time without relays / time with them)");
   cmd->footer(
       "\nExamples:\n"
       "  canopy simulate -t dgx1-v100 -c allreduce                      1 KiB "
@@ -118,7 +118,7 @@ void add_simulate_command(CLI::App& app) {
           "--chunk must be positive and --launch-us, --chunk-cost-us "
           "and --latency-scale at least 0");
     if (args->collective == "alltoall") {
-      if (args->relay)
+      if (args->relay.on())
         throw Error("-c alltoall routes through other GPUs already (its planned routes); --relay is for the trees of "
                     "the other collectives");
       if (!args->root.empty() || !args->csv.empty() || !args->plot.empty() || args->links)
@@ -138,13 +138,21 @@ void add_simulate_command(CLI::App& app) {
     options.base = base;
     options.automatic_chunk = automatic;
     // --relay: the whole topology, the same ranks, other GPUs allowed to forward (planner/planner.hpp).
+    // --relays: the ranks and those GPUs alone.
     std::optional<Topology> full;
-    if (args->relay) {
+    if (args->relay.on()) {
       full = load_topology(args->topology.topology);
       if (args->topology.gpus.empty() || full->gpu_count() == topology.gpu_count())
         throw Error(fmt::format("--relay lets GPUs outside --gpus forward, and {} has none outside them: give --gpus "
                                 "a subset, e.g. -g 0,1",
                                 full->name()));
+      if (!args->relay.relays.empty()) {
+        PlanOptions limited;
+        limited.gpus = CLI::detail::split(args->topology.gpus, ',');
+        limited.relay = true;
+        limited.relay_gpus = args->relay.gpus();
+        full = planning_topology(*full, limited);
+      }
     }
     const SimulateTable t = simulate_table(topology, c, options, full ? &*full : nullptr);
     const Plan& p = t.plan;

@@ -22,6 +22,17 @@ void add_topology_args(CLI::App& command, TopologyArgs& args, bool positional, b
                      "use only these GPUs (a tenant's allocation): names or indices, e.g. gpu0,gpu3 or 0,3");
 }
 
+void add_relay_args(CLI::App& command, RelayArgs& args, const std::string& relay_help) {
+  command.add_flag("--relay", args.relay, relay_help);
+  command.add_option("--relays", args.relays,
+                     "only these GPUs outside --gpus may forward (names or indices, e.g. 2,3; implies --relay): the "
+                     "idle GPUs a tenant may borrow");
+}
+
+std::vector<std::string> RelayArgs::gpus() const {
+  return relays.empty() ? std::vector<std::string>{} : CLI::detail::split(relays, ',');
+}
+
 Topology resolve_topology(const TopologyArgs& args) {
   Topology t = load_topology(args.topology);
   if (args.gpus.empty()) return t;

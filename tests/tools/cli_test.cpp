@@ -233,13 +233,25 @@ TEST(CliGen, RelayGeneratesTheForwardingGpusLanes) {
   EXPECT_EQ(capped.status, 0) << capped.output;
   EXPECT_THAT(capped.output, HasSubstr("6 GPUs forward (no user buffer, no reduction); their rings at chunk 64 KiB, "
                                        "2 slots, 24 blocks a rank (cap CANOPY_RELAY_MEMORY=2 MiB each)"));
+  // --relays: only the GPUs given forward (a tenant's borrowed ones), in plan, simulate and gen alike.
+  const CliRun two = canopy("plan -t dgx1-p100 --gpus 0,1 -c broadcast --relays 2,3");
+  EXPECT_EQ(two.status, 0) << two.output;
+  EXPECT_THAT(two.output, HasSubstr("predicted algbw 75.75 GB/s"));
+  EXPECT_THAT(two.output, HasSubstr("relays    2 GPUs forward"));
+  EXPECT_THAT(canopy("simulate -t dgx1-p100 -g 0,1 -c broadcast --sizes 256M --relays 2,3").output,
+              HasSubstr("through gpu2, gpu3;"));
+  EXPECT_THAT(canopy("gen -t dgx1-p100 --gpus 0,1 -c broadcast --relays 2 --print").output,
+              HasSubstr("// relays       gpu2@dev2 "));
+  EXPECT_THAT(canopy("plan -t dgx1-p100 --gpus 0,1 -c broadcast --relays 1").output,
+              HasSubstr("relay GPU gpu1 is also a rank"));
+  EXPECT_THAT(canopy("gen --plan x.json --relays 2 --print").output, HasSubstr("--relay and --relays plan here"));
   // Each relay's link load at the predicted rate: Blink+'s own case has four relays each carrying a 20 GB/s link.
   EXPECT_THAT(canopy("plan -t dgx1-p100 --gpus gpu0,gpu1 -c broadcast --relay").output,
               HasSubstr("gpu2          5 MiB  1 ring (one per tree edge it forwards); in 20.00 GB/s, out 20.00, busiest "
                         "link 100 % full"));
   EXPECT_THAT(canopy_with("CANOPY_RELAY_MEMORY=10", "plan -t dgx1-p100 --gpus gpu0,gpu1 -c broadcast --relay").output,
               HasSubstr("CANOPY_RELAY_MEMORY=10: give each relay GPU at least 1 MiB"));
-  EXPECT_THAT(canopy("gen --plan x.json --relay --print").output, HasSubstr("--relay plans here"));
+  EXPECT_THAT(canopy("gen --plan x.json --relay --print").output, HasSubstr("--relay and --relays plan here"));
   const CliRun compiled = canopy("compile -t dgx1-p100 --gpus gpu0,gpu1 -c allgather --relay --dtype bf16");
   EXPECT_EQ(compiled.status, 0) << compiled.output;
   // compile's figures come with their legend
