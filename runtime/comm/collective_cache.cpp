@@ -237,23 +237,16 @@ Status CollectiveCache::prepare(std::span<const CollectiveSpec> specs,
   return status;
 }
 
-// Blink+: each relay participant's own zeroed counters on its device, and its rings' place in its relay GPU's area
-// (consecutive parts, in participant order; RelayScratch makes the areas).
+// Blink+: each relay participant's rings' place in its relay GPU's area (relay_rings) and its own zeroed counters on
+// its device.
 void CollectiveCache::load_relays(PreparedCollective& p) const {
   const Placement& pl = *cx_.placement;
   const Schedule& s = p.built->schedule;
-  std::vector<std::int64_t> used(pl.relay_names.size(), 0);
+  p.relay_rings = relay_rings(s, pl.relay_names);
   for (int r = s.ranks; r < s.participants(); ++r) {
-    const RelayParticipant& relay = s.relays[r - s.ranks];
-    const auto at = std::find(pl.relay_names.begin(), pl.relay_names.end(), relay.gpu);
-    CANOPY_INTERNAL_ASSERT(at != pl.relay_names.end(), "a relay participant on a GPU that is not a relay");
-    const int k = static_cast<int>(at - pl.relay_names.begin());
-    const std::int64_t bytes = s.resources[r].scratch_bytes;
-    p.relay_rings.push_back({k, used[k], bytes});
-    used[k] += (bytes + 255) / 256 * 256;
     const std::size_t flag_bytes = std::max(1, s.resources[r].flag_count) * sizeof(unsigned long long) * kFlagStride;
     void* flags = nullptr;
-    CANOPY_CUDA_CHECK(cudaSetDevice(pl.gpus[relay.device].ordinal));
+    CANOPY_CUDA_CHECK(cudaSetDevice(pl.gpus[s.relays[r - s.ranks].device].ordinal));
     CANOPY_CUDA_CHECK(cudaMalloc(&flags, flag_bytes));
     p.relay_flags.push_back(flags);
     CANOPY_CUDA_CHECK(cudaMemset(flags, 0, flag_bytes));

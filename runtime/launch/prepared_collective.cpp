@@ -3,15 +3,32 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <string>
 
+#include "core/error.hpp"
 #include "runtime/cuda/cuda_check.hpp"
 #include "runtime/cuda/driver_api.hpp"
 #include "runtime/cuda/gpu_devices.hpp"
 
 namespace canopy {
+
+std::vector<RelayRing> relay_rings(const Schedule& s, const std::vector<std::string>& relay_names) {
+  std::vector<RelayRing> rings;
+  std::vector<std::int64_t> used(relay_names.size(), 0);
+  for (int r = s.ranks; r < s.participants(); ++r) {
+    const std::string& gpu = s.relays[r - s.ranks].gpu;
+    const auto at = std::find(relay_names.begin(), relay_names.end(), gpu);
+    CANOPY_INTERNAL_ASSERT(at != relay_names.end(), "a relay participant on a GPU that is not a relay");
+    const int k = static_cast<int>(at - relay_names.begin());
+    const std::int64_t bytes = s.resources[r].scratch_bytes;
+    rings.push_back({k, used[k], bytes});
+    used[k] += (bytes + 255) / 256 * 256;
+  }
+  return rings;
+}
 
 PreparedCollective::~PreparedCollective() {
   for (void* f : flags)

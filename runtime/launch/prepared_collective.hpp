@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "runtime/jit/build.hpp"
@@ -19,6 +20,20 @@
 #include "core/status.hpp"
 
 namespace canopy {
+
+// Where one relay participant's rings lie in its relay GPU's area (runtime/local/relay_scratch.hpp): the relay's
+// index among the placement's relays, the bytes from the area's start, and their size.
+struct RelayRing {
+  int relay = 0;
+  std::int64_t offset = 0;
+  std::int64_t bytes = 0;
+  friend bool operator==(const RelayRing&, const RelayRing&) = default;
+};
+
+// Each relay participant's rings in `schedule` (participants ranks .. participants() - 1), its relay GPU found in
+// `relay_names`: the participants of one relay GPU take consecutive parts of its area, in participant order, each
+// starting 256-byte aligned. Throws InternalError for a relay GPU not in `relay_names`.
+std::vector<RelayRing> relay_rings(const Schedule& schedule, const std::vector<std::string>& relay_names);
 
 struct PreparedCollective {
   std::shared_ptr<const BuiltCollective> built;  // the build of device 0's architecture (plan, schedule, source)
@@ -46,14 +61,8 @@ struct PreparedCollective {
   int blocks_per_rank = 0;                  // plan-free kernels
   std::uint64_t last_epoch = 0;             // the latest launch's epoch, wherever it is counted
   // Blink+'s relay participants (the schedule's, after the ranks), each on its relay GPU's device: its own zeroed
-  // counters (cudaMalloc'd there) and where its rings lie in that relay GPU's area (RelayScratch): the relay's index
-  // among the placement's relays, the bytes from the area's start, and their size.
+  // counters (cudaMalloc'd there) and where its rings lie in that relay GPU's area (relay_rings).
   std::vector<void*> relay_flags;
-  struct RelayRing {
-    int relay = 0;
-    std::int64_t offset = 0;
-    std::int64_t bytes = 0;
-  };
   std::vector<RelayRing> relay_rings;
   DeviceArgsImage args;                     // DeviceArgs<ranks + relay participants>, filled per launch
   std::vector<Status> results;              // per device index: the latest launch's outcome

@@ -216,7 +216,7 @@ Status GpuKernels::info(const CollectiveSpec& spec, CollectiveInfo* out) {
   out->blocks_per_device = p->blocks;
   if (relay_scratch_) {
     out->relays = relay_scratch_->names();
-    out->relay_ring_bytes = relay_bytes_needed(*p, static_cast<int>(out->relays.size()));
+    out->relay_ring_bytes = relay_bytes_needed(p->relay_rings, static_cast<int>(out->relays.size()));
     out->relay_area_bytes.clear();
     for (std::size_t k = 0; k < out->relays.size(); ++k) out->relay_area_bytes.push_back(relay_scratch_->bytes(k));
   }

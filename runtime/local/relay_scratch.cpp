@@ -13,9 +13,9 @@
 
 namespace canopy {
 
-std::vector<std::int64_t> relay_bytes_needed(const PreparedCollective& p, int relays) {
+std::vector<std::int64_t> relay_bytes_needed(const std::vector<RelayRing>& rings, int relays) {
   std::vector<std::int64_t> need(relays, 0);
-  for (const PreparedCollective::RelayRing& ring : p.relay_rings)
+  for (const RelayRing& ring : rings)
     need[ring.relay] = std::max(need[ring.relay], ring.offset + ring.bytes);
   return need;
 }
@@ -38,14 +38,14 @@ RelayScratch::~RelayScratch() {
 }
 
 bool RelayScratch::short_for(const PreparedCollective& p) const {
-  const std::vector<std::int64_t> need = relay_bytes_needed(p, static_cast<int>(names_.size()));
+  const std::vector<std::int64_t> need = relay_bytes_needed(p.relay_rings, static_cast<int>(names_.size()));
   for (std::size_t k = 0; k < need.size(); ++k)
     if (need[k] > bytes_[k]) return true;
   return false;
 }
 
 void RelayScratch::grow_for(const PreparedCollective& p, bool keep_old) {
-  const std::vector<std::int64_t> need = relay_bytes_needed(p, static_cast<int>(names_.size()));
+  const std::vector<std::int64_t> need = relay_bytes_needed(p.relay_rings, static_cast<int>(names_.size()));
   CurrentDevice keep;
   for (std::size_t k = 0; k < need.size(); ++k) {
     if (need[k] <= bytes_[k]) continue;
@@ -80,7 +80,7 @@ void RelayScratch::grow_for(const PreparedCollective& p, bool keep_old) {
 
 void RelayScratch::rings_of(const PreparedCollective& p, std::vector<void*>* out) const {
   out->clear();
-  for (const PreparedCollective::RelayRing& ring : p.relay_rings)
+  for (const RelayRing& ring : p.relay_rings)
     out->push_back(static_cast<unsigned char*>(areas_[ring.relay]) + ring.offset);
 }
 

@@ -45,7 +45,8 @@ class RelayScratch {
   std::vector<std::pair<int, void*>> retired_;  // (ordinal, area) kept for captured graphs
 };
 
-// Bytes `p`'s relay participants need on each relay GPU (index as the placement's relays).
-std::vector<std::int64_t> relay_bytes_needed(const PreparedCollective& p, int relays);
+// Bytes the `rings` of one kernel need in each relay GPU's area (index as the placement's relays): the end of its
+// last ring.
+std::vector<std::int64_t> relay_bytes_needed(const std::vector<RelayRing>& rings, int relays);
 
 }  // namespace canopy

@@ -15,6 +15,8 @@
 #include "runtime/comm/peer_access_check.hpp"
 #include "runtime/comm/relay_placement.hpp"
 #include "runtime/jit/launch_shape.hpp"
+#include "runtime/launch/prepared_collective.hpp"
+#include "runtime/local/relay_scratch.hpp"
 #include "runtime/plan/plan_cache.hpp"
 #include "topology/shipped_topologies.hpp"
 
@@ -184,6 +186,23 @@ TEST(RelayPlanning, OneGpuCommunicatorsKernelsFitTheCapAndTheGpu) {
           const Schedule s = lower(plan, fitted);
           ASSERT_EQ(s.devices.size(), 1u) << what;
           for (const auto& [gpu, bytes] : relay_memory(s)) EXPECT_LE(bytes, cap) << what << " " << gpu;
+          // The rings' places in each relay GPU's area (RelayScratch): consecutive, 256-byte aligned, apart, and
+          // the area they need within the cap.
+          const std::vector<RelayRing> rings = relay_rings(s, p.relay_names);
+          ASSERT_EQ(rings.size(), s.relays.size()) << what;
+          std::vector<std::int64_t> end(p.relay_names.size(), 0);
+          for (std::size_t k = 0; k < rings.size(); ++k) {
+            EXPECT_EQ(p.relay_names[rings[k].relay], s.relays[k].gpu) << what;
+            EXPECT_EQ(rings[k].offset % 256, 0) << what;
+            EXPECT_GE(rings[k].offset, end[rings[k].relay]) << what << ": rings overlap";
+            EXPECT_EQ(rings[k].bytes, s.resources[s.ranks + k].scratch_bytes) << what;
+            end[rings[k].relay] = rings[k].offset + rings[k].bytes;
+          }
+          for (std::size_t g = 0; g < end.size(); ++g) {
+            const std::vector<std::int64_t> need = relay_bytes_needed(rings, static_cast<int>(end.size()));
+            EXPECT_EQ(need[g], end[g]) << what;
+            EXPECT_LE(need[g], cap) << what << " " << p.relay_names[g];
+          }
           for (const RelayParticipant& r : s.relays) EXPECT_EQ(r.device, 0) << what;
           relayed += s.relays.empty() ? 0 : 1;
           ++kernels;
