@@ -67,11 +67,12 @@ nb::list load_list(const BoundPlan& b) {
 }
 
 BoundPlan make_plan(const Topology& topology, const std::string& collective, const std::vector<std::string>& gpus,
-                    const std::optional<std::string>& root, bool relay) {
+                    const std::optional<std::string>& root, bool relay, const std::vector<std::string>& relay_gpus) {
   PlanOptions o;
   o.gpus = gpus;
   o.root = root;
   o.relay = relay;
+  o.relay_gpus = relay_gpus;
   BoundPlan b{planning_topology(topology, o), {}};
   // The planner takes the whole topology and the options (as `canopy plan` does); the plan's paths name nodes of
   // planning_topology, which evaluations use.
@@ -126,15 +127,19 @@ void bind_plan(nb::module_& m) {
       });
   m.def(
       "_plan_alltoall",
-      [](const Topology& topology, const std::vector<std::string>& gpus, bool relay) {
+      [](const Topology& topology, const std::vector<std::string>& gpus, bool relay,
+         const std::vector<std::string>& relay_gpus) {
         PlanOptions o;
         o.gpus = gpus;
         o.relay = relay;
+        o.relay_gpus = relay_gpus;
         return alltoall_to_json(plan_alltoall(topology, o));
       },
-      "topology"_a, "gpus"_a, "relay"_a, "The all-to-all's routes as `canopy plan -c alltoall --json` writes them");
+      "topology"_a, "gpus"_a, "relay"_a, "relay_gpus"_a = std::vector<std::string>{}, "The all-to-all's routes as `canopy plan -c alltoall --json` writes them");
   m.def("plan", &make_plan, "topology"_a, "collective"_a, "gpus"_a = std::vector<std::string>{}, "root"_a = nb::none(),
-        "relay"_a = false, "Plans a collective (canopy plan): gpus by name or index as text");
+        "relay"_a = false, "relay_gpus"_a = std::vector<std::string>{},
+        "Plans a collective (canopy plan): gpus by name or index as text; relay_gpus: with relay, only these GPUs "
+        "forward (empty: any outside gpus)");
 }
 
 }  // namespace canopy::python

@@ -25,7 +25,7 @@ namespace {
 std::string simulate_json(const Topology& topology, const std::string& collective, const std::vector<std::string>& gpus,
                           const std::optional<std::string>& root, const std::vector<std::uint64_t>& sizes,
                           const std::string& chunk, double launch_us, double chunk_cost_us, double latency_scale,
-                          bool relay) {
+                          bool relay, const std::vector<std::string>& relay_gpus) {
   const std::optional<Collective> c = parse_collective(collective);
   if (!c)
     throw Error("collective '" + collective +
@@ -37,6 +37,15 @@ std::string simulate_json(const Topology& topology, const std::string& collectiv
   if (relay && gpus.empty())
     throw Error("relay=True lets GPUs outside `gpus` forward: give gpus a subset of " + topology.name() +
                 "'s GPUs, e.g. gpus=[0, 1]");
+  // The relays' machine: the whole topology, or with relay_gpus the ranks and those GPUs alone.
+  std::optional<Topology> relay_machine;
+  if (relay) {
+    PlanOptions limited;
+    limited.gpus = gpus;
+    limited.relay = true;
+    limited.relay_gpus = relay_gpus;
+    relay_machine = relay_gpus.empty() ? topology : planning_topology(topology, limited);
+  }
   SimulateTableOptions o;
   o.root = root;
   o.sizes = sizes;
@@ -45,7 +54,7 @@ std::string simulate_json(const Topology& topology, const std::string& collectiv
   o.base.latency_scale = latency_scale;
   o.automatic_chunk = chunk == "auto";
   if (!o.automatic_chunk) o.base.chunk_bytes = parse_byte_size(chunk, "chunk");
-  const SimulateTable t = simulate_table(ranks, *c, o, relay ? &topology : nullptr);
+  const SimulateTable t = simulate_table(ranks, *c, o, relay_machine ? &*relay_machine : nullptr);
   return nlohmann::json{{"collective", to_string(*c)},
                         {"topology", topology.name()},
                         {"ranks", t.plan.ranks},
@@ -61,7 +70,7 @@ std::string simulate_json(const Topology& topology, const std::string& collectiv
 
 void bind_simulate(nb::module_& m) {
   m.def("_simulate", &simulate_json, "topology"_a, "collective"_a, "gpus"_a, "root"_a, "sizes"_a, "chunk"_a,
-        "launch_us"_a, "chunk_cost_us"_a, "latency_scale"_a, "relay"_a,
+        "launch_us"_a, "chunk_cost_us"_a, "latency_scale"_a, "relay"_a, "relay_gpus"_a = std::vector<std::string>{},
         "canopy simulate's rows as JSON text (canopy.simulate wraps it)");
   m.def("parse_sizes", &parse_bench_sizes, "text"_a,
         "Sizes as --sizes reads them: 8:1G (powers of two), 1M:64M:4 (factor 4) or 1K,64K,1M; in bytes");

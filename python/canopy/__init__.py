@@ -25,6 +25,8 @@ __all__ = [
 
 TopologyLike = Union[Topology, str, os.PathLike]
 Gpus = Optional[Iterable[Union[int, str]]]
+# Blink+: True lets any GPU outside the ranks forward; a list of GPUs (names or indices) only those.
+Relay = Union[bool, Iterable[Union[int, str]]]
 
 
 def load(topology: TopologyLike) -> Topology:
@@ -64,43 +66,55 @@ def _root_name(topology: Topology, root: Union[int, str, None]) -> Optional[str]
     return names[root]
 
 
+def _relay_args(relay: Relay):
+    """relay as the bindings take it: (on, the GPUs that may forward; none listed: any outside the ranks)."""
+    if isinstance(relay, bool):
+        return relay, []
+    return True, _gpu_list(relay)
+
+
 def plan(topology: TopologyLike, collective: str, gpus: Gpus = None, root: Union[int, str, None] = None,
-         relay: bool = False) -> Plan:
+         relay: Relay = False) -> Plan:
     """Plans `collective` on `topology` as ``canopy plan`` does: weighted spanning trees at the proven optimum rate.
 
     gpus: the ranks, by name ("gpu3") or index (3), in rank order; default every GPU. root: broadcast and reduce, by
-    name or index (default the first rank). relay: let GPUs outside `gpus` forward over their idle links (Blink+).
+    name or index (default the first rank). relay: True lets GPUs outside `gpus` forward over their idle links
+    (Blink+); a list of GPUs (names or indices, as ``--relays``) lets only those forward.
     """
     t = load(topology)
-    return _canopy.plan(t, collective, _gpu_list(gpus), _root_name(t, root), relay)
+    on, relay_gpus = _relay_args(relay)
+    return _canopy.plan(t, collective, _gpu_list(gpus), _root_name(t, root), on, relay_gpus)
 
 
-def plan_alltoall(topology: TopologyLike, gpus: Gpus = None, relay: bool = False) -> dict:
+def plan_alltoall(topology: TopologyLike, gpus: Gpus = None, relay: Relay = False) -> dict:
     """Routes every ordered pair's all-to-all block over the links (``canopy plan -c alltoall``): a maximum concurrent
     multicommodity flow through switches and relaying GPUs, with its proven bound and NCCL-style direct routes beside.
 
     Returns the dict ``canopy plan -c alltoall --json`` writes: pair_GBps (every ordered pair at once), algbw_GBps,
     busbw_GBps, bound_pair_GBps, direct_pair_GBps, direct_algbw_GBps, and pairs: [{from, to, paths: [{nodes, share}]}]
-    (docs/planner.md, "All-to-all"). relay: let GPUs outside `gpus` forward too.
+    (docs/planner.md, "All-to-all"). relay: let GPUs outside `gpus` forward too (a list: only those).
     """
     import json
 
-    return json.loads(_canopy._plan_alltoall(load(topology), _gpu_list(gpus), relay))
+    on, relay_gpus = _relay_args(relay)
+    return json.loads(_canopy._plan_alltoall(load(topology), _gpu_list(gpus), on, relay_gpus))
 
 
 def simulate(topology: TopologyLike, collective: str, sizes: Union[str, Iterable[int]] = "1K:1G", gpus: Gpus = None,
              root: Union[int, str, None] = None, chunk: str = "auto", launch_us: float = 8.0,
-             chunk_cost_us: float = 0.5, latency_scale: float = 1.0, relay: bool = False) -> Simulation:
+             chunk_cost_us: float = 0.5, latency_scale: float = 1.0, relay: Relay = False) -> Simulation:
     """Predicted time per size of Canopy's plan beside NCCL-style rings (``canopy simulate``).
 
     Returns a Simulation: a list of row dicts with docs/simulator.md's keys (allreduce adds NCCL's double binary
-    tree, relay=True the plan with relays), with ``to_pandas()`` and ``plot()``. sizes: text as --sizes reads it
+    tree, relay=True the plan with relays, relay=[2, 3] with only those GPUs relaying), with ``to_pandas()`` and
+    ``plot()``. sizes: text as --sizes reads it
     ("8:1G", "1M:64M:4", "1K,64K,1M") or byte counts.
     """
     size_list = _canopy.parse_sizes(sizes) if isinstance(sizes, str) else [int(s) for s in sizes]
     t = load(topology)
+    on, relay_gpus = _relay_args(relay)
     text = _canopy._simulate(t, collective, _gpu_list(gpus), _root_name(t, root), size_list, chunk, launch_us,
-                             chunk_cost_us, latency_scale, relay)
+                             chunk_cost_us, latency_scale, on, relay_gpus)
     return Simulation.from_json(text)
 
 

@@ -68,6 +68,20 @@ def test_relays_raise_the_rate_of_a_two_gpu_tenant():
     assert len(relayed.topology.gpus) == 8  # the whole machine: other GPUs forward
 
 
+def test_a_list_of_relays_lets_only_those_forward():
+    # As `canopy plan --relays 2,3`: Blink+'s own case with two of its four relays lent.
+    two = canopy.plan("dgx1-p100", "broadcast", gpus=[0, 1], relay=[2, "gpu3"])
+    assert two.rate == pytest.approx(75.75)
+    assert two.topology.gpus == ["gpu0", "gpu1", "gpu2", "gpu3"]
+    crossed = {node for tree in two.trees for edge in tree["edges"] for node in edge["path"]}
+    assert crossed & {"gpu2", "gpu3"} and not crossed & {"gpu4", "gpu5", "gpu6", "gpu7"}
+    assert canopy.plan("dgx1-p100", "broadcast", gpus=[0, 1], relay=True).rate > two.rate
+    with pytest.raises(canopy.Error, match="relay GPU gpu1 is also a rank"):
+        canopy.plan("dgx1-p100", "broadcast", gpus=[0, 1], relay=[1])
+    sim = canopy.simulate("dgx1-p100", "broadcast", sizes=[256 << 20], gpus=[0, 1], relay=[2, 3])
+    assert sim.relays_used == ["gpu2", "gpu3"]
+
+
 def test_errors_are_canopy_errors():
     with pytest.raises(canopy.Error, match="collective 'allsum'"):
         canopy.plan("dgx1-v100", "allsum")
