@@ -44,11 +44,15 @@ void add_bench_command(CLI::App& app) {
     int blocks = 0;
     int threads = 0;
     int procs = 0;
+    std::string relays;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("bench", "time Canopy's collectives on this machine's GPUs (nccl-tests' table)");
   add_topology_args(*cmd, args->topology, /*positional=*/false, /*required=*/false);
   cmd->add_option("--devices", args->devices, "CUDA devices to use, e.g. 0,1 (default: as many as the ranks)");
+  cmd->add_option("--relays", args->relays,
+                  "GPUs of the topology outside --gpus that may forward for the ranks (Blink+, docs/relays.md), "
+                  "e.g. 2,3; their forwarding runs on --devices (on one GPU: virtual GPUs)");
   cmd->add_option("--collective,-c", args->collective,
                   "all, or a list of broadcast reduce allreduce allgather reducescatter; or one of sendrecv alltoall "
                   "gather scatter alone (NCCL's point-to-point family: its own table)")
@@ -99,6 +103,7 @@ void add_bench_command(CLI::App& app) {
       "  canopy bench --json bench.json                      rows as JSON (docs/runtime.md, \"Bench JSON\")\n"
       "  canopy bench -a ring-allreduce --vs-nccl            a program (docs/algorithms.md) beside NCCL\n"
       "  canopy bench -t dgx1-v100 -c alltoall               the planned all-to-all (relayed routes)\n"
+      "  canopy bench -t dgx1-p100 -g 0,1 --relays 2,3,4,5   GPUs 2-5 forward for ranks 0 and 1 (Blink+)\n"
       "  canopy bench --procs 2 -c sendrecv --vs-nccl        a ring of sends and receives beside NCCL's\n"
       "  canopy bench --sizes 8:64K --vs-nccl --graph        replays of captured calls, both libraries\n"
       "  canopy bench --procs 2 -c allreduce --vs-nccl       one process per rank, Canopy and NCCL alike\n"
@@ -153,6 +158,10 @@ void add_bench_command(CLI::App& app) {
     if (!args->chunk.empty()) co.chunk_bytes = parse_byte_size(args->chunk, "--chunk");
     if (args->blocks) co.blocks_per_rank = args->blocks;
     if (args->threads) co.threads_per_block = args->threads;
+    if (!args->relays.empty()) {
+      if (args->procs > 0) throw Error("--relays runs in one process (relay agents are not built): leave out --procs");
+      co.relays = CLI::detail::split(args->relays, ',');
+    }
     if (args->procs < 0) throw Error(fmt::format("--procs {}: give the number of processes, 1 or more", args->procs));
     int launched = 0;
     const std::unique_ptr<Communicator> comm = command_communicator(args->procs, co, &launched);

@@ -245,6 +245,8 @@ TEST(CliGen, RelayGeneratesTheForwardingGpusLanes) {
   EXPECT_THAT(canopy("plan -t dgx1-p100 --gpus 0,1 -c broadcast --relays 1").output,
               HasSubstr("relay GPU gpu1 is also a rank"));
   EXPECT_THAT(canopy("gen --plan x.json --relays 2 --print").output, HasSubstr("--relay and --relays plan here"));
+  EXPECT_THAT(canopy("bench -t dgx1-p100 -g 0,1 --relays 2 --procs 2").output,
+              HasSubstr("--relays runs in one process (relay agents are not built): leave out --procs"));
   // Each relay's link load at the predicted rate: Blink+'s own case has four relays each carrying a 20 GB/s link.
   EXPECT_THAT(canopy("plan -t dgx1-p100 --gpus gpu0,gpu1 -c broadcast --relay").output,
               HasSubstr("gpu2          5 MiB  1 ring (one per tree edge it forwards); in 20.00 GB/s, out 20.00, busiest "
