@@ -34,8 +34,8 @@ void count_lowering();
 // order, and its grid size. Throws when a device in 0..max has no rank.
 void place_lanes_on_devices(Schedule& s);
 
-// Throws canopy::Error naming the tree, the edge and `fix` when an edge of `plan` crosses a GPU of `topology` that is not
-// a rank (a plan made with --relay) and not one of `allowed`: whatever runs the plan must give every relay GPU it
+// Throws canopy::Error naming the tree, the edge and `fix` when an edge of `plan` crosses a GPU of `topology` that is
+// not a rank (a plan made with --relay) and not one of `allowed`: whatever runs the plan must give every relay GPU it
 // crosses forwarding participants (CodegenOptions::relay_gpus, which relay_gpus_of in planner/plan_eval.hpp names).
 void check_relay_gpus(const Plan& plan, const Topology& topology, const std::vector<std::string>& allowed,
                       std::string_view fix);
