@@ -41,8 +41,8 @@ void place_relays(const Topology& topology, const std::vector<std::string>& rela
   for (std::size_t k = 0; k < ids.size(); ++k) {
     const std::string& name = topology.node(ids[k]).name;
     if (std::find(p.rank_names.begin(), p.rank_names.end(), name) != p.rank_names.end())
-      throw Error(fmt::format("relay {} is also a rank of this communicator: a GPU either holds a rank or relays; leave "
-                              "it out of the relays (or of the GPUs)",
+      throw Error(fmt::format("relay {} is also a rank of this communicator: a GPU either holds a rank or relays; "
+                              "leave it out of the relays (or of the GPUs)",
                               name));
     int device = static_cast<int>(k) % p.devices();
     if (!relay_ordinals.empty()) {

@@ -1,4 +1,5 @@
-// RelayScratch: the memory Blink+'s relays of a one-process communicator lend its kernels (CommunicatorOptions::relays).
+// RelayScratch: the memory Blink+'s relays of a one-process communicator lend its kernels
+// (CommunicatorOptions::relays).
 // Each relay GPU holds one area on the device its forwarding runs on, shared by every kernel as the ranks' scratch is
 // (launches on a GPU run in order): a kernel's relay participants on that GPU take consecutive parts of it
 // (PreparedCollective::relay_rings), and the area grows to the largest total any loaded kernel needs, never past the

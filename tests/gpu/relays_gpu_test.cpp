@@ -9,7 +9,9 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "planner/plan_eval.hpp"
 #include "runtime/comm/communicator.hpp"
@@ -78,7 +80,8 @@ using Param = testing::TopologyCollective;
 class RelaysOnGpu : public ::testing::TestWithParam<Param> {};
 
 TEST_P(RelaysOnGpu, EveryCallIsRightAndTheRingsStayUnderTheCap) {
-  if (visible_gpu_count() == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  if (visible_gpu_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
   const RelayCase& tc = kCases[GetParam().topology];
   const Collective collective = GetParam().collective;
   const int ranks = static_cast<int>(tc.gpus.size());
@@ -149,7 +152,8 @@ TEST_P(RelaysOnGpu, EveryCallIsRightAndTheRingsStayUnderTheCap) {
 // A small cap: the kernels' rings are fitted to it (fewer FIFO slots, smaller chunks), each relay GPU's area never
 // passes it, and the calls stay right.
 TEST(RelaysCap, ASmallCapIsFittedAndKept) {
-  if (visible_gpu_count() == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  if (visible_gpu_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
   const RelayCase& tc = kCases[5];  // dgx1-p100 {0,1}: Blink+'s own case
   CommunicatorOptions o = relay_options(tc, Forced::trees);
   o.relay_memory = std::int64_t{2} << 20;
@@ -177,7 +181,8 @@ TEST(RelaysCap, ASmallCapIsFittedAndKept) {
 
 // What a relay cannot be, refused at create naming the fix.
 TEST(RelaysCap, RelaysThatCannotRunAreRefused) {
-  if (visible_gpu_count() == 0) GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
+  if (visible_gpu_count() == 0)
+    GTEST_SKIP() << "no CUDA device visible (cudaGetDeviceCount found none): run on a GPU machine";
   CommunicatorOptions o = relay_options(kCases[0], Forced::trees);
   o.relays = {"gpu1"};
   std::unique_ptr<Communicator> comm;
