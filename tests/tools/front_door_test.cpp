@@ -70,6 +70,12 @@ const std::vector<Program>& programs() {
        "canopy-example-processes",
        CANOPY_EXAMPLE_PROCESSES,
        {{"dgx9", "'dgx9'"}, {"hgx-h100 extra", "'extra'"}}},
+      {"canopy_example_relays",
+       "canopy-example-relays",
+       CANOPY_EXAMPLE_RELAYS,
+       {{"dgx9", "'dgx9"},
+        {"dgx1-p100 0,1 2,3 extra", "'extra'"},
+        {"dgx1-p100 0,1 1", "relay GPU gpu1 is also a rank"}}},
   };
   return list;
 }
