@@ -138,7 +138,7 @@ void add_simulate_command(CLI::App& app) {
     options.base = base;
     options.automatic_chunk = automatic;
     // --relay: the whole topology, the same ranks, other GPUs allowed to forward (planner/planner.hpp).
-    // --relays: the ranks and those GPUs alone.
+    // --relays: the ranks and those GPUs alone (planning_topology; --relay alone: the whole topology).
     std::optional<Topology> full;
     if (args->relay.on()) {
       full = load_topology(args->topology.topology);
@@ -146,13 +146,8 @@ void add_simulate_command(CLI::App& app) {
         throw Error(fmt::format("--relay lets GPUs outside --gpus forward, and {} has none outside them: give --gpus "
                                 "a subset, e.g. -g 0,1",
                                 full->name()));
-      if (!args->relay.relays.empty()) {
-        PlanOptions limited;
-        limited.gpus = CLI::detail::split(args->topology.gpus, ',');
-        limited.relay = true;
-        limited.relay_gpus = args->relay.gpus();
-        full = planning_topology(*full, limited);
-      }
+      full = planning_topology(
+          *full, PlanOptions{CLI::detail::split(args->topology.gpus, ','), std::nullopt, true, args->relay.gpus()});
     }
     const SimulateTable t = simulate_table(topology, c, options, full ? &*full : nullptr);
     const Plan& p = t.plan;

@@ -135,7 +135,8 @@ void bind_plan(nb::module_& m) {
         o.relay_gpus = relay_gpus;
         return alltoall_to_json(plan_alltoall(topology, o));
       },
-      "topology"_a, "gpus"_a, "relay"_a, "relay_gpus"_a = std::vector<std::string>{}, "The all-to-all's routes as `canopy plan -c alltoall --json` writes them");
+      "topology"_a, "gpus"_a, "relay"_a, "relay_gpus"_a = std::vector<std::string>{},
+      "The all-to-all's routes as `canopy plan -c alltoall --json` writes them");
   m.def("plan", &make_plan, "topology"_a, "collective"_a, "gpus"_a = std::vector<std::string>{}, "root"_a = nb::none(),
         "relay"_a = false, "relay_gpus"_a = std::vector<std::string>{},
         "Plans a collective (canopy plan): gpus by name or index as text; relay_gpus: with relay, only these GPUs "

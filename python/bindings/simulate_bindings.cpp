@@ -37,15 +37,9 @@ std::string simulate_json(const Topology& topology, const std::string& collectiv
   if (relay && gpus.empty())
     throw Error("relay=True lets GPUs outside `gpus` forward: give gpus a subset of " + topology.name() +
                 "'s GPUs, e.g. gpus=[0, 1]");
-  // The relays' machine: the whole topology, or with relay_gpus the ranks and those GPUs alone.
+  // The relays' machine (planning_topology): the whole topology, or with relay_gpus the ranks and those GPUs alone.
   std::optional<Topology> relay_machine;
-  if (relay) {
-    PlanOptions limited;
-    limited.gpus = gpus;
-    limited.relay = true;
-    limited.relay_gpus = relay_gpus;
-    relay_machine = relay_gpus.empty() ? topology : planning_topology(topology, limited);
-  }
+  if (relay) relay_machine = planning_topology(topology, PlanOptions{gpus, std::nullopt, true, relay_gpus});
   SimulateTableOptions o;
   o.root = root;
   o.sizes = sizes;

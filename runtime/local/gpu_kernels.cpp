@@ -15,6 +15,18 @@
 
 namespace canopy {
 
+namespace {
+// "; relays gpu2@GPU 0 gpu3@GPU 0 (rings up to 64 MiB each)" for the init log, or "" without relays.
+std::string describe_relays(const Placement& pl, std::int64_t cap) {
+  if (pl.relay_names.empty()) return "";
+  std::vector<std::string> placed;
+  for (std::size_t k = 0; k < pl.relay_names.size(); ++k)
+    placed.push_back(fmt::format("{}@GPU {}", pl.relay_names[k], pl.ordinals[pl.device_of_relay[k]]));
+  return fmt::format("; relays {} (rings up to {} each)", fmt::join(placed, " "), format_byte_size(cap));
+}
+
+}  // namespace
+
 void GpuKernels::set_up(const CommunicatorOptions& options, PeerMemory& peers, Setup setup) {
   peers_ = &peers;
   setup_ = std::move(setup);
@@ -52,15 +64,6 @@ void GpuKernels::set_up(const CommunicatorOptions& options, PeerMemory& peers, S
                                  layout_.topology_source, pl.ranks(), pl.devices(), setup_.devices_are,
                                  pl.ranks() > pl.devices() ? " (virtual ranks)" : "", setup_.describe(pl),
                                  describe_relays(pl, config.relay_memory)));
-}
-
-// "; relays gpu2@GPU 0 gpu3@GPU 0 (rings up to 64 MiB each)" for the init log, or "" without relays.
-std::string GpuKernels::describe_relays(const Placement& pl, std::int64_t cap) {
-  if (pl.relay_names.empty()) return "";
-  std::vector<std::string> placed;
-  for (std::size_t k = 0; k < pl.relay_names.size(); ++k)
-    placed.push_back(fmt::format("{}@GPU {}", pl.relay_names[k], pl.ordinals[pl.device_of_relay[k]]));
-  return fmt::format("; relays {} (rings up to {} each)", fmt::join(placed, " "), format_byte_size(cap));
 }
 
 // Protocol limits: options, else the environment, else tuned for this machine, else the defaults; then what the GPUs

@@ -176,7 +176,6 @@ class GpuKernels {
 
  private:
   void set_up_protocols();
-  static std::string describe_relays(const Placement& pl, std::int64_t cap);
   void ready_memory(const CollectiveSpec& spec, const PreparedCollective& p);  // throws canopy::Error
   void log_launch_counters(const PreparedCollective& p, const CollectiveCall& call, const LaunchTarget& target);
   // kernel_for where the last call's kernel is not this one: the cache's, else prepared now (and remembered).

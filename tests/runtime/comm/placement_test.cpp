@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "topology/topo_reader.hpp"
 #include "runtime/comm/placement.hpp"
+#include "tests/runtime/comm/described_gpus.hpp"
 
 namespace canopy {
 namespace {
@@ -15,11 +16,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::vector<GpuDevice> gpus(int count) {
-  std::vector<GpuDevice> out;
-  for (int i = 0; i < count; ++i) out.push_back(GpuDevice{i, "test GPU", "sm_90", DeviceLimits{}, 0, fmt::format("{:032x}", i)});
-  return out;
-}
+using testing::described_gpus;
 
 const Topology& four_gpus() {
   static const Topology t = read_topo(
@@ -30,7 +27,7 @@ const Topology& four_gpus() {
 }
 
 TEST(Placement, EveryGpuOfTheTopologyIsARankAndDevicesAreCutToTheRanks) {
-  const Placement p = place_ranks(four_gpus(), gpus(8), {}, /*devices_given=*/false);
+  const Placement p = place_ranks(four_gpus(), described_gpus(8), {}, /*devices_given=*/false);
   EXPECT_THAT(p.rank_names, ElementsAre("gpu0", "gpu1", "gpu2", "gpu3"));
   EXPECT_EQ(p.devices(), 4);
   EXPECT_THAT(p.device_of_rank, ElementsAre(0, 1, 2, 3));
@@ -38,7 +35,7 @@ TEST(Placement, EveryGpuOfTheTopologyIsARankAndDevicesAreCutToTheRanks) {
 }
 
 TEST(Placement, MoreRanksThanDevicesRunAsVirtualRanksInBlocks) {
-  const Placement p = place_ranks(four_gpus(), gpus(2), {}, true);
+  const Placement p = place_ranks(four_gpus(), described_gpus(2), {}, true);
   EXPECT_THAT(p.device_of_rank, ElementsAre(0, 0, 1, 1));
   EXPECT_THAT(p.ordinal_of_rank, ElementsAre(0, 0, 1, 1));
   EXPECT_THAT(p.first_rank, ElementsAre(0, 2));
@@ -52,7 +49,7 @@ TEST(Placement, UnevenVirtualRanksGiveEveryDeviceSome) {
                                  "link gpu2 nvs0 100 nvlink4\nlink gpu3 nvs0 100 nvlink4\nlink gpu4 nvs0 100 nvlink4\n"
                                  "link gpu5 nvs0 100 nvlink4\n",
                                  "six.topo");
-  const Placement p = place_ranks(six, gpus(4), {}, true);
+  const Placement p = place_ranks(six, described_gpus(4), {}, true);
   EXPECT_THAT(p.device_of_rank, ElementsAre(0, 0, 1, 1, 2, 3));
   EXPECT_THAT(p.first_rank, ElementsAre(0, 2, 4, 5));
   EXPECT_THAT(block_placement(5, 4), ElementsAre(0, 0, 1, 2, 3));
@@ -71,7 +68,7 @@ TEST(Placement, UnevenVirtualRanksGiveEveryDeviceSome) {
 
 // Processes sharing one GPU each hold a device index of the same UUID: the host path across processes counts GPUs.
 TEST(Placement, DistinctGpusCountsEachUuidOnce) {
-  Placement p = place_ranks(four_gpus(), gpus(4), {}, false);
+  Placement p = place_ranks(four_gpus(), described_gpus(4), {}, false);
   EXPECT_EQ(distinct_gpus(p), 4);
   p.gpus[2].uuid = p.gpus[1].uuid = p.gpus[0].uuid;
   EXPECT_EQ(distinct_gpus(p), 2);
@@ -80,13 +77,13 @@ TEST(Placement, DistinctGpusCountsEachUuidOnce) {
 }
 
 TEST(Placement, AGpuListChoosesTheRanksInItsOrder) {
-  const Placement p = place_ranks(four_gpus(), gpus(2), {"gpu2", "gpu0"}, false);
+  const Placement p = place_ranks(four_gpus(), described_gpus(2), {"gpu2", "gpu0"}, false);
   EXPECT_THAT(p.rank_names, ElementsAre("gpu2", "gpu0"));
 }
 
 TEST(Placement, MoreDevicesGivenThanRanksIsAnError) {
   try {
-    place_ranks(four_gpus(), gpus(3), {"gpu0", "gpu1"}, true);
+    place_ranks(four_gpus(), described_gpus(3), {"gpu0", "gpu1"}, true);
     FAIL() << "accepted";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("3 devices given for 2 ranks of topology four: give at most as many devices"));
@@ -94,13 +91,13 @@ TEST(Placement, MoreDevicesGivenThanRanksIsAnError) {
 }
 
 TEST(Placement, PeerAccessAndNVLinkHopsSayWhichPairLacksThem) {
-  Placement p = place_ranks(four_gpus(), gpus(4), {}, false);
+  Placement p = place_ranks(four_gpus(), described_gpus(4), {}, false);
   EXPECT_EQ(missing_peer_access(p), "GPUs 0 and 1 have no peer access");  // the transport has not filled it
   for (auto& row : p.peer) row.assign(row.size(), true);
   EXPECT_EQ(missing_peer_access(p), "");
   EXPECT_THAT(nvlink_hop_missing(p, four_gpus()), HasSubstr("gpu0 and gpu3 are not one NVLink hop apart"));
   const Placement three = [&] {
-    Placement q = place_ranks(four_gpus(), gpus(3), {"gpu0", "gpu1", "gpu2"}, false);
+    Placement q = place_ranks(four_gpus(), described_gpus(3), {"gpu0", "gpu1", "gpu2"}, false);
     for (auto& row : q.peer) row.assign(row.size(), true);
     return q;
   }();

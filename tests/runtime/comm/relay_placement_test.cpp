@@ -18,6 +18,7 @@
 #include "runtime/launch/prepared_collective.hpp"
 #include "runtime/local/relay_scratch.hpp"
 #include "runtime/plan/plan_cache.hpp"
+#include "tests/runtime/comm/described_gpus.hpp"
 #include "topology/shipped_topologies.hpp"
 
 namespace canopy {
@@ -26,12 +27,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-std::vector<GpuDevice> described_gpus(int count) {
-  std::vector<GpuDevice> out;
-  for (int i = 0; i < count; ++i)
-    out.push_back(GpuDevice{i, "test GPU", "sm_90", DeviceLimits{}, 0, fmt::format("{:032x}", i)});
-  return out;
-}
+using testing::described_gpus;
 
 std::string placing_error(const Topology& t, const Placement& given, const std::vector<std::string>& relays,
                           const std::vector<int>& ordinals) {
